@@ -1,0 +1,1 @@
+//! The pure agent core: strategies, threads and context projection. No IO happens here.

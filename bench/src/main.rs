@@ -1,0 +1,76 @@
+//! `motet-bench`: motet's benchmarks, one scenario per run, results as JSON lines.
+//!
+//! ```text
+//! cargo run --release -p motet-bench -- <scenario> [--json]
+//! cargo run --release -p motet-bench -- all --json
+//! ```
+//!
+//! Every scenario reports motet's own figure beside its floor (a bare ractor actor, a
+//! hand-written loop, serde_json), so ratios rather than absolute times carry the claim.
+//! With `--json` each result is one line:
+//! `{"scenario": "...", "variant": "...", "n": ..., "ns_per_op": ..., "ops_per_sec": ...}`
+//! plus scenario-specific fields.
+
+mod report;
+mod scenarios;
+
+use std::process::ExitCode;
+
+use report::Report;
+
+fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    let mut scenario = None;
+    let mut json = false;
+    for arg in args.by_ref() {
+        match arg.as_str() {
+            "--json" => json = true,
+            "-h" | "--help" => {
+                print_usage();
+                return ExitCode::SUCCESS;
+            }
+            other if scenario.is_none() && !other.starts_with('-') => {
+                scenario = Some(other.to_owned());
+            }
+            other => {
+                eprintln!("motet-bench: unexpected argument `{other}`");
+                print_usage();
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let Some(scenario) = scenario else {
+        print_usage();
+        return ExitCode::from(2);
+    };
+    let names: Vec<&str> = if scenario == "all" {
+        scenarios::ALL.iter().map(|(name, _)| *name).collect()
+    } else {
+        vec![scenario.as_str()]
+    };
+    for name in names {
+        let Some((_, run)) = scenarios::ALL.iter().find(|(n, _)| *n == name) else {
+            eprintln!("motet-bench: unknown scenario `{name}`");
+            print_usage();
+            return ExitCode::from(2);
+        };
+        for report in run() {
+            emit(&report, json);
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn emit(report: &Report, json: bool) {
+    if json {
+        println!("{}", report.to_json_line());
+    } else {
+        println!("{}", report.to_human_line());
+    }
+}
+
+fn print_usage() {
+    let names: Vec<&str> = scenarios::ALL.iter().map(|(name, _)| *name).collect();
+    eprintln!("usage: motet-bench <scenario|all> [--json]");
+    eprintln!("scenarios: {}", names.join(", "));
+}

@@ -1,0 +1,1 @@
+//! Directives and the provider-agnostic LLM vocabulary.

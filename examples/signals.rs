@@ -1,0 +1,2 @@
+//! Placeholder: replaced by the signals routing example.
+fn main() {}

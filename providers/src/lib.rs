@@ -1,0 +1,1 @@
+//! LLM providers: streaming clients for the OpenAI, Anthropic and Gemini dialects.

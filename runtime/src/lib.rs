@@ -1,0 +1,1 @@
+//! The runtime: supervised agent actors that execute the directives their strategies return.

@@ -1,0 +1,21 @@
+//! motet: an actor-based multi-agent LLM runtime.
+//!
+//! Many agents live in one process; each is a supervised actor whose pure strategy turns one
+//! signal into directives that the runtime executes. This crate is the facade: it re-exports the
+//! member crates and a [`prelude`].
+//!
+//! # Layout
+//! - [`signals`] — the Signal envelope, type router and bus.
+//! - [`directives`] — what a strategy asks the runtime to do, and the LLM vocabulary.
+//! - [`agents`] — Strategy, Thread, context projection, ReAct (pure).
+//! - [`providers`] — streaming LLM clients.
+//! - [`runtime`] — agent actors, supervision, registry, stores, telemetry.
+
+pub use motet_agents as agents;
+pub use motet_directives as directives;
+pub use motet_providers as providers;
+pub use motet_runtime as runtime;
+pub use motet_signals as signals;
+
+/// The names most programs need, in one import: `use motet::prelude::*;`.
+pub mod prelude {}
