@@ -1,1 +1,50 @@
 //! Directives and the provider-agnostic LLM vocabulary.
+//!
+//! A strategy never performs IO: it returns [`Directive`]s, descriptions of work for the runtime
+//! (stream an LLM call, run a tool, summarize, emit a signal, spawn or stop a child, schedule,
+//! stop). Each directive carries the ids its result signal echoes, so the strategy can correlate
+//! results and ignore stale ones. Everything here is plain data: serializable, comparable, and
+//! replayable from a log.
+//!
+//! The LLM vocabulary is seed 004's ordered transcript: an [`AssistantMessage`] is an ordered list
+//! of [`AssistantBlock`]s (text, reasoning, tool use), each with optional [`ProviderMeta`] — the
+//! continuity data (thinking signatures, reasoning ids and encrypted content, thought signatures)
+//! a provider needs to see again, byte for byte, when the conversation resumes.
+//!
+//! # Layout
+//! - `message` — [`Message`], [`AssistantMessage`], [`AssistantBlock`], [`ProviderMeta`].
+//! - `tool` — [`ToolArgs`], [`ToolCallView`], [`ToolResult`], [`ToolDef`], [`ToolChoice`].
+//! - `usage` — [`Usage`], [`StopReason`], [`LlmResponse`].
+//! - `request` — [`LlmRequest`], [`LlmOptions`], [`ModelRef`].
+//! - `directive` — [`Directive`] and one payload struct per variant.
+//! - `error` — [`DirectiveError`].
+//!
+//! # Example
+//! ```
+//! use motet_directives::{AssistantBlock, AssistantMessage, StopReason, ToolArgs};
+//!
+//! let turn = AssistantMessage {
+//!     blocks: vec![
+//!         AssistantBlock::text("Let me add those."),
+//!         AssistantBlock::tool_use("call_1", "add", ToolArgs::from_text(r#"{"a":2,"b":2}"#)),
+//!     ],
+//!     stop_reason: StopReason::ToolUse,
+//! };
+//! #[derive(serde::Deserialize)]
+//! struct Add { a: i64, b: i64 }
+//! let call = turn.tool_calls().next().unwrap();
+//! let args: Add = call.parse_args().unwrap();
+//! assert_eq!((call.name, args.a + args.b), ("add", 4));
+//! ```
+
+mod error;
+mod message;
+mod request;
+mod tool;
+mod usage;
+
+pub use error::DirectiveError;
+pub use message::{AssistantBlock, AssistantMessage, Message, ProviderMeta};
+pub use request::{LlmOptions, LlmRequest, ModelRef, ReasoningEffort};
+pub use tool::{ToolArgs, ToolCallIter, ToolCallView, ToolChoice, ToolDef, ToolDefs, ToolResult};
+pub use usage::{LlmResponse, StopReason, Usage};

@@ -1,0 +1,239 @@
+//! Messages and the ordered assistant transcript (seed 004 §3.1).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::tool::{ToolArgs, ToolCallIter, ToolCallView, ToolResult};
+use crate::usage::StopReason;
+
+/// Continuity data a provider needs to see again, exactly, when the conversation resumes.
+///
+/// Typed rather than free-form JSON: each adapter knows which variant it produces and which it
+/// can replay. A history replayed to another provider drops only the meta that provider cannot
+/// use, never the text or the tool calls.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "provider", rename_all = "snake_case")]
+pub enum ProviderMeta {
+    /// Anthropic thinking block signature.
+    Anthropic {
+        /// Opaque signature; a thinking block is only replayed with it.
+        signature: String,
+    },
+    /// Anthropic `redacted_thinking` block: encrypted thinking, replayed as is.
+    AnthropicRedacted {
+        /// The opaque `data` of the block.
+        data: String,
+    },
+    /// Gemini thought signature (on `functionCall` and `text` parts, never on responses).
+    Gemini {
+        /// Opaque signature.
+        #[serde(rename = "thoughtSignature")]
+        thought_signature: String,
+    },
+    /// OpenAI Responses reasoning item, replayed statelessly.
+    #[serde(rename = "openai")]
+    OpenAi {
+        /// Reasoning item id (`rs_...`).
+        id: String,
+        /// Encrypted reasoning state (`include: ["reasoning.encrypted_content"]`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        encrypted_content: Option<String>,
+    },
+}
+
+impl ProviderMeta {
+    /// The provider family this meta belongs to: `anthropic`, `gemini` or `openai`.
+    pub fn family(&self) -> &'static str {
+        match self {
+            Self::Anthropic { .. } | Self::AnthropicRedacted { .. } => "anthropic",
+            Self::Gemini { .. } => "gemini",
+            Self::OpenAi { .. } => "openai",
+        }
+    }
+}
+
+/// One block of an assistant turn. Blocks keep the order in which the model started them.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "block_type", rename_all = "snake_case")]
+pub enum AssistantBlock {
+    /// Visible text. Gemini may attach a thought signature to a text part.
+    Text {
+        /// The text.
+        text: String,
+        /// Provider continuity data, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        meta: Option<ProviderMeta>,
+    },
+    /// Reasoning or thinking notes (may be empty when only encrypted state was returned).
+    Reasoning {
+        /// Human-readable reasoning or its summary.
+        #[serde(default)]
+        text: String,
+        /// Provider continuity data (signature, redacted data, reasoning id).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        meta: Option<ProviderMeta>,
+    },
+    /// A request to run a tool.
+    ToolUse {
+        /// The provider's call id.
+        id: String,
+        /// The tool's name.
+        name: String,
+        /// Raw arguments; only the tool parses them.
+        args: ToolArgs,
+        /// Provider continuity data (Gemini signature on the call).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        meta: Option<ProviderMeta>,
+    },
+}
+
+impl AssistantBlock {
+    /// A text block without meta.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Text {
+            text: text.into(),
+            meta: None,
+        }
+    }
+
+    /// A reasoning block.
+    pub fn reasoning(text: impl Into<String>, meta: Option<ProviderMeta>) -> Self {
+        Self::Reasoning {
+            text: text.into(),
+            meta,
+        }
+    }
+
+    /// A tool-use block without meta.
+    pub fn tool_use(id: impl Into<String>, name: impl Into<String>, args: ToolArgs) -> Self {
+        Self::ToolUse {
+            id: id.into(),
+            name: name.into(),
+            args,
+            meta: None,
+        }
+    }
+
+    /// The provider meta of this block, if any.
+    pub fn meta(&self) -> Option<&ProviderMeta> {
+        match self {
+            Self::Text { meta, .. } | Self::Reasoning { meta, .. } | Self::ToolUse { meta, .. } => {
+                meta.as_ref()
+            }
+        }
+    }
+
+    /// This block as a tool call view, if it is one.
+    pub fn as_tool_call(&self) -> Option<ToolCallView<'_>> {
+        match self {
+            Self::ToolUse { id, name, args, .. } => Some(ToolCallView { id, name, args }),
+            _ => None,
+        }
+    }
+}
+
+/// One assistant turn: its blocks in order and how it ended. Usage is billing data and lives
+/// beside it in [`crate::LlmResponse`], not inside.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AssistantMessage {
+    /// Ordered blocks.
+    pub blocks: Vec<AssistantBlock>,
+    /// How the turn ended.
+    pub stop_reason: StopReason,
+}
+
+impl AssistantMessage {
+    /// A turn of plain text that ended normally.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            blocks: vec![AssistantBlock::text(text)],
+            stop_reason: StopReason::EndTurn,
+        }
+    }
+
+    /// The tool calls in emission order, without allocating.
+    pub fn tool_calls(&self) -> ToolCallIter<'_> {
+        ToolCallIter {
+            inner: self.blocks.iter(),
+        }
+    }
+
+    /// True when the turn asks for at least one tool.
+    pub fn has_tool_calls(&self) -> bool {
+        self.blocks
+            .iter()
+            .any(|b| matches!(b, AssistantBlock::ToolUse { .. }))
+    }
+
+    /// The tool call with this id.
+    pub fn get_tool_use(&self, id: &str) -> Option<ToolCallView<'_>> {
+        self.tool_calls().find(|call| call.id == id)
+    }
+
+    /// The text blocks, in order.
+    pub fn text_blocks(&self) -> impl Iterator<Item = &str> {
+        self.blocks.iter().filter_map(|b| match b {
+            AssistantBlock::Text { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+    }
+}
+
+/// Writes the text blocks, concatenated, without intermediate allocation.
+impl fmt::Display for AssistantMessage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.text_blocks().try_for_each(|text| f.write_str(text))
+    }
+}
+
+/// One message of an LLM conversation, provider-agnostic.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Message {
+    /// System instructions.
+    System {
+        /// The instructions.
+        content: String,
+    },
+    /// What the user said.
+    User {
+        /// The text.
+        content: String,
+    },
+    /// An assistant turn.
+    Assistant(AssistantMessage),
+    /// Results of the previous turn's tool calls.
+    ToolResults {
+        /// One result per call, in the calls' order.
+        results: Vec<ToolResult>,
+    },
+}
+
+impl Message {
+    /// A system message.
+    pub fn system(content: impl Into<String>) -> Self {
+        Self::System {
+            content: content.into(),
+        }
+    }
+
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::User {
+            content: content.into(),
+        }
+    }
+
+    /// The role name: `system`, `user`, `assistant` or `tool_results`.
+    pub fn role(&self) -> &'static str {
+        match self {
+            Self::System { .. } => "system",
+            Self::User { .. } => "user",
+            Self::Assistant(_) => "assistant",
+            Self::ToolResults { .. } => "tool_results",
+        }
+    }
+}

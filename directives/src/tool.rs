@@ -1,0 +1,254 @@
+//! Tools as the model sees them: arguments, call views, results, definitions, choice.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::de::{self, Deserializer};
+use serde::ser::Serializer;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::DirectiveError;
+use crate::message::AssistantBlock;
+
+/// Tool-call arguments exactly as the model produced them.
+///
+/// Arguments stay raw until the tool parses them ([`ToolArgs::parse`]): the core never looks
+/// inside. Models sometimes produce text that is not a JSON object (a truncated stream, a small
+/// model's typo); that text is kept verbatim rather than rejected, so the tool can report the
+/// problem to the model as an error result and the model can try again.
+///
+/// Serialized form: a JSON object is written as-is (byte for byte); anything else is written as a
+/// JSON string holding the raw text. Tool arguments are always objects in every provider's API,
+/// so the two cases cannot be confused, and both round-trip exactly.
+#[derive(Clone)]
+pub struct ToolArgs(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    /// Valid JSON whose top level is an object.
+    Object(Box<RawValue>),
+    /// Anything else, verbatim.
+    Text(Box<str>),
+}
+
+impl ToolArgs {
+    /// Arguments from the model's raw text. Never fails: text that is not a JSON object is kept
+    /// verbatim and reported by [`ToolArgs::is_object`] and [`ToolArgs::parse`].
+    pub fn from_text(text: impl Into<String>) -> Self {
+        let text: String = text.into();
+        if text.trim_start().starts_with('{') {
+            // One validating pass that copies the object's bytes; surrounding whitespace is not
+            // part of the value and is dropped.
+            if let Ok(raw) = serde_json::from_str::<Box<RawValue>>(&text) {
+                return Self(Repr::Object(raw));
+            }
+        }
+        Self(Repr::Text(text.into_boxed_str()))
+    }
+
+    /// Arguments from a JSON value (for tests and hand-built calls).
+    pub fn from_value(value: &serde_json::Value) -> Self {
+        Self::from_text(value.to_string())
+    }
+
+    /// An empty object, `{}`.
+    pub fn empty_object() -> Self {
+        Self::from_text("{}")
+    }
+
+    /// The raw text, exactly as produced.
+    pub fn get(&self) -> &str {
+        match &self.0 {
+            Repr::Object(raw) => raw.get(),
+            Repr::Text(text) => text,
+        }
+    }
+
+    /// The arguments as a raw JSON value, when they are a valid JSON object.
+    pub fn as_raw(&self) -> Option<&RawValue> {
+        match &self.0 {
+            Repr::Object(raw) => Some(raw),
+            Repr::Text(_) => None,
+        }
+    }
+
+    /// True when the text is a well-formed JSON object, as every provider requires.
+    pub fn is_object(&self) -> bool {
+        matches!(self.0, Repr::Object(_))
+    }
+
+    /// Parses the arguments into the tool's input type.
+    ///
+    /// # Errors
+    /// [`DirectiveError::InvalidArgs`] when the text is not JSON or does not match `T`.
+    pub fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, DirectiveError> {
+        serde_json::from_str(self.get()).map_err(|e| DirectiveError::InvalidArgs {
+            message: e.to_string(),
+        })
+    }
+}
+
+impl PartialEq for ToolArgs {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl Eq for ToolArgs {}
+
+impl fmt::Debug for ToolArgs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            Repr::Object(raw) => write!(f, "ToolArgs({})", raw.get()),
+            Repr::Text(text) => write!(f, "ToolArgs(invalid: {text:?})"),
+        }
+    }
+}
+
+impl fmt::Display for ToolArgs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.get())
+    }
+}
+
+impl Serialize for ToolArgs {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match &self.0 {
+            Repr::Object(raw) => raw.serialize(serializer),
+            Repr::Text(text) => serializer.serialize_str(text),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolArgs {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = Box::<RawValue>::deserialize(deserializer)?;
+        let text = raw.get();
+        if text.starts_with('"') {
+            let inner: String = serde_json::from_str(text).map_err(de::Error::custom)?;
+            return Ok(Self::from_text(inner));
+        }
+        if text.starts_with('{') {
+            return Ok(Self(Repr::Object(raw)));
+        }
+        Ok(Self(Repr::Text(text.into())))
+    }
+}
+
+/// A borrowed view of one tool call in an assistant turn. No allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolCallView<'a> {
+    /// The provider's id for this call; its result must carry the same id.
+    pub id: &'a str,
+    /// The tool's name.
+    pub name: &'a str,
+    /// The raw arguments.
+    pub args: &'a ToolArgs,
+}
+
+impl ToolCallView<'_> {
+    /// Parses the arguments into the tool's input type (the dispatcher does this, not the core).
+    ///
+    /// # Errors
+    /// [`DirectiveError::InvalidArgs`] when the arguments are not JSON or do not match `T`.
+    pub fn parse_args<T: serde::de::DeserializeOwned>(&self) -> Result<T, DirectiveError> {
+        self.args.parse()
+    }
+}
+
+/// Iterator over the tool calls of an assistant turn, in emission order. No allocation.
+#[derive(Debug, Clone)]
+pub struct ToolCallIter<'a> {
+    pub(crate) inner: std::slice::Iter<'a, AssistantBlock>,
+}
+
+impl<'a> Iterator for ToolCallIter<'a> {
+    type Item = ToolCallView<'a>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.inner.find_map(AssistantBlock::as_tool_call)
+    }
+}
+
+/// The outcome of one tool call, as the model will see it.
+///
+/// There is no provider meta here on purpose: Gemini's signatures belong on the `functionCall`,
+/// never on the `functionResponse` (seed 004 §3.2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// The id of the tool call this answers.
+    pub tool_use_id: String,
+    /// What the tool returned (or the error text).
+    pub content: String,
+    /// True when the tool failed; the model sees the content as an error.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
+}
+
+impl ToolResult {
+    /// A successful result.
+    pub fn ok(tool_use_id: impl Into<String>, content: impl Into<String>) -> Self {
+        Self {
+            tool_use_id: tool_use_id.into(),
+            content: content.into(),
+            is_error: false,
+        }
+    }
+
+    /// An error result the model can read and react to.
+    pub fn error(tool_use_id: impl Into<String>, content: impl Into<String>) -> Self {
+        Self {
+            tool_use_id: tool_use_id.into(),
+            content: content.into(),
+            is_error: true,
+        }
+    }
+}
+
+/// A tool as offered to the model: name, description and the JSON schema of its arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDef {
+    /// The name the model calls it by.
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// JSON schema of the arguments object.
+    pub parameters: serde_json::Value,
+}
+
+impl ToolDef {
+    /// A tool definition.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        parameters: serde_json::Value,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            parameters,
+        }
+    }
+}
+
+/// Shared, immutable list of tool definitions (cheap to clone into every request).
+pub type ToolDefs = Arc<[ToolDef]>;
+
+/// Whether and how the model may call tools.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model decides.
+    #[default]
+    Auto,
+    /// No tool calls.
+    None,
+    /// At least one tool call.
+    Required,
+    /// This tool must be called.
+    Tool {
+        /// The tool's name.
+        name: String,
+    },
+}

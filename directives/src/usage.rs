@@ -1,0 +1,165 @@
+//! Token usage, stop reasons and the assembled response.
+
+use std::fmt;
+use std::ops::{Add, AddAssign};
+
+use serde::{Deserialize, Serialize};
+
+use crate::message::AssistantMessage;
+
+/// Tokens consumed by one call, or summed over many (`a + b`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens, including cached ones.
+    #[serde(default)]
+    pub input_tokens: u64,
+    /// Completion tokens, including reasoning.
+    #[serde(default)]
+    pub output_tokens: u64,
+    /// Prompt tokens read from the provider's cache.
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    /// Prompt tokens written to the provider's cache.
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+    /// Output tokens spent on reasoning.
+    #[serde(default)]
+    pub reasoning_tokens: u64,
+}
+
+impl Usage {
+    /// Input plus output tokens.
+    pub fn total_tokens(&self) -> u64 {
+        self.input_tokens.saturating_add(self.output_tokens)
+    }
+
+    /// True when nothing was counted.
+    pub fn is_zero(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+impl Add for Usage {
+    type Output = Usage;
+
+    fn add(self, rhs: Usage) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens.saturating_add(rhs.input_tokens),
+            output_tokens: self.output_tokens.saturating_add(rhs.output_tokens),
+            cache_read_tokens: self.cache_read_tokens.saturating_add(rhs.cache_read_tokens),
+            cache_write_tokens: self
+                .cache_write_tokens
+                .saturating_add(rhs.cache_write_tokens),
+            reasoning_tokens: self.reasoning_tokens.saturating_add(rhs.reasoning_tokens),
+        }
+    }
+}
+
+impl AddAssign for Usage {
+    fn add_assign(&mut self, rhs: Usage) {
+        *self = *self + rhs;
+    }
+}
+
+impl std::iter::Sum for Usage {
+    fn sum<I: Iterator<Item = Usage>>(iter: I) -> Usage {
+        iter.fold(Usage::default(), Add::add)
+    }
+}
+
+/// Why a turn ended. Values a provider adds later are kept verbatim in [`StopReason::Other`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum StopReason {
+    /// The model finished its answer.
+    #[default]
+    EndTurn,
+    /// The model asked for tools.
+    ToolUse,
+    /// The output token limit was reached.
+    MaxTokens,
+    /// A stop sequence matched.
+    StopSequence,
+    /// The provider filtered the content (safety, recitation, policy).
+    ContentFilter,
+    /// The model refused.
+    Refusal,
+    /// The request was cancelled before the turn finished.
+    Cancelled,
+    /// Anything else, verbatim.
+    Other(String),
+}
+
+impl StopReason {
+    /// The canonical string form (`end_turn`, `tool_use`, ...; `Other` verbatim).
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::EndTurn => "end_turn",
+            Self::ToolUse => "tool_use",
+            Self::MaxTokens => "max_tokens",
+            Self::StopSequence => "stop_sequence",
+            Self::ContentFilter => "content_filter",
+            Self::Refusal => "refusal",
+            Self::Cancelled => "cancelled",
+            Self::Other(other) => other,
+        }
+    }
+}
+
+impl From<String> for StopReason {
+    fn from(value: String) -> Self {
+        match value.as_str() {
+            "end_turn" => Self::EndTurn,
+            "tool_use" => Self::ToolUse,
+            "max_tokens" => Self::MaxTokens,
+            "stop_sequence" => Self::StopSequence,
+            "content_filter" => Self::ContentFilter,
+            "refusal" => Self::Refusal,
+            "cancelled" => Self::Cancelled,
+            _ => Self::Other(value),
+        }
+    }
+}
+
+impl From<StopReason> for String {
+    fn from(value: StopReason) -> Self {
+        match value {
+            StopReason::Other(other) => other,
+            known => known.as_str().to_owned(),
+        }
+    }
+}
+
+impl fmt::Display for StopReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One complete LLM call: the assistant turn and, separately, what it cost.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LlmResponse {
+    /// The assistant turn.
+    pub message: AssistantMessage,
+    /// Tokens consumed.
+    #[serde(default)]
+    pub usage: Usage,
+    /// The model that answered, as the provider named it (e.g. a dated snapshot).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The provider's response id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_id: Option<String>,
+}
+
+impl LlmResponse {
+    /// A response with no model name or id.
+    pub fn new(message: AssistantMessage, usage: Usage) -> Self {
+        Self {
+            message,
+            usage,
+            model: None,
+            response_id: None,
+        }
+    }
+}
