@@ -1,1 +1,17 @@
 //! LLM providers: streaming clients for the OpenAI, Anthropic and Gemini dialects.
+//!
+//! # Layout
+//! - `event` — [`LlmEvent`], the provider-agnostic streaming event.
+//! - `sse` — [`SseEvent`] and the SSE decoder.
+//! - `decoder` — [`StreamDecoder`], one dialect's SSE events into [`LlmEvent`]s.
+//! - `error` — [`ProviderError`].
+
+mod decoder;
+mod error;
+mod event;
+mod sse;
+
+pub use decoder::StreamDecoder;
+pub use error::ProviderError;
+pub use event::LlmEvent;
+pub use sse::SseEvent;

@@ -1,0 +1,87 @@
+//! Streaming events: what a dialect decoder produces from SSE, and the assembler consumes.
+
+use motet_directives::{ProviderMeta, StopReason, Usage};
+
+/// One step of a streamed LLM response, provider-agnostic (seed 004 §3.3).
+///
+/// A dialect decoder turns its provider's SSE events into these; the block assembler turns them
+/// into an ordered [`motet_directives::AssistantMessage`]. Blocks are ordered by when they
+/// *start*: text deltas extend the last block when it is text, reasoning and tool calls reserve a
+/// slot at their start and are finalized into it later, possibly out of order.
+///
+/// Keys (`key` of reasoning, `id` of tool calls) are unique within one stream; a decoder whose
+/// provider omits or reuses ids makes them unique, so two calls are never merged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LlmEvent {
+    /// Metadata known once the response starts.
+    Started {
+        /// The model that answers, as the provider names it.
+        model: Option<String>,
+        /// The provider's response id.
+        response_id: Option<String>,
+    },
+    /// Visible text. Starts a new text block when the last block is not text or `meta` is set.
+    TextDelta {
+        /// The text fragment.
+        delta: String,
+        /// Provider meta carried by this part (Gemini thoughtSignature on a text part).
+        meta: Option<ProviderMeta>,
+    },
+    /// A reasoning block starts.
+    ReasoningStart {
+        /// Stream-local key of the block.
+        key: String,
+    },
+    /// Reasoning text for an open block.
+    ReasoningDelta {
+        /// The block's key.
+        key: String,
+        /// The text fragment.
+        delta: String,
+    },
+    /// A reasoning block is complete.
+    ReasoningComplete {
+        /// The block's key.
+        key: String,
+        /// The full text when the provider sends it at the end (replaces the deltas).
+        text: Option<String>,
+        /// Continuity data (signature, redacted data, reasoning id + encrypted content).
+        meta: Option<ProviderMeta>,
+    },
+    /// A tool call starts.
+    ToolCallStart {
+        /// The call id (unique in the stream).
+        id: String,
+        /// The tool's name.
+        name: String,
+        /// Provider meta known at the start (Gemini thoughtSignature).
+        meta: Option<ProviderMeta>,
+    },
+    /// A fragment of a tool call's JSON arguments.
+    ToolCallDelta {
+        /// The call id.
+        id: String,
+        /// The fragment.
+        args_delta: String,
+    },
+    /// A tool call is complete.
+    ToolCallComplete {
+        /// The call id.
+        id: String,
+        /// The full argument text when the provider sends it whole (replaces the deltas).
+        args: Option<String>,
+        /// Provider meta known at the end.
+        meta: Option<ProviderMeta>,
+    },
+    /// Token usage so far: cumulative totals, replacing any earlier update.
+    Usage {
+        /// The totals.
+        usage: Usage,
+    },
+    /// The response is complete.
+    Done {
+        /// How the turn ended.
+        stop_reason: StopReason,
+    },
+}
