@@ -1,0 +1,384 @@
+//! [`Router`]: a trie over type segments that finds every route whose pattern matches a type.
+//!
+//! Each trie node has a map of literal children keyed by segment, plus at most one `*` child and
+//! one `**` child; a route lives at the node its pattern ends on. A lookup walks the type's
+//! segments once: a literal step is one hash lookup, a `*` step takes any segment, and a `**`
+//! node may be entered without consuming anything and then loops over one more segment at a time.
+//! States `(** node, position)` are remembered, so a route is found once even when `**` can match
+//! in several ways, and the work is bounded by (visited nodes x type length) instead of growing
+//! exponentially with the number of `**`. Lookup cost therefore depends on the type's length and
+//! the patterns that share its prefixes, not on the total number of routes.
+//!
+//! Matches come back ordered by priority (higher first), then registration order.
+
+use std::cmp::Reverse;
+use std::collections::{HashMap, HashSet};
+
+use crate::{Pattern, PatternSegment, SignalType};
+
+/// Identifies one route; returned by [`Router::add`], used by [`Router::remove`].
+///
+/// Ids grow with every `add`, so they also record registration order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RouteId(u64);
+
+impl RouteId {
+    /// The id as a number (unique within its router).
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+#[derive(Debug)]
+struct Route<T> {
+    id: RouteId,
+    priority: i32,
+    handler: T,
+}
+
+impl<T> Route<T> {
+    fn order_key(&self) -> (Reverse<i32>, RouteId) {
+        (Reverse(self.priority), self.id)
+    }
+}
+
+#[derive(Debug)]
+struct Node<T> {
+    literal: HashMap<Box<str>, Node<T>>,
+    one: Option<Box<Node<T>>>,
+    many: Option<Box<Node<T>>>,
+    /// Whether this node is a `**` child (it may consume more segments in place).
+    is_many: bool,
+    /// The routes ending here, kept sorted by priority then id.
+    routes: Vec<Route<T>>,
+}
+
+impl<T> Node<T> {
+    fn new(is_many: bool) -> Self {
+        Self {
+            literal: HashMap::new(),
+            one: None,
+            many: None,
+            is_many,
+            routes: Vec::new(),
+        }
+    }
+
+    fn child_count(&self) -> usize {
+        self.literal.len() + usize::from(self.one.is_some()) + usize::from(self.many.is_some())
+    }
+
+    fn child(&self, segment: &PatternSegment) -> Option<&Node<T>> {
+        match segment {
+            PatternSegment::Literal(lit) => self.literal.get(lit),
+            PatternSegment::One => self.one.as_deref(),
+            PatternSegment::Many => self.many.as_deref(),
+        }
+    }
+
+    fn child_mut(&mut self, segment: &PatternSegment) -> Option<&mut Node<T>> {
+        match segment {
+            PatternSegment::Literal(lit) => self.literal.get_mut(lit),
+            PatternSegment::One => self.one.as_deref_mut(),
+            PatternSegment::Many => self.many.as_deref_mut(),
+        }
+    }
+
+    fn child_or_insert(&mut self, segment: &PatternSegment) -> &mut Node<T> {
+        match segment {
+            PatternSegment::Literal(lit) => self
+                .literal
+                .entry(lit.clone())
+                .or_insert_with(|| Node::new(false)),
+            PatternSegment::One => self.one.get_or_insert_with(|| Box::new(Node::new(false))),
+            PatternSegment::Many => self.many.get_or_insert_with(|| Box::new(Node::new(true))),
+        }
+    }
+
+    fn remove_child(&mut self, segment: &PatternSegment) {
+        match segment {
+            PatternSegment::Literal(lit) => {
+                self.literal.remove(lit);
+            }
+            PatternSegment::One => self.one = None,
+            PatternSegment::Many => self.many = None,
+        }
+    }
+}
+
+/// Routes signal types to handlers of type `T` by pattern (see [`Pattern`] for the syntax).
+///
+/// ```
+/// use motet_signals::{Pattern, Router, SignalType};
+///
+/// let mut router = Router::new();
+/// router.add(&Pattern::new("task.**")?, 0, "coordinator");
+/// router.add(&Pattern::new("task.*.assigned")?, 10, "worker");
+/// let ty = SignalType::new("task.7.assigned")?;
+/// let found: Vec<&&str> = router.route(&ty).collect();
+/// assert_eq!(found, [&"worker", &"coordinator"]);
+/// # Ok::<(), motet_signals::SignalError>(())
+/// ```
+#[derive(Debug)]
+pub struct Router<T> {
+    root: Node<T>,
+    patterns: HashMap<RouteId, Pattern>,
+    next_id: u64,
+}
+
+impl<T> Default for Router<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> Router<T> {
+    /// An empty router.
+    pub fn new() -> Self {
+        Self {
+            root: Node::new(false),
+            patterns: HashMap::new(),
+            next_id: 0,
+        }
+    }
+
+    /// The number of routes.
+    pub fn len(&self) -> usize {
+        self.patterns.len()
+    }
+
+    /// Whether there are no routes.
+    pub fn is_empty(&self) -> bool {
+        self.patterns.is_empty()
+    }
+
+    /// The id the next [`Router::add`] will return.
+    pub(crate) fn next_route_id(&self) -> RouteId {
+        RouteId(self.next_id)
+    }
+
+    /// Adds `handler` for `pattern`. Higher `priority` is returned first; equal priorities keep
+    /// registration order.
+    pub fn add(&mut self, pattern: &Pattern, priority: i32, handler: T) -> RouteId {
+        let id = RouteId(self.next_id);
+        self.next_id += 1;
+        let mut node = &mut self.root;
+        for segment in pattern.segments() {
+            node = node.child_or_insert(segment);
+        }
+        let route = Route {
+            id,
+            priority,
+            handler,
+        };
+        let at = node
+            .routes
+            .partition_point(|r| r.order_key() < route.order_key());
+        node.routes.insert(at, route);
+        self.patterns.insert(id, pattern.clone());
+        id
+    }
+
+    /// Removes a route, returning its handler; `None` if it was already removed.
+    pub fn remove(&mut self, id: RouteId) -> Option<T> {
+        let pattern = self.patterns.remove(&id)?;
+        let segments = pattern.segments();
+
+        // Which nodes on the path hold nothing but this route (or the path to it): walk down
+        // once, then find the shallowest depth from which everything below can be cut off.
+        let mut shape = Vec::with_capacity(segments.len());
+        let mut node = &self.root;
+        for segment in segments {
+            node = node.child(segment)?;
+            shape.push((node.routes.len(), node.child_count()));
+        }
+        let last = segments.len().saturating_sub(1);
+        let mut cut = segments.len();
+        for (depth, &(routes, children)) in shape.iter().enumerate().rev() {
+            let bare = if depth == last {
+                routes == 1 && children == 0
+            } else {
+                routes == 0 && children == 1 && cut == depth + 1
+            };
+            if !bare {
+                break;
+            }
+            cut = depth;
+        }
+
+        let mut node = &mut self.root;
+        for segment in segments {
+            node = node.child_mut(segment)?;
+        }
+        let at = node.routes.iter().position(|r| r.id == id)?;
+        let route = node.routes.remove(at);
+
+        if cut < segments.len() {
+            let mut parent = &mut self.root;
+            for segment in &segments[..cut] {
+                parent = parent.child_mut(segment)?;
+            }
+            parent.remove_child(&segments[cut]);
+        }
+        Some(route.handler)
+    }
+
+    /// Every handler whose pattern matches `ty`, by priority (higher first) then registration.
+    pub fn route<'a>(&'a self, ty: &SignalType) -> Matches<'a, T> {
+        let text = ty.as_str();
+        let mut inline = [""; INLINE_SEGMENTS];
+        let spilled: Vec<&str>;
+        let mut count = 0;
+        for segment in text.split('.') {
+            if let Some(slot) = inline.get_mut(count) {
+                *slot = segment;
+            }
+            count += 1;
+        }
+        let segments: &[&str] = if count <= INLINE_SEGMENTS {
+            &inline[..count]
+        } else {
+            spilled = text.split('.').collect();
+            &spilled
+        };
+
+        let mut found: Vec<&'a Route<T>> = Vec::new();
+        let mut runs = 0usize;
+        let mut stack = StateStack::new();
+        let mut seen = SeenStates::new();
+        stack.push(&self.root, 0);
+        while let Some((node, pos)) = stack.pop() {
+            match segments.get(pos) {
+                None => {
+                    if !node.routes.is_empty() {
+                        found.extend(node.routes.iter());
+                        runs += 1;
+                    }
+                }
+                Some(segment) => {
+                    if node.is_many && seen.insert(node, pos + 1) {
+                        stack.push(node, pos + 1);
+                    }
+                    if let Some(child) = node.one.as_deref() {
+                        stack.push(child, pos + 1);
+                    }
+                    if let Some(child) = node.literal.get(*segment) {
+                        stack.push(child, pos + 1);
+                    }
+                }
+            }
+            if let Some(many) = node.many.as_deref()
+                && seen.insert(many, pos)
+            {
+                stack.push(many, pos);
+            }
+        }
+        if runs > 1 {
+            // Each node's routes are already sorted; a stable sort merges those runs cheaply.
+            found.sort_by_key(|r| r.order_key());
+        }
+        Matches {
+            inner: found.into_iter(),
+        }
+    }
+}
+
+/// Segments kept on the stack before a lookup falls back to a heap buffer.
+const INLINE_SEGMENTS: usize = 16;
+const INLINE_STATES: usize = 32;
+
+/// The lookup's work list: a fixed array first, a `Vec` only for unusually wide searches.
+struct StateStack<'a, T> {
+    inline: [Option<(&'a Node<T>, usize)>; INLINE_STATES],
+    len: usize,
+    spill: Vec<(&'a Node<T>, usize)>,
+}
+
+impl<'a, T> StateStack<'a, T> {
+    fn new() -> Self {
+        Self {
+            inline: [None; INLINE_STATES],
+            len: 0,
+            spill: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, node: &'a Node<T>, pos: usize) {
+        match self.inline.get_mut(self.len) {
+            Some(slot) => {
+                *slot = Some((node, pos));
+                self.len += 1;
+            }
+            None => self.spill.push((node, pos)),
+        }
+    }
+
+    fn pop(&mut self) -> Option<(&'a Node<T>, usize)> {
+        if let Some(state) = self.spill.pop() {
+            return Some(state);
+        }
+        self.len = self.len.checked_sub(1)?;
+        self.inline.get_mut(self.len).and_then(Option::take)
+    }
+}
+
+/// The `(** node, position)` states already queued, so each is explored once.
+enum SeenStates {
+    Few(Vec<(usize, usize)>),
+    Many(HashSet<(usize, usize)>),
+}
+
+impl SeenStates {
+    const FEW: usize = 32;
+
+    fn new() -> Self {
+        Self::Few(Vec::new())
+    }
+
+    /// Records the state; false when it was already recorded.
+    fn insert<T>(&mut self, node: &Node<T>, pos: usize) -> bool {
+        let key = (std::ptr::from_ref(node) as usize, pos);
+        match self {
+            Self::Few(list) => {
+                if list.contains(&key) {
+                    return false;
+                }
+                if list.len() < Self::FEW {
+                    list.push(key);
+                } else {
+                    let mut set: HashSet<(usize, usize)> = list.drain(..).collect();
+                    set.insert(key);
+                    *self = Self::Many(set);
+                }
+                true
+            }
+            Self::Many(set) => set.insert(key),
+        }
+    }
+}
+
+/// The handlers matching one type, in order; returned by [`Router::route`].
+#[derive(Debug)]
+pub struct Matches<'a, T> {
+    inner: std::vec::IntoIter<&'a Route<T>>,
+}
+
+impl<'a, T> Iterator for Matches<'a, T> {
+    type Item = &'a T;
+
+    fn next(&mut self) -> Option<&'a T> {
+        self.inner.next().map(|r| &r.handler)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.inner.size_hint()
+    }
+}
+
+impl<T> ExactSizeIterator for Matches<'_, T> {}
+
+impl<T> DoubleEndedIterator for Matches<'_, T> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.inner.next_back().map(|r| &r.handler)
+    }
+}
