@@ -37,12 +37,17 @@
 //! assert_eq!((call.name, args.a + args.b), ("add", 4));
 //! ```
 
+mod directive;
 mod error;
 mod message;
 mod request;
 mod tool;
 mod usage;
 
+pub use directive::{
+    CallId, CancelSchedule, ChildSpec, Directive, Emit, EmitTarget, LlmStream, Schedule,
+    ScheduleId, Spawn, Stop, StopChild, Summarize, ToolExec,
+};
 pub use error::DirectiveError;
 pub use message::{AssistantBlock, AssistantMessage, Message, ProviderMeta};
 pub use request::{LlmOptions, LlmRequest, ModelRef, ReasoningEffort};

@@ -1,0 +1,240 @@
+//! What a strategy asks the runtime to do: one payload struct per directive.
+//!
+//! Every directive that produces a result carries the id its result signal echoes
+//! ([`CallId`] for LLM calls, tool runs and summaries; [`ScheduleId`] for timers), so the
+//! strategy can match a result to its request and ignore stale or duplicated ones.
+
+use std::fmt;
+use std::time::Duration;
+
+use motet_signals::Signal;
+use serde::{Deserialize, Serialize};
+
+use crate::request::{LlmRequest, ModelRef};
+use crate::tool::ToolArgs;
+
+/// Correlates a directive with the signal that reports its result.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct CallId(String);
+
+impl CallId {
+    /// A call id (the strategy takes fresh ones from its environment).
+    pub fn new(id: impl Into<String>) -> Self {
+        Self(id.into())
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for CallId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Names a scheduled signal so it can be cancelled.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ScheduleId(String);
+
+impl ScheduleId {
+    /// A schedule id.
+    pub fn new(id: impl Into<String>) -> Self {
+        Self(id.into())
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ScheduleId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A description of work for the runtime. The runtime executes it and reports every result
+/// back to the agent as a signal; the strategy itself never performs IO.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "directive", rename_all = "snake_case")]
+pub enum Directive {
+    /// Stream an LLM call; the result arrives as `llm.result` or `llm.failed`.
+    LlmStream(LlmStream),
+    /// Run a tool; the result arrives as `tool.result` or `tool.failed`.
+    ToolExec(ToolExec),
+    /// Summarize a range of the thread with an LLM call; appended as a summary entry.
+    Summarize(Summarize),
+    /// Send a signal somewhere.
+    Emit(Emit),
+    /// Start a child agent under this agent's supervisor.
+    Spawn(Spawn),
+    /// Stop a child agent.
+    StopChild(StopChild),
+    /// Deliver a signal to this agent after a delay.
+    Schedule(Schedule),
+    /// Cancel a scheduled signal that has not fired yet.
+    CancelSchedule(CancelSchedule),
+    /// Stop this agent.
+    Stop(Stop),
+}
+
+impl Directive {
+    /// The directive's kind as a short name (`llm_stream`, `tool_exec`, ...), for logs and spans.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::LlmStream(_) => "llm_stream",
+            Self::ToolExec(_) => "tool_exec",
+            Self::Summarize(_) => "summarize",
+            Self::Emit(_) => "emit",
+            Self::Spawn(_) => "spawn",
+            Self::StopChild(_) => "stop_child",
+            Self::Schedule(_) => "schedule",
+            Self::CancelSchedule(_) => "cancel_schedule",
+            Self::Stop(_) => "stop",
+        }
+    }
+}
+
+/// Stream one LLM call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LlmStream {
+    /// Echoed by `llm.result` / `llm.failed`.
+    pub call_id: CallId,
+    /// Model, projected messages, tools, tool choice and options.
+    pub request: LlmRequest,
+}
+
+/// Run one tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolExec {
+    /// Echoed by `tool.result` / `tool.failed`.
+    pub call_id: CallId,
+    /// The model's id for this call; the result carries it back to the model.
+    pub tool_call_id: String,
+    /// The tool's name.
+    pub name: String,
+    /// Raw arguments, parsed only by the tool.
+    pub args: ToolArgs,
+}
+
+/// Summarize entries `from_seq..=to_seq` of a thread (seed 001 §8).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summarize {
+    /// Echoed by the result signal.
+    pub call_id: CallId,
+    /// The thread to summarize.
+    pub thread_id: String,
+    /// First entry covered.
+    pub from_seq: u64,
+    /// Last entry covered (inclusive).
+    pub to_seq: u64,
+    /// The model to summarize with; the agent's model when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelRef>,
+    /// Extra instructions for the summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+}
+
+/// Where an emitted signal goes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "to", content = "name", rename_all = "snake_case")]
+pub enum EmitTarget {
+    /// Published on the bus, to every subscription whose pattern matches.
+    Bus,
+    /// Straight to one agent, by name or id.
+    Agent(String),
+    /// To every member of a named group.
+    Group(String),
+    /// To this agent's parent.
+    Parent,
+}
+
+/// Send a signal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Emit {
+    /// The signal (the runtime links it to the signal being handled: correlation, causation and
+    /// trace context).
+    pub signal: Signal,
+    /// Where it goes.
+    pub target: EmitTarget,
+}
+
+/// What a child agent is: a registered agent kind, an optional name, and its configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChildSpec {
+    /// The agent kind, as registered with the runtime.
+    pub kind: String,
+    /// A name to register the child under.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Kind-specific configuration.
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub config: serde_json::Value,
+}
+
+/// Start a child agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Spawn {
+    /// The parent's handle for this child (used by [`StopChild`]).
+    pub tag: String,
+    /// What to start.
+    pub spec: ChildSpec,
+}
+
+/// Stop a child agent started with [`Spawn`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StopChild {
+    /// The tag given at spawn.
+    pub tag: String,
+    /// Why, for logs and traces.
+    pub reason: String,
+}
+
+/// Deliver a signal to this agent after a delay.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Schedule {
+    /// Names the timer for [`CancelSchedule`].
+    pub schedule_id: ScheduleId,
+    /// How long to wait.
+    #[serde(with = "millis")]
+    pub delay: Duration,
+    /// What to deliver.
+    pub signal: Signal,
+}
+
+/// Cancel a timer set with [`Schedule`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CancelSchedule {
+    /// The timer.
+    pub schedule_id: ScheduleId,
+}
+
+/// Stop this agent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stop {
+    /// Why, for logs and traces.
+    pub reason: String,
+}
+
+/// Durations as whole milliseconds (`"delay_ms"`-style integers read better in logs than
+/// serde's `{secs, nanos}`).
+mod millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        u64::deserialize(d).map(Duration::from_millis)
+    }
+}
