@@ -2,5 +2,11 @@
 
 use crate::report::Report;
 
+mod bus;
+mod router;
+
+/// A scenario's entry point.
+pub(crate) type RunFn = fn() -> Vec<Report>;
+
 /// Every scenario by name, in the order `all` runs them.
-pub(crate) const ALL: &[(&str, fn() -> Vec<Report>)] = &[];
+pub(crate) const ALL: &[(&str, RunFn)] = &[("router", router::run), ("bus", bus::run)];

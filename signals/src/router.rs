@@ -12,7 +12,8 @@
 //! Matches come back ordered by priority (higher first), then registration order.
 
 use std::cmp::Reverse;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::{Pattern, PatternSegment, SignalType};
 
@@ -44,22 +45,19 @@ impl<T> Route<T> {
 
 #[derive(Debug)]
 struct Node<T> {
-    literal: HashMap<Box<str>, Node<T>>,
+    literal: HashMap<Box<str>, Node<T>, BuildHasherDefault<SegmentHasher>>,
     one: Option<Box<Node<T>>>,
     many: Option<Box<Node<T>>>,
-    /// Whether this node is a `**` child (it may consume more segments in place).
-    is_many: bool,
     /// The routes ending here, kept sorted by priority then id.
     routes: Vec<Route<T>>,
 }
 
 impl<T> Node<T> {
-    fn new(is_many: bool) -> Self {
+    fn new() -> Self {
         Self {
-            literal: HashMap::new(),
+            literal: HashMap::default(),
             one: None,
             many: None,
-            is_many,
             routes: Vec::new(),
         }
     }
@@ -89,9 +87,9 @@ impl<T> Node<T> {
             PatternSegment::Literal(lit) => self
                 .literal
                 .entry(lit.clone())
-                .or_insert_with(|| Node::new(false)),
-            PatternSegment::One => self.one.get_or_insert_with(|| Box::new(Node::new(false))),
-            PatternSegment::Many => self.many.get_or_insert_with(|| Box::new(Node::new(true))),
+                .or_insert_with(|| Node::new()),
+            PatternSegment::One => self.one.get_or_insert_with(|| Box::new(Node::new())),
+            PatternSegment::Many => self.many.get_or_insert_with(|| Box::new(Node::new())),
         }
     }
 
@@ -136,7 +134,7 @@ impl<T> Router<T> {
     /// An empty router.
     pub fn new() -> Self {
         Self {
-            root: Node::new(false),
+            root: Node::new(),
             patterns: HashMap::new(),
             next_id: 0,
         }
@@ -245,7 +243,7 @@ impl<T> Router<T> {
         let mut found: Vec<&'a Route<T>> = Vec::new();
         let mut runs = 0usize;
         let mut stack = StateStack::new();
-        let mut seen = SeenStates::new();
+        let mut covered = Covered::new();
         stack.push(&self.root, 0);
         while let Some((node, pos)) = stack.pop() {
             match segments.get(pos) {
@@ -256,9 +254,6 @@ impl<T> Router<T> {
                     }
                 }
                 Some(segment) => {
-                    if node.is_many && seen.insert(node, pos + 1) {
-                        stack.push(node, pos + 1);
-                    }
                     if let Some(child) = node.one.as_deref() {
                         stack.push(child, pos + 1);
                     }
@@ -267,10 +262,14 @@ impl<T> Router<T> {
                     }
                 }
             }
-            if let Some(many) = node.many.as_deref()
-                && seen.insert(many, pos)
-            {
-                stack.push(many, pos);
+            if let Some(many) = node.many.as_deref() {
+                // `**` entered at `pos` continues at every later position. Earlier entries
+                // already queued the positions from their own start on, so only the new ones
+                // before that are queued: each (node, position) is explored once.
+                let end = covered.extend(many, pos, segments.len() + 1);
+                for at in pos..end {
+                    stack.push(many, at);
+                }
             }
         }
         if runs > 1 {
@@ -285,7 +284,7 @@ impl<T> Router<T> {
 
 /// Segments kept on the stack before a lookup falls back to a heap buffer.
 const INLINE_SEGMENTS: usize = 16;
-const INLINE_STATES: usize = 32;
+const INLINE_STATES: usize = 16;
 
 /// The lookup's work list: a fixed array first, a `Vec` only for unusually wide searches.
 struct StateStack<'a, T> {
@@ -322,38 +321,97 @@ impl<'a, T> StateStack<'a, T> {
     }
 }
 
-/// The `(** node, position)` states already queued, so each is explored once.
-enum SeenStates {
-    Few(Vec<(usize, usize)>),
-    Many(HashSet<(usize, usize)>),
+/// For each `**` node reached, the first position it has been explored from (it is explored from
+/// every position after that too). A few inline slots cover ordinary lookups.
+struct Covered {
+    inline: [(usize, usize); COVERED_INLINE],
+    len: usize,
+    spill: Option<HashMap<usize, usize, BuildHasherDefault<SegmentHasher>>>,
 }
 
-impl SeenStates {
-    const FEW: usize = 32;
+const COVERED_INLINE: usize = 8;
 
+impl Covered {
     fn new() -> Self {
-        Self::Few(Vec::new())
+        Self {
+            inline: [(0, 0); COVERED_INLINE],
+            len: 0,
+            spill: None,
+        }
     }
 
-    /// Records the state; false when it was already recorded.
-    fn insert<T>(&mut self, node: &Node<T>, pos: usize) -> bool {
-        let key = (std::ptr::from_ref(node) as usize, pos);
-        match self {
-            Self::Few(list) => {
-                if list.contains(&key) {
-                    return false;
-                }
-                if list.len() < Self::FEW {
-                    list.push(key);
-                } else {
-                    let mut set: HashSet<(usize, usize)> = list.drain(..).collect();
-                    set.insert(key);
-                    *self = Self::Many(set);
-                }
-                true
-            }
-            Self::Many(set) => set.insert(key),
+    /// Records that `node` is explored from `from` on, and returns where the newly needed
+    /// positions end: `from..end` must be queued (empty if nothing is new). `unseen` is the end
+    /// for a node not reached before.
+    fn extend<T>(&mut self, node: &Node<T>, from: usize, unseen: usize) -> usize {
+        let key = std::ptr::from_ref(node) as usize;
+        let start = if let Some(map) = &mut self.spill {
+            map.entry(key).or_insert(unseen)
+        } else if let Some(i) = self.inline[..self.len.min(COVERED_INLINE)]
+            .iter()
+            .position(|e| e.0 == key)
+        {
+            &mut self.inline[i].1
+        } else if self.len < COVERED_INLINE {
+            self.inline[self.len] = (key, unseen);
+            self.len += 1;
+            &mut self.inline[self.len - 1].1
+        } else {
+            let map = self.spill.insert(self.inline.iter().copied().collect());
+            map.entry(key).or_insert(unseen)
+        };
+        let end = *start;
+        *start = (*start).min(from);
+        end.max(from)
+    }
+}
+
+/// A fast, unkeyed hasher for the trie's segment maps (the multiply-rotate scheme of rustc's
+/// FxHash, eight bytes at a time). The keys are the segments of registered patterns, chosen by
+/// the program, so the HashDoS resistance of the default SipHash buys nothing here; a lookup
+/// only hashes the incoming type's segments.
+#[derive(Default, Clone, Copy)]
+struct SegmentHasher {
+    hash: u64,
+}
+
+impl SegmentHasher {
+    const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(Self::SEED);
+    }
+}
+
+impl Hasher for SegmentHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
         }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            // Byte by byte: a variable-length copy would call memcpy for a few bytes.
+            let word = rest
+                .iter()
+                .rev()
+                .fold(0u64, |acc, &b| (acc << 8) | u64::from(b));
+            self.add(word ^ ((rest.len() as u64) << 59));
+        }
+    }
+
+    #[inline]
+    fn write_u8(&mut self, byte: u8) {
+        self.add(u64::from(byte));
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.hash
     }
 }
 
