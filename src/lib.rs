@@ -18,4 +18,9 @@ pub use motet_runtime as runtime;
 pub use motet_signals as signals;
 
 /// The names most programs need, in one import: `use motet::prelude::*;`.
-pub mod prelude {}
+pub mod prelude {
+    pub use motet_signals::{
+        Bus, Delivery, Pattern, Router, Signal, SignalData, SignalError, SignalId, SignalType,
+        SubscriberTarget, Subscription,
+    };
+}

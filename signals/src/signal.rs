@@ -405,27 +405,30 @@ impl Serialize for Signal {
         map.serialize_entry("id", &self.id)?;
         map.serialize_entry("source", &self.source)?;
         map.serialize_entry("type", &self.ty)?;
-        let optional = [
-            ("subject", &self.subject),
-            ("datacontenttype", &self.data_content_type),
-            ("dataschema", &self.data_schema),
-            ("correlationid", &self.correlation_id),
-            ("threadid", &self.thread_id),
-            ("requestid", &self.request_id),
-            ("traceparent", &self.trace.traceparent),
-            ("tracestate", &self.trace.tracestate),
-        ];
+        let put = |map: &mut S::SerializeMap, name: &str, value: Option<&str>| match value {
+            Some(value) => map.serialize_entry(name, value),
+            None => Ok(()),
+        };
+        put(&mut map, "subject", self.subject.as_deref())?;
         if let Some(time) = &self.time {
             map.serialize_entry("time", time)?;
         }
-        if let Some(cause) = &self.causation_id {
-            map.serialize_entry("causationid", cause)?;
-        }
-        for (name, value) in optional {
-            if let Some(value) = value {
-                map.serialize_entry(name, value)?;
-            }
-        }
+        put(
+            &mut map,
+            "datacontenttype",
+            self.data_content_type.as_deref(),
+        )?;
+        put(&mut map, "dataschema", self.data_schema.as_deref())?;
+        put(&mut map, "correlationid", self.correlation_id.as_deref())?;
+        put(
+            &mut map,
+            "causationid",
+            self.causation_id.as_ref().map(SignalId::as_str),
+        )?;
+        put(&mut map, "threadid", self.thread_id.as_deref())?;
+        put(&mut map, "requestid", self.request_id.as_deref())?;
+        put(&mut map, "traceparent", self.trace.traceparent.as_deref())?;
+        put(&mut map, "tracestate", self.trace.tracestate.as_deref())?;
         for (name, value) in &self.extensions {
             map.serialize_entry(name, value)?;
         }
