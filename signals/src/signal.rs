@@ -7,6 +7,7 @@
 //! so events from other CloudEvents SDKs survive a round trip through motet.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -120,8 +121,15 @@ pub struct TraceContext {
 /// Build one with [`Signal::builder`]; read it with the accessors; serialize it with serde (or
 /// [`Signal::to_json`]) and parse one with [`Signal::from_json`], which reports every invalid
 /// envelope as a [`SignalError`].
+///
+/// A signal is immutable once built and shares its envelope: cloning it (once per subscriber a
+/// bus delivers it to) is one reference-count increment.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Signal {
+pub struct Signal(Arc<Envelope>);
+
+/// A signal's attributes; shared behind the [`Signal`]'s `Arc`.
+#[derive(Debug, Clone, PartialEq)]
+struct Envelope {
     id: SignalId,
     source: String,
     ty: SignalType,
@@ -146,42 +154,42 @@ impl Signal {
 
     /// The `id` attribute.
     pub fn id(&self) -> &SignalId {
-        &self.id
+        &self.0.id
     }
 
     /// The `source` attribute (a URI-reference; motet uses agent names and paths).
     pub fn source(&self) -> &str {
-        &self.source
+        &self.0.source
     }
 
     /// The `type` attribute.
     pub fn signal_type(&self) -> &SignalType {
-        &self.ty
+        &self.0.ty
     }
 
     /// The `subject` attribute.
     pub fn subject(&self) -> Option<&str> {
-        self.subject.as_deref()
+        self.0.subject.as_deref()
     }
 
     /// The `time` attribute.
     pub fn time(&self) -> Option<Timestamp> {
-        self.time
+        self.0.time
     }
 
     /// The `datacontenttype` attribute.
     pub fn data_content_type(&self) -> Option<&str> {
-        self.data_content_type.as_deref()
+        self.0.data_content_type.as_deref()
     }
 
     /// The `dataschema` attribute.
     pub fn data_schema(&self) -> Option<&str> {
-        self.data_schema.as_deref()
+        self.0.data_schema.as_deref()
     }
 
     /// The payload.
     pub fn data(&self) -> &SignalData {
-        &self.data
+        &self.0.data
     }
 
     /// The JSON payload deserialized as `T`.
@@ -190,7 +198,7 @@ impl Signal {
     /// [`SignalError::NoData`] without data, [`SignalError::BinaryData`] for binary data, and
     /// [`SignalError::DataMismatch`] when the JSON is not a `T`.
     pub fn data_as<T: DeserializeOwned>(&self) -> Result<T, SignalError> {
-        match &self.data {
+        match &self.0.data {
             SignalData::None => Err(SignalError::NoData),
             SignalData::Binary(_) => Err(SignalError::BinaryData),
             SignalData::Json(value) => {
@@ -204,37 +212,37 @@ impl Signal {
 
     /// The `correlationid` extension: the id shared by every signal of one conversation or job.
     pub fn correlation_id(&self) -> Option<&str> {
-        self.correlation_id.as_deref()
+        self.0.correlation_id.as_deref()
     }
 
     /// The `causationid` extension: the id of the signal that caused this one.
     pub fn causation_id(&self) -> Option<&SignalId> {
-        self.causation_id.as_ref()
+        self.0.causation_id.as_ref()
     }
 
     /// The `threadid` extension: the conversation thread this signal belongs to.
     pub fn thread_id(&self) -> Option<&str> {
-        self.thread_id.as_deref()
+        self.0.thread_id.as_deref()
     }
 
     /// The `requestid` extension: the request this signal serves.
     pub fn request_id(&self) -> Option<&str> {
-        self.request_id.as_deref()
+        self.0.request_id.as_deref()
     }
 
     /// The W3C trace context (`traceparent`, `tracestate` extensions).
     pub fn trace(&self) -> &TraceContext {
-        &self.trace
+        &self.0.trace
     }
 
     /// An extension attribute motet has no typed field for.
     pub fn extension(&self, name: &str) -> Option<&Value> {
-        self.extensions.get(name)
+        self.0.extensions.get(name)
     }
 
     /// Every extension attribute motet has no typed field for, by name.
     pub fn extensions(&self) -> &BTreeMap<String, Value> {
-        &self.extensions
+        &self.0.extensions
     }
 
     /// Makes this signal a consequence of `cause`: see [`SignalBuilder::caused_by`].
@@ -245,16 +253,18 @@ impl Signal {
     }
 
     fn inherit(&mut self, cause: &Signal) {
-        self.causation_id = Some(cause.id.clone());
-        self.correlation_id = Some(
+        let this = Arc::make_mut(&mut self.0);
+        let cause = &cause.0;
+        this.causation_id = Some(cause.id.clone());
+        this.correlation_id = Some(
             cause
                 .correlation_id
                 .clone()
                 .unwrap_or_else(|| cause.id.0.clone()),
         );
-        self.thread_id.clone_from(&cause.thread_id);
-        self.request_id.clone_from(&cause.request_id);
-        self.trace = cause.trace.clone();
+        this.thread_id.clone_from(&cause.thread_id);
+        this.request_id.clone_from(&cause.request_id);
+        this.trace = cause.trace.clone();
     }
 
     /// The structured-mode JSON text.
@@ -327,7 +337,7 @@ impl Signal {
             }
             (None, None) => SignalData::None,
         };
-        let signal = Self {
+        let signal = Envelope {
             id: SignalId(id),
             source,
             ty,
@@ -353,10 +363,10 @@ impl Signal {
                 extensions.insert(name, value);
             }
         }
-        Ok(Self {
+        Ok(Self(Arc::new(Envelope {
             extensions,
             ..signal
-        })
+        })))
     }
 }
 
@@ -402,37 +412,37 @@ impl Serialize for Signal {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(None)?;
         map.serialize_entry("specversion", SPEC_VERSION)?;
-        map.serialize_entry("id", &self.id)?;
-        map.serialize_entry("source", &self.source)?;
-        map.serialize_entry("type", &self.ty)?;
+        map.serialize_entry("id", &self.0.id)?;
+        map.serialize_entry("source", &self.0.source)?;
+        map.serialize_entry("type", &self.0.ty)?;
         let put = |map: &mut S::SerializeMap, name: &str, value: Option<&str>| match value {
             Some(value) => map.serialize_entry(name, value),
             None => Ok(()),
         };
-        put(&mut map, "subject", self.subject.as_deref())?;
-        if let Some(time) = &self.time {
+        put(&mut map, "subject", self.0.subject.as_deref())?;
+        if let Some(time) = &self.0.time {
             map.serialize_entry("time", time)?;
         }
         put(
             &mut map,
             "datacontenttype",
-            self.data_content_type.as_deref(),
+            self.0.data_content_type.as_deref(),
         )?;
-        put(&mut map, "dataschema", self.data_schema.as_deref())?;
-        put(&mut map, "correlationid", self.correlation_id.as_deref())?;
+        put(&mut map, "dataschema", self.0.data_schema.as_deref())?;
+        put(&mut map, "correlationid", self.0.correlation_id.as_deref())?;
         put(
             &mut map,
             "causationid",
-            self.causation_id.as_ref().map(SignalId::as_str),
+            self.0.causation_id.as_ref().map(SignalId::as_str),
         )?;
-        put(&mut map, "threadid", self.thread_id.as_deref())?;
-        put(&mut map, "requestid", self.request_id.as_deref())?;
-        put(&mut map, "traceparent", self.trace.traceparent.as_deref())?;
-        put(&mut map, "tracestate", self.trace.tracestate.as_deref())?;
-        for (name, value) in &self.extensions {
+        put(&mut map, "threadid", self.0.thread_id.as_deref())?;
+        put(&mut map, "requestid", self.0.request_id.as_deref())?;
+        put(&mut map, "traceparent", self.0.trace.traceparent.as_deref())?;
+        put(&mut map, "tracestate", self.0.trace.tracestate.as_deref())?;
+        for (name, value) in &self.0.extensions {
             map.serialize_entry(name, value)?;
         }
-        match &self.data {
+        match &self.0.data {
             SignalData::None => {}
             SignalData::Json(value) => map.serialize_entry("data", value)?,
             SignalData::Binary(bytes) => {
@@ -609,16 +619,17 @@ impl SignalBuilder {
     /// `cause`'s correlation id, or its id when it has none; thread id, request id and trace
     /// context copied from `cause`.
     pub fn caused_by(mut self, cause: &Signal) -> Self {
-        self.causation_id = Some(cause.id.clone());
+        self.causation_id = Some(cause.0.id.clone());
         self.correlation_id = Some(
             cause
+                .0
                 .correlation_id
                 .clone()
-                .unwrap_or_else(|| cause.id.0.clone()),
+                .unwrap_or_else(|| cause.0.id.0.clone()),
         );
-        self.thread_id.clone_from(&cause.thread_id);
-        self.request_id.clone_from(&cause.request_id);
-        self.trace = cause.trace.clone();
+        self.thread_id.clone_from(&cause.0.thread_id);
+        self.request_id.clone_from(&cause.0.request_id);
+        self.trace = cause.0.trace.clone();
         self
     }
 
@@ -639,7 +650,7 @@ impl SignalBuilder {
         if id.0.is_empty() {
             return Err(SignalError::EmptyAttribute("id"));
         }
-        Ok(Signal {
+        Ok(Signal(Arc::new(Envelope {
             id,
             source: self.source,
             ty,
@@ -658,6 +669,6 @@ impl SignalBuilder {
             request_id: self.request_id,
             trace: self.trace,
             extensions: self.extensions,
-        })
+        })))
     }
 }
