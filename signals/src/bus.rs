@@ -151,8 +151,13 @@ impl Inner {
 
 /// In-process publish/subscribe: signals go to every subscription whose pattern matches.
 ///
-/// Cheap to clone; clones share the same subscriptions. See the [module docs](self) for the
-/// delivery policy.
+/// Cheap to clone; clones share the same subscriptions.
+///
+/// Delivery policy: `publish` never blocks; a full target is skipped for that signal and the
+/// others still receive it; every signal a subscription could not take is counted
+/// ([`Subscription::stats`], [`Bus::stats`]) and logged with `tracing::warn!` on the first drop
+/// and then every power of two; a closed target is removed. Delivery happens outside the route
+/// table's lock, so (un)subscribing from inside a callback cannot deadlock.
 #[derive(Clone, Default)]
 pub struct Bus {
     inner: Arc<Inner>,

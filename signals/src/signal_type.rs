@@ -43,7 +43,9 @@ fn check_literal(input: &str, segment: &str, index: usize) -> Result<(), SignalE
 
 /// A validated, dot-separated signal type such as `react.input` or `agent.worker.done`.
 ///
-/// Cheap to clone (a shared `Arc<str>`). See the [module docs](self) for the allowed characters.
+/// One or more segments separated by `.`; a segment is one or more Unicode alphanumeric
+/// characters, `_` or `-`. Empty segments (leading, trailing or double dots), whitespace, `*` and
+/// other punctuation are rejected. Cheap to clone (a shared `Arc<str>`).
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SignalType(Arc<str>);
 
@@ -152,7 +154,9 @@ pub enum PatternSegment {
 
 /// A validated type pattern for routers and buses: `task.*.assigned`, `task.**`, `**`.
 ///
-/// Cheap to clone. See the [module docs](self) for the syntax.
+/// Segments as in [`SignalType`], plus two wildcards, each a whole segment: `*` matches exactly
+/// one segment, `**` matches zero or more (anywhere, any number of times). `task.**` matches
+/// `task` and `task.7.assigned`; `**` alone matches every type. Cheap to clone.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Pattern {
     text: Arc<str>,
