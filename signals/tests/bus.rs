@@ -286,3 +286,49 @@ fn tokio_sender_is_a_bounded_target() {
     bus.publish(&signal("a"));
     assert!(!sub.is_active());
 }
+
+/// Counts `WARN` events; just enough of a `tracing` subscriber to see what the bus logs.
+struct WarnCounter(Arc<AtomicUsize>);
+
+impl tracing::Subscriber for WarnCounter {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        if *event.metadata().level() == tracing::Level::WARN {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[test]
+fn drops_are_logged_on_the_first_and_then_every_power_of_two() {
+    let warnings = Arc::new(AtomicUsize::new(0));
+    tracing::subscriber::with_default(WarnCounter(Arc::clone(&warnings)), || {
+        let bus = Bus::new();
+        let full = bus.subscribe(pattern("x"), |_: &Signal| Delivery::Full);
+        for _ in 0..9 {
+            bus.publish(&signal("x"));
+        }
+        assert_eq!(full.stats().dropped_full, 9);
+        // Drops 1, 2, 4 and 8.
+        assert_eq!(warnings.load(Ordering::Relaxed), 4);
+
+        let (tx, rx) = mpsc::sync_channel(1);
+        let _closed = bus.subscribe(pattern("y"), tx);
+        drop(rx);
+        bus.publish(&signal("y"));
+        assert_eq!(
+            warnings.load(Ordering::Relaxed),
+            5,
+            "a closed subscriber is logged once"
+        );
+    });
+}
