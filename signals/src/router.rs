@@ -240,8 +240,7 @@ impl<T> Router<T> {
             &spilled
         };
 
-        let mut found: Vec<&'a Route<T>> = Vec::new();
-        let mut runs = 0usize;
+        let mut matches = Matches::new();
         let mut stack = StateStack::new();
         let mut covered = Covered::new();
         stack.push(&self.root, 0);
@@ -249,8 +248,7 @@ impl<T> Router<T> {
             match segments.get(pos) {
                 None => {
                     if !node.routes.is_empty() {
-                        found.extend(node.routes.iter());
-                        runs += 1;
+                        matches.add_run(&node.routes);
                     }
                 }
                 Some(segment) => {
@@ -272,13 +270,8 @@ impl<T> Router<T> {
                 }
             }
         }
-        if runs > 1 {
-            // Each node's routes are already sorted; a stable sort merges those runs cheaply.
-            found.sort_by_key(|r| r.order_key());
-        }
-        Matches {
-            inner: found.into_iter(),
-        }
+        matches.finish();
+        matches
     }
 }
 
@@ -415,28 +408,88 @@ impl Hasher for SegmentHasher {
     }
 }
 
+/// Node route lists a lookup merges in place before falling back to collecting and sorting.
+const INLINE_RUNS: usize = 8;
+
 /// The handlers matching one type, in order; returned by [`Router::route`].
+///
+/// Each trie node keeps its routes sorted, so the matches are a few sorted runs (one per node
+/// that matched). Up to eight runs are merged lazily as the iterator advances, without
+/// allocating; more are collected and sorted once.
 #[derive(Debug)]
 pub struct Matches<'a, T> {
-    inner: std::vec::IntoIter<&'a Route<T>>,
+    runs: [&'a [Route<T>]; INLINE_RUNS],
+    run_count: usize,
+    remaining: usize,
+    overflow: Option<std::vec::IntoIter<&'a Route<T>>>,
+    collecting: Vec<&'a Route<T>>,
+}
+
+impl<'a, T> Matches<'a, T> {
+    fn new() -> Self {
+        Self {
+            runs: [<&[Route<T>]>::default(); INLINE_RUNS],
+            run_count: 0,
+            remaining: 0,
+            overflow: None,
+            collecting: Vec::new(),
+        }
+    }
+
+    fn add_run(&mut self, run: &'a [Route<T>]) {
+        self.remaining += run.len();
+        if let Some(slot) = self.runs.get_mut(self.run_count) {
+            *slot = run;
+            self.run_count += 1;
+        } else {
+            if self.collecting.is_empty() {
+                for earlier in &self.runs {
+                    self.collecting.extend(earlier.iter());
+                }
+            }
+            self.collecting.extend(run.iter());
+        }
+    }
+
+    fn finish(&mut self) {
+        if !self.collecting.is_empty() {
+            let mut all = std::mem::take(&mut self.collecting);
+            all.sort_by_key(|r| r.order_key());
+            self.overflow = Some(all.into_iter());
+        }
+    }
 }
 
 impl<'a, T> Iterator for Matches<'a, T> {
     type Item = &'a T;
 
     fn next(&mut self) -> Option<&'a T> {
-        self.inner.next().map(|r| &r.handler)
+        if let Some(sorted) = &mut self.overflow {
+            self.remaining = self.remaining.saturating_sub(1);
+            return sorted.next().map(|r| &r.handler);
+        }
+        let runs = self.runs.get_mut(..self.run_count)?;
+        let mut best: Option<usize> = None;
+        for (i, run) in runs.iter().enumerate() {
+            let Some(head) = run.first() else { continue };
+            let better = match best.and_then(|b| runs.get(b)).and_then(|r| r.first()) {
+                Some(current) => head.order_key() < current.order_key(),
+                None => true,
+            };
+            if better {
+                best = Some(i);
+            }
+        }
+        let run = runs.get_mut(best?)?;
+        let (head, rest) = run.split_first()?;
+        *run = rest;
+        self.remaining = self.remaining.saturating_sub(1);
+        Some(&head.handler)
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        self.inner.size_hint()
+        (self.remaining, Some(self.remaining))
     }
 }
 
 impl<T> ExactSizeIterator for Matches<'_, T> {}
-
-impl<T> DoubleEndedIterator for Matches<'_, T> {
-    fn next_back(&mut self) -> Option<Self::Item> {
-        self.inner.next_back().map(|r| &r.handler)
-    }
-}

@@ -151,3 +151,33 @@ fn priority_then_registration_order_across_nodes() {
         ]
     );
 }
+
+/// More matching trie nodes than the lazily merged inline runs: the collected-and-sorted path.
+#[test]
+fn many_matching_nodes_still_come_back_in_priority_order() {
+    let mut patterns: Vec<String> = Vec::new();
+    for mask in 0..8 {
+        let segs: Vec<&str> = ["a", "b", "c"]
+            .iter()
+            .enumerate()
+            .map(|(i, s)| if mask & (1 << i) == 0 { *s } else { "*" })
+            .collect();
+        patterns.push(segs.join("."));
+    }
+    patterns.extend(["**", "a.**", "**.c", "a.**.c", "*.**", "a.b.c.**"].map(str::to_owned));
+    let mut router = Router::new();
+    let mut cases = Vec::new();
+    for (index, text) in patterns.iter().enumerate() {
+        for copy in 0..2 {
+            let priority = ((index * 7 + copy) % 5) as i32 - 2;
+            let id = router.add(&Pattern::new(text).unwrap(), priority, (index, copy));
+            cases.push((id, priority, (index, copy)));
+        }
+    }
+    let mut want: Vec<_> = cases.clone();
+    want.sort_by_key(|&(id, priority, _)| (std::cmp::Reverse(priority), id));
+    let want: Vec<(usize, usize)> = want.into_iter().map(|c| c.2).collect();
+    let matches = router.route(&SignalType::new("a.b.c").unwrap());
+    assert_eq!(matches.len(), 28);
+    assert_eq!(matches.copied().collect::<Vec<_>>(), want);
+}
