@@ -9,6 +9,8 @@
 mod decoder;
 mod error;
 mod event;
+mod gemini;
+mod openai_responses;
 mod sse;
 
 pub use decoder::StreamDecoder;

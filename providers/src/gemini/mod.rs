@@ -1,0 +1,1 @@
+//! The Gemini dialect (`models/{model}:streamGenerateContent?alt=sse`).
