@@ -16,9 +16,24 @@ pub(crate) struct Report {
 
 impl Report {
     /// A result for `n` operations that took `elapsed` in all.
-    pub(crate) fn new(scenario: &'static str, variant: impl Into<String>, n: u64, elapsed: Duration) -> Self {
-        let ns_per_op = if n == 0 { 0.0 } else { elapsed.as_nanos() as f64 / n as f64 };
-        Self { scenario, variant: variant.into(), n, ns_per_op, extra: Map::new() }
+    pub(crate) fn new(
+        scenario: &'static str,
+        variant: impl Into<String>,
+        n: u64,
+        elapsed: Duration,
+    ) -> Self {
+        let ns_per_op = if n == 0 {
+            0.0
+        } else {
+            elapsed.as_nanos() as f64 / n as f64
+        };
+        Self {
+            scenario,
+            variant: variant.into(),
+            n,
+            ns_per_op,
+            extra: Map::new(),
+        }
     }
 
     /// Adds a scenario-specific field (`bytes_per_agent`, `mb_per_sec`, ...).
@@ -35,7 +50,11 @@ impl Report {
 
     /// The JSON object printed with `--json`.
     pub(crate) fn to_json_line(&self) -> String {
-        let ops_per_sec = if self.ns_per_op > 0.0 { 1e9 / self.ns_per_op } else { 0.0 };
+        let ops_per_sec = if self.ns_per_op > 0.0 {
+            1e9 / self.ns_per_op
+        } else {
+            0.0
+        };
         let mut obj = Map::new();
         obj.insert("scenario".into(), json!(self.scenario));
         obj.insert("variant".into(), json!(self.variant));
