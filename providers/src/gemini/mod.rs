@@ -1,1 +1,22 @@
-//! The Gemini dialect (`models/{model}:streamGenerateContent?alt=sse`).
+//! The Gemini dialect (`models/{model}:streamGenerateContent?alt=sse`; the key travels in the
+//! `x-goog-api-key` header, never in the URL).
+//!
+//! # Layout
+//! - `request` — our [`motet_directives::LlmRequest`] rendered as a `GenerateContentRequest`,
+//!   with thought signatures replayed on the `functionCall` and `text` parts they came on.
+//! - `stream` — `GenerateContentResponse` chunks (CRLF-separated SSE, no end sentinel,
+//!   cumulative `usageMetadata` on every chunk) turned into [`crate::LlmEvent`]s.
+//! - `error` — Google API error bodies (`{"error": {code, message, status, details}}`) and
+//!   in-stream errors as [`crate::ProviderError`].
+//! - `wire` — the private serde types of both directions.
+
+// Reached through the dialect dispatch (`dialect.rs`), which is being written alongside; until
+// it lands nothing outside the tests calls in.
+#![allow(dead_code, unused_imports)]
+
+mod error;
+pub(crate) mod request;
+pub(crate) mod stream;
+mod wire;
+
+pub(crate) use error::classify_error;

@@ -1,0 +1,628 @@
+//! Gemini `GenerateContentResponse` chunks into [`LlmEvent`]s.
+//!
+//! Each SSE event is one whole JSON chunk (the SSE decoder handles the CRLF framing). Parts of
+//! the first candidate map as follows:
+//! - a `thought: true` part is reasoning. Consecutive thought parts form one reasoning block
+//!   (key `thought_{n}`); a thought part carrying a `thoughtSignature` closes its block with
+//!   `ProviderMeta::Gemini`, and any other part closes an open block without meta.
+//! - a `text` part is a `TextDelta`; its `thoughtSignature`, if any, rides on the delta (which
+//!   starts a new text block, so the signature stays on the text it came with). A part holding
+//!   only a signature (empty or no text) is kept as an empty text delta with the signature:
+//!   dropping it would lose continuity data.
+//! - a `functionCall` part is a whole call: `ToolCallStart` (with the part's signature, if any)
+//!   and `ToolCallComplete` with the arguments exactly as sent. Gemini 3 gives calls an `id`;
+//!   for older models ids `call_1`, `call_2`, … are made up, deterministic within the stream.
+//!
+//! `usageMetadata` is repeated on every chunk, cumulative: each change becomes a `Usage` event.
+//! Output tokens count the thinking tokens too (`candidatesTokenCount + thoughtsTokenCount`,
+//! as `totalTokenCount` does), with the thinking share also reported as reasoning tokens; input
+//! tokens are `promptTokenCount` (cached tokens included) plus `toolUsePromptTokenCount`.
+//!
+//! Gemini has no end sentinel, so [`StreamDecoder::finish`] decides: the last `finishReason`
+//! becomes `Done` (`STOP` → `EndTurn`, or `ToolUse` when calls were made; `MAX_TOKENS`; the
+//! safety family → `ContentFilter`; anything else verbatim), and a stream that ended without one
+//! was truncated. A blocked prompt (`promptFeedback.blockReason`) is
+//! [`ProviderError::ContentFiltered`].
+
+use motet_directives::{ProviderMeta, StopReason, Usage};
+
+use crate::decoder::StreamDecoder;
+use crate::error::ProviderError;
+use crate::event::LlmEvent;
+use crate::sse::SseEvent;
+
+use super::error::classify_api_error;
+use super::wire::{Chunk, UsageMetadata, WireFunctionCall, WirePart};
+
+/// Decodes one Gemini stream.
+#[derive(Debug, Default)]
+pub(crate) struct Decoder {
+    started: bool,
+    failed: bool,
+    /// The key of the reasoning block being streamed.
+    open_thought: Option<String>,
+    thoughts: usize,
+    /// Ids handed out to calls so far, to keep them unique.
+    call_ids: Vec<String>,
+    last_usage: Option<Usage>,
+    finish_reason: Option<String>,
+}
+
+impl Decoder {
+    /// A decoder for a new stream.
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+
+    fn close_thought(&mut self, meta: Option<ProviderMeta>, out: &mut Vec<LlmEvent>) {
+        if let Some(key) = self.open_thought.take() {
+            out.push(LlmEvent::ReasoningComplete {
+                key,
+                text: None,
+                meta,
+            });
+        }
+    }
+
+    fn thought(&mut self, part: WirePart, out: &mut Vec<LlmEvent>) {
+        let key = match &self.open_thought {
+            Some(key) => key.clone(),
+            None => {
+                self.thoughts += 1;
+                let key = format!("thought_{}", self.thoughts);
+                out.push(LlmEvent::ReasoningStart { key: key.clone() });
+                self.open_thought = Some(key.clone());
+                key
+            }
+        };
+        if let Some(text) = part.text.filter(|text| !text.is_empty()) {
+            out.push(LlmEvent::ReasoningDelta { key, delta: text });
+        }
+        if let Some(signature) = part.thought_signature {
+            self.close_thought(Some(gemini_meta(signature)), out);
+        }
+    }
+
+    fn call(&mut self, call: WireFunctionCall, signature: Option<String>, out: &mut Vec<LlmEvent>) {
+        let id = self.unique_id(call.id.filter(|id| !id.is_empty()));
+        let args = call
+            .args
+            .map_or_else(|| "{}".to_owned(), |raw| raw.get().to_owned());
+        out.push(LlmEvent::ToolCallStart {
+            id: id.clone(),
+            name: call.name,
+            meta: signature.map(gemini_meta),
+        });
+        out.push(LlmEvent::ToolCallComplete {
+            id,
+            args: Some(args),
+            meta: None,
+        });
+    }
+
+    /// Gemini's id when it sent one that is still free, `call_{n}` otherwise.
+    fn unique_id(&mut self, given: Option<String>) -> String {
+        let free = |ids: &[String], candidate: &str| !ids.iter().any(|id| id == candidate);
+        let id = match given {
+            Some(id) if free(&self.call_ids, &id) => id,
+            _ => {
+                let mut n = self.call_ids.len() + 1;
+                loop {
+                    let candidate = format!("call_{n}");
+                    if free(&self.call_ids, &candidate) {
+                        break candidate;
+                    }
+                    n += 1;
+                }
+            }
+        };
+        self.call_ids.push(id.clone());
+        id
+    }
+
+    fn part(&mut self, part: WirePart, out: &mut Vec<LlmEvent>) {
+        if part.thought == Some(true) {
+            self.thought(part, out);
+            return;
+        }
+        self.close_thought(None, out);
+        let WirePart {
+            text,
+            function_call,
+            thought_signature,
+            ..
+        } = part;
+        if let Some(call) = function_call {
+            self.call(call, thought_signature, out);
+            return;
+        }
+        let text = text.unwrap_or_default();
+        if text.is_empty() && thought_signature.is_none() {
+            return;
+        }
+        out.push(LlmEvent::TextDelta {
+            delta: text,
+            meta: thought_signature.map(gemini_meta),
+        });
+    }
+
+    fn usage(&mut self, metadata: &UsageMetadata, out: &mut Vec<LlmEvent>) {
+        let usage = Usage {
+            input_tokens: metadata
+                .prompt_token_count
+                .saturating_add(metadata.tool_use_prompt_token_count),
+            output_tokens: metadata
+                .candidates_token_count
+                .saturating_add(metadata.thoughts_token_count),
+            cache_read_tokens: metadata.cached_content_token_count,
+            cache_write_tokens: 0,
+            reasoning_tokens: metadata.thoughts_token_count,
+        };
+        if self.last_usage != Some(usage) {
+            self.last_usage = Some(usage);
+            out.push(LlmEvent::Usage { usage });
+        }
+    }
+
+    fn stop_reason(&self, finish_reason: &str) -> StopReason {
+        match finish_reason {
+            "STOP" if !self.call_ids.is_empty() => StopReason::ToolUse,
+            "STOP" => StopReason::EndTurn,
+            "MAX_TOKENS" => StopReason::MaxTokens,
+            "SAFETY"
+            | "RECITATION"
+            | "BLOCKLIST"
+            | "PROHIBITED_CONTENT"
+            | "SPII"
+            | "IMAGE_SAFETY"
+            | "IMAGE_PROHIBITED_CONTENT" => StopReason::ContentFilter,
+            other => StopReason::Other(other.to_owned()),
+        }
+    }
+}
+
+fn gemini_meta(thought_signature: String) -> ProviderMeta {
+    ProviderMeta::Gemini { thought_signature }
+}
+
+impl StreamDecoder for Decoder {
+    fn decode(&mut self, event: &SseEvent, out: &mut Vec<LlmEvent>) -> Result<(), ProviderError> {
+        let data = event.data.trim();
+        if self.failed || data.is_empty() || data == "[DONE]" {
+            return Ok(());
+        }
+        let chunk: Chunk = serde_json::from_str(data).map_err(|e| ProviderError::Protocol {
+            message: format!("unreadable Gemini chunk: {e}"),
+        })?;
+        if let Some(error) = &chunk.error {
+            self.failed = true;
+            return Err(classify_api_error(0, error));
+        }
+        if !self.started {
+            self.started = true;
+            out.push(LlmEvent::Started {
+                model: chunk.model_version.clone(),
+                response_id: chunk.response_id.clone(),
+            });
+        }
+        if let Some(reason) = chunk
+            .prompt_feedback
+            .as_ref()
+            .and_then(|feedback| feedback.block_reason.as_deref())
+        {
+            self.failed = true;
+            let detail = chunk
+                .prompt_feedback
+                .as_ref()
+                .and_then(|feedback| feedback.block_reason_message.as_deref())
+                .map(|message| format!(": {message}"))
+                .unwrap_or_default();
+            return Err(ProviderError::ContentFiltered {
+                message: format!("prompt blocked ({reason}){detail}"),
+            });
+        }
+        let Chunk {
+            candidates,
+            usage_metadata,
+            ..
+        } = chunk;
+        // One candidate is requested; should several come, the first is the answer.
+        let candidate = candidates
+            .into_iter()
+            .min_by_key(|candidate| candidate.index.unwrap_or(0));
+        if let Some(candidate) = candidate {
+            for part in candidate.content.into_iter().flat_map(|c| c.parts) {
+                self.part(part, out);
+            }
+            if let Some(reason) = candidate.finish_reason {
+                self.finish_reason = Some(reason);
+            }
+        }
+        if let Some(metadata) = &usage_metadata {
+            self.usage(metadata, out);
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, out: &mut Vec<LlmEvent>) -> Result<(), ProviderError> {
+        if self.failed {
+            return Ok(());
+        }
+        self.close_thought(None, out);
+        let Some(reason) = &self.finish_reason else {
+            return Err(ProviderError::StreamTruncated {
+                reason: "the Gemini stream ended without a finishReason".to_owned(),
+            });
+        };
+        let stop_reason = self.stop_reason(reason);
+        out.push(LlmEvent::Done { stop_reason });
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures");
+
+    /// Gemini's framing: `data:` events separated by CRLF blank lines. The real SSE decoder and
+    /// re-chunking are exercised by the conformance tests in `tests/`.
+    fn sse_events(text: &str) -> Vec<SseEvent> {
+        text.split("\r\n\r\n")
+            .filter(|block| !block.trim().is_empty())
+            .map(|block| SseEvent {
+                data: block
+                    .lines()
+                    .filter_map(|line| line.strip_prefix("data:"))
+                    .map(|payload| payload.strip_prefix(' ').unwrap_or(payload))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                ..SseEvent::default()
+            })
+            .collect()
+    }
+
+    fn decode_text(text: &str) -> (Vec<LlmEvent>, Result<(), ProviderError>) {
+        let mut decoder = Decoder::new();
+        let mut out = Vec::new();
+        for event in sse_events(text) {
+            if let Err(e) = decoder.decode(&event, &mut out) {
+                return (out, Err(e));
+            }
+        }
+        let end = decoder.finish(&mut out);
+        (out, end)
+    }
+
+    fn fixture(name: &str) -> String {
+        std::fs::read_to_string(format!("{FIXTURES}/gemini/{name}")).unwrap()
+    }
+
+    fn chunks(chunks: &[&str]) -> String {
+        chunks
+            .iter()
+            .map(|c| format!("data: {c}\r\n\r\n"))
+            .collect()
+    }
+
+    fn done(events: &[LlmEvent]) -> Option<&StopReason> {
+        events.iter().find_map(|e| match e {
+            LlmEvent::Done { stop_reason } => Some(stop_reason),
+            _ => None,
+        })
+    }
+
+    fn last_usage(events: &[LlmEvent]) -> Option<Usage> {
+        events.iter().rev().find_map(|e| match e {
+            LlmEvent::Usage { usage } => Some(*usage),
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn gemini_3_parallel_calls_keep_ids_and_the_single_signature() {
+        let text = fixture("parallel-function-calls-thought-signature-gemini-3.1-pro.sse");
+        let first: Value = serde_json::from_str(sse_events(&text)[0].data.as_str()).unwrap();
+        let signature = first["candidates"][0]["content"]["parts"][0]["thoughtSignature"]
+            .as_str()
+            .unwrap();
+        let (events, end) = decode_text(&text);
+        end.unwrap();
+        assert_eq!(
+            events[0],
+            LlmEvent::Started {
+                model: Some("gemini-3.1-pro-preview".into()),
+                response_id: Some("UwCzaaGdI_aEz7IPqoinwQM".into()),
+            }
+        );
+        let calls: Vec<_> = events
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    LlmEvent::ToolCallStart { .. } | LlmEvent::ToolCallComplete { .. }
+                )
+            })
+            .cloned()
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                LlmEvent::ToolCallStart {
+                    id: "8hd01vsf".into(),
+                    name: "add".into(),
+                    meta: Some(ProviderMeta::Gemini {
+                        thought_signature: signature.into()
+                    }),
+                },
+                LlmEvent::ToolCallComplete {
+                    id: "8hd01vsf".into(),
+                    args: Some(r#"{"a": 2,"b": 3}"#.into()),
+                    meta: None
+                },
+                LlmEvent::ToolCallStart {
+                    id: "k0srpqrc".into(),
+                    name: "multiply".into(),
+                    meta: None
+                },
+                LlmEvent::ToolCallComplete {
+                    id: "k0srpqrc".into(),
+                    args: Some(r#"{"b": 3,"a": 2}"#.into()),
+                    meta: None
+                },
+            ]
+        );
+        // The closing chunk's empty text part carries nothing worth a block.
+        assert!(
+            !events
+                .iter()
+                .any(|e| matches!(e, LlmEvent::TextDelta { .. }))
+        );
+        assert_eq!(
+            last_usage(&events),
+            Some(Usage {
+                input_tokens: 157,
+                output_tokens: 32 + 438,
+                reasoning_tokens: 438,
+                ..Usage::default()
+            })
+        );
+        assert_eq!(done(&events), Some(&StopReason::ToolUse));
+    }
+
+    #[test]
+    fn gemini_2_calls_without_ids_get_deterministic_ones() {
+        let text = fixture("parallel-function-calls-single-chunk-gemini-2.5-flash.sse");
+        let (events, end) = decode_text(&text);
+        end.unwrap();
+        let starts: Vec<_> = events
+            .iter()
+            .filter_map(|e| match e {
+                LlmEvent::ToolCallStart { id, name, meta } => {
+                    Some((id.as_str(), name.as_str(), meta.is_some()))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            starts,
+            [("call_1", "add", true), ("call_2", "multiply", false)]
+        );
+        assert_eq!(
+            decode_text(&text).0,
+            events,
+            "ids are the same on every decode"
+        );
+        assert_eq!(done(&events), Some(&StopReason::ToolUse));
+    }
+
+    #[test]
+    fn thought_part_is_reasoning_then_the_signed_call() {
+        let text = fixture("thought-part-function-call-gemini-2.5-pro.sse");
+        let (events, end) = decode_text(&text);
+        end.unwrap();
+        assert_eq!(
+            events[1],
+            LlmEvent::ReasoningStart {
+                key: "thought_1".into()
+            }
+        );
+        assert!(matches!(&events[2], LlmEvent::ReasoningDelta { key, delta }
+            if key == "thought_1" && delta.starts_with("**Mapping the Inquiry**")));
+        let closes = events.iter().position(|e| {
+            *e == LlmEvent::ReasoningComplete {
+                key: "thought_1".into(),
+                text: None,
+                meta: None,
+            }
+        });
+        let call = events.iter().position(|e| matches!(e, LlmEvent::ToolCallStart { name, meta: Some(_), .. } if name == "weather"));
+        assert!(
+            closes.unwrap() < call.unwrap(),
+            "the thought closes before the call starts"
+        );
+        assert!(events.contains(&LlmEvent::ToolCallComplete {
+            id: "call_1".into(),
+            args: Some(r#"{"location": "Florence, Italy"}"#.into()),
+            meta: None,
+        }));
+        assert_eq!(
+            last_usage(&events),
+            Some(Usage {
+                input_tokens: 54,
+                output_tokens: 14 + 64,
+                reasoning_tokens: 64,
+                ..Usage::default()
+            })
+        );
+    }
+
+    #[test]
+    fn text_usage_replaces_and_stop_ends_the_turn() {
+        let text = fixture("text-usage-gemini-2.0-flash.sse");
+        let (events, end) = decode_text(&text);
+        end.unwrap();
+        let text: String = events
+            .iter()
+            .filter_map(|e| match e {
+                LlmEvent::TextDelta { delta, meta: None } => Some(delta.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(text, "The capital of France is Paris.\n");
+        let usages = events
+            .iter()
+            .filter(|e| matches!(e, LlmEvent::Usage { .. }))
+            .count();
+        assert_eq!(usages, 2, "repeated identical usage is reported once");
+        assert_eq!(
+            last_usage(&events),
+            Some(Usage {
+                input_tokens: 13,
+                output_tokens: 8,
+                ..Usage::default()
+            })
+        );
+        assert_eq!(done(&events), Some(&StopReason::EndTurn));
+    }
+
+    #[test]
+    fn finish_reasons_other_than_stop() {
+        for (reason, expected) in [
+            ("MAX_TOKENS", StopReason::MaxTokens),
+            ("SAFETY", StopReason::ContentFilter),
+            ("RECITATION", StopReason::ContentFilter),
+            ("PROHIBITED_CONTENT", StopReason::ContentFilter),
+            ("BLOCKLIST", StopReason::ContentFilter),
+            ("SPII", StopReason::ContentFilter),
+            (
+                "MALFORMED_FUNCTION_CALL",
+                StopReason::Other("MALFORMED_FUNCTION_CALL".into()),
+            ),
+            ("OTHER", StopReason::Other("OTHER".into())),
+        ] {
+            let text = chunks(&[
+                r#"{"candidates":[{"content":{"parts":[{"text":"Partial"}],"role":"model"},"index":0}]}"#,
+                &format!(
+                    r#"{{"candidates":[{{"content":{{"parts":[],"role":"model"}},"finishReason":"{reason}","index":0}}],"usageMetadata":{{"promptTokenCount":5,"candidatesTokenCount":3,"totalTokenCount":8}}}}"#
+                ),
+            ]);
+            let (events, end) = decode_text(&text);
+            end.unwrap();
+            assert_eq!(done(&events), Some(&expected), "{reason}");
+        }
+    }
+
+    #[test]
+    fn a_blocked_prompt_is_content_filtered() {
+        let text = chunks(&[
+            r#"{"promptFeedback":{"blockReason":"SAFETY","safetyRatings":[{"category":"HARM_CATEGORY_DANGEROUS_CONTENT","probability":"HIGH"}]},"usageMetadata":{"promptTokenCount":9,"totalTokenCount":9},"modelVersion":"gemini-3-pro-preview"}"#,
+        ]);
+        let (_, end) = decode_text(&text);
+        assert_eq!(
+            end,
+            Err(ProviderError::ContentFiltered {
+                message: "prompt blocked (SAFETY)".into()
+            })
+        );
+    }
+
+    #[test]
+    fn signatures_on_text_and_thought_parts_are_kept() {
+        let text = chunks(&[
+            r#"{"candidates":[{"content":{"parts":[{"text":"Weighing it","thought":true}],"role":"model"}}]}"#,
+            r#"{"candidates":[{"content":{"parts":[{"text":"","thought":true,"thoughtSignature":"c2lnLXQ="}],"role":"model"}}]}"#,
+            r#"{"candidates":[{"content":{"parts":[{"text":"Answer "}],"role":"model"}}]}"#,
+            r#"{"candidates":[{"content":{"parts":[{"text":"done.","thoughtSignature":"c2lnLWE="}],"role":"model"}}]}"#,
+            r#"{"candidates":[{"content":{"parts":[{"thoughtSignature":"c2lnLWI="}],"role":"model"},"finishReason":"STOP"}]}"#,
+        ]);
+        let (events, end) = decode_text(&text);
+        end.unwrap();
+        assert_eq!(
+            events[1..],
+            [
+                LlmEvent::ReasoningStart {
+                    key: "thought_1".into()
+                },
+                LlmEvent::ReasoningDelta {
+                    key: "thought_1".into(),
+                    delta: "Weighing it".into()
+                },
+                LlmEvent::ReasoningComplete {
+                    key: "thought_1".into(),
+                    text: None,
+                    meta: Some(ProviderMeta::Gemini {
+                        thought_signature: "c2lnLXQ=".into()
+                    }),
+                },
+                LlmEvent::TextDelta {
+                    delta: "Answer ".into(),
+                    meta: None
+                },
+                LlmEvent::TextDelta {
+                    delta: "done.".into(),
+                    meta: Some(ProviderMeta::Gemini {
+                        thought_signature: "c2lnLWE=".into()
+                    }),
+                },
+                LlmEvent::TextDelta {
+                    delta: String::new(),
+                    meta: Some(ProviderMeta::Gemini {
+                        thought_signature: "c2lnLWI=".into()
+                    }),
+                },
+                LlmEvent::Done {
+                    stop_reason: StopReason::EndTurn
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn truncation_errors_and_garbage() {
+        let cut =
+            chunks(&[r#"{"candidates":[{"content":{"parts":[{"text":"Hal"}],"role":"model"}}]}"#]);
+        assert!(matches!(
+            decode_text(&cut).1,
+            Err(ProviderError::StreamTruncated { .. })
+        ));
+
+        let failed = chunks(&[
+            r#"{"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}"#,
+        ]);
+        assert!(matches!(
+            decode_text(&failed).1,
+            Err(ProviderError::Overloaded { .. })
+        ));
+
+        let mut decoder = Decoder::new();
+        let mut out = Vec::new();
+        let garbage = SseEvent {
+            data: "{\"candidates\": [".into(),
+            ..SseEvent::default()
+        };
+        assert!(matches!(
+            decoder.decode(&garbage, &mut out),
+            Err(ProviderError::Protocol { .. })
+        ));
+    }
+
+    #[test]
+    fn repeated_ids_are_made_unique() {
+        let text = chunks(&[
+            r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"a","args":{},"id":"x"}},{"functionCall":{"name":"b","id":"x"}}],"role":"model"},"finishReason":"STOP"}]}"#,
+        ]);
+        let (events, end) = decode_text(&text);
+        end.unwrap();
+        let ids: Vec<_> = events
+            .iter()
+            .filter_map(|e| match e {
+                LlmEvent::ToolCallComplete { id, args, .. } => Some((id.as_str(), args.as_deref())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ids, [("x", Some("{}")), ("call_2", Some("{}"))]);
+    }
+}
