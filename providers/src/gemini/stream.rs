@@ -625,4 +625,38 @@ mod tests {
             .collect();
         assert_eq!(ids, [("x", Some("{}")), ("call_2", Some("{}"))]);
     }
+
+    #[test]
+    fn cut_or_corrupted_events_never_panic() {
+        for name in [
+            "parallel-function-calls-thought-signature-gemini-3.1-pro.sse",
+            "thought-part-function-call-gemini-2.5-pro.sse",
+            "text-usage-gemini-2.0-flash.sse",
+        ] {
+            let events = sse_events(&fixture(name));
+            for cut_event in 0..events.len() {
+                let data = &events[cut_event].data;
+                let cuts = data
+                    .char_indices()
+                    .map(|(at, _)| at)
+                    .step_by(7)
+                    .chain([data.len()]);
+                for cut in cuts {
+                    let mut decoder = Decoder::new();
+                    let mut out = Vec::new();
+                    for (at, event) in events.iter().enumerate() {
+                        let mut event = event.clone();
+                        if at == cut_event {
+                            event.data.truncate(cut);
+                        }
+                        // An error is a fine answer to a cut event; a panic is not.
+                        if decoder.decode(&event, &mut out).is_err() {
+                            break;
+                        }
+                    }
+                    let _ = decoder.finish(&mut out);
+                }
+            }
+        }
+    }
 }
