@@ -1,1 +1,75 @@
 //! The pure agent core: strategies, threads and context projection. No IO happens here.
+//!
+//! A [`Strategy`] turns one signal into directives, reading time and ids only from an [`Env`].
+//! Conversation history lives in an append-only [`Thread`]; every LLM call's messages are a
+//! fresh projection of it through a [`ContextPolicy`] ([`project`]). [`ReAct`] is the
+//! reason-act loop as such a strategy.
+//!
+//! # Layout
+//! - `env` — [`Env`] (time and fresh ids) and the deterministic [`FixedEnv`].
+//! - `thread` — [`Thread`], [`Entry`], [`EntryBody`], [`Refs`].
+//! - `estimate` — [`TokenEstimator`] and the seeds' [`Heuristic`].
+//! - `policy` — [`ContextPolicy`], [`PolicyOverride`], presets and resolution.
+//! - `projector` — [`project`]: system ⊕ summary ⊕ history ⊕ pending within a budget.
+//! - `strategy` — the [`Strategy`] trait.
+//! - `react` — [`ReAct`], its state and its signals.
+//! - `error` — [`ThreadError`], [`ProjectionError`], [`StrategyError`].
+//!
+//! # Example
+//! ```
+//! use motet_agents::{ContextPolicy, FixedEnv, NewEntry, ProjectionIds, ProjectionInput, Thread, project};
+//! use motet_directives::{AssistantMessage, Message, ToolDefs, Usage};
+//!
+//! let env = FixedEnv::new(0);
+//! let mut thread = Thread::create(&env);
+//! thread.append(&env, NewEntry::user("What's 2+2?"));
+//! thread.append(&env, NewEntry::assistant(AssistantMessage::text("4"), Usage::default()));
+//! thread.append(&env, NewEntry::user("Now multiply by 3"));
+//!
+//! let policy = ContextPolicy::new();
+//! let tools = ToolDefs::from(Vec::new());
+//! let ids = ProjectionIds::default();
+//! let input = ProjectionInput {
+//!     thread: &thread, policy: &policy, pending: &[], system: Some("You are helpful."),
+//!     tools: &tools, ids: &ids,
+//! };
+//! let projection = project(&input)?;
+//! assert_eq!(projection.messages.len(), 4);
+//! assert_eq!(projection.messages[3], Message::user("Now multiply by 3"));
+//! assert!(!projection.meta.truncated);
+//! # Ok::<(), motet_agents::ProjectionError>(())
+//! ```
+
+mod env;
+mod error;
+mod estimate;
+mod policy;
+mod projector;
+mod react;
+mod strategy;
+mod thread;
+
+pub use env::{Env, FixedEnv};
+pub use error::{ProjectionError, StrategyError, ThreadError};
+pub use estimate::{
+    HEURISTIC_MESSAGE_OVERHEAD, Heuristic, TokenEstimator, estimate_body, estimate_message,
+};
+pub use policy::{
+    ContextPolicy, ContextWindows, EstimatorKind, PolicyOverride, Summarization, SummaryRole,
+    WindowMode,
+};
+pub use projector::{
+    ProjectionIds, ProjectionInput, ProjectionMeta, ProjectionResult, SUMMARY_PREFIX, project,
+    project_with,
+};
+pub use react::{
+    FailureReason, LLM_FAILED, LLM_RESULT, LlmError, LlmErrorKind, LlmFailed, LlmResult,
+    PendingSummary, PendingTool, REACT_CANCEL, REACT_COMPLETED, REACT_FAILED, REACT_INPUT, ReAct,
+    ReActConfig, ReActState, ReactCancel, ReactCompleted, ReactFailed, ReactInput, RequestState,
+    SUMMARY_FAILED, SUMMARY_RESULT, Status, SummaryFailed, SummaryResult, TOOL_FAILED, TOOL_RESULT,
+    ToolFailed, ToolResultSignal,
+};
+pub use strategy::Strategy;
+pub use thread::{
+    Entry, EntryBody, EntryKind, ForkOrigin, NewEntry, RefKey, Refs, Thread, ThreadStats,
+};

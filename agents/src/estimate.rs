@@ -1,0 +1,153 @@
+//! Token estimation: how many tokens an entry or a message will cost in the prompt.
+//!
+//! The default is the seeds' heuristic, `bytes / 4 + 10` per message. The thread computes an
+//! entry's estimate once, when it is appended, so a projection only adds stored numbers.
+
+use motet_directives::{AssistantBlock, AssistantMessage, Message, ProviderMeta};
+
+use crate::thread::EntryBody;
+
+/// Counts prompt tokens. Implementations may wrap a real tokenizer.
+pub trait TokenEstimator {
+    /// Tokens of one message whose content is made of `parts` (text, tool arguments, provider
+    /// continuity data), including the per-message overhead.
+    fn estimate_parts(&self, parts: &[&str]) -> u32;
+}
+
+/// The seeds' heuristic: about four bytes per token, plus ten tokens per message.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Heuristic;
+
+/// Per-message overhead of [`Heuristic`] (role, separators).
+pub const HEURISTIC_MESSAGE_OVERHEAD: u32 = 10;
+
+impl TokenEstimator for Heuristic {
+    fn estimate_parts(&self, parts: &[&str]) -> u32 {
+        let bytes: usize = parts.iter().map(|p| p.len()).sum();
+        u32::try_from(bytes / 4)
+            .unwrap_or(u32::MAX)
+            .saturating_add(HEURISTIC_MESSAGE_OVERHEAD)
+    }
+}
+
+fn meta_parts<'a>(meta: Option<&'a ProviderMeta>, parts: &mut Vec<&'a str>) {
+    match meta {
+        Some(ProviderMeta::Anthropic { signature }) => parts.push(signature),
+        Some(ProviderMeta::AnthropicRedacted { data }) => parts.push(data),
+        Some(ProviderMeta::Gemini { thought_signature }) => parts.push(thought_signature),
+        Some(ProviderMeta::OpenAi {
+            id,
+            encrypted_content,
+        }) => {
+            parts.push(id);
+            if let Some(content) = encrypted_content {
+                parts.push(content);
+            }
+        }
+        // `ProviderMeta` is non-exhaustive; unknown meta is not counted.
+        Some(_) | None => {}
+    }
+}
+
+fn assistant_parts<'a>(message: &'a AssistantMessage, parts: &mut Vec<&'a str>) {
+    for block in &message.blocks {
+        match block {
+            AssistantBlock::Text { text, .. } | AssistantBlock::Reasoning { text, .. } => {
+                parts.push(text);
+            }
+            AssistantBlock::ToolUse { id, name, args, .. } => {
+                parts.push(id);
+                parts.push(name);
+                parts.push(args.get());
+            }
+            _ => {}
+        }
+        meta_parts(block.meta(), parts);
+    }
+}
+
+/// Estimated tokens of an entry's body rendered as a message (0 for kinds never projected).
+pub fn estimate_body(estimator: &dyn TokenEstimator, body: &EntryBody) -> u32 {
+    let mut parts: Vec<&str> = Vec::new();
+    match body {
+        EntryBody::User { content } | EntryBody::System { content } => parts.push(content),
+        EntryBody::Assistant { message, .. } => assistant_parts(message, &mut parts),
+        EntryBody::ToolResult { result, .. } => {
+            parts.push(&result.tool_use_id);
+            parts.push(&result.content);
+        }
+        EntryBody::Summary { content, .. } => parts.push(content),
+        EntryBody::Boundary { .. }
+        | EntryBody::Note { .. }
+        | EntryBody::Error { .. }
+        | EntryBody::Checkpoint { .. }
+        | EntryBody::SignalIn { .. }
+        | EntryBody::SignalOut { .. } => return 0,
+    }
+    estimator.estimate_parts(&parts)
+}
+
+/// Estimated tokens of a message. A tool-results message counts one message per result, as
+/// the entries it was built from do.
+pub fn estimate_message(estimator: &dyn TokenEstimator, message: &Message) -> u32 {
+    let mut parts: Vec<&str> = Vec::new();
+    match message {
+        Message::System { content } | Message::User { content } => parts.push(content),
+        Message::Assistant(turn) => assistant_parts(turn, &mut parts),
+        Message::ToolResults { results } => {
+            return results
+                .iter()
+                .map(|r| estimator.estimate_parts(&[&r.tool_use_id, &r.content]))
+                .fold(0u32, u32::saturating_add);
+        }
+    }
+    estimator.estimate_parts(&parts)
+}
+
+#[cfg(test)]
+mod tests {
+    use motet_directives::{ToolArgs, ToolResult, Usage};
+
+    use super::*;
+
+    #[test]
+    fn heuristic_is_bytes_over_four_plus_ten() {
+        assert_eq!(Heuristic.estimate_parts(&[]), 10);
+        assert_eq!(Heuristic.estimate_parts(&["abcd", "efgh"]), 12);
+        assert_eq!(Heuristic.estimate_parts(&["abc"]), 10);
+    }
+
+    #[test]
+    fn assistant_turn_counts_text_args_and_meta() {
+        let message = AssistantMessage {
+            blocks: vec![
+                AssistantBlock::reasoning(
+                    "x".repeat(40),
+                    Some(ProviderMeta::Anthropic {
+                        signature: "s".repeat(40),
+                    }),
+                ),
+                AssistantBlock::tool_use("id", "name", ToolArgs::from_text("{}")),
+            ],
+            stop_reason: motet_directives::StopReason::ToolUse,
+        };
+        let body = EntryBody::Assistant {
+            message: message.clone(),
+            usage: Usage::default(),
+        };
+        // 40 + 40 + 2 + 4 + 2 = 88 bytes -> 22 + 10.
+        assert_eq!(estimate_body(&Heuristic, &body), 32);
+        assert_eq!(
+            estimate_message(&Heuristic, &Message::Assistant(message)),
+            32
+        );
+        let results = Message::ToolResults {
+            results: vec![ToolResult::ok("abcd", "efgh"), ToolResult::ok("a", "b")],
+        };
+        assert_eq!(estimate_message(&Heuristic, &results), 12 + 10);
+        assert_eq!(
+            estimate_body(&Heuristic, &EntryBody::Boundary { from_seq: 3 }),
+            0
+        );
+    }
+}

@@ -1,0 +1,671 @@
+//! The ReAct strategy: reason, call tools, repeat — as a pure state machine over a Thread.
+//!
+//! `react.input` commits the user message (the commit point) and asks for an LLM call with a
+//! fresh projection of the thread. `llm.result` commits the assistant turn and asks for one tool
+//! run per tool call (run concurrently), or completes the request. Each `tool.result` is
+//! committed; when the turn's last one is in, the thread is projected again for the next call.
+//! Failures arrive as data (`llm.failed`, `tool.failed`): a retryable LLM failure is retried
+//! within the retry budget, a tool failure becomes an error result the model sees. Results
+//! whose call id is unknown, stale or already answered are ignored and noted in the thread, so
+//! nothing is applied twice.
+//!
+//! In the stable window mode, when a projection overflows, the strategy commits a boundary entry
+//! (and, with `Summarization::RequestNew`, asks for a summary of what it leaves behind) before
+//! projecting again, so the next calls share their prefix.
+
+mod signals;
+mod state;
+
+use motet_directives::{
+    CallId, Directive, Emit, EmitTarget, LlmOptions, LlmRequest, LlmStream, ModelRef, Summarize,
+    ToolChoice, ToolDefs, ToolExec, ToolResult,
+};
+use motet_signals::Signal;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+pub use signals::{
+    FailureReason, LLM_FAILED, LLM_RESULT, LlmError, LlmErrorKind, LlmFailed, LlmResult,
+    REACT_CANCEL, REACT_COMPLETED, REACT_FAILED, REACT_INPUT, ReactCancel, ReactCompleted,
+    ReactFailed, ReactInput, SUMMARY_FAILED, SUMMARY_RESULT, SummaryFailed, SummaryResult,
+    TOOL_FAILED, TOOL_RESULT, ToolFailed, ToolResultSignal,
+};
+pub use state::{PendingSummary, PendingTool, ReActState, RequestState, Status};
+
+use crate::env::Env;
+use crate::error::StrategyError;
+use crate::policy::{ContextPolicy, Summarization, WindowMode};
+use crate::projector::{ProjectionIds, ProjectionInput, ProjectionResult, project};
+use crate::strategy::Strategy;
+use crate::thread::{EntryBody, NewEntry, Refs, Thread};
+
+/// How a ReAct agent runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReActConfig {
+    /// The model every call uses.
+    pub model: ModelRef,
+    /// The system prompt.
+    pub system_prompt: Option<String>,
+    /// Tools offered to the model.
+    pub tools: ToolDefs,
+    /// Whether and how tools may be called.
+    pub tool_choice: ToolChoice,
+    /// Sampling and reasoning options.
+    pub options: LlmOptions,
+    /// LLM calls per request before it fails (default 10).
+    pub max_iterations: u32,
+    /// Retries of a retryable LLM failure per iteration (default 2).
+    pub max_llm_retries: u32,
+    /// The strategy's context policy (below the agent's and the request's).
+    pub context_policy: Option<ContextPolicy>,
+    /// Source of emitted signals.
+    pub source: String,
+    /// Where `react.completed` / `react.failed` go (default: the bus).
+    pub reply_to: EmitTarget,
+    /// The model for summaries (the agent's model when `None`).
+    pub summary_model: Option<ModelRef>,
+    /// Instructions for summaries.
+    pub summary_instructions: Option<String>,
+}
+
+impl ReActConfig {
+    /// A configuration with no tools and the defaults above.
+    pub fn new(model: ModelRef) -> Self {
+        Self {
+            model,
+            system_prompt: None,
+            tools: ToolDefs::from(Vec::new()),
+            tool_choice: ToolChoice::Auto,
+            options: LlmOptions::default(),
+            max_iterations: 10,
+            max_llm_retries: 2,
+            context_policy: None,
+            source: "motet.react".to_owned(),
+            reply_to: EmitTarget::Bus,
+            summary_model: None,
+            summary_instructions: None,
+        }
+    }
+
+    /// Sets the system prompt.
+    pub fn with_system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.system_prompt = Some(prompt.into());
+        self
+    }
+
+    /// Offers these tools.
+    pub fn with_tools(mut self, tools: ToolDefs) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// Sets `max_iterations`.
+    pub fn with_max_iterations(mut self, max: u32) -> Self {
+        self.max_iterations = max;
+        self
+    }
+
+    /// Sets `max_llm_retries`.
+    pub fn with_max_llm_retries(mut self, max: u32) -> Self {
+        self.max_llm_retries = max;
+        self
+    }
+
+    /// Sets the strategy's context policy.
+    pub fn with_context_policy(mut self, policy: ContextPolicy) -> Self {
+        self.context_policy = Some(policy);
+        self
+    }
+}
+
+/// The ReAct strategy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReAct {
+    config: ReActConfig,
+}
+
+/// The signal being handled and the environment: what every step needs.
+struct Step<'a> {
+    cause: &'a Signal,
+    env: &'a dyn Env,
+}
+
+impl ReAct {
+    /// A strategy with this configuration.
+    pub fn new(config: ReActConfig) -> Self {
+        Self { config }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ReActConfig {
+        &self.config
+    }
+
+    fn on_input(
+        &self,
+        state: &mut ReActState,
+        step: &Step<'_>,
+        input: ReactInput,
+    ) -> Result<Vec<Directive>, StrategyError> {
+        let request_id = step
+            .cause
+            .request_id()
+            .map_or_else(|| step.env.fresh_id("req"), str::to_owned);
+        if let Some(active) = state.active_request() {
+            // Rejected before the commit point: the thread is unchanged.
+            let reason = FailureReason::Busy {
+                active_request_id: active.request_id.clone(),
+            };
+            let failed = ReactFailed {
+                request_id: request_id.clone(),
+                reason,
+                usage: Default::default(),
+            };
+            return Ok(vec![self.emit(
+                state,
+                step,
+                REACT_FAILED,
+                &request_id,
+                failed,
+            )?]);
+        }
+        let refs = Refs::request(&request_id);
+        state
+            .thread
+            .append(step.env, NewEntry::user(input.query).with_refs(refs));
+        state.request = Some(RequestState::new(request_id, input.context_policy));
+        self.next_iteration(state, step)
+    }
+
+    /// Starts the next LLM call of the request, or fails it at `max_iterations`.
+    fn next_iteration(
+        &self,
+        state: &mut ReActState,
+        step: &Step<'_>,
+    ) -> Result<Vec<Directive>, StrategyError> {
+        let Some(request) = state.request.as_mut() else {
+            return Ok(Vec::new());
+        };
+        if request.iteration >= self.config.max_iterations {
+            let reason = FailureReason::MaxIterations {
+                max_iterations: self.config.max_iterations,
+            };
+            return self.fail(state, step, reason);
+        }
+        request.iteration += 1;
+        request.llm_retries = 0;
+        self.stream(state, step)
+    }
+
+    /// Projects the thread and asks for an LLM call (committing a boundary first if the stable
+    /// window overflowed).
+    fn stream(
+        &self,
+        state: &mut ReActState,
+        step: &Step<'_>,
+    ) -> Result<Vec<Directive>, StrategyError> {
+        let Some(request) = state.request.as_ref() else {
+            return Ok(Vec::new());
+        };
+        let policy = ContextPolicy::resolve(
+            request.policy_override.as_ref(),
+            state.context_policy.as_ref(),
+            self.config.context_policy.as_ref(),
+        );
+        let call_id = CallId::new(step.env.fresh_id("call"));
+        let ids = ProjectionIds {
+            request_id: Some(request.request_id.clone()),
+            call_id: Some(call_id.as_str().to_owned()),
+        };
+        let refs = Refs::request(&request.request_id)
+            .with_call_id(call_id.as_str())
+            .with_iteration(request.iteration);
+        let mut directives = Vec::new();
+        let projection = match self.project(&state.thread, &policy, &ids) {
+            Ok(first) if first.meta.truncated => {
+                let restart = match (policy.window, first.meta.suggested_boundary) {
+                    (WindowMode::Stable, Some(seq)) => {
+                        let boundary = NewEntry::boundary(seq).with_refs(refs.clone());
+                        state.thread.append(step.env, boundary);
+                        Some(seq)
+                    }
+                    _ => first.meta.history_from_seq,
+                };
+                if policy.summarization == Summarization::RequestNew && state.summaries.is_empty() {
+                    directives.extend(self.request_summary(state, step, restart));
+                }
+                match policy.window {
+                    WindowMode::Stable => self.project(&state.thread, &policy, &ids),
+                    WindowMode::Sliding => Ok(first),
+                }
+            }
+            other => other,
+        };
+        let projection = match projection {
+            Ok(projection) => projection,
+            Err(error) => {
+                let reason = FailureReason::Projection {
+                    message: error.to_string(),
+                };
+                return self.fail(state, step, reason);
+            }
+        };
+        let request_body = LlmRequest::new(self.config.model.clone(), projection.messages)
+            .with_tools(projection.tool_spec)
+            .with_tool_choice(self.config.tool_choice.clone())
+            .with_options(self.config.options.clone());
+        if let Some(request) = state.request.as_mut() {
+            request.llm_call = Some(call_id.clone());
+        }
+        state.status = Status::AwaitingLlm;
+        directives.push(Directive::LlmStream(LlmStream {
+            call_id,
+            request: request_body,
+        }));
+        Ok(directives)
+    }
+
+    fn project(
+        &self,
+        thread: &Thread,
+        policy: &ContextPolicy,
+        ids: &ProjectionIds,
+    ) -> Result<ProjectionResult, crate::error::ProjectionError> {
+        project(&ProjectionInput {
+            thread,
+            policy,
+            pending: &[],
+            system: self.config.system_prompt.as_deref(),
+            tools: &self.config.tools,
+            ids,
+        })
+    }
+
+    /// A `Summarize` directive for everything before `restart` (from the start of the latest
+    /// summary's range, so the new summary replaces it).
+    fn request_summary(
+        &self,
+        state: &mut ReActState,
+        step: &Step<'_>,
+        restart: Option<u64>,
+    ) -> Option<Directive> {
+        let to_seq = restart?.checked_sub(1)?;
+        let from_seq = match state.thread.latest_summary().map(|e| &e.body) {
+            Some(EntryBody::Summary { from_seq, .. }) => *from_seq,
+            _ => 0,
+        };
+        let call_id = CallId::new(step.env.fresh_id("summary"));
+        state.summaries.push(PendingSummary {
+            call_id: call_id.clone(),
+            from_seq,
+            to_seq,
+        });
+        Some(Directive::Summarize(Summarize {
+            call_id,
+            thread_id: state.thread.id().to_owned(),
+            from_seq,
+            to_seq,
+            model: self.config.summary_model.clone(),
+            instructions: self.config.summary_instructions.clone(),
+        }))
+    }
+
+    fn on_llm_result(
+        &self,
+        state: &mut ReActState,
+        step: &Step<'_>,
+        result: LlmResult,
+    ) -> Result<Vec<Directive>, StrategyError> {
+        let Some(request) = state
+            .request
+            .as_mut()
+            .filter(|r| r.llm_call.as_ref() == Some(&result.call_id))
+            .filter(|_| state.status == Status::AwaitingLlm)
+        else {
+            return Ok(ignore(state, step, LLM_RESULT, &result.call_id));
+        };
+        request.llm_call = None;
+        request.usage += result.response.usage;
+        let refs = Refs::request(&request.request_id)
+            .with_call_id(result.call_id.as_str())
+            .with_iteration(request.iteration);
+        let message = result.response.message;
+        if !message.has_tool_calls() {
+            let answer = message.to_string();
+            let entry = NewEntry::assistant(message, result.response.usage).with_refs(refs);
+            state.thread.append(step.env, entry);
+            return self.complete(state, step, answer);
+        }
+        let mut directives = Vec::new();
+        request.tools.clear();
+        for call in message.tool_calls() {
+            let call_id = CallId::new(step.env.fresh_id("tool"));
+            request.tools.push(PendingTool {
+                call_id: call_id.clone(),
+                tool_call_id: call.id.to_owned(),
+                name: call.name.to_owned(),
+                done: false,
+            });
+            directives.push(Directive::ToolExec(ToolExec {
+                call_id,
+                tool_call_id: call.id.to_owned(),
+                name: call.name.to_owned(),
+                args: call.args.clone(),
+            }));
+        }
+        request.turn_call = Some(result.call_id);
+        let entry = NewEntry::assistant(message, result.response.usage).with_refs(refs);
+        state.thread.append(step.env, entry);
+        state.status = Status::AwaitingTools;
+        Ok(directives)
+    }
+
+    fn on_llm_failed(
+        &self,
+        state: &mut ReActState,
+        step: &Step<'_>,
+        failed: LlmFailed,
+    ) -> Result<Vec<Directive>, StrategyError> {
+        let Some(request) = state
+            .request
+            .as_mut()
+            .filter(|r| r.llm_call.as_ref() == Some(&failed.call_id))
+            .filter(|_| state.status == Status::AwaitingLlm)
+        else {
+            return Ok(ignore(state, step, LLM_FAILED, &failed.call_id));
+        };
+        request.llm_call = None;
+        let note = format!("llm call {} failed: {}", failed.call_id, failed.error);
+        let refs = Refs::request(&request.request_id).with_call_id(failed.call_id.as_str());
+        let retry = failed.error.retryable && request.llm_retries < self.config.max_llm_retries;
+        if retry {
+            request.llm_retries += 1;
+        }
+        state.thread.append(
+            step.env,
+            NewEntry::new(EntryBody::Error { message: note }).with_refs(refs),
+        );
+        if retry {
+            return self.stream(state, step);
+        }
+        self.fail(
+            state,
+            step,
+            FailureReason::Llm {
+                error: failed.error,
+            },
+        )
+    }
+
+    fn on_tool_outcome(
+        &self,
+        state: &mut ReActState,
+        step: &Step<'_>,
+        signal_type: &str,
+        call_id: &CallId,
+        outcome: Result<ToolResult, String>,
+    ) -> Result<Vec<Directive>, StrategyError> {
+        let awaiting = state.status == Status::AwaitingTools;
+        let Some(request) = state.request.as_mut().filter(|_| awaiting) else {
+            return Ok(ignore(state, step, signal_type, call_id));
+        };
+        let Some(tool) = request
+            .tools
+            .iter_mut()
+            .find(|t| &t.call_id == call_id && !t.done)
+        else {
+            return Ok(ignore(state, step, signal_type, call_id));
+        };
+        tool.done = true;
+        // The model's call id comes from our record, not from the tool's echo.
+        let result = match outcome {
+            Ok(result) => ToolResult {
+                tool_use_id: tool.tool_call_id.clone(),
+                ..result
+            },
+            Err(message) => {
+                ToolResult::error(tool.tool_call_id.clone(), format!("tool failed: {message}"))
+            }
+        };
+        let mut refs = Refs::request(&request.request_id)
+            .with_call_id(call_id.as_str())
+            .with_tool_call_id(tool.tool_call_id.as_str())
+            .with_iteration(request.iteration);
+        refs.parent_call_id = request.turn_call.as_ref().map(|c| c.as_str().to_owned());
+        let entry = NewEntry::tool_result(tool.name.clone(), result).with_refs(refs);
+        let all_done = request.tools.iter().all(|t| t.done);
+        state.thread.append(step.env, entry);
+        if all_done {
+            return self.next_iteration(state, step);
+        }
+        Ok(Vec::new())
+    }
+
+    fn on_cancel(
+        &self,
+        state: &mut ReActState,
+        step: &Step<'_>,
+        cancel: ReactCancel,
+    ) -> Result<Vec<Directive>, StrategyError> {
+        if state.active_request().is_none() {
+            let call_id = CallId::new("-");
+            return Ok(ignore(state, step, REACT_CANCEL, &call_id));
+        }
+        self.fail(
+            state,
+            step,
+            FailureReason::Cancelled {
+                reason: cancel.reason,
+            },
+        )
+    }
+
+    fn on_summary(
+        &self,
+        state: &mut ReActState,
+        step: &Step<'_>,
+        signal_type: &str,
+        call_id: &CallId,
+        content: Result<String, String>,
+    ) -> Result<Vec<Directive>, StrategyError> {
+        let Some(position) = state.summaries.iter().position(|s| &s.call_id == call_id) else {
+            return Ok(ignore(state, step, signal_type, call_id));
+        };
+        let pending = state.summaries.remove(position);
+        let refs = Refs::default().with_call_id(call_id.as_str());
+        let entry = match content {
+            Ok(content) => NewEntry::summary(pending.from_seq, pending.to_seq, content),
+            Err(message) => NewEntry::new(EntryBody::Error {
+                message: format!("summary {call_id} failed: {message}"),
+            }),
+        };
+        state.thread.append(step.env, entry.with_refs(refs));
+        Ok(Vec::new())
+    }
+
+    fn complete(
+        &self,
+        state: &mut ReActState,
+        step: &Step<'_>,
+        answer: String,
+    ) -> Result<Vec<Directive>, StrategyError> {
+        state.status = Status::Completed;
+        let Some(request) = state.request.as_ref() else {
+            return Ok(Vec::new());
+        };
+        let completed = ReactCompleted {
+            request_id: request.request_id.clone(),
+            answer,
+            usage: request.usage,
+            thread_usage: state.thread.usage(),
+            iterations: request.iteration,
+        };
+        let request_id = request.request_id.clone();
+        Ok(vec![self.emit(
+            state,
+            step,
+            REACT_COMPLETED,
+            &request_id,
+            completed,
+        )?])
+    }
+
+    /// Ends the request: tool calls still unanswered get an error result (so the thread never
+    /// holds a call without its result), the failure is committed and reported.
+    fn fail(
+        &self,
+        state: &mut ReActState,
+        step: &Step<'_>,
+        reason: FailureReason,
+    ) -> Result<Vec<Directive>, StrategyError> {
+        let Some(request) = state.request.as_mut() else {
+            return Ok(Vec::new());
+        };
+        request.llm_call = None;
+        let why = match &reason {
+            FailureReason::Cancelled { .. } => "request cancelled".to_owned(),
+            other => format!("request failed: {other:?}"),
+        };
+        let mut entries = Vec::new();
+        if state.status == Status::AwaitingTools {
+            for tool in request.tools.iter_mut().filter(|t| !t.done) {
+                tool.done = true;
+                let mut refs = Refs::request(&request.request_id)
+                    .with_call_id(tool.call_id.as_str())
+                    .with_tool_call_id(tool.tool_call_id.as_str())
+                    .with_iteration(request.iteration);
+                refs.parent_call_id = request.turn_call.as_ref().map(|c| c.as_str().to_owned());
+                let result =
+                    ToolResult::error(tool.tool_call_id.clone(), format!("not run: {why}"));
+                entries.push(NewEntry::tool_result(tool.name.clone(), result).with_refs(refs));
+            }
+        }
+        entries.push(
+            NewEntry::new(EntryBody::Error {
+                message: why.clone(),
+            })
+            .with_refs(Refs::request(&request.request_id)),
+        );
+        let failed = ReactFailed {
+            request_id: request.request_id.clone(),
+            reason: reason.clone(),
+            usage: request.usage,
+        };
+        let request_id = request.request_id.clone();
+        state.thread.append_all(step.env, entries);
+        state.status = match reason {
+            FailureReason::Cancelled { .. } => Status::Cancelled,
+            _ => Status::Failed,
+        };
+        Ok(vec![self.emit(
+            state,
+            step,
+            REACT_FAILED,
+            &request_id,
+            failed,
+        )?])
+    }
+
+    fn emit<T: Serialize>(
+        &self,
+        state: &ReActState,
+        step: &Step<'_>,
+        signal_type: &str,
+        request_id: &str,
+        data: T,
+    ) -> Result<Directive, StrategyError> {
+        let thread_id = step
+            .cause
+            .thread_id()
+            .unwrap_or(state.thread.id())
+            .to_owned();
+        let signal = Signal::builder(signal_type, self.config.source.as_str())
+            .with_id(step.env.fresh_id("sig"))
+            .with_time(step.env.now())
+            .caused_by(step.cause)
+            .with_thread_id(thread_id)
+            .with_request_id(request_id)
+            .with_data(data)
+            .build()
+            .map_err(|e| StrategyError::Emit {
+                signal_type: signal_type.to_owned(),
+                message: e.to_string(),
+            })?;
+        Ok(Directive::Emit(Emit {
+            signal,
+            target: self.config.reply_to.clone(),
+        }))
+    }
+}
+
+/// Notes an ignored signal in the thread and counts it; no directives.
+fn ignore(
+    state: &mut ReActState,
+    step: &Step<'_>,
+    signal_type: &str,
+    call_id: &CallId,
+) -> Vec<Directive> {
+    state.ignored += 1;
+    let text = format!("ignored {signal_type} for call {call_id}: unknown, stale or duplicate");
+    let refs = Refs::default().with_call_id(call_id.as_str());
+    state
+        .thread
+        .append(step.env, NewEntry::note(text).with_refs(refs));
+    Vec::new()
+}
+
+fn data<T: DeserializeOwned>(signal: &Signal) -> Result<T, StrategyError> {
+    signal.data_as().map_err(|e| StrategyError::InvalidData {
+        signal_type: signal.signal_type().as_str().to_owned(),
+        message: e.to_string(),
+    })
+}
+
+impl Strategy for ReAct {
+    type State = ReActState;
+
+    fn init(&self, env: &dyn Env) -> ReActState {
+        ReActState::new(Thread::create(env))
+    }
+
+    fn handle(
+        &self,
+        state: &mut ReActState,
+        signal: &Signal,
+        env: &dyn Env,
+    ) -> Result<Vec<Directive>, StrategyError> {
+        let step = Step { cause: signal, env };
+        match signal.signal_type().as_str() {
+            REACT_INPUT => self.on_input(state, &step, data(signal)?),
+            LLM_RESULT => self.on_llm_result(state, &step, data(signal)?),
+            LLM_FAILED => self.on_llm_failed(state, &step, data(signal)?),
+            TOOL_RESULT => {
+                let d: ToolResultSignal = data(signal)?;
+                self.on_tool_outcome(state, &step, TOOL_RESULT, &d.call_id, Ok(d.result))
+            }
+            TOOL_FAILED => {
+                let d: ToolFailed = data(signal)?;
+                self.on_tool_outcome(state, &step, TOOL_FAILED, &d.call_id, Err(d.message))
+            }
+            REACT_CANCEL => {
+                let cancel = if signal.data().is_none() {
+                    ReactCancel::default()
+                } else {
+                    data(signal)?
+                };
+                self.on_cancel(state, &step, cancel)
+            }
+            SUMMARY_RESULT => {
+                let d: SummaryResult = data(signal)?;
+                self.on_summary(state, &step, SUMMARY_RESULT, &d.call_id, Ok(d.content))
+            }
+            SUMMARY_FAILED => {
+                let d: SummaryFailed = data(signal)?;
+                self.on_summary(state, &step, SUMMARY_FAILED, &d.call_id, Err(d.message))
+            }
+            other => Err(StrategyError::Unhandled {
+                signal_type: other.to_owned(),
+            }),
+        }
+    }
+}

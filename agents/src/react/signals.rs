@@ -1,0 +1,190 @@
+//! The signals the ReAct strategy consumes and emits: type names and typed payloads.
+//!
+//! The thread id and request id travel on the signal's extensions (`threadid`, `requestid`),
+//! not in these payloads; results echo the `call_id` of the directive that caused them.
+
+use motet_directives::{CallId, LlmResponse, ToolResult, Usage};
+use serde::{Deserialize, Serialize};
+
+use crate::policy::PolicyOverride;
+
+/// A user query starts a request: [`ReactInput`].
+pub const REACT_INPUT: &str = "react.input";
+/// Cancels the active request: [`ReactCancel`].
+pub const REACT_CANCEL: &str = "react.cancel";
+/// An LLM call finished: [`LlmResult`].
+pub const LLM_RESULT: &str = "llm.result";
+/// An LLM call failed: [`LlmFailed`].
+pub const LLM_FAILED: &str = "llm.failed";
+/// A tool run finished: [`ToolResultSignal`].
+pub const TOOL_RESULT: &str = "tool.result";
+/// A tool run failed: [`ToolFailed`].
+pub const TOOL_FAILED: &str = "tool.failed";
+/// A summary was produced for a `Summarize` directive: [`SummaryResult`].
+pub const SUMMARY_RESULT: &str = "summary.result";
+/// A summary could not be produced: [`SummaryFailed`].
+pub const SUMMARY_FAILED: &str = "summary.failed";
+/// Emitted when a request completes: [`ReactCompleted`].
+pub const REACT_COMPLETED: &str = "react.completed";
+/// Emitted when a request fails or is cancelled: [`ReactFailed`].
+pub const REACT_FAILED: &str = "react.failed";
+
+/// Data of `react.input`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReactInput {
+    /// What the user asks.
+    pub query: String,
+    /// Changes to the context policy for this request only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_policy: Option<PolicyOverride>,
+}
+
+/// Data of `react.cancel`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReactCancel {
+    /// Why, for the failure report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Data of `llm.result`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LlmResult {
+    /// The `LlmStream` directive's call id.
+    pub call_id: CallId,
+    /// The assembled response.
+    pub response: LlmResponse,
+}
+
+/// What kind of LLM failure happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LlmErrorKind {
+    /// HTTP 429 or the provider's rate-limit error.
+    RateLimited,
+    /// The provider is overloaded (HTTP 529, 503).
+    Overloaded,
+    /// The request was rejected as invalid (HTTP 400).
+    InvalidRequest,
+    /// The prompt exceeded the model's context window.
+    ContextLength,
+    /// The call timed out.
+    Timeout,
+    /// Anything else.
+    Other,
+}
+
+/// An LLM failure, as data the strategy acts on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{kind:?}: {message}")]
+pub struct LlmError {
+    /// What kind of failure.
+    pub kind: LlmErrorKind,
+    /// The provider's description (no secrets).
+    pub message: String,
+    /// Whether trying again may succeed.
+    pub retryable: bool,
+}
+
+/// Data of `llm.failed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LlmFailed {
+    /// The `LlmStream` directive's call id.
+    pub call_id: CallId,
+    /// What went wrong.
+    pub error: LlmError,
+}
+
+/// Data of `tool.result`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolResultSignal {
+    /// The `ToolExec` directive's call id.
+    pub call_id: CallId,
+    /// The result (an error result if the tool reported one, e.g. for unparsable arguments).
+    pub result: ToolResult,
+}
+
+/// Data of `tool.failed`: the tool could not run at all (unknown tool, crash, timeout).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolFailed {
+    /// The `ToolExec` directive's call id.
+    pub call_id: CallId,
+    /// What went wrong; shown to the model as an error result.
+    pub message: String,
+}
+
+/// Data of `summary.result`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SummaryResult {
+    /// The `Summarize` directive's call id.
+    pub call_id: CallId,
+    /// The summary text.
+    pub content: String,
+}
+
+/// Data of `summary.failed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SummaryFailed {
+    /// The `Summarize` directive's call id.
+    pub call_id: CallId,
+    /// What went wrong.
+    pub message: String,
+}
+
+/// Data of `react.completed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReactCompleted {
+    /// The request.
+    pub request_id: String,
+    /// The final answer's text.
+    pub answer: String,
+    /// Usage of this request's LLM calls.
+    pub usage: Usage,
+    /// Usage of the whole thread so far.
+    pub thread_usage: Usage,
+    /// LLM calls made for this request.
+    pub iterations: u32,
+}
+
+/// Why a request failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum FailureReason {
+    /// `react.cancel` stopped it.
+    Cancelled {
+        /// The reason given, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// The LLM failed and the retry budget was spent (or the error was not retryable).
+    Llm {
+        /// The last error.
+        error: LlmError,
+    },
+    /// The request reached `max_iterations` LLM calls without a final answer.
+    MaxIterations {
+        /// The limit.
+        max_iterations: u32,
+    },
+    /// The context could not be projected within the budget.
+    Projection {
+        /// The projector's error.
+        message: String,
+    },
+    /// Another request on this thread was still running; the query was not committed.
+    Busy {
+        /// The running request.
+        active_request_id: String,
+    },
+}
+
+/// Data of `react.failed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReactFailed {
+    /// The request.
+    pub request_id: String,
+    /// Why it failed.
+    pub reason: FailureReason,
+    /// Usage of this request's LLM calls.
+    pub usage: Usage,
+}

@@ -1,0 +1,141 @@
+//! The ReAct strategy's state: the thread, the active request and what it waits for.
+
+use motet_directives::{CallId, Usage};
+use serde::{Deserialize, Serialize};
+
+use crate::policy::{ContextPolicy, PolicyOverride};
+use crate::thread::Thread;
+
+/// Where the state machine is (seed 000/001):
+/// idle → awaiting_llm ⇄ awaiting_tools → completed | failed | cancelled.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// No request has run yet.
+    #[default]
+    Idle,
+    /// Waiting for an LLM call's result.
+    AwaitingLlm,
+    /// Waiting for the results of the last turn's tool calls.
+    AwaitingTools,
+    /// The last request finished with an answer.
+    Completed,
+    /// The last request failed.
+    Failed,
+    /// The last request was cancelled.
+    Cancelled,
+}
+
+impl Status {
+    /// True while a request is running.
+    pub fn is_active(self) -> bool {
+        matches!(self, Self::AwaitingLlm | Self::AwaitingTools)
+    }
+}
+
+/// One tool call the current turn waits for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingTool {
+    /// The `ToolExec` call id its result echoes.
+    pub call_id: CallId,
+    /// The model's id of the call.
+    pub tool_call_id: String,
+    /// The tool's name.
+    pub name: String,
+    /// True once its result (or failure) is committed.
+    pub done: bool,
+}
+
+/// The request being run, or the last one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestState {
+    /// The request's id.
+    pub request_id: String,
+    /// LLM calls made so far (the current one included).
+    pub iteration: u32,
+    /// The LLM call in flight.
+    pub llm_call: Option<CallId>,
+    /// Retries spent on the current iteration.
+    pub llm_retries: u32,
+    /// The LLM call whose tool calls are pending.
+    pub turn_call: Option<CallId>,
+    /// Tool calls of the current turn.
+    pub tools: Vec<PendingTool>,
+    /// Usage of this request's LLM calls.
+    pub usage: Usage,
+    /// The request's policy changes.
+    pub policy_override: Option<PolicyOverride>,
+}
+
+impl RequestState {
+    /// A request that has not called the LLM yet.
+    pub fn new(request_id: impl Into<String>, policy_override: Option<PolicyOverride>) -> Self {
+        Self {
+            request_id: request_id.into(),
+            iteration: 0,
+            llm_call: None,
+            llm_retries: 0,
+            turn_call: None,
+            tools: Vec::new(),
+            usage: Usage::default(),
+            policy_override,
+        }
+    }
+}
+
+/// A `Summarize` directive whose result has not arrived.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingSummary {
+    /// The directive's call id.
+    pub call_id: CallId,
+    /// First entry covered.
+    pub from_seq: u64,
+    /// Last entry covered.
+    pub to_seq: u64,
+}
+
+/// Everything the ReAct strategy remembers. Serializable: the runtime persists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReActState {
+    /// The conversation: the source of truth for every projection.
+    pub thread: Thread,
+    /// The agent's context policy (over the strategy's configured one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_policy: Option<ContextPolicy>,
+    /// Where the state machine is.
+    pub status: Status,
+    /// The current or last request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<RequestState>,
+    /// Summaries asked for and not yet received.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub summaries: Vec<PendingSummary>,
+    /// Signals ignored as unknown, stale or duplicated (each also noted in the thread).
+    #[serde(default)]
+    pub ignored: u64,
+}
+
+impl ReActState {
+    /// A state around an existing thread.
+    pub fn new(thread: Thread) -> Self {
+        Self {
+            thread,
+            context_policy: None,
+            status: Status::Idle,
+            request: None,
+            summaries: Vec::new(),
+            ignored: 0,
+        }
+    }
+
+    /// Sets the agent's context policy.
+    pub fn with_context_policy(mut self, policy: ContextPolicy) -> Self {
+        self.context_policy = Some(policy);
+        self
+    }
+
+    /// The running request, if any.
+    pub fn active_request(&self) -> Option<&RequestState> {
+        self.request.as_ref().filter(|_| self.status.is_active())
+    }
+}

@@ -1,0 +1,32 @@
+//! The Strategy trait: a pure decision function from (state, signal) to directives.
+
+use motet_directives::Directive;
+use motet_signals::Signal;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::env::Env;
+use crate::error::StrategyError;
+
+/// How an agent decides. `handle` is pure: it reads time and fresh ids only from `env`, changes
+/// only `state`, and describes all work as [`Directive`]s for the runtime, whose results come
+/// back as signals. Replaying the same signals with the same environment gives the same state
+/// and directives.
+pub trait Strategy {
+    /// The agent's state; serializable so the runtime can persist and reload it.
+    type State: Clone + Serialize + DeserializeOwned;
+
+    /// A fresh state.
+    fn init(&self, env: &dyn Env) -> Self::State;
+
+    /// Handles one signal.
+    ///
+    /// # Errors
+    /// A [`StrategyError`] when the signal cannot be handled; `state` is then unchanged.
+    fn handle(
+        &self,
+        state: &mut Self::State,
+        signal: &Signal,
+        env: &dyn Env,
+    ) -> Result<Vec<Directive>, StrategyError>;
+}

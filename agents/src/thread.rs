@@ -1,0 +1,425 @@
+//! The Thread: an append-only log of what happened in one conversation (seed 003).
+//!
+//! Entries get their id, sequence number, time and token estimate from the thread when they
+//! are appended. Nothing is ever rewritten: summaries and window boundaries are entries too.
+//! The thread keeps a small index (the latest summary and boundary) so a projection finds its
+//! window without scanning the log.
+
+mod entry;
+
+use std::collections::BTreeMap;
+
+use motet_directives::Usage;
+use serde::{Deserialize, Serialize};
+
+pub use entry::{Entry, EntryBody, EntryKind, NewEntry, RefKey, Refs};
+
+use crate::env::Env;
+use crate::error::ThreadError;
+use crate::estimate::{Heuristic, TokenEstimator, estimate_body};
+
+/// Cached aggregates, updated on every append.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadStats {
+    /// Number of entries.
+    pub entry_count: u64,
+    /// Sum of the entries' token estimates.
+    pub estimated_tokens: u64,
+    /// Usage summed over every assistant turn in the thread.
+    pub usage: Usage,
+}
+
+/// Where a forked thread came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForkOrigin {
+    /// The parent thread's id.
+    pub thread_id: String,
+    /// The last entry copied from the parent.
+    pub at_seq: u64,
+}
+
+/// An append-only conversation log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "ThreadRepr")]
+pub struct Thread {
+    id: String,
+    rev: u64,
+    entries: Vec<Entry>,
+    created_at: u64,
+    updated_at: u64,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    metadata: BTreeMap<String, serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    parent: Option<ForkOrigin>,
+    stats: ThreadStats,
+    /// Index of the latest summary entry.
+    #[serde(skip)]
+    latest_summary: Option<usize>,
+    /// Index of the latest boundary entry.
+    #[serde(skip)]
+    latest_boundary: Option<usize>,
+}
+
+/// The serialized form; the index and stats are rebuilt from the entries on load.
+#[derive(Deserialize)]
+struct ThreadRepr {
+    id: String,
+    rev: u64,
+    entries: Vec<Entry>,
+    created_at: u64,
+    updated_at: u64,
+    #[serde(default)]
+    metadata: BTreeMap<String, serde_json::Value>,
+    #[serde(default)]
+    parent: Option<ForkOrigin>,
+}
+
+impl From<ThreadRepr> for Thread {
+    fn from(repr: ThreadRepr) -> Self {
+        let mut thread = Thread {
+            id: repr.id,
+            rev: repr.rev,
+            entries: Vec::with_capacity(repr.entries.len()),
+            created_at: repr.created_at,
+            updated_at: repr.updated_at,
+            metadata: repr.metadata,
+            parent: repr.parent,
+            stats: ThreadStats::default(),
+            latest_summary: None,
+            latest_boundary: None,
+        };
+        for entry in repr.entries {
+            thread.push_indexed(entry);
+        }
+        thread
+    }
+}
+
+impl Thread {
+    /// An empty thread with this id, created at `created_at` (Unix milliseconds).
+    pub fn new(id: impl Into<String>, created_at: u64) -> Self {
+        Self {
+            id: id.into(),
+            rev: 0,
+            entries: Vec::new(),
+            created_at,
+            updated_at: created_at,
+            metadata: BTreeMap::new(),
+            parent: None,
+            stats: ThreadStats::default(),
+            latest_summary: None,
+            latest_boundary: None,
+        }
+    }
+
+    /// An empty thread with a fresh `thread_…` id and the environment's time.
+    pub fn create(env: &dyn Env) -> Self {
+        Self::new(env.fresh_id("thread"), env.now_ms())
+    }
+
+    /// Attaches metadata.
+    pub fn with_metadata(mut self, key: impl Into<String>, value: serde_json::Value) -> Self {
+        self.metadata.insert(key.into(), value);
+        self
+    }
+
+    /// Appends one entry, estimating its tokens with the seeds' heuristic.
+    pub fn append(&mut self, env: &dyn Env, entry: impl Into<NewEntry>) -> &Entry {
+        self.append_with(env, entry, &Heuristic)
+    }
+
+    /// Appends one entry, estimating its tokens with `estimator`.
+    pub fn append_with(
+        &mut self,
+        env: &dyn Env,
+        entry: impl Into<NewEntry>,
+        estimator: &dyn TokenEstimator,
+    ) -> &Entry {
+        self.rev += 1;
+        self.push_new(env, entry.into(), estimator)
+    }
+
+    /// Appends several entries as one revision; returns how many were appended.
+    pub fn append_all<I>(&mut self, env: &dyn Env, entries: I) -> usize
+    where
+        I: IntoIterator,
+        I::Item: Into<NewEntry>,
+    {
+        let mut count = 0;
+        for entry in entries {
+            self.push_new(env, entry.into(), &Heuristic);
+            count += 1;
+        }
+        if count > 0 {
+            self.rev += 1;
+        }
+        count
+    }
+
+    fn push_new(&mut self, env: &dyn Env, new: NewEntry, estimator: &dyn TokenEstimator) -> &Entry {
+        let at = env.now_ms();
+        let entry = Entry {
+            id: env.fresh_id("entry"),
+            seq: self.entries.len() as u64,
+            at,
+            tokens: estimate_body(estimator, &new.body),
+            body: new.body,
+            refs: new.refs,
+        };
+        self.updated_at = self.updated_at.max(at);
+        self.push_indexed(entry)
+    }
+
+    /// Pushes an entry whose seq is its position, updating stats and the index.
+    fn push_indexed(&mut self, mut entry: Entry) -> &Entry {
+        let index = self.entries.len();
+        entry.seq = index as u64;
+        match &entry.body {
+            EntryBody::Summary { .. } => self.latest_summary = Some(index),
+            EntryBody::Boundary { .. } => self.latest_boundary = Some(index),
+            EntryBody::Assistant { usage, .. } => self.stats.usage += *usage,
+            _ => {}
+        }
+        self.stats.entry_count += 1;
+        self.stats.estimated_tokens += u64::from(entry.tokens);
+        self.entries.push(entry);
+        &self.entries[index]
+    }
+
+    /// The thread's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The revision: increases by one on every append.
+    pub fn rev(&self) -> u64 {
+        self.rev
+    }
+
+    /// When the thread was created (Unix milliseconds).
+    pub fn created_at(&self) -> u64 {
+        self.created_at
+    }
+
+    /// When the last entry was appended (Unix milliseconds).
+    pub fn updated_at(&self) -> u64 {
+        self.updated_at
+    }
+
+    /// Application metadata.
+    pub fn metadata(&self) -> &BTreeMap<String, serde_json::Value> {
+        &self.metadata
+    }
+
+    /// Cached aggregates.
+    pub fn stats(&self) -> &ThreadStats {
+        &self.stats
+    }
+
+    /// Usage summed over every assistant turn.
+    pub fn usage(&self) -> Usage {
+        self.stats.usage
+    }
+
+    /// The thread this one was forked from, if any.
+    pub fn parent(&self) -> Option<&ForkOrigin> {
+        self.parent.as_ref()
+    }
+
+    /// Number of entries.
+    pub fn entry_count(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when there are no entries.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The newest entry.
+    pub fn last(&self) -> Option<&Entry> {
+        self.entries.last()
+    }
+
+    /// The entry with this sequence number.
+    pub fn get_entry(&self, seq: u64) -> Option<&Entry> {
+        usize::try_from(seq).ok().and_then(|i| self.entries.get(i))
+    }
+
+    /// All entries, oldest first.
+    pub fn to_list(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// Entries of any of these kinds, oldest first.
+    pub fn filter_by_kind<'a>(
+        &'a self,
+        kinds: &'a [EntryKind],
+    ) -> impl Iterator<Item = &'a Entry> + 'a {
+        self.entries.iter().filter(|e| kinds.contains(&e.kind()))
+    }
+
+    /// Entries whose ref `key` equals `value`, oldest first.
+    pub fn filter_by_ref<'a>(
+        &'a self,
+        key: RefKey,
+        value: &'a str,
+    ) -> impl Iterator<Item = &'a Entry> + 'a {
+        self.entries
+            .iter()
+            .filter(move |e| e.refs.get(key).as_deref() == Some(value))
+    }
+
+    /// Entries with `from <= seq <= to` (empty when the range is empty or outside the thread).
+    pub fn slice(&self, from: u64, to: u64) -> &[Entry] {
+        let len = self.entries.len();
+        let start = usize::try_from(from).unwrap_or(len).min(len);
+        let end = usize::try_from(to)
+            .ok()
+            .and_then(|t| t.checked_add(1))
+            .unwrap_or(len)
+            .min(len);
+        if start >= end {
+            return &[];
+        }
+        &self.entries[start..end]
+    }
+
+    /// A new thread holding entries `0..=at_seq` of this one, with a fresh id and this thread
+    /// recorded as its parent.
+    ///
+    /// # Errors
+    /// [`ThreadError::NoSuchSeq`] when `at_seq` is past the last entry.
+    pub fn fork(&self, env: &dyn Env, at_seq: u64) -> Result<Thread, ThreadError> {
+        if self.get_entry(at_seq).is_none() {
+            return Err(ThreadError::NoSuchSeq {
+                seq: at_seq,
+                len: self.entries.len() as u64,
+            });
+        }
+        let mut fork = Thread::new(env.fresh_id("thread"), env.now_ms());
+        fork.metadata = self.metadata.clone();
+        fork.parent = Some(ForkOrigin {
+            thread_id: self.id.clone(),
+            at_seq,
+        });
+        for entry in self.slice(0, at_seq) {
+            fork.push_indexed(entry.clone());
+        }
+        fork.rev = 1;
+        Ok(fork)
+    }
+
+    /// The latest summary entry.
+    pub fn latest_summary(&self) -> Option<&Entry> {
+        self.latest_summary.and_then(|i| self.entries.get(i))
+    }
+
+    /// The latest window boundary entry.
+    pub fn latest_boundary(&self) -> Option<&Entry> {
+        self.latest_boundary.and_then(|i| self.entries.get(i))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use motet_directives::{AssistantMessage, ToolResult, Usage};
+
+    use super::*;
+    use crate::env::FixedEnv;
+
+    fn sample(env: &FixedEnv) -> Thread {
+        let mut thread = Thread::create(env);
+        thread.append(env, NewEntry::user("hi").with_refs(Refs::request("r1")));
+        env.advance_ms(10);
+        thread.append_all(
+            env,
+            [
+                NewEntry::assistant(
+                    AssistantMessage::text("hello"),
+                    Usage {
+                        input_tokens: 5,
+                        output_tokens: 2,
+                        ..Usage::default()
+                    },
+                )
+                .with_refs(Refs::request("r1").with_call_id("call_1")),
+                NewEntry::tool_result("t", ToolResult::ok("tc", "x"))
+                    .with_refs(Refs::request("r2").with_tool_call_id("tc")),
+            ],
+        );
+        thread
+    }
+
+    #[test]
+    fn append_assigns_seq_id_time_and_counts() {
+        let env = FixedEnv::new(100);
+        let thread = sample(&env);
+        assert_eq!(thread.id(), "thread_1");
+        assert_eq!(thread.entry_count(), 3);
+        assert_eq!(thread.rev(), 2);
+        let seqs: Vec<u64> = thread.to_list().iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, [0, 1, 2]);
+        assert_eq!(thread.get_entry(1).map(|e| e.id.as_str()), Some("entry_2"));
+        assert_eq!(thread.get_entry(0).map(|e| e.at), Some(100));
+        assert_eq!(thread.last().map(|e| e.at), Some(110));
+        assert_eq!(thread.updated_at(), 110);
+        assert_eq!(thread.usage().total_tokens(), 7);
+        assert_eq!(thread.stats().entry_count, 3);
+        assert!(thread.get_entry(3).is_none());
+    }
+
+    #[test]
+    fn filters_and_slices() {
+        let env = FixedEnv::new(0);
+        let thread = sample(&env);
+        let kinds = [EntryKind::User, EntryKind::ToolResult];
+        let seqs: Vec<u64> = thread.filter_by_kind(&kinds).map(|e| e.seq).collect();
+        assert_eq!(seqs, [0, 2]);
+        let r1: Vec<u64> = thread
+            .filter_by_ref(RefKey::RequestId, "r1")
+            .map(|e| e.seq)
+            .collect();
+        assert_eq!(r1, [0, 1]);
+        assert_eq!(thread.slice(1, 2).len(), 2);
+        assert_eq!(thread.slice(2, 1).len(), 0);
+        assert_eq!(thread.slice(1, u64::MAX).len(), 2);
+        assert_eq!(thread.slice(9, 12).len(), 0);
+    }
+
+    #[test]
+    fn fork_copies_prefix_and_records_parent() {
+        let env = FixedEnv::new(0);
+        let thread = sample(&env);
+        let fork = thread.fork(&env, 1).unwrap();
+        assert_eq!(fork.entry_count(), 2);
+        assert_eq!(
+            fork.parent(),
+            Some(&ForkOrigin {
+                thread_id: thread.id().to_owned(),
+                at_seq: 1
+            })
+        );
+        assert_ne!(fork.id(), thread.id());
+        assert_eq!(
+            thread.fork(&env, 3),
+            Err(ThreadError::NoSuchSeq { seq: 3, len: 3 })
+        );
+    }
+
+    #[test]
+    fn serde_round_trip_rebuilds_the_index() {
+        let env = FixedEnv::new(0);
+        let mut thread = sample(&env);
+        thread.append(&env, NewEntry::summary(0, 1, "they greeted"));
+        thread.append(&env, NewEntry::boundary(2));
+        let json = serde_json::to_string(&thread).unwrap();
+        let back: Thread = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, thread);
+        assert_eq!(back.latest_summary().map(|e| e.seq), Some(3));
+        assert_eq!(back.latest_boundary().map(|e| e.seq), Some(4));
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(value["entries"][0]["kind"], "user");
+        assert_eq!(value["entries"][0]["payload"]["content"], "hi");
+    }
+}

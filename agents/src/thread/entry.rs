@@ -1,0 +1,332 @@
+//! One entry of a thread: its kind and payload, its correlation refs, its token estimate.
+
+use motet_directives::{AssistantMessage, ToolResult, Usage};
+use motet_signals::Signal;
+use serde::{Deserialize, Serialize};
+
+/// What an entry records, with its payload. Serialized as `{"kind": ..., "payload": {...}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "payload", rename_all = "snake_case")]
+pub enum EntryBody {
+    /// What the user said.
+    User {
+        /// The text.
+        content: String,
+    },
+    /// A system message recorded in the conversation (not the agent's system prompt).
+    System {
+        /// The text.
+        content: String,
+    },
+    /// One whole assistant turn: its ordered blocks (text, reasoning with provider meta,
+    /// tool use), its stop reason, and what it cost.
+    Assistant {
+        /// The turn, exactly as assembled (provider meta included, replayed byte for byte).
+        message: AssistantMessage,
+        /// Tokens the call consumed.
+        #[serde(default)]
+        usage: Usage,
+    },
+    /// The result of one tool call, referencing the call by `result.tool_use_id`.
+    ToolResult {
+        /// The tool's name (Gemini's `functionResponse` names it).
+        name: String,
+        /// The result as the model will see it.
+        result: ToolResult,
+    },
+    /// A summary of entries `from_seq..=to_seq`; the latest summary is a projection boundary.
+    Summary {
+        /// First entry covered.
+        from_seq: u64,
+        /// Last entry covered (inclusive).
+        to_seq: u64,
+        /// The summary text.
+        content: String,
+    },
+    /// A window boundary: history before `from_seq` is not projected raw.
+    Boundary {
+        /// First entry the projection may show raw.
+        from_seq: u64,
+    },
+    /// A free-form note (for example an ignored stale result). Never projected.
+    Note {
+        /// The note.
+        text: String,
+    },
+    /// An error that happened during the conversation. Never projected.
+    Error {
+        /// What went wrong.
+        message: String,
+    },
+    /// Application checkpoint data. Never projected.
+    Checkpoint {
+        /// The data.
+        data: serde_json::Value,
+    },
+    /// A signal the agent received. Never projected.
+    SignalIn {
+        /// The signal.
+        signal: Signal,
+    },
+    /// A signal the agent emitted. Never projected.
+    SignalOut {
+        /// The signal.
+        signal: Signal,
+    },
+}
+
+impl EntryBody {
+    /// This body's kind.
+    pub fn kind(&self) -> EntryKind {
+        match self {
+            Self::User { .. } => EntryKind::User,
+            Self::System { .. } => EntryKind::System,
+            Self::Assistant { .. } => EntryKind::Assistant,
+            Self::ToolResult { .. } => EntryKind::ToolResult,
+            Self::Summary { .. } => EntryKind::Summary,
+            Self::Boundary { .. } => EntryKind::Boundary,
+            Self::Note { .. } => EntryKind::Note,
+            Self::Error { .. } => EntryKind::Error,
+            Self::Checkpoint { .. } => EntryKind::Checkpoint,
+            Self::SignalIn { .. } => EntryKind::SignalIn,
+            Self::SignalOut { .. } => EntryKind::SignalOut,
+        }
+    }
+}
+
+/// The kind of an entry, without its payload (for filters and policies).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryKind {
+    /// [`EntryBody::User`].
+    User,
+    /// [`EntryBody::System`].
+    System,
+    /// [`EntryBody::Assistant`].
+    Assistant,
+    /// [`EntryBody::ToolResult`].
+    ToolResult,
+    /// [`EntryBody::Summary`].
+    Summary,
+    /// [`EntryBody::Boundary`].
+    Boundary,
+    /// [`EntryBody::Note`].
+    Note,
+    /// [`EntryBody::Error`].
+    Error,
+    /// [`EntryBody::Checkpoint`].
+    Checkpoint,
+    /// [`EntryBody::SignalIn`].
+    SignalIn,
+    /// [`EntryBody::SignalOut`].
+    SignalOut,
+}
+
+impl EntryKind {
+    /// The kind's name as serialized (`user`, `tool_result`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::System => "system",
+            Self::Assistant => "assistant",
+            Self::ToolResult => "tool_result",
+            Self::Summary => "summary",
+            Self::Boundary => "boundary",
+            Self::Note => "note",
+            Self::Error => "error",
+            Self::Checkpoint => "checkpoint",
+            Self::SignalIn => "signal_in",
+            Self::SignalOut => "signal_out",
+        }
+    }
+}
+
+/// Correlation refs (seed 001 §6.1): which request, LLM call, tool call and iteration an entry
+/// belongs to.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refs {
+    /// The outer ask.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    /// The directive call this entry came from (LLM call or tool run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    /// The model's id of the tool call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// The ReAct iteration (1 for the first LLM call of a request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iteration: Option<u32>,
+    /// The call that caused this one (a tool run's LLM call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_call_id: Option<String>,
+}
+
+impl Refs {
+    /// Refs of one request.
+    pub fn request(request_id: impl Into<String>) -> Self {
+        Self {
+            request_id: Some(request_id.into()),
+            ..Self::default()
+        }
+    }
+
+    /// Sets the call id.
+    pub fn with_call_id(mut self, call_id: impl Into<String>) -> Self {
+        self.call_id = Some(call_id.into());
+        self
+    }
+
+    /// Sets the tool call id.
+    pub fn with_tool_call_id(mut self, tool_call_id: impl Into<String>) -> Self {
+        self.tool_call_id = Some(tool_call_id.into());
+        self
+    }
+
+    /// Sets the iteration.
+    pub fn with_iteration(mut self, iteration: u32) -> Self {
+        self.iteration = Some(iteration);
+        self
+    }
+
+    /// Sets the parent call id.
+    pub fn with_parent_call_id(mut self, parent_call_id: impl Into<String>) -> Self {
+        self.parent_call_id = Some(parent_call_id.into());
+        self
+    }
+
+    /// True when no ref is set.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// The value of one ref, as text.
+    pub fn get(&self, key: RefKey) -> Option<String> {
+        match key {
+            RefKey::RequestId => self.request_id.clone(),
+            RefKey::CallId => self.call_id.clone(),
+            RefKey::ToolCallId => self.tool_call_id.clone(),
+            RefKey::Iteration => self.iteration.map(|i| i.to_string()),
+            RefKey::ParentCallId => self.parent_call_id.clone(),
+        }
+    }
+}
+
+/// Names one of the [`Refs`], for [`crate::Thread::filter_by_ref`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RefKey {
+    /// [`Refs::request_id`].
+    RequestId,
+    /// [`Refs::call_id`].
+    CallId,
+    /// [`Refs::tool_call_id`].
+    ToolCallId,
+    /// [`Refs::iteration`] (compared as decimal text).
+    Iteration,
+    /// [`Refs::parent_call_id`].
+    ParentCallId,
+}
+
+/// An entry as committed: the thread assigned its id, seq, time and token estimate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// Unique entry id (from the environment).
+    pub id: String,
+    /// Position in the thread, from 0, without gaps.
+    pub seq: u64,
+    /// When it was committed, in Unix milliseconds.
+    pub at: u64,
+    /// Kind and payload.
+    #[serde(flatten)]
+    pub body: EntryBody,
+    /// Correlation refs.
+    #[serde(default, skip_serializing_if = "Refs::is_empty")]
+    pub refs: Refs,
+    /// Estimated tokens of this entry as a message, computed once when it was appended.
+    #[serde(default)]
+    pub tokens: u32,
+}
+
+impl Entry {
+    /// The entry's kind.
+    pub fn kind(&self) -> EntryKind {
+        self.body.kind()
+    }
+}
+
+/// An entry to append: the thread assigns id, seq, time and token estimate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEntry {
+    /// Kind and payload.
+    pub body: EntryBody,
+    /// Correlation refs.
+    pub refs: Refs,
+}
+
+impl NewEntry {
+    /// An entry with no refs.
+    pub fn new(body: EntryBody) -> Self {
+        Self {
+            body,
+            refs: Refs::default(),
+        }
+    }
+
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::new(EntryBody::User {
+            content: content.into(),
+        })
+    }
+
+    /// A system message.
+    pub fn system(content: impl Into<String>) -> Self {
+        Self::new(EntryBody::System {
+            content: content.into(),
+        })
+    }
+
+    /// An assistant turn.
+    pub fn assistant(message: AssistantMessage, usage: Usage) -> Self {
+        Self::new(EntryBody::Assistant { message, usage })
+    }
+
+    /// A tool result.
+    pub fn tool_result(name: impl Into<String>, result: ToolResult) -> Self {
+        Self::new(EntryBody::ToolResult {
+            name: name.into(),
+            result,
+        })
+    }
+
+    /// A summary of `from_seq..=to_seq`.
+    pub fn summary(from_seq: u64, to_seq: u64, content: impl Into<String>) -> Self {
+        Self::new(EntryBody::Summary {
+            from_seq,
+            to_seq,
+            content: content.into(),
+        })
+    }
+
+    /// A window boundary at `from_seq`.
+    pub fn boundary(from_seq: u64) -> Self {
+        Self::new(EntryBody::Boundary { from_seq })
+    }
+
+    /// A note.
+    pub fn note(text: impl Into<String>) -> Self {
+        Self::new(EntryBody::Note { text: text.into() })
+    }
+
+    /// Sets the refs.
+    pub fn with_refs(mut self, refs: Refs) -> Self {
+        self.refs = refs;
+        self
+    }
+}
+
+impl From<EntryBody> for NewEntry {
+    fn from(body: EntryBody) -> Self {
+        Self::new(body)
+    }
+}
