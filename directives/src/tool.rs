@@ -123,16 +123,144 @@ impl Serialize for ToolArgs {
 
 impl<'de> Deserialize<'de> for ToolArgs {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let raw = Box::<RawValue>::deserialize(deserializer)?;
-        let text = raw.get();
-        if text.starts_with('"') {
-            let inner: String = serde_json::from_str(text).map_err(de::Error::custom)?;
+        // serde_json hands a `RawValue` request the exact bytes (the map branch of the visitor).
+        // Deserializers that buffer first — an internally tagged enum such as `AssistantBlock`,
+        // `#[serde(flatten)]`, other formats — call `visit_newtype_struct` instead; the value is
+        // then re-encoded as compact JSON with its key order kept.
+        deserializer.deserialize_newtype_struct(RAW_VALUE_TOKEN, ArgsVisitor)
+    }
+}
+
+/// The name serde_json's `RawValue` asks deserializers for; serde_json answers it with the raw
+/// text. Any other deserializer treats it as an ordinary newtype name.
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+impl ToolArgs {
+    /// Arguments from their serialized form: a JSON string holds raw text, anything else is the
+    /// JSON itself.
+    fn from_serialized<E: de::Error>(text: &str) -> Result<Self, E> {
+        let trimmed = text.trim();
+        if trimmed.starts_with('"') {
+            let inner: String = serde_json::from_str(trimmed).map_err(E::custom)?;
             return Ok(Self::from_text(inner));
         }
-        if text.starts_with('{') {
+        if trimmed.starts_with('{') {
+            let raw = RawValue::from_string(trimmed.to_owned()).map_err(E::custom)?;
             return Ok(Self(Repr::Object(raw)));
         }
-        Ok(Self(Repr::Text(text.into())))
+        Ok(Self(Repr::Text(trimmed.into())))
+    }
+}
+
+struct ArgsVisitor;
+
+impl<'de> de::Visitor<'de> for ArgsVisitor {
+    type Value = ToolArgs;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("tool arguments (a JSON object or a string of raw text)")
+    }
+
+    fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<ToolArgs, A::Error> {
+        // serde_json's raw-value map: one entry whose value is the raw JSON text.
+        let Some(de::IgnoredAny) = map.next_key()? else {
+            return Err(de::Error::custom("empty raw value"));
+        };
+        let raw: String = map.next_value()?;
+        ToolArgs::from_serialized(&raw)
+    }
+
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<ToolArgs, D::Error> {
+        let JsonText(text) = JsonText::deserialize(d)?;
+        ToolArgs::from_serialized(&text)
+    }
+}
+
+/// Any self-describing value re-encoded as compact JSON text, keys in their original order.
+struct JsonText(String);
+
+impl<'de> Deserialize<'de> for JsonText {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(JsonTextVisitor).map(JsonText)
+    }
+}
+
+struct JsonTextVisitor;
+
+impl JsonTextVisitor {
+    fn encode<T: Serialize + ?Sized, E: de::Error>(value: &T) -> Result<String, E> {
+        serde_json::to_string(value).map_err(E::custom)
+    }
+}
+
+impl<'de> de::Visitor<'de> for JsonTextVisitor {
+    type Value = String;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<String, E> {
+        Self::encode(&v)
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<String, E> {
+        Self::encode(v)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<String, E> {
+        Ok("null".to_owned())
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<String, E> {
+        Ok("null".to_owned())
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<String, D::Error> {
+        JsonText::deserialize(d).map(|t| t.0)
+    }
+
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<String, D::Error> {
+        JsonText::deserialize(d).map(|t| t.0)
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<String, A::Error> {
+        let mut out = String::from("[");
+        while let Some(JsonText(item)) = seq.next_element()? {
+            if out.len() > 1 {
+                out.push(',');
+            }
+            out.push_str(&item);
+        }
+        out.push(']');
+        Ok(out)
+    }
+
+    fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<String, A::Error> {
+        let mut out = String::from("{");
+        while let Some(key) = map.next_key::<String>()? {
+            let JsonText(value) = map.next_value()?;
+            if out.len() > 1 {
+                out.push(',');
+            }
+            out.push_str(&Self::encode(&key)?);
+            out.push(':');
+            out.push_str(&value);
+        }
+        out.push('}');
+        Ok(out)
     }
 }
 
