@@ -1,0 +1,686 @@
+//! ReAct transcripts: signals in, directives and thread out, table by table.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers: a failed unwrap is a failed test"
+)]
+
+use motet_agents::{
+    ContextPolicy, EntryBody, Env, FixedEnv, LlmError, LlmErrorKind, LlmFailed, LlmResult, ReAct,
+    ReActConfig, ReActState, ReactCancel, ReactInput, Status, Strategy, StrategyError,
+    Summarization, SummaryResult, ToolFailed, ToolResultSignal,
+};
+use motet_directives::{
+    AssistantBlock, AssistantMessage, CallId, Directive, LlmResponse, Message, StopReason,
+    ToolArgs, ToolDef, ToolDefs, ToolResult, Usage,
+};
+use motet_signals::Signal;
+use serde_json::{Value, json};
+
+struct Harness {
+    react: ReAct,
+    state: ReActState,
+    env: FixedEnv,
+    request: String,
+}
+
+impl Harness {
+    fn new(config: ReActConfig) -> Self {
+        let env = FixedEnv::new(1_700_000_000_000);
+        let react = ReAct::new(config);
+        let state = react.init(&env);
+        Self {
+            react,
+            state,
+            env,
+            request: "r0".into(),
+        }
+    }
+
+    fn signal(&self, ty: &str, data: Value) -> Signal {
+        Signal::builder(ty, "test")
+            .with_id(self.env.fresh_id("in"))
+            .with_time(None)
+            .with_thread_id("th")
+            .with_request_id(self.request.as_str())
+            .with_json_data(data)
+            .build()
+            .unwrap()
+    }
+
+    fn try_send(&mut self, ty: &str, data: Value) -> Result<Vec<Directive>, StrategyError> {
+        let signal = self.signal(ty, data);
+        self.env.advance_ms(1);
+        self.react.handle(&mut self.state, &signal, &self.env)
+    }
+
+    fn send(&mut self, ty: &str, data: Value) -> Vec<Directive> {
+        self.try_send(ty, data).unwrap()
+    }
+
+    fn ask(&mut self, request: &str, query: &str) -> Vec<String> {
+        self.request = request.into();
+        let input = ReactInput {
+            query: query.into(),
+            context_policy: None,
+        };
+        describe_all(&self.send("react.input", to_value(&input)))
+    }
+
+    /// Runs a table of (signal type, data, expected directives).
+    fn script(&mut self, steps: &[(&str, Value, &[&str])]) {
+        for (i, (ty, data, expected)) in steps.iter().enumerate() {
+            let got = describe_all(&self.send(ty, data.clone()));
+            assert_eq!(got, *expected, "step {i}: {ty}");
+        }
+    }
+
+    fn thread(&self) -> Vec<String> {
+        self.state
+            .thread
+            .to_list()
+            .iter()
+            .map(|e| format!("{} {}", e.seq, describe_body(&e.body)))
+            .collect()
+    }
+}
+
+fn to_value<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap()
+}
+
+fn usage(input: u64, output: u64) -> Usage {
+    Usage {
+        input_tokens: input,
+        output_tokens: output,
+        ..Usage::default()
+    }
+}
+
+fn llm_text(call: &str, text: &str) -> Value {
+    to_value(&LlmResult {
+        call_id: CallId::new(call),
+        response: LlmResponse::new(AssistantMessage::text(text), usage(10, 2)),
+    })
+}
+
+fn llm_calls(call: &str, calls: &[(&str, &str, &str)]) -> Value {
+    let mut blocks = vec![AssistantBlock::reasoning(
+        "thinking",
+        Some(motet_directives::ProviderMeta::Anthropic {
+            signature: "sig==".into(),
+        }),
+    )];
+    blocks.extend(
+        calls.iter().map(|(id, name, args)| {
+            AssistantBlock::tool_use(*id, *name, ToolArgs::from_text(*args))
+        }),
+    );
+    to_value(&LlmResult {
+        call_id: CallId::new(call),
+        response: LlmResponse::new(
+            AssistantMessage {
+                blocks,
+                stop_reason: StopReason::ToolUse,
+            },
+            usage(20, 5),
+        ),
+    })
+}
+
+fn tool_ok(call: &str, tool_call_id: &str, content: &str) -> Value {
+    to_value(&ToolResultSignal {
+        call_id: CallId::new(call),
+        result: ToolResult::ok(tool_call_id, content),
+    })
+}
+
+fn describe_message(m: &Message) -> String {
+    match m {
+        Message::System { content } => format!("S:{content}"),
+        Message::User { content } => format!("U:{content}"),
+        Message::Assistant(turn) if turn.has_tool_calls() => {
+            let ids: Vec<&str> = turn.tool_calls().map(|c| c.id).collect();
+            format!("A:calls[{}]", ids.join(","))
+        }
+        Message::Assistant(turn) => format!("A:{turn}"),
+        Message::ToolResults { results } => {
+            let parts: Vec<String> = results
+                .iter()
+                .map(|r| {
+                    let mark = if r.is_error { "!" } else { "" };
+                    format!("{}={mark}{}", r.tool_use_id, r.content)
+                })
+                .collect();
+            format!("T:[{}]", parts.join(","))
+        }
+    }
+}
+
+fn describe(d: &Directive) -> String {
+    match d {
+        Directive::LlmStream(s) => {
+            let messages: Vec<String> = s.request.messages.iter().map(describe_message).collect();
+            format!("llm {}: {}", s.call_id, messages.join(" | "))
+        }
+        Directive::ToolExec(t) => format!(
+            "tool {} {} {} {}",
+            t.call_id, t.tool_call_id, t.name, t.args
+        ),
+        Directive::Summarize(s) => format!("summarize {} {}..={}", s.call_id, s.from_seq, s.to_seq),
+        Directive::Emit(e) => {
+            let data: Value = e.signal.data_as().unwrap();
+            let detail = match e.signal.signal_type().as_str() {
+                "react.completed" => format!("answer={}", data["answer"].as_str().unwrap()),
+                _ => format!("reason={}", data["reason"]["kind"].as_str().unwrap()),
+            };
+            format!(
+                "emit {} {} {detail}",
+                e.signal.signal_type(),
+                e.signal.request_id().unwrap()
+            )
+        }
+        other => format!("{other:?}"),
+    }
+}
+
+fn describe_all(directives: &[Directive]) -> Vec<String> {
+    directives.iter().map(describe).collect()
+}
+
+fn describe_body(body: &EntryBody) -> String {
+    match body {
+        EntryBody::User { content } => format!("user {content}"),
+        EntryBody::Assistant { message, .. } => {
+            describe_message(&Message::Assistant(message.clone())).replacen("A:", "assistant ", 1)
+        }
+        EntryBody::ToolResult { result, .. } => format!(
+            "tool_result {}={}{}",
+            result.tool_use_id,
+            if result.is_error { "!" } else { "" },
+            result.content
+        ),
+        EntryBody::Summary {
+            from_seq, to_seq, ..
+        } => format!("summary {from_seq}..={to_seq}"),
+        EntryBody::Boundary { from_seq } => format!("boundary {from_seq}"),
+        EntryBody::Note { .. } => "note".into(),
+        EntryBody::Error { message } => format!("error {message}"),
+        other => format!("{other:?}"),
+    }
+}
+
+fn calculator() -> ReActConfig {
+    let tools: ToolDefs = vec![ToolDef::new(
+        "calculator",
+        "Evaluates arithmetic",
+        json!({"type": "object", "properties": {"expr": {"type": "string"}}}),
+    )]
+    .into();
+    ReActConfig::new("openai:gpt-5.2".parse().unwrap())
+        .with_system_prompt("You are a calculator.")
+        .with_tools(tools)
+}
+
+#[test]
+fn seed_appendix_b_two_plus_two_then_times_three() {
+    let mut h = Harness::new(calculator());
+    assert_eq!(
+        h.ask("r1", "What's 2+2?"),
+        ["llm call_1: S:You are a calculator. | U:What's 2+2?"]
+    );
+    h.script(&[(
+        "llm.result",
+        llm_text("call_1", "4"),
+        &["emit react.completed r1 answer=4"],
+    )]);
+    assert_eq!(h.state.status, Status::Completed);
+    assert_eq!(
+        h.ask("r2", "Now multiply by 3"),
+        ["llm call_2: S:You are a calculator. | U:What's 2+2? | A:4 | U:Now multiply by 3"]
+    );
+    h.script(&[
+        (
+            "llm.result",
+            llm_calls("call_2", &[("tc1", "calculator", r#"{"expr":"4*3"}"#)]),
+            &[r#"tool tool_1 tc1 calculator {"expr":"4*3"}"#],
+        ),
+        (
+            "tool.result",
+            tool_ok("tool_1", "tc1", "12"),
+            &["llm call_3: S:You are a calculator. | U:What's 2+2? | A:4 | U:Now multiply by 3 | A:calls[tc1] | T:[tc1=12]"],
+        ),
+        (
+            "llm.result",
+            llm_text("call_3", "The result is 12"),
+            &["emit react.completed r2 answer=The result is 12"],
+        ),
+    ]);
+    assert_eq!(
+        h.thread(),
+        [
+            "0 user What's 2+2?",
+            "1 assistant 4",
+            "2 user Now multiply by 3",
+            "3 assistant calls[tc1]",
+            "4 tool_result tc1=12",
+            "5 assistant The result is 12",
+        ]
+    );
+    // Usage: per request (two calls of r2) and per thread (all three).
+    let request = h.state.request.as_ref().unwrap();
+    assert_eq!(request.usage, usage(30, 7));
+    assert_eq!(request.iteration, 2);
+    assert_eq!(h.state.thread.usage(), usage(40, 9));
+    // The reasoning block and its signature are committed and replayed exactly.
+    let EntryBody::Assistant { message, .. } = &h.state.thread.get_entry(3).unwrap().body else {
+        panic!("not an assistant entry");
+    };
+    assert_eq!(
+        message.blocks[0].meta(),
+        Some(&motet_directives::ProviderMeta::Anthropic {
+            signature: "sig==".into()
+        })
+    );
+}
+
+#[test]
+fn parallel_tool_calls_answered_out_of_order() {
+    let mut h = Harness::new(calculator());
+    h.ask("r1", "three sums");
+    h.script(&[
+        (
+            "llm.result",
+            llm_calls(
+                "call_1",
+                &[
+                    ("a", "calculator", r#"{"expr":"1+1"}"#),
+                    ("b", "calculator", r#"{"expr":"2+2"}"#),
+                    ("c", "calculator", r#"{"expr":"3+3"}"#),
+                ],
+            ),
+            &[
+                r#"tool tool_1 a calculator {"expr":"1+1"}"#,
+                r#"tool tool_2 b calculator {"expr":"2+2"}"#,
+                r#"tool tool_3 c calculator {"expr":"3+3"}"#,
+            ],
+        ),
+        ("tool.result", tool_ok("tool_3", "c", "6"), &[]),
+        ("tool.result", tool_ok("tool_1", "a", "2"), &[]),
+        (
+            "tool.result",
+            tool_ok("tool_2", "b", "4"),
+            &["llm call_2: S:You are a calculator. | U:three sums | A:calls[a,b,c] | T:[a=2,b=4,c=6]"],
+        ),
+    ]);
+    assert_eq!(h.state.status, Status::AwaitingLlm);
+    // The thread records arrival order; the projection shows call order.
+    assert_eq!(
+        h.thread()[2..],
+        [
+            "2 tool_result c=6",
+            "3 tool_result a=2",
+            "4 tool_result b=4"
+        ]
+    );
+}
+
+#[test]
+fn duplicated_and_stale_results_are_ignored_and_noted() {
+    let mut h = Harness::new(calculator());
+    h.ask("r1", "q");
+    h.script(&[
+        (
+            "llm.result",
+            llm_calls(
+                "call_1",
+                &[("a", "calculator", "{}"), ("b", "calculator", "{}")],
+            ),
+            &["tool tool_1 a calculator {}", "tool tool_2 b calculator {}"],
+        ),
+        ("tool.result", tool_ok("tool_1", "a", "first"), &[]),
+        ("tool.result", tool_ok("tool_1", "a", "again"), &[]),
+        ("tool.result", tool_ok("tool_9", "zz", "unknown"), &[]),
+        (
+            "tool.result",
+            tool_ok("tool_2", "b", "ok"),
+            &["llm call_2: S:You are a calculator. | U:q | A:calls[a,b] | T:[a=first,b=ok]"],
+        ),
+        ("tool.result", tool_ok("tool_2", "b", "late"), &[]),
+        ("llm.result", llm_text("call_1", "stale"), &[]),
+        (
+            "llm.result",
+            llm_text("call_2", "done"),
+            &["emit react.completed r1 answer=done"],
+        ),
+        ("llm.result", llm_text("call_2", "done twice"), &[]),
+    ]);
+    assert_eq!(h.state.ignored, 5);
+    let results: Vec<String> = h
+        .thread()
+        .into_iter()
+        .filter(|e| e.contains("tool_result"))
+        .collect();
+    assert_eq!(results, ["2 tool_result a=first", "5 tool_result b=ok"]);
+    assert_eq!(h.thread().iter().filter(|e| e.ends_with("note")).count(), 5);
+}
+
+#[test]
+fn arguments_that_are_not_json_reach_the_tool_verbatim() {
+    let mut h = Harness::new(calculator());
+    h.ask("r1", "q");
+    let broken = r#"{"expr": "1+"#;
+    let directives = h.send(
+        "llm.result",
+        llm_calls(
+            "call_1",
+            &[("a", "calculator", broken), ("b", "calculator", "not json")],
+        ),
+    );
+    let Directive::ToolExec(exec) = &directives[0] else {
+        panic!("expected a tool run, got {directives:?}");
+    };
+    assert_eq!(exec.args.get(), broken);
+    assert!(!exec.args.is_object());
+    assert!(exec.args.parse::<Value>().is_err());
+    // The tool reports the problem as an error result; the other one cannot run at all.
+    let error = to_value(&ToolResultSignal {
+        call_id: CallId::new("tool_1"),
+        result: ToolResult::error("a", "invalid arguments: EOF while parsing"),
+    });
+    h.script(&[
+        ("tool.result", error, &[]),
+        (
+            "tool.failed",
+            to_value(&ToolFailed {
+                call_id: CallId::new("tool_2"),
+                message: "no such tool".into(),
+            }),
+            &["llm call_2: S:You are a calculator. | U:q | A:calls[a,b] | T:[a=!invalid arguments: EOF while parsing,b=!tool failed: no such tool]"],
+        ),
+    ]);
+}
+
+#[test]
+fn llm_failures_are_retried_within_budget_then_fail_the_request() {
+    let mut h = Harness::new(calculator().with_max_llm_retries(1));
+    h.ask("r1", "q");
+    let failed = |call: &str, retryable: bool| {
+        to_value(&LlmFailed {
+            call_id: CallId::new(call),
+            error: LlmError {
+                kind: LlmErrorKind::Overloaded,
+                message: "try later".into(),
+                retryable,
+            },
+        })
+    };
+    h.script(&[
+        (
+            "llm.failed",
+            failed("call_1", true),
+            &["llm call_2: S:You are a calculator. | U:q"],
+        ),
+        ("llm.failed", failed("call_1", true), &[]),
+        (
+            "llm.failed",
+            failed("call_2", true),
+            &["emit react.failed r1 reason=llm"],
+        ),
+        ("llm.result", llm_text("call_2", "too late"), &[]),
+    ]);
+    assert_eq!(h.state.status, Status::Failed);
+    // A new request runs normally afterwards.
+    assert_eq!(
+        h.ask("r2", "again"),
+        ["llm call_3: S:You are a calculator. | U:q | U:again"]
+    );
+    let mut h = Harness::new(calculator());
+    h.ask("r1", "q");
+    h.script(&[(
+        "llm.failed",
+        failed("call_1", false),
+        &["emit react.failed r1 reason=llm"],
+    )]);
+}
+
+#[test]
+fn cancel_closes_pending_calls_so_the_history_stays_whole() {
+    let mut h = Harness::new(calculator());
+    h.ask("r1", "q");
+    h.script(&[
+        (
+            "llm.result",
+            llm_calls(
+                "call_1",
+                &[("a", "calculator", "{}"), ("b", "calculator", "{}")],
+            ),
+            &["tool tool_1 a calculator {}", "tool tool_2 b calculator {}"],
+        ),
+        ("tool.result", tool_ok("tool_1", "a", "1"), &[]),
+        (
+            "react.cancel",
+            to_value(&ReactCancel::default()),
+            &["emit react.failed r1 reason=cancelled"],
+        ),
+        ("tool.result", tool_ok("tool_2", "b", "late"), &[]),
+        ("react.cancel", to_value(&ReactCancel::default()), &[]),
+    ]);
+    assert_eq!(h.state.status, Status::Cancelled);
+    assert_eq!(
+        h.ask("r2", "next"),
+        [
+            "llm call_2: S:You are a calculator. | U:q | A:calls[a,b] | T:[a=1,b=!not run: request cancelled] | U:next"
+        ]
+    );
+}
+
+#[test]
+fn max_iterations_fails_the_request() {
+    let mut h = Harness::new(calculator().with_max_iterations(2));
+    h.ask("r1", "loop");
+    h.script(&[
+        (
+            "llm.result",
+            llm_calls("call_1", &[("a", "calculator", "{}")]),
+            &["tool tool_1 a calculator {}"],
+        ),
+        (
+            "tool.result",
+            tool_ok("tool_1", "a", "1"),
+            &["llm call_2: S:You are a calculator. | U:loop | A:calls[a] | T:[a=1]"],
+        ),
+        (
+            "llm.result",
+            llm_calls("call_2", &[("b", "calculator", "{}")]),
+            &["tool tool_2 b calculator {}"],
+        ),
+        (
+            "tool.result",
+            tool_ok("tool_2", "b", "2"),
+            &["emit react.failed r1 reason=max_iterations"],
+        ),
+    ]);
+    assert_eq!(h.state.status, Status::Failed);
+}
+
+#[test]
+fn a_second_request_while_one_runs_is_rejected_before_commit() {
+    let mut h = Harness::new(calculator());
+    h.ask("r1", "first");
+    let before = h.state.thread.clone();
+    assert_eq!(h.ask("r2", "second"), ["emit react.failed r2 reason=busy"]);
+    assert_eq!(h.state.thread, before);
+    assert_eq!(h.state.status, Status::AwaitingLlm);
+}
+
+#[test]
+fn bad_signals_are_errors_and_change_nothing() {
+    let mut h = Harness::new(calculator());
+    h.ask("r1", "q");
+    let before = h.state.clone();
+    let err = h.try_send("llm.result", json!({"call": 1})).unwrap_err();
+    assert!(
+        matches!(err, StrategyError::InvalidData { ref signal_type, .. } if signal_type == "llm.result")
+    );
+    let err = h.try_send("weather.report", json!({})).unwrap_err();
+    assert_eq!(
+        err,
+        StrategyError::Unhandled {
+            signal_type: "weather.report".into()
+        }
+    );
+    assert_eq!(h.state, before);
+}
+
+#[test]
+fn emitted_signals_carry_ids_from_the_env_and_the_cause() {
+    let mut h = Harness::new(calculator());
+    h.ask("r1", "q");
+    let directives = h.send("llm.result", llm_text("call_1", "a"));
+    let Directive::Emit(emit) = &directives[0] else {
+        panic!("expected an emit");
+    };
+    assert_eq!(emit.signal.id().as_str(), "sig_1");
+    assert_eq!(emit.signal.thread_id(), Some("th"));
+    assert_eq!(emit.signal.request_id(), Some("r1"));
+    assert_eq!(emit.signal.source(), "motet.react");
+    assert_eq!(
+        emit.signal.time().map(|t| t.as_millisecond()),
+        Some(1_700_000_000_002)
+    );
+}
+
+/// Every assistant turn with calls is followed by its results and every result by its call.
+fn assert_well_formed(messages: &[Message]) {
+    for (i, m) in messages.iter().enumerate() {
+        match m {
+            Message::Assistant(turn) if turn.has_tool_calls() => {
+                let Some(Message::ToolResults { results }) = messages.get(i + 1) else {
+                    panic!("call without results at {i}: {messages:?}");
+                };
+                let calls: Vec<&str> = turn.tool_calls().map(|c| c.id).collect();
+                let answered: Vec<&str> = results.iter().map(|r| r.tool_use_id.as_str()).collect();
+                assert_eq!(calls, answered);
+            }
+            Message::ToolResults { .. } => {
+                assert!(
+                    matches!(messages.get(i.wrapping_sub(1)), Some(Message::Assistant(t)) if t.has_tool_calls()),
+                    "results without their call at {i}"
+                );
+            }
+            _ => {}
+        }
+    }
+}
+
+fn note_summaries(directives: &[Directive], count: &mut u32, pending: &mut Option<String>) {
+    for d in directives {
+        if let Directive::Summarize(s) = d {
+            assert!(pending.is_none(), "a second summary while one is pending");
+            *count += 1;
+            *pending = Some(s.call_id.as_str().to_owned());
+        }
+    }
+}
+
+#[test]
+fn a_long_session_crosses_window_boundaries_and_uses_a_summary() {
+    let policy = ContextPolicy::new()
+        .with_max_input_tokens(1_500)
+        .with_reserve_output_tokens(300)
+        .with_keep_last_turns(0)
+        .with_summarization(Summarization::RequestNew);
+    let mut h = Harness::new(calculator().with_context_policy(policy));
+    let mut previous: Option<Vec<Message>> = None;
+    let (mut calls, mut prefix_kept, mut summaries) = (0, 0, 0);
+    let mut check = |directives: &[Directive], h: &Harness, previous: &mut Option<Vec<Message>>| {
+        for d in directives {
+            if let Directive::LlmStream(s) = d {
+                let messages = &s.request.messages;
+                assert_well_formed(messages);
+                let tokens: u64 = messages
+                    .iter()
+                    .map(|m| u64::from(motet_agents::estimate_message(&motet_agents::Heuristic, m)))
+                    .sum();
+                assert!(tokens <= 1_200, "over budget: {tokens}");
+                if let Some(prev) = previous.as_ref() {
+                    calls += 1;
+                    if messages.starts_with(prev) {
+                        prefix_kept += 1;
+                    }
+                }
+                *previous = Some(messages.clone());
+            }
+        }
+        let _ = h;
+    };
+    let mut pending_summary: Option<String> = None;
+    for turn in 0..40 {
+        let request = format!("r{turn}");
+        h.request = request.clone();
+        let query = format!("turn {turn}: {}", "please compute this ".repeat(4));
+        let input = to_value(&ReactInput {
+            query,
+            context_policy: None,
+        });
+        let directives = h.send("react.input", input);
+        note_summaries(&directives, &mut summaries, &mut pending_summary);
+        check(&directives, &h, &mut previous);
+        let call = match directives.last() {
+            Some(Directive::LlmStream(s)) => s.call_id.as_str().to_owned(),
+            other => panic!("turn {turn}: expected an llm call, got {other:?}"),
+        };
+        let tool_id = format!("t{turn}");
+        let d = h.send(
+            "llm.result",
+            llm_calls(&call, &[(&tool_id, "calculator", r#"{"expr":"6*7"}"#)]),
+        );
+        let Directive::ToolExec(exec) = &d[0] else {
+            panic!("expected a tool run")
+        };
+        let exec_call = exec.call_id.as_str().to_owned();
+        let d = h.send(
+            "tool.result",
+            tool_ok(&exec_call, &tool_id, &"42 ".repeat(30)),
+        );
+        note_summaries(&d, &mut summaries, &mut pending_summary);
+        check(&d, &h, &mut previous);
+        let Some(Directive::LlmStream(s)) = d.last() else {
+            panic!("expected an llm call")
+        };
+        let call = s.call_id.as_str().to_owned();
+        let d = h.send(
+            "llm.result",
+            llm_text(&call, &format!("The answer to turn {turn} is 42.")),
+        );
+        assert_eq!(describe_all(&d).len(), 1);
+        if let Some(summary_call) = pending_summary.take() {
+            let result = to_value(&SummaryResult {
+                call_id: CallId::new(summary_call),
+                content: "The user asked for many products; each was 42.".into(),
+            });
+            assert!(h.send("summary.result", result).is_empty());
+        }
+    }
+    let thread = h.thread();
+    let boundaries = thread.iter().filter(|e| e.contains("boundary")).count();
+    let summary_entries = thread.iter().filter(|e| e.contains("summary")).count();
+    assert!(boundaries >= 3, "boundaries: {boundaries}\n{thread:#?}");
+    assert!(
+        summaries >= 2 && summary_entries == summaries as usize,
+        "summaries: {summaries}"
+    );
+    // The summary is shown after the system prompt once it exists.
+    let last = previous.unwrap();
+    assert!(
+        matches!(&last[1], Message::System { content } if content.starts_with("Summary of earlier conversation:"))
+    );
+    // Most calls extend the previous call's messages exactly.
+    let ratio = f64::from(prefix_kept) / f64::from(calls);
+    assert!(
+        ratio >= 0.75,
+        "prefix ratio {ratio} ({prefix_kept}/{calls})"
+    );
+}
