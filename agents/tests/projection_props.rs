@@ -249,10 +249,10 @@ proptest! {
         if let Some(EntryBody::Boundary { from_seq }) = thread.latest_boundary().map(|e| &e.body) {
             prop_assert!(meta.window_start_seq >= (*from_seq).min(thread.entry_count() as u64));
         }
-        if meta.summary_used {
-            if let Some(EntryBody::Summary { to_seq, .. }) = thread.latest_summary().map(|e| &e.body) {
-                prop_assert!(seqs.iter().all(|&s| s > *to_seq));
-            }
+        if let (true, Some(EntryBody::Summary { to_seq, .. })) =
+            (meta.summary_used, thread.latest_summary().map(|e| &e.body))
+        {
+            prop_assert!(seqs.iter().all(|&s| s > *to_seq));
         }
         // A suggested boundary, once committed, gives a window that fits without truncation.
         if let Some(boundary) = meta.suggested_boundary {
