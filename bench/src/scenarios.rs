@@ -3,10 +3,17 @@
 use crate::report::Report;
 
 mod bus;
+mod prefix;
+mod project;
 mod router;
 
 /// A scenario's entry point.
 pub(crate) type RunFn = fn() -> Vec<Report>;
 
 /// Every scenario by name, in the order `all` runs them.
-pub(crate) const ALL: &[(&str, RunFn)] = &[("router", router::run), ("bus", bus::run)];
+pub(crate) const ALL: &[(&str, RunFn)] = &[
+    ("router", router::run),
+    ("bus", bus::run),
+    ("project", project::run),
+    ("prefix", prefix::run),
+];
