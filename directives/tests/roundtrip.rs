@@ -1,0 +1,403 @@
+//! JSON round trips of the whole directive vocabulary: every type and variant survives
+//! serialize → parse → serialize unchanged, provider meta byte for byte.
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "test helpers: a failed unwrap is a failed test"
+)]
+
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::Duration;
+
+use motet_directives::{
+    AssistantBlock, AssistantMessage, CallId, CancelSchedule, ChildSpec, Directive, Emit,
+    EmitTarget, LlmOptions, LlmRequest, LlmResponse, LlmStream, Message, ModelRef, ProviderMeta,
+    ReasoningEffort, Schedule, ScheduleId, Spawn, Stop, StopChild, StopReason, Summarize, ToolArgs,
+    ToolChoice, ToolDef, ToolExec, ToolResult, Usage,
+};
+use motet_signals::Signal;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+/// Serializes, parses back, checks equality and that the text is stable; returns the text.
+fn round_trip<T: Serialize + DeserializeOwned + PartialEq + Debug>(value: &T) -> String {
+    let text = serde_json::to_string(value).unwrap();
+    let back: T = serde_json::from_str(&text).unwrap();
+    assert_eq!(&back, value, "value changed through {text}");
+    assert_eq!(
+        serde_json::to_string(&back).unwrap(),
+        text,
+        "text not stable"
+    );
+    // Through a `serde_json::Value` too (how signal data is read).
+    let value_form: Value = serde_json::from_str(&text).unwrap();
+    let via_value = T::deserialize(&value_form).unwrap();
+    assert_eq!(
+        serde_json::to_value(&via_value).unwrap(),
+        value_form,
+        "value form changed"
+    );
+    text
+}
+
+fn json_of<T: Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap()
+}
+
+fn metas() -> Vec<ProviderMeta> {
+    vec![
+        ProviderMeta::Anthropic {
+            signature: "EqQBCkYIARgCKkB+/x=\u{e9}".into(),
+        },
+        ProviderMeta::AnthropicRedacted {
+            data: "RXJyb3I6IGVuY3J5cHRlZA==".into(),
+        },
+        ProviderMeta::Gemini {
+            thought_signature: "CiQB0e2Kb\"quoted\"\\slash".into(),
+        },
+        ProviderMeta::OpenAi {
+            id: "rs_68a1".into(),
+            encrypted_content: Some("gAAAAABo...".into()),
+        },
+        ProviderMeta::OpenAi {
+            id: "rs_68a2".into(),
+            encrypted_content: None,
+        },
+    ]
+}
+
+#[test]
+fn provider_meta_every_variant_with_its_wire_names() {
+    let shapes: Vec<Value> = metas().iter().map(json_of).collect();
+    assert_eq!(shapes[0]["provider"], "anthropic");
+    assert_eq!(shapes[1]["provider"], "anthropic_redacted");
+    assert_eq!(shapes[2]["provider"], "gemini");
+    assert!(shapes[2].get("thoughtSignature").is_some());
+    assert_eq!(shapes[3]["provider"], "openai");
+    assert!(shapes[4].get("encrypted_content").is_none());
+    for meta in metas() {
+        round_trip(&meta);
+    }
+}
+
+#[test]
+fn provider_meta_is_replayed_byte_for_byte() {
+    // Text as a provider adapter or a store would hold it, with escapes and non-ASCII.
+    let stored = r#"{"block_type":"reasoning","text":"step \u00e9 by step","meta":{"provider":"anthropic","signature":"Eq+/=\u00e9\"x"}}"#;
+    let block: AssistantBlock = serde_json::from_str(stored).unwrap();
+    let Some(ProviderMeta::Anthropic { signature }) = block.meta() else {
+        panic!("meta lost: {block:?}");
+    };
+    assert_eq!(signature, "Eq+/=\u{e9}\"x");
+    // Every meta survives a round trip with the same bytes.
+    for meta in metas() {
+        let block = AssistantBlock::reasoning("r", Some(meta.clone()));
+        let text = round_trip(&block);
+        let back: AssistantBlock = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.meta(), Some(&meta));
+    }
+}
+
+#[test]
+fn blocks_messages_and_turns() {
+    let with_meta = AssistantBlock::Text {
+        text: "hi".into(),
+        meta: Some(ProviderMeta::Gemini {
+            thought_signature: "sig".into(),
+        }),
+    };
+    let tool = AssistantBlock::ToolUse {
+        id: "call_1".into(),
+        name: "add".into(),
+        args: ToolArgs::from_text(r#"{"b":2,"a":1}"#),
+        meta: Some(ProviderMeta::Gemini {
+            thought_signature: "fc-sig".into(),
+        }),
+    };
+    let turn = AssistantMessage {
+        blocks: vec![
+            AssistantBlock::reasoning("", None),
+            with_meta.clone(),
+            tool.clone(),
+            AssistantBlock::text("after"),
+        ],
+        stop_reason: StopReason::ToolUse,
+    };
+    for block in &turn.blocks {
+        round_trip(block);
+    }
+    round_trip(&turn);
+    assert_eq!(json_of(&tool)["block_type"], "tool_use");
+    // A reasoning block with no text reads back with an empty text.
+    let bare: AssistantBlock = serde_json::from_str(r#"{"block_type":"reasoning"}"#).unwrap();
+    assert_eq!(bare, AssistantBlock::reasoning("", None));
+    let messages = [
+        Message::system("be brief"),
+        Message::user("2+2?"),
+        Message::Assistant(turn),
+        Message::ToolResults {
+            results: vec![
+                ToolResult::ok("call_1", "3"),
+                ToolResult::error("call_2", "boom"),
+            ],
+        },
+    ];
+    for message in &messages {
+        let text = round_trip(message);
+        assert!(text.contains(&format!(r#""role":"{}""#, message.role())));
+    }
+}
+
+#[test]
+fn tool_args_object_text_is_kept_exactly_outside_blocks() {
+    let raw = r#"{"b": 2,  "a": [1, 2.50, "x"]}"#;
+    let args = ToolArgs::from_text(raw);
+    assert!(args.is_object());
+    let text = serde_json::to_string(&args).unwrap();
+    assert_eq!(text, raw);
+    let back: ToolArgs = serde_json::from_str(&text).unwrap();
+    assert_eq!(back.get(), raw);
+    // Inside a plain struct (ToolExec) the bytes survive too.
+    let exec = ToolExec {
+        call_id: CallId::new("c1"),
+        tool_call_id: "t1".into(),
+        name: "add".into(),
+        args,
+    };
+    let back: ToolExec = serde_json::from_str(&serde_json::to_string(&exec).unwrap()).unwrap();
+    assert_eq!(back.args.get(), raw);
+}
+
+#[test]
+fn tool_args_inside_blocks_keep_key_order_and_meaning() {
+    // AssistantBlock is internally tagged, so serde buffers it: arguments come back compact,
+    // keys in their original order.
+    let block = AssistantBlock::tool_use(
+        "c",
+        "f",
+        ToolArgs::from_text(r#"{"b": 1, "a": {"z": null, "y": true}}"#),
+    );
+    let text = serde_json::to_string(&block).unwrap();
+    let back: AssistantBlock = serde_json::from_str(&text).unwrap();
+    let call = back.as_tool_call().unwrap();
+    assert_eq!(call.args.get(), r#"{"b":1,"a":{"z":null,"y":true}}"#);
+    let original: Value = serde_json::from_str(block.as_tool_call().unwrap().args.get()).unwrap();
+    assert_eq!(call.args.parse::<Value>().unwrap(), original);
+}
+
+#[test]
+fn tool_args_that_are_not_json_round_trip_verbatim() {
+    for raw in [
+        "{\"a\": 1",
+        "",
+        "not json",
+        "[1,2]",
+        "42",
+        "\"quoted\"",
+        "{} trailing",
+        "  {\"a\":1}x",
+    ] {
+        let args = ToolArgs::from_text(raw);
+        assert!(!args.is_object(), "{raw:?} is not an object");
+        let text = serde_json::to_string(&args).unwrap();
+        let back: ToolArgs = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.get(), raw);
+        // And inside a turn, where the block is buffered.
+        let block = AssistantBlock::tool_use("c", "f", args.clone());
+        let back: AssistantBlock =
+            serde_json::from_str(&serde_json::to_string(&block).unwrap()).unwrap();
+        assert_eq!(back, block);
+        assert_eq!(back.as_tool_call().unwrap().args.get(), raw);
+    }
+}
+
+#[test]
+fn tool_results_definitions_and_choice() {
+    let ok = round_trip(&ToolResult::ok("c1", "4"));
+    assert!(!ok.contains("is_error"), "a success omits is_error: {ok}");
+    round_trip(&ToolResult::error("c2", "division by zero"));
+    round_trip(&ToolDef::new(
+        "add",
+        "Adds two numbers",
+        json!({"type": "object", "properties": {"a": {"type": "number"}}, "required": ["a"]}),
+    ));
+    for choice in [
+        ToolChoice::Auto,
+        ToolChoice::None,
+        ToolChoice::Required,
+        ToolChoice::Tool { name: "add".into() },
+    ] {
+        round_trip(&choice);
+    }
+}
+
+#[test]
+fn usage_stop_reasons_and_responses() {
+    let usage = Usage {
+        input_tokens: 100,
+        output_tokens: 20,
+        cache_read_tokens: 80,
+        cache_write_tokens: 5,
+        reasoning_tokens: 7,
+    };
+    round_trip(&usage);
+    let sparse: Usage = serde_json::from_str(r#"{"input_tokens":3}"#).unwrap();
+    assert_eq!(sparse.input_tokens + sparse.output_tokens, 3);
+    assert_eq!((usage + sparse).input_tokens, 103);
+    for reason in [
+        StopReason::EndTurn,
+        StopReason::ToolUse,
+        StopReason::MaxTokens,
+        StopReason::StopSequence,
+        StopReason::ContentFilter,
+        StopReason::Refusal,
+        StopReason::Cancelled,
+        StopReason::Other("pause_turn".into()),
+        StopReason::Other("SAFETY".into()),
+    ] {
+        let text = round_trip(&reason);
+        assert_eq!(text, format!("\"{}\"", reason.as_str()));
+    }
+    let other: StopReason = serde_json::from_str(r#""MALFORMED_FUNCTION_CALL""#).unwrap();
+    assert_eq!(other, StopReason::Other("MALFORMED_FUNCTION_CALL".into()));
+    let mut response = LlmResponse::new(AssistantMessage::text("4"), usage);
+    round_trip(&response);
+    response.model = Some("gpt-5.2-2026-01-01".into());
+    response.response_id = Some("resp_1".into());
+    round_trip(&response);
+}
+
+fn request() -> LlmRequest {
+    let tools: Arc<[ToolDef]> = vec![ToolDef::new("add", "Adds", json!({"type": "object"}))].into();
+    LlmRequest::new(
+        "openai-compat:qwen3:8b".parse().unwrap(),
+        vec![Message::system("s"), Message::user("u")],
+    )
+    .with_tools(tools)
+    .with_tool_choice(ToolChoice::Required)
+    .with_options(LlmOptions {
+        max_tokens: Some(512),
+        temperature: Some(0.25),
+        top_p: None,
+        stop: vec!["END".into()],
+        reasoning_effort: Some(ReasoningEffort::High),
+        thinking_budget: Some(1024),
+        parallel_tool_calls: Some(true),
+    })
+}
+
+#[test]
+fn requests_and_model_refs() {
+    let model: ModelRef = "openai-compat:qwen3:8b".parse().unwrap();
+    assert_eq!(
+        (model.provider(), model.model()),
+        ("openai-compat", "qwen3:8b")
+    );
+    assert_eq!(round_trip(&model), "\"openai-compat:qwen3:8b\"");
+    assert!(serde_json::from_str::<ModelRef>("\"no-colon\"").is_err());
+    round_trip(&request());
+    let minimal = LlmRequest::new(model, vec![Message::user("hi")]);
+    let text = round_trip(&minimal);
+    assert!(!text.contains("tools"), "no tools are left out: {text}");
+    round_trip(&LlmOptions::default());
+}
+
+fn signal() -> Signal {
+    Signal::builder("react.completed", "motet.react")
+        .with_id("sig_1")
+        .with_time(Some("2026-11-23T01:00:00Z".parse().unwrap()))
+        .with_thread_id("th_1")
+        .with_request_id("r1")
+        .with_data(json!({"answer": "4"}))
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn every_directive_round_trips() {
+    let directives = vec![
+        Directive::LlmStream(LlmStream {
+            call_id: CallId::new("call_1"),
+            request: request(),
+        }),
+        Directive::ToolExec(ToolExec {
+            call_id: CallId::new("tool_1"),
+            tool_call_id: "toolu_1".into(),
+            name: "add".into(),
+            args: ToolArgs::from_text("{\"a\":1 "),
+        }),
+        Directive::Summarize(Summarize {
+            call_id: CallId::new("summary_1"),
+            thread_id: "th_1".into(),
+            from_seq: 0,
+            to_seq: 41,
+            model: Some("anthropic:claude-haiku-4-5".parse().unwrap()),
+            instructions: Some("keep numbers".into()),
+        }),
+        Directive::Summarize(Summarize {
+            call_id: CallId::new("summary_2"),
+            thread_id: "th_1".into(),
+            from_seq: 0,
+            to_seq: 9,
+            model: None,
+            instructions: None,
+        }),
+        Directive::Emit(Emit {
+            signal: signal(),
+            target: EmitTarget::Bus,
+        }),
+        Directive::Emit(Emit {
+            signal: signal(),
+            target: EmitTarget::Agent("worker-1".into()),
+        }),
+        Directive::Emit(Emit {
+            signal: signal(),
+            target: EmitTarget::Group("workers".into()),
+        }),
+        Directive::Emit(Emit {
+            signal: signal(),
+            target: EmitTarget::Parent,
+        }),
+        Directive::Spawn(Spawn {
+            tag: "child".into(),
+            spec: ChildSpec {
+                kind: "react".into(),
+                name: Some("helper".into()),
+                config: json!({"model": "openai:gpt-5.2"}),
+            },
+        }),
+        Directive::Spawn(Spawn {
+            tag: "bare".into(),
+            spec: ChildSpec {
+                kind: "react".into(),
+                name: None,
+                config: Value::Null,
+            },
+        }),
+        Directive::StopChild(StopChild {
+            tag: "child".into(),
+            reason: "done".into(),
+        }),
+        Directive::Schedule(Schedule {
+            schedule_id: ScheduleId::new("tick"),
+            delay: Duration::from_millis(1_500),
+            signal: signal(),
+        }),
+        Directive::CancelSchedule(CancelSchedule {
+            schedule_id: ScheduleId::new("tick"),
+        }),
+        Directive::Stop(Stop {
+            reason: "shutdown".into(),
+        }),
+    ];
+    for directive in &directives {
+        let text = round_trip(directive);
+        let value: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(value["directive"], directive.kind(), "{text}");
+    }
+    let schedule = json_of(&directives[11]);
+    assert_eq!(schedule["delay"], 1_500);
+    assert_eq!(json_of(&CallId::new("x")), json!("x"));
+}
