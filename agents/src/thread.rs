@@ -413,6 +413,32 @@ mod tests {
         let mut thread = sample(&env);
         thread.append(&env, NewEntry::summary(0, 1, "they greeted"));
         thread.append(&env, NewEntry::boundary(2));
+        let signal = motet_signals::Signal::builder("react.input", "test")
+            .with_id("s1")
+            .with_time(None)
+            .with_data(serde_json::json!({"query": "hi"}))
+            .build()
+            .unwrap();
+        thread.append_all(
+            &env,
+            [
+                NewEntry::system("be brief"),
+                NewEntry::note("a note"),
+                EntryBody::Error {
+                    message: "oops".into(),
+                }
+                .into(),
+                EntryBody::Checkpoint {
+                    data: serde_json::json!({"step": 3}),
+                }
+                .into(),
+                EntryBody::SignalIn {
+                    signal: signal.clone(),
+                }
+                .into(),
+                EntryBody::SignalOut { signal }.into(),
+            ],
+        );
         let json = serde_json::to_string(&thread).unwrap();
         let back: Thread = serde_json::from_str(&json).unwrap();
         assert_eq!(back, thread);
@@ -421,5 +447,29 @@ mod tests {
         let value: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(value["entries"][0]["kind"], "user");
         assert_eq!(value["entries"][0]["payload"]["content"], "hi");
+        let kinds: Vec<&str> = back.to_list().iter().map(|e| e.kind().as_str()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "user",
+                "assistant",
+                "tool_result",
+                "summary",
+                "boundary",
+                "system",
+                "note",
+                "error",
+                "checkpoint",
+                "signal_in",
+                "signal_out"
+            ]
+        );
+        for (entry, value) in back
+            .to_list()
+            .iter()
+            .zip(value["entries"].as_array().unwrap())
+        {
+            assert_eq!(value["kind"], entry.kind().as_str());
+        }
     }
 }
