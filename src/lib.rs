@@ -19,6 +19,11 @@ pub use motet_signals as signals;
 
 /// The names most programs need, in one import: `use motet::prelude::*;`.
 pub mod prelude {
+    pub use motet_agents::{
+        ContextPolicy, Entry, EntryBody, EntryKind, Env, FixedEnv, NewEntry, PolicyOverride,
+        ProjectionInput, ProjectionResult, ReAct, ReActConfig, ReActState, Refs, Strategy,
+        StrategyError, Thread, WindowMode, project,
+    };
     pub use motet_signals::{
         Bus, Delivery, Pattern, Router, Signal, SignalData, SignalError, SignalId, SignalType,
         SubscriberTarget, Subscription,
