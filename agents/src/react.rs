@@ -377,9 +377,27 @@ impl ReAct {
         request.llm_call = None;
         let note = format!("llm call {} failed: {}", failed.call_id, failed.error);
         let refs = Refs::request(&request.request_id).with_call_id(failed.call_id.as_str());
-        let retry = failed.error.retryable && request.llm_retries < self.config.max_llm_retries;
+        // Our token estimate undershot the model's count: halve this request's input budget and
+        // project again (the window moves, committing a boundary in stable mode).
+        let shrink = failed.error.kind == LlmErrorKind::ContextLength;
+        let retry =
+            (failed.error.retryable || shrink) && request.llm_retries < self.config.max_llm_retries;
         if retry {
             request.llm_retries += 1;
+        }
+        if retry && shrink {
+            let policy = ContextPolicy::resolve(
+                request.policy_override.as_ref(),
+                state.context_policy.as_ref(),
+                self.config.context_policy.as_ref(),
+            );
+            let over = request.policy_override.get_or_insert_with(Default::default);
+            let halved = policy.reserve_output_tokens
+                + policy
+                    .max_input_tokens
+                    .saturating_sub(policy.reserve_output_tokens)
+                    / 2;
+            over.max_input_tokens = Some(halved);
         }
         state.thread.append(
             step.env,

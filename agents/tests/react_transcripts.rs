@@ -688,3 +688,71 @@ fn a_long_session_crosses_window_boundaries_and_uses_a_summary() {
         "prefix ratio {ratio} ({prefix_kept}/{calls})"
     );
 }
+
+#[test]
+fn a_context_length_failure_shrinks_the_window_and_retries() {
+    let policy = ContextPolicy::new().with_keep_last_turns(0);
+    let mut h = Harness::new(calculator().with_context_policy(policy));
+    // Five turns of about 1,000 tokens each: they fit the 6,000-token input budget.
+    for turn in 0..5 {
+        let request = format!("r{turn}");
+        h.ask(&request, &format!("q{turn} {}", "x".repeat(3_900)));
+        let call = format!("call_{}", turn + 1);
+        h.send("llm.result", llm_text(&call, &format!("a{turn}")));
+    }
+    h.request = "r5".into();
+    let input = ReactInput {
+        query: "last".into(),
+        context_policy: None,
+    };
+    let directives = h.send("react.input", to_value(&input));
+    let Some(Directive::LlmStream(first)) = directives.last() else {
+        panic!("expected an llm call");
+    };
+    assert_eq!(first.request.messages.len(), 12);
+    let failed = to_value(&LlmFailed {
+        call_id: first.call_id.clone(),
+        error: LlmError {
+            kind: LlmErrorKind::ContextLength,
+            message: "prompt is too long".into(),
+            retryable: false,
+        },
+    });
+    let directives = h.send("llm.failed", failed);
+    let Some(Directive::LlmStream(retry)) = directives.last() else {
+        panic!("expected a retry, got {directives:?}");
+    };
+    // Half the budget keeps two of the long turns, cut at a user message.
+    let shape: Vec<String> = retry
+        .request
+        .messages
+        .iter()
+        .map(describe_message)
+        .collect();
+    let heads: Vec<&str> = shape.iter().map(|m| &m[..m.len().min(4)]).collect();
+    assert_eq!(heads, ["S:Yo", "U:q3", "A:a3", "U:q4", "A:a4", "U:la"]);
+    assert!(h.thread().iter().any(|e| e.contains("boundary")));
+}
+
+#[test]
+fn a_request_override_changes_only_that_request() {
+    let mut h = Harness::new(calculator());
+    h.ask("r1", "q1");
+    h.send("llm.result", llm_text("call_1", "a1"));
+    h.request = "r2".into();
+    let over = motet_agents::PolicyOverride {
+        max_messages: Some(1),
+        ..Default::default()
+    };
+    let input = ReactInput {
+        query: "q2".into(),
+        context_policy: Some(over),
+    };
+    let d = describe_all(&h.send("react.input", to_value(&input)));
+    assert_eq!(d, ["llm call_2: S:You are a calculator. | U:q2"]);
+    h.send("llm.result", llm_text("call_2", "a2"));
+    assert_eq!(
+        h.ask("r3", "q3"),
+        ["llm call_3: S:You are a calculator. | U:q2 | A:a2 | U:q3"]
+    );
+}
