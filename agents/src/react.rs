@@ -541,8 +541,8 @@ impl ReAct {
         };
         request.llm_call = None;
         let why = match &reason {
-            FailureReason::Cancelled { .. } => "request cancelled".to_owned(),
-            other => format!("request failed: {other:?}"),
+            FailureReason::Cancelled { .. } => format!("request {reason}"),
+            other => format!("request failed: {other}"),
         };
         let mut entries = Vec::new();
         if state.status == Status::AwaitingTools {

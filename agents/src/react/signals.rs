@@ -74,9 +74,23 @@ pub enum LlmErrorKind {
     Other,
 }
 
+impl LlmErrorKind {
+    /// The kind as serialized (`rate_limited`, `context_length`, ...).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::RateLimited => "rate_limited",
+            Self::Overloaded => "overloaded",
+            Self::InvalidRequest => "invalid_request",
+            Self::ContextLength => "context_length",
+            Self::Timeout => "timeout",
+            Self::Other => "other",
+        }
+    }
+}
+
 /// An LLM failure, as data the strategy acts on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
-#[error("{kind:?}: {message}")]
+#[error("{}: {message}", kind.as_str())]
 pub struct LlmError {
     /// What kind of failure.
     pub kind: LlmErrorKind,
@@ -176,6 +190,23 @@ pub enum FailureReason {
         /// The running request.
         active_request_id: String,
     },
+}
+
+impl std::fmt::Display for FailureReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Cancelled { reason: Some(why) } => write!(f, "cancelled: {why}"),
+            Self::Cancelled { reason: None } => f.write_str("cancelled"),
+            Self::Llm { error } => write!(f, "llm call failed: {error}"),
+            Self::MaxIterations { max_iterations } => {
+                write!(f, "no answer after {max_iterations} llm calls")
+            }
+            Self::Projection { message } => write!(f, "context projection failed: {message}"),
+            Self::Busy { active_request_id } => {
+                write!(f, "request {active_request_id} is still running")
+            }
+        }
+    }
 }
 
 /// Data of `react.failed`.
