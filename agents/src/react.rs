@@ -597,7 +597,12 @@ impl ReAct {
             .thread_id()
             .unwrap_or(state.thread.id())
             .to_owned();
-        let signal = Signal::builder(signal_type, self.config.source.as_str())
+        // An empty source would make the builder fail after the thread was already changed.
+        let source = match self.config.source.as_str() {
+            "" => "motet.react",
+            source => source,
+        };
+        let signal = Signal::builder(signal_type, source)
             .with_id(step.env.fresh_id("sig"))
             .with_time(step.env.now())
             .caused_by(step.cause)
