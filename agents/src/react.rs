@@ -13,17 +13,18 @@
 //! (and, with `Summarization::RequestNew`, asks for a summary of what it leaves behind) before
 //! projecting again, so the next calls share their prefix.
 
+mod config;
 mod signals;
 mod state;
 
 use motet_directives::{
-    CallId, Directive, Emit, EmitTarget, LlmOptions, LlmRequest, LlmStream, ModelRef, Summarize,
-    ToolChoice, ToolDefs, ToolExec, ToolResult,
+    CallId, Directive, Emit, LlmRequest, LlmStream, Summarize, ToolExec, ToolResult,
 };
 use motet_signals::Signal;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+pub use config::ReActConfig;
 pub use signals::{
     FailureReason, LLM_FAILED, LLM_RESULT, LlmError, LlmErrorKind, LlmFailed, LlmResult,
     REACT_CANCEL, REACT_COMPLETED, REACT_FAILED, REACT_INPUT, ReactCancel, ReactCompleted,
@@ -38,85 +39,6 @@ use crate::policy::{ContextPolicy, Summarization, WindowMode};
 use crate::projector::{ProjectionIds, ProjectionInput, ProjectionResult, project};
 use crate::strategy::Strategy;
 use crate::thread::{EntryBody, NewEntry, Refs, Thread};
-
-/// How a ReAct agent runs.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ReActConfig {
-    /// The model every call uses.
-    pub model: ModelRef,
-    /// The system prompt.
-    pub system_prompt: Option<String>,
-    /// Tools offered to the model.
-    pub tools: ToolDefs,
-    /// Whether and how tools may be called.
-    pub tool_choice: ToolChoice,
-    /// Sampling and reasoning options.
-    pub options: LlmOptions,
-    /// LLM calls per request before it fails (default 10).
-    pub max_iterations: u32,
-    /// Retries of a retryable LLM failure per iteration (default 2).
-    pub max_llm_retries: u32,
-    /// The strategy's context policy (below the agent's and the request's).
-    pub context_policy: Option<ContextPolicy>,
-    /// Source of emitted signals.
-    pub source: String,
-    /// Where `react.completed` / `react.failed` go (default: the bus).
-    pub reply_to: EmitTarget,
-    /// The model for summaries (the agent's model when `None`).
-    pub summary_model: Option<ModelRef>,
-    /// Instructions for summaries.
-    pub summary_instructions: Option<String>,
-}
-
-impl ReActConfig {
-    /// A configuration with no tools and the defaults above.
-    pub fn new(model: ModelRef) -> Self {
-        Self {
-            model,
-            system_prompt: None,
-            tools: ToolDefs::from(Vec::new()),
-            tool_choice: ToolChoice::Auto,
-            options: LlmOptions::default(),
-            max_iterations: 10,
-            max_llm_retries: 2,
-            context_policy: None,
-            source: "motet.react".to_owned(),
-            reply_to: EmitTarget::Bus,
-            summary_model: None,
-            summary_instructions: None,
-        }
-    }
-
-    /// Sets the system prompt.
-    pub fn with_system_prompt(mut self, prompt: impl Into<String>) -> Self {
-        self.system_prompt = Some(prompt.into());
-        self
-    }
-
-    /// Offers these tools.
-    pub fn with_tools(mut self, tools: ToolDefs) -> Self {
-        self.tools = tools;
-        self
-    }
-
-    /// Sets `max_iterations`.
-    pub fn with_max_iterations(mut self, max: u32) -> Self {
-        self.max_iterations = max;
-        self
-    }
-
-    /// Sets `max_llm_retries`.
-    pub fn with_max_llm_retries(mut self, max: u32) -> Self {
-        self.max_llm_retries = max;
-        self
-    }
-
-    /// Sets the strategy's context policy.
-    pub fn with_context_policy(mut self, policy: ContextPolicy) -> Self {
-        self.context_policy = Some(policy);
-        self
-    }
-}
 
 /// The ReAct strategy.
 #[derive(Debug, Clone, PartialEq)]
