@@ -370,6 +370,27 @@ mod tests {
     }
 
     #[test]
+    fn the_estimate_is_made_once_at_append_with_the_given_estimator() {
+        struct Words;
+        impl TokenEstimator for Words {
+            fn estimate_parts(&self, parts: &[&str]) -> u32 {
+                parts
+                    .iter()
+                    .map(|p| p.split_whitespace().count() as u32)
+                    .sum()
+            }
+        }
+        let env = FixedEnv::new(0);
+        let mut thread = Thread::create(&env);
+        thread.append_with(&env, NewEntry::user("one two three"), &Words);
+        thread.append(&env, NewEntry::user("one two three"));
+        thread.append(&env, NewEntry::boundary(1));
+        let tokens: Vec<u32> = thread.to_list().iter().map(|e| e.tokens).collect();
+        assert_eq!(tokens, [3, 13, 0]);
+        assert_eq!(thread.stats().estimated_tokens, 16);
+    }
+
+    #[test]
     fn filters_and_slices() {
         let env = FixedEnv::new(0);
         let thread = sample(&env);
