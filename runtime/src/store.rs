@@ -1,0 +1,357 @@
+//! Thread persistence: the [`ThreadStore`] trait, an in-memory store for tests and SQLite as the
+//! embedded default.
+//!
+//! A store holds each thread's entries exactly as `serde_json` wrote them (provider meta such as
+//! thinking signatures and encrypted reasoning survives byte for byte), the thread's header
+//! (times, metadata, fork origin), its running totals (usage, token estimates) and the
+//! [`ThreadMeta`] an agent needs to come back.
+//!
+//! # Revisions
+//! A stored thread's `rev` is the number of entries committed, which is also the seq the next
+//! entry must have. [`ThreadStore::append`] takes the rev the caller last saw and fails with
+//! [`StoreError::Conflict`] when another writer got there first, so two writers never
+//! interleave. A loaded [`Thread`] carries the stored rev; since an in-memory thread counts a
+//! batch of entries as one revision, the stored rev is never below the rev the thread had in
+//! memory, and revisions never go backwards across a reload.
+//!
+//! # Failing closed
+//! `load` returns `None` only for a thread that does not exist. A thread whose stored data
+//! cannot be read is an error naming the thread (and the entry), never an empty thread.
+//!
+//! # Layout
+//! - `error` — [`StoreError`].
+//! - `memory` — [`MemoryStore`].
+//! - `sqlite` — [`SqliteStore`], [`SqliteConfig`], [`Durability`]; `sqlite/migrations`.
+
+mod error;
+mod memory;
+mod sqlite;
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use motet_agents::{Entry, EntryBody, ForkOrigin, Thread};
+use motet_directives::Usage;
+use serde::{Deserialize, Serialize};
+
+pub use error::StoreError;
+pub use memory::MemoryStore;
+pub use sqlite::{Durability, SCHEMA_VERSION, SqliteConfig, SqliteStore};
+
+/// What a thread is created with: everything but its entries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadHeader {
+    /// The thread's id.
+    pub id: String,
+    /// When it was created (Unix milliseconds).
+    pub created_at: u64,
+    /// Application metadata.
+    #[serde(default)]
+    pub metadata: BTreeMap<String, serde_json::Value>,
+    /// The thread it was forked from.
+    #[serde(default)]
+    pub parent: Option<ForkOrigin>,
+}
+
+impl ThreadHeader {
+    /// A header with no metadata and no parent.
+    pub fn new(id: impl Into<String>, created_at: u64) -> Self {
+        Self {
+            id: id.into(),
+            created_at,
+            metadata: BTreeMap::new(),
+            parent: None,
+        }
+    }
+
+    /// The header of an existing in-memory thread (its entries are appended separately).
+    pub fn of(thread: &Thread) -> Self {
+        Self {
+            id: thread.id().to_owned(),
+            created_at: thread.created_at(),
+            metadata: thread.metadata().clone(),
+            parent: thread.parent().cloned(),
+        }
+    }
+}
+
+/// One thread in a listing: its header and running totals, without its entries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadSummary {
+    /// The thread's id.
+    pub id: String,
+    /// When it was created (Unix milliseconds).
+    pub created_at: u64,
+    /// When its last entry was committed (Unix milliseconds).
+    pub updated_at: u64,
+    /// The stored revision: the number of entries, the seq the next entry must have.
+    pub rev: u64,
+    /// Number of entries (equal to `rev`).
+    pub entry_count: u64,
+    /// Usage summed over every assistant turn: the session's totals.
+    pub usage: Usage,
+    /// Sum of the entries' token estimates.
+    pub estimated_tokens: u64,
+    /// Application metadata.
+    pub metadata: BTreeMap<String, serde_json::Value>,
+    /// The thread it was forked from.
+    pub parent: Option<ForkOrigin>,
+    /// The seq of the latest summary entry: a projection's window starts after it.
+    pub latest_summary_seq: Option<u64>,
+    /// The seq of the latest boundary entry.
+    pub latest_boundary_seq: Option<u64>,
+}
+
+/// What an agent needs, besides the thread, to come back after a restart.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ThreadMeta {
+    /// The context policy in force, as JSON (a `ContextPolicy` or a preset's name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<serde_json::Value>,
+    /// Which strategy configuration runs the thread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy_config_id: Option<String>,
+    /// Anything else the runtime wants back.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+/// Durable storage of threads.
+///
+/// Every method that changes a thread has finished writing when it returns `Ok` (for SQLite:
+/// committed at the configured [`Durability`]); a directive that depends on an append runs
+/// after the append returns. That is the commit point of seed 001 §2.3.
+#[async_trait]
+pub trait ThreadStore: Send + Sync {
+    /// Creates an empty thread.
+    ///
+    /// # Errors
+    /// [`StoreError::AlreadyExists`] when the id is taken; storage failures.
+    async fn create(&self, header: &ThreadHeader) -> Result<(), StoreError>;
+
+    /// The whole thread, or `None` when no thread has this id.
+    ///
+    /// # Errors
+    /// Any stored data that cannot be read is an error naming the thread; never `None`.
+    async fn load(&self, thread_id: &str) -> Result<Option<Thread>, StoreError>;
+
+    /// The entries committed after revision `rev` (those with `seq >= rev`), for a reader that
+    /// already holds the first `rev` entries.
+    ///
+    /// # Errors
+    /// [`StoreError::NotFound`]; read failures as for [`load`](Self::load).
+    async fn load_after(&self, thread_id: &str, rev: u64) -> Result<Vec<Entry>, StoreError>;
+
+    /// Appends `entries` atomically if the thread is still at `expected_rev`; returns the new
+    /// rev. The entries must continue the thread: seqs `expected_rev`, `expected_rev + 1`, ...
+    /// An empty slice only checks the rev.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] with the current rev when another append came first (nothing
+    /// is written); [`StoreError::NonContiguous`]; [`StoreError::NotFound`]; storage failures.
+    async fn append(
+        &self,
+        thread_id: &str,
+        entries: &[Entry],
+        expected_rev: u64,
+    ) -> Result<u64, StoreError>;
+
+    /// The thread's header and totals, or `None` when it does not exist.
+    ///
+    /// # Errors
+    /// Storage failures, naming the thread.
+    async fn summary(&self, thread_id: &str) -> Result<Option<ThreadSummary>, StoreError>;
+
+    /// Every thread's header and totals, oldest first.
+    ///
+    /// # Errors
+    /// Storage failures.
+    async fn list(&self) -> Result<Vec<ThreadSummary>, StoreError>;
+
+    /// Deletes the thread, its entries and its meta; returns whether it existed.
+    ///
+    /// # Errors
+    /// Storage failures.
+    async fn delete(&self, thread_id: &str) -> Result<bool, StoreError>;
+
+    /// Stores the agent's meta for the thread, replacing any earlier one.
+    ///
+    /// # Errors
+    /// [`StoreError::NotFound`]; storage failures.
+    async fn put_meta(&self, thread_id: &str, meta: &ThreadMeta) -> Result<(), StoreError>;
+
+    /// The agent's meta for the thread, or `None` when none was stored.
+    ///
+    /// # Errors
+    /// [`StoreError::NotFound`]; undecodable meta is an error naming the thread.
+    async fn get_meta(&self, thread_id: &str) -> Result<Option<ThreadMeta>, StoreError>;
+
+    /// Appends the entries of `thread` that the store does not hold yet, given the rev the
+    /// store had when the caller last saw it; returns the new rev.
+    ///
+    /// # Errors
+    /// As for [`append`](Self::append).
+    async fn commit(&self, thread: &Thread, stored_rev: u64) -> Result<u64, StoreError> {
+        let start = usize::try_from(stored_rev)
+            .unwrap_or(usize::MAX)
+            .min(thread.entry_count());
+        self.append(thread.id(), &thread.to_list()[start..], stored_rev)
+            .await
+    }
+}
+
+/// One entry, checked and encoded for storage.
+#[derive(Debug)]
+pub(crate) struct EncodedEntry {
+    pub(crate) seq: u64,
+    pub(crate) kind: &'static str,
+    pub(crate) at: u64,
+    pub(crate) json: String,
+}
+
+/// What an append adds to a thread's running totals.
+#[derive(Debug, Default)]
+pub(crate) struct AppendTotals {
+    pub(crate) usage: Usage,
+    pub(crate) estimated_tokens: u64,
+    pub(crate) max_at: u64,
+    pub(crate) latest_summary_seq: Option<u64>,
+    pub(crate) latest_boundary_seq: Option<u64>,
+}
+
+/// Checks that `entries` continue a thread at `expected_rev` and encodes them.
+pub(crate) fn encode_entries(
+    thread_id: &str,
+    entries: &[Entry],
+    expected_rev: u64,
+) -> Result<(Vec<EncodedEntry>, AppendTotals), StoreError> {
+    let mut encoded = Vec::with_capacity(entries.len());
+    let mut totals = AppendTotals::default();
+    for (offset, entry) in entries.iter().enumerate() {
+        let expected = expected_rev + offset as u64;
+        if entry.seq != expected {
+            return Err(StoreError::NonContiguous {
+                thread_id: thread_id.to_owned(),
+                expected,
+                found: entry.seq,
+            });
+        }
+        match &entry.body {
+            EntryBody::Assistant { usage, .. } => totals.usage += *usage,
+            EntryBody::Summary { .. } => totals.latest_summary_seq = Some(entry.seq),
+            EntryBody::Boundary { .. } => totals.latest_boundary_seq = Some(entry.seq),
+            _ => {}
+        }
+        totals.estimated_tokens += u64::from(entry.tokens);
+        totals.max_at = totals.max_at.max(entry.at);
+        let json = serde_json::to_string(entry).map_err(|e| StoreError::Encode {
+            thread_id: thread_id.to_owned(),
+            reason: format!("entry seq {}: {e}", entry.seq),
+        })?;
+        encoded.push(EncodedEntry {
+            seq: entry.seq,
+            kind: entry.kind().as_str(),
+            at: entry.at,
+            json,
+        });
+    }
+    Ok((encoded, totals))
+}
+
+/// A thread's stored header, as needed to rebuild the [`Thread`].
+#[derive(Debug, Serialize)]
+pub(crate) struct StoredHead<'a> {
+    pub(crate) id: &'a str,
+    pub(crate) rev: u64,
+    pub(crate) created_at: u64,
+    pub(crate) updated_at: u64,
+    pub(crate) metadata: &'a BTreeMap<String, serde_json::Value>,
+    pub(crate) parent: Option<&'a ForkOrigin>,
+}
+
+/// Rebuilds a thread from its header and its entries' stored JSON, in seq order.
+///
+/// The entries are spliced into one document as stored and decoded in one pass; when that
+/// fails, each entry is decoded alone to name the one at fault.
+pub(crate) fn assemble_thread(
+    head: &StoredHead<'_>,
+    entries: &[(u64, String)],
+) -> Result<Thread, StoreError> {
+    let thread_id = head.id;
+    let corrupt = |reason: String| StoreError::CorruptThread {
+        thread_id: thread_id.to_owned(),
+        reason,
+    };
+    if entries.len() as u64 != head.rev {
+        return Err(corrupt(format!(
+            "rev {} but {} entries stored",
+            head.rev,
+            entries.len()
+        )));
+    }
+    for (position, (seq, _)) in entries.iter().enumerate() {
+        if *seq != position as u64 {
+            return Err(corrupt(format!(
+                "entry at position {position} has seq {seq}"
+            )));
+        }
+    }
+    let head_json = serde_json::to_string(head).map_err(|e| corrupt(e.to_string()))?;
+    let Some(open_head) = head_json.strip_suffix('}') else {
+        return Err(corrupt("header did not encode as an object".to_owned()));
+    };
+    let body_len: usize = entries.iter().map(|(_, json)| json.len() + 1).sum();
+    let mut doc = String::with_capacity(open_head.len() + body_len + 16);
+    doc.push_str(open_head);
+    doc.push_str(",\"entries\":[");
+    for (position, (_, json)) in entries.iter().enumerate() {
+        if position > 0 {
+            doc.push(',');
+        }
+        doc.push_str(json);
+    }
+    doc.push_str("]}");
+    match serde_json::from_str::<Thread>(&doc) {
+        Ok(thread) => Ok(thread),
+        Err(whole) => Err(first_bad_entry(thread_id, entries)
+            .unwrap_or_else(|| corrupt(format!("thread does not decode: {whole}")))),
+    }
+}
+
+/// Decodes each entry alone; the first that fails (or whose stored seq disagrees).
+fn first_bad_entry(thread_id: &str, entries: &[(u64, String)]) -> Option<StoreError> {
+    entries.iter().find_map(|(seq, json)| {
+        let reason = match serde_json::from_str::<Entry>(json) {
+            Ok(entry) if entry.seq == *seq => return None,
+            Ok(entry) => format!("its JSON says seq {}", entry.seq),
+            Err(e) => e.to_string(),
+        };
+        Some(StoreError::CorruptEntry {
+            thread_id: thread_id.to_owned(),
+            seq: *seq,
+            reason,
+        })
+    })
+}
+
+/// Decodes entries read for [`ThreadStore::load_after`].
+pub(crate) fn decode_entries(
+    thread_id: &str,
+    rows: &[(u64, String)],
+) -> Result<Vec<Entry>, StoreError> {
+    rows.iter()
+        .map(|(seq, json)| match serde_json::from_str::<Entry>(json) {
+            Ok(entry) if entry.seq == *seq => Ok(entry),
+            Ok(entry) => Err(StoreError::CorruptEntry {
+                thread_id: thread_id.to_owned(),
+                seq: *seq,
+                reason: format!("its JSON says seq {}", entry.seq),
+            }),
+            Err(e) => Err(StoreError::CorruptEntry {
+                thread_id: thread_id.to_owned(),
+                seq: *seq,
+                reason: e.to_string(),
+            }),
+        })
+        .collect()
+}

@@ -1,0 +1,114 @@
+//! What can go wrong when storing or loading a thread.
+
+use std::path::PathBuf;
+
+/// A thread store failure. Read failures name the thread (and the entry's seq when one entry is
+/// at fault) so that a thread that cannot be read fails closed instead of starting over.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// Another writer appended first: reload (or catch up with `load_after`) and decide again.
+    #[error(
+        "thread {thread_id} changed concurrently: expected rev {expected}, found rev {current}"
+    )]
+    Conflict {
+        /// The thread.
+        thread_id: String,
+        /// The rev the caller based its append on.
+        expected: u64,
+        /// The rev in the store.
+        current: u64,
+    },
+    /// The thread does not exist.
+    #[error("thread {thread_id} does not exist")]
+    NotFound {
+        /// The thread.
+        thread_id: String,
+    },
+    /// `create` for an id that is already taken.
+    #[error("thread {thread_id} already exists")]
+    AlreadyExists {
+        /// The thread.
+        thread_id: String,
+    },
+    /// The appended entries do not continue the thread without a gap or a duplicate.
+    #[error(
+        "entries appended to thread {thread_id} must continue at seq {expected}, got seq {found}"
+    )]
+    NonContiguous {
+        /// The thread.
+        thread_id: String,
+        /// The seq the next entry must have.
+        expected: u64,
+        /// The seq it had.
+        found: u64,
+    },
+    /// One stored entry cannot be decoded.
+    #[error("thread {thread_id}: stored entry seq {seq} cannot be decoded: {reason}")]
+    CorruptEntry {
+        /// The thread.
+        thread_id: String,
+        /// The entry.
+        seq: u64,
+        /// Why.
+        reason: String,
+    },
+    /// The thread's stored record is inconsistent or cannot be decoded.
+    #[error("thread {thread_id}: stored data cannot be read: {reason}")]
+    CorruptThread {
+        /// The thread.
+        thread_id: String,
+        /// Why.
+        reason: String,
+    },
+    /// The database engine failed while reading or writing one thread (a malformed or truncated
+    /// file shows up here, on the first thread whose pages are damaged).
+    #[error("thread {thread_id}: storage failure in {}: {source}", path.display())]
+    Thread {
+        /// The thread.
+        thread_id: String,
+        /// The database file.
+        path: PathBuf,
+        /// What the engine said.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The database engine failed on an operation that is not about one thread (open, list).
+    #[error("storage failure in {}: {source}", path.display())]
+    Database {
+        /// The database file.
+        path: PathBuf,
+        /// What the engine said.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The file is not a SQLite database, or a SQLite database that is not a motet store.
+    #[error("{} is not a motet thread store: {reason}", path.display())]
+    NotAStore {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The file was written by a newer motet with a schema this build does not know.
+    #[error("{} has schema version {found}, newer than the {supported} this build supports", path.display())]
+    SchemaTooNew {
+        /// The file.
+        path: PathBuf,
+        /// The file's schema version.
+        found: i64,
+        /// The newest version this build knows.
+        supported: i64,
+    },
+    /// An entry or metadata could not be encoded as JSON.
+    #[error("thread {thread_id}: cannot encode for storage: {reason}")]
+    Encode {
+        /// The thread.
+        thread_id: String,
+        /// Why.
+        reason: String,
+    },
+    /// The blocking task running a database call was cancelled or panicked.
+    #[error("store task failed: {0}")]
+    Task(String),
+}

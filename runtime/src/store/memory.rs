@@ -1,0 +1,198 @@
+//! An in-memory [`ThreadStore`] for tests and throwaway sessions: the same semantics as SQLite,
+//! nothing survives the process.
+
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use motet_agents::{Entry, Thread};
+
+use super::{
+    StoreError, StoredHead, ThreadHeader, ThreadMeta, ThreadStore, ThreadSummary, assemble_thread,
+    decode_entries, encode_entries,
+};
+
+/// One stored thread: its summary, meta and entries as JSON text.
+#[derive(Debug)]
+struct Stored {
+    summary: ThreadSummary,
+    meta: Option<ThreadMeta>,
+    entries: Vec<(u64, String)>,
+    /// Creation order, for `list`.
+    order: u64,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    threads: BTreeMap<String, Stored>,
+    created: u64,
+}
+
+/// Threads in a map behind a mutex. Entries are kept as the JSON they would be stored as, so
+/// loading exercises the same decoding as the SQLite store.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    inner: Mutex<Inner>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding the lock cannot leave a half-applied append: every change is
+        // computed first and then written with infallible operations.
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+fn not_found(thread_id: &str) -> StoreError {
+    StoreError::NotFound {
+        thread_id: thread_id.to_owned(),
+    }
+}
+
+#[async_trait]
+impl ThreadStore for MemoryStore {
+    async fn create(&self, header: &ThreadHeader) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        if inner.threads.contains_key(&header.id) {
+            return Err(StoreError::AlreadyExists {
+                thread_id: header.id.clone(),
+            });
+        }
+        inner.created += 1;
+        let order = inner.created;
+        inner.threads.insert(
+            header.id.clone(),
+            Stored {
+                summary: ThreadSummary {
+                    id: header.id.clone(),
+                    created_at: header.created_at,
+                    updated_at: header.created_at,
+                    rev: 0,
+                    entry_count: 0,
+                    usage: Default::default(),
+                    estimated_tokens: 0,
+                    metadata: header.metadata.clone(),
+                    parent: header.parent.clone(),
+                    latest_summary_seq: None,
+                    latest_boundary_seq: None,
+                },
+                meta: None,
+                entries: Vec::new(),
+                order,
+            },
+        );
+        Ok(())
+    }
+
+    async fn load(&self, thread_id: &str) -> Result<Option<Thread>, StoreError> {
+        let inner = self.lock();
+        let Some(stored) = inner.threads.get(thread_id) else {
+            return Ok(None);
+        };
+        let s = &stored.summary;
+        let head = StoredHead {
+            id: &s.id,
+            rev: s.rev,
+            created_at: s.created_at,
+            updated_at: s.updated_at,
+            metadata: &s.metadata,
+            parent: s.parent.as_ref(),
+        };
+        assemble_thread(&head, &stored.entries).map(Some)
+    }
+
+    async fn load_after(&self, thread_id: &str, rev: u64) -> Result<Vec<Entry>, StoreError> {
+        let inner = self.lock();
+        let stored = inner
+            .threads
+            .get(thread_id)
+            .ok_or_else(|| not_found(thread_id))?;
+        let start = usize::try_from(rev)
+            .unwrap_or(usize::MAX)
+            .min(stored.entries.len());
+        decode_entries(thread_id, &stored.entries[start..])
+    }
+
+    async fn append(
+        &self,
+        thread_id: &str,
+        entries: &[Entry],
+        expected_rev: u64,
+    ) -> Result<u64, StoreError> {
+        // Encoding happens outside the lock, as it does for SQLite.
+        let (encoded, totals) = encode_entries(thread_id, entries, expected_rev)?;
+        let mut inner = self.lock();
+        let stored = inner
+            .threads
+            .get_mut(thread_id)
+            .ok_or_else(|| not_found(thread_id))?;
+        let s = &mut stored.summary;
+        if s.rev != expected_rev {
+            return Err(StoreError::Conflict {
+                thread_id: thread_id.to_owned(),
+                expected: expected_rev,
+                current: s.rev,
+            });
+        }
+        if encoded.is_empty() {
+            return Ok(s.rev);
+        }
+        s.rev += encoded.len() as u64;
+        s.entry_count = s.rev;
+        s.usage += totals.usage;
+        s.estimated_tokens += totals.estimated_tokens;
+        s.updated_at = s.updated_at.max(totals.max_at);
+        s.latest_summary_seq = totals.latest_summary_seq.or(s.latest_summary_seq);
+        s.latest_boundary_seq = totals.latest_boundary_seq.or(s.latest_boundary_seq);
+        let rev = s.rev;
+        stored
+            .entries
+            .extend(encoded.into_iter().map(|e| (e.seq, e.json)));
+        Ok(rev)
+    }
+
+    async fn summary(&self, thread_id: &str) -> Result<Option<ThreadSummary>, StoreError> {
+        Ok(self
+            .lock()
+            .threads
+            .get(thread_id)
+            .map(|s| s.summary.clone()))
+    }
+
+    async fn list(&self) -> Result<Vec<ThreadSummary>, StoreError> {
+        let inner = self.lock();
+        let mut stored: Vec<&Stored> = inner.threads.values().collect();
+        stored.sort_by_key(|s| (s.summary.created_at, s.order));
+        Ok(stored.into_iter().map(|s| s.summary.clone()).collect())
+    }
+
+    async fn delete(&self, thread_id: &str) -> Result<bool, StoreError> {
+        Ok(self.lock().threads.remove(thread_id).is_some())
+    }
+
+    async fn put_meta(&self, thread_id: &str, meta: &ThreadMeta) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        let stored = inner
+            .threads
+            .get_mut(thread_id)
+            .ok_or_else(|| not_found(thread_id))?;
+        stored.meta = Some(meta.clone());
+        Ok(())
+    }
+
+    async fn get_meta(&self, thread_id: &str) -> Result<Option<ThreadMeta>, StoreError> {
+        let inner = self.lock();
+        let stored = inner
+            .threads
+            .get(thread_id)
+            .ok_or_else(|| not_found(thread_id))?;
+        Ok(stored.meta.clone())
+    }
+}

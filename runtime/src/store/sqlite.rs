@@ -1,0 +1,621 @@
+//! The embedded default [`ThreadStore`]: one SQLite file in WAL mode.
+//!
+//! rusqlite is blocking, so every call runs on `spawn_blocking` with a connection taken from a
+//! `std::sync::Mutex`: one writer connection (appends are `BEGIN IMMEDIATE` transactions that
+//! check the rev, insert the entries and update the thread row) and one reader connection (WAL
+//! lets it read a consistent snapshot while a write is in progress). No lock is held across an
+//! await. Several stores, in one process or several, may open the same file: `BEGIN IMMEDIATE`
+//! plus a busy timeout serialize their appends and the rev check turns a lost race into
+//! [`StoreError::Conflict`].
+//!
+//! An append has returned only once its transaction committed at the configured
+//! [`Durability`]; see docs/persistence.md for what each setting survives and what it costs.
+
+mod migrations;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use motet_agents::{Entry, ForkOrigin, Thread};
+use motet_directives::Usage;
+use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
+
+pub use migrations::SCHEMA_VERSION;
+
+use super::{
+    StoreError, StoredHead, ThreadHeader, ThreadMeta, ThreadStore, ThreadSummary, assemble_thread,
+    decode_entries, encode_entries,
+};
+
+/// How hard a commit works to reach the disk (`PRAGMA synchronous`, in WAL mode).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// `synchronous=FULL`: the WAL is synced at every commit. A commit that returned survives a
+    /// process crash, an OS crash and a power loss. The default: it makes the commit point real.
+    #[default]
+    Full,
+    /// `synchronous=NORMAL`: the WAL is synced only at checkpoints. A commit that returned
+    /// survives a process crash, but an OS crash or power loss may roll back the latest commits
+    /// (the file stays consistent).
+    Normal,
+}
+
+impl Durability {
+    fn pragma(self) -> &'static str {
+        match self {
+            Self::Full => "FULL",
+            Self::Normal => "NORMAL",
+        }
+    }
+}
+
+/// How to open a [`SqliteStore`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SqliteConfig {
+    /// The commit durability.
+    pub durability: Durability,
+    /// How long a writer waits for another connection's write transaction to finish.
+    pub busy_timeout: Duration,
+}
+
+impl Default for SqliteConfig {
+    fn default() -> Self {
+        Self {
+            durability: Durability::Full,
+            busy_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+impl SqliteConfig {
+    /// Sets the durability.
+    pub fn with_durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+
+    /// Sets the busy timeout.
+    pub fn with_busy_timeout(mut self, busy_timeout: Duration) -> Self {
+        self.busy_timeout = busy_timeout;
+        self
+    }
+}
+
+#[derive(Debug)]
+struct Inner {
+    path: PathBuf,
+    writer: Mutex<Connection>,
+    reader: Mutex<Connection>,
+}
+
+/// Threads in one SQLite file.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    inner: Arc<Inner>,
+}
+
+fn lock(conn: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
+    // rusqlite rolls back an open transaction when it is dropped during a panic, so a poisoned
+    // connection is still in a clean state.
+    conn.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn db_err(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+    move |source| {
+        if source.sqlite_error_code() == Some(ErrorCode::NotADatabase) {
+            StoreError::NotAStore {
+                path: path.to_owned(),
+                reason: source.to_string(),
+            }
+        } else {
+            StoreError::Database {
+                path: path.to_owned(),
+                source,
+            }
+        }
+    }
+}
+
+fn thread_err<'a>(
+    path: &'a Path,
+    thread_id: &'a str,
+) -> impl Fn(rusqlite::Error) -> StoreError + 'a {
+    move |source| StoreError::Thread {
+        thread_id: thread_id.to_owned(),
+        path: path.to_owned(),
+        source,
+    }
+}
+
+fn corrupt(thread_id: &str, what: &str, e: impl std::fmt::Display) -> StoreError {
+    StoreError::CorruptThread {
+        thread_id: thread_id.to_owned(),
+        reason: format!("{what}: {e}"),
+    }
+}
+
+fn encode_json<T: serde::Serialize>(thread_id: &str, value: &T) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|e| StoreError::Encode {
+        thread_id: thread_id.to_owned(),
+        reason: e.to_string(),
+    })
+}
+
+/// Opens one connection with the store's settings.
+fn connect(path: &Path, config: &SqliteConfig) -> Result<Connection, StoreError> {
+    let err = db_err(path);
+    let conn = Connection::open(path).map_err(&err)?;
+    conn.busy_timeout(config.busy_timeout).map_err(&err)?;
+    // The first statement that reads the file: a file that is not a database fails here.
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))
+        .map_err(&err)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(StoreError::NotAStore {
+            path: path.to_owned(),
+            reason: format!("cannot switch to WAL mode (journal_mode is {mode})"),
+        });
+    }
+    conn.pragma_update(None, "synchronous", config.durability.pragma())
+        .map_err(&err)?;
+    Ok(conn)
+}
+
+/// Brings the schema to [`SCHEMA_VERSION`], refusing files that are not ours or are newer.
+fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
+    let err = db_err(path);
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(&err)?;
+    let version: i64 = tx
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .map_err(&err)?;
+    let app_id: i32 = tx
+        .query_row("PRAGMA application_id", [], |row| row.get(0))
+        .map_err(&err)?;
+    let tables: i64 = tx
+        .query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))
+        .map_err(&err)?;
+    let fresh = version == 0 && app_id == 0 && tables == 0;
+    if !fresh && app_id != migrations::APPLICATION_ID {
+        return Err(StoreError::NotAStore {
+            path: path.to_owned(),
+            reason: format!("a SQLite database with application_id {app_id:#x}, not a motet store"),
+        });
+    }
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::SchemaTooNew {
+            path: path.to_owned(),
+            found: version,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    if version == SCHEMA_VERSION {
+        return Ok(());
+    }
+    let start = usize::try_from(version).map_err(|_| StoreError::NotAStore {
+        path: path.to_owned(),
+        reason: format!("negative schema version {version}"),
+    })?;
+    for migration in &migrations::MIGRATIONS[start..] {
+        tx.execute_batch(migration).map_err(&err)?;
+    }
+    tx.pragma_update(None, "application_id", migrations::APPLICATION_ID)
+        .map_err(&err)?;
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+        .map_err(&err)?;
+    tx.commit().map_err(&err)
+}
+
+const SUMMARY_COLUMNS: &str = "id, created_at, updated_at, rev, usage, estimated_tokens, metadata, \
+                               parent, latest_summary_seq, latest_boundary_seq";
+
+/// A `threads` row as stored, before its JSON columns are decoded.
+struct SummaryRow {
+    id: String,
+    created_at: u64,
+    updated_at: u64,
+    rev: u64,
+    usage: String,
+    estimated_tokens: u64,
+    metadata: String,
+    parent: Option<String>,
+    latest_summary_seq: Option<u64>,
+    latest_boundary_seq: Option<u64>,
+}
+
+impl SummaryRow {
+    fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            id: row.get(0)?,
+            created_at: row.get(1)?,
+            updated_at: row.get(2)?,
+            rev: row.get(3)?,
+            usage: row.get(4)?,
+            estimated_tokens: row.get(5)?,
+            metadata: row.get(6)?,
+            parent: row.get(7)?,
+            latest_summary_seq: row.get(8)?,
+            latest_boundary_seq: row.get(9)?,
+        })
+    }
+
+    fn decode(self) -> Result<ThreadSummary, StoreError> {
+        let id = self.id;
+        let usage = serde_json::from_str(&self.usage).map_err(|e| corrupt(&id, "usage", e))?;
+        let metadata =
+            serde_json::from_str(&self.metadata).map_err(|e| corrupt(&id, "metadata", e))?;
+        let parent = match &self.parent {
+            Some(text) => Some(
+                serde_json::from_str::<ForkOrigin>(text).map_err(|e| corrupt(&id, "parent", e))?,
+            ),
+            None => None,
+        };
+        Ok(ThreadSummary {
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            rev: self.rev,
+            entry_count: self.rev,
+            usage,
+            estimated_tokens: self.estimated_tokens,
+            metadata,
+            parent,
+            latest_summary_seq: self.latest_summary_seq,
+            latest_boundary_seq: self.latest_boundary_seq,
+            id,
+        })
+    }
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the store at `path` with the default settings
+    /// (`synchronous=FULL`).
+    ///
+    /// # Errors
+    /// [`StoreError::NotAStore`] for a file that is not a motet store;
+    /// [`StoreError::SchemaTooNew`]; storage failures.
+    pub async fn open(path: impl Into<PathBuf>) -> Result<Self, StoreError> {
+        Self::open_with(path, SqliteConfig::default()).await
+    }
+
+    /// Opens (creating if needed) the store at `path`.
+    ///
+    /// # Errors
+    /// As for [`open`](Self::open).
+    pub async fn open_with(
+        path: impl Into<PathBuf>,
+        config: SqliteConfig,
+    ) -> Result<Self, StoreError> {
+        let path = path.into();
+        tokio::task::spawn_blocking(move || Self::open_blocking(path, &config))
+            .await
+            .map_err(|e| StoreError::Task(e.to_string()))?
+    }
+
+    fn open_blocking(path: PathBuf, config: &SqliteConfig) -> Result<Self, StoreError> {
+        let mut writer = connect(&path, config)?;
+        migrate(&mut writer, &path)?;
+        let reader = connect(&path, config)?;
+        reader
+            .pragma_update(None, "query_only", true)
+            .map_err(db_err(&path))?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                path,
+                writer: Mutex::new(writer),
+                reader: Mutex::new(reader),
+            }),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Runs `work` on the blocking pool.
+    async fn run<T, F>(&self, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Inner) -> Result<T, StoreError> + Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || work(&inner))
+            .await
+            .map_err(|e| StoreError::Task(e.to_string()))?
+    }
+}
+
+impl Inner {
+    fn load(&self, thread_id: &str) -> Result<Option<Thread>, StoreError> {
+        let err = thread_err(&self.path, thread_id);
+        let mut conn = lock(&self.reader);
+        // One read transaction: the thread row and its entries are the same snapshot.
+        let tx = conn.transaction().map_err(&err)?;
+        let Some(row) = tx
+            .query_row(
+                &format!("SELECT {SUMMARY_COLUMNS} FROM threads WHERE id = ?1"),
+                [thread_id],
+                SummaryRow::read,
+            )
+            .optional()
+            .map_err(&err)?
+        else {
+            return Ok(None);
+        };
+        let entries = read_entries(&tx, thread_id, 0).map_err(&err)?;
+        drop(tx);
+        drop(conn);
+        let summary = row.decode()?;
+        let head = StoredHead {
+            id: &summary.id,
+            rev: summary.rev,
+            created_at: summary.created_at,
+            updated_at: summary.updated_at,
+            metadata: &summary.metadata,
+            parent: summary.parent.as_ref(),
+        };
+        assemble_thread(&head, &entries).map(Some)
+    }
+
+    fn load_after(&self, thread_id: &str, rev: u64) -> Result<Vec<Entry>, StoreError> {
+        let err = thread_err(&self.path, thread_id);
+        let mut conn = lock(&self.reader);
+        let tx = conn.transaction().map_err(&err)?;
+        let exists = tx
+            .query_row("SELECT 1 FROM threads WHERE id = ?1", [thread_id], |_| {
+                Ok(())
+            })
+            .optional()
+            .map_err(&err)?;
+        if exists.is_none() {
+            return Err(StoreError::NotFound {
+                thread_id: thread_id.to_owned(),
+            });
+        }
+        let rows = read_entries(&tx, thread_id, rev).map_err(&err)?;
+        drop(tx);
+        drop(conn);
+        decode_entries(thread_id, &rows)
+    }
+
+    fn append(
+        &self,
+        thread_id: &str,
+        encoded: &[super::EncodedEntry],
+        totals: &super::AppendTotals,
+        expected_rev: u64,
+    ) -> Result<u64, StoreError> {
+        let err = thread_err(&self.path, thread_id);
+        let mut conn = lock(&self.writer);
+        // IMMEDIATE takes the write lock now, so the rev read below cannot go stale before the
+        // commit, even with other connections on the file.
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(&err)?;
+        let Some((rev, usage)) = tx
+            .query_row(
+                "SELECT rev, usage FROM threads WHERE id = ?1",
+                [thread_id],
+                |row| Ok((row.get::<_, u64>(0)?, row.get::<_, String>(1)?)),
+            )
+            .optional()
+            .map_err(&err)?
+        else {
+            return Err(StoreError::NotFound {
+                thread_id: thread_id.to_owned(),
+            });
+        };
+        if rev != expected_rev {
+            return Err(StoreError::Conflict {
+                thread_id: thread_id.to_owned(),
+                expected: expected_rev,
+                current: rev,
+            });
+        }
+        if encoded.is_empty() {
+            return Ok(rev);
+        }
+        let mut usage: Usage =
+            serde_json::from_str(&usage).map_err(|e| corrupt(thread_id, "usage", e))?;
+        usage += totals.usage;
+        {
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT INTO entries (thread_id, seq, kind, at, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+                )
+                .map_err(&err)?;
+            for entry in encoded {
+                insert
+                    .execute(params![
+                        thread_id, entry.seq, entry.kind, entry.at, entry.json
+                    ])
+                    .map_err(&err)?;
+            }
+        }
+        let new_rev = rev + encoded.len() as u64;
+        tx.execute(
+            "UPDATE threads SET rev = ?2, updated_at = max(updated_at, ?3), usage = ?4, \
+             estimated_tokens = estimated_tokens + ?5, \
+             latest_summary_seq = coalesce(?6, latest_summary_seq), \
+             latest_boundary_seq = coalesce(?7, latest_boundary_seq) WHERE id = ?1",
+            params![
+                thread_id,
+                new_rev,
+                totals.max_at,
+                encode_json(thread_id, &usage)?,
+                totals.estimated_tokens,
+                totals.latest_summary_seq,
+                totals.latest_boundary_seq,
+            ],
+        )
+        .map_err(&err)?;
+        tx.commit().map_err(&err)?;
+        Ok(new_rev)
+    }
+}
+
+/// The `(seq, body)` of a thread's entries with `seq >= from`, in order.
+fn read_entries(
+    conn: &Connection,
+    thread_id: &str,
+    from: u64,
+) -> rusqlite::Result<Vec<(u64, String)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT seq, body FROM entries WHERE thread_id = ?1 AND seq >= ?2 ORDER BY seq",
+    )?;
+    let rows = stmt.query_map(params![thread_id, from], |row| {
+        Ok((row.get::<_, u64>(0)?, row.get::<_, String>(1)?))
+    })?;
+    rows.collect()
+}
+
+#[async_trait]
+impl ThreadStore for SqliteStore {
+    async fn create(&self, header: &ThreadHeader) -> Result<(), StoreError> {
+        let id = header.id.clone();
+        let created_at = header.created_at;
+        let metadata = encode_json(&id, &header.metadata)?;
+        let parent = header
+            .parent
+            .as_ref()
+            .map(|p| encode_json(&id, p))
+            .transpose()?;
+        let usage = encode_json(&id, &Usage::default())?;
+        self.run(move |inner| {
+            let err = thread_err(&inner.path, &id);
+            let conn = lock(&inner.writer);
+            let inserted = conn
+                .execute(
+                    "INSERT INTO threads (id, created_at, updated_at, rev, usage, estimated_tokens, \
+                     metadata, parent) VALUES (?1, ?2, ?2, 0, ?3, 0, ?4, ?5) \
+                     ON CONFLICT (id) DO NOTHING",
+                    params![id, created_at, usage, metadata, parent],
+                )
+                .map_err(&err)?;
+            if inserted == 0 {
+                return Err(StoreError::AlreadyExists {
+                    thread_id: id.clone(),
+                });
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn load(&self, thread_id: &str) -> Result<Option<Thread>, StoreError> {
+        let id = thread_id.to_owned();
+        self.run(move |inner| inner.load(&id)).await
+    }
+
+    async fn load_after(&self, thread_id: &str, rev: u64) -> Result<Vec<Entry>, StoreError> {
+        let id = thread_id.to_owned();
+        self.run(move |inner| inner.load_after(&id, rev)).await
+    }
+
+    async fn append(
+        &self,
+        thread_id: &str,
+        entries: &[Entry],
+        expected_rev: u64,
+    ) -> Result<u64, StoreError> {
+        // Encode on the caller's thread; only the transaction runs on the blocking pool.
+        let (encoded, totals) = encode_entries(thread_id, entries, expected_rev)?;
+        let id = thread_id.to_owned();
+        self.run(move |inner| inner.append(&id, &encoded, &totals, expected_rev))
+            .await
+    }
+
+    async fn summary(&self, thread_id: &str) -> Result<Option<ThreadSummary>, StoreError> {
+        let id = thread_id.to_owned();
+        self.run(move |inner| {
+            let row = lock(&inner.reader)
+                .query_row(
+                    &format!("SELECT {SUMMARY_COLUMNS} FROM threads WHERE id = ?1"),
+                    [&id],
+                    SummaryRow::read,
+                )
+                .optional()
+                .map_err(thread_err(&inner.path, &id))?;
+            row.map(SummaryRow::decode).transpose()
+        })
+        .await
+    }
+
+    async fn list(&self) -> Result<Vec<ThreadSummary>, StoreError> {
+        self.run(|inner| {
+            let err = db_err(&inner.path);
+            let rows = {
+                let conn = lock(&inner.reader);
+                let mut stmt = conn
+                    .prepare_cached(&format!(
+                        "SELECT {SUMMARY_COLUMNS} FROM threads ORDER BY created_at, rowid"
+                    ))
+                    .map_err(&err)?;
+                let rows = stmt.query_map([], SummaryRow::read).map_err(&err)?;
+                rows.collect::<rusqlite::Result<Vec<_>>>().map_err(&err)?
+            };
+            rows.into_iter().map(SummaryRow::decode).collect()
+        })
+        .await
+    }
+
+    async fn delete(&self, thread_id: &str) -> Result<bool, StoreError> {
+        let id = thread_id.to_owned();
+        self.run(move |inner| {
+            let err = thread_err(&inner.path, &id);
+            let mut conn = lock(&inner.writer);
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(&err)?;
+            tx.execute("DELETE FROM entries WHERE thread_id = ?1", [&id])
+                .map_err(&err)?;
+            let deleted = tx
+                .execute("DELETE FROM threads WHERE id = ?1", [&id])
+                .map_err(&err)?;
+            tx.commit().map_err(&err)?;
+            Ok(deleted > 0)
+        })
+        .await
+    }
+
+    async fn put_meta(&self, thread_id: &str, meta: &ThreadMeta) -> Result<(), StoreError> {
+        let id = thread_id.to_owned();
+        let json = encode_json(&id, meta)?;
+        self.run(move |inner| {
+            let updated = lock(&inner.writer)
+                .execute(
+                    "UPDATE threads SET meta = ?2 WHERE id = ?1",
+                    params![id, json],
+                )
+                .map_err(thread_err(&inner.path, &id))?;
+            if updated == 0 {
+                return Err(StoreError::NotFound { thread_id: id });
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn get_meta(&self, thread_id: &str) -> Result<Option<ThreadMeta>, StoreError> {
+        let id = thread_id.to_owned();
+        self.run(move |inner| {
+            let row: Option<Option<String>> = lock(&inner.reader)
+                .query_row("SELECT meta FROM threads WHERE id = ?1", [&id], |row| {
+                    row.get(0)
+                })
+                .optional()
+                .map_err(thread_err(&inner.path, &id))?;
+            match row {
+                None => Err(StoreError::NotFound { thread_id: id }),
+                Some(None) => Ok(None),
+                Some(Some(json)) => serde_json::from_str(&json)
+                    .map(Some)
+                    .map_err(|e| corrupt(&id, "meta", e)),
+            }
+        })
+        .await
+    }
+}

@@ -1,0 +1,47 @@
+//! The SQLite schema as an ordered list of migrations, versioned by `PRAGMA user_version`.
+//!
+//! Migration `i` (0-based) takes the schema from version `i` to `i + 1`. Migrations are only
+//! ever added at the end; a released one is never edited. A file whose version is above
+//! [`SCHEMA_VERSION`] was written by a newer build and is refused rather than guessed at.
+
+/// The `PRAGMA application_id` of a motet store ("mtet"), so another program's SQLite file is
+/// refused instead of being migrated.
+pub(super) const APPLICATION_ID: i32 = 0x6d74_6574;
+
+/// Version 1: threads and their entries.
+///
+/// - `threads.rev` is the number of entries (the next seq); `usage` is the session's totals as
+///   `Usage` JSON; `latest_summary_seq` / `latest_boundary_seq` say where a projection window
+///   starts without scanning the entries.
+/// - `entries.body` is the whole `Entry` exactly as `serde_json` wrote it (provider meta
+///   intact); `kind` and `at` are copies for queries. The table is clustered on
+///   `(thread_id, seq)`, so one thread's entries, or those after a seq, are one range scan.
+const V1: &str = "
+CREATE TABLE threads (
+    id                  TEXT    NOT NULL PRIMARY KEY,
+    created_at          INTEGER NOT NULL,
+    updated_at          INTEGER NOT NULL,
+    rev                 INTEGER NOT NULL,
+    usage               TEXT    NOT NULL,
+    estimated_tokens    INTEGER NOT NULL,
+    metadata            TEXT    NOT NULL,
+    parent              TEXT,
+    latest_summary_seq  INTEGER,
+    latest_boundary_seq INTEGER,
+    meta                TEXT
+);
+CREATE TABLE entries (
+    thread_id TEXT    NOT NULL,
+    seq       INTEGER NOT NULL,
+    kind      TEXT    NOT NULL,
+    at        INTEGER NOT NULL,
+    body      TEXT    NOT NULL,
+    PRIMARY KEY (thread_id, seq)
+) WITHOUT ROWID;
+";
+
+/// Every migration, in order.
+pub(super) const MIGRATIONS: &[&str] = &[V1];
+
+/// The schema version this build writes and reads.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
