@@ -1,5 +1,8 @@
 //! The ThreadStore contract, written once and run against the in-memory and the SQLite store.
 
+// The helpers below are test code too: a failed unwrap there is a failed test.
+#![allow(clippy::unwrap_used, clippy::panic)]
+
 use std::sync::Arc;
 
 use motet_agents::{EntryBody, Env, FixedEnv, NewEntry, Refs, Thread};

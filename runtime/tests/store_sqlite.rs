@@ -1,0 +1,322 @@
+//! The SQLite store's own promises: provider meta survives byte for byte, and a file that
+//! cannot be read fails closed with an error naming the file or the thread.
+
+// The helpers below are test code too: a failed unwrap there is a failed test.
+#![allow(clippy::unwrap_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+
+use motet_agents::{FixedEnv, NewEntry, Thread};
+use motet_directives::{
+    AssistantBlock, AssistantMessage, ProviderMeta, StopReason, ToolArgs, ToolResult, Usage,
+};
+use motet_runtime::store::{SCHEMA_VERSION, SqliteStore, StoreError, ThreadHeader, ThreadStore};
+
+const ODD_ARGS: &str = r#"{"b": 2,  "a":1}"#;
+const COMPACT_ARGS: &str = r#"{"b":2,"a":1}"#;
+const BAD_ARGS: &str = r#"{"city": "Paris""#;
+
+/// An assistant turn carrying every provider's continuity data.
+fn turn_with_provider_meta() -> AssistantMessage {
+    AssistantMessage {
+        blocks: vec![
+            AssistantBlock::reasoning(
+                "thinking about it",
+                Some(ProviderMeta::Anthropic {
+                    signature: "EqQBCkgIARABGAIiQL+/c2lnbmF0dXJl==".into(),
+                }),
+            ),
+            AssistantBlock::reasoning(
+                "",
+                Some(ProviderMeta::OpenAi {
+                    id: "rs_0123".into(),
+                    encrypted_content: Some("gAAAAABo\u{2028}x/y+z==".into()),
+                }),
+            ),
+            AssistantBlock::Text {
+                text: "calling tools".into(),
+                meta: Some(ProviderMeta::Gemini {
+                    thought_signature: "CiQB0e2Kb3Nn".into(),
+                }),
+            },
+            AssistantBlock::ToolUse {
+                id: "call_1".into(),
+                name: "sum".into(),
+                args: ToolArgs::from_text(ODD_ARGS),
+                meta: Some(ProviderMeta::Gemini {
+                    thought_signature: "CiQBsig2".into(),
+                }),
+            },
+            AssistantBlock::tool_use("call_2", "weather", ToolArgs::from_text(BAD_ARGS)),
+        ],
+        stop_reason: StopReason::ToolUse,
+    }
+}
+
+fn thread_with_meta(env: &FixedEnv) -> Thread {
+    let mut thread = Thread::new("thread_meta", 0);
+    thread.append(env, NewEntry::user("add and look up"));
+    thread.append(
+        env,
+        NewEntry::assistant(
+            turn_with_provider_meta(),
+            Usage {
+                input_tokens: 7,
+                output_tokens: 9,
+                reasoning_tokens: 4,
+                ..Usage::default()
+            },
+        ),
+    );
+    thread.append_all(
+        env,
+        [
+            NewEntry::tool_result("sum", ToolResult::ok("call_1", "3")),
+            NewEntry::tool_result("weather", ToolResult::ok("call_2", "bad arguments")),
+        ],
+    );
+    thread
+}
+
+/// A thread of `n` entries of about 1 KB, so its entries span many pages.
+fn long_thread(id: &str, n: usize) -> Thread {
+    let env = FixedEnv::new(0);
+    let mut thread = Thread::new(id, 0);
+    for i in 0..n {
+        thread.append(&env, NewEntry::user(format!("{i}: {}", "x".repeat(1_000))));
+    }
+    thread
+}
+
+/// Writes `threads` into a fresh store file and closes it (the WAL is checkpointed away).
+async fn written_db(dir: &Path, name: &str, threads: &[Thread]) -> PathBuf {
+    let path = dir.join(name);
+    let store = SqliteStore::open(&path).await.unwrap();
+    for thread in threads {
+        store.create(&ThreadHeader::of(thread)).await.unwrap();
+        store.commit(thread, 0).await.unwrap();
+    }
+    drop(store);
+    assert!(!path.with_extension("db-wal").exists());
+    path
+}
+
+fn raw(path: &Path) -> rusqlite::Connection {
+    rusqlite::Connection::open(path).unwrap()
+}
+
+#[tokio::test]
+async fn provider_meta_and_raw_args_survive_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = FixedEnv::new(0);
+    let thread = thread_with_meta(&env);
+    let path = written_db(dir.path(), "meta.db", std::slice::from_ref(&thread)).await;
+
+    let store = SqliteStore::open(&path).await.unwrap();
+    let back = store.load("thread_meta").await.unwrap().unwrap();
+    assert_eq!(back.usage().reasoning_tokens, 4);
+
+    // The stored text is exactly what serde_json wrote, odd spacing and invalid args included.
+    let body: String = raw(&path)
+        .query_row(
+            "SELECT body FROM entries WHERE thread_id = 'thread_meta' AND seq = 1",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(body, serde_json::to_string(&thread.to_list()[1]).unwrap());
+    assert!(body.contains(ODD_ARGS), "{body}");
+
+    // Loaded back, every byte of provider meta and of the invalid args is the same. Valid args
+    // inside an `AssistantBlock` come back re-encoded compactly with their key order kept: the
+    // block is an internally tagged enum, whose deserializer buffers the value before
+    // `ToolArgs` sees it (motet-directives documents this), so the spacing cannot reach it.
+    let original = serde_json::to_string(thread.to_list()).unwrap();
+    let loaded = serde_json::to_string(back.to_list()).unwrap();
+    assert!(
+        loaded == original || loaded == original.replace(ODD_ARGS, COMPACT_ARGS),
+        "{loaded}"
+    );
+    for needle in [
+        "EqQBCkgIARABGAIiQL+/c2lnbmF0dXJl==",
+        r#""id":"rs_0123","encrypted_content":"gAAAAABo"#,
+        "CiQB0e2Kb3Nn",
+        "CiQBsig2",
+        r#""args":"{\"city\": \"Paris\"""#,
+    ] {
+        assert!(loaded.contains(needle), "{needle} missing from {loaded}");
+    }
+    assert_eq!(back.to_list()[0], thread.to_list()[0]);
+    assert_eq!(back.to_list()[2..], thread.to_list()[2..]);
+}
+
+#[tokio::test]
+async fn a_file_that_is_not_a_database_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notes.db");
+    std::fs::write(&path, "these are my notes, not a database\n".repeat(200)).unwrap();
+    let err = SqliteStore::open(&path).await.unwrap_err();
+    assert!(matches!(err, StoreError::NotAStore { .. }), "{err}");
+    assert!(err.to_string().contains("notes.db"), "{err}");
+}
+
+#[tokio::test]
+async fn another_programs_sqlite_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("other.db");
+    raw(&path)
+        .execute_batch("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+        .unwrap();
+    let err = SqliteStore::open(&path).await.unwrap_err();
+    assert!(matches!(err, StoreError::NotAStore { .. }), "{err}");
+    assert!(err.to_string().contains("other.db"), "{err}");
+}
+
+#[tokio::test]
+async fn a_newer_schema_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = written_db(dir.path(), "newer.db", &[long_thread("thread_n", 3)]).await;
+    raw(&path)
+        .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+        .unwrap();
+    let err = SqliteStore::open(&path).await.unwrap_err();
+    match &err {
+        StoreError::SchemaTooNew {
+            path: p,
+            found,
+            supported,
+        } => {
+            assert_eq!(p, &path);
+            assert_eq!((*found, *supported), (SCHEMA_VERSION + 1, SCHEMA_VERSION));
+        }
+        other => panic!("{other}"),
+    }
+    assert!(err.to_string().contains("newer.db"), "{err}");
+}
+
+#[tokio::test]
+async fn an_undecodable_entry_fails_closed_naming_thread_and_seq() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = written_db(
+        dir.path(),
+        "entry.db",
+        &[long_thread("thread_x", 5), long_thread("thread_ok", 2)],
+    )
+    .await;
+    raw(&path)
+        .execute(
+            "UPDATE entries SET body = '{\"id\": \"entry_3\", \"seq\": 2, \"kind\": \"us' \
+             WHERE thread_id = 'thread_x' AND seq = 2",
+            [],
+        )
+        .unwrap();
+    let store = SqliteStore::open(&path).await.unwrap();
+    let err = store.load("thread_x").await.unwrap_err();
+    assert!(
+        matches!(&err, StoreError::CorruptEntry { thread_id, seq: 2, .. } if thread_id == "thread_x"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("thread_x"), "{err}");
+    let err = store.load_after("thread_x", 1).await.unwrap_err();
+    assert!(
+        matches!(&err, StoreError::CorruptEntry { seq: 2, .. }),
+        "{err}"
+    );
+    // The damage stays with that thread.
+    assert_eq!(
+        store
+            .load("thread_ok")
+            .await
+            .unwrap()
+            .unwrap()
+            .entry_count(),
+        2
+    );
+    assert_eq!(store.list().await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_missing_entry_row_is_not_a_shorter_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = written_db(dir.path(), "gap.db", &[long_thread("thread_g", 4)]).await;
+    raw(&path)
+        .execute(
+            "DELETE FROM entries WHERE thread_id = 'thread_g' AND seq = 1",
+            [],
+        )
+        .unwrap();
+    let store = SqliteStore::open(&path).await.unwrap();
+    let err = store.load("thread_g").await.unwrap_err();
+    assert!(
+        matches!(&err, StoreError::CorruptThread { thread_id, .. } if thread_id == "thread_g"),
+        "{err}"
+    );
+}
+
+/// Loads every thread; a damaged file must give errors, never a silently shorter history.
+async fn load_all(path: &Path, ids: &[&str]) -> Result<Vec<usize>, StoreError> {
+    let store = SqliteStore::open(path).await?;
+    let mut counts = Vec::new();
+    for id in ids {
+        let thread = store.load(id).await?;
+        counts.push(thread.map_or(0, |t| t.entry_count()));
+    }
+    Ok(counts)
+}
+
+#[tokio::test]
+async fn a_truncated_file_fails_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = written_db(dir.path(), "full.db", &[long_thread("thread_t", 300)]).await;
+    let len = std::fs::metadata(&path).unwrap().len();
+    assert!(len > 200_000, "the thread spans many pages ({len} bytes)");
+    for (name, keep) in [
+        ("half.db", len / 2),
+        ("header.db", 50),
+        ("one_page.db", 4096),
+    ] {
+        let copy = dir.path().join(name);
+        std::fs::copy(&path, &copy).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&copy)
+            .unwrap()
+            .set_len(keep)
+            .unwrap();
+        // The error comes at open (naming the file) or at load (naming the thread).
+        let err = load_all(&copy, &["thread_t"]).await.unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains(name) || text.contains("thread_t"),
+            "{name}: {text}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn garbage_in_the_middle_fails_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = written_db(dir.path(), "good.db", &[long_thread("thread_z", 300)]).await;
+    let mut bytes = std::fs::read(&path).unwrap();
+    let mut rng = fastrand::Rng::with_seed(7);
+    let middle = bytes.len() / 2;
+    for byte in &mut bytes[middle..middle + 16_384] {
+        *byte = rng.u8(..);
+    }
+    let copy = dir.path().join("garbled.db");
+    std::fs::write(&copy, &bytes).unwrap();
+    let err = load_all(&copy, &["thread_z"]).await.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("garbled.db") || text.contains("thread_z"),
+        "{text}"
+    );
+
+    // Garbage over the header: not a database at all.
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[..100].fill(0xA5);
+    let copy = dir.path().join("no_header.db");
+    std::fs::write(&copy, &bytes).unwrap();
+    let err = SqliteStore::open(&copy).await.unwrap_err();
+    assert!(matches!(err, StoreError::NotAStore { .. }), "{err}");
+}
