@@ -2,6 +2,7 @@
 
 use crate::report::Report;
 
+mod append;
 mod bus;
 mod prefix;
 mod project;
@@ -16,4 +17,5 @@ pub(crate) const ALL: &[(&str, RunFn)] = &[
     ("bus", bus::run),
     ("project", project::run),
     ("prefix", prefix::run),
+    ("append", append::run),
 ];
