@@ -286,6 +286,18 @@ async fn a_truncated_file_fails_closed() {
         // The error comes at open (naming the file) or at load (naming the thread).
         let err = load_all(&copy, &["thread_t"]).await.unwrap_err();
         let text = err.to_string();
+        eprintln!("{name}: {text}");
+        assert!(
+            matches!(
+                err,
+                StoreError::CorruptFile { .. }
+                    | StoreError::NotAStore { .. }
+                    | StoreError::Thread { .. }
+                    | StoreError::CorruptThread { .. }
+                    | StoreError::CorruptEntry { .. }
+            ),
+            "{name}: {text}"
+        );
         assert!(
             text.contains(name) || text.contains("thread_t"),
             "{name}: {text}"
@@ -307,6 +319,7 @@ async fn garbage_in_the_middle_fails_closed() {
     std::fs::write(&copy, &bytes).unwrap();
     let err = load_all(&copy, &["thread_z"]).await.unwrap_err();
     let text = err.to_string();
+    eprintln!("garbled.db: {text}");
     assert!(
         text.contains("garbled.db") || text.contains("thread_z"),
         "{text}"

@@ -90,6 +90,16 @@ pub enum StoreError {
         /// Why.
         reason: String,
     },
+    /// The file is a damaged database (truncated, overwritten pages): SQLite reports it
+    /// malformed.
+    #[error("{} is damaged: {source}", path.display())]
+    CorruptFile {
+        /// The file.
+        path: PathBuf,
+        /// What the engine said.
+        #[source]
+        source: rusqlite::Error,
+    },
     /// The file was written by a newer motet with a schema this build does not know.
     #[error("{} has schema version {found}, newer than the {supported} this build supports", path.display())]
     SchemaTooNew {

@@ -103,18 +103,19 @@ fn lock(conn: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
 }
 
 fn db_err(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
-    move |source| {
-        if source.sqlite_error_code() == Some(ErrorCode::NotADatabase) {
-            StoreError::NotAStore {
-                path: path.to_owned(),
-                reason: source.to_string(),
-            }
-        } else {
-            StoreError::Database {
-                path: path.to_owned(),
-                source,
-            }
-        }
+    move |source| match source.sqlite_error_code() {
+        Some(ErrorCode::NotADatabase) => StoreError::NotAStore {
+            path: path.to_owned(),
+            reason: source.to_string(),
+        },
+        Some(ErrorCode::DatabaseCorrupt) => StoreError::CorruptFile {
+            path: path.to_owned(),
+            source,
+        },
+        _ => StoreError::Database {
+            path: path.to_owned(),
+            source,
+        },
     }
 }
 
