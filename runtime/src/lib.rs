@@ -1,3 +1,9 @@
 //! The runtime: supervised agent actors that execute the directives their strategies return.
+//!
+//! # Layout
+//! - [`store`] — thread persistence: the `ThreadStore` trait, in-memory and SQLite stores.
+//! - [`tool`] — the `Tool` trait, typed tools (`tool_fn`), and the `ToolSet` dispatcher with
+//!   a per-agent allowlist, time limit, panic containment and output size limit.
 
 pub mod store;
+pub mod tool;

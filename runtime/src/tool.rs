@@ -1,0 +1,148 @@
+//! Tools the model can call: the [`Tool`] trait, typed tools in a few lines ([`tool_fn`]), and
+//! the [`ToolSet`] that dispatches a model's tool call to one of them.
+//!
+//! A tool call never crashes its agent. Whatever happens — an unknown tool, a tool outside the
+//! agent's allowlist, arguments that are not JSON or have the wrong shape, a tool that fails,
+//! panics or runs past its time limit — the dispatcher answers with an error
+//! [`ToolResult`] the model can read and react to (seed 004: a parse failure is a tool error,
+//! not a protocol error). Output longer than the set's limit is cut at a character boundary and
+//! ends with a marker saying how much is shown.
+//!
+//! ```
+//! use motet_directives::{ToolArgs, ToolCallView};
+//! use motet_runtime::tool::{ToolError, ToolSet, tool_fn};
+//! use schemars::JsonSchema;
+//! use serde::Deserialize;
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct AddArgs {
+//!     a: i64,
+//!     b: i64,
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let tools = ToolSet::builder()
+//!     .tool(tool_fn("add", "Adds two integers.", |args: AddArgs| async move {
+//!         Ok::<_, ToolError>((args.a + args.b).to_string())
+//!     }))
+//!     .build()?;
+//!
+//! let args = ToolArgs::from_text(r#"{"a": 2, "b": 3}"#);
+//! let call = ToolCallView { id: "call_1", name: "add", args: &args };
+//! let result = tools.dispatch(call).await;
+//! assert_eq!(result.content, "5");
+//! assert!(!result.is_error);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Layout
+//! - `error` — [`ToolError`] (a call's failure), [`ToolSetError`] (building a set).
+//! - `typed` — [`TypedTool`], [`tool_fn`], [`schema_for`].
+//! - `set` — [`ToolSet`], [`ToolSetBuilder`]: lookup, allowlist, timeout, panics, truncation.
+//! - `output` — truncation and panic messages.
+
+mod error;
+mod output;
+mod set;
+mod typed;
+
+use async_trait::async_trait;
+use motet_directives::{ToolArgs, ToolCallView, ToolDefs, ToolResult};
+
+pub use error::{ToolError, ToolSetError};
+pub use set::{DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT, ToolSet, ToolSetBuilder};
+pub use typed::{TypedTool, schema_for, tool_fn};
+
+/// Something the model can call.
+///
+/// Object safe: a [`ToolSet`] holds `Arc<dyn Tool>`. Most tools are written with [`tool_fn`];
+/// implement the trait directly when the tool needs the [`ToolContext`] or parses its own
+/// arguments.
+///
+/// `call` runs on the agent's async runtime: work that blocks a thread belongs in
+/// `tokio::task::spawn_blocking`. Dropping the returned future cancels the call (that is how a
+/// time limit is enforced).
+#[async_trait]
+pub trait Tool: Send + Sync + 'static {
+    /// The name the model calls the tool by (1 to 64 of `a-z A-Z 0-9 _ -`).
+    fn name(&self) -> &str;
+
+    /// What the tool does, for the model.
+    fn description(&self) -> &str;
+
+    /// The JSON schema of the arguments object.
+    fn parameters(&self) -> serde_json::Value;
+
+    /// True when running the call twice with the same arguments is harmless; after a crash only
+    /// idempotent calls are re-run. Default: false.
+    fn idempotent(&self) -> bool {
+        false
+    }
+
+    /// Runs the call on the model's raw arguments.
+    ///
+    /// # Errors
+    /// [`ToolError::InvalidArgs`] when the arguments do not fit; [`ToolError::Failed`] for the
+    /// tool's own failures. Both reach the model as an error result.
+    async fn call(&self, args: &ToolArgs, ctx: &ToolContext) -> Result<String, ToolError>;
+}
+
+/// Who is calling: handed to every [`Tool::call`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolContext {
+    tool_call_id: String,
+    agent_id: Option<String>,
+    thread_id: Option<String>,
+}
+
+impl ToolContext {
+    /// The context of one call, identified by the model's tool-call id.
+    pub fn new(tool_call_id: impl Into<String>) -> Self {
+        Self {
+            tool_call_id: tool_call_id.into(),
+            agent_id: None,
+            thread_id: None,
+        }
+    }
+
+    /// With the calling agent's id.
+    pub fn with_agent_id(mut self, agent_id: impl Into<String>) -> Self {
+        self.agent_id = Some(agent_id.into());
+        self
+    }
+
+    /// With the id of the thread the call belongs to.
+    pub fn with_thread_id(mut self, thread_id: impl Into<String>) -> Self {
+        self.thread_id = Some(thread_id.into());
+        self
+    }
+
+    /// The model's id for this call.
+    pub fn tool_call_id(&self) -> &str {
+        &self.tool_call_id
+    }
+
+    /// The calling agent, when known.
+    pub fn agent_id(&self) -> Option<&str> {
+        self.agent_id.as_deref()
+    }
+
+    /// The thread the call belongs to, when known.
+    pub fn thread_id(&self) -> Option<&str> {
+        self.thread_id.as_deref()
+    }
+}
+
+/// Turns a model's tool call into its result (seed 004's `AgentToolDispatcher`).
+///
+/// Never fails: every failure is an error [`ToolResult`] the model reads.
+#[async_trait]
+pub trait ToolDispatcher: Send + Sync {
+    /// Runs the call and answers it.
+    async fn dispatch(&self, call: ToolCallView<'_>) -> ToolResult;
+
+    /// The tools to offer the model, in a stable order.
+    fn tools(&self) -> ToolDefs;
+}

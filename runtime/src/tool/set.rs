@@ -1,0 +1,320 @@
+//! The tool set: registration, the per-agent allowlist, and dispatch with a time limit, panic
+//! containment and an output size limit.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::FutureExt;
+use indexmap::IndexMap;
+use motet_directives::{ToolCallView, ToolDef, ToolDefs, ToolResult};
+
+use super::output::{panic_message, truncate};
+use super::{Tool, ToolContext, ToolDispatcher, ToolError, ToolSetError};
+
+/// How long a call may run unless the set says otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How many bytes of output the model sees unless the set says otherwise (32 KiB, roughly 8,000
+/// tokens of English).
+pub const DEFAULT_MAX_OUTPUT: usize = 32 * 1024;
+
+/// The tools an agent may call, and the dispatcher that runs them.
+///
+/// Cheap to clone (one `Arc`): many agents share one set, each through its own
+/// [`restrict`](Self::restrict)ed view. Tools are offered in registration order, and
+/// [`tools`](Self::tools) returns the same cached list every time, so a request's tool
+/// definitions (and the provider's prompt cache) stay stable.
+#[derive(Clone)]
+pub struct ToolSet {
+    view: Arc<View>,
+}
+
+/// Every registered tool and the limits, shared by all views.
+struct Registry {
+    tools: IndexMap<String, Arc<dyn Tool>>,
+    timeout: Duration,
+    max_output: usize,
+}
+
+/// What one view offers: a subset of the registry (all of it for the unrestricted set).
+struct View {
+    registry: Arc<Registry>,
+    /// Per registry index: offered by this view.
+    offered: Box<[bool]>,
+    /// The offered tools' names, in order, for error messages.
+    names: Vec<String>,
+    defs: ToolDefs,
+}
+
+impl View {
+    fn new(registry: Arc<Registry>, offered: Box<[bool]>) -> Self {
+        let mut names = Vec::new();
+        let mut defs = Vec::new();
+        for ((name, tool), _) in registry
+            .tools
+            .iter()
+            .zip(offered.iter())
+            .filter(|(_, on)| **on)
+        {
+            names.push(name.clone());
+            defs.push(ToolDef::new(
+                name.clone(),
+                tool.description(),
+                tool.parameters(),
+            ));
+        }
+        Self {
+            registry,
+            offered,
+            names,
+            defs: defs.into(),
+        }
+    }
+}
+
+impl ToolSet {
+    /// A builder for a set of tools.
+    pub fn builder() -> ToolSetBuilder {
+        ToolSetBuilder::default()
+    }
+
+    /// The tool definitions to offer the model: cached, in registration order.
+    pub fn tools(&self) -> ToolDefs {
+        Arc::clone(&self.view.defs)
+    }
+
+    /// The names of the tools this set offers, in order.
+    pub fn names(&self) -> &[String] {
+        &self.view.names
+    }
+
+    /// The tool with this name, when this set offers it.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        let (index, _, tool) = self.view.registry.tools.get_full(name)?;
+        self.view.offered[index].then_some(tool)
+    }
+
+    /// How long one call may run.
+    pub fn timeout(&self) -> Duration {
+        self.view.registry.timeout
+    }
+
+    /// How many bytes of output the model sees at most (plus the truncation marker).
+    pub fn max_output(&self) -> usize {
+        self.view.registry.max_output
+    }
+
+    /// A view offering only the named tools (an agent's allowlist); calling any other tool
+    /// through it is an error result. Order stays the registration order; restricting a
+    /// restricted view narrows it further.
+    ///
+    /// # Errors
+    /// [`ToolSetError::NotInSet`] for a name this set does not offer.
+    pub fn restrict<S: AsRef<str>>(&self, allowed: &[S]) -> Result<ToolSet, ToolSetError> {
+        let registry = &self.view.registry;
+        let mut offered = vec![false; registry.tools.len()].into_boxed_slice();
+        for name in allowed {
+            let name = name.as_ref();
+            match registry.tools.get_index_of(name) {
+                Some(index) if self.view.offered[index] => offered[index] = true,
+                _ => {
+                    return Err(ToolSetError::NotInSet {
+                        name: name.to_owned(),
+                    });
+                }
+            }
+        }
+        Ok(ToolSet {
+            view: Arc::new(View::new(Arc::clone(registry), offered)),
+        })
+    }
+
+    /// Runs a call and answers it, with a context holding only the call's id.
+    pub async fn dispatch(&self, call: ToolCallView<'_>) -> ToolResult {
+        self.dispatch_with(call, &ToolContext::new(call.id)).await
+    }
+
+    /// Runs a call in the given context and answers it: the tool's output, or an error result
+    /// naming the tool and what went wrong. Either is cut to [`max_output`](Self::max_output).
+    pub async fn dispatch_with(&self, call: ToolCallView<'_>, ctx: &ToolContext) -> ToolResult {
+        let max_output = self.max_output();
+        match self.execute(call, ctx).await {
+            Ok(output) => ToolResult::ok(call.id, output),
+            Err(error) => {
+                let content = match &error {
+                    ToolError::UnknownTool { .. } | ToolError::NotAllowed { .. } => {
+                        error.to_string()
+                    }
+                    _ => format!("tool `{}` failed: {error}", call.name),
+                };
+                ToolResult::error(call.id, truncate(content, max_output))
+            }
+        }
+    }
+
+    /// Runs a call: its output (already cut to [`max_output`](Self::max_output)) or why there
+    /// is none. For callers that report failures as data (`tool.failed`) rather than as a
+    /// result.
+    ///
+    /// # Errors
+    /// Every [`ToolError`]: unknown or disallowed tool, invalid arguments, the tool's failure,
+    /// a panic, the time limit.
+    pub async fn execute(
+        &self,
+        call: ToolCallView<'_>,
+        ctx: &ToolContext,
+    ) -> Result<String, ToolError> {
+        let registry = &self.view.registry;
+        let Some((index, _, tool)) = registry.tools.get_full(call.name) else {
+            return Err(ToolError::UnknownTool {
+                name: call.name.to_owned(),
+                available: self.view.names.clone(),
+            });
+        };
+        if !self.view.offered[index] {
+            return Err(ToolError::NotAllowed {
+                name: call.name.to_owned(),
+                available: self.view.names.clone(),
+            });
+        }
+        if !call.args.is_object() {
+            return Err(ToolError::invalid_args(not_an_object(call.args.get())));
+        }
+        // Dropping the call's future on timeout cancels it at its next await; the unwind guard
+        // keeps a panic inside the tool from reaching the agent.
+        let guarded = AssertUnwindSafe(tool.call(call.args, ctx)).catch_unwind();
+        match tokio::time::timeout(registry.timeout, guarded).await {
+            Ok(Ok(Ok(output))) => Ok(truncate(output, registry.max_output)),
+            Ok(Ok(Err(error))) => Err(error),
+            Ok(Err(payload)) => {
+                let message = panic_message(payload.as_ref());
+                tracing::warn!(tool = call.name, %message, "tool panicked");
+                Err(ToolError::Panicked { message })
+            }
+            Err(_elapsed) => Err(ToolError::Timeout {
+                after: registry.timeout,
+            }),
+        }
+    }
+}
+
+/// Why raw arguments are not a JSON object, in the parser's words when it has any.
+fn not_an_object(raw: &str) -> String {
+    match serde_json::from_str::<serde::de::IgnoredAny>(raw) {
+        Err(e) => e.to_string(),
+        Ok(_) => "expected a JSON object".to_owned(),
+    }
+}
+
+impl std::fmt::Debug for ToolSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolSet")
+            .field("tools", &self.view.names)
+            .field("timeout", &self.view.registry.timeout)
+            .field("max_output", &self.view.registry.max_output)
+            .finish()
+    }
+}
+
+#[async_trait]
+impl ToolDispatcher for ToolSet {
+    async fn dispatch(&self, call: ToolCallView<'_>) -> ToolResult {
+        ToolSet::dispatch(self, call).await
+    }
+
+    fn tools(&self) -> ToolDefs {
+        ToolSet::tools(self)
+    }
+}
+
+/// Collects tools and limits for a [`ToolSet`].
+pub struct ToolSetBuilder {
+    tools: Vec<Arc<dyn Tool>>,
+    timeout: Duration,
+    max_output: usize,
+}
+
+impl Default for ToolSetBuilder {
+    fn default() -> Self {
+        Self {
+            tools: Vec::new(),
+            timeout: DEFAULT_TIMEOUT,
+            max_output: DEFAULT_MAX_OUTPUT,
+        }
+    }
+}
+
+impl std::fmt::Debug for ToolSetBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.tools.iter().map(|tool| tool.name()).collect();
+        f.debug_struct("ToolSetBuilder")
+            .field("tools", &names)
+            .field("timeout", &self.timeout)
+            .field("max_output", &self.max_output)
+            .finish()
+    }
+}
+
+impl ToolSetBuilder {
+    /// Adds a tool; tools are offered in the order they are added.
+    pub fn tool(mut self, tool: impl Tool) -> Self {
+        self.tools.push(Arc::new(tool));
+        self
+    }
+
+    /// Adds a tool that is shared with other sets.
+    pub fn shared_tool(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// How long one call may run before it is cancelled and answered with a timeout error.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// How many bytes of output the model sees at most; longer output is cut and marked.
+    pub fn with_max_output(mut self, max_bytes: usize) -> Self {
+        self.max_output = max_bytes;
+        self
+    }
+
+    /// The set, with every tool's definition computed once.
+    ///
+    /// # Errors
+    /// [`ToolSetError::InvalidName`] for a name providers reject;
+    /// [`ToolSetError::DuplicateName`] when two tools share a name.
+    pub fn build(self) -> Result<ToolSet, ToolSetError> {
+        let mut tools = IndexMap::with_capacity(self.tools.len());
+        for tool in self.tools {
+            let name = tool.name().to_owned();
+            if !is_valid_name(&name) {
+                return Err(ToolSetError::InvalidName { name });
+            }
+            if tools.contains_key(&name) {
+                return Err(ToolSetError::DuplicateName { name });
+            }
+            tools.insert(name, tool);
+        }
+        let offered = vec![true; tools.len()].into_boxed_slice();
+        let registry = Arc::new(Registry {
+            tools,
+            timeout: self.timeout,
+            max_output: self.max_output,
+        });
+        Ok(ToolSet {
+            view: Arc::new(View::new(registry, offered)),
+        })
+    }
+}
+
+/// The name rule every provider accepts: `^[a-zA-Z0-9_-]{1,64}$`.
+fn is_valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
