@@ -265,7 +265,7 @@ mod tests {
     use super::*;
     use serde_json::Value;
 
-    const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures");
+    const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 
     /// Gemini's framing: `data:` events separated by CRLF blank lines. The real SSE decoder and
     /// re-chunking are exercised by the conformance tests in `tests/`.

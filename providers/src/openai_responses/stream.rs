@@ -578,7 +578,7 @@ mod tests {
     use super::*;
     use serde_json::Value;
 
-    const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures");
+    const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 
     /// Blank-line framing only: enough for these whole, LF-separated recordings. The real SSE
     /// decoder and re-chunking are exercised by the conformance tests in `tests/`.
