@@ -6,10 +6,12 @@
 //! - `decoder` — [`StreamDecoder`], one dialect's SSE events into [`LlmEvent`]s.
 //! - `error` — [`ProviderError`].
 
+mod anthropic;
 mod decoder;
 mod error;
 mod event;
 mod gemini;
+mod openai_chat;
 mod openai_responses;
 mod sse;
 
