@@ -9,10 +9,6 @@
 //!   [`crate::ProviderError`].
 //! - `wire` — the private serde types of both directions.
 
-// Reached through the dialect dispatch (`dialect.rs`), which is being written alongside; until
-// it lands nothing outside the tests calls in.
-#![allow(dead_code, unused_imports)]
-
 mod error;
 pub(crate) mod request;
 pub(crate) mod stream;

@@ -1,0 +1,101 @@
+//! The four wire dialects, and the dispatch from one to its request renderer, stream decoder
+//! and error classifier.
+
+use std::fmt;
+use std::str::FromStr;
+
+use motet_directives::LlmRequest;
+use serde_json::Value;
+
+use crate::decoder::StreamDecoder;
+use crate::error::ProviderError;
+use crate::{anthropic, gemini, openai_chat, openai_responses};
+
+/// A wire protocol a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Dialect {
+    /// OpenAI Chat Completions, and every OpenAI-compatible server.
+    OpenAiChat,
+    /// The OpenAI Responses API.
+    OpenAiResponses,
+    /// Anthropic Messages.
+    Anthropic,
+    /// Gemini `streamGenerateContent`.
+    Gemini,
+}
+
+impl Dialect {
+    /// Every dialect.
+    pub const ALL: [Dialect; 4] = [
+        Dialect::OpenAiChat,
+        Dialect::OpenAiResponses,
+        Dialect::Anthropic,
+        Dialect::Gemini,
+    ];
+
+    /// The dialect's name: `openai-chat`, `openai-responses`, `anthropic`, `gemini`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dialect::OpenAiChat => "openai-chat",
+            Dialect::OpenAiResponses => "openai-responses",
+            Dialect::Anthropic => "anthropic",
+            Dialect::Gemini => "gemini",
+        }
+    }
+
+    /// A fresh decoder for one response stream.
+    pub fn decoder(self) -> Box<dyn StreamDecoder> {
+        match self {
+            Dialect::OpenAiChat => Box::new(openai_chat::stream::Decoder::new()),
+            Dialect::OpenAiResponses => Box::new(openai_responses::stream::Decoder::new()),
+            Dialect::Anthropic => Box::new(anthropic::stream::Decoder::new()),
+            Dialect::Gemini => Box::new(gemini::stream::Decoder::new()),
+        }
+    }
+
+    /// The request body for this dialect, replaying each block's provider meta as the
+    /// provider requires.
+    ///
+    /// # Errors
+    /// [`ProviderError::InvalidRequest`] or [`ProviderError::Config`] when the request cannot
+    /// be expressed in this dialect.
+    pub fn render(self, req: &LlmRequest) -> Result<Value, ProviderError> {
+        match self {
+            Dialect::OpenAiChat => openai_chat::request::render(req),
+            Dialect::OpenAiResponses => openai_responses::request::render(req),
+            Dialect::Anthropic => anthropic::request::render(req),
+            Dialect::Gemini => gemini::request::render(req),
+        }
+    }
+
+    /// The typed error for an HTTP error response of this dialect.
+    pub fn classify_error(self, status: u16, body: &str) -> ProviderError {
+        match self {
+            Dialect::OpenAiChat => openai_chat::classify_error(status, body),
+            Dialect::OpenAiResponses => openai_responses::classify_error(status, body),
+            Dialect::Anthropic => anthropic::classify_error(status, body),
+            Dialect::Gemini => gemini::classify_error(status, body),
+        }
+    }
+}
+
+impl fmt::Display for Dialect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Dialect {
+    type Err = ProviderError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Dialect::ALL
+            .into_iter()
+            .find(|d| d.as_str() == s)
+            .ok_or_else(|| ProviderError::Config {
+                message: format!(
+                    "unknown dialect `{s}` (expected openai-chat, openai-responses, anthropic or gemini)"
+                ),
+            })
+    }
+}

@@ -1,0 +1,63 @@
+//! A recorded SSE response body turned into its [`LlmResponse`], offline: the path every
+//! stream takes (SSE framing → dialect decoder → block assembler) without the HTTP around it.
+//! The conformance tests and the `motet-transcript` tool use it.
+
+use motet_directives::LlmResponse;
+
+use crate::assembler::BlockAssembler;
+use crate::dialect::Dialect;
+use crate::error::ProviderError;
+use crate::event::LlmEvent;
+use crate::sse::SseDecoder;
+
+/// Assembles a whole response body.
+///
+/// # Errors
+/// The typed error the stream carries or causes.
+pub fn assemble(dialect: Dialect, body: &[u8]) -> Result<LlmResponse, ProviderError> {
+    assemble_chunked(dialect, [body])
+}
+
+/// Assembles a response body delivered in pieces, as a socket would deliver it.
+///
+/// # Errors
+/// The typed error the stream carries or causes.
+pub fn assemble_chunked<'a>(
+    dialect: Dialect,
+    chunks: impl IntoIterator<Item = &'a [u8]>,
+) -> Result<LlmResponse, ProviderError> {
+    let (events, end) = decode_events(dialect, chunks);
+    end?;
+    let mut assembler = BlockAssembler::new();
+    for event in events {
+        assembler.push(event)?;
+    }
+    Ok(assembler.finish()?)
+}
+
+/// The [`LlmEvent`]s of a response body, and how decoding ended: the events decoded before
+/// an error are kept.
+pub fn decode_events<'a>(
+    dialect: Dialect,
+    chunks: impl IntoIterator<Item = &'a [u8]>,
+) -> (Vec<LlmEvent>, Result<(), ProviderError>) {
+    let mut sse = SseDecoder::new();
+    let mut decoder = dialect.decoder();
+    let mut frames = Vec::new();
+    let mut events = Vec::new();
+    let run = || {
+        for chunk in chunks {
+            sse.push(chunk, &mut frames)?;
+            for frame in frames.drain(..) {
+                decoder.decode(&frame, &mut events)?;
+            }
+        }
+        sse.finish(&mut frames)?;
+        for frame in frames.drain(..) {
+            decoder.decode(&frame, &mut events)?;
+        }
+        decoder.finish(&mut events)
+    };
+    let end = run();
+    (events, end)
+}
