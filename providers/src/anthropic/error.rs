@@ -1,11 +1,124 @@
-//! Error bodies as typed errors (placeholder).
+//! Anthropic errors — HTTP bodies and in-stream `error` events — as [`ProviderError`]s.
+//!
+//! The error `type` decides first (`overloaded_error` arrives as 529 over HTTP and inside a
+//! 200 stream alike), the HTTP status second.
+
+use serde::Deserialize;
 
 use crate::error::ProviderError;
+use crate::openai_responses::{excerpt, redact_keys};
 
-/// Classifies an HTTP error response.
+#[derive(Debug, Deserialize)]
+struct Body {
+    error: Option<ApiError>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ApiError {
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+/// Classifies an HTTP error response, or with status 0 an `error` event inside the stream.
 pub(crate) fn classify_error(status: u16, body: &str) -> ProviderError {
-    ProviderError::Server {
-        status,
-        message: body.chars().take(200).collect(),
+    let parsed = serde_json::from_str::<Body>(body)
+        .ok()
+        .and_then(|b| b.error);
+    let (kind, message) = match parsed {
+        Some(error) => {
+            let kind = error.kind.unwrap_or_default();
+            let message = error.message.unwrap_or_else(|| kind.clone());
+            (kind, redact_keys(&message))
+        }
+        None => (String::new(), redact_keys(&excerpt(body))),
+    };
+    match kind.as_str() {
+        "authentication_error" | "permission_error" | "billing_error" => {
+            return ProviderError::Authentication { status, message };
+        }
+        "rate_limit_error" => {
+            return ProviderError::RateLimited {
+                retry_after: None,
+                message,
+            };
+        }
+        "overloaded_error" => return ProviderError::Overloaded { message },
+        "api_error" | "timeout_error" => return ProviderError::Server { status, message },
+        "invalid_request_error" if too_long(&message) => {
+            return ProviderError::ContextLengthExceeded { message };
+        }
+        _ => {}
+    }
+    match status {
+        401 | 403 => ProviderError::Authentication { status, message },
+        429 => ProviderError::RateLimited {
+            retry_after: None,
+            message,
+        },
+        503 | 529 => ProviderError::Overloaded { message },
+        400..=499 => ProviderError::InvalidRequest { status, message },
+        _ => ProviderError::Server { status, message },
+    }
+}
+
+fn too_long(message: &str) -> bool {
+    let lower = message.to_ascii_lowercase();
+    lower.contains("prompt is too long") || lower.contains("context window")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_types_decide_before_statuses() {
+        let overloaded =
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+        assert_eq!(
+            classify_error(529, overloaded),
+            ProviderError::Overloaded {
+                message: "Overloaded".into()
+            }
+        );
+        assert!(matches!(
+            classify_error(0, overloaded),
+            ProviderError::Overloaded { .. }
+        ));
+        let too_long = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#;
+        assert!(matches!(
+            classify_error(400, too_long),
+            ProviderError::ContextLengthExceeded { .. }
+        ));
+        let invalid = r#"{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: field required"}}"#;
+        assert_eq!(
+            classify_error(400, invalid),
+            ProviderError::InvalidRequest {
+                status: 400,
+                message: "max_tokens: field required".into()
+            }
+        );
+        let auth = r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#;
+        assert!(matches!(
+            classify_error(401, auth),
+            ProviderError::Authentication { status: 401, .. }
+        ));
+    }
+
+    #[test]
+    fn html_pages_fall_back_to_the_status() {
+        let page = "<html><body><h1>502 Bad Gateway</h1></body></html>";
+        match classify_error(502, page) {
+            ProviderError::Server { status, message } => {
+                assert_eq!(status, 502);
+                assert!(message.contains("502 Bad Gateway"));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(matches!(
+            classify_error(529, ""),
+            ProviderError::Overloaded { .. }
+        ));
     }
 }

@@ -1,12 +1,14 @@
-//! The Anthropic Messages dialect (`POST /v1/messages`, `stream: true`).
+//! The Anthropic Messages dialect (`POST {base}/v1/messages`, `stream: true`).
 //!
 //! # Layout
-//! - `request` — our [`motet_directives::LlmRequest`] rendered as a Messages body.
-//! - `stream` — `message_start` … `message_stop` events turned into [`crate::LlmEvent`]s.
-//! - `error` — HTTP error bodies and in-stream errors as [`crate::ProviderError`].
-
-// Placeholder module: being written; reached through the dialect dispatch.
-#![allow(dead_code, unused_imports)]
+//! - `request` — our [`motet_directives::LlmRequest`] rendered as a Messages body: thinking
+//!   blocks replayed with their signature, redacted thinking replayed as is, tool results as
+//!   `tool_result` blocks of a user turn; the headers a request needs (`anthropic-version`,
+//!   the interleaved-thinking beta when thinking is on).
+//! - `stream` — `message_start` … `message_stop` events turned into [`crate::LlmEvent`]s,
+//!   blocks keyed by their `index`.
+//! - `error` — `{"type": "error", "error": {type, message}}` bodies and in-stream `error`
+//!   events as [`crate::ProviderError`].
 
 mod error;
 pub(crate) mod request;

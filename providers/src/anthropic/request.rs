@@ -1,19 +1,162 @@
-//! Request rendering (placeholder).
+//! Our request rendered as a Messages body.
+//!
+//! Replay (seed 004 §3.5): a reasoning block carrying an Anthropic signature goes back as a
+//! `thinking` block with that signature, byte for byte; redacted thinking goes back as a
+//! `redacted_thinking` block with its data; reasoning from another provider (no Anthropic
+//! meta) is dropped, since Anthropic would reject it unsigned. Text and tool calls are always
+//! kept. Tool results become `tool_result` blocks of a user turn, in order.
 
-use motet_directives::LlmRequest;
-use serde_json::Value;
+use motet_directives::{AssistantBlock, LlmRequest, Message, ProviderMeta, ToolChoice};
+use serde_json::{Map, Value, json};
 
 use crate::error::ProviderError;
 
-/// Renders a request body.
+/// The output limit when the request sets none (the API requires one).
+const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// The beta that lets Claude think between tool calls.
+const INTERLEAVED_THINKING: &str = "interleaved-thinking-2025-05-14";
+
+/// Renders the streaming request body.
 pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
-    Err(ProviderError::Config {
-        message: format!("dialect not yet available for `{}`", req.model),
-    })
+    let mut system = Vec::new();
+    let mut messages = Vec::with_capacity(req.messages.len());
+    for message in &req.messages {
+        match message {
+            Message::System { content } => system.push(content.as_str()),
+            Message::User { content } => {
+                messages.push(json!({"role": "user", "content": content}));
+            }
+            Message::Assistant(turn) => {
+                let content = assistant_blocks(&turn.blocks);
+                // A turn with nothing Anthropic can read (only another provider's reasoning)
+                // would be an empty assistant turn, which the API rejects.
+                if !content.is_empty() {
+                    messages.push(json!({"role": "assistant", "content": content}));
+                }
+            }
+            Message::ToolResults { results } => {
+                let content: Vec<Value> = results
+                    .iter()
+                    .map(|r| {
+                        let mut block = json!({
+                            "type": "tool_result",
+                            "tool_use_id": r.tool_use_id,
+                            "content": r.content,
+                        });
+                        if r.is_error {
+                            block["is_error"] = json!(true);
+                        }
+                        block
+                    })
+                    .collect();
+                messages.push(json!({"role": "user", "content": content}));
+            }
+        }
+    }
+
+    let options = &req.options;
+    let thinking = options.thinking_budget;
+    let max_tokens = options.max_tokens.unwrap_or(match thinking {
+        Some(budget) => DEFAULT_MAX_TOKENS.max(budget.saturating_add(DEFAULT_MAX_TOKENS)),
+        None => DEFAULT_MAX_TOKENS,
+    });
+    let mut body = Map::new();
+    body.insert("model".into(), json!(req.model.model()));
+    body.insert("max_tokens".into(), json!(max_tokens));
+    if !system.is_empty() {
+        body.insert("system".into(), json!(system.join("\n\n")));
+    }
+    body.insert("messages".into(), Value::Array(messages));
+    if !req.tools.is_empty() {
+        let tools: Vec<Value> = req
+            .tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "name": t.name,
+                    "description": t.description,
+                    "input_schema": t.parameters,
+                })
+            })
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+        let mut choice = match &req.tool_choice {
+            ToolChoice::Auto => json!({"type": "auto"}),
+            ToolChoice::None => json!({"type": "none"}),
+            ToolChoice::Required => json!({"type": "any"}),
+            ToolChoice::Tool { name } => json!({"type": "tool", "name": name}),
+        };
+        if options.parallel_tool_calls == Some(false) && req.tool_choice != ToolChoice::None {
+            choice["disable_parallel_tool_use"] = json!(true);
+        }
+        body.insert("tool_choice".into(), choice);
+    } else if let ToolChoice::Tool { name } = &req.tool_choice {
+        return Err(ProviderError::InvalidRequest {
+            status: 0,
+            message: format!("tool_choice names `{name}` but no tools are offered"),
+        });
+    }
+    if let Some(budget) = thinking {
+        body.insert(
+            "thinking".into(),
+            json!({"type": "enabled", "budget_tokens": budget}),
+        );
+    }
+    if let Some(t) = options.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    if let Some(p) = options.top_p {
+        body.insert("top_p".into(), json!(p));
+    }
+    if !options.stop.is_empty() {
+        body.insert("stop_sequences".into(), json!(options.stop));
+    }
+    body.insert("stream".into(), json!(true));
+    Ok(Value::Object(body))
 }
 
-/// Headers this request needs besides authentication (`anthropic-version`, and the
-/// interleaved-thinking beta when thinking is on).
-pub(crate) fn extra_headers(_req: &LlmRequest) -> Vec<(&'static str, String)> {
-    vec![("anthropic-version", "2023-06-01".to_owned())]
+fn assistant_blocks(blocks: &[AssistantBlock]) -> Vec<Value> {
+    blocks
+        .iter()
+        .filter_map(|block| match block {
+            // The API rejects empty text blocks.
+            AssistantBlock::Text { text, .. } if text.is_empty() => None,
+            AssistantBlock::Text { text, .. } => Some(json!({"type": "text", "text": text})),
+            AssistantBlock::Reasoning { text, meta } => match meta {
+                Some(ProviderMeta::Anthropic { signature }) => Some(json!({
+                    "type": "thinking",
+                    "thinking": text,
+                    "signature": signature,
+                })),
+                Some(ProviderMeta::AnthropicRedacted { data }) => {
+                    Some(json!({"type": "redacted_thinking", "data": data}))
+                }
+                _ => None,
+            },
+            AssistantBlock::ToolUse { id, name, args, .. } => {
+                // `input` must be an object; arguments that were not one were answered with an
+                // error result already, and replay as `{}`.
+                let input = match args.as_raw() {
+                    Some(raw) if args.is_object() => {
+                        serde_json::from_str::<Value>(raw.get()).unwrap_or_else(|_| json!({}))
+                    }
+                    _ => json!({}),
+                };
+                Some(json!({"type": "tool_use", "id": id, "name": name, "input": input}))
+            }
+            // Block kinds added to the vocabulary later have no Anthropic form yet.
+            _ => None,
+        })
+        .collect()
+}
+
+/// Headers this request needs besides authentication: `anthropic-version`, and the
+/// interleaved-thinking beta when thinking is on.
+pub(crate) fn extra_headers(req: &LlmRequest) -> Vec<(&'static str, String)> {
+    let mut headers = vec![("anthropic-version", "2023-06-01".to_owned())];
+    if req.options.thinking_budget.is_some() {
+        headers.push(("anthropic-beta", INTERLEAVED_THINKING.to_owned()));
+    }
+    headers
 }

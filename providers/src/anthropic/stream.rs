@@ -1,28 +1,384 @@
-//! Stream decoding (placeholder).
+//! Messages stream events into [`LlmEvent`]s.
+//!
+//! Blocks are keyed by their `index`. `thinking` blocks gather their text and the
+//! `signature_delta` and complete at `content_block_stop` with the signature as
+//! [`ProviderMeta::Anthropic`]; `redacted_thinking` carries its `data` in
+//! `content_block_start` and no deltas; `tool_use` arguments come as `input_json_delta`
+//! fragments (the first often `""`; nothing at all means `{}`). `message_delta` carries the
+//! stop reason and cumulative usage; `message_stop` ends a whole stream, and a stream that
+//! ends before it is truncated. Block types this decoder does not know (server tools, web
+//! search results) are skipped with their deltas.
+
+use std::collections::HashMap;
+
+use motet_directives::{ProviderMeta, StopReason, Usage};
+use serde::Deserialize;
+use serde_json::Value;
 
 use crate::decoder::StreamDecoder;
 use crate::error::ProviderError;
 use crate::event::LlmEvent;
 use crate::sse::SseEvent;
 
-/// Decodes one response stream.
+#[derive(Debug)]
+enum Block {
+    Text,
+    Thinking {
+        key: String,
+        signature: String,
+    },
+    /// Completed at its start; its stop is a no-op.
+    Redacted,
+    Tool {
+        id: String,
+    },
+    /// A block type we do not read.
+    Skipped,
+}
+
+/// Anthropic's token counts as last reported.
 #[derive(Debug, Default)]
-pub(crate) struct Decoder;
+struct Counts {
+    input: u64,
+    output: u64,
+    cache_read: u64,
+    cache_write: u64,
+}
+
+/// Decodes one Messages response stream.
+#[derive(Debug, Default)]
+pub(crate) struct Decoder {
+    blocks: HashMap<u64, Block>,
+    counts: Counts,
+    stop_reason: Option<StopReason>,
+    stopped: bool,
+}
 
 impl Decoder {
     pub(crate) fn new() -> Self {
-        Self
+        Self::default()
+    }
+
+    /// Folds a usage report in: each field present replaces the one before (Anthropic's
+    /// counts are cumulative), and the event carries the totals. Anthropic counts uncached
+    /// input apart from cache reads and writes; our `input_tokens` includes them.
+    fn usage(&mut self, wire: &WireUsage, out: &mut Vec<LlmEvent>) {
+        let counts = &mut self.counts;
+        for (field, value) in [
+            (&mut counts.input, wire.input_tokens),
+            (&mut counts.output, wire.output_tokens),
+            (&mut counts.cache_read, wire.cache_read_input_tokens),
+            (&mut counts.cache_write, wire.cache_creation_input_tokens),
+        ] {
+            if let Some(value) = value {
+                *field = value;
+            }
+        }
+        out.push(LlmEvent::Usage {
+            usage: Usage {
+                input_tokens: counts
+                    .input
+                    .saturating_add(counts.cache_read)
+                    .saturating_add(counts.cache_write),
+                output_tokens: counts.output,
+                cache_read_tokens: counts.cache_read,
+                cache_write_tokens: counts.cache_write,
+                reasoning_tokens: 0,
+            },
+        });
+    }
+
+    fn block_start(
+        &mut self,
+        index: u64,
+        block: Value,
+        out: &mut Vec<LlmEvent>,
+    ) -> Result<(), ProviderError> {
+        if self.blocks.contains_key(&index) {
+            return Err(protocol(format!("content block {index} started twice")));
+        }
+        let text_field = |name: &str| block.get(name).and_then(Value::as_str).unwrap_or("");
+        let kind = block.get("type").and_then(Value::as_str).unwrap_or("");
+        let entry = match kind {
+            "text" => {
+                let text = text_field("text");
+                if !text.is_empty() {
+                    out.push(LlmEvent::TextDelta {
+                        delta: text.to_owned(),
+                        meta: None,
+                    });
+                }
+                Block::Text
+            }
+            "thinking" => {
+                let key = format!("thinking_{index}");
+                out.push(LlmEvent::ReasoningStart { key: key.clone() });
+                let text = text_field("thinking");
+                if !text.is_empty() {
+                    out.push(LlmEvent::ReasoningDelta {
+                        key: key.clone(),
+                        delta: text.to_owned(),
+                    });
+                }
+                Block::Thinking {
+                    key,
+                    signature: text_field("signature").to_owned(),
+                }
+            }
+            "redacted_thinking" => {
+                let key = format!("thinking_{index}");
+                out.push(LlmEvent::ReasoningStart { key: key.clone() });
+                out.push(LlmEvent::ReasoningComplete {
+                    key,
+                    text: Some(String::new()),
+                    meta: Some(ProviderMeta::AnthropicRedacted {
+                        data: text_field("data").to_owned(),
+                    }),
+                });
+                Block::Redacted
+            }
+            "tool_use" => {
+                let id = text_field("id");
+                let name = text_field("name");
+                if id.is_empty() || name.is_empty() {
+                    return Err(protocol(format!(
+                        "tool_use block {index} has no id or no name"
+                    )));
+                }
+                out.push(LlmEvent::ToolCallStart {
+                    id: id.to_owned(),
+                    name: name.to_owned(),
+                    meta: None,
+                });
+                Block::Tool { id: id.to_owned() }
+            }
+            _ => Block::Skipped,
+        };
+        self.blocks.insert(index, entry);
+        Ok(())
+    }
+
+    fn block_delta(
+        &mut self,
+        index: u64,
+        delta: WireDelta,
+        out: &mut Vec<LlmEvent>,
+    ) -> Result<(), ProviderError> {
+        let block = self
+            .blocks
+            .get_mut(&index)
+            .ok_or_else(|| protocol(format!("a delta for content block {index}, never started")))?;
+        match (block, delta.kind.as_str()) {
+            (Block::Text, "text_delta") => {
+                if let Some(text) = delta.text.filter(|t| !t.is_empty()) {
+                    out.push(LlmEvent::TextDelta {
+                        delta: text,
+                        meta: None,
+                    });
+                }
+            }
+            (Block::Thinking { key, .. }, "thinking_delta") => {
+                if let Some(text) = delta.thinking.filter(|t| !t.is_empty()) {
+                    out.push(LlmEvent::ReasoningDelta {
+                        key: key.clone(),
+                        delta: text,
+                    });
+                }
+            }
+            (Block::Thinking { signature, .. }, "signature_delta") => {
+                signature.push_str(delta.signature.as_deref().unwrap_or(""));
+            }
+            (Block::Tool { id }, "input_json_delta") => {
+                if let Some(json) = delta.partial_json.filter(|j| !j.is_empty()) {
+                    out.push(LlmEvent::ToolCallDelta {
+                        id: id.clone(),
+                        args_delta: json,
+                    });
+                }
+            }
+            // Citations and the deltas of skipped blocks carry nothing we keep.
+            (_, "citations_delta") | (Block::Skipped, _) => {}
+            (_, other) => {
+                return Err(protocol(format!(
+                    "a `{other}` delta does not fit content block {index}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn block_stop(&mut self, index: u64, out: &mut Vec<LlmEvent>) -> Result<(), ProviderError> {
+        let block = self
+            .blocks
+            .remove(&index)
+            .ok_or_else(|| protocol(format!("content block {index} stopped, never started")))?;
+        match block {
+            Block::Thinking { key, signature } => out.push(LlmEvent::ReasoningComplete {
+                key,
+                text: None,
+                meta: (!signature.is_empty()).then_some(ProviderMeta::Anthropic { signature }),
+            }),
+            Block::Tool { id } => out.push(LlmEvent::ToolCallComplete {
+                id,
+                args: None,
+                meta: None,
+            }),
+            Block::Text | Block::Redacted | Block::Skipped => {}
+        }
+        Ok(())
+    }
+}
+
+fn protocol(message: String) -> ProviderError {
+    ProviderError::Protocol { message }
+}
+
+fn stop_reason(reason: &str) -> StopReason {
+    match reason {
+        "end_turn" => StopReason::EndTurn,
+        "tool_use" => StopReason::ToolUse,
+        "max_tokens" => StopReason::MaxTokens,
+        "stop_sequence" => StopReason::StopSequence,
+        "refusal" => StopReason::Refusal,
+        other => StopReason::Other(other.to_owned()),
     }
 }
 
 impl StreamDecoder for Decoder {
-    fn decode(&mut self, _event: &SseEvent, _out: &mut Vec<LlmEvent>) -> Result<(), ProviderError> {
+    fn decode(&mut self, event: &SseEvent, out: &mut Vec<LlmEvent>) -> Result<(), ProviderError> {
+        if event.data.trim().is_empty() {
+            return Ok(());
+        }
+        let wire: WireEvent = serde_json::from_str(&event.data)
+            .map_err(|e| protocol(format!("an Anthropic event is not valid JSON: {e}")))?;
+        if self.stopped && wire.kind != "ping" {
+            return Err(protocol(format!(
+                "`{}` arrived after message_stop",
+                wire.kind
+            )));
+        }
+        match wire.kind.as_str() {
+            "message_start" => {
+                let message = wire.message.unwrap_or_default();
+                out.push(LlmEvent::Started {
+                    model: message.model,
+                    response_id: message.id,
+                });
+                if let Some(usage) = message.usage {
+                    self.usage(&usage, out);
+                }
+            }
+            "content_block_start" => {
+                let index = wire
+                    .index
+                    .ok_or_else(|| protocol("content_block_start without an index".into()))?;
+                self.block_start(index, wire.content_block.unwrap_or(Value::Null), out)?;
+            }
+            "content_block_delta" => {
+                let index = wire
+                    .index
+                    .ok_or_else(|| protocol("content_block_delta without an index".into()))?;
+                let delta = serde_json::from_value::<WireDelta>(wire.delta.unwrap_or(Value::Null))
+                    .map_err(|e| protocol(format!("a content_block_delta is malformed: {e}")))?;
+                self.block_delta(index, delta, out)?;
+            }
+            "content_block_stop" => {
+                let index = wire
+                    .index
+                    .ok_or_else(|| protocol("content_block_stop without an index".into()))?;
+                self.block_stop(index, out)?;
+            }
+            "message_delta" => {
+                if let Some(usage) = &wire.usage {
+                    self.usage(usage, out);
+                }
+                let reason = wire
+                    .delta
+                    .as_ref()
+                    .and_then(|d| d.get("stop_reason"))
+                    .and_then(Value::as_str);
+                if let Some(reason) = reason {
+                    let reason = stop_reason(reason);
+                    if self.stop_reason.is_none() {
+                        out.push(LlmEvent::Done {
+                            stop_reason: reason.clone(),
+                        });
+                    }
+                    self.stop_reason = Some(reason);
+                }
+            }
+            "message_stop" => {
+                if self.stop_reason.is_none() {
+                    return Err(protocol("message_stop without a stop reason".into()));
+                }
+                self.stopped = true;
+            }
+            "error" => return Err(super::classify_error(0, &event.data)),
+            // `ping` and event types added after this was written.
+            _ => {}
+        }
         Ok(())
     }
 
     fn finish(&mut self, _out: &mut Vec<LlmEvent>) -> Result<(), ProviderError> {
-        Err(ProviderError::StreamTruncated {
-            reason: "dialect not yet available".to_owned(),
-        })
+        if self.stopped {
+            Ok(())
+        } else {
+            Err(ProviderError::StreamTruncated {
+                reason: "the Anthropic stream ended before message_stop".to_owned(),
+            })
+        }
     }
+}
+
+#[derive(Debug, Deserialize)]
+struct WireEvent {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(default)]
+    message: Option<WireMessage>,
+    #[serde(default)]
+    content_block: Option<Value>,
+    #[serde(default)]
+    delta: Option<Value>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct WireMessage {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireDelta {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    thinking: Option<String>,
+    #[serde(default)]
+    signature: Option<String>,
+    #[serde(default)]
+    partial_json: Option<String>,
 }

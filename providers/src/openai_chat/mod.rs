@@ -1,13 +1,14 @@
-//! The OpenAI Chat Completions dialect (`POST /chat/completions`, `stream: true`), spoken by
-//! OpenAI and every OpenAI-compatible server (llama.cpp, Ollama, vLLM, OpenRouter).
+//! The OpenAI Chat Completions dialect (`POST {base}/chat/completions`, `stream: true`), spoken
+//! by OpenAI and every OpenAI-compatible server (llama.cpp, Ollama, vLLM, OpenRouter).
 //!
 //! # Layout
 //! - `request` — our [`motet_directives::LlmRequest`] rendered as a Chat Completions body.
-//! - `stream` — `chat.completion.chunk` events turned into [`crate::LlmEvent`]s.
-//! - `error` — HTTP error bodies and in-stream errors as [`crate::ProviderError`].
-
-// Placeholder module: being written; reached through the dialect dispatch.
-#![allow(dead_code, unused_imports)]
+//!   Chat Completions has no way to carry reasoning back, so reasoning blocks and every
+//!   provider's meta are dropped on replay; text and tool calls never are.
+//! - `stream` — `chat.completion.chunk` events turned into [`crate::LlmEvent`]s: tool-call
+//!   deltas keyed by `index`, `reasoning_content` (llama.cpp, vLLM, DeepSeek) as reasoning, the
+//!   trailing usage chunk, `[DONE]`.
+//! - `error` — the error bodies are OpenAI's, shared with the Responses dialect.
 
 mod error;
 pub(crate) mod request;

@@ -1,28 +1,340 @@
-//! Stream decoding (placeholder).
+//! `chat.completion.chunk` events into [`LlmEvent`]s.
+//!
+//! Tool calls arrive as deltas keyed by `index`: the id and name once, the arguments in
+//! fragments (some servers send a whole call in one delta). Servers differ in ways that must
+//! not merge two calls: a server that omits ids gets one generated (`call_<n>`), ids are made
+//! unique within the stream, and a delta at an index whose call already has arguments,
+//! carrying a different id — or, without ids, a new name — starts a new call. Calls complete at
+//! the `finish_reason`; the usage chunk (`stream_options.include_usage`) follows it.
+//!
+//! The stream is whole once a `finish_reason` came: `[DONE]` normally follows, but a missing
+//! `[DONE]` after the finish reason is tolerated (some compatible servers close without it and
+//! nothing is lost); no finish reason at all is [`ProviderError::StreamTruncated`].
+
+use std::collections::HashSet;
+
+use indexmap::IndexMap;
+use motet_directives::{StopReason, Usage};
+use serde::Deserialize;
 
 use crate::decoder::StreamDecoder;
 use crate::error::ProviderError;
 use crate::event::LlmEvent;
 use crate::sse::SseEvent;
 
-/// Decodes one response stream.
+/// One open tool call at an `index`.
+#[derive(Debug)]
+struct OpenCall {
+    /// The id we hand out (unique in the stream).
+    id: String,
+    /// The id the server sent, if any.
+    wire_id: Option<String>,
+    /// Whether argument text arrived.
+    has_args: bool,
+}
+
+/// Decodes one Chat Completions response stream.
 #[derive(Debug, Default)]
-pub(crate) struct Decoder;
+pub(crate) struct Decoder {
+    started: bool,
+    reasoning: Option<String>,
+    reasoning_count: usize,
+    calls: IndexMap<u64, OpenCall>,
+    used_ids: HashSet<String>,
+    call_count: usize,
+    refused: bool,
+    finished: bool,
+    done_marker: bool,
+}
 
 impl Decoder {
     pub(crate) fn new() -> Self {
-        Self
+        Self::default()
+    }
+
+    fn close_reasoning(&mut self, out: &mut Vec<LlmEvent>) {
+        if let Some(key) = self.reasoning.take() {
+            out.push(LlmEvent::ReasoningComplete {
+                key,
+                text: None,
+                meta: None,
+            });
+        }
+    }
+
+    fn fresh_id(&mut self, wire: Option<&str>) -> String {
+        self.call_count += 1;
+        let mut id = match wire {
+            Some(id) if !id.is_empty() => id.to_owned(),
+            _ => format!("call_{}", self.call_count),
+        };
+        while self.used_ids.contains(&id) {
+            id = format!("{id}_{}", self.call_count);
+        }
+        self.used_ids.insert(id.clone());
+        id
+    }
+
+    fn tool_delta(
+        &mut self,
+        position: usize,
+        delta: WireToolCall,
+        out: &mut Vec<LlmEvent>,
+    ) -> Result<(), ProviderError> {
+        let index = delta.index.unwrap_or(position as u64);
+        let function = delta.function.unwrap_or_default();
+        let name = function.name.filter(|n| !n.is_empty());
+        let wire_id = delta.id.filter(|id| !id.is_empty());
+        if let Some(open) = self.calls.get(&index) {
+            let other_id =
+                matches!((&wire_id, &open.wire_id), (Some(new), Some(old)) if new != old);
+            let other_name = wire_id.is_none() && name.is_some() && open.has_args;
+            if (other_id || other_name)
+                && let Some(done) = self.calls.shift_remove(&index)
+            {
+                out.push(LlmEvent::ToolCallComplete {
+                    id: done.id,
+                    args: None,
+                    meta: None,
+                });
+            }
+        }
+        if !self.calls.contains_key(&index) {
+            let Some(name) = name else {
+                return Err(ProviderError::Protocol {
+                    message: format!("a tool call delta at index {index} starts without a name"),
+                });
+            };
+            self.close_reasoning(out);
+            let id = self.fresh_id(wire_id.as_deref());
+            out.push(LlmEvent::ToolCallStart {
+                id: id.clone(),
+                name,
+                meta: None,
+            });
+            self.calls.insert(
+                index,
+                OpenCall {
+                    id,
+                    wire_id,
+                    has_args: false,
+                },
+            );
+        }
+        if let Some(args) = function.arguments.filter(|a| !a.is_empty())
+            && let Some(open) = self.calls.get_mut(&index)
+        {
+            open.has_args = true;
+            out.push(LlmEvent::ToolCallDelta {
+                id: open.id.clone(),
+                args_delta: args,
+            });
+        }
+        Ok(())
+    }
+
+    fn finish_reason(&mut self, reason: &str, out: &mut Vec<LlmEvent>) {
+        self.close_reasoning(out);
+        for (_, call) in self.calls.drain(..) {
+            out.push(LlmEvent::ToolCallComplete {
+                id: call.id,
+                args: None,
+                meta: None,
+            });
+        }
+        let stop_reason = match reason {
+            "stop" if self.refused => StopReason::Refusal,
+            "stop" => StopReason::EndTurn,
+            "length" => StopReason::MaxTokens,
+            "tool_calls" | "function_call" => StopReason::ToolUse,
+            "content_filter" => StopReason::ContentFilter,
+            other => StopReason::Other(other.to_owned()),
+        };
+        self.finished = true;
+        out.push(LlmEvent::Done { stop_reason });
     }
 }
 
 impl StreamDecoder for Decoder {
-    fn decode(&mut self, _event: &SseEvent, _out: &mut Vec<LlmEvent>) -> Result<(), ProviderError> {
+    fn decode(&mut self, event: &SseEvent, out: &mut Vec<LlmEvent>) -> Result<(), ProviderError> {
+        let data = event.data.trim();
+        if data.is_empty() {
+            return Ok(());
+        }
+        if data == "[DONE]" {
+            self.done_marker = true;
+            return Ok(());
+        }
+        if self.done_marker {
+            return Err(ProviderError::Protocol {
+                message: "a chunk arrived after [DONE]".to_owned(),
+            });
+        }
+        let chunk: Chunk = serde_json::from_str(data).map_err(|e| ProviderError::Protocol {
+            message: format!("a Chat Completions chunk is not valid JSON: {e}"),
+        })?;
+        if chunk.error.is_some() {
+            return Err(super::classify_error(0, data));
+        }
+        if !self.started {
+            self.started = true;
+            out.push(LlmEvent::Started {
+                model: chunk.model,
+                response_id: chunk.id,
+            });
+        }
+        for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
+            if self.finished {
+                return Err(ProviderError::Protocol {
+                    message: "content arrived after the finish reason".to_owned(),
+                });
+            }
+            let delta = choice.delta.unwrap_or_default();
+            if let Some(text) = delta.reasoning_content.filter(|t| !t.is_empty()) {
+                let key = match &self.reasoning {
+                    Some(key) => key.clone(),
+                    None => {
+                        self.reasoning_count += 1;
+                        let key = format!("reasoning_{}", self.reasoning_count);
+                        out.push(LlmEvent::ReasoningStart { key: key.clone() });
+                        self.reasoning = Some(key.clone());
+                        key
+                    }
+                };
+                out.push(LlmEvent::ReasoningDelta { key, delta: text });
+            }
+            for text in [delta.refusal.as_ref(), delta.content.as_ref()]
+                .into_iter()
+                .flatten()
+                .filter(|t| !t.is_empty())
+            {
+                self.close_reasoning(out);
+                out.push(LlmEvent::TextDelta {
+                    delta: text.clone(),
+                    meta: None,
+                });
+            }
+            if delta.refusal.is_some_and(|r| !r.is_empty()) {
+                self.refused = true;
+            }
+            for (position, call) in delta.tool_calls.unwrap_or_default().into_iter().enumerate() {
+                self.tool_delta(position, call, out)?;
+            }
+            if let Some(reason) = choice.finish_reason {
+                self.finish_reason(&reason, out);
+            }
+        }
+        if let Some(usage) = chunk.usage {
+            out.push(LlmEvent::Usage {
+                usage: usage.into(),
+            });
+        }
         Ok(())
     }
 
     fn finish(&mut self, _out: &mut Vec<LlmEvent>) -> Result<(), ProviderError> {
-        Err(ProviderError::StreamTruncated {
-            reason: "dialect not yet available".to_owned(),
-        })
+        if self.finished {
+            Ok(())
+        } else {
+            Err(ProviderError::StreamTruncated {
+                reason: "the Chat Completions stream ended without a finish_reason".to_owned(),
+            })
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    choices: Vec<Choice>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(default)]
+    error: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Choice {
+    #[serde(default)]
+    index: u64,
+    #[serde(default)]
+    delta: Option<Delta>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Delta {
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    reasoning_content: Option<String>,
+    #[serde(default)]
+    refusal: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<WireToolCall>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireToolCall {
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<WireFunction>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct WireFunction {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+    #[serde(default)]
+    completion_tokens_details: Option<CompletionDetails>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct CompletionDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
+}
+
+impl From<WireUsage> for Usage {
+    fn from(u: WireUsage) -> Self {
+        Usage {
+            input_tokens: u.prompt_tokens,
+            output_tokens: u.completion_tokens,
+            cache_read_tokens: u
+                .prompt_tokens_details
+                .and_then(|d| d.cached_tokens)
+                .unwrap_or(0),
+            cache_write_tokens: 0,
+            reasoning_tokens: u
+                .completion_tokens_details
+                .and_then(|d| d.reasoning_tokens)
+                .unwrap_or(0),
+        }
     }
 }

@@ -98,7 +98,7 @@ fn mentions_policy(message: &str) -> bool {
 }
 
 /// The start of a body that is not an OpenAI error object (a proxy's HTML page, plain text).
-pub(super) fn excerpt(body: &str) -> String {
+pub(crate) fn excerpt(body: &str) -> String {
     let trimmed = body.trim();
     if trimmed.is_empty() {
         return "empty error body".to_owned();
@@ -108,7 +108,7 @@ pub(super) fn excerpt(body: &str) -> String {
 
 /// OpenAI echoes a masked key (`Incorrect API key provided: sk-abc…xyz`); even masked, a key
 /// does not belong in an error that may be logged.
-fn redact_keys(message: &str) -> String {
+pub(crate) fn redact_keys(message: &str) -> String {
     let mut out = String::with_capacity(message.len());
     let mut rest = message;
     while let Some(at) = rest.find("sk-") {

@@ -1,0 +1,91 @@
+//! `motet-transcript --dialect <openai-chat|openai-responses|anthropic|gemini> FILE`
+//!
+//! Parses a recorded SSE response body and prints the assembled `LlmResponse` as JSON, or the
+//! typed error on stderr with exit code 1. Reach for it when a provider stream misbehaves:
+//! save the body (`curl -N … > stream.sse`) and look at what motet makes of it.
+
+use std::process::ExitCode;
+
+use motet_providers::{Dialect, transcript};
+
+const USAGE: &str =
+    "usage: motet-transcript --dialect <openai-chat|openai-responses|anthropic|gemini> FILE
+
+Parses a recorded server-sent-event response body (`-` reads standard input) and prints the
+assembled response as JSON: blocks in order (block_type text / reasoning / tool_use, with any
+provider meta), stop_reason, usage, model and response id. A stream motet cannot accept prints
+its typed error and exits with 1; bad arguments exit with 2.";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (dialect, file) = match parse(&args) {
+        Ok(Some(parsed)) => parsed,
+        Ok(None) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(message) => {
+            eprintln!("motet-transcript: {message}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let body = if file == "-" {
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf).map(|_| buf)
+    } else {
+        std::fs::read(&file)
+    };
+    let body = match body {
+        Ok(body) => body,
+        Err(e) => {
+            eprintln!("motet-transcript: cannot read {file}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match transcript::assemble(dialect, &body) {
+        Ok(response) => match serde_json::to_string_pretty(&response) {
+            Ok(json) => {
+                println!("{json}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("motet-transcript: cannot print the response: {e}");
+                ExitCode::from(1)
+            }
+        },
+        Err(error) => {
+            eprintln!("error: {error}");
+            eprintln!("{error:?}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `Ok(None)` asks for help.
+fn parse(args: &[String]) -> Result<Option<(Dialect, String)>, String> {
+    let mut dialect = None;
+    let mut file = None;
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "-h" | "--help" => return Ok(None),
+            "--dialect" => {
+                let name = rest.next().ok_or("--dialect needs a value")?;
+                dialect = Some(name.parse::<Dialect>().map_err(|e| e.to_string())?);
+            }
+            other if other.starts_with("--dialect=") => {
+                let name = &other["--dialect=".len()..];
+                dialect = Some(name.parse::<Dialect>().map_err(|e| e.to_string())?);
+            }
+            other if other.starts_with("--") => return Err(format!("unknown option {other}")),
+            other => {
+                if file.replace(other.to_owned()).is_some() {
+                    return Err("one FILE only".to_owned());
+                }
+            }
+        }
+    }
+    let dialect = dialect.ok_or("--dialect is required")?;
+    let file = file.ok_or("FILE is required")?;
+    Ok(Some((dialect, file)))
+}
