@@ -1,4 +1,19 @@
-//! LLM providers: streaming clients for the OpenAI, Anthropic and Gemini dialects.
+//! LLM providers: streaming clients for OpenAI Chat Completions (and every OpenAI-compatible
+//! server), OpenAI Responses, Anthropic Messages and Gemini, with the reasoning state of each
+//! replayed exactly on the next turn.
+//!
+//! ```no_run
+//! use motet_directives::{LlmRequest, Message};
+//! use motet_providers::{LlmClient, Providers};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let providers = Providers::from_env()?; // OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, ...
+//! let request = LlmRequest::new("openai:gpt-5.2".parse()?, vec![Message::user("Hello!")]);
+//! let response = providers.complete(request).await?;
+//! println!("{}", response.message);
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! # Layout
 //! - `event` — [`LlmEvent`], the provider-agnostic streaming event.
@@ -9,22 +24,37 @@
 //!   `gemini/` (each: `request` rendering, `stream` decoding, `error` classification).
 //! - [`transcript`] — a recorded body assembled offline (tests, `motet-transcript`).
 //! - `error` — [`ProviderError`].
+//! - [`client`] — [`LlmClient`], [`Providers`] (picks a dialect per model ref), [`HttpClient`]:
+//!   HTTP, per-phase timeouts, retries before content.
+//! - [`config`] — [`ApiKey`] (never printed), [`ProvidersConfig`] from the environment.
+//! - [`models`] — model refs to dialects, the capability table, request validation.
+//! - [`retry`] — [`RetryPolicy`].
+//! - `endpoint` — URLs and headers per dialect.
 
 mod anthropic;
 mod assembler;
+pub mod client;
+pub mod config;
 mod decoder;
 mod dialect;
+mod endpoint;
 mod error;
 mod event;
 mod gemini;
+pub mod models;
 mod openai_chat;
 mod openai_responses;
+pub mod retry;
 pub mod sse;
 pub mod transcript;
 
 pub use assembler::{BlockAssembler, StreamAssemblyError};
+pub use client::{HttpClient, LlmClient, LlmStream, Providers};
+pub use config::{ApiKey, ProviderKind, ProvidersConfig, Timeouts};
 pub use decoder::StreamDecoder;
 pub use dialect::Dialect;
 pub use error::ProviderError;
 pub use event::LlmEvent;
+pub use models::ModelCaps;
+pub use retry::RetryPolicy;
 pub use sse::SseEvent;

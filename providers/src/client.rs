@@ -1,0 +1,445 @@
+//! The client: an [`LlmRequest`] in, a stream of [`LlmEvent`]s (or one assembled
+//! [`LlmResponse`]) out, over HTTP and server-sent events.
+//!
+//! [`Providers`] is what an application holds: it picks the dialect and endpoint from the
+//! request's model ref (`anthropic:claude-sonnet-4-5`) at run time. [`HttpClient`] is one
+//! dialect at one endpoint. Both implement [`LlmClient`].
+//!
+//! A call: validate the request against the model, render it, POST it; on a failure before
+//! any content (connection, timeout, a retryable status, an error event ahead of the first
+//! token) wait as the [`RetryPolicy`] says and try again; once content has flowed to the
+//! caller, a failure ends the stream with a typed error instead. Timeouts are per phase
+//! (connect, first byte, idle between reads); dropping the stream drops the response, which
+//! cancels the request and closes its connection.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::Stream;
+use motet_directives::{LlmRequest, LlmResponse};
+
+use crate::assembler::BlockAssembler;
+use crate::config::{ApiKey, ProviderKind, ProvidersConfig, Timeouts};
+use crate::decoder::StreamDecoder;
+use crate::dialect::Dialect;
+use crate::endpoint::endpoint;
+use crate::error::ProviderError;
+use crate::event::LlmEvent;
+use crate::models;
+use crate::retry::{Failure, RetryHints, RetryPolicy};
+use crate::sse::{SseDecoder, SseEvent};
+
+/// The events of one streamed call. Ends after [`LlmEvent::Done`] (and any trailing usage),
+/// or with one error.
+pub type LlmStream = Pin<Box<dyn Stream<Item = Result<LlmEvent, ProviderError>> + Send>>;
+
+/// Something that answers LLM requests.
+#[async_trait]
+pub trait LlmClient: Send + Sync {
+    /// Starts a call and returns its events as they arrive.
+    ///
+    /// # Errors
+    /// A typed [`ProviderError`] when the call fails before any content (after retries).
+    async fn stream(&self, req: LlmRequest) -> Result<LlmStream, ProviderError>;
+
+    /// Runs a call to the end and assembles the response.
+    ///
+    /// # Errors
+    /// A typed [`ProviderError`] from the call or its assembly.
+    async fn complete(&self, req: LlmRequest) -> Result<LlmResponse, ProviderError> {
+        use futures::StreamExt as _;
+        let mut events = self.stream(req).await?;
+        let mut assembler = BlockAssembler::new();
+        while let Some(event) = events.next().await {
+            assembler.push(event?)?;
+        }
+        Ok(assembler.finish()?)
+    }
+}
+
+/// Every configured provider behind one client: the model ref of each request picks the
+/// dialect, URL and key.
+///
+/// ```no_run
+/// use motet_directives::{LlmRequest, Message};
+/// use motet_providers::{LlmClient, Providers};
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let providers = Providers::from_env()?;
+/// let request = LlmRequest::new(
+///     "anthropic:claude-sonnet-4-5".parse()?,
+///     vec![Message::user("Say hello.")],
+/// );
+/// let response = providers.complete(request).await?;
+/// println!("{}", response.message);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Providers {
+    http: reqwest::Client,
+    config: ProvidersConfig,
+}
+
+impl Providers {
+    /// Providers configured from the environment (see [`crate::config`]).
+    ///
+    /// # Errors
+    /// [`ProviderError::Config`] when the HTTP client cannot be built.
+    pub fn from_env() -> Result<Self, ProviderError> {
+        Self::new(ProvidersConfig::from_env())
+    }
+
+    /// Providers with this configuration.
+    ///
+    /// # Errors
+    /// [`ProviderError::Config`] when the HTTP client cannot be built.
+    pub fn new(config: ProvidersConfig) -> Result<Self, ProviderError> {
+        Ok(Self {
+            http: http_client(&config.timeouts)?,
+            config,
+        })
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &ProvidersConfig {
+        &self.config
+    }
+
+    /// The client a request for `model` goes through.
+    ///
+    /// # Errors
+    /// [`ProviderError::Config`] for an unknown provider or a missing key or URL.
+    pub fn client_for(
+        &self,
+        model: &motet_directives::ModelRef,
+    ) -> Result<HttpClient, ProviderError> {
+        let dialect = models::dialect_for(model)?;
+        let (base_url, key) = self
+            .config
+            .resolve(ProviderKind::from_provider(model.provider())?)?;
+        Ok(HttpClient {
+            http: self.http.clone(),
+            dialect,
+            base_url,
+            key,
+            retry: self.config.retry,
+            timeouts: self.config.timeouts,
+        })
+    }
+}
+
+#[async_trait]
+impl LlmClient for Providers {
+    async fn stream(&self, req: LlmRequest) -> Result<LlmStream, ProviderError> {
+        self.client_for(&req.model)?.stream(req).await
+    }
+}
+
+/// One dialect at one endpoint.
+#[derive(Debug, Clone)]
+pub struct HttpClient {
+    http: reqwest::Client,
+    dialect: Dialect,
+    base_url: String,
+    key: Option<ApiKey>,
+    retry: RetryPolicy,
+    timeouts: Timeouts,
+}
+
+impl HttpClient {
+    /// A client for `dialect` at `base_url` (for Chat Completions and Responses the URL ends in
+    /// `/v1`; for Anthropic and Gemini it is the host), with default timeouts and retries.
+    ///
+    /// # Errors
+    /// [`ProviderError::Config`] when the HTTP client cannot be built.
+    pub fn new(
+        dialect: Dialect,
+        base_url: impl Into<String>,
+        key: Option<ApiKey>,
+    ) -> Result<Self, ProviderError> {
+        let timeouts = Timeouts::default();
+        Ok(Self {
+            http: http_client(&timeouts)?,
+            dialect,
+            base_url: base_url.into().trim_end_matches('/').to_owned(),
+            key,
+            retry: RetryPolicy::default(),
+            timeouts,
+        })
+    }
+
+    /// With these timeouts.
+    ///
+    /// # Errors
+    /// [`ProviderError::Config`] when the HTTP client cannot be rebuilt.
+    pub fn with_timeouts(mut self, timeouts: Timeouts) -> Result<Self, ProviderError> {
+        self.http = http_client(&timeouts)?;
+        self.timeouts = timeouts;
+        Ok(self)
+    }
+
+    /// With this retry policy.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// The dialect spoken.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    /// One attempt: send, check the status, read up to the first content event.
+    async fn attempt(&self, body: &serde_json::Value, req: &LlmRequest) -> Attempt {
+        let target = endpoint(self.dialect, &self.base_url, self.key.as_ref(), req);
+        let mut builder = self.http.post(&target.url).json(body);
+        for (name, value) in &target.headers {
+            builder = builder.header(*name, value);
+        }
+        if let Some((name, value)) = &target.auth {
+            builder = builder.header(*name, value);
+        }
+        let sent = tokio::time::timeout(self.timeouts.first_byte, builder.send()).await;
+        let response = match sent {
+            Err(_) => return Attempt::Failed(timeout("first byte"), RetryHints::default()),
+            Ok(Err(e)) => return Attempt::Failed(transport(e), RetryHints::default()),
+            Ok(Ok(response)) => response,
+        };
+        let status = response.status().as_u16();
+        let hints = hints(&response);
+        if !response.status().is_success() {
+            let body = read_capped(response, self.timeouts.idle).await;
+            let mut error = self.dialect.classify_error(status, &body);
+            if let ProviderError::RateLimited { retry_after, .. } = &mut error
+                && retry_after.is_none()
+            {
+                *retry_after = hints.retry_after;
+            }
+            return Attempt::Status(status, error, hints);
+        }
+        let mut reader = Reader {
+            response,
+            sse: SseDecoder::new(),
+            decoder: self.dialect.decoder(),
+            frames: Vec::new(),
+            events: Vec::new(),
+            idle: self.timeouts.idle,
+            first_read: Some(self.timeouts.first_byte),
+            ended: false,
+        };
+        let mut ready = VecDeque::new();
+        loop {
+            match reader.next_batch().await {
+                Ok(Some(batch)) => {
+                    let content = batch.iter().any(is_content);
+                    ready.extend(batch);
+                    if content {
+                        return Attempt::Streaming(Box::new(reader), ready);
+                    }
+                }
+                Ok(None) => return Attempt::Streaming(Box::new(reader), ready),
+                Err(e) => return Attempt::Failed(e, hints),
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl LlmClient for HttpClient {
+    async fn stream(&self, req: LlmRequest) -> Result<LlmStream, ProviderError> {
+        models::validate(&req)?;
+        let body = self.dialect.render(&req)?;
+        let mut attempt_no = 0;
+        loop {
+            let (error, failure, hints) = match self.attempt(&body, &req).await {
+                Attempt::Streaming(reader, ready) => return Ok(reader.into_stream(ready)),
+                Attempt::Status(status, error, hints) => (error, Failure::Status(status), hints),
+                Attempt::Failed(error, hints) => {
+                    let failure = Failure::of(&error);
+                    (error, failure, hints)
+                }
+            };
+            match self
+                .retry
+                .decide(attempt_no, failure, hints, fastrand::f64())
+            {
+                Some(wait) => {
+                    tracing::debug!(
+                        dialect = %self.dialect,
+                        attempt = attempt_no + 1,
+                        wait_ms = wait.as_millis() as u64,
+                        error = %error,
+                        "retrying LLM call"
+                    );
+                    tokio::time::sleep(wait).await;
+                    attempt_no += 1;
+                }
+                None => return Err(error),
+            }
+        }
+    }
+}
+
+enum Attempt {
+    /// The stream is flowing; these events are ready.
+    Streaming(Box<Reader>, VecDeque<LlmEvent>),
+    /// The server answered with an error status.
+    Status(u16, ProviderError, RetryHints),
+    /// The attempt failed before content.
+    Failed(ProviderError, RetryHints),
+}
+
+/// Reads a 2xx streaming body: bytes → SSE frames → the dialect's events.
+struct Reader {
+    response: reqwest::Response,
+    sse: SseDecoder,
+    decoder: Box<dyn StreamDecoder>,
+    frames: Vec<SseEvent>,
+    events: Vec<LlmEvent>,
+    idle: Duration,
+    /// The wait for the first body bytes, then `None` (the idle wait applies).
+    first_read: Option<Duration>,
+    ended: bool,
+}
+
+impl Reader {
+    /// The next non-empty batch of events, `None` at a clean end.
+    async fn next_batch(&mut self) -> Result<Option<Vec<LlmEvent>>, ProviderError> {
+        while !self.ended {
+            let (wait, phase) = match self.first_read.take() {
+                Some(wait) => (wait, "first byte"),
+                None => (self.idle, "next event"),
+            };
+            let chunk = match tokio::time::timeout(wait, self.response.chunk()).await {
+                Err(_) => return Err(timeout(phase)),
+                Ok(Err(e)) => return Err(broken(e)),
+                Ok(Ok(chunk)) => chunk,
+            };
+            match chunk {
+                Some(bytes) => self.sse.push(&bytes, &mut self.frames)?,
+                None => {
+                    self.ended = true;
+                    self.sse.finish(&mut self.frames)?;
+                }
+            }
+            for frame in self.frames.drain(..) {
+                self.decoder.decode(&frame, &mut self.events)?;
+            }
+            if self.ended {
+                self.decoder.finish(&mut self.events)?;
+            }
+            if !self.events.is_empty() {
+                return Ok(Some(std::mem::take(&mut self.events)));
+            }
+        }
+        Ok(None)
+    }
+
+    fn into_stream(self: Box<Self>, ready: VecDeque<LlmEvent>) -> LlmStream {
+        let state = (self, ready, false);
+        Box::pin(futures::stream::unfold(
+            state,
+            |(mut reader, mut ready, failed)| async move {
+                if failed {
+                    return None;
+                }
+                loop {
+                    if let Some(event) = ready.pop_front() {
+                        return Some((Ok(event), (reader, ready, false)));
+                    }
+                    match reader.next_batch().await {
+                        Ok(Some(batch)) => ready.extend(batch),
+                        Ok(None) => return None,
+                        Err(e) => return Some((Err(e), (reader, ready, true))),
+                    }
+                }
+            },
+        ))
+    }
+}
+
+/// Text, reasoning or a tool call: what makes a retry unsafe once the caller has seen it.
+fn is_content(event: &LlmEvent) -> bool {
+    matches!(
+        event,
+        LlmEvent::TextDelta { .. }
+            | LlmEvent::ReasoningStart { .. }
+            | LlmEvent::ReasoningDelta { .. }
+            | LlmEvent::ReasoningComplete { .. }
+            | LlmEvent::ToolCallStart { .. }
+            | LlmEvent::ToolCallDelta { .. }
+            | LlmEvent::ToolCallComplete { .. }
+            | LlmEvent::Done { .. }
+    )
+}
+
+fn http_client(timeouts: &Timeouts) -> Result<reqwest::Client, ProviderError> {
+    reqwest::Client::builder()
+        .connect_timeout(timeouts.connect)
+        .build()
+        .map_err(|e| ProviderError::Config {
+            message: format!("cannot build the HTTP client: {}", e.without_url()),
+        })
+}
+
+fn hints(response: &reqwest::Response) -> RetryHints {
+    let now = jiff::Timestamp::now().as_second();
+    RetryHints::from_headers(
+        response
+            .headers()
+            .iter()
+            .filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?))),
+        now,
+    )
+}
+
+/// The most of an error body kept (a proxy's HTML page can be large).
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+async fn read_capped(mut response: reqwest::Response, wait: Duration) -> String {
+    let mut body = Vec::new();
+    while body.len() < MAX_ERROR_BODY {
+        match tokio::time::timeout(wait, response.chunk()).await {
+            Ok(Ok(Some(bytes))) => body.extend_from_slice(&bytes),
+            _ => break,
+        }
+    }
+    body.truncate(MAX_ERROR_BODY);
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+fn timeout(phase: &str) -> ProviderError {
+    ProviderError::Timeout {
+        phase: phase.to_owned(),
+    }
+}
+
+fn transport(e: reqwest::Error) -> ProviderError {
+    if e.is_timeout() {
+        return timeout("connect");
+    }
+    ProviderError::Connect {
+        message: error_chain(&e.without_url()),
+    }
+}
+
+fn broken(e: reqwest::Error) -> ProviderError {
+    ProviderError::Connect {
+        message: format!("the stream broke: {}", error_chain(&e.without_url())),
+    }
+}
+
+/// An error and its causes on one line (reqwest's Display shows only the outermost).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

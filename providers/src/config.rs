@@ -1,0 +1,253 @@
+//! Where each provider is and how to authenticate: from the environment, as the official SDKs
+//! read it, with explicit settings taking precedence.
+//!
+//! | provider ref | key | base URL (default) |
+//! |---|---|---|
+//! | `openai:`, `openai-responses:` | `OPENAI_API_KEY` | `OPENAI_BASE_URL` (`https://api.openai.com/v1`) |
+//! | `anthropic:` | `ANTHROPIC_API_KEY` | `ANTHROPIC_BASE_URL` (`https://api.anthropic.com`) |
+//! | `gemini:` | `GEMINI_API_KEY`, else `GOOGLE_API_KEY` | `GEMINI_BASE_URL` (`https://generativelanguage.googleapis.com`) |
+//! | `openai-compat:` | `MOTET_OPENAI_COMPAT_API_KEY` (optional) | `MOTET_OPENAI_COMPAT_BASE_URL` (required) |
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::error::ProviderError;
+use crate::retry::RetryPolicy;
+
+/// An API key. It prints as `[redacted]` (Debug and Display), is never serialized, and is
+/// read only where a request header is built.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Wraps a key.
+    pub fn new(key: impl Into<String>) -> Self {
+        Self(key.into())
+    }
+
+    /// The key itself, for the one place that puts it in a header.
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+impl fmt::Display for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+/// The provider families motet configures separately.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProviderKind {
+    /// OpenAI (`openai:` and `openai-responses:` refs).
+    OpenAi,
+    /// Anthropic.
+    Anthropic,
+    /// Gemini.
+    Gemini,
+    /// Any OpenAI-compatible server (`openai-compat:` refs).
+    OpenAiCompat,
+}
+
+impl ProviderKind {
+    /// The kind a model ref's provider part names.
+    ///
+    /// # Errors
+    /// [`ProviderError::Config`] for an unknown provider.
+    pub fn from_provider(provider: &str) -> Result<Self, ProviderError> {
+        match provider {
+            "openai" | "openai-responses" => Ok(Self::OpenAi),
+            "anthropic" => Ok(Self::Anthropic),
+            "gemini" => Ok(Self::Gemini),
+            "openai-compat" => Ok(Self::OpenAiCompat),
+            other => Err(ProviderError::Config {
+                message: format!(
+                    "unknown provider `{other}` (expected openai, openai-responses, anthropic, gemini or openai-compat)"
+                ),
+            }),
+        }
+    }
+
+    fn key_vars(self) -> &'static [&'static str] {
+        match self {
+            Self::OpenAi => &["OPENAI_API_KEY"],
+            Self::Anthropic => &["ANTHROPIC_API_KEY"],
+            Self::Gemini => &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+            Self::OpenAiCompat => &["MOTET_OPENAI_COMPAT_API_KEY"],
+        }
+    }
+
+    fn url_var(self) -> &'static str {
+        match self {
+            Self::OpenAi => "OPENAI_BASE_URL",
+            Self::Anthropic => "ANTHROPIC_BASE_URL",
+            Self::Gemini => "GEMINI_BASE_URL",
+            Self::OpenAiCompat => "MOTET_OPENAI_COMPAT_BASE_URL",
+        }
+    }
+
+    fn default_url(self) -> Option<&'static str> {
+        match self {
+            Self::OpenAi => Some("https://api.openai.com/v1"),
+            Self::Anthropic => Some("https://api.anthropic.com"),
+            Self::Gemini => Some("https://generativelanguage.googleapis.com"),
+            Self::OpenAiCompat => None,
+        }
+    }
+
+    /// Whether requests without a key are sent (local servers usually need none).
+    fn key_optional(self) -> bool {
+        self == Self::OpenAiCompat
+    }
+
+    fn index(self) -> usize {
+        match self {
+            Self::OpenAi => 0,
+            Self::Anthropic => 1,
+            Self::Gemini => 2,
+            Self::OpenAiCompat => 3,
+        }
+    }
+}
+
+/// How long to wait, per phase of a call. There is deliberately no total timeout: a long
+/// healthy stream must not be cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Establishing the connection (TCP and TLS). Default 10 s.
+    pub connect: Duration,
+    /// From sending the request to the response headers and the first body bytes. Default 60 s
+    /// (a long prompt can take a while before the first token).
+    pub first_byte: Duration,
+    /// Between two reads of a streaming body. Default 60 s.
+    pub idle: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            connect: Duration::from_secs(10),
+            first_byte: Duration::from_secs(60),
+            idle: Duration::from_secs(60),
+        }
+    }
+}
+
+/// One provider's resolved settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProviderSettings {
+    /// The base URL, without a trailing slash.
+    pub base_url: Option<String>,
+    /// The key, if any.
+    pub api_key: Option<ApiKey>,
+}
+
+/// The configuration of every provider, plus timeouts and retries.
+#[derive(Debug, Clone, Default)]
+pub struct ProvidersConfig {
+    settings: [ProviderSettings; 4],
+    /// Per-phase timeouts.
+    pub timeouts: Timeouts,
+    /// The retry policy.
+    pub retry: RetryPolicy,
+}
+
+impl ProvidersConfig {
+    /// Nothing configured: every provider at its default URL, no keys.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Reads the process environment (see the module table).
+    pub fn from_env() -> Self {
+        Self::from_vars(|name| std::env::var(name).ok())
+    }
+
+    /// Reads settings through `var` (the environment, or a map in tests). Empty values count
+    /// as unset.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Self {
+        let mut config = Self::new();
+        for kind in [
+            ProviderKind::OpenAi,
+            ProviderKind::Anthropic,
+            ProviderKind::Gemini,
+            ProviderKind::OpenAiCompat,
+        ] {
+            let read = |name: &str| var(name).filter(|v| !v.trim().is_empty());
+            let settings = &mut config.settings[kind.index()];
+            settings.api_key = kind
+                .key_vars()
+                .iter()
+                .find_map(|v| read(v))
+                .map(ApiKey::new);
+            settings.base_url = read(kind.url_var()).map(|u| u.trim_end_matches('/').to_owned());
+        }
+        config
+    }
+
+    /// Sets a provider's key, over anything read from the environment.
+    pub fn with_api_key(mut self, kind: ProviderKind, key: ApiKey) -> Self {
+        self.settings[kind.index()].api_key = Some(key);
+        self
+    }
+
+    /// Sets a provider's base URL, over anything read from the environment.
+    pub fn with_base_url(mut self, kind: ProviderKind, url: impl Into<String>) -> Self {
+        self.settings[kind.index()].base_url = Some(url.into().trim_end_matches('/').to_owned());
+        self
+    }
+
+    /// Sets the timeouts.
+    pub fn with_timeouts(mut self, timeouts: Timeouts) -> Self {
+        self.timeouts = timeouts;
+        self
+    }
+
+    /// Sets the retry policy.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// The settings as given (no defaults applied).
+    pub fn settings(&self, kind: ProviderKind) -> &ProviderSettings {
+        &self.settings[kind.index()]
+    }
+
+    /// The base URL and key a call to `kind` uses.
+    ///
+    /// # Errors
+    /// [`ProviderError::Config`] naming the variable to set when the key (or, for
+    /// `openai-compat`, the URL) is missing.
+    pub fn resolve(&self, kind: ProviderKind) -> Result<(String, Option<ApiKey>), ProviderError> {
+        let settings = &self.settings[kind.index()];
+        let url = match (&settings.base_url, kind.default_url()) {
+            (Some(url), _) => url.clone(),
+            (None, Some(default)) => default.to_owned(),
+            (None, None) => {
+                return Err(ProviderError::Config {
+                    message: format!(
+                        "no base URL for openai-compat models: set {} or configure it explicitly",
+                        kind.url_var()
+                    ),
+                });
+            }
+        };
+        if settings.api_key.is_none() && !kind.key_optional() {
+            return Err(ProviderError::Config {
+                message: format!(
+                    "no API key: set {} or configure one explicitly",
+                    kind.key_vars().join(" or ")
+                ),
+            });
+        }
+        Ok((url, settings.api_key.clone()))
+    }
+}
