@@ -1,0 +1,547 @@
+//! Faults, against a scripted HTTP server on 127.0.0.1: each gives the documented typed error
+//! or retry — never a panic, never a hang (every test runs under a time limit).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use motet_directives::{LlmRequest, Message};
+use motet_providers::retry::RetryPolicy;
+use motet_providers::{
+    ApiKey, Dialect, HttpClient, LlmClient, LlmEvent, ProviderError, ProviderKind, Providers,
+    ProvidersConfig, Timeouts,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+
+/// What the server does with one request.
+#[derive(Clone)]
+enum Reply {
+    /// A whole response: status, extra headers, body.
+    Full(u16, Vec<(&'static str, String)>, String),
+    /// 200 with a streaming body written in these pieces, a pause after each, then `End`.
+    Stream(Vec<String>, Duration, End),
+    /// Accept, read the request, say nothing for this long.
+    Stall(Duration),
+}
+
+/// How a streaming body ends.
+#[derive(Clone, Copy)]
+enum End {
+    /// The chunked body is terminated properly.
+    Clean,
+    /// The connection is cut in the middle of the body.
+    Cut,
+    /// Nothing more is sent; the connection stays open this long.
+    Hold(Duration),
+}
+
+struct Server {
+    url: String,
+    hits: Arc<AtomicUsize>,
+    /// One message per connection the client closed (EOF seen by the server).
+    closed: mpsc::UnboundedReceiver<()>,
+    /// Each request's header block, as received.
+    requests: mpsc::UnboundedReceiver<String>,
+}
+
+/// Serves `replies` in order, one per request; the last repeats.
+async fn serve(replies: Vec<Reply>) -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let hits = Arc::new(AtomicUsize::new(0));
+    let (closed_tx, closed) = mpsc::unbounded_channel();
+    let (req_tx, requests) = mpsc::unbounded_channel();
+    let counter = hits.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((socket, _)) = listener.accept().await else {
+                return;
+            };
+            let n = counter.fetch_add(1, Ordering::SeqCst);
+            let reply = replies[n.min(replies.len() - 1)].clone();
+            let closed_tx = closed_tx.clone();
+            let req_tx = req_tx.clone();
+            tokio::spawn(async move {
+                let _ = answer(socket, reply, closed_tx, req_tx).await;
+            });
+        }
+    });
+    Server {
+        url,
+        hits,
+        closed,
+        requests,
+    }
+}
+
+async fn read_request(socket: &mut TcpStream) -> std::io::Result<String> {
+    let mut buf = Vec::new();
+    let mut byte = [0u8; 4096];
+    loop {
+        let n = socket.read(&mut byte).await?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&byte[..n]);
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_string();
+            let length = head
+                .lines()
+                .find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    k.eq_ignore_ascii_case("content-length")
+                        .then(|| v.trim().parse::<usize>().ok())?
+                })
+                .unwrap_or(0);
+            while buf.len() < end + 4 + length {
+                let n = socket.read(&mut byte).await?;
+                if n == 0 {
+                    break;
+                }
+                buf.extend_from_slice(&byte[..n]);
+            }
+            return Ok(head);
+        }
+    }
+    Ok(String::new())
+}
+
+async fn answer(
+    mut socket: TcpStream,
+    reply: Reply,
+    closed: mpsc::UnboundedSender<()>,
+    requests: mpsc::UnboundedSender<String>,
+) -> std::io::Result<()> {
+    let head = read_request(&mut socket).await?;
+    let _ = requests.send(head);
+    match reply {
+        Reply::Full(status, headers, body) => {
+            let mut out = format!(
+                "HTTP/1.1 {status} X\r\ncontent-length: {}\r\nconnection: close\r\n",
+                body.len()
+            );
+            for (k, v) in headers {
+                out.push_str(&format!("{k}: {v}\r\n"));
+            }
+            out.push_str("\r\n");
+            out.push_str(&body);
+            socket.write_all(out.as_bytes()).await?;
+        }
+        Reply::Stream(pieces, pause, end) => {
+            socket
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n")
+                .await?;
+            for piece in pieces {
+                let chunk = format!("{:x}\r\n{piece}\r\n", piece.len());
+                if socket.write_all(chunk.as_bytes()).await.is_err() {
+                    let _ = closed.send(());
+                    return Ok(());
+                }
+                tokio::time::sleep(pause).await;
+            }
+            match end {
+                End::Clean => socket.write_all(b"0\r\n\r\n").await?,
+                End::Cut => {}
+                End::Hold(hold) => {
+                    // Wait for the client to hang up (or the hold to pass).
+                    let mut byte = [0u8; 1];
+                    if let Ok(Ok(0)) = tokio::time::timeout(hold, socket.read(&mut byte)).await {
+                        let _ = closed.send(());
+                    }
+                }
+            }
+        }
+        Reply::Stall(wait) => tokio::time::sleep(wait).await,
+    }
+    Ok(())
+}
+
+fn chat_chunk(content: &str) -> String {
+    format!(
+        "data: {}\n\n",
+        serde_json::json!({"id": "c", "model": "m", "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": null}]})
+    )
+}
+
+fn chat_end() -> String {
+    format!(
+        "data: {}\n\ndata: [DONE]\n\n",
+        serde_json::json!({"id": "c", "model": "m", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    )
+}
+
+fn ok_stream() -> Reply {
+    Reply::Stream(
+        vec![chat_chunk("Hello"), chat_end()],
+        Duration::ZERO,
+        End::Clean,
+    )
+}
+
+fn fast_retries() -> RetryPolicy {
+    RetryPolicy {
+        initial_backoff: Duration::from_millis(10),
+        max_backoff: Duration::from_millis(40),
+        ..RetryPolicy::default()
+    }
+}
+
+fn client(url: &str) -> HttpClient {
+    HttpClient::new(
+        Dialect::OpenAiChat,
+        format!("{url}/v1"),
+        Some(ApiKey::new("sk-test-SECRET-123")),
+    )
+    .expect("client")
+    .with_retry(fast_retries())
+    .with_timeouts(Timeouts {
+        connect: Duration::from_secs(2),
+        first_byte: Duration::from_millis(500),
+        idle: Duration::from_millis(300),
+    })
+    .expect("timeouts")
+}
+
+fn request() -> LlmRequest {
+    LlmRequest::new(
+        "openai-compat:test".parse().expect("ref"),
+        vec![Message::user("hi")],
+    )
+}
+
+/// Runs a future under a time limit so that a hang fails the test instead of stalling it.
+async fn limit<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(20), f)
+        .await
+        .expect("the client hung")
+}
+
+#[tokio::test]
+async fn rate_limited_then_ok_honours_retry_after() {
+    let server = serve(vec![
+        Reply::Full(
+            429,
+            vec![("retry-after-ms", "300".into())],
+            r#"{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}"#.into(),
+        ),
+        ok_stream(),
+    ])
+    .await;
+    let started = Instant::now();
+    let r = limit(client(&server.url).complete(request()))
+        .await
+        .expect("retried");
+    assert_eq!(r.message.to_string(), "Hello");
+    assert_eq!(server.hits.load(Ordering::SeqCst), 2);
+    assert!(
+        started.elapsed() >= Duration::from_millis(300),
+        "waited {:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn rate_limited_every_time_gives_up_with_the_hint() {
+    let server = serve(vec![Reply::Full(
+        429,
+        vec![("retry-after", "0".into())],
+        r#"{"error":{"message":"slow down","code":"rate_limit_exceeded"}}"#.into(),
+    )])
+    .await;
+    let err = limit(client(&server.url).complete(request()))
+        .await
+        .expect_err("gives up");
+    assert_eq!(
+        err,
+        ProviderError::RateLimited {
+            retry_after: Some(Duration::ZERO),
+            message: "slow down".into()
+        }
+    );
+    assert_eq!(server.hits.load(Ordering::SeqCst), 3, "1 try + 2 retries");
+}
+
+#[tokio::test]
+async fn server_errors_are_retried_then_succeed() {
+    for status in [500, 529, 503] {
+        let server = serve(vec![
+            Reply::Full(status, vec![], "oops".into()),
+            ok_stream(),
+        ])
+        .await;
+        let r = limit(client(&server.url).complete(request()))
+            .await
+            .expect("retried");
+        assert_eq!(r.message.to_string(), "Hello", "{status}");
+        assert_eq!(server.hits.load(Ordering::SeqCst), 2, "{status}");
+    }
+}
+
+#[tokio::test]
+async fn x_should_retry_false_is_obeyed() {
+    let server = serve(vec![
+        Reply::Full(500, vec![("x-should-retry", "false".into())], "no".into()),
+        ok_stream(),
+    ])
+    .await;
+    let err = limit(client(&server.url).complete(request()))
+        .await
+        .expect_err("no retry");
+    assert!(
+        matches!(err, ProviderError::Server { status: 500, .. }),
+        "{err:?}"
+    );
+    assert_eq!(server.hits.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn an_html_error_page_is_a_typed_error_with_its_status() {
+    let page = "<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>";
+    let server = serve(vec![Reply::Full(
+        502,
+        vec![("content-type", "text/html".into())],
+        page.into(),
+    )])
+    .await;
+    let err = limit(
+        client(&server.url)
+            .with_retry(RetryPolicy::none())
+            .complete(request()),
+    )
+    .await
+    .expect_err("error");
+    match err {
+        ProviderError::Server { status, message } => {
+            assert_eq!(status, 502);
+            assert!(message.contains("502 Bad Gateway"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let server = serve(vec![Reply::Full(
+        400,
+        vec![],
+        r#"{"error":{"message":"bad field `x`","type":"invalid_request_error"}}"#.into(),
+    )])
+    .await;
+    let err = limit(client(&server.url).complete(request()))
+        .await
+        .expect_err("error");
+    assert_eq!(
+        err,
+        ProviderError::InvalidRequest {
+            status: 400,
+            message: "bad field `x`".into()
+        }
+    );
+    assert_eq!(server.hits.load(Ordering::SeqCst), 1, "400 is not retried");
+}
+
+#[tokio::test]
+async fn closing_mid_stream_after_content_is_a_typed_error_not_a_retry() {
+    // A body that ends cleanly without a finish reason, and a connection cut mid-body.
+    for (end, truncated) in [(End::Clean, true), (End::Cut, false)] {
+        let server = serve(vec![
+            Reply::Stream(
+                vec![chat_chunk("Hel"), chat_chunk("lo")],
+                Duration::from_millis(10),
+                end,
+            ),
+            ok_stream(),
+        ])
+        .await;
+        let mut stream = limit(client(&server.url).stream(request()))
+            .await
+            .expect("starts");
+        let mut got = Vec::new();
+        let mut errors = Vec::new();
+        while let Some(item) = limit(stream.next()).await {
+            match item {
+                Ok(event) => got.push(event),
+                Err(e) => errors.push(e),
+            }
+        }
+        assert!(got.iter().any(|e| matches!(e, LlmEvent::TextDelta { .. })));
+        match errors.as_slice() {
+            [ProviderError::StreamTruncated { .. }] if truncated => {}
+            [ProviderError::Connect { message }] if !truncated => {
+                assert!(message.contains("the stream broke"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            server.hits.load(Ordering::SeqCst),
+            1,
+            "no silent retry after content"
+        );
+    }
+}
+
+#[tokio::test]
+async fn closing_before_any_content_is_retried() {
+    let server = serve(vec![
+        Reply::Stream(vec![": keep-alive\n\n".into()], Duration::ZERO, End::Clean),
+        ok_stream(),
+    ])
+    .await;
+    let r = limit(client(&server.url).complete(request()))
+        .await
+        .expect("retried");
+    assert_eq!(r.message.to_string(), "Hello");
+    assert_eq!(server.hits.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn malformed_json_in_a_data_line_is_a_protocol_error() {
+    let server = serve(vec![Reply::Stream(
+        vec![chat_chunk("Hi"), "data: {\"choices\": [oops\n\n".into()],
+        Duration::ZERO,
+        End::Clean,
+    )])
+    .await;
+    let err = limit(client(&server.url).complete(request()))
+        .await
+        .expect_err("error");
+    assert!(matches!(err, ProviderError::Protocol { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn an_error_event_mid_stream_is_typed() {
+    let server = serve(vec![Reply::Stream(
+        vec![
+            chat_chunk("Hi"),
+            "data: {\"error\":{\"message\":\"The server had an error\",\"type\":\"server_error\"}}\n\n".into(),
+        ],
+        Duration::ZERO,
+        End::Clean,
+    )])
+    .await;
+    let err = limit(client(&server.url).complete(request()))
+        .await
+        .expect_err("error");
+    assert!(
+        matches!(err, ProviderError::Server { status: 0, .. }),
+        "{err:?}"
+    );
+    assert_eq!(server.hits.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn stalling_between_events_hits_the_idle_timeout() {
+    let server = serve(vec![Reply::Stream(
+        vec![chat_chunk("Hi")],
+        Duration::ZERO,
+        End::Hold(Duration::from_secs(10)),
+    )])
+    .await;
+    let started = Instant::now();
+    let err = limit(client(&server.url).complete(request()))
+        .await
+        .expect_err("timeout");
+    assert_eq!(
+        err,
+        ProviderError::Timeout {
+            phase: "next event".into()
+        }
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn stalling_before_the_headers_hits_the_first_byte_timeout_after_retries() {
+    let server = serve(vec![Reply::Stall(Duration::from_secs(10))]).await;
+    let err = limit(client(&server.url).complete(request()))
+        .await
+        .expect_err("timeout");
+    assert_eq!(
+        err,
+        ProviderError::Timeout {
+            phase: "first byte".into()
+        }
+    );
+    assert_eq!(
+        server.hits.load(Ordering::SeqCst),
+        3,
+        "timeouts are retried"
+    );
+}
+
+#[tokio::test]
+async fn a_closed_port_is_a_connect_error() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    drop(listener);
+    let err = limit(client(&url).complete(request()))
+        .await
+        .expect_err("connect");
+    assert!(matches!(err, ProviderError::Connect { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn dropping_the_stream_closes_the_connection() {
+    let mut server = serve(vec![Reply::Stream(
+        vec![chat_chunk("Hi")],
+        Duration::ZERO,
+        End::Hold(Duration::from_secs(10)),
+    )])
+    .await;
+    let mut stream = limit(client(&server.url).stream(request()))
+        .await
+        .expect("starts");
+    let first = limit(stream.next()).await;
+    assert!(matches!(first, Some(Ok(_))));
+    drop(stream);
+    limit(server.closed.recv())
+        .await
+        .expect("the server saw the client hang up");
+}
+
+#[tokio::test]
+async fn the_key_never_appears_in_errors_and_travels_only_in_its_header() {
+    // A 401 whose body echoes the key, as OpenAI does (masked) and a proxy might (whole).
+    let body = r#"{"error":{"message":"Incorrect API key provided: sk-test-SECRET-123. You can find your API key at https://platform.openai.com.","type":"invalid_request_error","code":"invalid_api_key"}}"#;
+    let mut server = serve(vec![Reply::Full(401, vec![], body.into())]).await;
+    let err = limit(client(&server.url).complete(request()))
+        .await
+        .expect_err("401");
+    let printed = format!("{err} {err:?}");
+    assert!(!printed.contains("SECRET"), "{printed}");
+    assert!(matches!(
+        err,
+        ProviderError::Authentication { status: 401, .. }
+    ));
+    let head = server.requests.recv().await.expect("request");
+    assert!(
+        head.contains("authorization: Bearer sk-test-SECRET-123"),
+        "{head}"
+    );
+    assert!(
+        !head.lines().next().unwrap_or("").contains("SECRET"),
+        "not in the URL"
+    );
+
+    // Gemini: the key goes in x-goog-api-key, never in the URL.
+    let mut server = serve(vec![Reply::Full(400, vec![], "{}".into())]).await;
+    let config = ProvidersConfig::new()
+        .with_api_key(ProviderKind::Gemini, ApiKey::new("AIza-SECRET-456"))
+        .with_base_url(ProviderKind::Gemini, &server.url)
+        .with_retry(RetryPolicy::none());
+    let providers = Providers::new(config).expect("providers");
+    let gemini = LlmRequest::new(
+        "gemini:gemini-3-pro-preview".parse().expect("ref"),
+        vec![Message::user("hi")],
+    );
+    let err = limit(providers.complete(gemini)).await.expect_err("400");
+    assert!(!format!("{err} {err:?} {providers:?}").contains("SECRET"));
+    let head = server.requests.recv().await.expect("request");
+    let request_line = head.lines().next().unwrap_or("");
+    assert!(
+        request_line
+            .starts_with("POST /v1beta/models/gemini-3-pro-preview:streamGenerateContent?alt=sse "),
+        "{request_line}"
+    );
+    assert!(!request_line.contains("SECRET"));
+    assert!(head.contains("x-goog-api-key: AIza-SECRET-456"));
+}
