@@ -4,6 +4,8 @@
 //! Expectations come from the recordings themselves (the fixture README and the bytes:
 //! signatures and encrypted content are read out of the raw events), never from our output.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
+
 use motet_directives::{AssistantBlock, LlmResponse, ProviderMeta, StopReason, Usage};
 use motet_providers::{Dialect, ProviderError, transcript};
 use serde_json::{Value, json};

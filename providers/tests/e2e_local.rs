@@ -4,6 +4,8 @@
 //!
 //! Runs when `MOTET_LOCAL_LLM_URL` is set (CI sets it); otherwise each test prints a skip line.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
+
 use std::sync::Arc;
 
 use motet_directives::{

@@ -1,6 +1,8 @@
 //! Faults, against a scripted HTTP server on 127.0.0.1: each gives the documented typed error
 //! or retry — never a panic, never a hang (every test runs under a time limit).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};

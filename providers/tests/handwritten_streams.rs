@@ -2,6 +2,8 @@
 //! fixture README lists them): mid-stream errors, truncation, redacted thinking, the output
 //! limit inside a tool call, servers that omit or reuse tool-call ids, malformed events.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
+
 use motet_directives::{AssistantBlock, ProviderMeta, StopReason};
 use motet_providers::{Dialect, ProviderError, transcript};
 use serde_json::{Value, json};
