@@ -109,7 +109,10 @@ impl SseDecoder {
                 return Ok(());
             }
         }
-        if self.after_cr && chunk.first() == Some(&b'\n') {
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        if self.after_cr && chunk[0] == b'\n' {
             chunk = &chunk[1..];
         }
         self.after_cr = false;
