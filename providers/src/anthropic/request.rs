@@ -160,3 +160,40 @@ pub(crate) fn extra_headers(req: &LlmRequest) -> Vec<(&'static str, String)> {
     }
     headers
 }
+
+#[cfg(test)]
+mod tests {
+    use motet_directives::{LlmOptions, Message};
+
+    use super::*;
+
+    #[test]
+    fn the_interleaved_thinking_beta_only_with_thinking() {
+        let plain = LlmRequest::new(
+            "anthropic:claude-sonnet-4-5".parse().unwrap(),
+            vec![Message::user("hi")],
+        );
+        assert_eq!(
+            extra_headers(&plain),
+            [("anthropic-version", "2023-06-01".to_owned())]
+        );
+        let thinking = plain.with_options(LlmOptions {
+            thinking_budget: Some(1024),
+            ..LlmOptions::default()
+        });
+        assert_eq!(
+            extra_headers(&thinking),
+            [
+                ("anthropic-version", "2023-06-01".to_owned()),
+                ("anthropic-beta", INTERLEAVED_THINKING.to_owned())
+            ]
+        );
+        // Without a max_tokens, room is left for the answer after the thinking budget.
+        let body = render(&thinking).unwrap();
+        assert_eq!(body["max_tokens"], 1024 + DEFAULT_MAX_TOKENS);
+        assert_eq!(
+            body["thinking"],
+            serde_json::json!({"type": "enabled", "budget_tokens": 1024})
+        );
+    }
+}

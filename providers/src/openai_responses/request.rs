@@ -16,13 +16,15 @@
 //! - Item ids of function calls (`fc_…`) and messages (`msg_…`) are not sent: with
 //!   `store: false` and encrypted reasoning they are optional, and calls are paired with their
 //!   outputs by `call_id`.
-//! - Tool results become `function_call_output` items. The API has no error flag; the result's
-//!   text is what the model reads either way.
+//! - Tool results become `function_call_output` items. The API has no error flag, so a failed
+//!   tool's text is sent as `Error: <text>` (as in Chat Completions) for the model to read.
 //! - `include: ["reasoning.encrypted_content"]` is requested when reasoning effort is set or the
 //!   model is a reasoning model, so the next request can replay the reasoning; non-reasoning
 //!   models reject it. `reasoning: {effort, summary: "auto"}` is sent only when effort is set.
 //! - The Responses API has no stop sequences and no thinking token budget; those options are
 //!   not sent.
+
+use std::borrow::Cow;
 
 use motet_directives::{
     AssistantBlock, AssistantMessage, LlmRequest, Message, ProviderMeta, ReasoningEffort,
@@ -56,7 +58,11 @@ pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
             Message::ToolResults { results } => {
                 input.extend(results.iter().map(|result| InputItem::FunctionCallOutput {
                     call_id: &result.tool_use_id,
-                    output: &result.content,
+                    output: if result.is_error {
+                        Cow::Owned(format!("Error: {}", result.content))
+                    } else {
+                        Cow::Borrowed(result.content.as_str())
+                    },
                 }));
             }
         }
@@ -273,7 +279,7 @@ mod tests {
                     {"type": "function_call", "call_id": "call_b", "name": "get_time",
                      "arguments": "{\"timezone\":\"Asia/Tokyo\"}"},
                     {"type": "function_call_output", "call_id": "call_a", "output": "21C, sunny"},
-                    {"type": "function_call_output", "call_id": "call_b", "output": "unknown timezone"},
+                    {"type": "function_call_output", "call_id": "call_b", "output": "Error: unknown timezone"},
                 ],
                 "tools": [{"type": "function", "name": "get_weather", "description": "Weather for a city",
                            "parameters": {"type":"object","properties":{"city":{"type":"string"}},"required":["city"]},

@@ -60,7 +60,10 @@ pub(super) enum InputItem<'a> {
         arguments: &'a str,
     },
     /// The result of a tool call.
-    FunctionCallOutput { call_id: &'a str, output: &'a str },
+    FunctionCallOutput {
+        call_id: &'a str,
+        output: std::borrow::Cow<'a, str>,
+    },
 }
 
 /// One content part of an input message.
