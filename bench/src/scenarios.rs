@@ -7,6 +7,7 @@ mod bus;
 mod prefix;
 mod project;
 mod router;
+mod sse;
 
 /// A scenario's entry point.
 pub(crate) type RunFn = fn() -> Vec<Report>;
@@ -18,4 +19,5 @@ pub(crate) const ALL: &[(&str, RunFn)] = &[
     ("project", project::run),
     ("prefix", prefix::run),
     ("append", append::run),
+    ("sse", sse::run),
 ];
