@@ -277,7 +277,7 @@ impl LlmClient for HttpClient {
                     tokio::time::sleep(wait).await;
                     attempt_no += 1;
                 }
-                None => return Err(error),
+                None => return Err(error.redacted()),
             }
         }
     }
@@ -353,7 +353,7 @@ impl Reader {
                     match reader.next_batch().await {
                         Ok(Some(batch)) => ready.extend(batch),
                         Ok(None) => return None,
-                        Err(e) => return Some((Err(e), (reader, ready, true))),
+                        Err(e) => return Some((Err(e.redacted()), (reader, ready, true))),
                     }
                 }
             },

@@ -68,14 +68,16 @@ impl Dialect {
         }
     }
 
-    /// The typed error for an HTTP error response of this dialect.
+    /// The typed error for an HTTP error response of this dialect (anything that looks like an
+    /// API key is removed from its message).
     pub fn classify_error(self, status: u16, body: &str) -> ProviderError {
-        match self {
+        let error = match self {
             Dialect::OpenAiChat => openai_chat::classify_error(status, body),
             Dialect::OpenAiResponses => openai_responses::classify_error(status, body),
             Dialect::Anthropic => anthropic::classify_error(status, body),
             Dialect::Gemini => gemini::classify_error(status, body),
-        }
+        };
+        error.redacted()
     }
 }
 

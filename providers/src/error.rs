@@ -104,3 +104,115 @@ pub enum ProviderError {
         message: String,
     },
 }
+
+/// Prefixes of the providers' API keys: OpenAI (`sk-`, `sk-proj-`), Anthropic (`sk-ant-`),
+/// Google (`AIza`).
+const KEY_PREFIXES: [&str; 2] = ["sk-", "AIza"];
+
+/// Replaces every word that starts like an API key with `[redacted]`. OpenAI echoes a masked
+/// key in its 401 message (`Incorrect API key provided: sk-abc…xyz`), a proxy may echo a whole
+/// one; even masked, a key does not belong in an error that may be logged.
+pub(crate) fn redact_keys(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    loop {
+        let next = KEY_PREFIXES.iter().filter_map(|p| rest.find(p)).min();
+        let Some(at) = next else { break };
+        let starts_word = rest[..at]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !c.is_ascii_alphanumeric());
+        out.push_str(&rest[..at]);
+        let after = &rest[at..];
+        let end = after
+            .find(|c: char| c.is_whitespace() || matches!(c, '.' | ',' | '"' | '\'' | ')'))
+            .unwrap_or(after.len());
+        let end = end.max(1);
+        if starts_word {
+            out.push_str("[redacted]");
+        } else {
+            out.push_str(&after[..end]);
+        }
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+impl ProviderError {
+    /// The same error with anything that looks like an API key removed from its message.
+    pub(crate) fn redacted(self) -> Self {
+        use ProviderError as E;
+        let r = |m: String| redact_keys(&m);
+        match self {
+            E::Authentication { status, message } => E::Authentication {
+                status,
+                message: r(message),
+            },
+            E::RateLimited {
+                retry_after,
+                message,
+            } => E::RateLimited {
+                retry_after,
+                message: r(message),
+            },
+            E::Overloaded { message } => E::Overloaded {
+                message: r(message),
+            },
+            E::InvalidRequest { status, message } => E::InvalidRequest {
+                status,
+                message: r(message),
+            },
+            E::ContextLengthExceeded { message } => E::ContextLengthExceeded {
+                message: r(message),
+            },
+            E::ContentFiltered { message } => E::ContentFiltered {
+                message: r(message),
+            },
+            E::Server { status, message } => E::Server {
+                status,
+                message: r(message),
+            },
+            E::StreamTruncated { reason } => E::StreamTruncated { reason: r(reason) },
+            E::Protocol { message } => E::Protocol {
+                message: r(message),
+            },
+            E::Connect { message } => E::Connect {
+                message: r(message),
+            },
+            E::Config { message } => E::Config {
+                message: r(message),
+            },
+            other => other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_of_every_provider_are_redacted_but_words_that_contain_the_prefix_are_not() {
+        assert_eq!(
+            redact_keys("Incorrect API key provided: sk-proj-abc123. See docs."),
+            "Incorrect API key provided: [redacted]. See docs."
+        );
+        assert_eq!(
+            redact_keys("key sk-ant-api03-xyz rejected"),
+            "key [redacted] rejected"
+        );
+        assert_eq!(redact_keys("bad key AIzaSyD-123"), "bad key [redacted]");
+        assert_eq!(
+            redact_keys("ask-me task-1 AIza"),
+            "ask-me task-1 [redacted]"
+        );
+        assert_eq!(redact_keys("no keys here"), "no keys here");
+        let e = ProviderError::Server {
+            status: 500,
+            message: "upstream said sk-live-SECRET".into(),
+        }
+        .redacted();
+        assert!(!e.to_string().contains("SECRET"));
+    }
+}

@@ -58,6 +58,6 @@ pub fn decode_events<'a>(
         }
         decoder.finish(&mut events)
     };
-    let end = run();
+    let end = run().map_err(ProviderError::redacted);
     (events, end)
 }

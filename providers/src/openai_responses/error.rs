@@ -106,30 +106,9 @@ pub(crate) fn excerpt(body: &str) -> String {
     trimmed.chars().take(BODY_EXCERPT_CHARS).collect()
 }
 
-/// OpenAI echoes a masked key (`Incorrect API key provided: sk-abc…xyz`); even masked, a key
-/// does not belong in an error that may be logged.
+/// Replaces anything that looks like an API key with `[redacted]`.
 pub(crate) fn redact_keys(message: &str) -> String {
-    let mut out = String::with_capacity(message.len());
-    let mut rest = message;
-    while let Some(at) = rest.find("sk-") {
-        let starts_word = rest[..at]
-            .chars()
-            .next_back()
-            .is_none_or(|c| !c.is_ascii_alphanumeric());
-        out.push_str(&rest[..at]);
-        let after = &rest[at..];
-        let end = after
-            .find(|c: char| c.is_whitespace() || matches!(c, '.' | ',' | '"' | '\'' | ')'))
-            .unwrap_or(after.len());
-        if starts_word {
-            out.push_str("[redacted]");
-        } else {
-            out.push_str(&after[..end]);
-        }
-        rest = &after[end..];
-    }
-    out.push_str(rest);
-    out
+    crate::error::redact_keys(message)
 }
 
 #[cfg(test)]
