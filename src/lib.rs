@@ -8,7 +8,7 @@
 //! - [`signals`] — the Signal envelope, type router and bus.
 //! - [`directives`] — what a strategy asks the runtime to do, and the LLM vocabulary.
 //! - [`agents`] — Strategy, Thread, context projection, ReAct (pure).
-//! - [`providers`] — streaming LLM clients.
+//! - [`providers`] — streaming LLM clients for four dialects, with exact reasoning replay.
 //! - [`runtime`] — agent actors, supervision, registry, stores, telemetry.
 
 pub use motet_agents as agents;
@@ -23,6 +23,13 @@ pub mod prelude {
         ContextPolicy, Entry, EntryBody, EntryKind, Env, FixedEnv, NewEntry, PolicyOverride,
         ProjectionInput, ProjectionResult, ReAct, ReActConfig, ReActState, Refs, Strategy,
         StrategyError, Thread, WindowMode, project,
+    };
+    pub use motet_directives::{
+        AssistantBlock, AssistantMessage, Directive, LlmRequest, LlmResponse, Message, ModelRef,
+        ProviderMeta, ToolCallView, ToolChoice, ToolDef, ToolResult, Usage,
+    };
+    pub use motet_providers::{
+        ApiKey, LlmClient, LlmEvent, ProviderError, Providers, ProvidersConfig,
     };
     pub use motet_signals::{
         Bus, Delivery, Pattern, Router, Signal, SignalData, SignalError, SignalId, SignalType,

@@ -20,7 +20,10 @@ pub enum ToolError {
         available: Vec<String>,
     },
     /// The tool exists but this agent's allowlist does not offer it.
-    #[error("tool `{name}` is not available to this agent; {}", Available(available))]
+    #[error(
+        "tool `{name}` is not available to this agent; {}",
+        Available(available)
+    )]
     NotAllowed {
         /// The name the model called.
         name: String,

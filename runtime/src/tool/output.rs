@@ -55,10 +55,17 @@ mod tests {
         for max in 0..text.len() {
             let out = truncate(text.to_owned(), max);
             let (shown, marker) = out.split_once("\n[truncated: ").unwrap();
-            assert!(shown.len() <= max, "limit {max}: showed {} bytes", shown.len());
+            assert!(
+                shown.len() <= max,
+                "limit {max}: showed {} bytes",
+                shown.len()
+            );
             assert!(text.starts_with(shown));
             assert!(max - shown.len() < 4);
-            assert_eq!(marker, format!("{} of {} bytes shown]", shown.len(), text.len()));
+            assert_eq!(
+                marker,
+                format!("{} of {} bytes shown]", shown.len(), text.len())
+            );
         }
     }
 
