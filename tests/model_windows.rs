@@ -21,5 +21,8 @@ fn a_known_model_sizes_the_policy_from_its_window() {
     assert_eq!(for_sonnet, ContextPolicy::for_context_window(200_000));
     assert_eq!(for_gemini, ContextPolicy::for_context_window(1_048_576));
     assert!(for_gemini.input_budget() > for_sonnet.input_budget());
-    assert_eq!(ContextPolicy::for_model(&unknown, &window), ContextPolicy::new());
+    assert_eq!(
+        ContextPolicy::for_model(&unknown, &window),
+        ContextPolicy::new()
+    );
 }
