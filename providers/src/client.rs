@@ -262,6 +262,8 @@ impl LlmClient for HttpClient {
                     (error, failure, hints)
                 }
             };
+            // Scrubbed before it is logged or returned: a provider may echo a key.
+            let error = error.redacted();
             match self
                 .retry
                 .decide(attempt_no, failure, hints, fastrand::f64())
@@ -277,7 +279,7 @@ impl LlmClient for HttpClient {
                     tokio::time::sleep(wait).await;
                     attempt_no += 1;
                 }
-                None => return Err(error.redacted()),
+                None => return Err(error),
             }
         }
     }
