@@ -1,12 +1,19 @@
 //! The runtime: supervised agent actors that execute the directives their strategies return.
 //!
 //! # Layout
+//! - [`agent`] — [`agent::Runtime`], [`agent::AgentServer`] (a ractor actor per agent), asks,
+//!   and the execution of directives.
 //! - [`store`] — thread persistence: the `ThreadStore` trait, in-memory and SQLite stores.
 //! - [`supervisor`] — OTP restart strategies, restart types and intensity; the restart decision
 //!   is a pure, tested function.
+//! - `testing` (feature `test-utils`) — a scripted model for logic tests.
 //! - [`tool`] — the `Tool` trait, typed tools (`tool_fn`), and the `ToolSet` dispatcher with
 //!   a per-agent allowlist, time limit, panic containment and output size limit.
 
+pub mod agent;
 pub mod store;
 pub mod supervisor;
 pub mod tool;
+
+#[cfg(feature = "test-utils")]
+pub mod testing;

@@ -1,0 +1,33 @@
+//! Agents: a pure strategy hosted by a ractor actor that executes the directives it returns.
+//!
+//! Every signal an agent receives goes to its strategy; the directives that come back are
+//! executed by the [`AgentServer`], and every outcome — an LLM response or failure, a tool
+//! result, a scheduled signal — returns to the same actor's mailbox as a signal. State changes
+//! therefore happen in one place, one signal at a time; the actor decides nothing itself.
+//!
+//! An [`AgentHandle::ask`] sends a `react.input` signal with a fresh request id and waits for
+//! the agent to emit a reply for it: the first emitted signal carrying that request id whose
+//! type is one of the spec's reply types (`react.completed` / `react.failed` by default).
+//!
+//! # Layout
+//! - `env` — [`SystemEnv`]: the clock and UUIDv7 ids the pure strategy is given.
+//! - `server` — [`AgentServer`], its messages and the directive executor.
+//! - `handle` — [`Runtime`], [`AgentSpec`], [`AgentHandle`], [`AskOptions`], [`AskError`].
+//!
+//! Directives executed so far: `LlmStream` (through the runtime's [`LlmClient`]), `ToolExec`
+//! (through the agent's [`crate::tool::ToolSet`]), `Emit` to the bus or another agent,
+//! `Schedule` / `CancelSchedule`, `Stop`. `Summarize` answers `summary.failed` (the strategy
+//! carries on without a summary); `Spawn`, `StopChild`, groups and parents arrive with
+//! supervision.
+//!
+//! [`LlmClient`]: motet_providers::LlmClient
+
+mod env;
+mod handle;
+mod server;
+
+pub use env::SystemEnv;
+pub use handle::{
+    AgentHandle, AgentSpec, AskError, AskOptions, Runtime, RuntimeBuilder, RuntimeError,
+};
+pub use server::{AgentMsg, AgentServer};

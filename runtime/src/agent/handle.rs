@@ -1,0 +1,349 @@
+//! The public face: a [`Runtime`] spawns agents from [`AgentSpec`]s and hands out
+//! [`AgentHandle`]s to ask them things.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use dashmap::DashMap;
+use motet_agents::{
+    Env, PolicyOverride, REACT_COMPLETED, REACT_FAILED, REACT_INPUT, ReactInput, Strategy,
+};
+use motet_providers::LlmClient;
+use motet_signals::{Bus, Signal};
+use ractor::{Actor, ActorRef};
+use tokio::sync::oneshot;
+
+use super::env::SystemEnv;
+use super::server::{AgentMsg, AgentServer};
+use crate::tool::ToolSet;
+
+/// What every agent of a runtime shares.
+pub(crate) struct Services {
+    pub(crate) llm: Arc<dyn LlmClient>,
+    pub(crate) bus: Arc<Bus>,
+    pub(crate) registry: DashMap<String, ActorRef<AgentMsg>>,
+}
+
+/// Why the runtime could not do what was asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RuntimeError {
+    /// No LLM client was configured.
+    #[error("the runtime needs an LLM client: call RuntimeBuilder::llm")]
+    NoLlmClient,
+    /// An agent with this name is already running.
+    #[error("an agent named `{name}` is already running")]
+    NameTaken {
+        /// The name.
+        name: String,
+    },
+    /// The agent's actor could not start.
+    #[error("agent `{name}` could not start: {message}")]
+    SpawnFailed {
+        /// The agent.
+        name: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The agent is not running.
+    #[error("agent `{name}` is not running")]
+    NotRunning {
+        /// The agent.
+        name: String,
+    },
+}
+
+/// Why an ask got no answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AskError {
+    /// No reply came within the timeout.
+    #[error("no reply within {0:?}")]
+    Timeout(Duration),
+    /// The agent stopped before replying.
+    #[error("agent `{agent}` stopped before replying")]
+    AgentStopped {
+        /// The agent.
+        agent: String,
+    },
+    /// The strategy rejected the request.
+    #[error("the strategy rejected the request: {message}")]
+    Strategy {
+        /// Its error.
+        message: String,
+    },
+    /// The agent replied with a failure signal (e.g. `react.failed`); its data says why.
+    #[error("the request failed: {}", reply.signal_type().as_str())]
+    Failed {
+        /// The failure signal.
+        reply: Box<Signal>,
+    },
+    /// The request signal carried no request id to match the reply by.
+    #[error("an ask needs a request id")]
+    NoRequestId,
+    /// The request could not be built or sent.
+    #[error("the request could not be sent: {message}")]
+    Send {
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// Options of one [`AgentHandle::ask`].
+#[derive(Debug, Clone)]
+pub struct AskOptions {
+    /// The thread the request runs on; `None` for the agent's default thread.
+    pub thread_id: Option<String>,
+    /// Per-request changes to the context policy.
+    pub context_policy: Option<PolicyOverride>,
+    /// How long to wait for the reply. Default 30 s.
+    pub timeout: Duration,
+}
+
+impl Default for AskOptions {
+    fn default() -> Self {
+        Self {
+            thread_id: None,
+            context_policy: None,
+            timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// How to start one agent.
+pub struct AgentSpec<S> {
+    name: String,
+    strategy: S,
+    tools: Option<Arc<ToolSet>>,
+    reply_types: (String, String),
+}
+
+impl<S: Strategy> AgentSpec<S> {
+    /// An agent named `name` running `strategy`, with no tools, replying with
+    /// `react.completed` / `react.failed`.
+    pub fn new(name: impl Into<String>, strategy: S) -> Self {
+        Self {
+            name: name.into(),
+            strategy,
+            tools: None,
+            reply_types: (REACT_COMPLETED.to_owned(), REACT_FAILED.to_owned()),
+        }
+    }
+
+    /// The tools this agent may call.
+    pub fn with_tools(mut self, tools: Arc<ToolSet>) -> Self {
+        self.tools = Some(tools);
+        self
+    }
+
+    /// The signal types that answer an ask: one for success, one for failure.
+    pub fn with_reply_types(mut self, done: impl Into<String>, failed: impl Into<String>) -> Self {
+        self.reply_types = (done.into(), failed.into());
+        self
+    }
+}
+
+/// Builds a [`Runtime`].
+#[derive(Default)]
+pub struct RuntimeBuilder {
+    llm: Option<Arc<dyn LlmClient>>,
+    bus: Option<Arc<Bus>>,
+}
+
+impl RuntimeBuilder {
+    /// The LLM client agents' `LlmStream` directives go through (a
+    /// [`motet_providers::Providers`] in production).
+    pub fn llm(mut self, client: Arc<dyn LlmClient>) -> Self {
+        self.llm = Some(client);
+        self
+    }
+
+    /// The bus `Emit` directives publish on; a fresh one by default.
+    pub fn bus(mut self, bus: Arc<Bus>) -> Self {
+        self.bus = Some(bus);
+        self
+    }
+
+    /// The runtime.
+    ///
+    /// # Errors
+    /// [`RuntimeError::NoLlmClient`] when no client was given.
+    pub fn build(self) -> Result<Runtime, RuntimeError> {
+        Ok(Runtime {
+            services: Arc::new(Services {
+                llm: self.llm.ok_or(RuntimeError::NoLlmClient)?,
+                bus: self.bus.unwrap_or_default(),
+                registry: DashMap::new(),
+            }),
+        })
+    }
+}
+
+/// Many agents in one process.
+#[derive(Clone)]
+pub struct Runtime {
+    services: Arc<Services>,
+}
+
+impl Runtime {
+    /// A builder.
+    pub fn builder() -> RuntimeBuilder {
+        RuntimeBuilder::default()
+    }
+
+    /// The bus agents publish on.
+    pub fn bus(&self) -> &Arc<Bus> {
+        &self.services.bus
+    }
+
+    /// Starts an agent.
+    ///
+    /// # Errors
+    /// [`RuntimeError::NameTaken`] when an agent of that name runs,
+    /// [`RuntimeError::SpawnFailed`] when its actor cannot start.
+    pub async fn spawn<S>(&self, spec: AgentSpec<S>) -> Result<AgentHandle, RuntimeError>
+    where
+        S: Strategy + Send + Sync + 'static,
+        S::State: Send + Sync + 'static,
+    {
+        let name = spec.name;
+        if self.services.registry.contains_key(&name) {
+            return Err(RuntimeError::NameTaken { name });
+        }
+        let server = AgentServer {
+            name: name.clone(),
+            strategy: spec.strategy,
+            tools: spec.tools,
+            reply_types: vec![spec.reply_types.0.clone(), spec.reply_types.1.clone()],
+            services: self.services.clone(),
+        };
+        let (actor, _join) =
+            Actor::spawn(None, server, ())
+                .await
+                .map_err(|e| RuntimeError::SpawnFailed {
+                    name: name.clone(),
+                    message: e.to_string(),
+                })?;
+        self.services.registry.insert(name.clone(), actor.clone());
+        Ok(AgentHandle {
+            name,
+            actor,
+            failed_type: spec.reply_types.1,
+        })
+    }
+
+    /// The running agent named `name`.
+    pub fn agent(&self, name: &str) -> Option<AgentHandle> {
+        self.services.registry.get(name).map(|entry| AgentHandle {
+            name: name.to_owned(),
+            actor: entry.value().clone(),
+            failed_type: REACT_FAILED.to_owned(),
+        })
+    }
+
+    /// How many agents are running.
+    pub fn agent_count(&self) -> usize {
+        self.services.registry.len()
+    }
+
+    /// Stops every agent and waits for them to finish what they were handling.
+    pub async fn shutdown(&self) {
+        let agents: Vec<ActorRef<AgentMsg>> = self
+            .services
+            .registry
+            .iter()
+            .map(|e| e.value().clone())
+            .collect();
+        for agent in agents {
+            let _ = agent
+                .stop_and_wait(
+                    Some("runtime shutdown".to_owned()),
+                    Some(Duration::from_secs(5)),
+                )
+                .await;
+        }
+        self.services.registry.clear();
+    }
+}
+
+/// A running agent.
+#[derive(Debug, Clone)]
+pub struct AgentHandle {
+    name: String,
+    actor: ActorRef<AgentMsg>,
+    failed_type: String,
+}
+
+impl AgentHandle {
+    /// The agent's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Sends `query` as a `react.input` request and waits for the reply signal.
+    ///
+    /// # Errors
+    /// [`AskError::Failed`] when the agent replies with its failure type (the signal's data
+    /// says why), [`AskError::Timeout`], [`AskError::AgentStopped`], [`AskError::Strategy`].
+    pub async fn ask(
+        &self,
+        query: impl Into<String>,
+        options: AskOptions,
+    ) -> Result<Signal, AskError> {
+        let env = SystemEnv;
+        let mut builder = Signal::builder(REACT_INPUT, "motet.ask")
+            .with_id(env.fresh_id("sig"))
+            .with_request_id(env.fresh_id("req"))
+            .with_data(ReactInput {
+                query: query.into(),
+                context_policy: options.context_policy,
+            });
+        if let Some(thread) = options.thread_id {
+            builder = builder.with_thread_id(thread);
+        }
+        let signal = builder.build().map_err(|e| AskError::Send {
+            message: e.to_string(),
+        })?;
+        self.request(signal, options.timeout).await
+    }
+
+    /// Sends any request signal (it must carry a request id) and waits for its reply.
+    ///
+    /// # Errors
+    /// As [`AgentHandle::ask`].
+    pub async fn request(&self, signal: Signal, timeout: Duration) -> Result<Signal, AskError> {
+        let (reply, answer) = oneshot::channel();
+        self.actor
+            .cast(AgentMsg::Ask { signal, reply })
+            .map_err(|_| AskError::AgentStopped {
+                agent: self.name.clone(),
+            })?;
+        let reply = match tokio::time::timeout(timeout, answer).await {
+            Err(_) => return Err(AskError::Timeout(timeout)),
+            Ok(Err(_)) => {
+                return Err(AskError::AgentStopped {
+                    agent: self.name.clone(),
+                });
+            }
+            Ok(Ok(reply)) => reply?,
+        };
+        if reply.signal_type().as_str() == self.failed_type {
+            return Err(AskError::Failed {
+                reply: Box::new(reply),
+            });
+        }
+        Ok(reply)
+    }
+
+    /// Sends a signal to the agent without waiting.
+    ///
+    /// # Errors
+    /// [`RuntimeError::NotRunning`] when the agent has stopped.
+    pub fn send(&self, signal: Signal) -> Result<(), RuntimeError> {
+        self.actor
+            .cast(AgentMsg::Signal(signal))
+            .map_err(|_| RuntimeError::NotRunning {
+                name: self.name.clone(),
+            })
+    }
+}

@@ -1,0 +1,345 @@
+//! The actor that hosts one agent, and the execution of the directives its strategy returns.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use motet_agents::{
+    LLM_FAILED, LLM_RESULT, LlmError, LlmErrorKind, LlmFailed, LlmResult, SUMMARY_FAILED, Strategy,
+    SummaryFailed, TOOL_RESULT, ToolResultSignal,
+};
+use motet_directives::{Directive, EmitTarget, ToolCallView, ToolResult};
+use motet_providers::ProviderError;
+use motet_signals::Signal;
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use serde::Serialize;
+use tokio::sync::oneshot;
+use tokio::task::AbortHandle;
+
+use super::env::SystemEnv;
+use super::handle::{AskError, Services};
+use crate::tool::ToolSet;
+
+/// What an agent's mailbox receives.
+#[derive(Debug)]
+pub enum AgentMsg {
+    /// A signal for the strategy.
+    Signal(Signal),
+    /// A signal for the strategy whose reply (a signal of one of the reply types carrying the
+    /// same request id) is sent back on `reply`.
+    Ask {
+        /// The request signal; it must carry a request id.
+        signal: Signal,
+        /// Where the reply goes.
+        reply: oneshot::Sender<Result<Signal, AskError>>,
+    },
+}
+
+/// The actor hosting one agent: a strategy, its state, and the execution of its directives.
+pub struct AgentServer<S: Strategy> {
+    pub(super) name: String,
+    pub(super) strategy: S,
+    pub(super) tools: Option<Arc<ToolSet>>,
+    pub(super) reply_types: Vec<String>,
+    pub(super) services: Arc<Services>,
+}
+
+/// The actor's state: the strategy's state plus what the runtime tracks for it.
+pub struct ServerState<S: Strategy> {
+    strategy: S::State,
+    env: SystemEnv,
+    /// Asks waiting for their reply, by request id.
+    pending: HashMap<String, oneshot::Sender<Result<Signal, AskError>>>,
+    /// Scheduled signals not yet delivered, by schedule id.
+    schedules: HashMap<String, AbortHandle>,
+}
+
+impl<S> Actor for AgentServer<S>
+where
+    S: Strategy + Send + Sync + 'static,
+    S::State: Send + Sync + 'static,
+{
+    type Msg = AgentMsg;
+    type State = ServerState<S>;
+    type Arguments = ();
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<AgentMsg>,
+        _args: (),
+    ) -> Result<ServerState<S>, ActorProcessingErr> {
+        let env = SystemEnv;
+        Ok(ServerState {
+            strategy: self.strategy.init(&env),
+            env,
+            pending: HashMap::new(),
+            schedules: HashMap::new(),
+        })
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<AgentMsg>,
+        state: &mut ServerState<S>,
+    ) -> Result<(), ActorProcessingErr> {
+        for (_, schedule) in state.schedules.drain() {
+            schedule.abort();
+        }
+        for (_, reply) in state.pending.drain() {
+            let _ = reply.send(Err(AskError::AgentStopped {
+                agent: self.name.clone(),
+            }));
+        }
+        self.services.registry.remove(&self.name);
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<AgentMsg>,
+        msg: AgentMsg,
+        state: &mut ServerState<S>,
+    ) -> Result<(), ActorProcessingErr> {
+        let signal = match msg {
+            AgentMsg::Signal(signal) => signal,
+            AgentMsg::Ask { signal, reply } => {
+                match signal.request_id() {
+                    Some(request) => {
+                        state.pending.insert(request.to_owned(), reply);
+                    }
+                    None => {
+                        let _ = reply.send(Err(AskError::NoRequestId));
+                        return Ok(());
+                    }
+                }
+                signal
+            }
+        };
+        if signal.signal_type().as_str() == SCHEDULE_FIRED {
+            // Internal bookkeeping only: never seen by the strategy.
+            if let Ok(id) = signal.data_as::<String>() {
+                state.schedules.remove(&id);
+            }
+            return Ok(());
+        }
+        let directives = match self
+            .strategy
+            .handle(&mut state.strategy, &signal, &state.env)
+        {
+            Ok(directives) => directives,
+            Err(error) => {
+                tracing::warn!(agent = %self.name, signal = %signal.signal_type().as_str(), %error, "the strategy rejected a signal");
+                if let Some(reply) = signal.request_id().and_then(|r| state.pending.remove(r)) {
+                    let _ = reply.send(Err(AskError::Strategy {
+                        message: error.to_string(),
+                    }));
+                }
+                return Ok(());
+            }
+        };
+        for directive in directives {
+            self.execute(&myself, state, &signal, directive);
+        }
+        Ok(())
+    }
+}
+
+/// The type of the note a fired schedule leaves in the mailbox so its handle is dropped.
+const SCHEDULE_FIRED: &str = "motet.schedule.fired";
+
+impl<S> AgentServer<S>
+where
+    S: Strategy + Send + Sync + 'static,
+    S::State: Send + Sync + 'static,
+{
+    fn execute(
+        &self,
+        myself: &ActorRef<AgentMsg>,
+        state: &mut ServerState<S>,
+        cause: &Signal,
+        directive: Directive,
+    ) {
+        match directive {
+            Directive::LlmStream(call) => {
+                let llm = self.services.llm.clone();
+                let me = myself.clone();
+                let cause = cause.clone();
+                let source = self.source();
+                tokio::spawn(async move {
+                    let call_id = call.call_id;
+                    let signal = match llm.complete(call.request).await {
+                        Ok(response) => result_signal(
+                            LLM_RESULT,
+                            &source,
+                            &cause,
+                            LlmResult { call_id, response },
+                        ),
+                        Err(error) => result_signal(
+                            LLM_FAILED,
+                            &source,
+                            &cause,
+                            LlmFailed {
+                                call_id,
+                                error: llm_error(&error),
+                            },
+                        ),
+                    };
+                    deliver(&me, signal);
+                });
+            }
+            Directive::ToolExec(exec) => {
+                let tools = self.tools.clone();
+                let me = myself.clone();
+                let cause = cause.clone();
+                let source = self.source();
+                tokio::spawn(async move {
+                    let result = match &tools {
+                        Some(tools) => {
+                            let view = ToolCallView {
+                                id: &exec.tool_call_id,
+                                name: &exec.name,
+                                args: &exec.args,
+                            };
+                            tools.dispatch(view).await
+                        }
+                        None => ToolResult::error(
+                            exec.tool_call_id.clone(),
+                            format!(
+                                "no tools are available to this agent (asked for `{}`)",
+                                exec.name
+                            ),
+                        ),
+                    };
+                    let signal = result_signal(
+                        TOOL_RESULT,
+                        &source,
+                        &cause,
+                        ToolResultSignal {
+                            call_id: exec.call_id,
+                            result,
+                        },
+                    );
+                    deliver(&me, signal);
+                });
+            }
+            Directive::Summarize(summarize) => {
+                let signal = result_signal(
+                    SUMMARY_FAILED,
+                    &self.source(),
+                    cause,
+                    SummaryFailed {
+                        call_id: summarize.call_id,
+                        message: "this runtime does not summarize yet".to_owned(),
+                    },
+                );
+                deliver(myself, signal);
+            }
+            Directive::Emit(emit) => {
+                let signal = emit.signal;
+                if let Some(request) = signal.request_id()
+                    && self
+                        .reply_types
+                        .iter()
+                        .any(|t| t == signal.signal_type().as_str())
+                    && let Some(reply) = state.pending.remove(request)
+                {
+                    let _ = reply.send(Ok(signal.clone()));
+                }
+                match emit.target {
+                    EmitTarget::Bus => {
+                        self.services.bus.publish(&signal);
+                    }
+                    EmitTarget::Agent(name) => match self.services.registry.get(&name) {
+                        Some(agent) => deliver(agent.value(), signal),
+                        None => {
+                            tracing::warn!(agent = %self.name, to = %name, "emit to an unknown agent dropped");
+                        }
+                    },
+                    // A top-level agent's parent is whoever asked: the reply above.
+                    EmitTarget::Parent => {}
+                    EmitTarget::Group(group) => {
+                        tracing::warn!(agent = %self.name, %group, "groups are not supported yet; signal dropped");
+                    }
+                }
+            }
+            Directive::Schedule(schedule) => {
+                let me = myself.clone();
+                let id = schedule.schedule_id.as_str().to_owned();
+                let fired = Signal::builder(SCHEDULE_FIRED, self.source())
+                    .with_data(&id)
+                    .build();
+                let task = tokio::spawn(async move {
+                    tokio::time::sleep(schedule.delay).await;
+                    deliver(&me, schedule.signal);
+                    if let Ok(fired) = fired {
+                        deliver(&me, fired);
+                    }
+                });
+                if let Some(old) = state.schedules.insert(id, task.abort_handle()) {
+                    old.abort();
+                }
+            }
+            Directive::CancelSchedule(cancel) => {
+                if let Some(task) = state.schedules.remove(cancel.schedule_id.as_str()) {
+                    task.abort();
+                }
+            }
+            Directive::Stop(stop) => myself.stop(Some(stop.reason)),
+            Directive::Spawn(_) | Directive::StopChild(_) => {
+                tracing::warn!(agent = %self.name, "child agents are not supported yet; directive ignored");
+            }
+        }
+    }
+
+    fn source(&self) -> String {
+        format!("motet.agent.{}", self.name)
+    }
+}
+
+fn deliver(to: &ActorRef<AgentMsg>, signal: Signal) {
+    if let Err(error) = to.cast(AgentMsg::Signal(signal)) {
+        tracing::debug!(%error, "a result arrived after its agent stopped");
+    }
+}
+
+/// A result signal, caused by the signal whose directive produced it (same thread, request,
+/// correlation and trace).
+fn result_signal<T: Serialize>(ty: &str, source: &str, cause: &Signal, data: T) -> Signal {
+    let built = Signal::builder(ty, source)
+        .caused_by(cause)
+        .with_data(data)
+        .build();
+    match built {
+        Ok(signal) => signal,
+        // The type is a constant and the source is built from a checked name: this cannot fail,
+        // and if it ever did, an empty result of the right type is better than no answer.
+        Err(error) => {
+            tracing::error!(%error, ty, "could not build a result signal");
+            Signal::builder(ty, "motet.runtime")
+                .caused_by(cause)
+                .build()
+                .unwrap_or_else(|_| cause.clone())
+        }
+    }
+}
+
+/// A provider error as the strategy sees it.
+fn llm_error(error: &ProviderError) -> LlmError {
+    let (kind, retryable) = match error {
+        ProviderError::RateLimited { .. } => (LlmErrorKind::RateLimited, true),
+        ProviderError::Overloaded { .. } => (LlmErrorKind::Overloaded, true),
+        ProviderError::InvalidRequest { .. } | ProviderError::UnsupportedModel { .. } => {
+            (LlmErrorKind::InvalidRequest, false)
+        }
+        ProviderError::ContextLengthExceeded { .. } => (LlmErrorKind::ContextLength, false),
+        ProviderError::Timeout { .. } => (LlmErrorKind::Timeout, true),
+        ProviderError::Server { .. }
+        | ProviderError::Connect { .. }
+        | ProviderError::StreamTruncated { .. } => (LlmErrorKind::Other, true),
+        _ => (LlmErrorKind::Other, false),
+    };
+    LlmError {
+        kind,
+        message: error.to_string(),
+        retryable,
+    }
+}

@@ -1,0 +1,121 @@
+//! A scripted model for logic tests: it answers each request with the next response of its
+//! script, streamed as the events a provider would send. Behind the `test-utils` feature, never
+//! a default on a user path.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use motet_directives::{AssistantBlock, LlmRequest, LlmResponse, StopReason};
+use motet_providers::{LlmClient, LlmEvent, LlmStream, ProviderError};
+
+/// An [`LlmClient`] that plays back a script and records the requests it got.
+#[derive(Debug, Clone, Default)]
+pub struct ScriptedModel {
+    script: Arc<Mutex<VecDeque<Result<LlmResponse, ProviderError>>>>,
+    requests: Arc<Mutex<Vec<LlmRequest>>>,
+}
+
+impl ScriptedModel {
+    /// A model that answers with these, in order.
+    pub fn new(script: impl IntoIterator<Item = Result<LlmResponse, ProviderError>>) -> Self {
+        Self {
+            script: Arc::new(Mutex::new(script.into_iter().collect())),
+            requests: Arc::default(),
+        }
+    }
+
+    /// Appends to the script.
+    pub fn push(&self, answer: Result<LlmResponse, ProviderError>) {
+        if let Ok(mut script) = self.script.lock() {
+            script.push_back(answer);
+        }
+    }
+
+    /// The requests received so far.
+    pub fn requests(&self) -> Vec<LlmRequest> {
+        self.requests.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+}
+
+/// The events a provider would stream for `response`.
+pub fn events_of(response: LlmResponse) -> Vec<LlmEvent> {
+    let mut events = vec![LlmEvent::Started {
+        model: response.model,
+        response_id: response.response_id,
+    }];
+    for (n, block) in response.message.blocks.into_iter().enumerate() {
+        match block {
+            AssistantBlock::Text { text, meta } => {
+                events.push(LlmEvent::TextDelta { delta: text, meta })
+            }
+            AssistantBlock::Reasoning { text, meta } => {
+                let key = format!("r{n}");
+                events.push(LlmEvent::ReasoningStart { key: key.clone() });
+                events.push(LlmEvent::ReasoningComplete {
+                    key,
+                    text: Some(text),
+                    meta,
+                });
+            }
+            AssistantBlock::ToolUse {
+                id,
+                name,
+                args,
+                meta,
+            } => {
+                events.push(LlmEvent::ToolCallStart {
+                    id: id.clone(),
+                    name,
+                    meta,
+                });
+                events.push(LlmEvent::ToolCallComplete {
+                    id,
+                    args: Some(args.get().to_owned()),
+                    meta: None,
+                });
+            }
+            // Block kinds added later have no events here yet.
+            _ => {}
+        }
+    }
+    events.push(LlmEvent::Usage {
+        usage: response.usage,
+    });
+    events.push(LlmEvent::Done {
+        stop_reason: response.message.stop_reason,
+    });
+    events
+}
+
+#[async_trait]
+impl LlmClient for ScriptedModel {
+    async fn stream(&self, req: LlmRequest) -> Result<LlmStream, ProviderError> {
+        if let Ok(mut requests) = self.requests.lock() {
+            requests.push(req);
+        }
+        let next = self.script.lock().ok().and_then(|mut s| s.pop_front());
+        match next {
+            Some(Ok(response)) => Ok(Box::pin(futures::stream::iter(
+                events_of(response).into_iter().map(Ok),
+            ))),
+            Some(Err(error)) => Err(error),
+            None => Err(ProviderError::InvalidRequest {
+                status: 0,
+                message: "the scripted model has no answer left".to_owned(),
+            }),
+        }
+    }
+}
+
+/// A stop reason for a scripted turn: `ToolUse` when it calls tools, `EndTurn` otherwise.
+pub fn stop_for(blocks: &[AssistantBlock]) -> StopReason {
+    if blocks
+        .iter()
+        .any(|b| matches!(b, AssistantBlock::ToolUse { .. }))
+    {
+        StopReason::ToolUse
+    } else {
+        StopReason::EndTurn
+    }
+}

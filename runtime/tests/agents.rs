@@ -1,0 +1,260 @@
+//! Agents end to end inside the runtime: an ask runs the ReAct loop through the actor — LLM
+//! call, tool call, LLM call — with every result coming back as a signal; failures are typed
+//! replies; many agents run at once. The scripted model is for these logic tests; the real
+//! llama.cpp server runs the same loop when MOTET_LOCAL_LLM_URL is set.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use motet_agents::{REACT_COMPLETED, REACT_FAILED, ReAct, ReActConfig, ReactCompleted};
+use motet_directives::{AssistantBlock, AssistantMessage, LlmResponse, Message, ToolArgs, Usage};
+use motet_providers::{Dialect, HttpClient, ProviderError};
+use motet_runtime::agent::{AgentSpec, AskError, AskOptions, Runtime, RuntimeError};
+use motet_runtime::testing::ScriptedModel;
+use motet_runtime::tool::{ToolError, ToolSet, tool_fn};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+#[derive(Deserialize, JsonSchema)]
+struct AddArgs {
+    a: i64,
+    b: i64,
+}
+
+fn calculator() -> Arc<ToolSet> {
+    Arc::new(
+        ToolSet::builder()
+            .tool(tool_fn(
+                "add",
+                "Adds two integers.",
+                |args: AddArgs| async move { Ok::<_, ToolError>((args.a + args.b).to_string()) },
+            ))
+            .build()
+            .unwrap(),
+    )
+}
+
+fn react(model: &str, tools: &ToolSet) -> ReAct {
+    ReAct::new(
+        ReActConfig::new(model.parse().unwrap())
+            .with_system_prompt("You are a calculator.")
+            .with_tools(tools.tools()),
+    )
+}
+
+fn turn(blocks: Vec<AssistantBlock>) -> Result<LlmResponse, ProviderError> {
+    let stop_reason = motet_runtime::testing::stop_for(&blocks);
+    Ok(LlmResponse::new(
+        AssistantMessage {
+            blocks,
+            stop_reason,
+        },
+        Usage {
+            input_tokens: 10,
+            output_tokens: 5,
+            ..Usage::default()
+        },
+    ))
+}
+
+#[tokio::test]
+async fn an_ask_runs_the_loop_through_a_tool_and_answers() {
+    let model = ScriptedModel::new([
+        turn(vec![AssistantBlock::tool_use(
+            "call_1",
+            "add",
+            ToolArgs::from_text(r#"{"a": 2, "b": 3}"#),
+        )]),
+        turn(vec![AssistantBlock::text("2 + 3 = 5")]),
+    ]);
+    let runtime = Runtime::builder()
+        .llm(Arc::new(model.clone()))
+        .build()
+        .unwrap();
+    let tools = calculator();
+    let agent = runtime
+        .spawn(AgentSpec::new("calc", react("openai:gpt-5.2", &tools)).with_tools(tools))
+        .await
+        .unwrap();
+
+    let reply = agent
+        .ask("What is 2 + 3?", AskOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(reply.signal_type().as_str(), REACT_COMPLETED);
+    let done: ReactCompleted = reply.data_as().unwrap();
+    assert_eq!(done.answer, "2 + 3 = 5");
+    assert_eq!(done.iterations, 2);
+    assert_eq!(done.usage.input_tokens, 20);
+
+    // The second LLM call saw the tool's real result, paired with its call.
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    let results = requests[1]
+        .messages
+        .iter()
+        .find_map(|m| match m {
+            Message::ToolResults { results } => Some(results.clone()),
+            _ => None,
+        })
+        .expect("tool results in the second request");
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0].tool_use_id, "call_1");
+    assert_eq!(results[0].content, "5");
+    assert!(!results[0].is_error);
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_failed_llm_call_is_a_typed_failed_reply_not_a_hang() {
+    let model = ScriptedModel::new([Err(ProviderError::InvalidRequest {
+        status: 400,
+        message: "bad request".into(),
+    })]);
+    let runtime = Runtime::builder().llm(Arc::new(model)).build().unwrap();
+    let tools = calculator();
+    let agent = runtime
+        .spawn(AgentSpec::new("calc", react("openai:gpt-5.2", &tools)).with_tools(tools))
+        .await
+        .unwrap();
+    let options = AskOptions {
+        timeout: Duration::from_secs(5),
+        ..AskOptions::default()
+    };
+    match agent.ask("hi", options).await {
+        Err(AskError::Failed { reply }) => assert_eq!(reply.signal_type().as_str(), REACT_FAILED),
+        other => panic!("{other:?}"),
+    }
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_unknown_tool_becomes_an_error_result_the_model_reads() {
+    let model = ScriptedModel::new([
+        turn(vec![AssistantBlock::tool_use(
+            "call_1",
+            "delete_everything",
+            ToolArgs::from_text("{}"),
+        )]),
+        turn(vec![AssistantBlock::text("I cannot do that.")]),
+    ]);
+    let runtime = Runtime::builder()
+        .llm(Arc::new(model.clone()))
+        .build()
+        .unwrap();
+    let tools = calculator();
+    let agent = runtime
+        .spawn(AgentSpec::new("calc", react("openai:gpt-5.2", &tools)).with_tools(tools))
+        .await
+        .unwrap();
+    let reply = agent.ask("Clean up.", AskOptions::default()).await.unwrap();
+    assert_eq!(reply.signal_type().as_str(), REACT_COMPLETED);
+    let results = model.requests()[1]
+        .messages
+        .iter()
+        .find_map(|m| match m {
+            Message::ToolResults { results } => Some(results.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(results[0].is_error);
+    assert!(
+        results[0].content.contains("delete_everything"),
+        "{}",
+        results[0].content
+    );
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn many_agents_answer_at_once_and_names_are_unique() {
+    const AGENTS: usize = 200;
+    let model = ScriptedModel::default();
+    for n in 0..AGENTS {
+        model.push(turn(vec![AssistantBlock::text(format!("answer {n}"))]));
+    }
+    let runtime = Runtime::builder().llm(Arc::new(model)).build().unwrap();
+    let tools = calculator();
+    let mut agents = Vec::new();
+    for n in 0..AGENTS {
+        let spec = AgentSpec::new(format!("worker-{n}"), react("openai:gpt-5.2", &tools));
+        agents.push(runtime.spawn(spec).await.unwrap());
+    }
+    assert_eq!(runtime.agent_count(), AGENTS);
+    assert!(matches!(
+        runtime
+            .spawn(AgentSpec::new("worker-0", react("openai:gpt-5.2", &tools)))
+            .await,
+        Err(RuntimeError::NameTaken { .. })
+    ));
+    let asks = agents
+        .iter()
+        .map(|agent| agent.ask("go", AskOptions::default()));
+    let replies = futures::future::join_all(asks).await;
+    let mut answers: Vec<String> = replies
+        .into_iter()
+        .map(|r| r.unwrap().data_as::<ReactCompleted>().unwrap().answer)
+        .collect();
+    answers.sort();
+    answers.dedup();
+    assert_eq!(answers.len(), AGENTS, "every agent got its own answer");
+    runtime.shutdown().await;
+    assert_eq!(runtime.agent_count(), 0);
+}
+
+#[tokio::test]
+async fn an_ask_to_a_stopped_agent_is_an_error() {
+    let runtime = Runtime::builder()
+        .llm(Arc::new(ScriptedModel::default()))
+        .build()
+        .unwrap();
+    let tools = calculator();
+    let agent = runtime
+        .spawn(AgentSpec::new("gone", react("openai:gpt-5.2", &tools)))
+        .await
+        .unwrap();
+    runtime.shutdown().await;
+    let err = agent
+        .ask("hello?", AskOptions::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AskError::AgentStopped { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn with_the_real_model() {
+    let Ok(url) = std::env::var("MOTET_LOCAL_LLM_URL") else {
+        println!("skipped: MOTET_LOCAL_LLM_URL is not set (bash scripts/local-llm.sh start)");
+        return;
+    };
+    let client = HttpClient::new(Dialect::OpenAiChat, format!("{url}/v1"), None).unwrap();
+    let runtime = Runtime::builder().llm(Arc::new(client)).build().unwrap();
+    let tools = calculator();
+    let agent = runtime
+        .spawn(
+            AgentSpec::new("calc", react("openai-compat:smollm2-135m", &tools)).with_tools(tools),
+        )
+        .await
+        .unwrap();
+    let options = AskOptions {
+        timeout: Duration::from_secs(120),
+        ..AskOptions::default()
+    };
+    // A 135M model may or may not call the tool; the loop must end with a typed reply either way.
+    match agent.ask("What is 2 + 3? Use the add tool.", options).await {
+        Ok(reply) => {
+            let done: ReactCompleted = reply.data_as().unwrap();
+            assert!(done.iterations >= 1);
+            assert!(done.usage.output_tokens > 0);
+            println!(
+                "answer after {} LLM calls: {}",
+                done.iterations, done.answer
+            );
+        }
+        Err(AskError::Failed { reply }) => println!("typed failure: {:?}", reply.data()),
+        Err(other) => panic!("{other:?}"),
+    }
+    runtime.shutdown().await;
+}
