@@ -573,6 +573,10 @@ impl Strategy for ReAct {
         ReActState::new(Thread::create(env))
     }
 
+    fn init_for_thread(&self, env: &dyn Env, thread_id: &str) -> ReActState {
+        ReActState::new(Thread::new(thread_id, env.now_ms()))
+    }
+
     fn handle(
         &self,
         state: &mut ReActState,

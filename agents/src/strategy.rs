@@ -19,6 +19,14 @@ pub trait Strategy {
     /// A fresh state.
     fn init(&self, env: &dyn Env) -> Self::State;
 
+    /// A fresh state for the conversation thread `thread_id` (the runtime runs one state per
+    /// thread, so requests on different threads never see each other's history). By default
+    /// the same as [`Strategy::init`]; strategies that keep a Thread name it `thread_id`.
+    fn init_for_thread(&self, env: &dyn Env, thread_id: &str) -> Self::State {
+        let _ = thread_id;
+        self.init(env)
+    }
+
     /// Handles one signal.
     ///
     /// # Errors

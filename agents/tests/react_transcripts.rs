@@ -756,3 +756,13 @@ fn a_request_override_changes_only_that_request() {
         ["llm call_3: S:You are a calculator. | U:q2 | A:a2 | U:q3"]
     );
 }
+
+#[test]
+fn a_state_for_a_thread_names_its_thread() {
+    let react = ReAct::new(calculator());
+    let env = FixedEnv::new(7);
+    let state = react.init_for_thread(&env, "customer-42");
+    assert_eq!(state.thread.id(), "customer-42");
+    assert_eq!(state.thread.entry_count(), 0);
+    assert_ne!(react.init(&env).thread.id(), "customer-42");
+}
