@@ -5,6 +5,13 @@
 //! result, a scheduled signal — returns to the same actor's mailbox as a signal. State changes
 //! therefore happen in one place, one signal at a time; the actor decides nothing itself.
 //!
+//! Each conversation thread of an agent is its own actor, found through a registry keyed by
+//! (agent, thread id) and started on first use: requests on different threads run
+//! concurrently and never see each other's history; requests on one thread queue and run in
+//! order ([`RequestPolicy::Queue`], the default; `Reject` hands them to the strategy, which
+//! answers busy; `Interrupt` cancels the running one). Every agent has a default thread
+//! (`<agent>/default`); the thread id [`NEW_THREAD`] starts a fresh one.
+//!
 //! An [`AgentHandle::ask`] sends a `react.input` signal with a fresh request id and waits for
 //! the agent to emit a reply for it: the first emitted signal carrying that request id whose
 //! type is one of the spec's reply types (`react.completed` / `react.failed` by default).
@@ -28,6 +35,6 @@ mod server;
 
 pub use env::SystemEnv;
 pub use handle::{
-    AgentHandle, AgentSpec, AskError, AskOptions, Runtime, RuntimeBuilder, RuntimeError,
+    AgentHandle, AgentSpec, AskError, AskOptions, NEW_THREAD, Runtime, RuntimeBuilder, RuntimeError,
 };
-pub use server::{AgentMsg, AgentServer};
+pub use server::{AgentMsg, AgentServer, RequestPolicy};

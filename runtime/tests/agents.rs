@@ -8,10 +8,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use motet_agents::{REACT_COMPLETED, REACT_FAILED, ReAct, ReActConfig, ReactCompleted};
+use motet_agents::{
+    ContextPolicy, REACT_COMPLETED, REACT_FAILED, ReAct, ReActConfig, ReactCompleted,
+};
 use motet_directives::{AssistantBlock, AssistantMessage, LlmResponse, Message, ToolArgs, Usage};
 use motet_providers::{Dialect, HttpClient, ProviderError};
-use motet_runtime::agent::{AgentSpec, AskError, AskOptions, Runtime, RuntimeError};
+use motet_runtime::agent::{AgentSpec, AskError, AskOptions, RequestPolicy, Runtime, RuntimeError};
 use motet_runtime::testing::ScriptedModel;
 use motet_runtime::tool::{ToolError, ToolSet, tool_fn};
 use schemars::JsonSchema;
@@ -40,7 +42,9 @@ fn react(model: &str, tools: &ToolSet) -> ReAct {
     ReAct::new(
         ReActConfig::new(model.parse().unwrap())
             .with_system_prompt("You are a calculator.")
-            .with_tools(tools.tools()),
+            .with_tools(tools.tools())
+            // Whole history in every call (no turn cap), so answers show what a thread holds.
+            .with_context_policy(ContextPolicy::new().with_keep_last_turns(0)),
     )
 }
 
@@ -256,5 +260,139 @@ async fn with_the_real_model() {
         Err(AskError::Failed { reply }) => println!("typed failure: {:?}", reply.data()),
         Err(other) => panic!("{other:?}"),
     }
+    runtime.shutdown().await;
+}
+
+/// A model that answers with the user messages it was shown, joined by `|`: what a thread's
+/// history holds, visible in every answer.
+#[derive(Clone, Default)]
+struct EchoModel {
+    delay: Duration,
+}
+
+#[async_trait::async_trait]
+impl motet_providers::LlmClient for EchoModel {
+    async fn stream(
+        &self,
+        req: motet_directives::LlmRequest,
+    ) -> Result<motet_providers::LlmStream, ProviderError> {
+        tokio::time::sleep(self.delay).await;
+        let seen: Vec<&str> = req
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::User { content } => Some(content.as_str()),
+                _ => None,
+            })
+            .collect();
+        let response = turn(vec![AssistantBlock::text(seen.join("|"))])?;
+        let events = motet_runtime::testing::events_of(response);
+        Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))))
+    }
+}
+
+#[tokio::test]
+async fn requests_on_different_threads_never_see_each_other() {
+    let runtime = Runtime::builder()
+        .llm(Arc::new(EchoModel {
+            delay: Duration::from_millis(5),
+        }))
+        .build()
+        .unwrap();
+    let tools = calculator();
+    let agent = runtime
+        .spawn(AgentSpec::new("echo", react("openai:gpt-5.2", &tools)))
+        .await
+        .unwrap();
+    // 100 concurrent asks on 100 threads, then a second round on the same threads.
+    for round in 0..2 {
+        let asks = (0..100).map(|t| {
+            let agent = agent.clone();
+            async move {
+                let options = AskOptions {
+                    thread_id: Some(format!("t{t}")),
+                    ..AskOptions::default()
+                };
+                let reply = agent.ask(format!("q{t}.{round}"), options).await.unwrap();
+                (t, reply)
+            }
+        });
+        for (t, reply) in futures::future::join_all(asks).await {
+            assert_eq!(reply.thread_id(), Some(format!("t{t}").as_str()));
+            let answer = reply.data_as::<ReactCompleted>().unwrap().answer;
+            let expected: Vec<String> = (0..=round).map(|r| format!("q{t}.{r}")).collect();
+            assert_eq!(
+                answer,
+                expected.join("|"),
+                "thread t{t} saw only its own history"
+            );
+        }
+    }
+    assert_eq!(
+        runtime.thread_count(),
+        101,
+        "100 threads and the default one"
+    );
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn asks_on_one_thread_queue_and_run_in_order() {
+    let runtime = Runtime::builder()
+        .llm(Arc::new(EchoModel {
+            delay: Duration::from_millis(20),
+        }))
+        .build()
+        .unwrap();
+    let tools = calculator();
+    let agent = runtime
+        .spawn(AgentSpec::new("echo", react("openai:gpt-5.2", &tools)))
+        .await
+        .unwrap();
+    // All sent at once (join_all polls them in order, so they arrive m0, m1, ...): each
+    // arrives while the one before it runs.
+    let asks = (0..5).map(|n| agent.ask(format!("m{n}"), AskOptions::default()));
+    let replies = futures::future::join_all(asks).await;
+    for (n, reply) in replies.into_iter().enumerate() {
+        let answer = reply.unwrap().data_as::<ReactCompleted>().unwrap().answer;
+        let expected: Vec<String> = (0..=n).map(|i| format!("m{i}")).collect();
+        assert_eq!(
+            answer,
+            expected.join("|"),
+            "request {n} ran after the ones before it"
+        );
+    }
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_reject_policy_answers_busy() {
+    let runtime = Runtime::builder()
+        .llm(Arc::new(EchoModel {
+            delay: Duration::from_millis(200),
+        }))
+        .build()
+        .unwrap();
+    let tools = calculator();
+    let agent = runtime
+        .spawn(
+            AgentSpec::new("echo", react("openai:gpt-5.2", &tools))
+                .with_request_policy(RequestPolicy::Reject),
+        )
+        .await
+        .unwrap();
+    // join! polls in order: "slow" reaches the agent first and runs while "impatient" arrives.
+    let (first, second) = tokio::join!(
+        agent.ask("slow", AskOptions::default()),
+        agent.ask("impatient", AskOptions::default())
+    );
+    match second {
+        Err(AskError::Failed { reply }) => {
+            let data = reply.data_as::<serde_json::Value>().unwrap().to_string();
+            assert!(data.contains("busy"), "{data}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(first.is_ok());
     runtime.shutdown().await;
 }

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use dashmap::DashMap;
 use motet_agents::{
-    Env, PolicyOverride, REACT_COMPLETED, REACT_FAILED, REACT_INPUT, ReactInput, Strategy,
+    Env, PolicyOverride, REACT_CANCEL, REACT_COMPLETED, REACT_FAILED, REACT_INPUT, ReactInput,
+    Strategy,
 };
 use motet_providers::LlmClient;
 use motet_signals::{Bus, Signal};
@@ -14,14 +15,112 @@ use ractor::{Actor, ActorRef};
 use tokio::sync::oneshot;
 
 use super::env::SystemEnv;
-use super::server::{AgentMsg, AgentServer};
+use super::server::{AgentConfig, AgentMsg, AgentServer, RequestPolicy};
 use crate::tool::ToolSet;
 
 /// What every agent of a runtime shares.
 pub(crate) struct Services {
     pub(crate) llm: Arc<dyn LlmClient>,
     pub(crate) bus: Arc<Bus>,
-    pub(crate) registry: DashMap<String, ActorRef<AgentMsg>>,
+    /// The agents by name.
+    pub(crate) agents: DashMap<String, Arc<dyn Family>>,
+    /// The registry of running threads: (agent, thread id) → the actor that owns the thread.
+    pub(crate) threads: DashMap<(String, String), ActorRef<AgentMsg>>,
+}
+
+impl Services {
+    /// The actor that owns `thread` of `agent` (its default thread when `None`, a fresh one for
+    /// `"new"`), started on first use.
+    pub(crate) async fn thread_actor(
+        self: &Arc<Self>,
+        agent: &str,
+        thread: Option<String>,
+    ) -> Result<(ActorRef<AgentMsg>, String), RuntimeError> {
+        let family = self
+            .agents
+            .get(agent)
+            .map(|f| f.value().clone())
+            .ok_or_else(|| RuntimeError::NotRunning {
+                name: agent.to_owned(),
+            })?;
+        let thread = match thread.as_deref() {
+            None => family.default_thread(),
+            Some(NEW_THREAD) => SystemEnv.fresh_id("thread"),
+            Some(id) => id.to_owned(),
+        };
+        let key = (agent.to_owned(), thread);
+        if let Some(actor) = self.threads.get(&key) {
+            return Ok((actor.value().clone(), key.1));
+        }
+        // One spawn per thread even when many asks race for it.
+        let _guard = family.spawning().lock().await;
+        if let Some(actor) = self.threads.get(&key) {
+            return Ok((actor.value().clone(), key.1));
+        }
+        let actor = family.spawn_thread(self.clone(), key.1.clone()).await?;
+        self.threads.insert(key.clone(), actor.clone());
+        Ok((actor, key.1))
+    }
+}
+
+/// The thread id that asks for a fresh thread.
+pub const NEW_THREAD: &str = "new";
+
+/// One agent's threads, whatever its strategy type.
+#[async_trait::async_trait]
+pub(crate) trait Family: Send + Sync {
+    fn default_thread(&self) -> String;
+    fn failed_type(&self) -> &str;
+    fn spawning(&self) -> &tokio::sync::Mutex<()>;
+    async fn spawn_thread(
+        &self,
+        services: Arc<Services>,
+        thread_id: String,
+    ) -> Result<ActorRef<AgentMsg>, RuntimeError>;
+}
+
+struct FamilyOf<S> {
+    config: Arc<AgentConfig<S>>,
+    spawning: tokio::sync::Mutex<()>,
+}
+
+#[async_trait::async_trait]
+impl<S> Family for FamilyOf<S>
+where
+    S: Strategy + Send + Sync + 'static,
+    S::State: Send + Sync + 'static,
+{
+    fn default_thread(&self) -> String {
+        format!("{}/default", self.config.name)
+    }
+
+    fn failed_type(&self) -> &str {
+        &self.config.reply_types[1]
+    }
+
+    fn spawning(&self) -> &tokio::sync::Mutex<()> {
+        &self.spawning
+    }
+
+    async fn spawn_thread(
+        &self,
+        services: Arc<Services>,
+        thread_id: String,
+    ) -> Result<ActorRef<AgentMsg>, RuntimeError> {
+        let server = AgentServer {
+            agent: self.config.clone(),
+            thread_id,
+            services,
+        };
+        let (actor, _join) =
+            Actor::spawn(None, server, ())
+                .await
+                .map_err(|e| RuntimeError::SpawnFailed {
+                    name: self.config.name.clone(),
+                    message: e.to_string(),
+                })?;
+        Ok(actor)
+    }
 }
 
 /// Why the runtime could not do what was asked.
@@ -116,6 +215,7 @@ pub struct AgentSpec<S> {
     strategy: S,
     tools: Option<Arc<ToolSet>>,
     reply_types: (String, String),
+    policy: RequestPolicy,
 }
 
 impl<S: Strategy> AgentSpec<S> {
@@ -127,7 +227,14 @@ impl<S: Strategy> AgentSpec<S> {
             strategy,
             tools: None,
             reply_types: (REACT_COMPLETED.to_owned(), REACT_FAILED.to_owned()),
+            policy: RequestPolicy::Queue,
         }
+    }
+
+    /// What happens to a request that arrives while another runs on the same thread.
+    pub fn with_request_policy(mut self, policy: RequestPolicy) -> Self {
+        self.policy = policy;
+        self
     }
 
     /// The tools this agent may call.
@@ -173,7 +280,8 @@ impl RuntimeBuilder {
             services: Arc::new(Services {
                 llm: self.llm.ok_or(RuntimeError::NoLlmClient)?,
                 bus: self.bus.unwrap_or_default(),
-                registry: DashMap::new(),
+                agents: DashMap::new(),
+                threads: DashMap::new(),
             }),
         })
     }
@@ -207,71 +315,90 @@ impl Runtime {
         S::State: Send + Sync + 'static,
     {
         let name = spec.name;
-        if self.services.registry.contains_key(&name) {
-            return Err(RuntimeError::NameTaken { name });
+        let family: Arc<dyn Family> = Arc::new(FamilyOf {
+            config: Arc::new(AgentConfig {
+                name: name.clone(),
+                strategy: spec.strategy,
+                tools: spec.tools,
+                request_type: REACT_INPUT.to_owned(),
+                reply_types: [spec.reply_types.0, spec.reply_types.1],
+                cancel_type: REACT_CANCEL.to_owned(),
+                policy: spec.policy,
+            }),
+            spawning: tokio::sync::Mutex::new(()),
+        });
+        match self.services.agents.entry(name.clone()) {
+            dashmap::Entry::Occupied(_) => return Err(RuntimeError::NameTaken { name }),
+            dashmap::Entry::Vacant(slot) => {
+                slot.insert(family);
+            }
         }
-        let server = AgentServer {
-            name: name.clone(),
-            strategy: spec.strategy,
-            tools: spec.tools,
-            reply_types: vec![spec.reply_types.0.clone(), spec.reply_types.1.clone()],
-            services: self.services.clone(),
-        };
-        let (actor, _join) =
-            Actor::spawn(None, server, ())
-                .await
-                .map_err(|e| RuntimeError::SpawnFailed {
-                    name: name.clone(),
-                    message: e.to_string(),
-                })?;
-        self.services.registry.insert(name.clone(), actor.clone());
+        // The default thread starts now, so a spawn that cannot start fails here.
+        if let Err(error) = self.services.thread_actor(&name, None).await {
+            self.services.agents.remove(&name);
+            return Err(error);
+        }
         Ok(AgentHandle {
             name,
-            actor,
-            failed_type: spec.reply_types.1,
+            services: self.services.clone(),
         })
     }
 
     /// The running agent named `name`.
     pub fn agent(&self, name: &str) -> Option<AgentHandle> {
-        self.services.registry.get(name).map(|entry| AgentHandle {
-            name: name.to_owned(),
-            actor: entry.value().clone(),
-            failed_type: REACT_FAILED.to_owned(),
-        })
+        self.services
+            .agents
+            .contains_key(name)
+            .then(|| AgentHandle {
+                name: name.to_owned(),
+                services: self.services.clone(),
+            })
     }
 
     /// How many agents are running.
     pub fn agent_count(&self) -> usize {
-        self.services.registry.len()
+        self.services.agents.len()
     }
 
-    /// Stops every agent and waits for them to finish what they were handling.
+    /// How many conversation threads are running (each is one actor).
+    pub fn thread_count(&self) -> usize {
+        self.services.threads.len()
+    }
+
+    /// Stops every agent and waits for each thread to finish the message it is handling.
     pub async fn shutdown(&self) {
-        let agents: Vec<ActorRef<AgentMsg>> = self
+        self.services.agents.clear();
+        let threads: Vec<ActorRef<AgentMsg>> = self
             .services
-            .registry
+            .threads
             .iter()
             .map(|e| e.value().clone())
             .collect();
-        for agent in agents {
-            let _ = agent
+        for thread in threads {
+            let _ = thread
                 .stop_and_wait(
                     Some("runtime shutdown".to_owned()),
                     Some(Duration::from_secs(5)),
                 )
                 .await;
         }
-        self.services.registry.clear();
+        self.services.threads.clear();
     }
 }
 
 /// A running agent.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct AgentHandle {
     name: String,
-    actor: ActorRef<AgentMsg>,
-    failed_type: String,
+    services: Arc<Services>,
+}
+
+impl std::fmt::Debug for AgentHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentHandle")
+            .field("name", &self.name)
+            .finish()
+    }
 }
 
 impl AgentHandle {
@@ -298,22 +425,50 @@ impl AgentHandle {
                 query: query.into(),
                 context_policy: options.context_policy,
             });
-        if let Some(thread) = options.thread_id {
-            builder = builder.with_thread_id(thread);
-        }
+        let (actor, thread) = self
+            .services
+            .thread_actor(&self.name, options.thread_id)
+            .await
+            .map_err(|_| AskError::AgentStopped {
+                agent: self.name.clone(),
+            })?;
+        builder = builder.with_thread_id(thread);
         let signal = builder.build().map_err(|e| AskError::Send {
             message: e.to_string(),
         })?;
-        self.request(signal, options.timeout).await
+        self.request_on(&actor, signal, options.timeout).await
     }
 
-    /// Sends any request signal (it must carry a request id) and waits for its reply.
+    /// Sends any request signal (it must carry a request id) to the thread it names (or the
+    /// default thread) and waits for its reply.
     ///
     /// # Errors
     /// As [`AgentHandle::ask`].
     pub async fn request(&self, signal: Signal, timeout: Duration) -> Result<Signal, AskError> {
+        let (actor, _) = self
+            .services
+            .thread_actor(&self.name, signal.thread_id().map(str::to_owned))
+            .await
+            .map_err(|_| AskError::AgentStopped {
+                agent: self.name.clone(),
+            })?;
+        self.request_on(&actor, signal, timeout).await
+    }
+
+    async fn request_on(
+        &self,
+        actor: &ActorRef<AgentMsg>,
+        signal: Signal,
+        timeout: Duration,
+    ) -> Result<Signal, AskError> {
+        let failed_type = self
+            .services
+            .agents
+            .get(&self.name)
+            .map(|f| f.failed_type().to_owned())
+            .unwrap_or_else(|| REACT_FAILED.to_owned());
         let (reply, answer) = oneshot::channel();
-        self.actor
+        actor
             .cast(AgentMsg::Ask { signal, reply })
             .map_err(|_| AskError::AgentStopped {
                 agent: self.name.clone(),
@@ -327,7 +482,7 @@ impl AgentHandle {
             }
             Ok(Ok(reply)) => reply?,
         };
-        if reply.signal_type().as_str() == self.failed_type {
+        if reply.signal_type().as_str() == failed_type {
             return Err(AskError::Failed {
                 reply: Box::new(reply),
             });
@@ -335,12 +490,16 @@ impl AgentHandle {
         Ok(reply)
     }
 
-    /// Sends a signal to the agent without waiting.
+    /// Sends a signal to the thread it names (or the default thread) without waiting.
     ///
     /// # Errors
     /// [`RuntimeError::NotRunning`] when the agent has stopped.
-    pub fn send(&self, signal: Signal) -> Result<(), RuntimeError> {
-        self.actor
+    pub async fn send(&self, signal: Signal) -> Result<(), RuntimeError> {
+        let (actor, _) = self
+            .services
+            .thread_actor(&self.name, signal.thread_id().map(str::to_owned))
+            .await?;
+        actor
             .cast(AgentMsg::Signal(signal))
             .map_err(|_| RuntimeError::NotRunning {
                 name: self.name.clone(),

@@ -1,11 +1,11 @@
 //! The actor that hosts one agent, and the execution of the directives its strategy returns.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use motet_agents::{
-    LLM_FAILED, LLM_RESULT, LlmError, LlmErrorKind, LlmFailed, LlmResult, SUMMARY_FAILED, Strategy,
-    SummaryFailed, TOOL_RESULT, ToolResultSignal,
+    Env, LLM_FAILED, LLM_RESULT, LlmError, LlmErrorKind, LlmFailed, LlmResult, SUMMARY_FAILED,
+    Strategy, SummaryFailed, TOOL_RESULT, ToolResultSignal,
 };
 use motet_directives::{Directive, EmitTarget, ToolCallView, ToolResult};
 use motet_providers::ProviderError;
@@ -34,19 +34,36 @@ pub enum AgentMsg {
     },
 }
 
-/// The actor hosting one agent: a strategy, its state, and the execution of its directives.
+/// The actor hosting one conversation thread of an agent: the strategy, its state for that
+/// thread, and the execution of its directives.
 pub struct AgentServer<S: Strategy> {
-    pub(super) name: String,
-    pub(super) strategy: S,
-    pub(super) tools: Option<Arc<ToolSet>>,
-    pub(super) reply_types: Vec<String>,
+    pub(super) agent: Arc<AgentConfig<S>>,
+    pub(super) thread_id: String,
     pub(super) services: Arc<Services>,
+}
+
+/// What every thread of one agent shares.
+pub(crate) struct AgentConfig<S> {
+    pub(crate) name: String,
+    pub(crate) strategy: S,
+    pub(crate) tools: Option<Arc<ToolSet>>,
+    /// The signal type that starts a request (`react.input`).
+    pub(crate) request_type: String,
+    /// The signal types that end one: success, failure.
+    pub(crate) reply_types: [String; 2],
+    /// The signal type that cancels the running request (`react.cancel`).
+    pub(crate) cancel_type: String,
+    pub(crate) policy: RequestPolicy,
 }
 
 /// The actor's state: the strategy's state plus what the runtime tracks for it.
 pub struct ServerState<S: Strategy> {
     strategy: S::State,
     env: SystemEnv,
+    /// The request the strategy is working on.
+    running: Option<String>,
+    /// Requests waiting for it to finish (the `Queue` policy).
+    queue: VecDeque<Signal>,
     /// Asks waiting for their reply, by request id.
     pending: HashMap<String, oneshot::Sender<Result<Signal, AskError>>>,
     /// Scheduled signals not yet delivered, by schedule id.
@@ -69,8 +86,10 @@ where
     ) -> Result<ServerState<S>, ActorProcessingErr> {
         let env = SystemEnv;
         Ok(ServerState {
-            strategy: self.strategy.init(&env),
+            strategy: self.agent.strategy.init_for_thread(&env, &self.thread_id),
             env,
+            running: None,
+            queue: VecDeque::new(),
             pending: HashMap::new(),
             schedules: HashMap::new(),
         })
@@ -86,10 +105,12 @@ where
         }
         for (_, reply) in state.pending.drain() {
             let _ = reply.send(Err(AskError::AgentStopped {
-                agent: self.name.clone(),
+                agent: self.agent.name.clone(),
             }));
         }
-        self.services.registry.remove(&self.name);
+        self.services
+            .threads
+            .remove(&(self.agent.name.clone(), self.thread_id.clone()));
         Ok(())
     }
 
@@ -121,26 +142,28 @@ where
             }
             return Ok(());
         }
-        let directives = match self
-            .strategy
-            .handle(&mut state.strategy, &signal, &state.env)
-        {
-            Ok(directives) => directives,
-            Err(error) => {
-                tracing::warn!(agent = %self.name, signal = %signal.signal_type().as_str(), %error, "the strategy rejected a signal");
-                if let Some(reply) = signal.request_id().and_then(|r| state.pending.remove(r)) {
-                    let _ = reply.send(Err(AskError::Strategy {
-                        message: error.to_string(),
-                    }));
-                }
-                return Ok(());
-            }
-        };
-        for directive in directives {
-            self.execute(&myself, state, &signal, directive);
+        self.admit(&myself, state, signal);
+        // A request that finished lets the next queued one in.
+        while state.running.is_none() {
+            let Some(next) = state.queue.pop_front() else {
+                break;
+            };
+            self.admit(&myself, state, next);
         }
         Ok(())
     }
+}
+
+/// What happens to a request that arrives while another runs on the same thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RequestPolicy {
+    /// Wait for the running one to finish, then run (requests on a thread run in order).
+    #[default]
+    Queue,
+    /// Hand it to the strategy at once (ReAct answers `react.failed` with reason `busy`).
+    Reject,
+    /// Cancel the running one, then run this one.
+    Interrupt,
 }
 
 /// The type of the note a fired schedule leaves in the mailbox so its handle is dropped.
@@ -151,6 +174,67 @@ where
     S: Strategy + Send + Sync + 'static,
     S::State: Send + Sync + 'static,
 {
+    /// Lets a signal through to the strategy, or queues it while another request runs.
+    fn admit(&self, myself: &ActorRef<AgentMsg>, state: &mut ServerState<S>, signal: Signal) {
+        let is_request = signal.signal_type().as_str() == self.agent.request_type;
+        if is_request && let Some(running) = state.running.clone() {
+            match self.agent.policy {
+                RequestPolicy::Queue => {
+                    state.queue.push_back(signal);
+                    return;
+                }
+                RequestPolicy::Interrupt => {
+                    let cancel = Signal::builder(&self.agent.cancel_type, self.source())
+                        .with_id(state.env.fresh_id("sig"))
+                        .with_request_id(running)
+                        .with_thread_id(&self.thread_id)
+                        .with_data(serde_json::json!({"reason": "interrupted by a newer request"}))
+                        .build();
+                    if let Ok(cancel) = cancel {
+                        self.step(myself, state, cancel);
+                    }
+                    if state.running.is_some() {
+                        state.queue.push_back(signal);
+                        return;
+                    }
+                }
+                RequestPolicy::Reject => {}
+            }
+        }
+        if is_request && state.running.is_none() {
+            state.running = signal.request_id().map(str::to_owned);
+        }
+        self.step(myself, state, signal);
+    }
+
+    /// One signal through the strategy, and its directives executed.
+    fn step(&self, myself: &ActorRef<AgentMsg>, state: &mut ServerState<S>, signal: Signal) {
+        let directives = match self
+            .agent
+            .strategy
+            .handle(&mut state.strategy, &signal, &state.env)
+        {
+            Ok(directives) => directives,
+            Err(error) => {
+                tracing::warn!(agent = %self.agent.name, signal = %signal.signal_type().as_str(), %error, "the strategy rejected a signal");
+                if let Some(request) = signal.request_id() {
+                    if state.running.as_deref() == Some(request) {
+                        state.running = None;
+                    }
+                    if let Some(reply) = state.pending.remove(request) {
+                        let _ = reply.send(Err(AskError::Strategy {
+                            message: error.to_string(),
+                        }));
+                    }
+                }
+                return;
+            }
+        };
+        for directive in directives {
+            self.execute(myself, state, &signal, directive);
+        }
+    }
+
     fn execute(
         &self,
         myself: &ActorRef<AgentMsg>,
@@ -187,7 +271,7 @@ where
                 });
             }
             Directive::ToolExec(exec) => {
-                let tools = self.tools.clone();
+                let tools = self.agent.tools.clone();
                 let me = myself.clone();
                 let cause = cause.clone();
                 let source = self.source();
@@ -235,29 +319,40 @@ where
             }
             Directive::Emit(emit) => {
                 let signal = emit.signal;
-                if let Some(request) = signal.request_id()
-                    && self
-                        .reply_types
-                        .iter()
-                        .any(|t| t == signal.signal_type().as_str())
-                    && let Some(reply) = state.pending.remove(request)
-                {
-                    let _ = reply.send(Ok(signal.clone()));
+                let is_reply = self
+                    .agent
+                    .reply_types
+                    .iter()
+                    .any(|t| t == signal.signal_type().as_str());
+                if is_reply && let Some(request) = signal.request_id() {
+                    if state.running.as_deref() == Some(request) {
+                        state.running = None;
+                    }
+                    if let Some(reply) = state.pending.remove(request) {
+                        let _ = reply.send(Ok(signal.clone()));
+                    }
                 }
                 match emit.target {
                     EmitTarget::Bus => {
                         self.services.bus.publish(&signal);
                     }
-                    EmitTarget::Agent(name) => match self.services.registry.get(&name) {
-                        Some(agent) => deliver(agent.value(), signal),
-                        None => {
-                            tracing::warn!(agent = %self.name, to = %name, "emit to an unknown agent dropped");
-                        }
-                    },
+                    EmitTarget::Agent(name) => {
+                        let services = self.services.clone();
+                        let from = self.agent.name.clone();
+                        tokio::spawn(async move {
+                            let thread = signal.thread_id().map(str::to_owned);
+                            match services.thread_actor(&name, thread).await {
+                                Ok((actor, _)) => deliver(&actor, signal),
+                                Err(error) => {
+                                    tracing::warn!(agent = %from, to = %name, %error, "emit to an agent dropped");
+                                }
+                            }
+                        });
+                    }
                     // A top-level agent's parent is whoever asked: the reply above.
                     EmitTarget::Parent => {}
                     EmitTarget::Group(group) => {
-                        tracing::warn!(agent = %self.name, %group, "groups are not supported yet; signal dropped");
+                        tracing::warn!(agent = %self.agent.name, %group, "groups are not supported yet; signal dropped");
                     }
                 }
             }
@@ -285,13 +380,13 @@ where
             }
             Directive::Stop(stop) => myself.stop(Some(stop.reason)),
             Directive::Spawn(_) | Directive::StopChild(_) => {
-                tracing::warn!(agent = %self.name, "child agents are not supported yet; directive ignored");
+                tracing::warn!(agent = %self.agent.name, "child agents are not supported yet; directive ignored");
             }
         }
     }
 
     fn source(&self) -> String {
-        format!("motet.agent.{}", self.name)
+        format!("motet.agent.{}", self.agent.name)
     }
 }
 
