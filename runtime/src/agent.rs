@@ -35,6 +35,7 @@ mod server;
 
 pub use env::SystemEnv;
 pub use handle::{
-    AgentHandle, AgentSpec, AskError, AskOptions, NEW_THREAD, Runtime, RuntimeBuilder, RuntimeError,
+    AgentHandle, AgentSpec, AskError, AskOptions, DEFAULT_LLM_CONCURRENCY, NEW_THREAD, Runtime,
+    RuntimeBuilder, RuntimeError,
 };
-pub use server::{AgentMsg, AgentServer, RequestPolicy};
+pub use server::{AgentMsg, AgentServer, LLM_DELTA, LlmDelta, RequestPolicy};

@@ -396,3 +396,168 @@ async fn the_reject_policy_answers_busy() {
     assert!(first.is_ok());
     runtime.shutdown().await;
 }
+
+/// A model that never finishes, and notes when its stream is dropped (the request cancelled).
+#[derive(Clone, Default)]
+struct HangingModel {
+    dropped: Arc<std::sync::atomic::AtomicBool>,
+    started: Arc<tokio::sync::Notify>,
+}
+
+struct DropFlag(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[async_trait::async_trait]
+impl motet_providers::LlmClient for HangingModel {
+    async fn stream(
+        &self,
+        _req: motet_directives::LlmRequest,
+    ) -> Result<motet_providers::LlmStream, ProviderError> {
+        let flag = DropFlag(self.dropped.clone());
+        self.started.notify_one();
+        Ok(Box::pin(futures::stream::unfold(flag, |flag| async move {
+            futures::future::pending::<()>().await;
+            Some((
+                Ok(motet_providers::LlmEvent::Done {
+                    stop_reason: motet_directives::StopReason::EndTurn,
+                }),
+                flag,
+            ))
+        })))
+    }
+}
+
+#[tokio::test]
+async fn cancelling_a_request_stops_its_llm_stream() {
+    let model = HangingModel::default();
+    let runtime = Runtime::builder()
+        .llm(Arc::new(model.clone()))
+        .build()
+        .unwrap();
+    let tools = calculator();
+    let agent = runtime
+        .spawn(AgentSpec::new("slow", react("openai:gpt-5.2", &tools)))
+        .await
+        .unwrap();
+    let request = motet_signals::Signal::builder(motet_agents::REACT_INPUT, "test")
+        .with_request_id("req-1")
+        .with_data(motet_agents::ReactInput {
+            query: "think forever".into(),
+            context_policy: None,
+        })
+        .build()
+        .unwrap();
+    let ask = {
+        let agent = agent.clone();
+        tokio::spawn(async move { agent.request(request, Duration::from_secs(10)).await })
+    };
+    tokio::time::timeout(Duration::from_secs(5), model.started.notified())
+        .await
+        .unwrap();
+    let cancel = motet_signals::Signal::builder(motet_agents::REACT_CANCEL, "test")
+        .with_request_id("req-1")
+        .with_data(motet_agents::ReactCancel {
+            reason: Some("user pressed stop".into()),
+        })
+        .build()
+        .unwrap();
+    agent.send(cancel).await.unwrap();
+    match ask.await.unwrap() {
+        Err(AskError::Failed { reply }) => assert_eq!(reply.signal_type().as_str(), REACT_FAILED),
+        other => panic!("{other:?}"),
+    }
+    // The call's task was aborted, which dropped the provider stream (closing its connection).
+    for _ in 0..100 {
+        if model.dropped.load(std::sync::atomic::Ordering::SeqCst) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(model.dropped.load(std::sync::atomic::Ordering::SeqCst));
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn streamed_text_is_published_as_llm_delta() {
+    let model = ScriptedModel::new([turn(vec![AssistantBlock::text("hello world")])]);
+    let runtime = Runtime::builder().llm(Arc::new(model)).build().unwrap();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let _sub = runtime.bus().subscribe(
+        "llm.delta".parse().unwrap(),
+        move |signal: &motet_signals::Signal| {
+            sink.lock()
+                .unwrap()
+                .push(signal.data_as::<motet_runtime::agent::LlmDelta>().unwrap());
+            motet_signals::Delivery::Delivered
+        },
+    );
+    let tools = calculator();
+    let agent = runtime
+        .spawn(AgentSpec::new("talker", react("openai:gpt-5.2", &tools)))
+        .await
+        .unwrap();
+    agent.ask("hi", AskOptions::default()).await.unwrap();
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].kind, "text");
+    assert_eq!(seen[0].delta, "hello world");
+    runtime.shutdown().await;
+}
+
+/// A model that records how many calls run at once.
+#[derive(Clone, Default)]
+struct CountingModel {
+    now: Arc<std::sync::atomic::AtomicUsize>,
+    max: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+#[async_trait::async_trait]
+impl motet_providers::LlmClient for CountingModel {
+    async fn stream(
+        &self,
+        _req: motet_directives::LlmRequest,
+    ) -> Result<motet_providers::LlmStream, ProviderError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let running = self.now.fetch_add(1, SeqCst) + 1;
+        self.max.fetch_max(running, SeqCst);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        self.now.fetch_sub(1, SeqCst);
+        let events = motet_runtime::testing::events_of(turn(vec![AssistantBlock::text("ok")])?);
+        Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))))
+    }
+}
+
+#[tokio::test]
+async fn llm_calls_per_provider_are_limited() {
+    let model = CountingModel::default();
+    let runtime = Runtime::builder()
+        .llm(Arc::new(model.clone()))
+        .llm_concurrency("openai", 2)
+        .build()
+        .unwrap();
+    let tools = calculator();
+    let mut agents = Vec::new();
+    for n in 0..10 {
+        agents.push(
+            runtime
+                .spawn(AgentSpec::new(
+                    format!("a{n}"),
+                    react("openai:gpt-5.2", &tools),
+                ))
+                .await
+                .unwrap(),
+        );
+    }
+    let asks = agents.iter().map(|a| a.ask("go", AskOptions::default()));
+    for reply in futures::future::join_all(asks).await {
+        reply.unwrap();
+    }
+    assert_eq!(model.max.load(std::sync::atomic::Ordering::SeqCst), 2);
+    runtime.shutdown().await;
+}

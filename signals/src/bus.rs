@@ -291,6 +291,20 @@ impl Bus {
         outcome
     }
 
+    /// Whether any subscription would receive a signal of type `signal_type` (false for a
+    /// type that is not valid). Lets a publisher skip building signals nobody listens to.
+    pub fn has_subscribers_for(&self, signal_type: &str) -> bool {
+        let Ok(ty) = signal_type.parse::<crate::SignalType>() else {
+            return false;
+        };
+        let routes = self
+            .inner
+            .routes
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        routes.route(&ty).next().is_some()
+    }
+
     /// Lifetime totals and the current number of subscriptions.
     pub fn stats(&self) -> BusStats {
         let inner = &self.inner;

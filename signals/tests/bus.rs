@@ -332,3 +332,15 @@ fn drops_are_logged_on_the_first_and_then_every_power_of_two() {
         );
     });
 }
+
+#[test]
+fn has_subscribers_for_follows_subscriptions() {
+    let bus = Bus::new();
+    assert!(!bus.has_subscribers_for("llm.delta"));
+    let sub = bus.subscribe(pattern("llm.*"), |_: &Signal| Delivery::Delivered);
+    assert!(bus.has_subscribers_for("llm.delta"));
+    assert!(!bus.has_subscribers_for("tool.result"));
+    assert!(!bus.has_subscribers_for("not a type"));
+    drop(sub);
+    assert!(!bus.has_subscribers_for("llm.delta"));
+}

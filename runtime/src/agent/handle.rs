@@ -26,9 +26,22 @@ pub(crate) struct Services {
     pub(crate) agents: DashMap<String, Arc<dyn Family>>,
     /// The registry of running threads: (agent, thread id) → the actor that owns the thread.
     pub(crate) threads: DashMap<(String, String), ActorRef<AgentMsg>>,
+    /// How many LLM calls may run at once per provider (the `provider` part of a model ref).
+    pub(crate) llm_limits: DashMap<String, Arc<tokio::sync::Semaphore>>,
+    pub(crate) default_llm_limit: usize,
 }
 
 impl Services {
+    /// Waits for a free slot to call `provider`; the slot is held until the permit drops.
+    pub(crate) async fn permit(&self, provider: &str) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let semaphore = self
+            .llm_limits
+            .entry(provider.to_owned())
+            .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(self.default_llm_limit)))
+            .clone();
+        semaphore.acquire_owned().await.ok()
+    }
+
     /// The actor that owns `thread` of `agent` (its default thread when `None`, a fresh one for
     /// `"new"`), started on first use.
     pub(crate) async fn thread_actor(
@@ -250,11 +263,16 @@ impl<S: Strategy> AgentSpec<S> {
     }
 }
 
+/// How many LLM calls run at once per provider unless configured otherwise.
+pub const DEFAULT_LLM_CONCURRENCY: usize = 64;
+
 /// Builds a [`Runtime`].
 #[derive(Default)]
 pub struct RuntimeBuilder {
     llm: Option<Arc<dyn LlmClient>>,
     bus: Option<Arc<Bus>>,
+    limits: Vec<(String, usize)>,
+    default_limit: Option<usize>,
 }
 
 impl RuntimeBuilder {
@@ -262,6 +280,19 @@ impl RuntimeBuilder {
     /// [`motet_providers::Providers`] in production).
     pub fn llm(mut self, client: Arc<dyn LlmClient>) -> Self {
         self.llm = Some(client);
+        self
+    }
+
+    /// At most `calls` LLM calls at once to `provider` (`anthropic`, `openai`, ...); the rest
+    /// wait their turn. Default [`DEFAULT_LLM_CONCURRENCY`].
+    pub fn llm_concurrency(mut self, provider: impl Into<String>, calls: usize) -> Self {
+        self.limits.push((provider.into(), calls.max(1)));
+        self
+    }
+
+    /// The limit for providers not named with [`RuntimeBuilder::llm_concurrency`].
+    pub fn default_llm_concurrency(mut self, calls: usize) -> Self {
+        self.default_limit = Some(calls.max(1));
         self
     }
 
@@ -282,6 +313,12 @@ impl RuntimeBuilder {
                 bus: self.bus.unwrap_or_default(),
                 agents: DashMap::new(),
                 threads: DashMap::new(),
+                llm_limits: self
+                    .limits
+                    .into_iter()
+                    .map(|(p, n)| (p, Arc::new(tokio::sync::Semaphore::new(n))))
+                    .collect(),
+                default_llm_limit: self.default_limit.unwrap_or(DEFAULT_LLM_CONCURRENCY),
             }),
         })
     }

@@ -7,8 +7,8 @@ use motet_agents::{
     Env, LLM_FAILED, LLM_RESULT, LlmError, LlmErrorKind, LlmFailed, LlmResult, SUMMARY_FAILED,
     Strategy, SummaryFailed, TOOL_RESULT, ToolResultSignal,
 };
-use motet_directives::{Directive, EmitTarget, ToolCallView, ToolResult};
-use motet_providers::ProviderError;
+use motet_directives::{CallId, Directive, EmitTarget, ToolCallView, ToolResult};
+use motet_providers::{BlockAssembler, LlmEvent, ProviderError};
 use motet_signals::Signal;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use serde::Serialize;
@@ -68,6 +68,9 @@ pub struct ServerState<S: Strategy> {
     pending: HashMap<String, oneshot::Sender<Result<Signal, AskError>>>,
     /// Scheduled signals not yet delivered, by schedule id.
     schedules: HashMap<String, AbortHandle>,
+    /// LLM calls in flight, by request id: aborted (closing their connections) when the
+    /// request ends, so a cancelled request stops streaming.
+    calls: HashMap<String, Vec<AbortHandle>>,
 }
 
 impl<S> Actor for AgentServer<S>
@@ -90,6 +93,7 @@ where
             env,
             running: None,
             queue: VecDeque::new(),
+            calls: HashMap::new(),
             pending: HashMap::new(),
             schedules: HashMap::new(),
         })
@@ -102,6 +106,9 @@ where
     ) -> Result<(), ActorProcessingErr> {
         for (_, schedule) in state.schedules.drain() {
             schedule.abort();
+        }
+        for (_, calls) in state.calls.drain() {
+            calls.iter().for_each(AbortHandle::abort);
         }
         for (_, reply) in state.pending.drain() {
             let _ = reply.send(Err(AskError::AgentStopped {
@@ -244,23 +251,25 @@ where
     ) {
         match directive {
             Directive::LlmStream(call) => {
-                let llm = self.services.llm.clone();
+                let services = self.services.clone();
                 let me = myself.clone();
-                let cause = cause.clone();
+                let task_cause = cause.clone();
                 let source = self.source();
-                tokio::spawn(async move {
+                let task = tokio::spawn(async move {
                     let call_id = call.call_id;
-                    let signal = match llm.complete(call.request).await {
+                    let outcome =
+                        stream_call(&services, call.request, &source, &task_cause, &call_id).await;
+                    let signal = match outcome {
                         Ok(response) => result_signal(
                             LLM_RESULT,
                             &source,
-                            &cause,
+                            &task_cause,
                             LlmResult { call_id, response },
                         ),
                         Err(error) => result_signal(
                             LLM_FAILED,
                             &source,
-                            &cause,
+                            &task_cause,
                             LlmFailed {
                                 call_id,
                                 error: llm_error(&error),
@@ -269,6 +278,7 @@ where
                     };
                     deliver(&me, signal);
                 });
+                self.track(state, cause, task.abort_handle());
             }
             Directive::ToolExec(exec) => {
                 let tools = self.agent.tools.clone();
@@ -328,6 +338,9 @@ where
                     if state.running.as_deref() == Some(request) {
                         state.running = None;
                     }
+                    if let Some(calls) = state.calls.remove(request) {
+                        calls.iter().for_each(AbortHandle::abort);
+                    }
                     if let Some(reply) = state.pending.remove(request) {
                         let _ = reply.send(Ok(signal.clone()));
                     }
@@ -385,9 +398,75 @@ where
         }
     }
 
+    /// Remembers a call made for the request `cause` belongs to, dropping finished ones.
+    fn track(&self, state: &mut ServerState<S>, cause: &Signal, call: AbortHandle) {
+        if let Some(request) = cause.request_id() {
+            let calls = state.calls.entry(request.to_owned()).or_default();
+            calls.retain(|c| !c.is_finished());
+            calls.push(call);
+        }
+    }
+
     fn source(&self) -> String {
         format!("motet.agent.{}", self.agent.name)
     }
+}
+
+/// The type of the signals that carry streamed text while an LLM call runs (for UIs).
+pub const LLM_DELTA: &str = "llm.delta";
+
+/// Data of `llm.delta`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct LlmDelta {
+    /// The `LlmStream` directive's call id.
+    pub call_id: CallId,
+    /// `text` or `reasoning`.
+    pub kind: String,
+    /// The fragment.
+    pub delta: String,
+}
+
+/// Streams one call: text and reasoning fragments are published on the bus as `llm.delta`
+/// while they arrive (only when someone subscribed to that type), and the events are
+/// assembled into the response.
+async fn stream_call(
+    services: &Services,
+    request: motet_directives::LlmRequest,
+    source: &str,
+    cause: &Signal,
+    call_id: &CallId,
+) -> Result<motet_directives::LlmResponse, ProviderError> {
+    use futures::StreamExt as _;
+    let _permit = services.permit(request.model.provider()).await;
+    let mut events = services.llm.stream(request).await?;
+    let mut assembler = BlockAssembler::new();
+    let publish = services.bus.has_subscribers_for(LLM_DELTA);
+    while let Some(event) = events.next().await {
+        let event = event?;
+        if publish {
+            let fragment = match &event {
+                LlmEvent::TextDelta { delta, .. } => Some(("text", delta)),
+                LlmEvent::ReasoningDelta { delta, .. } => Some(("reasoning", delta)),
+                _ => None,
+            };
+            if let Some((kind, delta)) = fragment {
+                let data = LlmDelta {
+                    call_id: call_id.clone(),
+                    kind: kind.to_owned(),
+                    delta: delta.clone(),
+                };
+                if let Ok(signal) = Signal::builder(LLM_DELTA, source)
+                    .caused_by(cause)
+                    .with_data(data)
+                    .build()
+                {
+                    services.bus.publish(&signal);
+                }
+            }
+        }
+        assembler.push(event)?;
+    }
+    Ok(assembler.finish()?)
 }
 
 fn deliver(to: &ActorRef<AgentMsg>, signal: Signal) {
