@@ -19,19 +19,22 @@
 //! # Layout
 //! - `env` — [`SystemEnv`]: the clock and UUIDv7 ids the pure strategy is given.
 //! - `server` — [`AgentServer`], its messages and the directive executor.
+//! - `supervise` — the supervisor of thread actors: restart on failure within the agent's
+//!   restart intensity, stop the agent past it.
 //! - `handle` — [`Runtime`], [`AgentSpec`], [`AgentHandle`], [`AskOptions`], [`AskError`].
 //!
 //! Directives executed so far: `LlmStream` (through the runtime's [`LlmClient`]), `ToolExec`
 //! (through the agent's [`crate::tool::ToolSet`]), `Emit` to the bus or another agent,
 //! `Schedule` / `CancelSchedule`, `Stop`. `Summarize` answers `summary.failed` (the strategy
-//! carries on without a summary); `Spawn`, `StopChild`, groups and parents arrive with
-//! supervision.
+//! carries on without a summary); `Spawn`, `StopChild`, groups and parents arrive with child
+//! agents.
 //!
 //! [`LlmClient`]: motet_providers::LlmClient
 
 mod env;
 mod handle;
 mod server;
+mod supervise;
 
 pub use env::SystemEnv;
 pub use handle::{

@@ -561,3 +561,111 @@ async fn llm_calls_per_provider_are_limited() {
     assert_eq!(model.max.load(std::sync::atomic::Ordering::SeqCst), 2);
     runtime.shutdown().await;
 }
+
+/// ReAct that panics on the query "boom": a bug in a strategy.
+struct Fragile(ReAct);
+
+impl motet_agents::Strategy for Fragile {
+    type State = motet_agents::ReActState;
+
+    fn init(&self, env: &dyn motet_agents::Env) -> Self::State {
+        self.0.init(env)
+    }
+
+    fn init_for_thread(&self, env: &dyn motet_agents::Env, thread: &str) -> Self::State {
+        self.0.init_for_thread(env, thread)
+    }
+
+    fn handle(
+        &self,
+        state: &mut Self::State,
+        signal: &motet_signals::Signal,
+        env: &dyn motet_agents::Env,
+    ) -> Result<Vec<motet_directives::Directive>, motet_agents::StrategyError> {
+        if let Ok(input) = signal.data_as::<motet_agents::ReactInput>()
+            && input.query == "boom"
+        {
+            panic!("a bug in the strategy");
+        }
+        self.0.handle(state, signal, env)
+    }
+}
+
+#[tokio::test]
+async fn a_panicking_strategy_restarts_its_thread_and_the_ask_gets_a_typed_error() {
+    let runtime = Runtime::builder()
+        .llm(Arc::new(EchoModel::default()))
+        .build()
+        .unwrap();
+    let tools = calculator();
+    let agent = runtime
+        .spawn(AgentSpec::new(
+            "fragile",
+            Fragile(react("openai:gpt-5.2", &tools)),
+        ))
+        .await
+        .unwrap();
+    let options = || AskOptions {
+        timeout: Duration::from_secs(5),
+        ..AskOptions::default()
+    };
+    let err = agent.ask("boom", options()).await.unwrap_err();
+    assert!(matches!(err, AskError::AgentRestarted { .. }), "{err:?}");
+    // The thread was restarted (with a fresh state): the next ask is answered.
+    let mut answered = None;
+    for _ in 0..50 {
+        match agent.ask("hello", options()).await {
+            Ok(reply) => {
+                answered = Some(reply);
+                break;
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    }
+    let reply = answered.expect("answered after the restart");
+    assert_eq!(reply.data_as::<ReactCompleted>().unwrap().answer, "hello");
+    assert_eq!(runtime.agent_count(), 1);
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn past_its_restart_intensity_the_agent_is_stopped() {
+    let runtime = Runtime::builder()
+        .llm(Arc::new(EchoModel::default()))
+        .build()
+        .unwrap();
+    let tools = calculator();
+    let agent = runtime
+        .spawn(
+            AgentSpec::new("fragile", Fragile(react("openai:gpt-5.2", &tools)))
+                .with_restart_intensity(motet_runtime::supervisor::Intensity {
+                    max_restarts: 1,
+                    within: Duration::from_secs(60),
+                }),
+        )
+        .await
+        .unwrap();
+    let options = || AskOptions {
+        timeout: Duration::from_secs(5),
+        ..AskOptions::default()
+    };
+    assert!(agent.ask("boom", options()).await.is_err());
+    // Wait for the restart, then fail again: one restart too many.
+    for _ in 0..50 {
+        if runtime.thread_count() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let _ = agent.ask("boom", options()).await;
+    for _ in 0..100 {
+        if runtime.agent_count() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(runtime.agent_count(), 0, "the agent was stopped");
+    let err = agent.ask("hello", options()).await.unwrap_err();
+    assert!(matches!(err, AskError::AgentStopped { .. }), "{err:?}");
+    runtime.shutdown().await;
+}

@@ -11,11 +11,12 @@ use motet_agents::{
 };
 use motet_providers::LlmClient;
 use motet_signals::{Bus, Signal};
-use ractor::{Actor, ActorRef};
+use ractor::{Actor, ActorCell, ActorRef};
 use tokio::sync::oneshot;
 
 use super::env::SystemEnv;
 use super::server::{AgentConfig, AgentMsg, AgentServer, RequestPolicy};
+use crate::supervisor::Intensity;
 use crate::tool::ToolSet;
 
 /// What every agent of a runtime shares.
@@ -29,6 +30,8 @@ pub(crate) struct Services {
     /// How many LLM calls may run at once per provider (the `provider` part of a model ref).
     pub(crate) llm_limits: DashMap<String, Arc<tokio::sync::Semaphore>>,
     pub(crate) default_llm_limit: usize,
+    /// The supervisor of every thread actor, started with the first one.
+    pub(crate) supervisor: tokio::sync::OnceCell<ActorRef<()>>,
 }
 
 impl Services {
@@ -70,7 +73,15 @@ impl Services {
         if let Some(actor) = self.threads.get(&key) {
             return Ok((actor.value().clone(), key.1));
         }
-        let actor = family.spawn_thread(self.clone(), key.1.clone()).await?;
+        let supervisor = super::supervise::supervisor(self)
+            .await
+            .map_err(|message| RuntimeError::SpawnFailed {
+                name: agent.to_owned(),
+                message,
+            })?;
+        let actor = family
+            .spawn_thread(self.clone(), key.1.clone(), supervisor.get_cell())
+            .await?;
         self.threads.insert(key.clone(), actor.clone());
         Ok((actor, key.1))
     }
@@ -85,16 +96,19 @@ pub(crate) trait Family: Send + Sync {
     fn default_thread(&self) -> String;
     fn failed_type(&self) -> &str;
     fn spawning(&self) -> &tokio::sync::Mutex<()>;
+    fn intensity(&self) -> Intensity;
     async fn spawn_thread(
         &self,
         services: Arc<Services>,
         thread_id: String,
+        supervisor: ActorCell,
     ) -> Result<ActorRef<AgentMsg>, RuntimeError>;
 }
 
 struct FamilyOf<S> {
     config: Arc<AgentConfig<S>>,
     spawning: tokio::sync::Mutex<()>,
+    intensity: Intensity,
 }
 
 #[async_trait::async_trait]
@@ -115,23 +129,27 @@ where
         &self.spawning
     }
 
+    fn intensity(&self) -> Intensity {
+        self.intensity
+    }
+
     async fn spawn_thread(
         &self,
         services: Arc<Services>,
         thread_id: String,
+        supervisor: ActorCell,
     ) -> Result<ActorRef<AgentMsg>, RuntimeError> {
         let server = AgentServer {
             agent: self.config.clone(),
             thread_id,
             services,
         };
-        let (actor, _join) =
-            Actor::spawn(None, server, ())
-                .await
-                .map_err(|e| RuntimeError::SpawnFailed {
-                    name: self.config.name.clone(),
-                    message: e.to_string(),
-                })?;
+        let (actor, _join) = Actor::spawn_linked(None, server, (), supervisor)
+            .await
+            .map_err(|e| RuntimeError::SpawnFailed {
+                name: self.config.name.clone(),
+                message: e.to_string(),
+            })?;
         Ok(actor)
     }
 }
@@ -175,6 +193,13 @@ pub enum AskError {
     /// The agent stopped before replying.
     #[error("agent `{agent}` stopped before replying")]
     AgentStopped {
+        /// The agent.
+        agent: String,
+    },
+    /// The agent's thread failed while the request ran and was restarted; the request is not
+    /// resumed (send it again).
+    #[error("agent `{agent}` failed and was restarted before replying")]
+    AgentRestarted {
         /// The agent.
         agent: String,
     },
@@ -229,6 +254,7 @@ pub struct AgentSpec<S> {
     tools: Option<Arc<ToolSet>>,
     reply_types: (String, String),
     policy: RequestPolicy,
+    intensity: Intensity,
 }
 
 impl<S: Strategy> AgentSpec<S> {
@@ -241,7 +267,15 @@ impl<S: Strategy> AgentSpec<S> {
             tools: None,
             reply_types: (REACT_COMPLETED.to_owned(), REACT_FAILED.to_owned()),
             policy: RequestPolicy::Queue,
+            intensity: Intensity::default(),
         }
+    }
+
+    /// At most this many thread restarts in this window before the agent is stopped
+    /// (default 3 in 5 s).
+    pub fn with_restart_intensity(mut self, intensity: Intensity) -> Self {
+        self.intensity = intensity;
+        self
     }
 
     /// What happens to a request that arrives while another runs on the same thread.
@@ -319,6 +353,7 @@ impl RuntimeBuilder {
                     .map(|(p, n)| (p, Arc::new(tokio::sync::Semaphore::new(n))))
                     .collect(),
                 default_llm_limit: self.default_limit.unwrap_or(DEFAULT_LLM_CONCURRENCY),
+                supervisor: tokio::sync::OnceCell::new(),
             }),
         })
     }
@@ -363,6 +398,7 @@ impl Runtime {
                 policy: spec.policy,
             }),
             spawning: tokio::sync::Mutex::new(()),
+            intensity: spec.intensity,
         });
         match self.services.agents.entry(name.clone()) {
             dashmap::Entry::Occupied(_) => return Err(RuntimeError::NameTaken { name }),
@@ -420,6 +456,9 @@ impl Runtime {
                 .await;
         }
         self.services.threads.clear();
+        if let Some(supervisor) = self.services.supervisor.get() {
+            supervisor.stop(None);
+        }
     }
 }
 
@@ -512,6 +551,13 @@ impl AgentHandle {
             })?;
         let reply = match tokio::time::timeout(timeout, answer).await {
             Err(_) => return Err(AskError::Timeout(timeout)),
+            // The thread's state went away without answering: it failed. The agent still
+            // running means it was restarted.
+            Ok(Err(_)) if self.services.agents.contains_key(&self.name) => {
+                return Err(AskError::AgentRestarted {
+                    agent: self.name.clone(),
+                });
+            }
             Ok(Err(_)) => {
                 return Err(AskError::AgentStopped {
                     agent: self.name.clone(),

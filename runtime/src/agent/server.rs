@@ -101,7 +101,7 @@ where
 
     async fn post_stop(
         &self,
-        _myself: ActorRef<AgentMsg>,
+        myself: ActorRef<AgentMsg>,
         state: &mut ServerState<S>,
     ) -> Result<(), ActorProcessingErr> {
         for (_, schedule) in state.schedules.drain() {
@@ -115,9 +115,11 @@ where
                 agent: self.agent.name.clone(),
             }));
         }
-        self.services
-            .threads
-            .remove(&(self.agent.name.clone(), self.thread_id.clone()));
+        let id = myself.get_id();
+        self.services.threads.remove_if(
+            &(self.agent.name.clone(), self.thread_id.clone()),
+            |_, actor| actor.get_id() == id,
+        );
         Ok(())
     }
 

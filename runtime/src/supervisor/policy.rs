@@ -86,13 +86,20 @@ pub struct RestartHistory {
 impl RestartHistory {
     /// Restarts counted in the window ending at `now_ms`.
     pub fn recent(&self, now_ms: u64, within: Duration) -> usize {
-        let since = now_ms.saturating_sub(duration_ms(within));
-        self.times.iter().filter(|&&t| t > since).count()
+        let window = duration_ms(within);
+        self.times
+            .iter()
+            .filter(|&&t| now_ms.saturating_sub(t) < window)
+            .count()
     }
 
     fn record(&mut self, now_ms: u64, within: Duration) {
-        let since = now_ms.saturating_sub(duration_ms(within));
-        while self.times.front().is_some_and(|&t| t <= since) {
+        let window = duration_ms(within);
+        while self
+            .times
+            .front()
+            .is_some_and(|&t| now_ms.saturating_sub(t) >= window)
+        {
             self.times.pop_front();
         }
         self.times.push_back(now_ms);
@@ -282,6 +289,28 @@ mod tests {
         assert_eq!(at(1_250), restart(&[], &[0], &[]));
         assert_eq!(at(1_300), restart(&[], &[0], &[]));
         assert_eq!(at(1_350), Decision::Escalate { restarts: 3 });
+    }
+
+    #[test]
+    fn restarts_at_the_start_of_the_clock_count() {
+        let intensity = Intensity {
+            max_restarts: 1,
+            within: Duration::from_secs(60),
+        };
+        let mut history = RestartHistory::default();
+        let mut at = |ms| {
+            decide(
+                RestartStrategy::OneForOne,
+                &[P],
+                0,
+                &failed(),
+                intensity,
+                &mut history,
+                ms,
+            )
+        };
+        assert_eq!(at(0), restart(&[], &[0], &[]));
+        assert_eq!(at(3), Decision::Escalate { restarts: 2 });
     }
 
     #[test]

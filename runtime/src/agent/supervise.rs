@@ -1,0 +1,142 @@
+//! The runtime's supervisor of thread actors: when one fails (a panic or an error in its
+//! strategy or executor), it is removed from the registry and, within the agent's restart
+//! intensity, started again at once with a fresh state for the same thread; past the
+//! intensity the agent is stopped. The decision is [`crate::supervisor::decide`]
+//! (one_for_one, transient: a thread that stops normally stays stopped).
+//!
+//! An ask in flight on a failed thread is answered [`super::AskError::AgentRestarted`]; it is
+//! not resumed. Until threads are persisted (the persistence issue), the restarted thread
+//! starts with an empty history.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Weak};
+use std::time::Instant;
+
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
+
+use super::handle::Services;
+use crate::supervisor::{Decision, ExitReason, Restart, RestartHistory, RestartStrategy, decide};
+
+/// The supervisor actor. Its only messages are supervision events.
+pub(crate) struct ThreadSupervisor {
+    pub(crate) services: Weak<Services>,
+}
+
+/// Restart histories per agent, on the supervisor's monotonic clock.
+pub(crate) struct SupervisorState {
+    started: Instant,
+    histories: HashMap<String, RestartHistory>,
+}
+
+impl Actor for ThreadSupervisor {
+    type Msg = ();
+    type State = SupervisorState;
+    type Arguments = ();
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<()>,
+        _args: (),
+    ) -> Result<SupervisorState, ActorProcessingErr> {
+        Ok(SupervisorState {
+            started: Instant::now(),
+            histories: HashMap::new(),
+        })
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<()>,
+        event: SupervisionEvent,
+        state: &mut SupervisorState,
+    ) -> Result<(), ActorProcessingErr> {
+        let Some(services) = self.services.upgrade() else {
+            return Ok(());
+        };
+        match event {
+            SupervisionEvent::ActorFailed(cell, error) => {
+                let Some((agent, thread)) = forget(&services, cell.get_id()) else {
+                    return Ok(());
+                };
+                let Some(family) = services.agents.get(&agent).map(|f| f.value().clone()) else {
+                    return Ok(());
+                };
+                let now_ms = u64::try_from(state.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                let decision = decide(
+                    RestartStrategy::OneForOne,
+                    &[Restart::Transient],
+                    0,
+                    &ExitReason::Failed(error.to_string()),
+                    family.intensity(),
+                    state.histories.entry(agent.clone()).or_default(),
+                    now_ms,
+                );
+                match decision {
+                    Decision::Restart { start, .. } if !start.is_empty() => {
+                        tracing::warn!(%agent, %thread, %error, "agent thread failed; restarting it");
+                        match family
+                            .spawn_thread(services.clone(), thread.clone(), myself.get_cell())
+                            .await
+                        {
+                            Ok(actor) => {
+                                services.threads.insert((agent, thread), actor);
+                            }
+                            Err(spawn_error) => {
+                                tracing::error!(%agent, %thread, %spawn_error, "could not restart an agent thread");
+                            }
+                        }
+                    }
+                    Decision::Restart { .. } => {}
+                    Decision::Escalate { restarts } => {
+                        tracing::error!(%agent, restarts, %error, "agent threads failed too often; stopping the agent");
+                        services.agents.remove(&agent);
+                        let threads: Vec<ActorRef<super::AgentMsg>> = services
+                            .threads
+                            .iter()
+                            .filter(|e| e.key().0 == agent)
+                            .map(|e| e.value().clone())
+                            .collect();
+                        for actor in threads {
+                            actor.stop(Some("restart intensity exceeded".to_owned()));
+                        }
+                    }
+                }
+            }
+            SupervisionEvent::ActorTerminated(cell, _, _) => {
+                forget(&services, cell.get_id());
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// Removes the registry entry of the actor `id`, returning its (agent, thread).
+fn forget(services: &Services, id: ActorId) -> Option<(String, String)> {
+    let key = services
+        .threads
+        .iter()
+        .find(|e| e.value().get_id() == id)
+        .map(|e| e.key().clone())?;
+    services
+        .threads
+        .remove_if(&key, |_, actor| actor.get_id() == id);
+    Some(key)
+}
+
+/// Hands the supervisor of `services`, starting it on first use.
+pub(crate) async fn supervisor(services: &Arc<Services>) -> Result<ActorRef<()>, String> {
+    services
+        .supervisor
+        .get_or_try_init(|| async {
+            let handler = ThreadSupervisor {
+                services: Arc::downgrade(services),
+            };
+            Actor::spawn(None, handler, ())
+                .await
+                .map(|(actor, _)| actor)
+                .map_err(|e| e.to_string())
+        })
+        .await
+        .cloned()
+}
