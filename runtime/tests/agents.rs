@@ -669,3 +669,113 @@ async fn past_its_restart_intensity_the_agent_is_stopped() {
     assert!(matches!(err, AskError::AgentStopped { .. }), "{err:?}");
     runtime.shutdown().await;
 }
+
+/// Remembers the types of the signals it gets; answers `react.input` "report" with them, and
+/// "cast:<group>" by emitting `news.flash` to that group.
+struct Recorder;
+
+impl motet_agents::Strategy for Recorder {
+    type State = Vec<String>;
+
+    fn init(&self, _env: &dyn motet_agents::Env) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn handle(
+        &self,
+        seen: &mut Vec<String>,
+        signal: &motet_signals::Signal,
+        _env: &dyn motet_agents::Env,
+    ) -> Result<Vec<motet_directives::Directive>, motet_agents::StrategyError> {
+        use motet_directives::{Directive, Emit, EmitTarget};
+        let ty = signal.signal_type().as_str().to_owned();
+        let Ok(input) = signal.data_as::<motet_agents::ReactInput>() else {
+            seen.push(ty);
+            return Ok(Vec::new());
+        };
+        let reply = |data: serde_json::Value| {
+            motet_signals::Signal::builder(REACT_COMPLETED, "recorder")
+                .caused_by(signal)
+                .with_data(data)
+                .build()
+                .unwrap()
+        };
+        let mut out = Vec::new();
+        if let Some(group) = input.query.strip_prefix("cast:") {
+            let news = motet_signals::Signal::builder("news.flash", "recorder")
+                .caused_by(signal)
+                .build()
+                .unwrap();
+            out.push(Directive::Emit(Emit {
+                signal: news,
+                target: EmitTarget::Group(group.to_owned()),
+            }));
+        }
+        out.push(Directive::Emit(Emit {
+            signal: reply(serde_json::json!(seen.clone())),
+            target: EmitTarget::Bus,
+        }));
+        Ok(out)
+    }
+}
+
+async fn report(agent: &motet_runtime::agent::AgentHandle) -> Vec<String> {
+    let reply = agent.ask("report", AskOptions::default()).await.unwrap();
+    reply.data_as().unwrap()
+}
+
+#[tokio::test]
+async fn agents_receive_what_they_subscribe_to_and_what_their_group_is_sent() {
+    let runtime = Runtime::builder()
+        .llm(Arc::new(ScriptedModel::default()))
+        .build()
+        .unwrap();
+    let sports = runtime
+        .spawn(
+            AgentSpec::new("sports", Recorder)
+                .subscribe("news.sports.*".parse().unwrap())
+                .join_group("desk"),
+        )
+        .await
+        .unwrap();
+    let all = runtime
+        .spawn(
+            AgentSpec::new("all", Recorder)
+                .subscribe("news.**".parse().unwrap())
+                .join_group("desk"),
+        )
+        .await
+        .unwrap();
+    let caster = runtime
+        .spawn(AgentSpec::new("caster", Recorder))
+        .await
+        .unwrap();
+
+    for ty in ["news.sports.football", "news.weather", "other.thing"] {
+        runtime
+            .bus()
+            .publish(&motet_signals::Signal::builder(ty, "test").build().unwrap());
+    }
+    // A group emit from another agent reaches both members.
+    caster
+        .ask("cast:desk", AskOptions::default())
+        .await
+        .unwrap();
+    let mut sports_seen = Vec::new();
+    let mut all_seen = Vec::new();
+    for _ in 0..100 {
+        sports_seen = report(&sports).await;
+        all_seen = report(&all).await;
+        if sports_seen.len() >= 2 && all_seen.len() >= 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(sports_seen, ["news.sports.football", "news.flash"]);
+    assert_eq!(
+        all_seen,
+        ["news.sports.football", "news.weather", "news.flash"]
+    );
+    assert!(report(&caster).await.is_empty());
+    runtime.shutdown().await;
+}

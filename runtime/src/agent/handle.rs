@@ -10,7 +10,7 @@ use motet_agents::{
     Strategy,
 };
 use motet_providers::LlmClient;
-use motet_signals::{Bus, Signal};
+use motet_signals::{Bus, Delivery, Pattern, Signal, Subscription};
 use ractor::{Actor, ActorCell, ActorRef};
 use tokio::sync::oneshot;
 
@@ -32,6 +32,8 @@ pub(crate) struct Services {
     pub(crate) default_llm_limit: usize,
     /// The supervisor of every thread actor, started with the first one.
     pub(crate) supervisor: tokio::sync::OnceCell<ActorRef<()>>,
+    /// Named groups of agents, for `Emit` to a group.
+    pub(crate) groups: DashMap<String, Vec<String>>,
 }
 
 impl Services {
@@ -87,6 +89,42 @@ impl Services {
     }
 }
 
+/// A bus delivery to an agent's default thread: cast at once when the thread runs, or after
+/// starting it. Never blocks the publisher.
+fn deliver_to(services: &std::sync::Weak<Services>, agent: &str, signal: &Signal) -> Delivery {
+    let Some(services) = services.upgrade() else {
+        return Delivery::Closed;
+    };
+    let Some(family) = services.agents.get(agent).map(|f| f.value().clone()) else {
+        return Delivery::Closed;
+    };
+    let key = (agent.to_owned(), family.default_thread());
+    if let Some(actor) = services.threads.get(&key) {
+        return match actor.cast(AgentMsg::Signal(signal.clone())) {
+            Ok(()) => Delivery::Delivered,
+            Err(_) => Delivery::Closed,
+        };
+    }
+    let signal = signal.clone();
+    let agent = agent.to_owned();
+    tokio::spawn(async move {
+        if let Ok((actor, _)) = services.thread_actor(&agent, None).await {
+            let _ = actor.cast(AgentMsg::Signal(signal));
+        }
+    });
+    Delivery::Delivered
+}
+
+impl Services {
+    /// The agents of group `name`.
+    pub(crate) fn group_members(&self, name: &str) -> Vec<String> {
+        self.groups
+            .get(name)
+            .map(|g| g.value().clone())
+            .unwrap_or_default()
+    }
+}
+
 /// The thread id that asks for a fresh thread.
 pub const NEW_THREAD: &str = "new";
 
@@ -97,6 +135,7 @@ pub(crate) trait Family: Send + Sync {
     fn failed_type(&self) -> &str;
     fn spawning(&self) -> &tokio::sync::Mutex<()>;
     fn intensity(&self) -> Intensity;
+    fn keep_subscriptions(&self, subscriptions: Vec<Subscription>);
     async fn spawn_thread(
         &self,
         services: Arc<Services>,
@@ -109,6 +148,8 @@ struct FamilyOf<S> {
     config: Arc<AgentConfig<S>>,
     spawning: tokio::sync::Mutex<()>,
     intensity: Intensity,
+    /// Bus subscriptions; they end when the agent is removed.
+    subscriptions: std::sync::Mutex<Vec<Subscription>>,
 }
 
 #[async_trait::async_trait]
@@ -131,6 +172,12 @@ where
 
     fn intensity(&self) -> Intensity {
         self.intensity
+    }
+
+    fn keep_subscriptions(&self, subscriptions: Vec<Subscription>) {
+        if let Ok(mut kept) = self.subscriptions.lock() {
+            kept.extend(subscriptions);
+        }
     }
 
     async fn spawn_thread(
@@ -255,6 +302,8 @@ pub struct AgentSpec<S> {
     reply_types: (String, String),
     policy: RequestPolicy,
     intensity: Intensity,
+    subscriptions: Vec<Pattern>,
+    groups: Vec<String>,
 }
 
 impl<S: Strategy> AgentSpec<S> {
@@ -268,7 +317,22 @@ impl<S: Strategy> AgentSpec<S> {
             reply_types: (REACT_COMPLETED.to_owned(), REACT_FAILED.to_owned()),
             policy: RequestPolicy::Queue,
             intensity: Intensity::default(),
+            subscriptions: Vec::new(),
+            groups: Vec::new(),
         }
+    }
+
+    /// Delivers every bus signal matching `pattern` (`*` one segment, `**` any) to the
+    /// agent's default thread.
+    pub fn subscribe(mut self, pattern: Pattern) -> Self {
+        self.subscriptions.push(pattern);
+        self
+    }
+
+    /// Makes the agent a member of the group `name`: `Emit` to the group reaches it.
+    pub fn join_group(mut self, name: impl Into<String>) -> Self {
+        self.groups.push(name.into());
+        self
     }
 
     /// At most this many thread restarts in this window before the agent is stopped
@@ -354,6 +418,7 @@ impl RuntimeBuilder {
                     .collect(),
                 default_llm_limit: self.default_limit.unwrap_or(DEFAULT_LLM_CONCURRENCY),
                 supervisor: tokio::sync::OnceCell::new(),
+                groups: DashMap::new(),
             }),
         })
     }
@@ -399,6 +464,7 @@ impl Runtime {
             }),
             spawning: tokio::sync::Mutex::new(()),
             intensity: spec.intensity,
+            subscriptions: std::sync::Mutex::new(Vec::new()),
         });
         match self.services.agents.entry(name.clone()) {
             dashmap::Entry::Occupied(_) => return Err(RuntimeError::NameTaken { name }),
@@ -410,6 +476,29 @@ impl Runtime {
         if let Err(error) = self.services.thread_actor(&name, None).await {
             self.services.agents.remove(&name);
             return Err(error);
+        }
+        let subscriptions: Vec<Subscription> = spec
+            .subscriptions
+            .into_iter()
+            .map(|pattern| {
+                let services = Arc::downgrade(&self.services);
+                let agent = name.clone();
+                self.services
+                    .bus
+                    .subscribe(pattern, move |signal: &Signal| {
+                        deliver_to(&services, &agent, signal)
+                    })
+            })
+            .collect();
+        if let Some(family) = self.services.agents.get(&name) {
+            family.keep_subscriptions(subscriptions);
+        }
+        for group in spec.groups {
+            self.services
+                .groups
+                .entry(group)
+                .or_default()
+                .push(name.clone());
         }
         Ok(AgentHandle {
             name,
@@ -441,6 +530,7 @@ impl Runtime {
     /// Stops every agent and waits for each thread to finish the message it is handling.
     pub async fn shutdown(&self) {
         self.services.agents.clear();
+        self.services.groups.clear();
         let threads: Vec<ActorRef<AgentMsg>> = self
             .services
             .threads

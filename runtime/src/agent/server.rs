@@ -367,7 +367,17 @@ where
                     // A top-level agent's parent is whoever asked: the reply above.
                     EmitTarget::Parent => {}
                     EmitTarget::Group(group) => {
-                        tracing::warn!(agent = %self.agent.name, %group, "groups are not supported yet; signal dropped");
+                        let services = self.services.clone();
+                        tokio::spawn(async move {
+                            for member in services.group_members(&group) {
+                                match services.thread_actor(&member, None).await {
+                                    Ok((actor, _)) => deliver(&actor, signal.clone()),
+                                    Err(error) => {
+                                        tracing::warn!(%group, %member, %error, "emit to a group member dropped");
+                                    }
+                                }
+                            }
+                        });
                     }
                 }
             }
