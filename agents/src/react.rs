@@ -577,6 +577,10 @@ impl Strategy for ReAct {
         ReActState::new(Thread::new(thread_id, env.now_ms()))
     }
 
+    fn thread<'a>(&self, state: &'a ReActState) -> Option<&'a Thread> {
+        Some(&state.thread)
+    }
+
     fn handle(
         &self,
         state: &mut ReActState,

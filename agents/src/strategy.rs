@@ -27,6 +27,13 @@ pub trait Strategy {
         self.init(env)
     }
 
+    /// The conversation thread this state keeps, if any: the runtime reads it to answer a
+    /// `Summarize` directive. By default none.
+    fn thread<'a>(&self, state: &'a Self::State) -> Option<&'a crate::Thread> {
+        let _ = state;
+        None
+    }
+
     /// Handles one signal.
     ///
     /// # Errors

@@ -24,10 +24,10 @@
 //! - `handle` — [`Runtime`], [`AgentSpec`], [`AgentHandle`], [`AskOptions`], [`AskError`].
 //!
 //! Directives executed so far: `LlmStream` (through the runtime's [`LlmClient`]), `ToolExec`
-//! (through the agent's [`crate::tool::ToolSet`]), `Emit` to the bus or another agent,
-//! `Schedule` / `CancelSchedule`, `Stop`. `Summarize` answers `summary.failed` (the strategy
-//! carries on without a summary); `Spawn`, `StopChild`, groups and parents arrive with child
-//! agents.
+//! (through the agent's [`crate::tool::ToolSet`]), `Summarize` (an LLM call over the thread's
+//! entries in range, with the directive's model or the thread's last one), `Emit` to the bus, an
+//! agent or a group, `Schedule` / `CancelSchedule`, `Stop`. `Spawn`, `StopChild` and `Parent`
+//! arrive with child agents.
 //!
 //! [`LlmClient`]: motet_providers::LlmClient
 

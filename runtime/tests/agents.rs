@@ -779,3 +779,101 @@ async fn agents_receive_what_they_subscribe_to_and_what_their_group_is_sent() {
     assert!(report(&caster).await.is_empty());
     runtime.shutdown().await;
 }
+
+/// Keeps notes in a thread; "summarize" asks the runtime for a summary of them and answers
+/// with it.
+struct Notes;
+
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+struct NotesState {
+    thread: motet_agents::Thread,
+    waiting: Option<String>,
+}
+
+impl motet_agents::Strategy for Notes {
+    type State = NotesState;
+
+    fn init(&self, env: &dyn motet_agents::Env) -> NotesState {
+        NotesState {
+            thread: motet_agents::Thread::create(env),
+            waiting: None,
+        }
+    }
+
+    fn thread<'a>(&self, state: &'a NotesState) -> Option<&'a motet_agents::Thread> {
+        Some(&state.thread)
+    }
+
+    fn handle(
+        &self,
+        state: &mut NotesState,
+        signal: &motet_signals::Signal,
+        env: &dyn motet_agents::Env,
+    ) -> Result<Vec<motet_directives::Directive>, motet_agents::StrategyError> {
+        use motet_directives::{CallId, Directive, Emit, EmitTarget, Summarize};
+        let done = |data: serde_json::Value, request: &str| {
+            Directive::Emit(Emit {
+                signal: motet_signals::Signal::builder(REACT_COMPLETED, "notes")
+                    .with_request_id(request)
+                    .with_data(data)
+                    .build()
+                    .unwrap(),
+                target: EmitTarget::Bus,
+            })
+        };
+        if let Ok(result) = signal.data_as::<motet_agents::SummaryResult>() {
+            let request = state.waiting.take().unwrap();
+            return Ok(vec![done(serde_json::json!(result.content), &request)]);
+        }
+        let input: motet_agents::ReactInput = signal.data_as().unwrap();
+        let request = signal.request_id().unwrap().to_owned();
+        if input.query == "summarize" {
+            state.waiting = Some(request);
+            let last = state.thread.entry_count() as u64;
+            return Ok(vec![Directive::Summarize(Summarize {
+                call_id: CallId::new("sum-1"),
+                thread_id: state.thread.id().to_owned(),
+                from_seq: 0,
+                to_seq: last.saturating_sub(1),
+                model: Some("openai:gpt-5.2".parse().unwrap()),
+                instructions: Some("Summarize the notes.".into()),
+            })]);
+        }
+        state
+            .thread
+            .append(env, motet_agents::NewEntry::user(input.query));
+        Ok(vec![done(serde_json::json!("noted"), &request)])
+    }
+}
+
+#[tokio::test]
+async fn summarize_calls_the_model_over_the_thread_range() {
+    let model = ScriptedModel::new([turn(vec![AssistantBlock::text(
+        "Two notes: buy milk, call Rome.",
+    )])]);
+    let runtime = Runtime::builder()
+        .llm(Arc::new(model.clone()))
+        .build()
+        .unwrap();
+    let agent = runtime.spawn(AgentSpec::new("notes", Notes)).await.unwrap();
+    agent.ask("buy milk", AskOptions::default()).await.unwrap();
+    agent.ask("call Rome", AskOptions::default()).await.unwrap();
+    let reply = agent.ask("summarize", AskOptions::default()).await.unwrap();
+    assert_eq!(
+        reply.data_as::<String>().unwrap(),
+        "Two notes: buy milk, call Rome."
+    );
+    let requests = model.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(
+        requests[0].messages[0],
+        Message::system("Summarize the notes.")
+    );
+    match &requests[0].messages[1] {
+        Message::User { content } => {
+            assert_eq!(content, "User: buy milk\nUser: call Rome\n");
+        }
+        other => panic!("{other:?}"),
+    }
+    runtime.shutdown().await;
+}

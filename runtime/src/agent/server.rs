@@ -5,9 +5,11 @@ use std::sync::Arc;
 
 use motet_agents::{
     Env, LLM_FAILED, LLM_RESULT, LlmError, LlmErrorKind, LlmFailed, LlmResult, SUMMARY_FAILED,
-    Strategy, SummaryFailed, TOOL_RESULT, ToolResultSignal,
+    SUMMARY_RESULT, Strategy, SummaryFailed, SummaryResult, TOOL_RESULT, ToolResultSignal,
 };
-use motet_directives::{CallId, Directive, EmitTarget, ToolCallView, ToolResult};
+use motet_directives::{
+    CallId, Directive, EmitTarget, LlmRequest, Message, ModelRef, ToolCallView, ToolResult,
+};
 use motet_providers::{BlockAssembler, LlmEvent, ProviderError};
 use motet_signals::Signal;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
@@ -71,6 +73,8 @@ pub struct ServerState<S: Strategy> {
     /// LLM calls in flight, by request id: aborted (closing their connections) when the
     /// request ends, so a cancelled request stops streaming.
     calls: HashMap<String, Vec<AbortHandle>>,
+    /// The model of the last LLM call: summaries use it when their directive names none.
+    last_model: Option<ModelRef>,
 }
 
 impl<S> Actor for AgentServer<S>
@@ -94,6 +98,7 @@ where
             running: None,
             queue: VecDeque::new(),
             calls: HashMap::new(),
+            last_model: None,
             pending: HashMap::new(),
             schedules: HashMap::new(),
         })
@@ -253,6 +258,7 @@ where
     ) {
         match directive {
             Directive::LlmStream(call) => {
+                state.last_model = Some(call.request.model.clone());
                 let services = self.services.clone();
                 let me = myself.clone();
                 let task_cause = cause.clone();
@@ -318,16 +324,57 @@ where
                 });
             }
             Directive::Summarize(summarize) => {
-                let signal = result_signal(
-                    SUMMARY_FAILED,
-                    &self.source(),
-                    cause,
-                    SummaryFailed {
-                        call_id: summarize.call_id,
-                        message: "this runtime does not summarize yet".to_owned(),
-                    },
-                );
-                deliver(myself, signal);
+                let transcript = self
+                    .agent
+                    .strategy
+                    .thread(&state.strategy)
+                    .map(|thread| transcript(thread.slice(summarize.from_seq, summarize.to_seq)))
+                    .unwrap_or_default();
+                let model = summarize.model.clone().or_else(|| state.last_model.clone());
+                let services = self.services.clone();
+                let me = myself.clone();
+                let task_cause = cause.clone();
+                let source = self.source();
+                let call_id = summarize.call_id;
+                let instructions = summarize
+                    .instructions
+                    .unwrap_or_else(|| SUMMARY_INSTRUCTIONS.to_owned());
+                let task = tokio::spawn(async move {
+                    let outcome = match model {
+                        _ if transcript.is_empty() => {
+                            Err("there is nothing in that range to summarize".to_owned())
+                        }
+                        None => {
+                            Err("no model to summarize with: set one on the directive".to_owned())
+                        }
+                        Some(model) => {
+                            let request = LlmRequest::new(
+                                model,
+                                vec![Message::system(instructions), Message::user(transcript)],
+                            );
+                            stream_call(&services, request, &source, &task_cause, &call_id)
+                                .await
+                                .map(|response| response.message.to_string())
+                                .map_err(|e| e.to_string())
+                        }
+                    };
+                    let signal = match outcome {
+                        Ok(content) => result_signal(
+                            SUMMARY_RESULT,
+                            &source,
+                            &task_cause,
+                            SummaryResult { call_id, content },
+                        ),
+                        Err(message) => result_signal(
+                            SUMMARY_FAILED,
+                            &source,
+                            &task_cause,
+                            SummaryFailed { call_id, message },
+                        ),
+                    };
+                    deliver(&me, signal);
+                });
+                self.track(state, cause, task.abort_handle());
             }
             Directive::Emit(emit) => {
                 let signal = emit.signal;
@@ -422,6 +469,47 @@ where
     fn source(&self) -> String {
         format!("motet.agent.{}", self.agent.name)
     }
+}
+
+/// What a summary call is told when the directive brings no instructions.
+const SUMMARY_INSTRUCTIONS: &str = "Summarize the conversation below for the assistant that will continue it: \
+keep the user's goals, decisions, facts learned (with numbers and names), tool results that \
+still matter, and open questions. Write plain prose, no preamble.";
+
+/// A range of thread entries as a plain transcript for a summary call.
+fn transcript(entries: &[motet_agents::Entry]) -> String {
+    use motet_agents::EntryBody;
+    let mut out = String::new();
+    for entry in entries {
+        let line = match &entry.body {
+            EntryBody::User { content } => format!("User: {content}"),
+            EntryBody::System { content } => format!("System: {content}"),
+            EntryBody::Assistant { message, .. } => {
+                let mut text = format!("Assistant: {message}");
+                for call in message.tool_calls() {
+                    text.push_str(&format!(
+                        "\n  (called {} with {})",
+                        call.name,
+                        call.args.get()
+                    ));
+                }
+                text
+            }
+            EntryBody::ToolResult { name, result } => {
+                let status = if result.is_error {
+                    "failed"
+                } else {
+                    "returned"
+                };
+                format!("Tool {name} {status}: {}", result.content)
+            }
+            EntryBody::Summary { content, .. } => format!("Earlier summary: {content}"),
+            _ => continue,
+        };
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
 }
 
 /// The type of the signals that carry streamed text while an LLM call runs (for UIs).
