@@ -2,6 +2,7 @@
 
 use crate::report::Report;
 
+mod agents;
 mod append;
 mod bus;
 mod prefix;
@@ -20,4 +21,7 @@ pub(crate) const ALL: &[(&str, RunFn)] = &[
     ("prefix", prefix::run),
     ("append", append::run),
     ("sse", sse::run),
+    ("spawn", agents::run_spawn),
+    ("ping", agents::run_ping),
+    ("react", agents::run_react),
 ];

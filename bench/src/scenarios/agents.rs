@@ -1,0 +1,409 @@
+//! The runtime's own costs, each beside a floor written without motet:
+//!
+//! - `spawn`: 100,000 ReAct agents — µs and resident bytes per agent (RSS after minus before,
+//!   divided by N) — against bare ractor actors holding the same state (`floor_ractor`).
+//! - `ping`: request → reply round trips through an agent's mailbox as signals (an ask and the
+//!   reply signal), against a bare ractor `call` (`floor_ractor`).
+//! - `react`: one ask end to end — `react.input`, an LLM call that asks for a tool, the tool,
+//!   an LLM call that answers — with an in-process zero-latency model, at 1 agent and at 1,000
+//!   agents asked at once (`agents_1000`), against the same loop by hand: the strategy, model
+//!   and tool called directly, no actors (`floor_loop`).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use motet_agents::{
+    Env, FixedEnv, LLM_RESULT, LlmResult, REACT_INPUT, ReAct, ReActConfig, ReActState, ReactInput,
+    Strategy, TOOL_RESULT, ToolResultSignal,
+};
+use motet_directives::{
+    AssistantBlock, AssistantMessage, Directive, LlmResponse, StopReason, ToolArgs, ToolCallView,
+    Usage,
+};
+use motet_runtime::agent::{AgentSpec, AskOptions, Runtime};
+use motet_runtime::testing::ScriptedModel;
+use motet_runtime::tool::{ToolError, ToolSet, tool_fn};
+use motet_signals::Signal;
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+
+use crate::report::{Report, round2};
+
+const SPAWN: usize = 100_000;
+const PINGS: usize = 20_000;
+const REACT_ONE: usize = 2_000;
+const REACT_MANY: usize = 1_000;
+
+fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4096)
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct AddArgs {
+    a: i64,
+    b: i64,
+}
+
+fn tools() -> Option<Arc<ToolSet>> {
+    let set = ToolSet::builder()
+        .tool(tool_fn(
+            "add",
+            "Adds two integers.",
+            |args: AddArgs| async move { Ok::<_, ToolError>((args.a + args.b).to_string()) },
+        ))
+        .build()
+        .ok()?;
+    Some(Arc::new(set))
+}
+
+fn react(tools: &ToolSet) -> Option<ReAct> {
+    Some(ReAct::new(
+        ReActConfig::new("openai:gpt-5.2".parse().ok()?)
+            .with_system_prompt("You add numbers.")
+            .with_tools(tools.tools()),
+    ))
+}
+
+fn tool_turn() -> LlmResponse {
+    LlmResponse::new(
+        AssistantMessage {
+            blocks: vec![AssistantBlock::tool_use(
+                "call_1",
+                "add",
+                ToolArgs::from_text(r#"{"a": 2, "b": 3}"#),
+            )],
+            stop_reason: StopReason::ToolUse,
+        },
+        Usage::default(),
+    )
+}
+
+fn answer_turn() -> LlmResponse {
+    LlmResponse::new(AssistantMessage::text("5"), Usage::default())
+}
+
+/// A bare actor with the state an agent thread holds, for the spawn floor.
+struct Bare;
+
+impl Actor for Bare {
+    type Msg = BareMsg;
+    type State = ReActState;
+    type Arguments = ReActState;
+
+    async fn pre_start(
+        &self,
+        _me: ActorRef<BareMsg>,
+        state: ReActState,
+    ) -> Result<ReActState, ActorProcessingErr> {
+        Ok(state)
+    }
+
+    async fn handle(
+        &self,
+        _me: ActorRef<BareMsg>,
+        msg: BareMsg,
+        _state: &mut ReActState,
+    ) -> Result<(), ActorProcessingErr> {
+        let BareMsg::Ping(reply) = msg;
+        let _ = reply.send(());
+        Ok(())
+    }
+}
+
+enum BareMsg {
+    Ping(RpcReplyPort<()>),
+}
+
+async fn spawn() -> Vec<Report> {
+    spawn_inner().await.unwrap_or_default()
+}
+
+async fn spawn_inner() -> Option<Vec<Report>> {
+    let tools = tools()?;
+    let strategy = react(&tools)?;
+    let env = FixedEnv::new(0);
+
+    // The floor first, kept alive while motet's agents are spawned, so each RSS delta is
+    // memory newly taken from the OS (freed memory would be reused and read as zero).
+    let before = rss_bytes();
+    let start = Instant::now();
+    let mut bare = Vec::with_capacity(SPAWN);
+    for n in 0..SPAWN {
+        let state = strategy.init_for_thread(&env, &format!("agent-{n}/default"));
+        let (actor, _) = Actor::spawn(None, Bare, state).await.ok()?;
+        bare.push(actor);
+    }
+    let floor = start.elapsed();
+    let floor_bytes = rss_bytes().saturating_sub(before) / SPAWN as u64;
+
+    let runtime = Runtime::builder()
+        .llm(Arc::new(ScriptedModel::default()))
+        .build()
+        .ok()?;
+    let before = rss_bytes();
+    let start = Instant::now();
+    for n in 0..SPAWN {
+        let spec = AgentSpec::new(format!("agent-{n}"), strategy.clone());
+        runtime.spawn(spec).await.ok()?;
+    }
+    let ours = start.elapsed();
+    let ours_bytes = rss_bytes().saturating_sub(before) / SPAWN as u64;
+    runtime.shutdown().await;
+    for actor in bare {
+        actor.stop(None);
+    }
+    Some(vec![
+        Report::new("spawn", "motet", SPAWN as u64, ours)
+            .with("bytes_per_agent", ours_bytes)
+            .with(
+                "us_per_agent",
+                round2(ours.as_secs_f64() * 1e6 / SPAWN as f64),
+            )
+            .with("vs_floor", round2(ours.as_secs_f64() / floor.as_secs_f64()))
+            .with(
+                "bytes_vs_floor",
+                round2(ours_bytes as f64 / floor_bytes.max(1) as f64),
+            ),
+        Report::new("spawn", "floor_ractor", SPAWN as u64, floor)
+            .with("bytes_per_agent", floor_bytes)
+            .with(
+                "us_per_agent",
+                round2(floor.as_secs_f64() * 1e6 / SPAWN as f64),
+            ),
+    ])
+}
+
+/// Answers every request at once with a reply signal.
+struct Echo;
+
+impl Strategy for Echo {
+    type State = ();
+
+    fn init(&self, _env: &dyn Env) {}
+
+    fn handle(
+        &self,
+        _state: &mut (),
+        signal: &Signal,
+        _env: &dyn Env,
+    ) -> Result<Vec<Directive>, motet_agents::StrategyError> {
+        let reply = Signal::builder(motet_agents::REACT_COMPLETED, "echo")
+            .caused_by(signal)
+            .build()
+            .map_err(|e| motet_agents::StrategyError::Emit {
+                signal_type: "react.completed".into(),
+                message: e.to_string(),
+            })?;
+        Ok(vec![Directive::Emit(motet_directives::Emit {
+            signal: reply,
+            target: motet_directives::EmitTarget::Parent,
+        })])
+    }
+}
+
+async fn ping() -> Vec<Report> {
+    let Ok(runtime) = Runtime::builder()
+        .llm(Arc::new(ScriptedModel::default()))
+        .build()
+    else {
+        return Vec::new();
+    };
+    let Ok(agent) = runtime.spawn(AgentSpec::new("echo", Echo)).await else {
+        return Vec::new();
+    };
+    let start = Instant::now();
+    for _ in 0..PINGS {
+        if agent.ask("ping", AskOptions::default()).await.is_err() {
+            return Vec::new();
+        }
+    }
+    let ours = start.elapsed();
+    runtime.shutdown().await;
+
+    let Ok((bare, _)) = Actor::spawn(
+        None,
+        Bare,
+        ReActState::new(motet_agents::Thread::new("t", 0)),
+    )
+    .await
+    else {
+        return Vec::new();
+    };
+    let start = Instant::now();
+    for _ in 0..PINGS {
+        if bare.call(BareMsg::Ping, None).await.is_err() {
+            return Vec::new();
+        }
+    }
+    let floor = start.elapsed();
+    bare.stop(None);
+    vec![
+        Report::new("ping", "motet", PINGS as u64, ours)
+            .with("vs_floor", round2(ours.as_secs_f64() / floor.as_secs_f64())),
+        Report::new("ping", "floor_ractor", PINGS as u64, floor),
+    ]
+}
+
+/// A zero-latency model: it asks for the tool when the conversation ends with the user's
+/// question and answers once the tool's result is in. Stateless, so any number of agents can
+/// share it.
+struct ZeroModel;
+
+#[async_trait::async_trait]
+impl motet_providers::LlmClient for ZeroModel {
+    async fn stream(
+        &self,
+        req: motet_directives::LlmRequest,
+    ) -> Result<motet_providers::LlmStream, motet_providers::ProviderError> {
+        let asks = matches!(
+            req.messages.last(),
+            Some(motet_directives::Message::User { .. })
+        );
+        let response = if asks { tool_turn() } else { answer_turn() };
+        let events = motet_runtime::testing::events_of(response);
+        Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))))
+    }
+}
+
+async fn react_runtime(agents: usize, requests_per_agent: usize) -> Option<Duration> {
+    let tools = tools()?;
+    let strategy = react(&tools)?;
+    let runtime = Runtime::builder().llm(Arc::new(ZeroModel)).build().ok()?;
+    let mut handles = Vec::with_capacity(agents);
+    for n in 0..agents {
+        let spec = AgentSpec::new(format!("r{n}"), strategy.clone()).with_tools(tools.clone());
+        handles.push(runtime.spawn(spec).await.ok()?);
+    }
+    let start = Instant::now();
+    for _ in 0..requests_per_agent {
+        let asks = handles
+            .iter()
+            .map(|h| h.ask("What is 2 + 3?", AskOptions::default()));
+        for reply in futures::future::join_all(asks).await {
+            reply.ok()?;
+        }
+    }
+    let elapsed = start.elapsed();
+    runtime.shutdown().await;
+    Some(elapsed)
+}
+
+/// The same request by hand: strategy, model answers and the tool, called directly.
+async fn react_floor(requests: usize) -> Option<Duration> {
+    let tools = tools()?;
+    let strategy = react(&tools)?;
+    let env = FixedEnv::new(0);
+    let mut state = strategy.init(&env);
+    let start = Instant::now();
+    for n in 0..requests {
+        let input = Signal::builder(REACT_INPUT, "bench")
+            .with_id(env.fresh_id("sig"))
+            .with_request_id(format!("req-{n}"))
+            .with_data(ReactInput {
+                query: "What is 2 + 3?".into(),
+                context_policy: None,
+            })
+            .build()
+            .ok()?;
+        let mut inbox = vec![input];
+        let mut answers = [tool_turn(), answer_turn()].into_iter();
+        while let Some(signal) = inbox.pop() {
+            for directive in strategy.handle(&mut state, &signal, &env).ok()? {
+                match directive {
+                    Directive::LlmStream(call) => {
+                        let response = answers.next()?;
+                        let events = motet_runtime::testing::events_of(response);
+                        let mut asm = motet_providers::BlockAssembler::new();
+                        for e in events {
+                            asm.push(e).ok()?;
+                        }
+                        let data = LlmResult {
+                            call_id: call.call_id,
+                            response: asm.finish().ok()?,
+                        };
+                        inbox.push(
+                            Signal::builder(LLM_RESULT, "bench")
+                                .caused_by(&signal)
+                                .with_data(data)
+                                .build()
+                                .ok()?,
+                        );
+                    }
+                    Directive::ToolExec(exec) => {
+                        let view = ToolCallView {
+                            id: &exec.tool_call_id,
+                            name: &exec.name,
+                            args: &exec.args,
+                        };
+                        let result = tools.dispatch(view).await;
+                        let data = ToolResultSignal {
+                            call_id: exec.call_id,
+                            result,
+                        };
+                        inbox.push(
+                            Signal::builder(TOOL_RESULT, "bench")
+                                .caused_by(&signal)
+                                .with_data(data)
+                                .build()
+                                .ok()?,
+                        );
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    Some(start.elapsed())
+}
+
+async fn react_bench() -> Vec<Report> {
+    let one = react_runtime(1, REACT_ONE).await;
+    let many = react_runtime(REACT_MANY, 2).await;
+    let floor = react_floor(REACT_ONE).await;
+    let (Some(one), Some(many), Some(floor)) = (one, many, floor) else {
+        return Vec::new();
+    };
+    let per = |d: Duration, n: usize| d.as_secs_f64() * 1e6 / n as f64;
+    let one_us = per(one, REACT_ONE);
+    let floor_us = per(floor, REACT_ONE);
+    vec![
+        Report::new("react", "motet", REACT_ONE as u64, one)
+            .with("us_per_request", round2(one_us))
+            // Two LLM round trips per request.
+            .with(
+                "us_over_floor_per_llm_call",
+                round2((one_us - floor_us) / 2.0),
+            ),
+        Report::new("react", "agents_1000", (REACT_MANY * 2) as u64, many)
+            .with("us_per_request", round2(per(many, REACT_MANY * 2))),
+        Report::new("react", "floor_loop", REACT_ONE as u64, floor)
+            .with("us_per_request", round2(floor_us)),
+    ]
+}
+
+fn block_on<F: std::future::Future<Output = Vec<Report>>>(f: F) -> Vec<Report> {
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt.block_on(f),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// `spawn`.
+pub(crate) fn run_spawn() -> Vec<Report> {
+    block_on(spawn())
+}
+
+/// `ping`.
+pub(crate) fn run_ping() -> Vec<Report> {
+    block_on(ping())
+}
+
+/// `react`.
+pub(crate) fn run_react() -> Vec<Report> {
+    block_on(react_bench())
+}
