@@ -877,3 +877,56 @@ async fn summarize_calls_the_model_over_the_thread_range() {
     }
     runtime.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_panicking_tool_is_an_error_result_and_the_agent_carries_on() {
+    #[derive(Deserialize, JsonSchema)]
+    struct Nothing {}
+    let tools = Arc::new(
+        ToolSet::builder()
+            .tool(tool_fn("explode", "Panics.", |_: Nothing| async move {
+                if true {
+                    panic!("the tool blew up");
+                }
+                Ok::<_, ToolError>(String::new())
+            }))
+            .build()
+            .unwrap(),
+    );
+    let model = ScriptedModel::new([
+        turn(vec![AssistantBlock::tool_use(
+            "call_1",
+            "explode",
+            ToolArgs::from_text("{}"),
+        )]),
+        turn(vec![AssistantBlock::text("The tool failed.")]),
+    ]);
+    let runtime = Runtime::builder()
+        .llm(Arc::new(model.clone()))
+        .build()
+        .unwrap();
+    let agent = runtime
+        .spawn(AgentSpec::new("brave", react("openai:gpt-5.2", &tools)).with_tools(tools))
+        .await
+        .unwrap();
+    let reply = agent.ask("Try it.", AskOptions::default()).await.unwrap();
+    assert_eq!(
+        reply.data_as::<ReactCompleted>().unwrap().answer,
+        "The tool failed."
+    );
+    let results = model.requests()[1]
+        .messages
+        .iter()
+        .find_map(|m| match m {
+            Message::ToolResults { results } => Some(results.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(results[0].is_error);
+    assert!(
+        results[0].content.contains("the tool blew up"),
+        "{}",
+        results[0].content
+    );
+    runtime.shutdown().await;
+}
