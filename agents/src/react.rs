@@ -577,6 +577,11 @@ impl Strategy for ReAct {
         ReActState::new(Thread::new(thread_id, env.now_ms()))
     }
 
+    fn restore(&self, _env: &dyn Env, thread: Thread) -> ReActState {
+        // Idle between requests: nothing was in flight when the thread was put away.
+        ReActState::new(thread)
+    }
+
     fn thread<'a>(&self, state: &'a ReActState) -> Option<&'a Thread> {
         Some(&state.thread)
     }

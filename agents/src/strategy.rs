@@ -27,6 +27,13 @@ pub trait Strategy {
         self.init(env)
     }
 
+    /// A state around a thread loaded from storage (an agent thread coming back after it was
+    /// stopped). By default a fresh state for that thread id, so strategies that keep no
+    /// Thread ignore it; strategies that keep one resume from it.
+    fn restore(&self, env: &dyn Env, thread: crate::Thread) -> Self::State {
+        self.init_for_thread(env, thread.id())
+    }
+
     /// The conversation thread this state keeps, if any: the runtime reads it to answer a
     /// `Summarize` directive. By default none.
     fn thread<'a>(&self, state: &'a Self::State) -> Option<&'a crate::Thread> {

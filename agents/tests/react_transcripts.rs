@@ -766,3 +766,14 @@ fn a_state_for_a_thread_names_its_thread() {
     assert_eq!(state.thread.entry_count(), 0);
     assert_ne!(react.init(&env).thread.id(), "customer-42");
 }
+
+#[test]
+fn a_restored_state_keeps_its_thread_and_is_idle() {
+    let react = ReAct::new(calculator());
+    let env = FixedEnv::new(7);
+    let mut thread = motet_agents::Thread::new("t1", 0);
+    thread.append(&env, motet_agents::NewEntry::user("earlier question"));
+    let state = react.restore(&env, thread.clone());
+    assert_eq!(react.thread(&state), Some(&thread));
+    assert!(state.active_request().is_none());
+}

@@ -10,7 +10,10 @@
 //! concurrently and never see each other's history; requests on one thread queue and run in
 //! order ([`RequestPolicy::Queue`], the default; `Reject` hands them to the strategy, which
 //! answers busy; `Interrupt` cancels the running one). Every agent has a default thread
-//! (`<agent>/default`); the thread id [`NEW_THREAD`] starts a fresh one.
+//! ([`DEFAULT_THREAD`]); the thread id [`NEW_THREAD`] starts a fresh one. Threads are stored
+//! under `<agent>/<thread>` in the runtime's [`crate::store::ThreadStore`]: what a strategy
+//! appends is committed before that step's directives run, and a thread actor stopped when
+//! idle comes back from the store on its next signal.
 //!
 //! An [`AgentHandle::ask`] sends a `react.input` signal with a fresh request id and waits for
 //! the agent to emit a reply for it: the first emitted signal carrying that request id whose
@@ -38,7 +41,7 @@ mod supervise;
 
 pub use env::SystemEnv;
 pub use handle::{
-    AgentHandle, AgentSpec, AskError, AskOptions, DEFAULT_LLM_CONCURRENCY, NEW_THREAD, Runtime,
-    RuntimeBuilder, RuntimeError,
+    AgentHandle, AgentSpec, AskError, AskOptions, DEFAULT_IDLE_TIMEOUT, DEFAULT_LLM_CONCURRENCY,
+    DEFAULT_THREAD, NEW_THREAD, Runtime, RuntimeBuilder, RuntimeError,
 };
 pub use server::{AgentMsg, AgentServer, LLM_DELTA, LlmDelta, RequestPolicy};

@@ -930,3 +930,103 @@ async fn a_panicking_tool_is_an_error_result_and_the_agent_carries_on() {
     );
     runtime.shutdown().await;
 }
+
+fn echo_runtime(store: Arc<dyn motet_runtime::store::ThreadStore>) -> Runtime {
+    Runtime::builder()
+        .llm(Arc::new(EchoModel::default()))
+        .store(store)
+        .build()
+        .unwrap()
+}
+
+fn on(thread: &str) -> AskOptions {
+    AskOptions {
+        thread_id: Some(thread.to_owned()),
+        ..AskOptions::default()
+    }
+}
+
+async fn answer(agent: &motet_runtime::agent::AgentHandle, query: &str, thread: &str) -> String {
+    let reply = agent.ask(query, on(thread)).await.unwrap();
+    reply.data_as::<ReactCompleted>().unwrap().answer
+}
+
+#[tokio::test]
+async fn an_idle_thread_is_stopped_and_comes_back_from_the_store() {
+    let runtime = echo_runtime(Arc::new(motet_runtime::store::MemoryStore::new()));
+    let tools = calculator();
+    let agent = runtime
+        .spawn(
+            AgentSpec::new("echo", react("openai:gpt-5.2", &tools))
+                .with_idle_timeout(Some(Duration::from_millis(100))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(answer(&agent, "first", "t1").await, "first");
+    assert_eq!(runtime.thread_count(), 2);
+    // Both threads (t1 and the default one) go idle and stop.
+    for _ in 0..100 {
+        if runtime.thread_count() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(runtime.thread_count(), 0, "idle threads were stopped");
+    // The stored thread still answers questions about it...
+    let stored = agent.get_thread(Some("t1")).await.unwrap().unwrap();
+    assert_eq!(stored.id(), "echo/t1");
+    assert!(stored.entry_count() >= 2, "the user message and the answer");
+    // ...and the next ask brings the actor back with its history.
+    assert_eq!(answer(&agent, "second", "t1").await, "first|second");
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn two_agents_threads_of_the_same_name_do_not_share_history() {
+    let runtime = echo_runtime(Arc::new(motet_runtime::store::MemoryStore::new()));
+    let tools = calculator();
+    let a = runtime
+        .spawn(AgentSpec::new("a", react("openai:gpt-5.2", &tools)))
+        .await
+        .unwrap();
+    let b = runtime
+        .spawn(AgentSpec::new("b", react("openai:gpt-5.2", &tools)))
+        .await
+        .unwrap();
+    assert_eq!(answer(&a, "from a", "shared").await, "from a");
+    assert_eq!(answer(&b, "from b", "shared").await, "from b");
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn threads_survive_the_runtime_in_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("threads.db");
+    let tools = calculator();
+    {
+        let store = motet_runtime::store::SqliteStore::open(&path)
+            .await
+            .unwrap();
+        let runtime = echo_runtime(Arc::new(store));
+        let agent = runtime
+            .spawn(AgentSpec::new("echo", react("openai:gpt-5.2", &tools)))
+            .await
+            .unwrap();
+        assert_eq!(answer(&agent, "one", "chat").await, "one");
+        assert_eq!(answer(&agent, "two", "chat").await, "one|two");
+        runtime.shutdown().await;
+    }
+    // A new runtime on the same file: the conversation goes on where it was.
+    let store = motet_runtime::store::SqliteStore::open(&path)
+        .await
+        .unwrap();
+    let runtime = echo_runtime(Arc::new(store));
+    let agent = runtime
+        .spawn(AgentSpec::new("echo", react("openai:gpt-5.2", &tools)))
+        .await
+        .unwrap();
+    assert_eq!(answer(&agent, "three", "chat").await, "one|two|three");
+    let thread = agent.get_thread(Some("chat")).await.unwrap().unwrap();
+    assert_eq!(thread.id(), "echo/chat");
+    runtime.shutdown().await;
+}

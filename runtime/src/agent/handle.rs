@@ -16,6 +16,7 @@ use tokio::sync::oneshot;
 
 use super::env::SystemEnv;
 use super::server::{AgentConfig, AgentMsg, AgentServer, RequestPolicy};
+use crate::store::{MemoryStore, ThreadStore};
 use crate::supervisor::Intensity;
 use crate::tool::ToolSet;
 
@@ -34,6 +35,8 @@ pub(crate) struct Services {
     pub(crate) supervisor: tokio::sync::OnceCell<ActorRef<()>>,
     /// Named groups of agents, for `Emit` to a group.
     pub(crate) groups: DashMap<String, Vec<String>>,
+    /// Where threads are stored.
+    pub(crate) store: Arc<dyn ThreadStore>,
 }
 
 impl Services {
@@ -125,6 +128,9 @@ impl Services {
     }
 }
 
+/// The id of every agent's default thread.
+pub const DEFAULT_THREAD: &str = "default";
+
 /// The thread id that asks for a fresh thread.
 pub const NEW_THREAD: &str = "new";
 
@@ -159,7 +165,7 @@ where
     S::State: Send + Sync + 'static,
 {
     fn default_thread(&self) -> String {
-        format!("{}/default", self.config.name)
+        DEFAULT_THREAD.to_owned()
     }
 
     fn failed_type(&self) -> &str {
@@ -228,6 +234,12 @@ pub enum RuntimeError {
         /// The agent.
         name: String,
     },
+    /// The thread store failed.
+    #[error("the thread store failed: {message}")]
+    Store {
+        /// The store's error.
+        message: String,
+    },
 }
 
 /// Why an ask got no answer.
@@ -261,6 +273,12 @@ pub enum AskError {
     Failed {
         /// The failure signal.
         reply: Box<Signal>,
+    },
+    /// The thread could not be stored, so the request was not carried out.
+    #[error("the thread could not be stored: {message}")]
+    Store {
+        /// The store's error.
+        message: String,
     },
     /// The request signal carried no request id to match the reply by.
     #[error("an ask needs a request id")]
@@ -304,6 +322,7 @@ pub struct AgentSpec<S> {
     intensity: Intensity,
     subscriptions: Vec<Pattern>,
     groups: Vec<String>,
+    idle_timeout: Option<Duration>,
 }
 
 impl<S: Strategy> AgentSpec<S> {
@@ -319,7 +338,16 @@ impl<S: Strategy> AgentSpec<S> {
             intensity: Intensity::default(),
             subscriptions: Vec::new(),
             groups: Vec::new(),
+            idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
         }
+    }
+
+    /// Stops a thread's actor after this long without messages, to bound the memory of an
+    /// agent with many conversations; the next signal for the thread brings it back from the
+    /// store. `None` keeps threads running. Default [`DEFAULT_IDLE_TIMEOUT`].
+    pub fn with_idle_timeout(mut self, idle: Option<Duration>) -> Self {
+        self.idle_timeout = idle.filter(|d| !d.is_zero());
+        self
     }
 
     /// Delivers every bus signal matching `pattern` (`*` one segment, `**` any) to the
@@ -361,6 +389,9 @@ impl<S: Strategy> AgentSpec<S> {
     }
 }
 
+/// How long a thread actor waits without messages before it is stopped (10 minutes).
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
+
 /// How many LLM calls run at once per provider unless configured otherwise.
 pub const DEFAULT_LLM_CONCURRENCY: usize = 64;
 
@@ -371,6 +402,7 @@ pub struct RuntimeBuilder {
     bus: Option<Arc<Bus>>,
     limits: Vec<(String, usize)>,
     default_limit: Option<usize>,
+    store: Option<Arc<dyn ThreadStore>>,
 }
 
 impl RuntimeBuilder {
@@ -391,6 +423,15 @@ impl RuntimeBuilder {
     /// The limit for providers not named with [`RuntimeBuilder::llm_concurrency`].
     pub fn default_llm_concurrency(mut self, calls: usize) -> Self {
         self.default_limit = Some(calls.max(1));
+        self
+    }
+
+    /// Where agents' threads are stored: every entry a strategy appends is committed before the
+    /// directives of that step run, and a thread actor that comes back (after an idle stop or a
+    /// restart) loads its thread from here. In memory by default; a
+    /// [`crate::store::SqliteStore`] survives the process.
+    pub fn store(mut self, store: Arc<dyn ThreadStore>) -> Self {
+        self.store = Some(store);
         self
     }
 
@@ -419,6 +460,9 @@ impl RuntimeBuilder {
                 default_llm_limit: self.default_limit.unwrap_or(DEFAULT_LLM_CONCURRENCY),
                 supervisor: tokio::sync::OnceCell::new(),
                 groups: DashMap::new(),
+                store: self
+                    .store
+                    .unwrap_or_else(|| Arc::new(MemoryStore::new()) as Arc<dyn ThreadStore>),
             }),
         })
     }
@@ -461,6 +505,7 @@ impl Runtime {
                 reply_types: [spec.reply_types.0, spec.reply_types.1],
                 cancel_type: REACT_CANCEL.to_owned(),
                 policy: spec.policy,
+                idle_timeout: spec.idle_timeout,
             }),
             spawning: tokio::sync::Mutex::new(()),
             intensity: spec.intensity,
@@ -661,6 +706,46 @@ impl AgentHandle {
             });
         }
         Ok(reply)
+    }
+
+    /// A copy of the conversation thread `thread_id` (the default thread for `None`), from its
+    /// running actor, or from the store when it is not running; `None` when it never existed.
+    ///
+    /// # Errors
+    /// [`RuntimeError::NotRunning`] when the agent has stopped; store failures as
+    /// [`RuntimeError::Store`].
+    pub async fn get_thread(
+        &self,
+        thread_id: Option<&str>,
+    ) -> Result<Option<motet_agents::Thread>, RuntimeError> {
+        let family = self
+            .services
+            .agents
+            .get(&self.name)
+            .map(|f| f.value().clone())
+            .ok_or_else(|| RuntimeError::NotRunning {
+                name: self.name.clone(),
+            })?;
+        let thread_id = thread_id.map_or_else(|| family.default_thread(), str::to_owned);
+        if let Some(actor) = self
+            .services
+            .threads
+            .get(&(self.name.clone(), thread_id.clone()))
+        {
+            let (tx, rx) = oneshot::channel();
+            if actor.cast(AgentMsg::GetThread(tx)).is_ok()
+                && let Ok(thread) = rx.await
+            {
+                return Ok(thread);
+            }
+        }
+        self.services
+            .store
+            .load(&super::server::store_id(&self.name, &thread_id))
+            .await
+            .map_err(|e| RuntimeError::Store {
+                message: e.to_string(),
+            })
     }
 
     /// Sends a signal to the thread it names (or the default thread) without waiting.

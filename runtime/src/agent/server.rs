@@ -19,6 +19,7 @@ use tokio::task::AbortHandle;
 
 use super::env::SystemEnv;
 use super::handle::{AskError, Services};
+use crate::store::ThreadHeader;
 use crate::tool::ToolSet;
 
 /// What an agent's mailbox receives.
@@ -34,6 +35,10 @@ pub enum AgentMsg {
         /// Where the reply goes.
         reply: oneshot::Sender<Result<Signal, AskError>>,
     },
+    /// Stop if nothing happened for the idle timeout and no request is open.
+    IdleCheck,
+    /// A copy of the thread this actor keeps (if its strategy keeps one).
+    GetThread(oneshot::Sender<Option<motet_agents::Thread>>),
 }
 
 /// The actor hosting one conversation thread of an agent: the strategy, its state for that
@@ -56,6 +61,8 @@ pub(crate) struct AgentConfig<S> {
     /// The signal type that cancels the running request (`react.cancel`).
     pub(crate) cancel_type: String,
     pub(crate) policy: RequestPolicy,
+    /// Stop a thread's actor after this long without messages (it comes back from the store).
+    pub(crate) idle_timeout: Option<std::time::Duration>,
 }
 
 /// The actor's state: the strategy's state plus what the runtime tracks for it.
@@ -75,6 +82,10 @@ pub struct ServerState<S: Strategy> {
     calls: HashMap<String, Vec<AbortHandle>>,
     /// The model of the last LLM call: summaries use it when their directive names none.
     last_model: Option<ModelRef>,
+    /// Entries of the strategy's thread already in the store.
+    stored_rev: u64,
+    /// When the thread last handled a message (for the idle timeout).
+    last_active: std::time::Instant,
 }
 
 impl<S> Actor for AgentServer<S>
@@ -88,12 +99,44 @@ where
 
     async fn pre_start(
         &self,
-        _myself: ActorRef<AgentMsg>,
+        myself: ActorRef<AgentMsg>,
         _args: (),
     ) -> Result<ServerState<S>, ActorProcessingErr> {
         let env = SystemEnv;
+        let store = &self.services.store;
+        let (strategy, stored_rev) = match store.load(&self.store_id()).await? {
+            Some(thread) => {
+                let rev = thread.entry_count() as u64;
+                (self.agent.strategy.restore(&env, thread), rev)
+            }
+            None => {
+                let state = self.agent.strategy.init_for_thread(&env, &self.store_id());
+                if let Some(thread) = self.agent.strategy.thread(&state) {
+                    store.create(&ThreadHeader::of(thread)).await?;
+                    let rev = store.commit(thread, 0).await?;
+                    (state, rev)
+                } else {
+                    (state, 0)
+                }
+            }
+        };
+        if let Some(idle) = self.agent.idle_timeout {
+            let me = myself.clone();
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(idle / 2);
+                tick.tick().await;
+                loop {
+                    tick.tick().await;
+                    if me.cast(AgentMsg::IdleCheck).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
         Ok(ServerState {
-            strategy: self.agent.strategy.init_for_thread(&env, &self.thread_id),
+            strategy,
+            stored_rev,
+            last_active: std::time::Instant::now(),
             env,
             running: None,
             queue: VecDeque::new(),
@@ -135,6 +178,25 @@ where
         state: &mut ServerState<S>,
     ) -> Result<(), ActorProcessingErr> {
         let signal = match msg {
+            AgentMsg::IdleCheck => {
+                let idle = self.agent.idle_timeout.unwrap_or(std::time::Duration::MAX);
+                let quiet = state.running.is_none()
+                    && state.queue.is_empty()
+                    && state.pending.is_empty()
+                    && state
+                        .calls
+                        .values()
+                        .all(|c| c.iter().all(AbortHandle::is_finished))
+                    && state.schedules.is_empty();
+                if quiet && state.last_active.elapsed() >= idle {
+                    myself.stop(Some("idle".to_owned()));
+                }
+                return Ok(());
+            }
+            AgentMsg::GetThread(reply) => {
+                let _ = reply.send(self.agent.strategy.thread(&state.strategy).cloned());
+                return Ok(());
+            }
             AgentMsg::Signal(signal) => signal,
             AgentMsg::Ask { signal, reply } => {
                 match signal.request_id() {
@@ -156,13 +218,14 @@ where
             }
             return Ok(());
         }
-        self.admit(&myself, state, signal);
+        state.last_active = std::time::Instant::now();
+        self.admit(&myself, state, signal).await;
         // A request that finished lets the next queued one in.
         while state.running.is_none() {
             let Some(next) = state.queue.pop_front() else {
                 break;
             };
-            self.admit(&myself, state, next);
+            self.admit(&myself, state, next).await;
         }
         Ok(())
     }
@@ -189,7 +252,7 @@ where
     S::State: Send + Sync + 'static,
 {
     /// Lets a signal through to the strategy, or queues it while another request runs.
-    fn admit(&self, myself: &ActorRef<AgentMsg>, state: &mut ServerState<S>, signal: Signal) {
+    async fn admit(&self, myself: &ActorRef<AgentMsg>, state: &mut ServerState<S>, signal: Signal) {
         let is_request = signal.signal_type().as_str() == self.agent.request_type;
         if is_request && let Some(running) = state.running.clone() {
             match self.agent.policy {
@@ -205,7 +268,7 @@ where
                         .with_data(serde_json::json!({"reason": "interrupted by a newer request"}))
                         .build();
                     if let Ok(cancel) = cancel {
-                        self.step(myself, state, cancel);
+                        self.step(myself, state, cancel).await;
                     }
                     if state.running.is_some() {
                         state.queue.push_back(signal);
@@ -218,11 +281,11 @@ where
         if is_request && state.running.is_none() {
             state.running = signal.request_id().map(str::to_owned);
         }
-        self.step(myself, state, signal);
+        self.step(myself, state, signal).await;
     }
 
     /// One signal through the strategy, and its directives executed.
-    fn step(&self, myself: &ActorRef<AgentMsg>, state: &mut ServerState<S>, signal: Signal) {
+    async fn step(&self, myself: &ActorRef<AgentMsg>, state: &mut ServerState<S>, signal: Signal) {
         let directives = match self
             .agent
             .strategy
@@ -244,9 +307,36 @@ where
                 return;
             }
         };
+        // The commit point: what the strategy appended is stored before any directive that
+        // depends on it runs.
+        if let Err(error) = self.persist(state).await {
+            tracing::error!(agent = %self.agent.name, thread = %self.thread_id, %error, "could not store the thread; the step's directives are not run");
+            if let Some(request) = signal.request_id() {
+                if state.running.as_deref() == Some(request) {
+                    state.running = None;
+                }
+                if let Some(reply) = state.pending.remove(request) {
+                    let _ = reply.send(Err(AskError::Store {
+                        message: error.to_string(),
+                    }));
+                }
+            }
+            return;
+        }
         for directive in directives {
             self.execute(myself, state, &signal, directive);
         }
+    }
+
+    /// Appends the entries the strategy added since the last commit.
+    async fn persist(&self, state: &mut ServerState<S>) -> Result<(), crate::store::StoreError> {
+        let Some(thread) = self.agent.strategy.thread(&state.strategy) else {
+            return Ok(());
+        };
+        if thread.entry_count() as u64 > state.stored_rev {
+            state.stored_rev = self.services.store.commit(thread, state.stored_rev).await?;
+        }
+        Ok(())
     }
 
     fn execute(
@@ -457,6 +547,12 @@ where
         }
     }
 
+    /// The thread's id in the store (and in the strategy's Thread): `<agent>/<thread>`, so two
+    /// agents' threads of the same name never share a history.
+    fn store_id(&self) -> String {
+        store_id(&self.agent.name, &self.thread_id)
+    }
+
     /// Remembers a call made for the request `cause` belongs to, dropping finished ones.
     fn track(&self, state: &mut ServerState<S>, cause: &Signal, call: AbortHandle) {
         if let Some(request) = cause.request_id() {
@@ -469,6 +565,11 @@ where
     fn source(&self) -> String {
         format!("motet.agent.{}", self.agent.name)
     }
+}
+
+/// The store id of `thread` of `agent`.
+pub(crate) fn store_id(agent: &str, thread: &str) -> String {
+    format!("{agent}/{thread}")
 }
 
 /// What a summary call is told when the directive brings no instructions.
