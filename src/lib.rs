@@ -31,6 +31,11 @@ pub mod prelude {
     pub use motet_providers::{
         ApiKey, LlmClient, LlmEvent, ProviderError, Providers, ProvidersConfig,
     };
+    pub use motet_runtime::agent::{
+        AgentHandle, AgentSpec, AskError, AskOptions, RequestPolicy, Runtime, RuntimeError,
+    };
+    pub use motet_runtime::store::{MemoryStore, SqliteStore, ThreadStore};
+    pub use motet_runtime::tool::{Tool, ToolError, ToolSet, tool_fn};
     pub use motet_signals::{
         Bus, Delivery, Pattern, Router, Signal, SignalData, SignalError, SignalId, SignalType,
         SubscriberTarget, Subscription,
