@@ -29,8 +29,9 @@
 //! Directives executed so far: `LlmStream` (through the runtime's [`LlmClient`]), `ToolExec`
 //! (through the agent's [`crate::tool::ToolSet`]), `Summarize` (an LLM call over the thread's
 //! entries in range, with the directive's model or the thread's last one), `Emit` to the bus, an
-//! agent or a group, `Schedule` / `CancelSchedule`, `Stop`. `Spawn`, `StopChild` and `Parent`
-//! arrive with child agents.
+//! agent, a group or the parent, `Spawn` (an agent kind registered with
+//! [`RuntimeBuilder::kind`], answered `agent.child.started` / `agent.child.failed`), `StopChild`
+//! (the child and its own children), `Schedule` / `CancelSchedule`, `Stop`.
 //!
 //! [`LlmClient`]: motet_providers::LlmClient
 
@@ -44,4 +45,7 @@ pub use handle::{
     AgentHandle, AgentSpec, AskError, AskOptions, DEFAULT_IDLE_TIMEOUT, DEFAULT_LLM_CONCURRENCY,
     DEFAULT_THREAD, NEW_THREAD, Runtime, RuntimeBuilder, RuntimeError,
 };
-pub use server::{AgentMsg, AgentServer, LLM_DELTA, LlmDelta, RequestPolicy};
+pub use server::{
+    AgentMsg, AgentServer, CHILD_FAILED, CHILD_STARTED, ChildEvent, LLM_DELTA, LlmDelta,
+    RequestPolicy,
+};

@@ -1030,3 +1030,142 @@ async fn threads_survive_the_runtime_in_sqlite() {
     assert_eq!(thread.id(), "echo/chat");
     runtime.shutdown().await;
 }
+
+/// Hires a worker on "hire", sends it work when it has started, and answers the request with
+/// what the worker reported to its parent; "fire" stops it.
+struct Boss;
+
+#[derive(Clone, Default, serde::Serialize, serde::Deserialize)]
+struct BossState {
+    request: Option<String>,
+}
+
+impl motet_agents::Strategy for Boss {
+    type State = BossState;
+
+    fn init(&self, _env: &dyn motet_agents::Env) -> BossState {
+        BossState::default()
+    }
+
+    fn handle(
+        &self,
+        state: &mut BossState,
+        signal: &motet_signals::Signal,
+        _env: &dyn motet_agents::Env,
+    ) -> Result<Vec<motet_directives::Directive>, motet_agents::StrategyError> {
+        use motet_directives::{ChildSpec, Directive, Emit, EmitTarget, Spawn, StopChild};
+        use motet_runtime::agent::{CHILD_STARTED, ChildEvent};
+        let reply = |request: &str, data: serde_json::Value| {
+            Directive::Emit(Emit {
+                signal: motet_signals::Signal::builder(REACT_COMPLETED, "boss")
+                    .with_request_id(request)
+                    .with_data(data)
+                    .build()
+                    .unwrap(),
+                target: EmitTarget::Bus,
+            })
+        };
+        match signal.signal_type().as_str() {
+            CHILD_STARTED => {
+                let child: ChildEvent = signal.data_as().unwrap();
+                let work = motet_signals::Signal::builder("work.do", "boss")
+                    .build()
+                    .unwrap();
+                Ok(vec![Directive::Emit(Emit {
+                    signal: work,
+                    target: EmitTarget::Agent(child.name),
+                })])
+            }
+            "work.done" => {
+                let request = state.request.take().unwrap();
+                Ok(vec![reply(&request, serde_json::json!(signal.source()))])
+            }
+            _ => {
+                let input: motet_agents::ReactInput = signal.data_as().unwrap();
+                let request = signal.request_id().unwrap().to_owned();
+                if input.query == "fire" {
+                    return Ok(vec![
+                        Directive::StopChild(StopChild {
+                            tag: "w1".into(),
+                            reason: "done".into(),
+                        }),
+                        reply(&request, serde_json::json!("fired")),
+                    ]);
+                }
+                state.request = Some(request);
+                Ok(vec![Directive::Spawn(Spawn {
+                    tag: "w1".into(),
+                    spec: ChildSpec {
+                        kind: "worker".into(),
+                        name: None,
+                        config: serde_json::json!({"skill": "sums"}),
+                    },
+                })])
+            }
+        }
+    }
+}
+
+/// A worker: answers any `work.do` by telling its parent `work.done`, signed with its skill.
+struct Worker {
+    skill: String,
+}
+
+impl motet_agents::Strategy for Worker {
+    type State = ();
+
+    fn init(&self, _env: &dyn motet_agents::Env) {}
+
+    fn handle(
+        &self,
+        _state: &mut (),
+        signal: &motet_signals::Signal,
+        _env: &dyn motet_agents::Env,
+    ) -> Result<Vec<motet_directives::Directive>, motet_agents::StrategyError> {
+        use motet_directives::{Directive, Emit, EmitTarget};
+        if signal.signal_type().as_str() != "work.do" {
+            return Ok(Vec::new());
+        }
+        let done = motet_signals::Signal::builder("work.done", format!("worker.{}", self.skill))
+            .build()
+            .unwrap();
+        Ok(vec![Directive::Emit(Emit {
+            signal: done,
+            target: EmitTarget::Parent,
+        })])
+    }
+}
+
+#[tokio::test]
+async fn a_parent_spawns_a_child_kind_talks_to_it_and_stops_it() {
+    let runtime = Runtime::builder()
+        .llm(Arc::new(ScriptedModel::default()))
+        .kind("worker", |config: &serde_json::Value| {
+            let skill = config["skill"].as_str().ok_or("a worker needs a skill")?;
+            Ok(AgentSpec::new(
+                "ignored",
+                Worker {
+                    skill: skill.to_owned(),
+                },
+            ))
+        })
+        .build()
+        .unwrap();
+    let boss = runtime.spawn(AgentSpec::new("boss", Boss)).await.unwrap();
+    let reply = boss.ask("hire", AskOptions::default()).await.unwrap();
+    assert_eq!(reply.data_as::<String>().unwrap(), "worker.sums");
+    assert!(
+        runtime.agent("boss/w1").is_some(),
+        "the child is named <parent>/<tag>"
+    );
+    assert_eq!(runtime.agent_count(), 2);
+    let reply = boss.ask("fire", AskOptions::default()).await.unwrap();
+    assert_eq!(reply.data_as::<String>().unwrap(), "fired");
+    assert_eq!(runtime.agent_count(), 1);
+    // Stopping the parent stops its children too.
+    boss.ask("hire", AskOptions::default()).await.unwrap();
+    assert_eq!(runtime.agent_count(), 2);
+    runtime.stop_agent("boss");
+    assert_eq!(runtime.agent_count(), 0);
+    runtime.shutdown().await;
+}

@@ -1,6 +1,7 @@
 //! The public face: a [`Runtime`] spawns agents from [`AgentSpec`]s and hands out
 //! [`AgentHandle`]s to ask them things.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,6 +38,8 @@ pub(crate) struct Services {
     pub(crate) groups: DashMap<String, Vec<String>>,
     /// Where threads are stored.
     pub(crate) store: Arc<dyn ThreadStore>,
+    /// Agent kinds a `Spawn` directive can start, by name.
+    pub(crate) kinds: HashMap<String, KindFactory>,
 }
 
 impl Services {
@@ -128,6 +131,111 @@ impl Services {
     }
 }
 
+/// Starts an agent from its spec, as a child of `parent` when given.
+pub(crate) async fn register_agent<S>(
+    services: &Arc<Services>,
+    spec: AgentSpec<S>,
+    parent: Option<Parent>,
+) -> Result<(), RuntimeError>
+where
+    S: Strategy + Send + Sync + 'static,
+    S::State: Send + Sync + 'static,
+{
+    let name = spec.name;
+    let family: Arc<dyn Family> = Arc::new(FamilyOf {
+        config: Arc::new(AgentConfig {
+            name: name.clone(),
+            strategy: spec.strategy,
+            tools: spec.tools,
+            request_type: REACT_INPUT.to_owned(),
+            reply_types: [spec.reply_types.0, spec.reply_types.1],
+            cancel_type: REACT_CANCEL.to_owned(),
+            policy: spec.policy,
+            idle_timeout: spec.idle_timeout,
+            parent,
+        }),
+        spawning: tokio::sync::Mutex::new(()),
+        intensity: spec.intensity,
+        subscriptions: std::sync::Mutex::new(Vec::new()),
+    });
+    match services.agents.entry(name.clone()) {
+        dashmap::Entry::Occupied(_) => return Err(RuntimeError::NameTaken { name }),
+        dashmap::Entry::Vacant(slot) => {
+            slot.insert(family);
+        }
+    }
+    // The default thread starts now, so a spawn that cannot start fails here.
+    if let Err(error) = services.thread_actor(&name, None).await {
+        services.agents.remove(&name);
+        return Err(error);
+    }
+    let subscriptions: Vec<Subscription> = spec
+        .subscriptions
+        .into_iter()
+        .map(|pattern| {
+            let weak = Arc::downgrade(services);
+            let agent = name.clone();
+            services.bus.subscribe(pattern, move |signal: &Signal| {
+                deliver_to(&weak, &agent, signal)
+            })
+        })
+        .collect();
+    if let Some(family) = services.agents.get(&name) {
+        family.keep_subscriptions(subscriptions);
+    }
+    for group in spec.groups {
+        services.groups.entry(group).or_default().push(name.clone());
+    }
+    Ok(())
+}
+
+/// Where a child agent's `Emit` to its parent goes: the parent agent's thread that spawned it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Parent {
+    pub(crate) agent: String,
+    pub(crate) thread: String,
+}
+
+/// Starts an agent of a registered kind under a name, with its configuration.
+pub(crate) type KindFactory = Arc<
+    dyn Fn(
+            Arc<Services>,
+            String,
+            &serde_json::Value,
+            Option<Parent>,
+        ) -> futures::future::BoxFuture<'static, Result<(), RuntimeError>>
+        + Send
+        + Sync,
+>;
+
+impl Services {
+    /// Stops the agent `name` and, first, every agent it started (children, recursively).
+    pub(crate) fn stop_agent(&self, name: &str, reason: &str) {
+        let children: Vec<String> = self
+            .agents
+            .iter()
+            .filter(|e| e.value().parent().is_some_and(|p| p.agent == name))
+            .map(|e| e.key().clone())
+            .collect();
+        for child in children {
+            self.stop_agent(&child, reason);
+        }
+        self.agents.remove(name);
+        for mut group in self.groups.iter_mut() {
+            group.retain(|member| member != name);
+        }
+        let threads: Vec<ActorRef<AgentMsg>> = self
+            .threads
+            .iter()
+            .filter(|e| e.key().0 == name)
+            .map(|e| e.value().clone())
+            .collect();
+        for actor in threads {
+            actor.stop(Some(reason.to_owned()));
+        }
+    }
+}
+
 /// The id of every agent's default thread.
 pub const DEFAULT_THREAD: &str = "default";
 
@@ -142,6 +250,7 @@ pub(crate) trait Family: Send + Sync {
     fn spawning(&self) -> &tokio::sync::Mutex<()>;
     fn intensity(&self) -> Intensity;
     fn keep_subscriptions(&self, subscriptions: Vec<Subscription>);
+    fn parent(&self) -> Option<&Parent>;
     async fn spawn_thread(
         &self,
         services: Arc<Services>,
@@ -178,6 +287,10 @@ where
 
     fn intensity(&self) -> Intensity {
         self.intensity
+    }
+
+    fn parent(&self) -> Option<&Parent> {
+        self.config.parent.as_ref()
     }
 
     fn keep_subscriptions(&self, subscriptions: Vec<Subscription>) {
@@ -403,6 +516,7 @@ pub struct RuntimeBuilder {
     limits: Vec<(String, usize)>,
     default_limit: Option<usize>,
     store: Option<Arc<dyn ThreadStore>>,
+    kinds: HashMap<String, KindFactory>,
 }
 
 impl RuntimeBuilder {
@@ -435,6 +549,30 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Registers an agent kind that a strategy's `Spawn` directive can start as its child:
+    /// `factory` turns the child's configuration into its spec (its name is then the one the
+    /// directive gives, or `<parent>/<tag>`).
+    pub fn kind<S, F>(mut self, kind: impl Into<String>, factory: F) -> Self
+    where
+        S: Strategy + Send + Sync + 'static,
+        S::State: Send + Sync + 'static,
+        F: Fn(&serde_json::Value) -> Result<AgentSpec<S>, String> + Send + Sync + 'static,
+    {
+        let start: KindFactory = Arc::new(move |services, name, config, parent| {
+            let spec = factory(config);
+            Box::pin(async move {
+                let mut spec = spec.map_err(|message| RuntimeError::SpawnFailed {
+                    name: name.clone(),
+                    message,
+                })?;
+                spec.name = name;
+                register_agent(&services, spec, parent).await
+            })
+        });
+        self.kinds.insert(kind.into(), start);
+        self
+    }
+
     /// The bus `Emit` directives publish on; a fresh one by default.
     pub fn bus(mut self, bus: Arc<Bus>) -> Self {
         self.bus = Some(bus);
@@ -463,6 +601,7 @@ impl RuntimeBuilder {
                 store: self
                     .store
                     .unwrap_or_else(|| Arc::new(MemoryStore::new()) as Arc<dyn ThreadStore>),
+                kinds: self.kinds,
             }),
         })
     }
@@ -495,56 +634,8 @@ impl Runtime {
         S: Strategy + Send + Sync + 'static,
         S::State: Send + Sync + 'static,
     {
-        let name = spec.name;
-        let family: Arc<dyn Family> = Arc::new(FamilyOf {
-            config: Arc::new(AgentConfig {
-                name: name.clone(),
-                strategy: spec.strategy,
-                tools: spec.tools,
-                request_type: REACT_INPUT.to_owned(),
-                reply_types: [spec.reply_types.0, spec.reply_types.1],
-                cancel_type: REACT_CANCEL.to_owned(),
-                policy: spec.policy,
-                idle_timeout: spec.idle_timeout,
-            }),
-            spawning: tokio::sync::Mutex::new(()),
-            intensity: spec.intensity,
-            subscriptions: std::sync::Mutex::new(Vec::new()),
-        });
-        match self.services.agents.entry(name.clone()) {
-            dashmap::Entry::Occupied(_) => return Err(RuntimeError::NameTaken { name }),
-            dashmap::Entry::Vacant(slot) => {
-                slot.insert(family);
-            }
-        }
-        // The default thread starts now, so a spawn that cannot start fails here.
-        if let Err(error) = self.services.thread_actor(&name, None).await {
-            self.services.agents.remove(&name);
-            return Err(error);
-        }
-        let subscriptions: Vec<Subscription> = spec
-            .subscriptions
-            .into_iter()
-            .map(|pattern| {
-                let services = Arc::downgrade(&self.services);
-                let agent = name.clone();
-                self.services
-                    .bus
-                    .subscribe(pattern, move |signal: &Signal| {
-                        deliver_to(&services, &agent, signal)
-                    })
-            })
-            .collect();
-        if let Some(family) = self.services.agents.get(&name) {
-            family.keep_subscriptions(subscriptions);
-        }
-        for group in spec.groups {
-            self.services
-                .groups
-                .entry(group)
-                .or_default()
-                .push(name.clone());
-        }
+        let name = spec.name.clone();
+        register_agent(&self.services, spec, None).await?;
         Ok(AgentHandle {
             name,
             services: self.services.clone(),
@@ -570,6 +661,11 @@ impl Runtime {
     /// How many conversation threads are running (each is one actor).
     pub fn thread_count(&self) -> usize {
         self.services.threads.len()
+    }
+
+    /// Stops an agent, its children and their threads.
+    pub fn stop_agent(&self, name: &str) {
+        self.services.stop_agent(name, "stopped by the application");
     }
 
     /// Stops every agent and waits for each thread to finish the message it is handling.

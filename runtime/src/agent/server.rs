@@ -18,7 +18,7 @@ use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 
 use super::env::SystemEnv;
-use super::handle::{AskError, Services};
+use super::handle::{AskError, Parent, RuntimeError, Services};
 use crate::store::ThreadHeader;
 use crate::tool::ToolSet;
 
@@ -63,6 +63,8 @@ pub(crate) struct AgentConfig<S> {
     pub(crate) policy: RequestPolicy,
     /// Stop a thread's actor after this long without messages (it comes back from the store).
     pub(crate) idle_timeout: Option<std::time::Duration>,
+    /// The agent thread that spawned this one, for `Emit` to the parent.
+    pub(crate) parent: Option<Parent>,
 }
 
 /// The actor's state: the strategy's state plus what the runtime tracks for it.
@@ -82,6 +84,8 @@ pub struct ServerState<S: Strategy> {
     calls: HashMap<String, Vec<AbortHandle>>,
     /// The model of the last LLM call: summaries use it when their directive names none.
     last_model: Option<ModelRef>,
+    /// Children started with `Spawn`, by tag.
+    children: HashMap<String, String>,
     /// Entries of the strategy's thread already in the store.
     stored_rev: u64,
     /// When the thread last handled a message (for the idle timeout).
@@ -136,6 +140,7 @@ where
         Ok(ServerState {
             strategy,
             stored_rev,
+            children: HashMap::new(),
             last_active: std::time::Instant::now(),
             env,
             running: None,
@@ -501,8 +506,24 @@ where
                             }
                         });
                     }
-                    // A top-level agent's parent is whoever asked: the reply above.
-                    EmitTarget::Parent => {}
+                    // A child's parent is the agent thread that spawned it; a top-level agent's
+                    // parent is whoever asked (the reply above).
+                    EmitTarget::Parent => {
+                        if let Some(parent) = self.agent.parent.clone() {
+                            let services = self.services.clone();
+                            tokio::spawn(async move {
+                                match services
+                                    .thread_actor(&parent.agent, Some(parent.thread))
+                                    .await
+                                {
+                                    Ok((actor, _)) => deliver(&actor, signal),
+                                    Err(error) => {
+                                        tracing::warn!(parent = %parent.agent, %error, "emit to a parent dropped");
+                                    }
+                                }
+                            });
+                        }
+                    }
                     EmitTarget::Group(group) => {
                         let services = self.services.clone();
                         tokio::spawn(async move {
@@ -541,9 +562,68 @@ where
                 }
             }
             Directive::Stop(stop) => myself.stop(Some(stop.reason)),
-            Directive::Spawn(_) | Directive::StopChild(_) => {
-                tracing::warn!(agent = %self.agent.name, "child agents are not supported yet; directive ignored");
+            Directive::Spawn(spawn) => {
+                let name = spawn
+                    .spec
+                    .name
+                    .clone()
+                    .unwrap_or_else(|| format!("{}/{}", self.agent.name, spawn.tag));
+                state.children.insert(spawn.tag.clone(), name.clone());
+                let services = self.services.clone();
+                let me = myself.clone();
+                let task_cause = cause.clone();
+                let source = self.source();
+                let parent = Parent {
+                    agent: self.agent.name.clone(),
+                    thread: self.thread_id.clone(),
+                };
+                tokio::spawn(async move {
+                    let started = match services.kinds.get(&spawn.spec.kind) {
+                        Some(start) => {
+                            start(
+                                services.clone(),
+                                name.clone(),
+                                &spawn.spec.config,
+                                Some(parent),
+                            )
+                            .await
+                        }
+                        None => Err(RuntimeError::SpawnFailed {
+                            name: name.clone(),
+                            message: format!("no agent kind `{}` is registered", spawn.spec.kind),
+                        }),
+                    };
+                    let signal = match started {
+                        Ok(()) => result_signal(
+                            CHILD_STARTED,
+                            &source,
+                            &task_cause,
+                            ChildEvent {
+                                tag: spawn.tag,
+                                name,
+                                message: None,
+                            },
+                        ),
+                        Err(error) => result_signal(
+                            CHILD_FAILED,
+                            &source,
+                            &task_cause,
+                            ChildEvent {
+                                tag: spawn.tag,
+                                name,
+                                message: Some(error.to_string()),
+                            },
+                        ),
+                    };
+                    deliver(&me, signal);
+                });
             }
+            Directive::StopChild(stop) => match state.children.remove(&stop.tag) {
+                Some(name) => self.services.stop_agent(&name, &stop.reason),
+                None => {
+                    tracing::warn!(agent = %self.agent.name, tag = %stop.tag, "no child with that tag");
+                }
+            },
         }
     }
 
@@ -565,6 +645,24 @@ where
     fn source(&self) -> String {
         format!("motet.agent.{}", self.agent.name)
     }
+}
+
+/// The type of the signal that tells a parent its child started.
+pub const CHILD_STARTED: &str = "agent.child.started";
+
+/// The type of the signal that tells a parent its child could not start.
+pub const CHILD_FAILED: &str = "agent.child.failed";
+
+/// Data of `agent.child.started` and `agent.child.failed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct ChildEvent {
+    /// The tag the parent gave in its `Spawn`.
+    pub tag: String,
+    /// The child's agent name (send it signals with `Emit` to this agent).
+    pub name: String,
+    /// Why it could not start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// The store id of `thread` of `agent`.
