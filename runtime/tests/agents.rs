@@ -172,38 +172,40 @@ async fn an_unknown_tool_becomes_an_error_result_the_model_reads() {
     runtime.shutdown().await;
 }
 
-#[tokio::test]
-async fn many_agents_answer_at_once_and_names_are_unique() {
-    const AGENTS: usize = 200;
-    let model = ScriptedModel::default();
-    for n in 0..AGENTS {
-        model.push(turn(vec![AssistantBlock::text(format!("answer {n}"))]));
-    }
-    let runtime = Runtime::builder().llm(Arc::new(model)).build().unwrap();
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_agents_each_answer_an_ask() {
+    const AGENTS: usize = 10_000;
+    let runtime = Runtime::builder()
+        .llm(Arc::new(EchoModel::default()))
+        .build()
+        .unwrap();
     let tools = calculator();
-    let mut agents = Vec::new();
+    let strategy = react("openai:gpt-5.2", &tools);
+    let mut agents = Vec::with_capacity(AGENTS);
     for n in 0..AGENTS {
-        let spec = AgentSpec::new(format!("worker-{n}"), react("openai:gpt-5.2", &tools));
+        let spec = AgentSpec::new(format!("worker-{n}"), strategy.clone());
         agents.push(runtime.spawn(spec).await.unwrap());
     }
     assert_eq!(runtime.agent_count(), AGENTS);
     assert!(matches!(
         runtime
-            .spawn(AgentSpec::new("worker-0", react("openai:gpt-5.2", &tools)))
+            .spawn(AgentSpec::new("worker-0", strategy.clone()))
             .await,
         Err(RuntimeError::NameTaken { .. })
     ));
     let asks = agents
         .iter()
-        .map(|agent| agent.ask("go", AskOptions::default()));
+        .enumerate()
+        .map(|(n, agent)| agent.ask(format!("task {n}"), AskOptions::default()));
     let replies = futures::future::join_all(asks).await;
-    let mut answers: Vec<String> = replies
-        .into_iter()
-        .map(|r| r.unwrap().data_as::<ReactCompleted>().unwrap().answer)
-        .collect();
-    answers.sort();
-    answers.dedup();
-    assert_eq!(answers.len(), AGENTS, "every agent got its own answer");
+    for (n, reply) in replies.into_iter().enumerate() {
+        let answer = reply.unwrap().data_as::<ReactCompleted>().unwrap().answer;
+        assert_eq!(
+            answer,
+            format!("task {n}"),
+            "agent {n} answered its own ask"
+        );
+    }
     runtime.shutdown().await;
     assert_eq!(runtime.agent_count(), 0);
 }
@@ -1167,5 +1169,186 @@ async fn a_parent_spawns_a_child_kind_talks_to_it_and_stops_it() {
     assert_eq!(runtime.agent_count(), 2);
     runtime.stop_agent("boss");
     assert_eq!(runtime.agent_count(), 0);
+    runtime.shutdown().await;
+}
+
+/// Fans "fan" out as one task per worker on the bus (`task.w<k>.assigned`) and answers with
+/// the sum of what the workers send back.
+struct Coordinator {
+    workers: usize,
+}
+
+#[derive(Clone, Default, serde::Serialize, serde::Deserialize)]
+struct Gathering {
+    request: Option<String>,
+    results: Vec<u64>,
+}
+
+impl motet_agents::Strategy for Coordinator {
+    type State = Gathering;
+
+    fn init(&self, _env: &dyn motet_agents::Env) -> Gathering {
+        Gathering::default()
+    }
+
+    fn handle(
+        &self,
+        state: &mut Gathering,
+        signal: &motet_signals::Signal,
+        _env: &dyn motet_agents::Env,
+    ) -> Result<Vec<motet_directives::Directive>, motet_agents::StrategyError> {
+        use motet_directives::{Directive, Emit, EmitTarget};
+        if signal.signal_type().as_str() == "task.done" {
+            state.results.push(signal.data_as::<u64>().unwrap());
+            if state.results.len() < self.workers {
+                return Ok(Vec::new());
+            }
+            let sum: u64 = state.results.drain(..).sum();
+            let request = state.request.take().unwrap();
+            let done = motet_signals::Signal::builder(REACT_COMPLETED, "coord")
+                .with_request_id(request)
+                .with_data(sum)
+                .build()
+                .unwrap();
+            return Ok(vec![Directive::Emit(Emit {
+                signal: done,
+                target: EmitTarget::Bus,
+            })]);
+        }
+        state.request = signal.request_id().map(str::to_owned);
+        Ok((0..self.workers)
+            .map(|k| {
+                let task = motet_signals::Signal::builder(format!("task.w{k}.assigned"), "coord")
+                    .caused_by(signal)
+                    .with_data(k as u64)
+                    .build()
+                    .unwrap();
+                Directive::Emit(Emit {
+                    signal: task,
+                    target: EmitTarget::Bus,
+                })
+            })
+            .collect())
+    }
+}
+
+/// Squares the task number and sends it to the coordinator.
+struct Squarer;
+
+impl motet_agents::Strategy for Squarer {
+    type State = ();
+
+    fn init(&self, _env: &dyn motet_agents::Env) {}
+
+    fn handle(
+        &self,
+        _state: &mut (),
+        signal: &motet_signals::Signal,
+        _env: &dyn motet_agents::Env,
+    ) -> Result<Vec<motet_directives::Directive>, motet_agents::StrategyError> {
+        use motet_directives::{Directive, Emit, EmitTarget};
+        let k: u64 = signal.data_as().unwrap();
+        let done = motet_signals::Signal::builder("task.done", "worker")
+            .caused_by(signal)
+            .with_data(k * k)
+            .build()
+            .unwrap();
+        Ok(vec![Directive::Emit(Emit {
+            signal: done,
+            target: EmitTarget::Agent("coord".into()),
+        })])
+    }
+}
+
+#[tokio::test]
+async fn a_coordinator_fans_work_out_over_the_bus_and_gathers_the_answers() {
+    const WORKERS: usize = 100;
+    let runtime = Runtime::builder()
+        .llm(Arc::new(ScriptedModel::default()))
+        .build()
+        .unwrap();
+    for k in 0..WORKERS {
+        runtime
+            .spawn(
+                AgentSpec::new(format!("w{k}"), Squarer)
+                    .subscribe(format!("task.w{k}.*").parse().unwrap()),
+            )
+            .await
+            .unwrap();
+    }
+    let coord = runtime
+        .spawn(AgentSpec::new("coord", Coordinator { workers: WORKERS }))
+        .await
+        .unwrap();
+    let reply = coord.ask("fan", AskOptions::default()).await.unwrap();
+    let expected: u64 = (0..WORKERS as u64).map(|k| k * k).sum();
+    assert_eq!(reply.data_as::<u64>().unwrap(), expected);
+    // Every task went over the bus, and so did the reply.
+    assert_eq!(runtime.bus().stats().published as usize, WORKERS + 1);
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn cancelling_a_request_closes_its_provider_connection() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // A provider that starts a stream and then says nothing, and reports when the client
+    // hangs up.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (closed_tx, closed_rx) = tokio::sync::oneshot::channel::<()>();
+    let (open_tx, open_rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut buf = vec![0u8; 65536];
+        let _ = socket.read(&mut buf).await;
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+        socket.write_all(head.as_bytes()).await.unwrap();
+        let event = "data: {\"id\":\"c\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"thinking\"},\"finish_reason\":null}]}\n\n";
+        let chunk = format!("{:x}\r\n{event}\r\n", event.len());
+        socket.write_all(chunk.as_bytes()).await.unwrap();
+        let _ = open_tx.send(());
+        // Wait for EOF: the client closed the connection.
+        loop {
+            match socket.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+        let _ = closed_tx.send(());
+    });
+    let client = HttpClient::new(Dialect::OpenAiChat, format!("{url}/v1"), None).unwrap();
+    let runtime = Runtime::builder().llm(Arc::new(client)).build().unwrap();
+    let tools = calculator();
+    let agent = runtime
+        .spawn(AgentSpec::new("slow", react("openai-compat:m", &tools)))
+        .await
+        .unwrap();
+    let request = motet_signals::Signal::builder(motet_agents::REACT_INPUT, "test")
+        .with_request_id("req-1")
+        .with_data(motet_agents::ReactInput {
+            query: "go".into(),
+            context_policy: None,
+        })
+        .build()
+        .unwrap();
+    let ask = {
+        let agent = agent.clone();
+        tokio::spawn(async move { agent.request(request, Duration::from_secs(10)).await })
+    };
+    tokio::time::timeout(Duration::from_secs(5), open_rx)
+        .await
+        .unwrap()
+        .unwrap();
+    let cancel = motet_signals::Signal::builder(motet_agents::REACT_CANCEL, "test")
+        .with_request_id("req-1")
+        .with_data(motet_agents::ReactCancel { reason: None })
+        .build()
+        .unwrap();
+    agent.send(cancel).await.unwrap();
+    assert!(matches!(ask.await.unwrap(), Err(AskError::Failed { .. })));
+    tokio::time::timeout(Duration::from_secs(5), closed_rx)
+        .await
+        .expect("the provider saw the connection close")
+        .unwrap();
     runtime.shutdown().await;
 }
