@@ -24,6 +24,7 @@
 //! - `server` — [`AgentServer`], its messages and the directive executor.
 //! - `supervise` — the supervisor of thread actors: restart on failure within the agent's
 //!   restart intensity, stop the agent past it.
+//! - `requests` — request tracking: [`RequestRecord`] with status, timestamps and result.
 //! - `handle` — [`Runtime`], [`AgentSpec`], [`AgentHandle`], [`AskOptions`], [`AskError`].
 //!
 //! Directives executed so far: `LlmStream` (through the runtime's [`LlmClient`]), `ToolExec`
@@ -37,6 +38,7 @@
 
 mod env;
 mod handle;
+mod requests;
 mod server;
 mod supervise;
 
@@ -45,6 +47,7 @@ pub use handle::{
     AgentHandle, AgentSpec, AskError, AskOptions, DEFAULT_IDLE_TIMEOUT, DEFAULT_LLM_CONCURRENCY,
     DEFAULT_THREAD, NEW_THREAD, Runtime, RuntimeBuilder, RuntimeError,
 };
+pub use requests::{FINISHED_REQUESTS_KEPT, RequestRecord, RequestStatus};
 pub use server::{
     AgentMsg, AgentServer, CHILD_FAILED, CHILD_STARTED, ChildEvent, LLM_DELTA, LlmDelta,
     RequestPolicy,

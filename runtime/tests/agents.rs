@@ -1352,3 +1352,48 @@ async fn cancelling_a_request_closes_its_provider_connection() {
         .unwrap();
     runtime.shutdown().await;
 }
+
+#[tokio::test]
+async fn requests_are_tracked_and_threads_can_be_reset() {
+    use motet_runtime::agent::RequestStatus;
+    let runtime = Runtime::builder()
+        .llm(Arc::new(EchoModel {
+            delay: Duration::from_millis(30),
+        }))
+        .build()
+        .unwrap();
+    let tools = calculator();
+    let agent = runtime
+        .spawn(AgentSpec::new("echo", react("openai:gpt-5.2", &tools)))
+        .await
+        .unwrap();
+    let (first, second) = tokio::join!(
+        agent.ask("one", AskOptions::default()),
+        agent.ask("two", AskOptions::default())
+    );
+    let first = first.unwrap();
+    second.unwrap();
+    let records = agent.requests();
+    assert_eq!(records.len(), 2);
+    for record in &records {
+        assert_eq!(record.status, RequestStatus::Completed);
+        assert_eq!(record.thread, "default");
+        let started = record.started_at.unwrap();
+        let finished = record.finished_at.unwrap();
+        assert!(record.submitted_at <= started && started <= finished);
+        assert!(record.result.is_some());
+    }
+    // The second waited in the queue: it started when the first finished.
+    assert!(records[1].started_at.unwrap() >= records[0].finished_at.unwrap());
+    let id = first.request_id().unwrap();
+    assert_eq!(
+        runtime.request(id).unwrap().status,
+        RequestStatus::Completed
+    );
+
+    // Reset: the next ask starts from an empty history.
+    agent.reset_thread(None).await.unwrap();
+    assert!(agent.get_thread(None).await.unwrap().is_none());
+    assert_eq!(answer(&agent, "three", "default").await, "three");
+    runtime.shutdown().await;
+}

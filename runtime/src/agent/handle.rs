@@ -16,6 +16,7 @@ use ractor::{Actor, ActorCell, ActorRef};
 use tokio::sync::oneshot;
 
 use super::env::SystemEnv;
+use super::requests::{RequestRecord, Requests};
 use super::server::{AgentConfig, AgentMsg, AgentServer, RequestPolicy};
 use crate::store::{MemoryStore, ThreadStore};
 use crate::supervisor::Intensity;
@@ -40,6 +41,8 @@ pub(crate) struct Services {
     pub(crate) store: Arc<dyn ThreadStore>,
     /// Agent kinds a `Spawn` directive can start, by name.
     pub(crate) kinds: HashMap<String, KindFactory>,
+    /// Every request's status, timestamps and result.
+    pub(crate) requests: Requests,
 }
 
 impl Services {
@@ -602,6 +605,7 @@ impl RuntimeBuilder {
                     .store
                     .unwrap_or_else(|| Arc::new(MemoryStore::new()) as Arc<dyn ThreadStore>),
                 kinds: self.kinds,
+                requests: Requests::default(),
             }),
         })
     }
@@ -661,6 +665,11 @@ impl Runtime {
     /// How many conversation threads are running (each is one actor).
     pub fn thread_count(&self) -> usize {
         self.services.threads.len()
+    }
+
+    /// What became of request `id` (any agent): status, timestamps, result.
+    pub fn request(&self, id: &str) -> Option<RequestRecord> {
+        self.services.requests.get(id)
     }
 
     /// Stops an agent, its children and their threads.
@@ -802,6 +811,37 @@ impl AgentHandle {
             });
         }
         Ok(reply)
+    }
+
+    /// This agent's requests, oldest first (finished ones are kept up to a bound).
+    pub fn requests(&self) -> Vec<RequestRecord> {
+        self.services.requests.of_agent(&self.name)
+    }
+
+    /// Forgets conversation thread `thread_id` (the default thread for `None`): its actor is
+    /// stopped and its stored history deleted; the next signal for it starts it afresh.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Store`] when the store cannot delete it.
+    pub async fn reset_thread(&self, thread_id: Option<&str>) -> Result<(), RuntimeError> {
+        let thread_id = thread_id.unwrap_or(DEFAULT_THREAD).to_owned();
+        let key = (self.name.clone(), thread_id.clone());
+        if let Some((_, actor)) = self.services.threads.remove(&key) {
+            let _ = actor
+                .stop_and_wait(
+                    Some("thread reset".to_owned()),
+                    Some(Duration::from_secs(5)),
+                )
+                .await;
+        }
+        self.services
+            .store
+            .delete(&super::server::store_id(&self.name, &thread_id))
+            .await
+            .map(|_| ())
+            .map_err(|e| RuntimeError::Store {
+                message: e.to_string(),
+            })
     }
 
     /// A copy of the conversation thread `thread_id` (the default thread for `None`), from its

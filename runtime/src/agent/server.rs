@@ -19,6 +19,7 @@ use tokio::task::AbortHandle;
 
 use super::env::SystemEnv;
 use super::handle::{AskError, Parent, RuntimeError, Services};
+use super::requests::RequestStatus;
 use crate::store::ThreadHeader;
 use crate::tool::ToolSet;
 
@@ -259,9 +260,19 @@ where
     /// Lets a signal through to the strategy, or queues it while another request runs.
     async fn admit(&self, myself: &ActorRef<AgentMsg>, state: &mut ServerState<S>, signal: Signal) {
         let is_request = signal.signal_type().as_str() == self.agent.request_type;
+        let now = state.env.now_ms();
         if is_request && let Some(running) = state.running.clone() {
             match self.agent.policy {
                 RequestPolicy::Queue => {
+                    if let Some(id) = signal.request_id() {
+                        self.services.requests.arrived(
+                            id,
+                            &self.agent.name,
+                            &self.thread_id,
+                            true,
+                            now,
+                        );
+                    }
                     state.queue.push_back(signal);
                     return;
                 }
@@ -276,6 +287,15 @@ where
                         self.step(myself, state, cancel).await;
                     }
                     if state.running.is_some() {
+                        if let Some(id) = signal.request_id() {
+                            self.services.requests.arrived(
+                                id,
+                                &self.agent.name,
+                                &self.thread_id,
+                                true,
+                                now,
+                            );
+                        }
                         state.queue.push_back(signal);
                         return;
                     }
@@ -283,8 +303,13 @@ where
                 RequestPolicy::Reject => {}
             }
         }
-        if is_request && state.running.is_none() {
-            state.running = signal.request_id().map(str::to_owned);
+        if is_request && let Some(id) = signal.request_id() {
+            self.services
+                .requests
+                .arrived(id, &self.agent.name, &self.thread_id, false, now);
+            if state.running.is_none() {
+                state.running = Some(id.to_owned());
+            }
         }
         self.step(myself, state, signal).await;
     }
@@ -300,6 +325,12 @@ where
             Err(error) => {
                 tracing::warn!(agent = %self.agent.name, signal = %signal.signal_type().as_str(), %error, "the strategy rejected a signal");
                 if let Some(request) = signal.request_id() {
+                    self.services.requests.finished(
+                        request,
+                        RequestStatus::Failed,
+                        None,
+                        state.env.now_ms(),
+                    );
                     if state.running.as_deref() == Some(request) {
                         state.running = None;
                     }
@@ -479,6 +510,17 @@ where
                     .iter()
                     .any(|t| t == signal.signal_type().as_str());
                 if is_reply && let Some(request) = signal.request_id() {
+                    let status = if signal.signal_type().as_str() == self.agent.reply_types[1] {
+                        RequestStatus::Failed
+                    } else {
+                        RequestStatus::Completed
+                    };
+                    self.services.requests.finished(
+                        request,
+                        status,
+                        Some(signal.clone()),
+                        state.env.now_ms(),
+                    );
                     if state.running.as_deref() == Some(request) {
                         state.running = None;
                     }
