@@ -45,7 +45,7 @@ mod supervise;
 pub use env::SystemEnv;
 pub use handle::{
     AgentHandle, AgentSpec, AskError, AskOptions, DEFAULT_IDLE_TIMEOUT, DEFAULT_LLM_CONCURRENCY,
-    DEFAULT_THREAD, NEW_THREAD, Runtime, RuntimeBuilder, RuntimeError,
+    DEFAULT_THREAD, NEW_THREAD, Request, Runtime, RuntimeBuilder, RuntimeError,
 };
 pub use requests::{FINISHED_REQUESTS_KEPT, RequestRecord, RequestStatus};
 pub use server::{

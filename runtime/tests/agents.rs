@@ -1397,3 +1397,96 @@ async fn requests_are_tracked_and_threads_can_be_reset() {
     assert_eq!(answer(&agent, "three", "default").await, "three");
     runtime.shutdown().await;
 }
+
+/// Streams its answer in three pieces, a little apart.
+#[derive(Clone, Default)]
+struct TypingModel;
+
+#[async_trait::async_trait]
+impl motet_providers::LlmClient for TypingModel {
+    async fn stream(
+        &self,
+        _req: motet_directives::LlmRequest,
+    ) -> Result<motet_providers::LlmStream, ProviderError> {
+        use motet_providers::LlmEvent;
+        let mut events: Vec<LlmEvent> = ["Hel", "lo ", "world"]
+            .into_iter()
+            .map(|piece| LlmEvent::TextDelta {
+                delta: piece.into(),
+                meta: None,
+            })
+            .collect();
+        events.push(LlmEvent::Done {
+            stop_reason: motet_directives::StopReason::EndTurn,
+        });
+        Ok(Box::pin(futures::stream::unfold(
+            events.into_iter(),
+            |mut rest| async move {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                rest.next().map(|e| (Ok(e), rest))
+            },
+        )))
+    }
+}
+
+#[tokio::test]
+async fn a_request_streams_its_deltas_then_its_reply() {
+    let runtime = Runtime::builder()
+        .llm(Arc::new(TypingModel))
+        .build()
+        .unwrap();
+    let tools = calculator();
+    let agent = runtime
+        .spawn(AgentSpec::new("typist", react("openai:gpt-5.2", &tools)))
+        .await
+        .unwrap();
+    let mut request = agent
+        .start(
+            "type",
+            AskOptions {
+                stream: true,
+                ..AskOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    let mut pieces = Vec::new();
+    while let Some(delta) = request.next_delta().await {
+        assert_eq!(delta.kind, "text");
+        pieces.push(delta.delta);
+    }
+    assert_eq!(pieces, ["Hel", "lo ", "world"]);
+    let reply = request.wait().await.unwrap();
+    assert_eq!(
+        reply.data_as::<ReactCompleted>().unwrap().answer,
+        "Hello world"
+    );
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_started_request_can_be_cancelled() {
+    let model = HangingModel::default();
+    let runtime = Runtime::builder()
+        .llm(Arc::new(model.clone()))
+        .build()
+        .unwrap();
+    let tools = calculator();
+    let agent = runtime
+        .spawn(AgentSpec::new("slow", react("openai:gpt-5.2", &tools)))
+        .await
+        .unwrap();
+    let request = agent.start("think", AskOptions::default()).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), model.started.notified())
+        .await
+        .unwrap();
+    request.cancel("changed my mind").await.unwrap();
+    match request.wait().await {
+        Err(AskError::Failed { reply }) => {
+            let data = reply.data_as::<serde_json::Value>().unwrap().to_string();
+            assert!(data.contains("changed my mind"), "{data}");
+        }
+        other => panic!("{other:?}"),
+    }
+    runtime.shutdown().await;
+}

@@ -239,6 +239,135 @@ impl Services {
     }
 }
 
+/// A request on its way: await its reply, cancel it, or read its deltas.
+pub struct Request {
+    id: String,
+    thread: String,
+    agent: AgentHandle,
+    answer: oneshot::Receiver<Result<Signal, AskError>>,
+    /// The reply, when it arrived while deltas were read.
+    ready: Option<Result<Result<Signal, AskError>, oneshot::error::RecvError>>,
+    timeout: Duration,
+    deltas: Option<Deltas>,
+}
+
+impl std::fmt::Debug for Request {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Request")
+            .field("id", &self.id)
+            .field("thread", &self.thread)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Request {
+    /// The request id (see [`Runtime::request`] for its status).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The thread it runs on.
+    pub fn thread(&self) -> &str {
+        &self.thread
+    }
+
+    /// The next text or reasoning fragment the model wrote for this request, while it runs;
+    /// `None` when the request was not started with [`AskOptions::stream`] or no more will come
+    /// (the reply is then ready).
+    pub async fn next_delta(&mut self) -> Option<super::server::LlmDelta> {
+        let deltas = self.deltas.as_mut()?;
+        if let Ok(delta) = deltas.rx.try_recv() {
+            return Some(delta);
+        }
+        if self.ready.is_some() {
+            return None;
+        }
+        tokio::select! {
+            biased;
+            delta = deltas.rx.recv() => delta,
+            // The reply came: whatever was written is already in the channel.
+            reply = &mut self.answer => {
+                self.ready = Some(reply);
+                deltas.rx.try_recv().ok()
+            }
+        }
+    }
+
+    /// Asks the agent to stop working on the request (`react.cancel`); its LLM calls are
+    /// aborted and [`Request::wait`] returns the failure reply.
+    ///
+    /// # Errors
+    /// [`RuntimeError::NotRunning`] when the agent has stopped.
+    pub async fn cancel(&self, reason: impl Into<String>) -> Result<(), RuntimeError> {
+        let signal = Signal::builder(REACT_CANCEL, "motet.ask")
+            .with_id(SystemEnv.fresh_id("sig"))
+            .with_request_id(&self.id)
+            .with_thread_id(&self.thread)
+            .with_data(motet_agents::ReactCancel {
+                reason: Some(reason.into()),
+            })
+            .build()
+            .map_err(|_| RuntimeError::NotRunning {
+                name: self.agent.name.clone(),
+            })?;
+        self.agent.send(signal).await
+    }
+
+    /// Waits for the reply (up to the ask's timeout).
+    ///
+    /// # Errors
+    /// As [`AgentHandle::ask`].
+    pub async fn wait(self) -> Result<Signal, AskError> {
+        let failed_type = self
+            .agent
+            .services
+            .agents
+            .get(&self.agent.name)
+            .map(|f| f.failed_type().to_owned())
+            .unwrap_or_else(|| REACT_FAILED.to_owned());
+        match self.ready {
+            Some(received) => self.agent.interpret(received, &failed_type),
+            None => {
+                self.agent
+                    .outcome(self.answer, self.timeout, &failed_type)
+                    .await
+            }
+        }
+    }
+}
+
+/// The `llm.delta` signals of one request, from the bus.
+struct Deltas {
+    rx: tokio::sync::mpsc::UnboundedReceiver<super::server::LlmDelta>,
+    _subscription: Option<Subscription>,
+}
+
+impl Deltas {
+    fn subscribe(bus: &Bus, request_id: &str) -> Self {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let id = request_id.to_owned();
+        let pattern = super::server::LLM_DELTA.parse::<Pattern>();
+        let subscription = pattern.ok().map(|pattern| {
+            bus.subscribe(pattern, move |signal: &Signal| {
+                if signal.request_id() != Some(id.as_str()) {
+                    return Delivery::Delivered;
+                }
+                match signal.data_as::<super::server::LlmDelta>() {
+                    Ok(delta) => match tx.send(delta) {
+                        Ok(()) => Delivery::Delivered,
+                        Err(_) => Delivery::Closed,
+                    },
+                    Err(_) => Delivery::Delivered,
+                }
+            })
+        });
+        Self {
+            rx,
+            _subscription: subscription,
+        }
+    }
+}
+
 /// The id of every agent's default thread.
 pub const DEFAULT_THREAD: &str = "default";
 
@@ -416,6 +545,8 @@ pub struct AskOptions {
     pub context_policy: Option<PolicyOverride>,
     /// How long to wait for the reply. Default 30 s.
     pub timeout: Duration,
+    /// Deliver the model's text as it is written ([`Request::next_delta`]). Default false.
+    pub stream: bool,
 }
 
 impl Default for AskOptions {
@@ -424,6 +555,7 @@ impl Default for AskOptions {
             thread_id: None,
             context_policy: None,
             timeout: Duration::from_secs(30),
+            stream: false,
         }
     }
 }
@@ -733,14 +865,22 @@ impl AgentHandle {
         query: impl Into<String>,
         options: AskOptions,
     ) -> Result<Signal, AskError> {
+        self.start(query, options).await?.wait().await
+    }
+
+    /// Sends `query` as a `react.input` request and returns at once: the [`Request`] can be
+    /// awaited, cancelled, and (with [`AskOptions::stream`]) read delta by delta while the
+    /// model writes.
+    ///
+    /// # Errors
+    /// [`AskError::AgentStopped`] when the agent is not running.
+    pub async fn start(
+        &self,
+        query: impl Into<String>,
+        options: AskOptions,
+    ) -> Result<Request, AskError> {
         let env = SystemEnv;
-        let mut builder = Signal::builder(REACT_INPUT, "motet.ask")
-            .with_id(env.fresh_id("sig"))
-            .with_request_id(env.fresh_id("req"))
-            .with_data(ReactInput {
-                query: query.into(),
-                context_policy: options.context_policy,
-            });
+        let request_id = env.fresh_id("req");
         let (actor, thread) = self
             .services
             .thread_actor(&self.name, options.thread_id)
@@ -748,11 +888,37 @@ impl AgentHandle {
             .map_err(|_| AskError::AgentStopped {
                 agent: self.name.clone(),
             })?;
-        builder = builder.with_thread_id(thread);
-        let signal = builder.build().map_err(|e| AskError::Send {
-            message: e.to_string(),
-        })?;
-        self.request_on(&actor, signal, options.timeout).await
+        let signal = Signal::builder(REACT_INPUT, "motet.ask")
+            .with_id(env.fresh_id("sig"))
+            .with_request_id(&request_id)
+            .with_thread_id(&thread)
+            .with_data(ReactInput {
+                query: query.into(),
+                context_policy: options.context_policy,
+            })
+            .build()
+            .map_err(|e| AskError::Send {
+                message: e.to_string(),
+            })?;
+        // Subscribed before the request is sent, so no delta is missed.
+        let deltas = options
+            .stream
+            .then(|| Deltas::subscribe(&self.services.bus, &request_id));
+        let (reply, answer) = oneshot::channel();
+        actor
+            .cast(AgentMsg::Ask { signal, reply })
+            .map_err(|_| AskError::AgentStopped {
+                agent: self.name.clone(),
+            })?;
+        Ok(Request {
+            id: request_id,
+            thread,
+            agent: self.clone(),
+            answer,
+            ready: None,
+            timeout: options.timeout,
+            deltas,
+        })
     }
 
     /// Sends any request signal (it must carry a request id) to the thread it names (or the
@@ -789,21 +955,42 @@ impl AgentHandle {
             .map_err(|_| AskError::AgentStopped {
                 agent: self.name.clone(),
             })?;
-        let reply = match tokio::time::timeout(timeout, answer).await {
-            Err(_) => return Err(AskError::Timeout(timeout)),
+        self.outcome(answer, timeout, &failed_type).await
+    }
+
+    /// The reply to an ask, as the caller sees it.
+    async fn outcome(
+        &self,
+        answer: oneshot::Receiver<Result<Signal, AskError>>,
+        timeout: Duration,
+        failed_type: &str,
+    ) -> Result<Signal, AskError> {
+        match tokio::time::timeout(timeout, answer).await {
+            Err(_) => Err(AskError::Timeout(timeout)),
+            Ok(received) => self.interpret(received, failed_type),
+        }
+    }
+
+    /// What a received (or lost) reply means.
+    fn interpret(
+        &self,
+        received: Result<Result<Signal, AskError>, oneshot::error::RecvError>,
+        failed_type: &str,
+    ) -> Result<Signal, AskError> {
+        let reply = match received {
             // The thread's state went away without answering: it failed. The agent still
             // running means it was restarted.
-            Ok(Err(_)) if self.services.agents.contains_key(&self.name) => {
+            Err(_) if self.services.agents.contains_key(&self.name) => {
                 return Err(AskError::AgentRestarted {
                     agent: self.name.clone(),
                 });
             }
-            Ok(Err(_)) => {
+            Err(_) => {
                 return Err(AskError::AgentStopped {
                     agent: self.name.clone(),
                 });
             }
-            Ok(Ok(reply)) => reply?,
+            Ok(reply) => reply?,
         };
         if reply.signal_type().as_str() == failed_type {
             return Err(AskError::Failed {
