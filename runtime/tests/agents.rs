@@ -1372,7 +1372,7 @@ async fn requests_are_tracked_and_threads_can_be_reset() {
         agent.ask("two", AskOptions::default())
     );
     let first = first.unwrap();
-    second.unwrap();
+    let second = second.unwrap();
     let records = agent.requests();
     assert_eq!(records.len(), 2);
     for record in &records {

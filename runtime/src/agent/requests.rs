@@ -63,7 +63,7 @@ impl Requests {
             .filter(|r| r.value().agent == agent)
             .map(|r| r.value().clone())
             .collect();
-        all.sort_by_key(|r| r.submitted_at);
+        all.sort_by_key(|r| (r.submitted_at, r.started_at.unwrap_or(u64::MAX)));
         all
     }
 
