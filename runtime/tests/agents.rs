@@ -1488,3 +1488,35 @@ async fn a_started_request_can_be_cancelled() {
     }
     runtime.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_interrupt_policy_cancels_the_running_request_for_the_new_one() {
+    let runtime = Runtime::builder()
+        .llm(Arc::new(EchoModel {
+            delay: Duration::from_millis(200),
+        }))
+        .build()
+        .unwrap();
+    let tools = calculator();
+    let agent = runtime
+        .spawn(
+            AgentSpec::new("echo", react("openai:gpt-5.2", &tools))
+                .with_request_policy(RequestPolicy::Interrupt),
+        )
+        .await
+        .unwrap();
+    let (first, second) = tokio::join!(
+        agent.ask("old question", AskOptions::default()),
+        agent.ask("new question", AskOptions::default())
+    );
+    match first {
+        Err(AskError::Failed { reply }) => {
+            let data = reply.data_as::<serde_json::Value>().unwrap().to_string();
+            assert!(data.contains("interrupted"), "{data}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let answer = second.unwrap().data_as::<ReactCompleted>().unwrap().answer;
+    assert!(answer.ends_with("new question"), "{answer}");
+    runtime.shutdown().await;
+}
