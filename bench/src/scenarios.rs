@@ -24,4 +24,5 @@ pub(crate) const ALL: &[(&str, RunFn)] = &[
     ("spawn", agents::run_spawn),
     ("ping", agents::run_ping),
     ("react", agents::run_react),
+    ("fanout", agents::run_fanout),
 ];
