@@ -294,15 +294,19 @@ impl Bus {
     /// Whether any subscription would receive a signal of type `signal_type` (false for a
     /// type that is not valid). Lets a publisher skip building signals nobody listens to.
     pub fn has_subscribers_for(&self, signal_type: &str) -> bool {
-        let Ok(ty) = signal_type.parse::<crate::SignalType>() else {
-            return false;
-        };
+        signal_type
+            .parse::<crate::SignalType>()
+            .is_ok_and(|ty| self.has_subscribers(&ty))
+    }
+
+    /// Whether any subscription would receive a signal of this type.
+    pub fn has_subscribers(&self, signal_type: &crate::SignalType) -> bool {
         let routes = self
             .inner
             .routes
             .read()
             .unwrap_or_else(PoisonError::into_inner);
-        routes.route(&ty).next().is_some()
+        routes.route(signal_type).next().is_some()
     }
 
     /// Lifetime totals and the current number of subscriptions.

@@ -363,9 +363,19 @@ async fn react_floor(requests: usize) -> Option<Duration> {
 
 async fn react_bench() -> Vec<Report> {
     let one = react_runtime(1, REACT_ONE).await;
+    let current = std::thread::spawn(|| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .ok()
+            .and_then(|rt| rt.block_on(react_runtime(1, REACT_ONE)))
+    })
+    .join()
+    .ok()
+    .flatten();
     let many = react_runtime(REACT_MANY, 2).await;
     let floor = react_floor(REACT_ONE).await;
-    let (Some(one), Some(many), Some(floor)) = (one, many, floor) else {
+    let (Some(one), Some(many), Some(floor), Some(current)) = (one, many, floor, current) else {
         return Vec::new();
     };
     let per = |d: Duration, n: usize| d.as_secs_f64() * 1e6 / n as f64;
@@ -378,6 +388,12 @@ async fn react_bench() -> Vec<Report> {
             .with(
                 "us_over_floor_per_llm_call",
                 round2((one_us - floor_us) / 2.0),
+            ),
+        Report::new("react", "current_thread", REACT_ONE as u64, current)
+            .with("us_per_request", round2(per(current, REACT_ONE)))
+            .with(
+                "us_over_floor_per_llm_call",
+                round2((per(current, REACT_ONE) - floor_us) / 2.0),
             ),
         Report::new("react", "agents_1000", (REACT_MANY * 2) as u64, many)
             .with("us_per_request", round2(per(many, REACT_MANY * 2))),

@@ -43,6 +43,56 @@ pub(crate) struct Services {
     pub(crate) kinds: HashMap<String, KindFactory>,
     /// Every request's status, timestamps and result.
     pub(crate) requests: Requests,
+    /// The sweeper that asks idle threads to stop, started with the first thread that has an
+    /// idle timeout; the shortest timeout seen sets its pace.
+    pub(crate) idle_sweep: std::sync::Mutex<Option<(Duration, tokio::task::AbortHandle)>>,
+    /// `llm.delta` as a parsed type, to ask the bus whether anyone listens.
+    pub(crate) delta_type: Option<motet_signals::SignalType>,
+}
+
+impl Services {
+    /// Whether anyone subscribed to `llm.delta`.
+    pub(crate) fn wants_deltas(&self) -> bool {
+        self.delta_type
+            .as_ref()
+            .is_some_and(|ty| self.bus.has_subscribers(ty))
+    }
+
+    /// Makes sure a sweeper asks every thread, at least every `idle / 2`, whether it has been
+    /// idle long enough to stop. One task for the whole runtime, not one per thread.
+    pub(crate) fn watch_idle(self: &Arc<Self>, idle: Duration) {
+        let Ok(mut sweep) = self.idle_sweep.lock() else {
+            return;
+        };
+        let period = (idle / 2).max(Duration::from_millis(1));
+        if sweep
+            .as_ref()
+            .is_some_and(|(current, _)| *current <= period)
+        {
+            return;
+        }
+        if let Some((_, old)) = sweep.take() {
+            old.abort();
+        }
+        let services = Arc::downgrade(self);
+        let task = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(period);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let Some(services) = services.upgrade() else {
+                    break;
+                };
+                let threads: Vec<ActorRef<AgentMsg>> =
+                    services.threads.iter().map(|e| e.value().clone()).collect();
+                drop(services);
+                for thread in threads {
+                    let _ = thread.cast(AgentMsg::IdleCheck);
+                }
+            }
+        });
+        *sweep = Some((period, task.abort_handle()));
+    }
 }
 
 impl Services {
@@ -738,6 +788,8 @@ impl RuntimeBuilder {
                     .unwrap_or_else(|| Arc::new(MemoryStore::new()) as Arc<dyn ThreadStore>),
                 kinds: self.kinds,
                 requests: Requests::default(),
+                idle_sweep: std::sync::Mutex::new(None),
+                delta_type: super::server::LLM_DELTA.parse().ok(),
             }),
         })
     }
@@ -830,6 +882,11 @@ impl Runtime {
         self.services.threads.clear();
         if let Some(supervisor) = self.services.supervisor.get() {
             supervisor.stop(None);
+        }
+        if let Ok(mut sweep) = self.services.idle_sweep.lock()
+            && let Some((_, task)) = sweep.take()
+        {
+            task.abort();
         }
     }
 }

@@ -104,7 +104,7 @@ where
 
     async fn pre_start(
         &self,
-        myself: ActorRef<AgentMsg>,
+        _myself: ActorRef<AgentMsg>,
         _args: (),
     ) -> Result<ServerState<S>, ActorProcessingErr> {
         let env = SystemEnv;
@@ -118,7 +118,11 @@ where
                 let state = self.agent.strategy.init_for_thread(&env, &self.store_id());
                 if let Some(thread) = self.agent.strategy.thread(&state) {
                     store.create(&ThreadHeader::of(thread)).await?;
-                    let rev = store.commit(thread, 0).await?;
+                    let rev = if thread.is_empty() {
+                        0
+                    } else {
+                        store.commit(thread, 0).await?
+                    };
                     (state, rev)
                 } else {
                     (state, 0)
@@ -126,17 +130,7 @@ where
             }
         };
         if let Some(idle) = self.agent.idle_timeout {
-            let me = myself.clone();
-            tokio::spawn(async move {
-                let mut tick = tokio::time::interval(idle / 2);
-                tick.tick().await;
-                loop {
-                    tick.tick().await;
-                    if me.cast(AgentMsg::IdleCheck).is_err() {
-                        break;
-                    }
-                }
-            });
+            self.services.watch_idle(idle);
         }
         Ok(ServerState {
             strategy,
@@ -781,7 +775,7 @@ async fn stream_call(
     let _permit = services.permit(request.model.provider()).await;
     let mut events = services.llm.stream(request).await?;
     let mut assembler = BlockAssembler::new();
-    let publish = services.bus.has_subscribers_for(LLM_DELTA);
+    let publish = services.wants_deltas();
     while let Some(event) = events.next().await {
         let event = event?;
         if publish {
