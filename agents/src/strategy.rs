@@ -12,6 +12,10 @@ use crate::error::StrategyError;
 /// only `state`, and describes all work as [`Directive`]s for the runtime, whose results come
 /// back as signals. Replaying the same signals with the same environment gives the same state
 /// and directives.
+///
+/// A strategy that wraps another must forward [`Strategy::init_for_thread`],
+/// [`Strategy::restore`] and [`Strategy::thread`] too: their defaults keep no thread, so a
+/// wrapper that forgets them has its threads neither stored nor restored.
 pub trait Strategy {
     /// The agent's state; serializable so the runtime can persist and reload it.
     type State: Clone + Serialize + DeserializeOwned;

@@ -578,6 +578,14 @@ impl motet_agents::Strategy for Fragile {
         self.0.init_for_thread(env, thread)
     }
 
+    fn restore(&self, env: &dyn motet_agents::Env, thread: motet_agents::Thread) -> Self::State {
+        self.0.restore(env, thread)
+    }
+
+    fn thread<'a>(&self, state: &'a Self::State) -> Option<&'a motet_agents::Thread> {
+        self.0.thread(state)
+    }
+
     fn handle(
         &self,
         state: &mut Self::State,
@@ -611,9 +619,11 @@ async fn a_panicking_strategy_restarts_its_thread_and_the_ask_gets_a_typed_error
         timeout: Duration::from_secs(5),
         ..AskOptions::default()
     };
+    agent.ask("first", options()).await.unwrap();
     let err = agent.ask("boom", options()).await.unwrap_err();
     assert!(matches!(err, AskError::AgentRestarted { .. }), "{err:?}");
-    // The thread was restarted (with a fresh state): the next ask is answered.
+    // The thread was restarted from the store: the next ask is answered, with the history
+    // committed before the failure.
     let mut answered = None;
     for _ in 0..50 {
         match agent.ask("hello", options()).await {
@@ -625,7 +635,10 @@ async fn a_panicking_strategy_restarts_its_thread_and_the_ask_gets_a_typed_error
         }
     }
     let reply = answered.expect("answered after the restart");
-    assert_eq!(reply.data_as::<ReactCompleted>().unwrap().answer, "hello");
+    assert_eq!(
+        reply.data_as::<ReactCompleted>().unwrap().answer,
+        "first|hello"
+    );
     assert_eq!(runtime.agent_count(), 1);
     runtime.shutdown().await;
 }

@@ -5,8 +5,7 @@
 //! (one_for_one, transient: a thread that stops normally stays stopped).
 //!
 //! An ask in flight on a failed thread is answered [`super::AskError::AgentRestarted`]; it is
-//! not resumed. Until threads are persisted (the persistence issue), the restarted thread
-//! starts with an empty history.
+//! not resumed. The restarted thread reloads its history from the runtime's store.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
