@@ -27,9 +27,9 @@ use serde::de::DeserializeOwned;
 pub use config::ReActConfig;
 pub use signals::{
     FailureReason, LLM_FAILED, LLM_RESULT, LlmError, LlmErrorKind, LlmFailed, LlmResult,
-    REACT_CANCEL, REACT_COMPLETED, REACT_FAILED, REACT_INPUT, ReactCancel, ReactCompleted,
-    ReactFailed, ReactInput, SUMMARY_FAILED, SUMMARY_RESULT, SummaryFailed, SummaryResult,
-    TOOL_FAILED, TOOL_RESULT, ToolFailed, ToolResultSignal,
+    REACT_CANCEL, REACT_COMPLETED, REACT_FAILED, REACT_INPUT, REACT_RESUME, ReactCancel,
+    ReactCompleted, ReactFailed, ReactInput, ReactResume, SUMMARY_FAILED, SUMMARY_RESULT,
+    SummaryFailed, SummaryResult, TOOL_FAILED, TOOL_RESULT, ToolFailed, ToolResultSignal,
 };
 pub use state::{PendingSummary, PendingTool, ReActState, RequestState, Status};
 
@@ -381,6 +381,116 @@ impl ReAct {
         Ok(Vec::new())
     }
 
+    /// Carries on after a restart from storage: from the last committed turn, what is owed —
+    /// an LLM call (the thread ends with the user's message or a complete set of tool results),
+    /// the tool calls whose results are missing (run again when idempotent, otherwise answered
+    /// with an error result so nothing runs twice), or, for an answered request, the reply.
+    fn on_resume(
+        &self,
+        state: &mut ReActState,
+        step: &Step<'_>,
+        resume: ReactResume,
+    ) -> Result<Vec<Directive>, StrategyError> {
+        if state.active_request().is_some() {
+            return Ok(Vec::new());
+        }
+        let entries = state.thread.to_list();
+        let Some(at) = entries.iter().rposition(|e| {
+            matches!(
+                e.body,
+                EntryBody::User { .. } | EntryBody::Assistant { .. } | EntryBody::ToolResult { .. }
+            )
+        }) else {
+            return Ok(Vec::new());
+        };
+        let request_id = entries[at]
+            .refs
+            .request_id
+            .clone()
+            .or_else(|| step.cause.request_id().map(str::to_owned))
+            .unwrap_or_else(|| step.env.fresh_id("req"));
+        let Some(turn) = entries[..=at]
+            .iter()
+            .rposition(|e| matches!(e.body, EntryBody::Assistant { .. } | EntryBody::User { .. }))
+        else {
+            return Ok(Vec::new());
+        };
+        let (message, iteration, turn_call) = match &entries[turn].body {
+            EntryBody::User { .. } => {
+                state.request = Some(RequestState::new(request_id, None));
+                return self.next_iteration(state, step);
+            }
+            EntryBody::Assistant { message, .. } => (
+                message.clone(),
+                entries[turn].refs.iteration.unwrap_or(1),
+                entries[turn].refs.call_id.clone(),
+            ),
+            _ => return Ok(Vec::new()),
+        };
+        let mut request = RequestState::new(request_id, None);
+        request.iteration = iteration;
+        request.turn_call = turn_call.map(CallId::new);
+        if !message.has_tool_calls() {
+            // Answered before the stop: say so again for whoever resumed.
+            state.request = Some(request);
+            return self.complete(state, step, message.to_string());
+        }
+        let answered: std::collections::HashSet<&str> = entries[turn + 1..]
+            .iter()
+            .filter_map(|e| match &e.body {
+                EntryBody::ToolResult { result, .. } => Some(result.tool_use_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        let missing: Vec<(String, String, motet_directives::ToolArgs)> = message
+            .tool_calls()
+            .filter(|call| !answered.contains(call.id))
+            .map(|call| (call.id.to_owned(), call.name.to_owned(), call.args.clone()))
+            .collect();
+        let mut directives = Vec::new();
+        let mut owed = Vec::new();
+        for (tool_call_id, name, args) in missing {
+            let call_id = CallId::new(step.env.fresh_id("tool"));
+            if resume.idempotent_tools.contains(&name) {
+                request.tools.push(PendingTool {
+                    call_id: call_id.clone(),
+                    tool_call_id: tool_call_id.clone(),
+                    name: name.clone(),
+                    done: false,
+                });
+                directives.push(Directive::ToolExec(ToolExec {
+                    call_id,
+                    tool_call_id,
+                    name,
+                    args,
+                }));
+            } else {
+                let result = ToolResult::error(
+                    tool_call_id.clone(),
+                    format!(
+                        "the agent stopped while `{name}` was running: it may or may not have run, and it was not run again"
+                    ),
+                );
+                let mut refs = Refs::request(&request.request_id)
+                    .with_call_id(call_id.as_str())
+                    .with_tool_call_id(tool_call_id.as_str())
+                    .with_iteration(request.iteration);
+                refs.parent_call_id = request.turn_call.as_ref().map(|c| c.as_str().to_owned());
+                owed.push(NewEntry::tool_result(name, result).with_refs(refs));
+            }
+        }
+        for entry in owed {
+            state.thread.append(step.env, entry);
+        }
+        let all_done = request.tools.is_empty();
+        state.request = Some(request);
+        if all_done {
+            return self.next_iteration(state, step);
+        }
+        state.status = Status::AwaitingTools;
+        Ok(directives)
+    }
+
     fn on_cancel(
         &self,
         state: &mut ReActState,
@@ -604,6 +714,14 @@ impl Strategy for ReAct {
             TOOL_FAILED => {
                 let d: ToolFailed = data(signal)?;
                 self.on_tool_outcome(state, &step, TOOL_FAILED, &d.call_id, Err(d.message))
+            }
+            REACT_RESUME => {
+                let resume = if signal.data().is_none() {
+                    ReactResume::default()
+                } else {
+                    data(signal)?
+                };
+                self.on_resume(state, &step, resume)
             }
             REACT_CANCEL => {
                 let cancel = if signal.data().is_none() {

@@ -777,3 +777,111 @@ fn a_restored_state_keeps_its_thread_and_is_idle() {
     assert_eq!(react.thread(&state), Some(&thread));
     assert!(state.active_request().is_none());
 }
+
+fn resume_signal(idempotent: &[&str]) -> Signal {
+    Signal::builder(motet_agents::REACT_RESUME, "test")
+        .with_id("resume-1")
+        .with_time(None)
+        .with_data(motet_agents::ReactResume {
+            idempotent_tools: idempotent.iter().map(|s| (*s).to_owned()).collect(),
+        })
+        .build()
+        .unwrap()
+}
+
+fn restored(entries: Vec<motet_agents::NewEntry>) -> (ReAct, ReActState, FixedEnv) {
+    let react = ReAct::new(calculator());
+    let env = FixedEnv::new(7);
+    let mut thread = motet_agents::Thread::new("t", 0);
+    for entry in entries {
+        thread.append(&env, entry);
+    }
+    let state = react.restore(&env, thread);
+    (react, state, env)
+}
+
+#[test]
+fn resume_after_the_user_message_owes_an_llm_call() {
+    let user =
+        motet_agents::NewEntry::user("2 + 2?").with_refs(motet_agents::Refs::request("req-9"));
+    let (react, mut state, env) = restored(vec![user]);
+    let directives = react.handle(&mut state, &resume_signal(&[]), &env).unwrap();
+    assert!(
+        matches!(directives.as_slice(), [Directive::LlmStream(_)]),
+        "{directives:?}"
+    );
+    assert_eq!(state.active_request().unwrap().request_id, "req-9");
+}
+
+#[test]
+fn resume_with_missing_results_reruns_idempotent_tools_only() {
+    let turn = AssistantMessage {
+        blocks: vec![
+            AssistantBlock::tool_use("tc_add", "add", ToolArgs::from_text(r#"{"a":1,"b":2}"#)),
+            AssistantBlock::tool_use("tc_mail", "send_email", ToolArgs::from_text("{}")),
+        ],
+        stop_reason: StopReason::ToolUse,
+    };
+    let refs = motet_agents::Refs::request("req-9").with_iteration(1);
+    let (react, mut state, env) = restored(vec![
+        motet_agents::NewEntry::user("add and mail").with_refs(refs.clone()),
+        motet_agents::NewEntry::assistant(turn, Usage::default()).with_refs(refs),
+    ]);
+    let directives = react
+        .handle(&mut state, &resume_signal(&["add"]), &env)
+        .unwrap();
+    let exec = match directives.as_slice() {
+        [Directive::ToolExec(exec)] => exec.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(exec.tool_call_id, "tc_add");
+    // The non-idempotent call got an error result instead of running twice.
+    let last = state.thread.last().unwrap();
+    match &last.body {
+        EntryBody::ToolResult { name, result } => {
+            assert_eq!(name, "send_email");
+            assert_eq!(result.tool_use_id, "tc_mail");
+            assert!(result.is_error);
+            assert!(result.content.contains("may or may not have run"));
+        }
+        other => panic!("{other:?}"),
+    }
+    // When the re-run tool answers, the next LLM call follows.
+    let result = Signal::builder(motet_agents::TOOL_RESULT, "test")
+        .with_id("r1")
+        .with_time(None)
+        .with_data(ToolResultSignal {
+            call_id: exec.call_id,
+            result: ToolResult::ok("tc_add", "3"),
+        })
+        .build()
+        .unwrap();
+    let next = react.handle(&mut state, &result, &env).unwrap();
+    assert!(
+        matches!(next.as_slice(), [Directive::LlmStream(_)]),
+        "{next:?}"
+    );
+}
+
+#[test]
+fn resume_of_an_answered_request_replies_again() {
+    let refs = motet_agents::Refs::request("req-9").with_iteration(1);
+    let (react, mut state, env) = restored(vec![
+        motet_agents::NewEntry::user("hi").with_refs(refs.clone()),
+        motet_agents::NewEntry::assistant(AssistantMessage::text("hello"), Usage::default())
+            .with_refs(refs),
+    ]);
+    let directives = react.handle(&mut state, &resume_signal(&[]), &env).unwrap();
+    match directives.as_slice() {
+        [Directive::Emit(emit)] => {
+            assert_eq!(
+                emit.signal.signal_type().as_str(),
+                motet_agents::REACT_COMPLETED
+            );
+            let done: motet_agents::ReactCompleted = emit.signal.data_as().unwrap();
+            assert_eq!(done.answer, "hello");
+            assert_eq!(done.request_id, "req-9");
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -1533,3 +1533,82 @@ async fn the_interrupt_policy_cancels_the_running_request_for_the_new_one() {
     assert!(answer.ends_with("new question"), "{answer}");
     runtime.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_thread_left_mid_request_is_resumed_without_running_a_tool_twice() {
+    use motet_agents::{NewEntry, Refs, Thread};
+    use motet_runtime::store::{MemoryStore, ThreadHeader, ThreadStore};
+    // What a killed process left behind: the question and an assistant turn calling `add`,
+    // with no result committed.
+    let store = Arc::new(MemoryStore::new());
+    let env = motet_agents::FixedEnv::new(1);
+    let mut thread = Thread::new("echo/default", 0);
+    let refs = Refs::request("req-lost").with_iteration(1);
+    thread.append(&env, NewEntry::user("add 2 and 3").with_refs(refs.clone()));
+    let turn = AssistantMessage {
+        blocks: vec![AssistantBlock::tool_use(
+            "tc_1",
+            "add",
+            ToolArgs::from_text(r#"{"a": 2, "b": 3}"#),
+        )],
+        stop_reason: motet_directives::StopReason::ToolUse,
+    };
+    thread.append(
+        &env,
+        NewEntry::assistant(turn, Usage::default()).with_refs(refs),
+    );
+    store.create(&ThreadHeader::of(&thread)).await.unwrap();
+    store.commit(&thread, 0).await.unwrap();
+
+    let runtime = echo_runtime(store.clone());
+    let tools = calculator();
+    let agent = runtime
+        .spawn(AgentSpec::new("echo", react("openai:gpt-5.2", &tools)).with_tools(tools))
+        .await
+        .unwrap();
+    let request = agent
+        .resume(None, Duration::from_secs(5))
+        .await
+        .unwrap()
+        .expect("the thread owes a request");
+    assert_eq!(request.id(), "req-lost");
+    let reply = request.wait().await.unwrap();
+    assert_eq!(
+        reply.data_as::<ReactCompleted>().unwrap().answer,
+        "add 2 and 3"
+    );
+    // `add` is not declared idempotent: it was answered with an error, not run again.
+    let stored = store.load("echo/default").await.unwrap().unwrap();
+    let results: Vec<_> = stored
+        .to_list()
+        .iter()
+        .filter_map(|e| match &e.body {
+            motet_agents::EntryBody::ToolResult { result, .. } => Some(result.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 1, "exactly one result for the call");
+    assert!(results[0].is_error);
+    assert!(results[0].content.contains("may or may not have run"));
+    // Seqs are contiguous and nothing is duplicated.
+    for (n, entry) in stored.to_list().iter().enumerate() {
+        assert_eq!(entry.seq, n as u64);
+    }
+    // Nothing is owed any more: resuming again replies with the answer.
+    let again = agent
+        .resume(None, Duration::from_secs(5))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        again
+            .wait()
+            .await
+            .unwrap()
+            .data_as::<ReactCompleted>()
+            .unwrap()
+            .answer,
+        "add 2 and 3"
+    );
+    runtime.shutdown().await;
+}

@@ -12,6 +12,8 @@ use crate::policy::PolicyOverride;
 pub const REACT_INPUT: &str = "react.input";
 /// Cancels the active request: [`ReactCancel`].
 pub const REACT_CANCEL: &str = "react.cancel";
+/// Carries on with what a thread restored from storage still owes: [`ReactResume`].
+pub const REACT_RESUME: &str = "react.resume";
 /// An LLM call finished: [`LlmResult`].
 pub const LLM_RESULT: &str = "llm.result";
 /// An LLM call failed: [`LlmFailed`].
@@ -37,6 +39,15 @@ pub struct ReactInput {
     /// Changes to the context policy for this request only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_policy: Option<PolicyOverride>,
+}
+
+/// Data of `react.resume`: what the runtime knows that the pure strategy does not.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReactResume {
+    /// Tools safe to run twice: a call of one whose result is missing is run again (same
+    /// tool-call id); any other gets an error result saying it may or may not have run.
+    #[serde(default)]
+    pub idempotent_tools: Vec<String>,
 }
 
 /// Data of `react.cancel`.

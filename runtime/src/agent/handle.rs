@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use dashmap::DashMap;
 use motet_agents::{
-    Env, PolicyOverride, REACT_CANCEL, REACT_COMPLETED, REACT_FAILED, REACT_INPUT, ReactInput,
-    Strategy,
+    Env, PolicyOverride, REACT_CANCEL, REACT_COMPLETED, REACT_FAILED, REACT_INPUT, REACT_RESUME,
+    ReactInput, ReactResume, Strategy,
 };
 use motet_providers::LlmClient;
 use motet_signals::{Bus, Delivery, Pattern, Signal, Subscription};
@@ -433,6 +433,7 @@ pub(crate) trait Family: Send + Sync {
     fn intensity(&self) -> Intensity;
     fn keep_subscriptions(&self, subscriptions: Vec<Subscription>);
     fn parent(&self) -> Option<&Parent>;
+    fn idempotent_tools(&self) -> Vec<String>;
     async fn spawn_thread(
         &self,
         services: Arc<Services>,
@@ -473,6 +474,14 @@ where
 
     fn parent(&self) -> Option<&Parent> {
         self.config.parent.as_ref()
+    }
+
+    fn idempotent_tools(&self) -> Vec<String> {
+        self.config
+            .tools
+            .as_ref()
+            .map(|tools| tools.idempotent_tools())
+            .unwrap_or_default()
     }
 
     fn keep_subscriptions(&self, subscriptions: Vec<Subscription>) {
@@ -1055,6 +1064,83 @@ impl AgentHandle {
             });
         }
         Ok(reply)
+    }
+
+    /// Carries on with what thread `thread_id` (the default thread for `None`) still owes after
+    /// the process stopped in the middle of a request: from the last committed entry, an LLM
+    /// call, or the tool calls whose results are missing — idempotent tools run again with the
+    /// same tool-call id, others get an error result saying they may or may not have run. Returns
+    /// the resumed request to await, or `None` when the thread owes nothing it can name.
+    ///
+    /// # Errors
+    /// [`AskError::AgentStopped`] when the agent is not running; store failures as
+    /// [`AskError::Store`].
+    pub async fn resume(
+        &self,
+        thread_id: Option<&str>,
+        timeout: Duration,
+    ) -> Result<Option<Request>, AskError> {
+        let family = self
+            .services
+            .agents
+            .get(&self.name)
+            .map(|f| f.value().clone())
+            .ok_or_else(|| AskError::AgentStopped {
+                agent: self.name.clone(),
+            })?;
+        let thread = self
+            .get_thread(thread_id)
+            .await
+            .map_err(|e| AskError::Store {
+                message: e.to_string(),
+            })?;
+        let Some(thread) = thread else {
+            return Ok(None);
+        };
+        let owed = thread.to_list().iter().rev().find(|e| {
+            matches!(
+                e.body,
+                motet_agents::EntryBody::User { .. }
+                    | motet_agents::EntryBody::Assistant { .. }
+                    | motet_agents::EntryBody::ToolResult { .. }
+            )
+        });
+        let Some(request_id) = owed.and_then(|e| e.refs.request_id.clone()) else {
+            return Ok(None);
+        };
+        let (actor, thread_id) = self
+            .services
+            .thread_actor(&self.name, thread_id.map(str::to_owned))
+            .await
+            .map_err(|_| AskError::AgentStopped {
+                agent: self.name.clone(),
+            })?;
+        let signal = Signal::builder(REACT_RESUME, "motet.resume")
+            .with_id(SystemEnv.fresh_id("sig"))
+            .with_request_id(&request_id)
+            .with_thread_id(&thread_id)
+            .with_data(ReactResume {
+                idempotent_tools: family.idempotent_tools(),
+            })
+            .build()
+            .map_err(|e| AskError::Send {
+                message: e.to_string(),
+            })?;
+        let (reply, answer) = oneshot::channel();
+        actor
+            .cast(AgentMsg::Ask { signal, reply })
+            .map_err(|_| AskError::AgentStopped {
+                agent: self.name.clone(),
+            })?;
+        Ok(Some(Request {
+            id: request_id,
+            thread: thread_id,
+            agent: self.clone(),
+            answer,
+            ready: None,
+            timeout,
+            deltas: None,
+        }))
     }
 
     /// This agent's requests, oldest first (finished ones are kept up to a bound).

@@ -90,6 +90,15 @@ impl ToolSet {
         &self.view.names
     }
 
+    /// The names of the offered tools that are safe to run twice ([`Tool::idempotent`]).
+    pub fn idempotent_tools(&self) -> Vec<String> {
+        self.names()
+            .iter()
+            .filter(|name| self.get(name).is_some_and(|tool| tool.idempotent()))
+            .cloned()
+            .collect()
+    }
+
     /// The tool with this name, when this set offers it.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
         let (index, _, tool) = self.view.registry.tools.get_full(name)?;
