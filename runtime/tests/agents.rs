@@ -1612,3 +1612,98 @@ async fn a_thread_left_mid_request_is_resumed_without_running_a_tool_twice() {
     );
     runtime.shutdown().await;
 }
+
+/// A store whose thread `echo/broken` cannot be read, as a damaged file would make it.
+struct DamagedStore(motet_runtime::store::MemoryStore);
+
+#[async_trait::async_trait]
+impl motet_runtime::store::ThreadStore for DamagedStore {
+    async fn create(
+        &self,
+        header: &motet_runtime::store::ThreadHeader,
+    ) -> Result<(), motet_runtime::store::StoreError> {
+        self.0.create(header).await
+    }
+    async fn load(
+        &self,
+        thread_id: &str,
+    ) -> Result<Option<motet_agents::Thread>, motet_runtime::store::StoreError> {
+        if thread_id == "echo/broken" {
+            return Err(motet_runtime::store::StoreError::CorruptEntry {
+                thread_id: thread_id.to_owned(),
+                seq: 3,
+                reason: "expected value at line 1 column 1".into(),
+            });
+        }
+        self.0.load(thread_id).await
+    }
+    async fn load_after(
+        &self,
+        thread_id: &str,
+        rev: u64,
+    ) -> Result<Vec<motet_agents::Entry>, motet_runtime::store::StoreError> {
+        self.0.load_after(thread_id, rev).await
+    }
+    async fn append(
+        &self,
+        thread_id: &str,
+        entries: &[motet_agents::Entry],
+        expected_rev: u64,
+    ) -> Result<u64, motet_runtime::store::StoreError> {
+        self.0.append(thread_id, entries, expected_rev).await
+    }
+    async fn summary(
+        &self,
+        thread_id: &str,
+    ) -> Result<Option<motet_runtime::store::ThreadSummary>, motet_runtime::store::StoreError> {
+        self.0.summary(thread_id).await
+    }
+    async fn list(
+        &self,
+    ) -> Result<Vec<motet_runtime::store::ThreadSummary>, motet_runtime::store::StoreError> {
+        self.0.list().await
+    }
+    async fn delete(&self, thread_id: &str) -> Result<bool, motet_runtime::store::StoreError> {
+        self.0.delete(thread_id).await
+    }
+    async fn put_meta(
+        &self,
+        thread_id: &str,
+        meta: &motet_runtime::store::ThreadMeta,
+    ) -> Result<(), motet_runtime::store::StoreError> {
+        self.0.put_meta(thread_id, meta).await
+    }
+    async fn get_meta(
+        &self,
+        thread_id: &str,
+    ) -> Result<Option<motet_runtime::store::ThreadMeta>, motet_runtime::store::StoreError> {
+        self.0.get_meta(thread_id).await
+    }
+}
+
+#[tokio::test]
+async fn an_unreadable_thread_fails_closed_and_is_never_replaced() {
+    let runtime = echo_runtime(Arc::new(DamagedStore(
+        motet_runtime::store::MemoryStore::new(),
+    )));
+    let tools = calculator();
+    let agent = runtime
+        .spawn(AgentSpec::new("echo", react("openai:gpt-5.2", &tools)))
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        match agent.ask("hello", on("broken")).await {
+            Err(AskError::ThreadUnavailable {
+                thread, message, ..
+            }) => {
+                assert_eq!(thread, "broken");
+                assert!(message.contains("echo/broken"), "{message}");
+                assert!(message.contains("seq 3"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    // Other threads are fine.
+    assert_eq!(answer(&agent, "hello", "fine").await, "hello");
+    runtime.shutdown().await;
+}

@@ -578,6 +578,17 @@ pub enum AskError {
         /// The failure signal.
         reply: Box<Signal>,
     },
+    /// The thread's actor could not start — typically its stored history cannot be read. The
+    /// thread is never replaced by a fresh, empty one.
+    #[error("thread `{thread}` of agent `{agent}` is unavailable: {message}")]
+    ThreadUnavailable {
+        /// The agent.
+        agent: String,
+        /// The thread.
+        thread: String,
+        /// Why (the store's error, naming the thread).
+        message: String,
+    },
     /// The thread could not be stored, so the request was not carried out.
     #[error("the thread could not be stored: {message}")]
     Store {
@@ -907,6 +918,22 @@ pub struct AgentHandle {
     services: Arc<Services>,
 }
 
+/// How an ask sees a thread that could not be reached.
+fn unreachable_thread(agent: &str, thread: Option<&str>, error: RuntimeError) -> AskError {
+    match error {
+        RuntimeError::SpawnFailed { message, .. } | RuntimeError::Store { message } => {
+            AskError::ThreadUnavailable {
+                agent: agent.to_owned(),
+                thread: thread.unwrap_or(DEFAULT_THREAD).to_owned(),
+                message,
+            }
+        }
+        _ => AskError::AgentStopped {
+            agent: agent.to_owned(),
+        },
+    }
+}
+
 impl std::fmt::Debug for AgentHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AgentHandle")
@@ -947,13 +974,12 @@ impl AgentHandle {
     ) -> Result<Request, AskError> {
         let env = SystemEnv;
         let request_id = env.fresh_id("req");
+        let wanted = options.thread_id.clone();
         let (actor, thread) = self
             .services
             .thread_actor(&self.name, options.thread_id)
             .await
-            .map_err(|_| AskError::AgentStopped {
-                agent: self.name.clone(),
-            })?;
+            .map_err(|e| unreachable_thread(&self.name, wanted.as_deref(), e))?;
         let signal = Signal::builder(REACT_INPUT, "motet.ask")
             .with_id(env.fresh_id("sig"))
             .with_request_id(&request_id)
