@@ -1043,6 +1043,21 @@ async fn threads_survive_the_runtime_in_sqlite() {
     assert_eq!(answer(&agent, "three", "chat").await, "one|two|three");
     let thread = agent.get_thread(Some("chat")).await.unwrap().unwrap();
     assert_eq!(thread.id(), "echo/chat");
+    // The meta an agent needs to come back is stored with the thread, and so are its totals.
+    use motet_runtime::store::ThreadStore as _;
+    let store = motet_runtime::store::SqliteStore::open(&path)
+        .await
+        .unwrap();
+    let meta = store.get_meta("echo/chat").await.unwrap().unwrap();
+    assert_eq!(meta.strategy_config_id.as_deref(), Some("echo"));
+    assert_eq!(meta.extra["thread"], "chat");
+    let summary = store.summary("echo/chat").await.unwrap().unwrap();
+    assert_eq!(summary.entry_count, thread.entry_count() as u64);
+    assert_eq!(summary.usage, thread.usage());
+    assert!(
+        summary.usage.input_tokens > 0,
+        "session usage totals are stored"
+    );
     runtime.shutdown().await;
 }
 

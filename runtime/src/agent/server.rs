@@ -20,7 +20,7 @@ use tokio::task::AbortHandle;
 use super::env::SystemEnv;
 use super::handle::{AskError, Parent, RuntimeError, Services};
 use super::requests::RequestStatus;
-use crate::store::ThreadHeader;
+use crate::store::{ThreadHeader, ThreadMeta};
 use crate::tool::ToolSet;
 
 /// What an agent's mailbox receives.
@@ -118,6 +118,22 @@ where
                 let state = self.agent.strategy.init_for_thread(&env, &self.store_id());
                 if let Some(thread) = self.agent.strategy.thread(&state) {
                     store.create(&ThreadHeader::of(thread)).await?;
+                    // What the agent needs to come back: who runs the thread, and with which
+                    // reply and request conventions.
+                    let meta = ThreadMeta {
+                        policy: None,
+                        strategy_config_id: Some(self.agent.name.clone()),
+                        extra: [
+                            ("thread".to_owned(), serde_json::json!(self.thread_id)),
+                            (
+                                "request_type".to_owned(),
+                                serde_json::json!(self.agent.request_type),
+                            ),
+                        ]
+                        .into_iter()
+                        .collect(),
+                    };
+                    store.put_meta(thread.id(), &meta).await?;
                     let rev = if thread.is_empty() {
                         0
                     } else {
