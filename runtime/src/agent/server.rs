@@ -87,6 +87,8 @@ pub struct ServerState<S: Strategy> {
     last_model: Option<ModelRef>,
     /// Children started with `Spawn`, by tag.
     children: HashMap<String, String>,
+    /// Whether the thread exists in the store yet.
+    stored: bool,
     /// Entries of the strategy's thread already in the store.
     stored_rev: u64,
     /// When the thread last handled a message (for the idle timeout).
@@ -109,41 +111,18 @@ where
     ) -> Result<ServerState<S>, ActorProcessingErr> {
         let env = SystemEnv;
         let store = &self.services.store;
-        let (strategy, stored_rev) = match store.load(&self.store_id()).await? {
+        // A thread that was never stored starts fresh and is written to the store with its
+        // first entries, so agents that are spawned and never asked cost the store nothing.
+        let (strategy, stored_rev, stored) = match store.load(&self.store_id()).await? {
             Some(thread) => {
                 let rev = thread.entry_count() as u64;
-                (self.agent.strategy.restore(&env, thread), rev)
+                (self.agent.strategy.restore(&env, thread), rev, true)
             }
-            None => {
-                let state = self.agent.strategy.init_for_thread(&env, &self.store_id());
-                if let Some(thread) = self.agent.strategy.thread(&state) {
-                    store.create(&ThreadHeader::of(thread)).await?;
-                    // What the agent needs to come back: who runs the thread, and with which
-                    // reply and request conventions.
-                    let meta = ThreadMeta {
-                        policy: None,
-                        strategy_config_id: Some(self.agent.name.clone()),
-                        extra: [
-                            ("thread".to_owned(), serde_json::json!(self.thread_id)),
-                            (
-                                "request_type".to_owned(),
-                                serde_json::json!(self.agent.request_type),
-                            ),
-                        ]
-                        .into_iter()
-                        .collect(),
-                    };
-                    store.put_meta(thread.id(), &meta).await?;
-                    let rev = if thread.is_empty() {
-                        0
-                    } else {
-                        store.commit(thread, 0).await?
-                    };
-                    (state, rev)
-                } else {
-                    (state, 0)
-                }
-            }
+            None => (
+                self.agent.strategy.init_for_thread(&env, &self.store_id()),
+                0,
+                false,
+            ),
         };
         if let Some(idle) = self.agent.idle_timeout {
             self.services.watch_idle(idle);
@@ -151,6 +130,7 @@ where
         Ok(ServerState {
             strategy,
             stored_rev,
+            stored,
             children: HashMap::new(),
             last_active: std::time::Instant::now(),
             env,
@@ -379,9 +359,31 @@ where
         let Some(thread) = self.agent.strategy.thread(&state.strategy) else {
             return Ok(());
         };
-        if thread.entry_count() as u64 > state.stored_rev {
-            state.stored_rev = self.services.store.commit(thread, state.stored_rev).await?;
+        if thread.entry_count() as u64 <= state.stored_rev {
+            return Ok(());
         }
+        let store = &self.services.store;
+        if !state.stored {
+            store.create(&ThreadHeader::of(thread)).await?;
+            // What the agent needs to come back: who runs the thread, and with which request
+            // convention.
+            let meta = ThreadMeta {
+                policy: None,
+                strategy_config_id: Some(self.agent.name.clone()),
+                extra: [
+                    ("thread".to_owned(), serde_json::json!(self.thread_id)),
+                    (
+                        "request_type".to_owned(),
+                        serde_json::json!(self.agent.request_type),
+                    ),
+                ]
+                .into_iter()
+                .collect(),
+            };
+            store.put_meta(thread.id(), &meta).await?;
+            state.stored = true;
+        }
+        state.stored_rev = store.commit(thread, state.stored_rev).await?;
         Ok(())
     }
 
