@@ -32,6 +32,8 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use crate::report::{Report, round2};
 
 const SPAWN: usize = 100_000;
+/// Extra timing rounds of the spawn scenario (each spawns SPAWN bare actors and SPAWN agents).
+const SPAWN_ROUNDS: usize = 4;
 const PINGS: usize = 20_000;
 const REACT_ONE: usize = 2_000;
 const REACT_MANY: usize = 1_000;
@@ -128,8 +130,8 @@ async fn spawn_inner() -> Option<Vec<Report>> {
     let strategy = react(&tools)?;
     let env = FixedEnv::new(0);
 
-    // The floor first, kept alive while motet's agents are spawned, so each RSS delta is
-    // memory newly taken from the OS (freed memory would be reused and read as zero).
+    // Memory: the floor first, kept alive while motet's agents are spawned, so each RSS delta
+    // is memory newly taken from the OS (freed memory would be reused and read as zero).
     let before = rss_bytes();
     let start = Instant::now();
     let mut bare = Vec::with_capacity(SPAWN);
@@ -138,7 +140,7 @@ async fn spawn_inner() -> Option<Vec<Report>> {
         let (actor, _) = Actor::spawn(None, Bare, state).await.ok()?;
         bare.push(actor);
     }
-    let floor = start.elapsed();
+    let mut floor_rounds = vec![start.elapsed()];
     let floor_bytes = rss_bytes().saturating_sub(before) / SPAWN as u64;
 
     let runtime = Runtime::builder()
@@ -151,12 +153,45 @@ async fn spawn_inner() -> Option<Vec<Report>> {
         let spec = AgentSpec::new(format!("agent-{n}"), strategy.clone());
         runtime.spawn(spec).await.ok()?;
     }
-    let ours = start.elapsed();
+    let mut ours_rounds = vec![start.elapsed()];
     let ours_bytes = rss_bytes().saturating_sub(before) / SPAWN as u64;
     runtime.shutdown().await;
     for actor in bare {
         actor.stop(None);
     }
+
+    // Time: this machine's pace drifts by several times within a minute, so the two are
+    // measured in alternating rounds and compared by their medians.
+    for round in 0..SPAWN_ROUNDS {
+        let start = Instant::now();
+        let mut bare = Vec::with_capacity(SPAWN);
+        for n in 0..SPAWN {
+            let state = strategy.init_for_thread(&env, &format!("agent-{n}/default"));
+            let (actor, _) = Actor::spawn(None, Bare, state).await.ok()?;
+            bare.push(actor);
+        }
+        floor_rounds.push(start.elapsed());
+        for actor in bare {
+            actor.stop(None);
+        }
+        let runtime = Runtime::builder()
+            .llm(Arc::new(ScriptedModel::default()))
+            .build()
+            .ok()?;
+        let start = Instant::now();
+        for n in 0..SPAWN {
+            let spec = AgentSpec::new(format!("r{round}-{n}"), strategy.clone());
+            runtime.spawn(spec).await.ok()?;
+        }
+        ours_rounds.push(start.elapsed());
+        runtime.shutdown().await;
+    }
+    let median = |rounds: &mut Vec<Duration>| {
+        rounds.sort_unstable();
+        rounds[rounds.len() / 2]
+    };
+    let ours = median(&mut ours_rounds);
+    let floor = median(&mut floor_rounds);
     Some(vec![
         Report::new("spawn", "motet", SPAWN as u64, ours)
             .with("bytes_per_agent", ours_bytes)
@@ -168,13 +203,15 @@ async fn spawn_inner() -> Option<Vec<Report>> {
             .with(
                 "bytes_vs_floor",
                 round2(ours_bytes as f64 / floor_bytes.max(1) as f64),
-            ),
+            )
+            .with("rounds", ours_rounds.len() as u64),
         Report::new("spawn", "floor_ractor", SPAWN as u64, floor)
             .with("bytes_per_agent", floor_bytes)
             .with(
                 "us_per_agent",
                 round2(floor.as_secs_f64() * 1e6 / SPAWN as f64),
-            ),
+            )
+            .with("rounds", floor_rounds.len() as u64),
     ])
 }
 

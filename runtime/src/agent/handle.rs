@@ -30,6 +30,8 @@ pub(crate) struct Services {
     pub(crate) agents: DashMap<String, Arc<dyn Family>>,
     /// The registry of running threads: (agent, thread id) → the actor that owns the thread.
     pub(crate) threads: DashMap<(String, String), ActorRef<AgentMsg>>,
+    /// The same registry the other way round, so an actor's exit finds its entry at once.
+    pub(crate) thread_keys: DashMap<ractor::ActorId, (String, String)>,
     /// How many LLM calls may run at once per provider (the `provider` part of a model ref).
     pub(crate) llm_limits: DashMap<String, Arc<tokio::sync::Semaphore>>,
     pub(crate) default_llm_limit: usize,
@@ -96,6 +98,20 @@ impl Services {
 }
 
 impl Services {
+    /// Records a running thread actor in both directions.
+    pub(crate) fn register_thread(&self, key: (String, String), actor: ActorRef<AgentMsg>) {
+        self.thread_keys.insert(actor.get_id(), key.clone());
+        self.threads.insert(key, actor);
+    }
+
+    /// Forgets the thread actor `id`, returning its (agent, thread) when it was registered.
+    pub(crate) fn forget_thread(&self, id: ractor::ActorId) -> Option<(String, String)> {
+        let (_, key) = self.thread_keys.remove(&id)?;
+        self.threads
+            .remove_if(&key, |_, actor| actor.get_id() == id);
+        Some(key)
+    }
+
     /// Waits for a free slot to call `provider`; the slot is held until the permit drops.
     pub(crate) async fn permit(&self, provider: &str) -> Option<tokio::sync::OwnedSemaphorePermit> {
         let semaphore = self
@@ -143,7 +159,7 @@ impl Services {
         let actor = family
             .spawn_thread(self.clone(), key.1.clone(), supervisor.get_cell())
             .await?;
-        self.threads.insert(key.clone(), actor.clone());
+        self.register_thread(key.clone(), actor.clone());
         Ok((actor, key.1))
     }
 }
@@ -795,6 +811,7 @@ impl RuntimeBuilder {
                 bus: self.bus.unwrap_or_default(),
                 agents: DashMap::new(),
                 threads: DashMap::new(),
+                thread_keys: DashMap::new(),
                 llm_limits: self
                     .limits
                     .into_iter()
@@ -891,15 +908,16 @@ impl Runtime {
             .iter()
             .map(|e| e.value().clone())
             .collect();
-        for thread in threads {
-            let _ = thread
-                .stop_and_wait(
-                    Some("runtime shutdown".to_owned()),
-                    Some(Duration::from_secs(5)),
-                )
-                .await;
-        }
+        // All at once: each stops when its current message is handled.
+        let stopping = threads.iter().map(|thread| {
+            thread.stop_and_wait(
+                Some("runtime shutdown".to_owned()),
+                Some(Duration::from_secs(5)),
+            )
+        });
+        futures::future::join_all(stopping).await;
         self.services.threads.clear();
+        self.services.thread_keys.clear();
         if let Some(supervisor) = self.services.supervisor.get() {
             supervisor.stop(None);
         }

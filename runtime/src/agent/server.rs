@@ -159,11 +159,7 @@ where
                 agent: self.agent.name.clone(),
             }));
         }
-        let id = myself.get_id();
-        self.services.threads.remove_if(
-            &(self.agent.name.clone(), self.thread_id.clone()),
-            |_, actor| actor.get_id() == id,
-        );
+        self.services.forget_thread(myself.get_id());
         Ok(())
     }
 

@@ -78,7 +78,7 @@ impl Actor for ThreadSupervisor {
                             .await
                         {
                             Ok(actor) => {
-                                services.threads.insert((agent, thread), actor);
+                                services.register_thread((agent, thread), actor);
                             }
                             Err(spawn_error) => {
                                 tracing::error!(%agent, %thread, %spawn_error, "could not restart an agent thread");
