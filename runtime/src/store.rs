@@ -129,6 +129,28 @@ pub trait ThreadStore: Send + Sync {
     /// [`StoreError::AlreadyExists`] when the id is taken; storage failures.
     async fn create(&self, header: &ThreadHeader) -> Result<(), StoreError>;
 
+    /// Creates a thread with its meta and first entries (seqs from 0) as one write: after a
+    /// crash the store holds all of it or none of it. Returns the new rev.
+    ///
+    /// The default runs [`create`](Self::create), [`put_meta`](Self::put_meta) and
+    /// [`append`](Self::append) one after another; a durable store overrides it with one
+    /// transaction.
+    ///
+    /// # Errors
+    /// As for [`create`](Self::create) and [`append`](Self::append).
+    async fn create_with(
+        &self,
+        header: &ThreadHeader,
+        meta: Option<&ThreadMeta>,
+        entries: &[Entry],
+    ) -> Result<u64, StoreError> {
+        self.create(header).await?;
+        if let Some(meta) = meta {
+            self.put_meta(&header.id, meta).await?;
+        }
+        self.append(&header.id, entries, 0).await
+    }
+
     /// The whole thread, or `None` when no thread has this id.
     ///
     /// # Errors

@@ -239,7 +239,7 @@ async fn killed_mid_request_and_resumed_fifty_times() {
                         | EntryBody::ToolResult { .. }
                 )
             })
-            .unwrap();
+            .unwrap_or_else(|| panic!("run {run}: no turn in {entries:?}"));
         match &last_turn.body {
             EntryBody::Assistant { message, .. } => {
                 assert!(!message.has_tool_calls(), "run {run}: ends with the answer");

@@ -278,6 +278,49 @@ async fn two_writers_one_wins(a: Arc<dyn ThreadStore>, b: Arc<dyn ThreadStore>) 
     }
 }
 
+/// A thread's first write is whole: thread, meta and entries together, or nothing at all.
+async fn create_with_is_all_or_nothing(store: &dyn ThreadStore) {
+    let env = FixedEnv::new(0);
+    let thread = conversation(&env, "thread_h");
+    let meta = ThreadMeta {
+        strategy_config_id: Some("calc".into()),
+        ..ThreadMeta::default()
+    };
+    let header = ThreadHeader::of(&thread);
+    // Entries that do not start at seq 0: refused, and no thread is left behind.
+    let err = store
+        .create_with(&header, Some(&meta), &thread.to_list()[1..])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::NonContiguous { .. }), "{err}");
+    assert!(store.load("thread_h").await.unwrap().is_none());
+    assert!(store.summary("thread_h").await.unwrap().is_none());
+
+    let rev = store
+        .create_with(&header, Some(&meta), thread.to_list())
+        .await
+        .unwrap();
+    assert_eq!(rev, 4);
+    assert_eq!(
+        json(&store.load("thread_h").await.unwrap().unwrap()),
+        json(&thread)
+    );
+    assert_eq!(
+        store.get_meta("thread_h").await.unwrap(),
+        Some(meta.clone())
+    );
+    let summary = store.summary("thread_h").await.unwrap().unwrap();
+    assert_eq!((summary.rev, summary.usage.input_tokens), (4, 30));
+    // A second first write of the same thread is refused and changes nothing.
+    let err = store
+        .create_with(&header, None, &thread.to_list()[..1])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::AlreadyExists { .. }), "{err}");
+    assert_eq!(store.get_meta("thread_h").await.unwrap(), Some(meta));
+    assert_eq!(store.summary("thread_h").await.unwrap().unwrap().rev, 4);
+}
+
 async fn whole_suite(store: Arc<dyn ThreadStore>) {
     round_trip_keeps_everything(store.as_ref()).await;
     create_twice_is_refused(store.as_ref()).await;
@@ -285,6 +328,7 @@ async fn whole_suite(store: Arc<dyn ThreadStore>) {
     entries_must_continue_the_thread(store.as_ref()).await;
     load_after_returns_the_tail(store.as_ref()).await;
     meta_and_delete(store.as_ref()).await;
+    create_with_is_all_or_nothing(store.as_ref()).await;
     two_writers_one_wins(Arc::clone(&store), Arc::clone(&store)).await;
 }
 

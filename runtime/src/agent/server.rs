@@ -359,27 +359,30 @@ where
             return Ok(());
         }
         let store = &self.services.store;
-        if !state.stored {
-            store.create(&ThreadHeader::of(thread)).await?;
-            // What the agent needs to come back: who runs the thread, and with which request
-            // convention.
-            let meta = ThreadMeta {
-                policy: None,
-                strategy_config_id: Some(self.agent.name.clone()),
-                extra: [
-                    ("thread".to_owned(), serde_json::json!(self.thread_id)),
-                    (
-                        "request_type".to_owned(),
-                        serde_json::json!(self.agent.request_type),
-                    ),
-                ]
-                .into_iter()
-                .collect(),
-            };
-            store.put_meta(thread.id(), &meta).await?;
-            state.stored = true;
+        if state.stored {
+            state.stored_rev = store.commit(thread, state.stored_rev).await?;
+            return Ok(());
         }
-        state.stored_rev = store.commit(thread, state.stored_rev).await?;
+        // The thread's first write: the thread, what the agent needs to come back (who runs
+        // it, with which request convention) and its first entries, all at once — a crash
+        // never leaves a thread without its entries or its meta.
+        let meta = ThreadMeta {
+            policy: None,
+            strategy_config_id: Some(self.agent.name.clone()),
+            extra: [
+                ("thread".to_owned(), serde_json::json!(self.thread_id)),
+                (
+                    "request_type".to_owned(),
+                    serde_json::json!(self.agent.request_type),
+                ),
+            ]
+            .into_iter()
+            .collect(),
+        };
+        state.stored_rev = store
+            .create_with(&ThreadHeader::of(thread), Some(&meta), thread.to_list())
+            .await?;
+        state.stored = true;
         Ok(())
     }
 

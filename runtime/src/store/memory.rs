@@ -50,24 +50,16 @@ impl MemoryStore {
     }
 }
 
-fn not_found(thread_id: &str) -> StoreError {
-    StoreError::NotFound {
-        thread_id: thread_id.to_owned(),
-    }
-}
-
-#[async_trait]
-impl ThreadStore for MemoryStore {
-    async fn create(&self, header: &ThreadHeader) -> Result<(), StoreError> {
-        let mut inner = self.lock();
-        if inner.threads.contains_key(&header.id) {
+impl Inner {
+    fn create(&mut self, header: &ThreadHeader) -> Result<(), StoreError> {
+        if self.threads.contains_key(&header.id) {
             return Err(StoreError::AlreadyExists {
                 thread_id: header.id.clone(),
             });
         }
-        inner.created += 1;
-        let order = inner.created;
-        inner.threads.insert(
+        self.created += 1;
+        let order = self.created;
+        self.threads.insert(
             header.id.clone(),
             Stored {
                 summary: ThreadSummary {
@@ -89,6 +81,72 @@ impl ThreadStore for MemoryStore {
             },
         );
         Ok(())
+    }
+
+    fn append(
+        &mut self,
+        thread_id: &str,
+        encoded: Vec<super::EncodedEntry>,
+        totals: &super::AppendTotals,
+        expected_rev: u64,
+    ) -> Result<u64, StoreError> {
+        let stored = self
+            .threads
+            .get_mut(thread_id)
+            .ok_or_else(|| not_found(thread_id))?;
+        let s = &mut stored.summary;
+        if s.rev != expected_rev {
+            return Err(StoreError::Conflict {
+                thread_id: thread_id.to_owned(),
+                expected: expected_rev,
+                current: s.rev,
+            });
+        }
+        if encoded.is_empty() {
+            return Ok(s.rev);
+        }
+        s.rev += encoded.len() as u64;
+        s.entry_count = s.rev;
+        s.usage += totals.usage;
+        s.estimated_tokens += totals.estimated_tokens;
+        s.updated_at = s.updated_at.max(totals.max_at);
+        s.latest_summary_seq = totals.latest_summary_seq.or(s.latest_summary_seq);
+        s.latest_boundary_seq = totals.latest_boundary_seq.or(s.latest_boundary_seq);
+        let rev = s.rev;
+        stored
+            .entries
+            .extend(encoded.into_iter().map(|e| (e.seq, e.json)));
+        Ok(rev)
+    }
+}
+
+fn not_found(thread_id: &str) -> StoreError {
+    StoreError::NotFound {
+        thread_id: thread_id.to_owned(),
+    }
+}
+
+#[async_trait]
+impl ThreadStore for MemoryStore {
+    async fn create(&self, header: &ThreadHeader) -> Result<(), StoreError> {
+        self.lock().create(header)
+    }
+
+    async fn create_with(
+        &self,
+        header: &ThreadHeader,
+        meta: Option<&ThreadMeta>,
+        entries: &[Entry],
+    ) -> Result<u64, StoreError> {
+        let (encoded, totals) = encode_entries(&header.id, entries, 0)?;
+        // Under one lock, after every check: all of it or none of it.
+        let mut inner = self.lock();
+        inner.create(header)?;
+        let rev = inner.append(&header.id, encoded, &totals, 0)?;
+        if let Some(stored) = inner.threads.get_mut(&header.id) {
+            stored.meta = meta.cloned();
+        }
+        Ok(rev)
     }
 
     async fn load(&self, thread_id: &str) -> Result<Option<Thread>, StoreError> {
@@ -128,34 +186,8 @@ impl ThreadStore for MemoryStore {
     ) -> Result<u64, StoreError> {
         // Encoding happens outside the lock, as it does for SQLite.
         let (encoded, totals) = encode_entries(thread_id, entries, expected_rev)?;
-        let mut inner = self.lock();
-        let stored = inner
-            .threads
-            .get_mut(thread_id)
-            .ok_or_else(|| not_found(thread_id))?;
-        let s = &mut stored.summary;
-        if s.rev != expected_rev {
-            return Err(StoreError::Conflict {
-                thread_id: thread_id.to_owned(),
-                expected: expected_rev,
-                current: s.rev,
-            });
-        }
-        if encoded.is_empty() {
-            return Ok(s.rev);
-        }
-        s.rev += encoded.len() as u64;
-        s.entry_count = s.rev;
-        s.usage += totals.usage;
-        s.estimated_tokens += totals.estimated_tokens;
-        s.updated_at = s.updated_at.max(totals.max_at);
-        s.latest_summary_seq = totals.latest_summary_seq.or(s.latest_summary_seq);
-        s.latest_boundary_seq = totals.latest_boundary_seq.or(s.latest_boundary_seq);
-        let rev = s.rev;
-        stored
-            .entries
-            .extend(encoded.into_iter().map(|e| (e.seq, e.json)));
-        Ok(rev)
+        self.lock()
+            .append(thread_id, encoded, &totals, expected_rev)
     }
 
     async fn summary(&self, thread_id: &str) -> Result<Option<ThreadSummary>, StoreError> {

@@ -396,66 +396,155 @@ impl Inner {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(&err)?;
-        let Some((rev, usage)) = tx
-            .query_row(
-                "SELECT rev, usage FROM threads WHERE id = ?1",
-                [thread_id],
-                |row| Ok((row.get::<_, u64>(0)?, row.get::<_, String>(1)?)),
-            )
-            .optional()
-            .map_err(&err)?
-        else {
-            return Err(StoreError::NotFound {
-                thread_id: thread_id.to_owned(),
-            });
-        };
-        if rev != expected_rev {
-            return Err(StoreError::Conflict {
-                thread_id: thread_id.to_owned(),
-                expected: expected_rev,
-                current: rev,
-            });
-        }
-        if encoded.is_empty() {
-            return Ok(rev);
-        }
-        let mut usage: Usage =
-            serde_json::from_str(&usage).map_err(|e| corrupt(thread_id, "usage", e))?;
-        usage += totals.usage;
-        {
-            let mut insert = tx
-                .prepare_cached(
-                    "INSERT INTO entries (thread_id, seq, kind, at, body) VALUES (?1, ?2, ?3, ?4, ?5)",
-                )
-                .map_err(&err)?;
-            for entry in encoded {
-                insert
-                    .execute(params![
-                        thread_id, entry.seq, entry.kind, entry.at, entry.json
-                    ])
-                    .map_err(&err)?;
-            }
-        }
-        let new_rev = rev + encoded.len() as u64;
-        tx.execute(
-            "UPDATE threads SET rev = ?2, updated_at = max(updated_at, ?3), usage = ?4, \
-             estimated_tokens = estimated_tokens + ?5, \
-             latest_summary_seq = coalesce(?6, latest_summary_seq), \
-             latest_boundary_seq = coalesce(?7, latest_boundary_seq) WHERE id = ?1",
-            params![
-                thread_id,
-                new_rev,
-                totals.max_at,
-                encode_json(thread_id, &usage)?,
-                totals.estimated_tokens,
-                totals.latest_summary_seq,
-                totals.latest_boundary_seq,
-            ],
-        )
-        .map_err(&err)?;
+        let rev = append_in(&tx, thread_id, encoded, totals, expected_rev, &err)?;
         tx.commit().map_err(&err)?;
-        Ok(new_rev)
+        Ok(rev)
     }
+
+    /// Creates the thread, stores its meta and appends its first entries in one transaction:
+    /// a crash leaves either all of it or none.
+    fn create_with(
+        &self,
+        row: NewThreadRow,
+        meta: Option<String>,
+        encoded: &[super::EncodedEntry],
+        totals: &super::AppendTotals,
+    ) -> Result<u64, StoreError> {
+        let err = thread_err(&self.path, &row.id);
+        let mut conn = lock(&self.writer);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(&err)?;
+        insert_thread(&tx, &row, &err)?;
+        if let Some(meta) = meta {
+            tx.execute(
+                "UPDATE threads SET meta = ?2 WHERE id = ?1",
+                params![row.id, meta],
+            )
+            .map_err(&err)?;
+        }
+        let rev = append_in(&tx, &row.id, encoded, totals, 0, &err)?;
+        tx.commit().map_err(&err)?;
+        Ok(rev)
+    }
+}
+
+/// A thread row about to be inserted, its JSON columns encoded.
+struct NewThreadRow {
+    id: String,
+    created_at: u64,
+    metadata: String,
+    parent: Option<String>,
+    usage: String,
+}
+
+impl NewThreadRow {
+    fn of(header: &ThreadHeader) -> Result<Self, StoreError> {
+        let id = header.id.clone();
+        Ok(Self {
+            metadata: encode_json(&id, &header.metadata)?,
+            parent: header
+                .parent
+                .as_ref()
+                .map(|p| encode_json(&id, p))
+                .transpose()?,
+            usage: encode_json(&id, &Usage::default())?,
+            created_at: header.created_at,
+            id,
+        })
+    }
+}
+
+/// Inserts an empty thread; [`StoreError::AlreadyExists`] when the id is taken.
+fn insert_thread(
+    conn: &Connection,
+    row: &NewThreadRow,
+    err: &impl Fn(rusqlite::Error) -> StoreError,
+) -> Result<(), StoreError> {
+    let inserted = conn
+        .execute(
+            "INSERT INTO threads (id, created_at, updated_at, rev, usage, estimated_tokens, \
+             metadata, parent) VALUES (?1, ?2, ?2, 0, ?3, 0, ?4, ?5) \
+             ON CONFLICT (id) DO NOTHING",
+            params![row.id, row.created_at, row.usage, row.metadata, row.parent],
+        )
+        .map_err(err)?;
+    if inserted == 0 {
+        return Err(StoreError::AlreadyExists {
+            thread_id: row.id.clone(),
+        });
+    }
+    Ok(())
+}
+
+/// Appends encoded entries inside the caller's transaction if the thread is at
+/// `expected_rev`; returns the new rev. The caller commits.
+fn append_in(
+    tx: &rusqlite::Transaction<'_>,
+    thread_id: &str,
+    encoded: &[super::EncodedEntry],
+    totals: &super::AppendTotals,
+    expected_rev: u64,
+    err: &impl Fn(rusqlite::Error) -> StoreError,
+) -> Result<u64, StoreError> {
+    let Some((rev, usage)) = tx
+        .query_row(
+            "SELECT rev, usage FROM threads WHERE id = ?1",
+            [thread_id],
+            |row| Ok((row.get::<_, u64>(0)?, row.get::<_, String>(1)?)),
+        )
+        .optional()
+        .map_err(err)?
+    else {
+        return Err(StoreError::NotFound {
+            thread_id: thread_id.to_owned(),
+        });
+    };
+    if rev != expected_rev {
+        return Err(StoreError::Conflict {
+            thread_id: thread_id.to_owned(),
+            expected: expected_rev,
+            current: rev,
+        });
+    }
+    if encoded.is_empty() {
+        return Ok(rev);
+    }
+    let mut usage: Usage =
+        serde_json::from_str(&usage).map_err(|e| corrupt(thread_id, "usage", e))?;
+    usage += totals.usage;
+    {
+        let mut insert = tx
+            .prepare_cached(
+                "INSERT INTO entries (thread_id, seq, kind, at, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .map_err(err)?;
+        for entry in encoded {
+            insert
+                .execute(params![
+                    thread_id, entry.seq, entry.kind, entry.at, entry.json
+                ])
+                .map_err(err)?;
+        }
+    }
+    let new_rev = rev + encoded.len() as u64;
+    tx.execute(
+        "UPDATE threads SET rev = ?2, updated_at = max(updated_at, ?3), usage = ?4, \
+         estimated_tokens = estimated_tokens + ?5, \
+         latest_summary_seq = coalesce(?6, latest_summary_seq), \
+         latest_boundary_seq = coalesce(?7, latest_boundary_seq) WHERE id = ?1",
+        params![
+            thread_id,
+            new_rev,
+            totals.max_at,
+            encode_json(thread_id, &usage)?,
+            totals.estimated_tokens,
+            totals.latest_summary_seq,
+            totals.latest_boundary_seq,
+        ],
+    )
+    .map_err(err)?;
+    Ok(new_rev)
 }
 
 /// The `(seq, body)` of a thread's entries with `seq >= from`, in order.
@@ -476,34 +565,25 @@ fn read_entries(
 #[async_trait]
 impl ThreadStore for SqliteStore {
     async fn create(&self, header: &ThreadHeader) -> Result<(), StoreError> {
-        let id = header.id.clone();
-        let created_at = header.created_at;
-        let metadata = encode_json(&id, &header.metadata)?;
-        let parent = header
-            .parent
-            .as_ref()
-            .map(|p| encode_json(&id, p))
-            .transpose()?;
-        let usage = encode_json(&id, &Usage::default())?;
+        let row = NewThreadRow::of(header)?;
         self.run(move |inner| {
-            let err = thread_err(&inner.path, &id);
             let conn = lock(&inner.writer);
-            let inserted = conn
-                .execute(
-                    "INSERT INTO threads (id, created_at, updated_at, rev, usage, estimated_tokens, \
-                     metadata, parent) VALUES (?1, ?2, ?2, 0, ?3, 0, ?4, ?5) \
-                     ON CONFLICT (id) DO NOTHING",
-                    params![id, created_at, usage, metadata, parent],
-                )
-                .map_err(&err)?;
-            if inserted == 0 {
-                return Err(StoreError::AlreadyExists {
-                    thread_id: id.clone(),
-                });
-            }
-            Ok(())
+            insert_thread(&conn, &row, &thread_err(&inner.path, &row.id))
         })
         .await
+    }
+
+    async fn create_with(
+        &self,
+        header: &ThreadHeader,
+        meta: Option<&ThreadMeta>,
+        entries: &[Entry],
+    ) -> Result<u64, StoreError> {
+        let row = NewThreadRow::of(header)?;
+        let meta = meta.map(|m| encode_json(&row.id, m)).transpose()?;
+        let (encoded, totals) = encode_entries(&row.id, entries, 0)?;
+        self.run(move |inner| inner.create_with(row, meta, &encoded, &totals))
+            .await
     }
 
     async fn load(&self, thread_id: &str) -> Result<Option<Thread>, StoreError> {
