@@ -65,9 +65,10 @@ pub use projector::{
 pub use react::{
     FailureReason, LLM_FAILED, LLM_RESULT, LlmError, LlmErrorKind, LlmFailed, LlmResult,
     PendingSummary, PendingTool, REACT_CANCEL, REACT_COMPLETED, REACT_FAILED, REACT_INPUT,
-    REACT_RESUME, ReAct, ReActConfig, ReActState, ReactCancel, ReactCompleted, ReactFailed,
-    ReactInput, ReactResume, RequestState, SUMMARY_FAILED, SUMMARY_RESULT, Status, SummaryFailed,
-    SummaryResult, TOOL_FAILED, TOOL_RESULT, ToolFailed, ToolResultSignal,
+    REACT_RESUME, REACT_SUMMARIZE, ReAct, ReActConfig, ReActState, ReactCancel, ReactCompleted,
+    ReactFailed, ReactInput, ReactResume, ReactSummarize, RequestState, SUMMARY_FAILED,
+    SUMMARY_RESULT, Status, SummaryFailed, SummaryResult, TOOL_FAILED, TOOL_RESULT, ToolFailed,
+    ToolResultSignal,
 };
 pub use strategy::Strategy;
 pub use thread::{

@@ -18,7 +18,7 @@ mod signals;
 mod state;
 
 use motet_directives::{
-    CallId, Directive, Emit, LlmRequest, LlmStream, Summarize, ToolExec, ToolResult,
+    CallId, Directive, Emit, LlmRequest, LlmStream, Summarize, ToolExec, ToolResult, Usage,
 };
 use motet_signals::Signal;
 use serde::Serialize;
@@ -27,9 +27,10 @@ use serde::de::DeserializeOwned;
 pub use config::ReActConfig;
 pub use signals::{
     FailureReason, LLM_FAILED, LLM_RESULT, LlmError, LlmErrorKind, LlmFailed, LlmResult,
-    REACT_CANCEL, REACT_COMPLETED, REACT_FAILED, REACT_INPUT, REACT_RESUME, ReactCancel,
-    ReactCompleted, ReactFailed, ReactInput, ReactResume, SUMMARY_FAILED, SUMMARY_RESULT,
-    SummaryFailed, SummaryResult, TOOL_FAILED, TOOL_RESULT, ToolFailed, ToolResultSignal,
+    REACT_CANCEL, REACT_COMPLETED, REACT_FAILED, REACT_INPUT, REACT_RESUME, REACT_SUMMARIZE,
+    ReactCancel, ReactCompleted, ReactFailed, ReactInput, ReactResume, ReactSummarize,
+    SUMMARY_FAILED, SUMMARY_RESULT, SummaryFailed, SummaryResult, TOOL_FAILED, TOOL_RESULT,
+    ToolFailed, ToolResultSignal,
 };
 pub use state::{PendingSummary, PendingTool, ReActState, RequestState, Status};
 
@@ -221,6 +222,7 @@ impl ReAct {
             call_id: call_id.clone(),
             from_seq,
             to_seq,
+            request_id: None,
         });
         Some(Directive::Summarize(Summarize {
             call_id,
@@ -522,15 +524,103 @@ impl ReAct {
             return Ok(ignore(state, step, signal_type, call_id));
         };
         let pending = state.summaries.remove(position);
-        let refs = Refs::default().with_call_id(call_id.as_str());
-        let entry = match content {
-            Ok(content) => NewEntry::summary(pending.from_seq, pending.to_seq, content),
+        let refs = match &pending.request_id {
+            Some(request_id) => Refs::request(request_id),
+            None => Refs::default(),
+        }
+        .with_call_id(call_id.as_str());
+        let entry = match &content {
+            Ok(content) => NewEntry::summary(pending.from_seq, pending.to_seq, content.clone()),
             Err(message) => NewEntry::new(EntryBody::Error {
                 message: format!("summary {call_id} failed: {message}"),
             }),
         };
         state.thread.append(step.env, entry.with_refs(refs));
-        Ok(Vec::new())
+        let Some(request_id) = pending.request_id else {
+            return Ok(Vec::new());
+        };
+        match content {
+            Ok(answer) => {
+                let completed = ReactCompleted {
+                    request_id: request_id.clone(),
+                    answer,
+                    usage: Usage::default(),
+                    thread_usage: state.thread.usage(),
+                    iterations: 1,
+                };
+                Ok(vec![self.emit(
+                    state,
+                    step,
+                    REACT_COMPLETED,
+                    &request_id,
+                    completed,
+                )?])
+            }
+            Err(message) => self.summary_refused(state, step, &request_id, message),
+        }
+    }
+
+    /// `react.summarize`: a summary of `from_seq..=to_seq` on request. The range must lie in
+    /// the thread; the answer is the summary's text.
+    fn on_summarize(
+        &self,
+        state: &mut ReActState,
+        step: &Step<'_>,
+        range: ReactSummarize,
+    ) -> Result<Vec<Directive>, StrategyError> {
+        let request_id = step
+            .cause
+            .request_id()
+            .map_or_else(|| step.env.fresh_id("req"), str::to_owned);
+        let count = state.thread.entry_count() as u64;
+        if range.from_seq > range.to_seq || range.to_seq >= count {
+            let message = format!(
+                "entries {}..={} are not in the thread (it has {count})",
+                range.from_seq, range.to_seq
+            );
+            return self.summary_refused(state, step, &request_id, message);
+        }
+        let call_id = CallId::new(step.env.fresh_id("summary"));
+        state.summaries.push(PendingSummary {
+            call_id: call_id.clone(),
+            from_seq: range.from_seq,
+            to_seq: range.to_seq,
+            request_id: Some(request_id),
+        });
+        Ok(vec![Directive::Summarize(Summarize {
+            call_id,
+            thread_id: state.thread.id().to_owned(),
+            from_seq: range.from_seq,
+            to_seq: range.to_seq,
+            model: self
+                .config
+                .summary_model
+                .clone()
+                .or_else(|| Some(self.config.model.clone())),
+            instructions: self.config.summary_instructions.clone(),
+        })])
+    }
+
+    /// Answers a `react.summarize` request with `react.failed`.
+    fn summary_refused(
+        &self,
+        state: &ReActState,
+        step: &Step<'_>,
+        request_id: &str,
+        message: String,
+    ) -> Result<Vec<Directive>, StrategyError> {
+        let failed = ReactFailed {
+            request_id: request_id.to_owned(),
+            reason: FailureReason::Summary { message },
+            usage: Usage::default(),
+        };
+        Ok(vec![self.emit(
+            state,
+            step,
+            REACT_FAILED,
+            request_id,
+            failed,
+        )?])
     }
 
     fn complete(
@@ -731,6 +821,7 @@ impl Strategy for ReAct {
                 };
                 self.on_cancel(state, &step, cancel)
             }
+            REACT_SUMMARIZE => self.on_summarize(state, &step, data(signal)?),
             SUMMARY_RESULT => {
                 let d: SummaryResult = data(signal)?;
                 self.on_summary(state, &step, SUMMARY_RESULT, &d.call_id, Ok(d.content))

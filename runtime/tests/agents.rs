@@ -1722,3 +1722,75 @@ async fn an_unreadable_thread_fails_closed_and_is_never_replaced() {
     assert_eq!(answer(&agent, "hello", "fine").await, "hello");
     runtime.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_thread_range_is_summarized_on_request_and_projected_in_its_place() {
+    let model = ScriptedModel::new([
+        turn(vec![AssistantBlock::text("Rome.")]),
+        turn(vec![AssistantBlock::text("Paris.")]),
+        turn(vec![AssistantBlock::text("They asked for two capitals.")]),
+        turn(vec![AssistantBlock::text("Berlin.")]),
+    ]);
+    let runtime = Runtime::builder()
+        .llm(Arc::new(model.clone()))
+        .build()
+        .unwrap();
+    let tools = calculator();
+    let agent = runtime
+        .spawn(AgentSpec::new("geo", react("openai:gpt-5.2", &tools)))
+        .await
+        .unwrap();
+    agent.ask("capital of Italy?", on("trip")).await.unwrap();
+    agent.ask("capital of France?", on("trip")).await.unwrap();
+    let long = Duration::from_secs(5);
+
+    // A range outside the thread is refused with a typed failure and changes nothing.
+    let before = agent.get_thread(Some("trip")).await.unwrap().unwrap();
+    let err = agent
+        .summarize(Some("trip"), 0, 99, long)
+        .await
+        .unwrap_err();
+    match err {
+        AskError::Failed { reply } => {
+            let failed: motet_agents::ReactFailed = reply.data_as().unwrap();
+            assert!(
+                matches!(failed.reason, motet_agents::FailureReason::Summary { .. }),
+                "{failed:?}"
+            );
+        }
+        other => panic!("{other}"),
+    }
+    let unchanged = agent.get_thread(Some("trip")).await.unwrap().unwrap();
+    assert_eq!(unchanged.entry_count(), before.entry_count());
+
+    // Entries 0..=3 (both questions and answers) become one summary.
+    let summary = agent.summarize(Some("trip"), 0, 3, long).await.unwrap();
+    assert_eq!(summary, "They asked for two capitals.");
+    let requests = model.requests();
+    match &requests[2].messages[1] {
+        Message::User { content } => assert_eq!(
+            content,
+            "User: capital of Italy?\nAssistant: Rome.\nUser: capital of France?\nAssistant: Paris.\n"
+        ),
+        other => panic!("{other:?}"),
+    }
+    let thread = agent.get_thread(Some("trip")).await.unwrap().unwrap();
+    let last = thread.to_list().last().unwrap().clone();
+    assert!(
+        matches!(
+            &last.body,
+            motet_agents::EntryBody::Summary { from_seq: 0, to_seq: 3, content }
+                if content == "They asked for two capitals."
+        ),
+        "{last:?}"
+    );
+
+    // The next call sees the summary, not the summarized turns.
+    agent.ask("capital of Germany?", on("trip")).await.unwrap();
+    let next = &model.requests()[3];
+    let shown = format!("{:?}", next.messages);
+    assert!(shown.contains("They asked for two capitals."), "{shown}");
+    assert!(!shown.contains("capital of Italy?"), "{shown}");
+    assert!(shown.contains("capital of Germany?"), "{shown}");
+    runtime.shutdown().await;
+}

@@ -14,6 +14,9 @@ pub const REACT_INPUT: &str = "react.input";
 pub const REACT_CANCEL: &str = "react.cancel";
 /// Carries on with what a thread restored from storage still owes: [`ReactResume`].
 pub const REACT_RESUME: &str = "react.resume";
+/// Summarizes a range of the thread on request: [`ReactSummarize`]. Answered with
+/// `react.completed` (the summary is the answer) or `react.failed`.
+pub const REACT_SUMMARIZE: &str = "react.summarize";
 /// An LLM call finished: [`LlmResult`].
 pub const LLM_RESULT: &str = "llm.result";
 /// An LLM call failed: [`LlmFailed`].
@@ -30,6 +33,16 @@ pub const SUMMARY_FAILED: &str = "summary.failed";
 pub const REACT_COMPLETED: &str = "react.completed";
 /// Emitted when a request fails or is cancelled: [`ReactFailed`].
 pub const REACT_FAILED: &str = "react.failed";
+
+/// Data of `react.summarize`: summarize entries `from_seq..=to_seq` into one summary entry,
+/// which the projection then shows in their place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReactSummarize {
+    /// First entry covered.
+    pub from_seq: u64,
+    /// Last entry covered (inclusive).
+    pub to_seq: u64,
+}
 
 /// Data of `react.input`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -196,6 +209,12 @@ pub enum FailureReason {
         /// The projector's error.
         message: String,
     },
+    /// A requested summary could not be made (a range outside the thread, or the summary
+    /// call failed); the thread is unchanged apart from an error entry.
+    Summary {
+        /// What went wrong.
+        message: String,
+    },
     /// Another request on this thread was still running; the query was not committed.
     Busy {
         /// The running request.
@@ -213,6 +232,7 @@ impl std::fmt::Display for FailureReason {
                 write!(f, "no answer after {max_iterations} llm calls")
             }
             Self::Projection { message } => write!(f, "context projection failed: {message}"),
+            Self::Summary { message } => write!(f, "summary failed: {message}"),
             Self::Busy { active_request_id } => {
                 write!(f, "request {active_request_id} is still running")
             }

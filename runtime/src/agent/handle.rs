@@ -8,7 +8,7 @@ use std::time::Duration;
 use dashmap::DashMap;
 use motet_agents::{
     Env, PolicyOverride, REACT_CANCEL, REACT_COMPLETED, REACT_FAILED, REACT_INPUT, REACT_RESUME,
-    ReactInput, ReactResume, Strategy,
+    REACT_SUMMARIZE, ReactCompleted, ReactInput, ReactResume, ReactSummarize, Strategy,
 };
 use motet_providers::LlmClient;
 use motet_signals::{Bus, Delivery, Pattern, Signal, Subscription};
@@ -219,6 +219,7 @@ where
             request_type: REACT_INPUT.to_owned(),
             reply_types: [spec.reply_types.0, spec.reply_types.1],
             cancel_type: REACT_CANCEL.to_owned(),
+            summarize_type: REACT_SUMMARIZE.to_owned(),
             policy: spec.policy,
             idle_timeout: spec.idle_timeout,
             parent,
@@ -977,6 +978,39 @@ impl AgentHandle {
         options: AskOptions,
     ) -> Result<Signal, AskError> {
         self.start(query, options).await?.wait().await
+    }
+
+    /// Summarizes entries `from_seq..=to_seq` of thread `thread_id` (the default thread for
+    /// `None`) with an LLM call (the agent's summary model, else its model) and appends the
+    /// summary entry; from then on the projection shows the summary in place of those entries.
+    /// Queued behind a running request like an ask. Returns the summary's text.
+    ///
+    /// # Errors
+    /// [`AskError::Failed`] when the range is not in the thread or the summary call failed
+    /// (reason `summary`); otherwise as [`AgentHandle::ask`].
+    pub async fn summarize(
+        &self,
+        thread_id: Option<&str>,
+        from_seq: u64,
+        to_seq: u64,
+        timeout: Duration,
+    ) -> Result<String, AskError> {
+        let env = SystemEnv;
+        let mut builder = Signal::builder(REACT_SUMMARIZE, "motet.handle")
+            .with_id(env.fresh_id("sig"))
+            .with_request_id(env.fresh_id("req"))
+            .with_data(ReactSummarize { from_seq, to_seq });
+        if let Some(thread) = thread_id {
+            builder = builder.with_thread_id(thread);
+        }
+        let signal = builder.build().map_err(|e| AskError::Send {
+            message: e.to_string(),
+        })?;
+        let reply = self.request(signal, timeout).await?;
+        let done: ReactCompleted = reply.data_as().map_err(|e| AskError::Send {
+            message: format!("the summary reply could not be read: {e}"),
+        })?;
+        Ok(done.answer)
     }
 
     /// Sends `query` as a `react.input` request and returns at once: the [`Request`] can be

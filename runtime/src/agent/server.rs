@@ -61,6 +61,9 @@ pub(crate) struct AgentConfig<S> {
     pub(crate) reply_types: [String; 2],
     /// The signal type that cancels the running request (`react.cancel`).
     pub(crate) cancel_type: String,
+    /// The signal type that asks for a summary of a range (`react.summarize`); it queues
+    /// like a request, so a summary never lands in the middle of one.
+    pub(crate) summarize_type: String,
     pub(crate) policy: RequestPolicy,
     /// Stop a thread's actor after this long without messages (it comes back from the store).
     pub(crate) idle_timeout: Option<std::time::Duration>,
@@ -245,7 +248,8 @@ where
 {
     /// Lets a signal through to the strategy, or queues it while another request runs.
     async fn admit(&self, myself: &ActorRef<AgentMsg>, state: &mut ServerState<S>, signal: Signal) {
-        let is_request = signal.signal_type().as_str() == self.agent.request_type;
+        let kind = signal.signal_type().as_str();
+        let is_request = kind == self.agent.request_type || kind == self.agent.summarize_type;
         let now = state.env.now_ms();
         if is_request && let Some(running) = state.running.clone() {
             match self.agent.policy {
