@@ -269,12 +269,14 @@ impl LlmClient for HttpClient {
                 .decide(attempt_no, failure, hints, fastrand::f64())
             {
                 Some(wait) => {
-                    tracing::debug!(
+                    // An event of the current span: on the `chat` span it becomes a span event.
+                    tracing::info!(
                         dialect = %self.dialect,
-                        attempt = attempt_no + 1,
-                        wait_ms = wait.as_millis() as u64,
-                        error = %error,
-                        "retrying LLM call"
+                        motet.retry.attempt = attempt_no + 1,
+                        motet.retry.wait_ms = wait.as_millis() as u64,
+                        error.type = ?failure,
+                        error.message = %error,
+                        "retry"
                     );
                     tokio::time::sleep(wait).await;
                     attempt_no += 1;

@@ -41,6 +41,7 @@ mod handle;
 mod requests;
 mod server;
 mod supervise;
+mod trace;
 
 pub use env::SystemEnv;
 pub use handle::{

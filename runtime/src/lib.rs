@@ -13,6 +13,7 @@
 pub mod agent;
 pub mod store;
 pub mod supervisor;
+pub mod telemetry;
 pub mod tool;
 
 #[cfg(feature = "test-utils")]

@@ -2,6 +2,8 @@
 //! script, streamed as the events a provider would send. Behind the `test-utils` feature, never
 //! a default on a user path.
 
+pub mod otlp;
+
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 

@@ -245,6 +245,14 @@ impl Signal {
         &self.0.extensions
     }
 
+    /// This signal with its W3C trace context replaced (the `traceparent` and `tracestate`
+    /// extensions): the runtime stamps the span a signal was emitted in.
+    #[must_use]
+    pub fn with_trace(mut self, trace: TraceContext) -> Self {
+        Arc::make_mut(&mut self.0).trace = trace;
+        self
+    }
+
     /// Makes this signal a consequence of `cause`: see [`SignalBuilder::caused_by`].
     #[must_use]
     pub fn caused_by(mut self, cause: &Signal) -> Self {

@@ -1044,6 +1044,7 @@ impl AgentHandle {
             .map_err(|e| AskError::Send {
                 message: e.to_string(),
             })?;
+        let signal = traced(signal);
         // Subscribed before the request is sent, so no delta is missed.
         let deltas = options
             .stream
@@ -1095,7 +1096,10 @@ impl AgentHandle {
             .unwrap_or_else(|| REACT_FAILED.to_owned());
         let (reply, answer) = oneshot::channel();
         actor
-            .cast(AgentMsg::Ask { signal, reply })
+            .cast(AgentMsg::Ask {
+                signal: traced(signal),
+                reply,
+            })
             .map_err(|_| AskError::AgentStopped {
                 agent: self.name.clone(),
             })?;
@@ -1206,7 +1210,10 @@ impl AgentHandle {
             })?;
         let (reply, answer) = oneshot::channel();
         actor
-            .cast(AgentMsg::Ask { signal, reply })
+            .cast(AgentMsg::Ask {
+                signal: traced(signal),
+                reply,
+            })
             .map_err(|_| AskError::AgentStopped {
                 agent: self.name.clone(),
             })?;
@@ -1302,9 +1309,22 @@ impl AgentHandle {
             .thread_actor(&self.name, signal.thread_id().map(str::to_owned))
             .await?;
         actor
-            .cast(AgentMsg::Signal(signal))
+            .cast(AgentMsg::Signal(traced(signal)))
             .map_err(|_| RuntimeError::NotRunning {
                 name: self.name.clone(),
             })
+    }
+}
+
+/// `signal` carrying the caller's current span as its trace context (unless it already names
+/// one), so the agent's work continues the caller's trace.
+fn traced(signal: Signal) -> Signal {
+    if signal.trace().traceparent.is_some() {
+        return signal;
+    }
+    let context = crate::telemetry::context_of(&tracing::Span::current());
+    match context.traceparent {
+        Some(_) => signal.with_trace(context),
+        None => signal,
     }
 }

@@ -20,8 +20,11 @@ use tokio::task::AbortHandle;
 use super::env::SystemEnv;
 use super::handle::{AskError, Parent, RuntimeError, Services};
 use super::requests::RequestStatus;
+use super::trace;
 use crate::store::{ThreadHeader, ThreadMeta};
+use crate::telemetry::{context_of, instruments};
 use crate::tool::ToolSet;
+use tracing::Instrument as _;
 
 /// What an agent's mailbox receives.
 #[derive(Debug)]
@@ -96,6 +99,14 @@ pub struct ServerState<S: Strategy> {
     stored_rev: u64,
     /// When the thread last handled a message (for the idle timeout).
     last_active: std::time::Instant,
+    /// The open `invoke_agent` span of each request this thread has admitted, by request id.
+    spans: HashMap<String, RequestTrace>,
+}
+
+/// A request's span and how many LLM calls it has made.
+struct RequestTrace {
+    span: tracing::Span,
+    llm_calls: u32,
 }
 
 impl<S> Actor for AgentServer<S>
@@ -143,6 +154,7 @@ where
             last_model: None,
             pending: HashMap::new(),
             schedules: HashMap::new(),
+            spans: HashMap::new(),
         })
     }
 
@@ -156,6 +168,9 @@ where
         }
         for (_, calls) in state.calls.drain() {
             calls.iter().for_each(AbortHandle::abort);
+        }
+        for (_, open) in state.spans.drain() {
+            trace::failed(&open.span, "agent_stopped", "the agent thread stopped");
         }
         for (_, reply) in state.pending.drain() {
             let _ = reply.send(Err(AskError::AgentStopped {
@@ -220,6 +235,7 @@ where
             let Some(next) = state.queue.pop_front() else {
                 break;
             };
+            instruments().queue_depth.add(-1, &[]);
             self.admit(&myself, state, next).await;
         }
         Ok(())
@@ -251,6 +267,15 @@ where
         let kind = signal.signal_type().as_str();
         let is_request = kind == self.agent.request_type || kind == self.agent.summarize_type;
         let now = state.env.now_ms();
+        if is_request
+            && let Some(id) = signal.request_id()
+            && !state.spans.contains_key(id)
+        {
+            let span = trace::request_span(&self.agent.name, &self.thread_id, id, &signal);
+            state
+                .spans
+                .insert(id.to_owned(), RequestTrace { span, llm_calls: 0 });
+        }
         if is_request && let Some(running) = state.running.clone() {
             match self.agent.policy {
                 RequestPolicy::Queue => {
@@ -264,6 +289,7 @@ where
                         );
                     }
                     state.queue.push_back(signal);
+                    instruments().queue_depth.add(1, &[]);
                     return;
                 }
                 RequestPolicy::Interrupt => {
@@ -287,6 +313,7 @@ where
                             );
                         }
                         state.queue.push_back(signal);
+                        instruments().queue_depth.add(1, &[]);
                         return;
                     }
                 }
@@ -306,6 +333,16 @@ where
 
     /// One signal through the strategy, and its directives executed.
     async fn step(&self, myself: &ActorRef<AgentMsg>, state: &mut ServerState<S>, signal: Signal) {
+        let request_span = signal
+            .request_id()
+            .and_then(|r| state.spans.get(r))
+            .and_then(|t| t.span.id());
+        let handling = trace::handle_span(
+            &self.agent.name,
+            &self.thread_id,
+            &signal,
+            request_span.clone(),
+        );
         let directives = match self
             .agent
             .strategy
@@ -313,8 +350,14 @@ where
         {
             Ok(directives) => directives,
             Err(error) => {
-                tracing::warn!(agent = %self.agent.name, signal = %signal.signal_type().as_str(), %error, "the strategy rejected a signal");
+                tracing::warn!(parent: &handling, agent = %self.agent.name, signal = %signal.signal_type().as_str(), %error, "the strategy rejected a signal");
+                trace::failed(&handling, "strategy_error", &error.to_string());
                 if let Some(request) = signal.request_id() {
+                    self.end_request_span(
+                        state,
+                        request,
+                        Some(("strategy_error", &error.to_string())),
+                    );
                     self.services.requests.finished(
                         request,
                         RequestStatus::Failed,
@@ -336,8 +379,10 @@ where
         // The commit point: what the strategy appended is stored before any directive that
         // depends on it runs.
         if let Err(error) = self.persist(state).await {
-            tracing::error!(agent = %self.agent.name, thread = %self.thread_id, %error, "could not store the thread; the step's directives are not run");
+            tracing::error!(parent: &handling, agent = %self.agent.name, thread = %self.thread_id, %error, "could not store the thread; the step's directives are not run");
+            trace::failed(&handling, "store_error", &error.to_string());
             if let Some(request) = signal.request_id() {
+                self.end_request_span(state, request, Some(("store_error", &error.to_string())));
                 if state.running.as_deref() == Some(request) {
                     state.running = None;
                 }
@@ -349,8 +394,15 @@ where
             }
             return;
         }
+        if !handling.is_disabled() {
+            handling.record("motet.directives", directives.len());
+            handling.record("motet.thread.rev", state.stored_rev);
+        }
+        // Directive spans hang off the request's span (a flat, readable tree), or off this
+        // signal's span when it belongs to no request of this thread.
+        let parent = request_span.or_else(|| handling.id());
         for directive in directives {
-            self.execute(myself, state, &signal, directive);
+            self.execute(myself, state, &signal, directive, parent.clone());
         }
     }
 
@@ -396,18 +448,34 @@ where
         state: &mut ServerState<S>,
         cause: &Signal,
         directive: Directive,
+        parent: Option<tracing::Id>,
     ) {
         match directive {
             Directive::LlmStream(call) => {
                 state.last_model = Some(call.request.model.clone());
+                let iteration = match cause.request_id().and_then(|r| state.spans.get_mut(r)) {
+                    Some(open) => {
+                        open.llm_calls += 1;
+                        open.llm_calls
+                    }
+                    None => 0,
+                };
+                let span = trace::chat_span(&call.request, parent, iteration);
                 let services = self.services.clone();
                 let me = myself.clone();
                 let task_cause = cause.clone();
                 let source = self.source();
                 let task = tokio::spawn(async move {
                     let call_id = call.call_id;
-                    let outcome =
-                        stream_call(&services, call.request, &source, &task_cause, &call_id).await;
+                    let outcome = stream_call(
+                        &services,
+                        call.request,
+                        &source,
+                        &task_cause,
+                        &call_id,
+                        span,
+                    )
+                    .await;
                     let signal = match outcome {
                         Ok(response) => result_signal(
                             LLM_RESULT,
@@ -434,6 +502,8 @@ where
                 let me = myself.clone();
                 let cause = cause.clone();
                 let source = self.source();
+                let span =
+                    trace::tool_span(&exec.name, &exec.tool_call_id, exec.args.get(), parent);
                 tokio::spawn(async move {
                     let result = match &tools {
                         Some(tools) => {
@@ -442,7 +512,9 @@ where
                                 name: &exec.name,
                                 args: &exec.args,
                             };
-                            tools.dispatch(view).await
+                            let result = tools.dispatch(view).instrument(span.clone()).await;
+                            trace::tool_finished(&span, &result);
+                            result
                         }
                         None => ToolResult::error(
                             exec.tool_call_id.clone(),
@@ -480,6 +552,7 @@ where
                 let instructions = summarize
                     .instructions
                     .unwrap_or_else(|| SUMMARY_INSTRUCTIONS.to_owned());
+                let span = trace::directive_span("summarize", &self.thread_id, parent);
                 let task = tokio::spawn(async move {
                     let outcome = match model {
                         _ if transcript.is_empty() => {
@@ -493,7 +566,8 @@ where
                                 model,
                                 vec![Message::system(instructions), Message::user(transcript)],
                             );
-                            stream_call(&services, request, &source, &task_cause, &call_id)
+                            let chat = trace::chat_span(&request, span.id(), 0);
+                            stream_call(&services, request, &source, &task_cause, &call_id, chat)
                                 .await
                                 .map(|response| response.message.to_string())
                                 .map_err(|e| e.to_string())
@@ -518,7 +592,18 @@ where
                 self.track(state, cause, task.abort_handle());
             }
             Directive::Emit(emit) => {
-                let signal = emit.signal;
+                let span =
+                    trace::directive_span("emit", emit.signal.signal_type().as_str(), parent);
+                let _inside = span.enter();
+                // A signal emitted while handling another carries the current span, so whoever
+                // handles it continues this trace.
+                let mut signal = emit.signal;
+                if signal.trace().traceparent.is_none() {
+                    let context = context_of(&span);
+                    if context.traceparent.is_some() {
+                        signal = signal.with_trace(context);
+                    }
+                }
                 let is_reply = self
                     .agent
                     .reply_types
@@ -535,6 +620,12 @@ where
                         status,
                         Some(signal.clone()),
                         state.env.now_ms(),
+                    );
+                    let failure = (status == RequestStatus::Failed).then(|| failure_text(&signal));
+                    self.end_request_span(
+                        state,
+                        request,
+                        failure.as_deref().map(|text| ("request_failed", text)),
                     );
                     if state.running.as_deref() == Some(request) {
                         state.running = None;
@@ -599,6 +690,14 @@ where
             Directive::Schedule(schedule) => {
                 let me = myself.clone();
                 let id = schedule.schedule_id.as_str().to_owned();
+                let span = trace::directive_span("schedule", &id, parent);
+                let mut schedule = schedule;
+                if schedule.signal.trace().traceparent.is_none() {
+                    let context = context_of(&span);
+                    if context.traceparent.is_some() {
+                        schedule.signal = schedule.signal.with_trace(context);
+                    }
+                }
                 let fired = Signal::builder(SCHEDULE_FIRED, self.source())
                     .with_data(&id)
                     .build();
@@ -618,7 +717,10 @@ where
                     task.abort();
                 }
             }
-            Directive::Stop(stop) => myself.stop(Some(stop.reason)),
+            Directive::Stop(stop) => {
+                let _span = trace::directive_span("stop", &self.agent.name, parent);
+                myself.stop(Some(stop.reason));
+            }
             Directive::Spawn(spawn) => {
                 let name = spawn
                     .spec
@@ -626,6 +728,7 @@ where
                     .clone()
                     .unwrap_or_else(|| format!("{}/{}", self.agent.name, spawn.tag));
                 state.children.insert(spawn.tag.clone(), name.clone());
+                let span = trace::directive_span("spawn", &name, parent);
                 let services = self.services.clone();
                 let me = myself.clone();
                 let task_cause = cause.clone();
@@ -634,46 +737,52 @@ where
                     agent: self.agent.name.clone(),
                     thread: self.thread_id.clone(),
                 };
-                tokio::spawn(async move {
-                    let started = match services.kinds.get(&spawn.spec.kind) {
-                        Some(start) => {
-                            start(
-                                services.clone(),
-                                name.clone(),
-                                &spawn.spec.config,
-                                Some(parent),
-                            )
-                            .await
-                        }
-                        None => Err(RuntimeError::SpawnFailed {
-                            name: name.clone(),
-                            message: format!("no agent kind `{}` is registered", spawn.spec.kind),
-                        }),
-                    };
-                    let signal = match started {
-                        Ok(()) => result_signal(
-                            CHILD_STARTED,
-                            &source,
-                            &task_cause,
-                            ChildEvent {
-                                tag: spawn.tag,
-                                name,
-                                message: None,
-                            },
-                        ),
-                        Err(error) => result_signal(
-                            CHILD_FAILED,
-                            &source,
-                            &task_cause,
-                            ChildEvent {
-                                tag: spawn.tag,
-                                name,
-                                message: Some(error.to_string()),
-                            },
-                        ),
-                    };
-                    deliver(&me, signal);
-                });
+                tokio::spawn(
+                    async move {
+                        let started = match services.kinds.get(&spawn.spec.kind) {
+                            Some(start) => {
+                                start(
+                                    services.clone(),
+                                    name.clone(),
+                                    &spawn.spec.config,
+                                    Some(parent),
+                                )
+                                .await
+                            }
+                            None => Err(RuntimeError::SpawnFailed {
+                                name: name.clone(),
+                                message: format!(
+                                    "no agent kind `{}` is registered",
+                                    spawn.spec.kind
+                                ),
+                            }),
+                        };
+                        let signal = match started {
+                            Ok(()) => result_signal(
+                                CHILD_STARTED,
+                                &source,
+                                &task_cause,
+                                ChildEvent {
+                                    tag: spawn.tag,
+                                    name,
+                                    message: None,
+                                },
+                            ),
+                            Err(error) => result_signal(
+                                CHILD_FAILED,
+                                &source,
+                                &task_cause,
+                                ChildEvent {
+                                    tag: spawn.tag,
+                                    name,
+                                    message: Some(error.to_string()),
+                                },
+                            ),
+                        };
+                        deliver(&me, signal);
+                    }
+                    .instrument(span),
+                );
             }
             Directive::StopChild(stop) => match state.children.remove(&stop.tag) {
                 Some(name) => self.services.stop_agent(&name, &stop.reason),
@@ -681,6 +790,34 @@ where
                     tracing::warn!(agent = %self.agent.name, tag = %stop.tag, "no child with that tag");
                 }
             },
+        }
+    }
+
+    /// Closes a request's `invoke_agent` span (marked failed with `(error type, text)` when
+    /// given) and counts the request.
+    fn end_request_span(
+        &self,
+        state: &mut ServerState<S>,
+        request: &str,
+        failure: Option<(&'static str, &str)>,
+    ) {
+        let status = if failure.is_some() {
+            "failed"
+        } else {
+            "completed"
+        };
+        instruments().requests.add(
+            1,
+            &[opentelemetry::KeyValue::new("motet.request.status", status)],
+        );
+        let Some(open) = state.spans.remove(request) else {
+            return;
+        };
+        if let Some((error_type, text)) = failure {
+            trace::failed(&open.span, error_type, text);
+            instruments()
+                .errors
+                .add(1, &[opentelemetry::KeyValue::new("error.type", error_type)]);
         }
     }
 
@@ -782,10 +919,37 @@ pub struct LlmDelta {
     pub delta: String,
 }
 
+/// Streams one call inside its `chat` span, recording the response (or error) and the GenAI
+/// metrics when it ends.
+async fn stream_call(
+    services: &Services,
+    request: motet_directives::LlmRequest,
+    source: &str,
+    cause: &Signal,
+    call_id: &CallId,
+    span: tracing::Span,
+) -> Result<motet_directives::LlmResponse, ProviderError> {
+    let model = request.model.clone();
+    let started = std::time::Instant::now();
+    let outcome = stream_events(services, request, source, cause, call_id)
+        .instrument(span.clone())
+        .await;
+    let error;
+    let seen = match &outcome {
+        Ok(response) => Ok(response),
+        Err(e) => {
+            error = e.to_string();
+            Err(error.as_str())
+        }
+    };
+    trace::chat_finished(&span, &model, seen, started.elapsed());
+    outcome
+}
+
 /// Streams one call: text and reasoning fragments are published on the bus as `llm.delta`
 /// while they arrive (only when someone subscribed to that type), and the events are
 /// assembled into the response.
-async fn stream_call(
+async fn stream_events(
     services: &Services,
     request: motet_directives::LlmRequest,
     source: &str,
@@ -823,6 +987,16 @@ async fn stream_call(
         assembler.push(event)?;
     }
     Ok(assembler.finish()?)
+}
+
+/// What a failure reply says, for its span's status: the `reason` of its data when it has
+/// one, else its type.
+fn failure_text(reply: &Signal) -> String {
+    reply
+        .data_as::<serde_json::Value>()
+        .ok()
+        .and_then(|data| data.get("reason").map(ToString::to_string))
+        .unwrap_or_else(|| reply.signal_type().as_str().to_owned())
 }
 
 fn deliver(to: &ActorRef<AgentMsg>, signal: Signal) {

@@ -73,6 +73,13 @@ impl Actor for ThreadSupervisor {
                 match decision {
                     Decision::Restart { start, .. } if !start.is_empty() => {
                         tracing::warn!(%agent, %thread, %error, "agent thread failed; restarting it");
+                        crate::telemetry::instruments().restarts.add(
+                            1,
+                            &[opentelemetry::KeyValue::new(
+                                "motet.agent.id",
+                                agent.clone(),
+                            )],
+                        );
                         match family
                             .spawn_thread(services.clone(), thread.clone(), myself.get_cell())
                             .await

@@ -1,0 +1,592 @@
+//! Telemetry: `tracing` spans for every signal handled and every directive executed, exported
+//! as OpenTelemetry traces (and GenAI metrics) over OTLP — to Jaeger, a collector, anything
+//! that speaks OTLP.
+//!
+//! One call sets it up from the standard environment variables and returns a guard that
+//! flushes what is buffered when it drops:
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), motet_runtime::telemetry::TelemetryError> {
+//! let _telemetry = motet_runtime::telemetry::init()?;
+//! // ... build the runtime, spawn agents, ask ...
+//! # Ok(()) }
+//! ```
+//!
+//! Without `OTEL_EXPORTER_OTLP_ENDPOINT` (or [`Telemetry::with_endpoint`]) nothing is exported
+//! and the cost is that of `tracing` alone. The span tree, attribute names and metrics are
+//! described in docs/observability.md.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use motet_signals::TraceContext;
+use opentelemetry::metrics::{Counter, Histogram, UpDownCounter};
+use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
+use opentelemetry::trace::TraceContextExt as _;
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::WithExportConfig as _;
+use opentelemetry_sdk::metrics::SdkMeterProvider;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::{EnvFilter, Layer as _};
+
+/// How spans and metrics travel to the receiver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// OTLP over gRPC (port 4317 by convention). The default.
+    #[default]
+    Grpc,
+    /// OTLP over HTTP with protobuf bodies (port 4318 by convention; `/v1/traces`).
+    HttpProtobuf,
+}
+
+impl Protocol {
+    /// Reads `OTEL_EXPORTER_OTLP_PROTOCOL`'s value: `grpc` or `http/protobuf`.
+    ///
+    /// # Errors
+    /// [`TelemetryError::Config`] for any other value (`http/json` is not supported).
+    pub fn parse(value: &str) -> Result<Self, TelemetryError> {
+        match value.trim() {
+            "grpc" => Ok(Self::Grpc),
+            "http/protobuf" => Ok(Self::HttpProtobuf),
+            other => Err(TelemetryError::Config {
+                key: "OTEL_EXPORTER_OTLP_PROTOCOL".into(),
+                message: format!("`{other}` is not supported; use `grpc` or `http/protobuf`"),
+            }),
+        }
+    }
+}
+
+/// What went wrong setting telemetry up.
+#[derive(Debug, thiserror::Error)]
+pub enum TelemetryError {
+    /// A setting has a value that cannot be used.
+    #[error("telemetry setting {key}: {message}")]
+    Config {
+        /// The setting (an environment variable's name or a builder method).
+        key: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The OTLP exporter could not be built.
+    #[error("could not build the OTLP exporter for {endpoint}: {message}")]
+    Exporter {
+        /// Where it would have sent.
+        endpoint: String,
+        /// Why it could not.
+        message: String,
+    },
+    /// A global tracing subscriber was already installed by someone else.
+    #[error("a global tracing subscriber is already installed: {0}")]
+    AlreadyInstalled(String),
+    /// Flushing or shutting the exporters down failed.
+    #[error("telemetry shutdown: {0}")]
+    Shutdown(String),
+}
+
+/// Telemetry settings; [`Telemetry::from_env`] reads the standard variables, the `with_*`
+/// methods override them, [`Telemetry::install`] sets everything up.
+#[derive(Debug, Clone)]
+pub struct Telemetry {
+    service_name: Option<String>,
+    endpoint: Option<String>,
+    protocol: Protocol,
+    capture_content: bool,
+    log_filter: String,
+    log: bool,
+}
+
+/// Reads the standard environment and installs telemetry: [`Telemetry::from_env`] then
+/// [`Telemetry::install`].
+///
+/// # Errors
+/// As [`Telemetry::from_env`] and [`Telemetry::install`].
+pub fn init() -> Result<TelemetryGuard, TelemetryError> {
+    Telemetry::from_env()?.install()
+}
+
+impl Telemetry {
+    /// Settings from the environment: `OTEL_EXPORTER_OTLP_ENDPOINT` (no export when unset),
+    /// `OTEL_EXPORTER_OTLP_PROTOCOL` (`grpc` | `http/protobuf`), `OTEL_SERVICE_NAME`,
+    /// `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` (`true` records prompts and
+    /// completions), `RUST_LOG` (the log lines printed to stderr; default `warn`). The
+    /// sampler follows `OTEL_TRACES_SAMPLER` / `OTEL_TRACES_SAMPLER_ARG`.
+    ///
+    /// # Errors
+    /// [`TelemetryError::Config`] naming the variable whose value cannot be used.
+    pub fn from_env() -> Result<Self, TelemetryError> {
+        Self::from_vars(|key| std::env::var(key).ok())
+    }
+
+    /// As [`from_env`](Self::from_env), reading variables through `var`.
+    ///
+    /// # Errors
+    /// As [`from_env`](Self::from_env).
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, TelemetryError> {
+        let present = |key: &str| var(key).filter(|v| !v.trim().is_empty());
+        let protocol = match present("OTEL_EXPORTER_OTLP_PROTOCOL") {
+            Some(value) => Protocol::parse(&value)?,
+            None => Protocol::default(),
+        };
+        let capture_content = match present("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT") {
+            None => false,
+            Some(value) => match value.trim().to_ascii_lowercase().as_str() {
+                "true" | "1" => true,
+                "false" | "0" => false,
+                other => {
+                    return Err(TelemetryError::Config {
+                        key: "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT".into(),
+                        message: format!("`{other}` is not `true` or `false`"),
+                    });
+                }
+            },
+        };
+        Ok(Self {
+            service_name: present("OTEL_SERVICE_NAME"),
+            endpoint: present("OTEL_EXPORTER_OTLP_ENDPOINT"),
+            protocol,
+            capture_content,
+            log_filter: present("RUST_LOG").unwrap_or_else(|| "warn".to_owned()),
+            log: true,
+        })
+    }
+
+    /// Sends to this OTLP endpoint (e.g. `http://localhost:4317` for gRPC,
+    /// `http://localhost:4318` for HTTP; the `/v1/traces` path is added for HTTP).
+    pub fn with_endpoint(mut self, endpoint: impl Into<String>) -> Self {
+        self.endpoint = Some(endpoint.into());
+        self
+    }
+
+    /// Exports nothing (spans still exist for other `tracing` layers).
+    pub fn without_export(mut self) -> Self {
+        self.endpoint = None;
+        self
+    }
+
+    /// The transport.
+    pub fn with_protocol(mut self, protocol: Protocol) -> Self {
+        self.protocol = protocol;
+        self
+    }
+
+    /// The `service.name` resource attribute (default `OTEL_SERVICE_NAME`, else `motet`).
+    pub fn with_service_name(mut self, name: impl Into<String>) -> Self {
+        self.service_name = Some(name.into());
+        self
+    }
+
+    /// Records prompt and completion content, tool arguments and results on spans. Off by
+    /// default: content may hold personal data.
+    pub fn with_capture_content(mut self, capture: bool) -> Self {
+        self.capture_content = capture;
+        self
+    }
+
+    /// Prints no log lines to stderr (spans are still exported).
+    pub fn without_log(mut self) -> Self {
+        self.log = false;
+        self
+    }
+
+    /// The endpoint spans go to, if any.
+    pub fn endpoint(&self) -> Option<&str> {
+        self.endpoint.as_deref()
+    }
+
+    /// Installs the global `tracing` subscriber (stderr log lines filtered by `RUST_LOG`, and
+    /// the OpenTelemetry layer when there is an endpoint), the global meter provider, and the
+    /// content-capture switch. Build the [`Runtime`](crate::agent::Runtime) after this: its
+    /// metric instruments are taken from the global meter provider when it is built.
+    ///
+    /// # Errors
+    /// [`TelemetryError::Exporter`] when the exporter cannot be built,
+    /// [`TelemetryError::AlreadyInstalled`] when a global subscriber exists.
+    pub fn install(self) -> Result<TelemetryGuard, TelemetryError> {
+        set_capture_content(self.capture_content);
+        let filter = EnvFilter::try_new(&self.log_filter).map_err(|e| TelemetryError::Config {
+            key: "RUST_LOG".into(),
+            message: e.to_string(),
+        })?;
+        let log = self.log.then(|| {
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_filter(filter)
+        });
+        let Some(endpoint) = self.endpoint.clone() else {
+            tracing_subscriber::registry()
+                .with(log)
+                .try_init()
+                .map_err(|e| TelemetryError::AlreadyInstalled(e.to_string()))?;
+            return Ok(TelemetryGuard::default());
+        };
+        let service = self
+            .service_name
+            .clone()
+            .unwrap_or_else(|| "motet".to_owned());
+        let exporters = Exporters::build(&endpoint, self.protocol, &service)?;
+        let tracer = exporters.tracer.tracer("motet");
+        opentelemetry::global::set_tracer_provider(exporters.tracer.clone());
+        opentelemetry::global::set_meter_provider(exporters.meter.clone());
+        let otel = tracing_opentelemetry::layer()
+            .with_tracer(tracer)
+            .with_threads(false)
+            .with_tracked_inactivity(false)
+            .with_filter(span_filter());
+        tracing_subscriber::registry()
+            .with(log)
+            .with(otel)
+            .try_init()
+            .map_err(|e| TelemetryError::AlreadyInstalled(e.to_string()))?;
+        Ok(TelemetryGuard {
+            tracer: Some(exporters.tracer),
+            meter: Some(exporters.meter),
+            runtime: exporters.runtime,
+        })
+    }
+}
+
+/// Which spans go to OpenTelemetry: everything at INFO and above, except the chatter of the
+/// actor library and the HTTP and gRPC stacks underneath.
+fn span_filter() -> tracing_subscriber::filter::Targets {
+    use tracing::level_filters::LevelFilter;
+    tracing_subscriber::filter::Targets::new()
+        .with_default(LevelFilter::INFO)
+        .with_target("ractor", LevelFilter::WARN)
+        .with_target("h2", LevelFilter::WARN)
+        .with_target("hyper", LevelFilter::WARN)
+        .with_target("hyper_util", LevelFilter::WARN)
+        .with_target("tonic", LevelFilter::WARN)
+        .with_target("tower", LevelFilter::WARN)
+        .with_target("reqwest", LevelFilter::WARN)
+        .with_target("opentelemetry", LevelFilter::WARN)
+        .with_target("opentelemetry_sdk", LevelFilter::WARN)
+        .with_target("opentelemetry_otlp", LevelFilter::WARN)
+}
+
+/// The providers and, for gRPC, the runtime that drives its connections.
+struct Exporters {
+    tracer: SdkTracerProvider,
+    meter: SdkMeterProvider,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Exporters {
+    /// Builds them on a plain thread: the blocking HTTP client must not be created or dropped
+    /// inside an async context, and gRPC channels must be created inside their own runtime
+    /// (the SDK's batch processors export from threads of their own, with no runtime).
+    fn build(endpoint: &str, protocol: Protocol, service: &str) -> Result<Self, TelemetryError> {
+        let endpoint = endpoint.trim_end_matches('/').to_owned();
+        let service = service.to_owned();
+        let failed = |message: String| TelemetryError::Exporter {
+            endpoint: endpoint.clone(),
+            message,
+        };
+        let built = std::thread::scope(|scope| {
+            scope
+                .spawn(|| Self::build_here(&endpoint, protocol, &service))
+                .join()
+        });
+        built.map_err(|_| failed("the exporter builder panicked".into()))?
+    }
+
+    fn build_here(
+        endpoint: &str,
+        protocol: Protocol,
+        service: &str,
+    ) -> Result<Self, TelemetryError> {
+        let failed = |e: &dyn std::fmt::Display| TelemetryError::Exporter {
+            endpoint: endpoint.to_owned(),
+            message: e.to_string(),
+        };
+        let timeout = Duration::from_secs(10);
+        let (spans, metrics, runtime) = match protocol {
+            Protocol::Grpc => {
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .thread_name("motet-otlp")
+                    .enable_all()
+                    .build()
+                    .map_err(|e| failed(&e))?;
+                let _inside = runtime.enter();
+                let spans = opentelemetry_otlp::SpanExporter::builder()
+                    .with_tonic()
+                    .with_endpoint(endpoint)
+                    .with_timeout(timeout)
+                    .build()
+                    .map_err(|e| failed(&e))?;
+                let metrics = opentelemetry_otlp::MetricExporter::builder()
+                    .with_tonic()
+                    .with_endpoint(endpoint)
+                    .with_timeout(timeout)
+                    .build()
+                    .map_err(|e| failed(&e))?;
+                drop(_inside);
+                (spans, metrics, Some(runtime))
+            }
+            Protocol::HttpProtobuf => {
+                let spans = opentelemetry_otlp::SpanExporter::builder()
+                    .with_http()
+                    .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+                    .with_endpoint(format!("{endpoint}/v1/traces"))
+                    .with_timeout(timeout)
+                    .build()
+                    .map_err(|e| failed(&e))?;
+                let metrics = opentelemetry_otlp::MetricExporter::builder()
+                    .with_http()
+                    .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+                    .with_endpoint(format!("{endpoint}/v1/metrics"))
+                    .with_timeout(timeout)
+                    .build()
+                    .map_err(|e| failed(&e))?;
+                (spans, metrics, None)
+            }
+        };
+        let resource = opentelemetry_sdk::Resource::builder()
+            .with_service_name(service.to_owned())
+            .build();
+        let tracer = SdkTracerProvider::builder()
+            .with_batch_exporter(spans)
+            .with_resource(resource.clone())
+            .build();
+        let meter = SdkMeterProvider::builder()
+            .with_periodic_exporter(metrics)
+            .with_resource(resource)
+            .build();
+        Ok(Self {
+            tracer,
+            meter,
+            runtime,
+        })
+    }
+}
+
+/// Keeps the exporters alive; flushes and shuts them down when dropped (or on
+/// [`shutdown`](Self::shutdown)), so a short program does not lose its last spans.
+#[derive(Default)]
+#[must_use = "telemetry stops exporting when the guard is dropped"]
+pub struct TelemetryGuard {
+    tracer: Option<SdkTracerProvider>,
+    meter: Option<SdkMeterProvider>,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl std::fmt::Debug for TelemetryGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TelemetryGuard")
+            .field("exporting", &self.tracer.is_some())
+            .finish()
+    }
+}
+
+impl TelemetryGuard {
+    /// Sends everything buffered now (spans and metrics), waiting until it is sent.
+    ///
+    /// # Errors
+    /// [`TelemetryError::Shutdown`] when the receiver could not take it.
+    pub fn flush(&self) -> Result<(), TelemetryError> {
+        let tracer = self.tracer.clone();
+        let meter = self.meter.clone();
+        // The SDK blocks while it exports: off the async threads.
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    if let Some(tracer) = &tracer {
+                        tracer
+                            .force_flush()
+                            .map_err(|e| TelemetryError::Shutdown(e.to_string()))?;
+                    }
+                    if let Some(meter) = &meter {
+                        meter
+                            .force_flush()
+                            .map_err(|e| TelemetryError::Shutdown(e.to_string()))?;
+                    }
+                    Ok(())
+                })
+                .join()
+                .unwrap_or_else(|_| Err(TelemetryError::Shutdown("flush panicked".into())))
+        })
+    }
+
+    /// Flushes and stops the exporters.
+    ///
+    /// # Errors
+    /// [`TelemetryError::Shutdown`] when the last export failed.
+    pub fn shutdown(mut self) -> Result<(), TelemetryError> {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> Result<(), TelemetryError> {
+        let tracer = self.tracer.take();
+        let meter = self.meter.take();
+        let result = std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let mut errors = Vec::new();
+                    if let Some(tracer) = tracer
+                        && let Err(e) = tracer.shutdown()
+                    {
+                        errors.push(e.to_string());
+                    }
+                    if let Some(meter) = meter
+                        && let Err(e) = meter.shutdown()
+                    {
+                        errors.push(e.to_string());
+                    }
+                    errors
+                })
+                .join()
+                .unwrap_or_else(|_| vec!["shutdown panicked".into()])
+        });
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+        match result.is_empty() {
+            true => Ok(()),
+            false => Err(TelemetryError::Shutdown(result.join("; "))),
+        }
+    }
+}
+
+impl Drop for TelemetryGuard {
+    fn drop(&mut self) {
+        if let Err(error) = self.stop() {
+            eprintln!("motet telemetry: {error}");
+        }
+    }
+}
+
+static CAPTURE_CONTENT: AtomicBool = AtomicBool::new(false);
+
+/// Whether prompt and completion content (and tool arguments and results) are recorded on
+/// spans.
+pub fn capture_content() -> bool {
+    CAPTURE_CONTENT.load(Ordering::Relaxed)
+}
+
+/// Turns content capture on or off for the whole process.
+pub fn set_capture_content(capture: bool) {
+    CAPTURE_CONTENT.store(capture, Ordering::Relaxed);
+}
+
+/// The W3C trace context of `span`, for a signal's extensions; empty when the span is not
+/// recorded by OpenTelemetry.
+pub fn context_of(span: &tracing::Span) -> TraceContext {
+    let mut carrier = TraceContext::default();
+    if span.is_disabled() {
+        return carrier;
+    }
+    let context = span.context();
+    if !context.span().span_context().is_valid() {
+        return carrier;
+    }
+    TraceContextPropagator::new().inject_context(&context, &mut Carrier(&mut carrier));
+    carrier
+}
+
+/// Makes `span` continue the trace `trace` names (when it names one).
+pub fn continue_trace(span: &tracing::Span, trace: &TraceContext) {
+    if span.is_disabled() || trace.traceparent.is_none() {
+        return;
+    }
+    let context = TraceContextPropagator::new().extract(&ReadCarrier(trace));
+    if context.span().span_context().is_valid() {
+        let _ = span.set_parent(context);
+    }
+}
+
+struct Carrier<'a>(&'a mut TraceContext);
+
+impl Injector for Carrier<'_> {
+    fn set(&mut self, key: &str, value: String) {
+        match key {
+            "traceparent" => self.0.traceparent = Some(value),
+            "tracestate" if !value.is_empty() => self.0.tracestate = Some(value),
+            _ => {}
+        }
+    }
+}
+
+struct ReadCarrier<'a>(&'a TraceContext);
+
+impl Extractor for ReadCarrier<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        match key {
+            "traceparent" => self.0.traceparent.as_deref(),
+            "tracestate" => self.0.tracestate.as_deref(),
+            _ => None,
+        }
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        vec!["traceparent", "tracestate"]
+    }
+}
+
+/// The runtime's metric instruments, taken from the global meter provider.
+pub(crate) struct Instruments {
+    /// `gen_ai.client.token.usage`: tokens per LLM call, by `gen_ai.token.type`.
+    pub(crate) token_usage: Histogram<u64>,
+    /// `gen_ai.client.operation.duration`: seconds per LLM call.
+    pub(crate) operation_duration: Histogram<f64>,
+    /// `motet.requests`: requests finished, by `motet.request.status`.
+    pub(crate) requests: Counter<u64>,
+    /// `motet.errors`: failures, by `error.type`.
+    pub(crate) errors: Counter<u64>,
+    /// `motet.agent.restarts`: thread actors restarted by their supervisor.
+    pub(crate) restarts: Counter<u64>,
+    /// `motet.queue.depth`: requests waiting behind a running one.
+    pub(crate) queue_depth: UpDownCounter<i64>,
+}
+
+impl Instruments {
+    pub(crate) fn new() -> Self {
+        let meter = opentelemetry::global::meter("motet");
+        Self {
+            token_usage: meter
+                .u64_histogram("gen_ai.client.token.usage")
+                .with_unit("{token}")
+                .with_description("Number of input and output tokens used")
+                .with_boundaries(vec![
+                    1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0, 65536.0, 262144.0,
+                    1048576.0, 4194304.0, 16777216.0, 67108864.0,
+                ])
+                .build(),
+            operation_duration: meter
+                .f64_histogram("gen_ai.client.operation.duration")
+                .with_unit("s")
+                .with_description("GenAI operation duration")
+                .with_boundaries(vec![
+                    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48,
+                    40.96, 81.92,
+                ])
+                .build(),
+            requests: meter
+                .u64_counter("motet.requests")
+                .with_description("Requests finished by agents")
+                .build(),
+            errors: meter
+                .u64_counter("motet.errors")
+                .with_description("Failed requests, LLM calls and tool runs")
+                .build(),
+            restarts: meter
+                .u64_counter("motet.agent.restarts")
+                .with_description("Agent threads restarted by their supervisor")
+                .build(),
+            queue_depth: meter
+                .i64_up_down_counter("motet.queue.depth")
+                .with_description("Requests queued behind a running request on their thread")
+                .build(),
+        }
+    }
+}
+
+/// One process-wide set, so instruments are not rebuilt per runtime.
+pub(crate) fn instruments() -> &'static Instruments {
+    static INSTRUMENTS: OnceLock<Instruments> = OnceLock::new();
+    INSTRUMENTS.get_or_init(Instruments::new)
+}
