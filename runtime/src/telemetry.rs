@@ -31,7 +31,6 @@ use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 use tracing_subscriber::layer::SubscriberExt as _;
-use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::{EnvFilter, Layer as _};
 
 /// How spans and metrics travel to the receiver.
@@ -207,6 +206,20 @@ impl Telemetry {
     /// [`TelemetryError::Exporter`] when the exporter cannot be built,
     /// [`TelemetryError::AlreadyInstalled`] when a global subscriber exists.
     pub fn install(self) -> Result<TelemetryGuard, TelemetryError> {
+        let (dispatch, guard) = self.into_dispatch()?;
+        tracing::dispatcher::set_global_default(dispatch)
+            .map_err(|e| TelemetryError::AlreadyInstalled(e.to_string()))?;
+        Ok(guard)
+    }
+
+    /// Everything [`install`](Self::install) does except installing the subscriber: it is
+    /// returned, for [`tracing::dispatcher::with_default`] or a subscriber of your own making.
+    /// The meter and tracer providers are still set globally.
+    ///
+    /// # Errors
+    /// [`TelemetryError::Exporter`] when the exporter cannot be built;
+    /// [`TelemetryError::Config`] for a bad `RUST_LOG`.
+    pub fn into_dispatch(self) -> Result<(tracing::Dispatch, TelemetryGuard), TelemetryError> {
         set_capture_content(self.capture_content);
         let filter = EnvFilter::try_new(&self.log_filter).map_err(|e| TelemetryError::Config {
             key: "RUST_LOG".into(),
@@ -218,11 +231,11 @@ impl Telemetry {
                 .with_filter(filter)
         });
         let Some(endpoint) = self.endpoint.clone() else {
-            tracing_subscriber::registry()
-                .with(log)
-                .try_init()
-                .map_err(|e| TelemetryError::AlreadyInstalled(e.to_string()))?;
-            return Ok(TelemetryGuard::default());
+            let subscriber = tracing_subscriber::registry().with(log);
+            return Ok((
+                tracing::Dispatch::new(subscriber),
+                TelemetryGuard::default(),
+            ));
         };
         let service = self
             .service_name
@@ -234,19 +247,17 @@ impl Telemetry {
         opentelemetry::global::set_meter_provider(exporters.meter.clone());
         let otel = tracing_opentelemetry::layer()
             .with_tracer(tracer)
+            .with_location(false)
             .with_threads(false)
             .with_tracked_inactivity(false)
             .with_filter(span_filter());
-        tracing_subscriber::registry()
-            .with(log)
-            .with(otel)
-            .try_init()
-            .map_err(|e| TelemetryError::AlreadyInstalled(e.to_string()))?;
-        Ok(TelemetryGuard {
+        let subscriber = tracing_subscriber::registry().with(log).with(otel);
+        let guard = TelemetryGuard {
             tracer: Some(exporters.tracer),
             meter: Some(exporters.meter),
             runtime: exporters.runtime,
-        })
+        };
+        Ok((tracing::Dispatch::new(subscriber), guard))
     }
 }
 

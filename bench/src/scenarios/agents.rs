@@ -398,6 +398,94 @@ async fn react_floor(requests: usize) -> Option<Duration> {
     Some(start.elapsed())
 }
 
+/// One agent on a current-thread runtime of its own, under `dispatch` (the tracing setup).
+fn react_traced(dispatch: tracing::Dispatch) -> Option<Duration> {
+    std::thread::spawn(move || {
+        tracing::dispatcher::with_default(&dispatch, || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
+            // A warm-up round, then the measured one.
+            rt.block_on(react_runtime(1, REACT_ONE / 10))?;
+            rt.block_on(react_runtime(1, REACT_ONE))
+        })
+    })
+    .join()
+    .ok()
+    .flatten()
+}
+
+/// `react` with tracing off, with spans recorded by OpenTelemetry but not exported, and with
+/// the batch exporter sending over gRPC to a local OTLP receiver; medians of alternating
+/// rounds. Export runs first: the runtime's metric instruments bind to the global meter
+/// provider on first use.
+fn react_tracing() -> Vec<Report> {
+    use opentelemetry::trace::TracerProvider as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    let Ok(receiver_rt) = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+    else {
+        return Vec::new();
+    };
+    let Ok(receiver) = receiver_rt.block_on(motet_runtime::testing::otlp::OtlpReceiver::start())
+    else {
+        return Vec::new();
+    };
+    let Ok((export, guard)) = motet_runtime::telemetry::Telemetry::from_vars(|_| None)
+        .map(|t| {
+            t.with_endpoint(receiver.grpc_endpoint())
+                .with_service_name("motet-bench")
+                .without_log()
+        })
+        .and_then(motet_runtime::telemetry::Telemetry::into_dispatch)
+    else {
+        return Vec::new();
+    };
+    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
+    let spans = tracing::Dispatch::new(
+        tracing_subscriber::registry().with(
+            tracing_opentelemetry::layer()
+                .with_tracer(provider.tracer("motet-bench"))
+                .with_location(false)
+                .with_threads(false)
+                .with_tracked_inactivity(false),
+        ),
+    );
+    let off = tracing::Dispatch::none();
+    let mut rounds: [Vec<Duration>; 3] = Default::default();
+    for _ in 0..3 {
+        for (n, dispatch) in [&export, &spans, &off].into_iter().enumerate() {
+            match react_traced(dispatch.clone()) {
+                Some(elapsed) => rounds[n].push(elapsed),
+                None => return Vec::new(),
+            }
+        }
+    }
+    let exported = receiver.spans().len();
+    drop(guard);
+    let median = |times: &mut Vec<Duration>| {
+        times.sort();
+        times[times.len() / 2]
+    };
+    let [mut e, mut s, mut o] = rounds;
+    let (export_t, spans_t, off_t) = (median(&mut e), median(&mut s), median(&mut o));
+    let ratio = |t: Duration| round2(t.as_secs_f64() / off_t.as_secs_f64());
+    let per = |d: Duration| round2(d.as_secs_f64() * 1e6 / REACT_ONE as f64);
+    vec![
+        Report::new("react", "off", REACT_ONE as u64, off_t).with("us_per_request", per(off_t)),
+        Report::new("react", "spans", REACT_ONE as u64, spans_t)
+            .with("us_per_request", per(spans_t))
+            .with("ratio_to_off", ratio(spans_t)),
+        Report::new("react", "export", REACT_ONE as u64, export_t)
+            .with("us_per_request", per(export_t))
+            .with("ratio_to_off", ratio(export_t))
+            .with("spans_received", exported as u64),
+    ]
+}
+
 async fn react_bench() -> Vec<Report> {
     let one = react_runtime(1, REACT_ONE).await;
     let current = std::thread::spawn(|| {
@@ -461,7 +549,9 @@ pub(crate) fn run_ping() -> Vec<Report> {
 
 /// `react`.
 pub(crate) fn run_react() -> Vec<Report> {
-    block_on(react_bench())
+    let mut reports = react_tracing();
+    reports.extend(block_on(react_bench()));
+    reports
 }
 
 const FANOUT: usize = 10_000;
