@@ -17,6 +17,10 @@ pub use motet_providers as providers;
 pub use motet_runtime as runtime;
 pub use motet_signals as signals;
 
+/// OpenTelemetry setup: `let _guard = motet::telemetry::init()?;` exports every request's
+/// spans and the GenAI metrics to `OTEL_EXPORTER_OTLP_ENDPOINT` (docs/observability.md).
+pub use motet_runtime::telemetry;
+
 /// The names most programs need, in one import: `use motet::prelude::*;`.
 pub mod prelude {
     pub use motet_agents::{
