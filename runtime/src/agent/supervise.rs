@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 
-use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
+use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 
 use super::handle::Services;
 use crate::supervisor::{Decision, ExitReason, Restart, RestartHistory, RestartStrategy, decide};
@@ -54,7 +54,7 @@ impl Actor for ThreadSupervisor {
         };
         match event {
             SupervisionEvent::ActorFailed(cell, error) => {
-                let Some((agent, thread)) = forget(&services, cell.get_id()) else {
+                let Some((agent, thread)) = services.forget_thread(cell.get_id()) else {
                     return Ok(());
                 };
                 let Some(family) = services.agents.get(&agent).map(|f| f.value().clone()) else {
@@ -109,25 +109,12 @@ impl Actor for ThreadSupervisor {
                 }
             }
             SupervisionEvent::ActorTerminated(cell, _, _) => {
-                forget(&services, cell.get_id());
+                services.forget_thread(cell.get_id());
             }
             _ => {}
         }
         Ok(())
     }
-}
-
-/// Removes the registry entry of the actor `id`, returning its (agent, thread).
-fn forget(services: &Services, id: ActorId) -> Option<(String, String)> {
-    let key = services
-        .threads
-        .iter()
-        .find(|e| e.value().get_id() == id)
-        .map(|e| e.key().clone())?;
-    services
-        .threads
-        .remove_if(&key, |_, actor| actor.get_id() == id);
-    Some(key)
 }
 
 /// Hands the supervisor of `services`, starting it on first use.
