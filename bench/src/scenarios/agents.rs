@@ -121,6 +121,29 @@ enum BareMsg {
     Ping(RpcReplyPort<()>),
 }
 
+/// The bare floor again, each actor linked to one supervisor as motet's thread actors are: how
+/// much of the gap is ractor's supervision link.
+async fn spawn_linked_floor(strategy: &ReAct, env: &FixedEnv) -> Option<Duration> {
+    let (supervisor, _) = Actor::spawn(None, Bare, strategy.init_for_thread(env, "supervisor"))
+        .await
+        .ok()?;
+    let start = Instant::now();
+    let mut bare = Vec::with_capacity(SPAWN);
+    for n in 0..SPAWN {
+        let state = strategy.init_for_thread(env, &format!("agent-{n}/default"));
+        let (actor, _) = Actor::spawn_linked(None, Bare, state, supervisor.get_cell())
+            .await
+            .ok()?;
+        bare.push(actor);
+    }
+    let elapsed = start.elapsed();
+    for actor in bare {
+        actor.stop(None);
+    }
+    supervisor.stop(None);
+    Some(elapsed)
+}
+
 async fn spawn() -> Vec<Report> {
     spawn_inner().await.unwrap_or_default()
 }
@@ -154,6 +177,7 @@ async fn spawn_inner() -> Option<Vec<Report>> {
         runtime.spawn(spec).await.ok()?;
     }
     let mut ours_rounds = vec![start.elapsed()];
+    let mut linked_rounds = Vec::with_capacity(SPAWN_ROUNDS);
     let ours_bytes = rss_bytes().saturating_sub(before) / SPAWN as u64;
     runtime.shutdown().await;
     for actor in bare {
@@ -174,6 +198,7 @@ async fn spawn_inner() -> Option<Vec<Report>> {
         for actor in bare {
             actor.stop(None);
         }
+        linked_rounds.push(spawn_linked_floor(&strategy, &env).await?);
         let runtime = Runtime::builder()
             .llm(Arc::new(ScriptedModel::default()))
             .build()
@@ -192,6 +217,7 @@ async fn spawn_inner() -> Option<Vec<Report>> {
     };
     let ours = median(&mut ours_rounds);
     let floor = median(&mut floor_rounds);
+    let linked = median(&mut linked_rounds);
     Some(vec![
         Report::new("spawn", "motet", SPAWN as u64, ours)
             .with("bytes_per_agent", ours_bytes)
@@ -212,6 +238,16 @@ async fn spawn_inner() -> Option<Vec<Report>> {
                 round2(floor.as_secs_f64() * 1e6 / SPAWN as f64),
             )
             .with("rounds", floor_rounds.len() as u64),
+        Report::new("spawn", "floor_ractor_linked", SPAWN as u64, linked)
+            .with(
+                "us_per_agent",
+                round2(linked.as_secs_f64() * 1e6 / SPAWN as f64),
+            )
+            .with(
+                "vs_floor",
+                round2(linked.as_secs_f64() / floor.as_secs_f64()),
+            )
+            .with("rounds", linked_rounds.len() as u64),
     ])
 }
 
