@@ -500,6 +500,9 @@ fn react_tracing() -> Vec<Report> {
             }
         }
     }
+    // Everything still queued is sent before counting; what is missing was dropped by the
+    // batch processor's bounded queue.
+    let _ = guard.flush();
     let exported = receiver.spans().len();
     drop(guard);
     let median = |times: &mut Vec<Duration>| {
