@@ -41,10 +41,11 @@ use crate::projector::{ProjectionIds, ProjectionInput, ProjectionResult, project
 use crate::strategy::Strategy;
 use crate::thread::{EntryBody, NewEntry, Refs, Thread};
 
-/// The ReAct strategy.
+/// The ReAct strategy. Cloning it is cheap (the configuration is shared), so one strategy can
+/// be handed to any number of agents.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReAct {
-    config: ReActConfig,
+    config: std::sync::Arc<ReActConfig>,
 }
 
 /// The signal being handled and the environment: what every step needs.
@@ -56,7 +57,9 @@ struct Step<'a> {
 impl ReAct {
     /// A strategy with this configuration.
     pub fn new(config: ReActConfig) -> Self {
-        Self { config }
+        Self {
+            config: std::sync::Arc::new(config),
+        }
     }
 
     /// The configuration.
