@@ -1,0 +1,154 @@
+//! The CLI's agent: one ReAct agent named `cli` over the SQLite store, and the thread ids
+//! users type.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use motet::agents::{FailureReason, LlmErrorKind, ReAct, ReActConfig, ReactCompleted, ReactFailed};
+use motet::providers::Providers;
+use motet::runtime::agent::{AgentHandle, AgentSpec, AskError, Runtime};
+use motet::runtime::store::SqliteStore;
+use motet::runtime::tool::ToolSet;
+use motet::signals::Signal;
+
+use crate::calculator;
+use crate::config::Settings;
+use crate::error::CliError;
+
+/// The agent's name: its threads are stored as `cli/<thread>`.
+pub const AGENT: &str = "cli";
+
+/// The thread id as the agent knows it: `cli/default` and `default` are both `default`.
+pub fn agent_thread(input: &str) -> &str {
+    input
+        .strip_prefix(AGENT)
+        .and_then(|rest| rest.strip_prefix('/'))
+        .unwrap_or(input)
+}
+
+/// The id in the store: `default` and `cli/default` are `cli/default`; an id naming another
+/// agent (`helper/t`) is kept as it is, so threads other programs wrote can be read too.
+pub fn store_id(input: &str) -> String {
+    if input.contains('/') {
+        input.to_owned()
+    } else {
+        format!("{AGENT}/{input}")
+    }
+}
+
+/// What users see for a store id: the CLI's own threads without the `cli/`.
+pub fn display_id(store_id: &str) -> &str {
+    agent_thread(store_id)
+}
+
+/// Opens the store at `db`.
+///
+/// # Errors
+/// [`CliError::Store`] when the file is not a motet store or cannot be opened.
+pub async fn open_store(db: &Path) -> Result<Arc<SqliteStore>, CliError> {
+    Ok(Arc::new(SqliteStore::open(db).await?))
+}
+
+/// A runtime over `store` running the `cli` agent as `settings` say.
+///
+/// # Errors
+/// [`CliError::ProviderConfig`] when the providers cannot be set up, [`CliError::Runtime`]
+/// when the agent cannot start.
+pub async fn start(
+    settings: &Settings,
+    store: Arc<SqliteStore>,
+) -> Result<(Runtime, AgentHandle), CliError> {
+    let providers =
+        Providers::new(settings.providers.clone()).map_err(|e| CliError::ProviderConfig {
+            model: settings.model.to_string(),
+            message: e.to_string(),
+        })?;
+    let runtime = Runtime::builder()
+        .llm(Arc::new(providers))
+        .store(store)
+        .build()
+        .map_err(|e| CliError::Runtime(e.to_string()))?;
+    let mut builder = ToolSet::builder();
+    for name in &settings.tools {
+        if name == calculator::NAME {
+            builder = builder.tool(calculator::tool());
+        }
+    }
+    let tools = Arc::new(
+        builder
+            .build()
+            .map_err(|e| CliError::Runtime(e.to_string()))?,
+    );
+    let mut config = ReActConfig::new(settings.model.clone()).with_tools(tools.tools());
+    if let Some(prompt) = &settings.system_prompt {
+        config = config.with_system_prompt(prompt.clone());
+    }
+    if let Some(policy) = &settings.policy {
+        config = config.with_context_policy(policy.clone());
+    }
+    let agent = runtime
+        .spawn(AgentSpec::new(AGENT, ReAct::new(config)).with_tools(tools))
+        .await
+        .map_err(|e| CliError::Runtime(e.to_string()))?;
+    Ok((runtime, agent))
+}
+
+/// The completed reply's data.
+///
+/// # Errors
+/// [`CliError::Request`] when the reply cannot be read.
+pub fn completed(reply: &Signal) -> Result<ReactCompleted, CliError> {
+    reply
+        .data_as()
+        .map_err(|e| CliError::Request(format!("the reply could not be read: {e}")))
+}
+
+/// An ask's failure as the user should read it: a connection failure names the server's URL.
+pub fn ask_failure(error: AskError, settings: &Settings) -> CliError {
+    match error {
+        AskError::Failed { reply } => match reply.data_as::<ReactFailed>() {
+            Ok(failed) => reason_failure(&failed.reason, settings),
+            Err(_) => CliError::Request(format!("the agent answered {}", reply.signal_type())),
+        },
+        AskError::Timeout(after) => CliError::Request(format!(
+            "no answer within {} s (raise it with --timeout)",
+            after.as_secs()
+        )),
+        other => CliError::Request(other.to_string()),
+    }
+}
+
+fn reason_failure(reason: &FailureReason, settings: &Settings) -> CliError {
+    if let FailureReason::Llm { error } = reason {
+        let connect = error.message.starts_with("connection failed")
+            || (error.kind == LlmErrorKind::Timeout && error.message.contains("connect"));
+        if connect {
+            return CliError::Unreachable {
+                url: settings.base_url.clone(),
+                message: error.message.clone(),
+            };
+        }
+        return CliError::Request(format!(
+            "the model ({} at {}) failed: {}",
+            settings.model, settings.base_url, error.message
+        ));
+    }
+    CliError::Request(reason.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thread_ids_with_and_without_the_agent() {
+        assert_eq!(agent_thread("default"), "default");
+        assert_eq!(agent_thread("cli/default"), "default");
+        assert_eq!(agent_thread("client"), "client");
+        assert_eq!(store_id("default"), "cli/default");
+        assert_eq!(store_id("cli/default"), "cli/default");
+        assert_eq!(store_id("helper/t"), "helper/t");
+        assert_eq!(display_id("cli/work"), "work");
+        assert_eq!(display_id("helper/t"), "helper/t");
+    }
+}

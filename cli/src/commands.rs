@@ -1,0 +1,7 @@
+//! One module per subcommand.
+
+pub mod chat;
+pub mod resume;
+pub mod run;
+pub mod threads;
+pub mod transcript;

@@ -1,0 +1,279 @@
+//! `motet chat`: a conversation in the terminal, the agent alive between questions.
+//!
+//! Lines from standard input are questions; the answer is printed as the model writes it
+//! (`AskOptions::stream`, `Request::next_delta`), then a status line. Ctrl-C cancels the
+//! running answer (`Request::cancel`) and keeps the chat; at the prompt it only says how to
+//! leave.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+use motet::agents::EntryBody;
+use motet::runtime::agent::{AgentHandle, AskOptions};
+use motet::runtime::store::{SqliteStore, ThreadStore};
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::mpsc;
+
+use crate::agent::{self, AGENT, agent_thread};
+use crate::config::Settings;
+use crate::error::CliError;
+use crate::render;
+
+const HELP: &str = "commands: /reset (forget this thread), /threads (list them), /thread ID \
+(switch), /summarize (summarize this thread), /quit (or Ctrl-D). Ctrl-C cancels a running answer.";
+
+/// Runs the chat on `thread` until /quit or the end of input.
+///
+/// # Errors
+/// Store and runtime failures, and reading the terminal; a failed answer is shown in the status
+/// line and the chat goes on.
+pub async fn run(settings: &Settings, db: &Path, thread: &str) -> Result<(), CliError> {
+    let store = agent::open_store(db).await?;
+    let (runtime, agent) = agent::start(settings, store.clone()).await?;
+    let mut chat = Chat {
+        agent,
+        store,
+        settings: settings.clone(),
+        thread: agent_thread(thread).to_owned(),
+        status: "ready".to_owned(),
+    };
+    let outcome = chat.lines().await;
+    runtime.shutdown().await;
+    outcome
+}
+
+struct Chat {
+    agent: AgentHandle,
+    store: Arc<SqliteStore>,
+    settings: Settings,
+    thread: String,
+    status: String,
+}
+
+/// What woke the question loop.
+enum Input {
+    Line(Option<String>),
+    Interrupt,
+}
+
+/// What woke the answer loop.
+enum Streamed {
+    Delta(Option<motet::runtime::agent::LlmDelta>),
+    Interrupt,
+}
+
+impl Chat {
+    async fn lines(&mut self) -> Result<(), CliError> {
+        let (interrupts, mut interrupted) = mpsc::unbounded_channel();
+        let watcher = tokio::spawn(async move {
+            while tokio::signal::ctrl_c().await.is_ok() {
+                if interrupts.send(()).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut stdin = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+        say(&format!(
+            "motet chat · agent {AGENT} · model {} · thread {}\n{HELP}",
+            self.settings.model, self.thread
+        ));
+        self.status_line().await;
+        let outcome = loop {
+            prompt();
+            let input = tokio::select! {
+                line = stdin.next_line() => match line {
+                    Ok(line) => Input::Line(line),
+                    Err(source) => break Err(CliError::Io { what: "cannot read standard input".into(), source }),
+                },
+                Some(()) = interrupted.recv() => Input::Interrupt,
+            };
+            let line = match input {
+                Input::Interrupt => {
+                    say("\n(no answer is running: /quit or Ctrl-D leaves)");
+                    continue;
+                }
+                Input::Line(None) => break Ok(()),
+                Input::Line(Some(line)) => line,
+            };
+            let line = line.trim();
+            if line.is_empty() {
+                continue;
+            }
+            if let Some(command) = line.strip_prefix('/') {
+                match self.command(command).await {
+                    Ok(true) => continue,
+                    Ok(false) => break Ok(()),
+                    Err(e) => {
+                        say(&format!("error: {e}"));
+                        continue;
+                    }
+                }
+            }
+            self.ask(line, &mut interrupted).await;
+            self.status_line().await;
+        };
+        watcher.abort();
+        outcome
+    }
+
+    /// Runs one slash command; `false` to leave.
+    async fn command(&mut self, command: &str) -> Result<bool, CliError> {
+        let (name, arg) = command
+            .split_once(char::is_whitespace)
+            .map_or((command, ""), |(n, a)| (n, a.trim()));
+        match name {
+            "quit" | "exit" | "q" => return Ok(false),
+            "help" => say(HELP),
+            "reset" => {
+                self.agent
+                    .reset_thread(Some(&self.thread))
+                    .await
+                    .map_err(|e| CliError::Runtime(e.to_string()))?;
+                say(&format!("thread {} reset", self.thread));
+                self.status = "reset".to_owned();
+                self.status_line().await;
+            }
+            "threads" => {
+                let threads = self.store.list().await?;
+                if threads.is_empty() {
+                    say("no threads stored yet");
+                } else {
+                    print!("{}", render::thread_table(&threads));
+                    say(&format!("current: {}", self.thread));
+                }
+            }
+            "thread" if !arg.is_empty() => {
+                self.thread = agent_thread(arg).to_owned();
+                self.status = "switched".to_owned();
+                self.status_line().await;
+            }
+            "summarize" => self.summarize().await?,
+            other => say(&format!("unknown command /{other}; {HELP}")),
+        }
+        Ok(true)
+    }
+
+    async fn summarize(&mut self) -> Result<(), CliError> {
+        let thread = self
+            .agent
+            .get_thread(Some(&self.thread))
+            .await
+            .map_err(|e| CliError::Runtime(e.to_string()))?;
+        let last = thread.as_ref().and_then(|t| t.last()).map(|e| e.seq);
+        let Some(last) = last.filter(|seq| *seq > 0) else {
+            say("nothing to summarize yet");
+            return Ok(());
+        };
+        say(&format!("summarizing entries #0..#{last}..."));
+        match self
+            .agent
+            .summarize(Some(&self.thread), 0, last, self.settings.timeout)
+            .await
+        {
+            Ok(summary) => {
+                say(&format!("summary: {summary}"));
+                self.status = "summarized".to_owned();
+            }
+            Err(e) => {
+                self.status = format!("failed: {}", agent::ask_failure(e, &self.settings));
+            }
+        }
+        self.status_line().await;
+        Ok(())
+    }
+
+    /// Asks `question`, printing the answer as it streams; Ctrl-C cancels it.
+    async fn ask(&mut self, question: &str, interrupted: &mut mpsc::UnboundedReceiver<()>) {
+        let options = AskOptions {
+            thread_id: Some(self.thread.clone()),
+            timeout: self.settings.timeout,
+            stream: true,
+            ..AskOptions::default()
+        };
+        let mut request = match self.agent.start(question, options).await {
+            Ok(request) => request,
+            Err(e) => {
+                self.status = format!("failed: {}", agent::ask_failure(e, &self.settings));
+                return;
+            }
+        };
+        let mut cancelled = false;
+        let mut wrote = false;
+        loop {
+            let event = tokio::select! {
+                delta = request.next_delta() => Streamed::Delta(delta),
+                Some(()) = interrupted.recv() => Streamed::Interrupt,
+            };
+            match event {
+                Streamed::Delta(None) => break,
+                Streamed::Delta(Some(delta)) if delta.kind == "text" => {
+                    print!("{}", delta.delta);
+                    wrote = true;
+                    flush();
+                }
+                Streamed::Delta(Some(_)) => {}
+                Streamed::Interrupt if !cancelled => {
+                    cancelled = true;
+                    if let Err(e) = request.cancel("interrupted (Ctrl-C)").await {
+                        say(&format!("\n(could not cancel: {e})"));
+                    }
+                }
+                Streamed::Interrupt => {}
+            }
+        }
+        if wrote {
+            say("");
+        }
+        self.status = match request.wait().await {
+            Ok(reply) => match agent::completed(&reply) {
+                Ok(done) => {
+                    if !wrote {
+                        say(&done.answer);
+                    }
+                    format!("ok · {} LLM call(s)", done.iterations)
+                }
+                Err(e) => format!("failed: {e}"),
+            },
+            Err(_) if cancelled => "cancelled".to_owned(),
+            Err(e) => format!("failed: {}", agent::ask_failure(e, &self.settings)),
+        };
+    }
+
+    /// `[cli · thread T · N messages · session tokens I in / O out · STATUS]`.
+    async fn status_line(&self) {
+        let (messages, usage) = match self.agent.get_thread(Some(&self.thread)).await {
+            Ok(Some(thread)) => (
+                thread
+                    .to_list()
+                    .iter()
+                    .filter(|e| {
+                        matches!(e.body, EntryBody::User { .. } | EntryBody::Assistant { .. })
+                    })
+                    .count(),
+                thread.usage(),
+            ),
+            _ => (0, Default::default()),
+        };
+        say(&format!(
+            "[{AGENT} · thread {} · {messages} messages · session tokens {} · {}]",
+            self.thread,
+            render::tokens(&usage),
+            self.status
+        ));
+    }
+}
+
+fn say(text: &str) {
+    println!("{text}");
+}
+
+fn prompt() {
+    print!("> ");
+    flush();
+}
+
+fn flush() {
+    // A terminal that went away cannot be told about it either.
+    let _ = std::io::stdout().flush();
+}

@@ -1,0 +1,141 @@
+//! `motet resume`: carry on with a thread whose request was cut short.
+
+use std::path::Path;
+
+use motet::agents::{EntryBody, Thread};
+use motet::directives::AssistantBlock;
+use motet::runtime::store::ThreadStore;
+
+use crate::agent::{self, agent_thread, store_id};
+use crate::config::Settings;
+use crate::error::CliError;
+use crate::render;
+
+/// Resumes `thread` and prints what it owed, then what was done (the answer and the entries
+/// the resumed request appended).
+///
+/// # Errors
+/// [`CliError::UnknownThread`]; a failed resumed request as [`agent::ask_failure`] words it.
+pub async fn run(settings: &Settings, db: &Path, thread: &str) -> Result<(), CliError> {
+    let store = agent::open_store(db).await?;
+    let full = store_id(thread);
+    let Some(before) = store.load(&full).await? else {
+        return Err(CliError::UnknownThread {
+            thread: full,
+            db: db.to_path_buf(),
+        });
+    };
+    println!("owed: {}", owed(&before));
+    let (runtime, agent) = agent::start(settings, store.clone()).await?;
+    let outcome = async {
+        let request = agent
+            .resume(Some(agent_thread(thread)), settings.timeout)
+            .await
+            .map_err(|e| agent::ask_failure(e, settings))?;
+        let Some(request) = request else {
+            return Ok(None);
+        };
+        let id = request.id().to_owned();
+        let reply = request
+            .wait()
+            .await
+            .map_err(|e| agent::ask_failure(e, settings))?;
+        Ok::<_, CliError>(Some((id, agent::completed(&reply)?)))
+    }
+    .await;
+    runtime.shutdown().await;
+    let Some((request_id, done)) = outcome? else {
+        println!("done: nothing (the thread owes nothing)");
+        return Ok(());
+    };
+    println!(
+        "done: request {request_id} answered after {} LLM call(s) ({})",
+        done.iterations,
+        render::tokens(&done.usage)
+    );
+    let after = store.load(&full).await?.unwrap_or(before.clone());
+    let first_new = before.to_list().len();
+    for entry in after.to_list().iter().skip(first_new) {
+        println!("{}", render::entry(entry));
+    }
+    println!("answer: {}", done.answer);
+    Ok(())
+}
+
+/// Fails unless `thread` is in the store at `db`.
+///
+/// # Errors
+/// [`CliError::UnknownThread`], [`CliError::Store`].
+pub async fn check(db: &Path, thread: &str) -> Result<(), CliError> {
+    let store = agent::open_store(db).await?;
+    let full = store_id(thread);
+    match store.summary(&full).await? {
+        Some(_) => Ok(()),
+        None => Err(CliError::UnknownThread {
+            thread: full,
+            db: db.to_path_buf(),
+        }),
+    }
+}
+
+/// What the last committed turn of `thread` leaves to do, in words.
+pub fn owed(thread: &Thread) -> String {
+    let entries = thread.to_list();
+    let last = entries.iter().rev().find(|e| {
+        matches!(
+            e.body,
+            EntryBody::User { .. } | EntryBody::Assistant { .. } | EntryBody::ToolResult { .. }
+        )
+    });
+    let Some(last) = last else {
+        return "nothing: the thread has no request".to_owned();
+    };
+    let request = last.refs.request_id.as_deref().unwrap_or("(without an id)");
+    let open_calls = open_tool_calls(thread);
+    match &last.body {
+        EntryBody::User { content } => {
+            format!("an answer to \"{content}\" (request {request}): an LLM call")
+        }
+        _ if !open_calls.is_empty() => format!(
+            "the results of {} tool call(s) of request {request}: {} (idempotent tools run \
+             again; the others get an error result saying they may or may not have run)",
+            open_calls.len(),
+            open_calls.join(", ")
+        ),
+        EntryBody::ToolResult { .. } => {
+            format!("an LLM call on the tool results of request {request}")
+        }
+        _ => format!("nothing new: request {request} was answered (its answer is given again)"),
+    }
+}
+
+/// `name [id]` of the last assistant turn's tool calls that have no result.
+fn open_tool_calls(thread: &Thread) -> Vec<String> {
+    let entries = thread.to_list();
+    let Some(at) = entries
+        .iter()
+        .rposition(|e| matches!(e.body, EntryBody::Assistant { .. }))
+    else {
+        return Vec::new();
+    };
+    let EntryBody::Assistant { message, .. } = &entries[at].body else {
+        return Vec::new();
+    };
+    let answered: Vec<&str> = entries[at..]
+        .iter()
+        .filter_map(|e| match &e.body {
+            EntryBody::ToolResult { result, .. } => Some(result.tool_use_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    message
+        .blocks
+        .iter()
+        .filter_map(|b| match b {
+            AssistantBlock::ToolUse { id, name, .. } if !answered.contains(&id.as_str()) => {
+                Some(format!("{name} [{id}]"))
+            }
+            _ => None,
+        })
+        .collect()
+}

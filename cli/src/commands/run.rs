@@ -1,0 +1,58 @@
+//! `motet run`: one question, one answer.
+
+use std::path::Path;
+
+use motet::runtime::agent::AskOptions;
+
+use crate::agent::{self, agent_thread};
+use crate::config::Settings;
+use crate::error::CliError;
+
+/// Asks `question` on `thread` and prints the answer (or one JSON object with `json`).
+///
+/// # Errors
+/// A failed request as [`agent::ask_failure`] words it; store and runtime failures.
+pub async fn run(
+    settings: &Settings,
+    db: &Path,
+    question: &str,
+    thread: &str,
+    json: bool,
+) -> Result<(), CliError> {
+    let store = agent::open_store(db).await?;
+    let (runtime, agent) = agent::start(settings, store).await?;
+    let options = AskOptions {
+        thread_id: Some(agent_thread(thread).to_owned()),
+        timeout: settings.timeout,
+        ..AskOptions::default()
+    };
+    let outcome = async {
+        let request = agent
+            .start(question, options)
+            .await
+            .map_err(|e| agent::ask_failure(e, settings))?;
+        let thread = request.thread().to_owned();
+        let reply = request
+            .wait()
+            .await
+            .map_err(|e| agent::ask_failure(e, settings))?;
+        Ok::<_, CliError>((thread, agent::completed(&reply)?))
+    }
+    .await;
+    runtime.shutdown().await;
+    let (thread, done) = outcome?;
+    if json {
+        let object = serde_json::json!({
+            "answer": done.answer,
+            "thread": thread,
+            "request_id": done.request_id,
+            "model": settings.model.to_string(),
+            "usage": done.usage,
+            "iterations": done.iterations,
+        });
+        println!("{object}");
+    } else {
+        println!("{}", done.answer);
+    }
+    Ok(())
+}

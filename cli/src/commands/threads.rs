@@ -1,0 +1,101 @@
+//! `motet threads`: list, show, export and delete stored threads.
+
+use std::path::Path;
+
+use motet::agents::Thread;
+use motet::runtime::store::{SqliteStore, ThreadStore};
+
+use crate::agent::{self, store_id};
+use crate::error::CliError;
+use crate::render;
+
+/// Prints every thread in the store.
+///
+/// # Errors
+/// [`CliError::Store`] when the store cannot be opened or read.
+pub async fn list(db: &Path) -> Result<(), CliError> {
+    let store = agent::open_store(db).await?;
+    let threads = store.list().await?;
+    if threads.is_empty() {
+        println!("no threads in {}", db.display());
+    } else {
+        print!("{}", render::thread_table(&threads));
+    }
+    Ok(())
+}
+
+/// Prints thread `id`'s entries, one per line.
+///
+/// # Errors
+/// [`CliError::UnknownThread`], [`CliError::Store`].
+pub async fn show(db: &Path, id: &str) -> Result<(), CliError> {
+    let store = agent::open_store(db).await?;
+    let thread = load(&store, db, id).await?;
+    let usage = thread.usage();
+    println!(
+        "thread {} · {} entries · session tokens {} · updated {} UTC",
+        thread.id(),
+        thread.entry_count(),
+        render::tokens(&usage),
+        render::time(thread.updated_at())
+    );
+    for entry in thread.to_list() {
+        println!("{}", render::entry(entry));
+    }
+    Ok(())
+}
+
+/// Prints thread `id`'s entries as JSON lines (`jsonl`) or one array.
+///
+/// # Errors
+/// [`CliError::UnknownThread`], [`CliError::Store`].
+pub async fn export(db: &Path, id: &str, jsonl: bool) -> Result<(), CliError> {
+    let store = agent::open_store(db).await?;
+    let thread = load(&store, db, id).await?;
+    let encode_failed = |e: serde_json::Error| CliError::Io {
+        what: "cannot encode an entry as JSON".to_owned(),
+        source: e.into(),
+    };
+    if jsonl {
+        let mut out = String::new();
+        for entry in thread.to_list() {
+            out.push_str(&serde_json::to_string(entry).map_err(encode_failed)?);
+            out.push('\n');
+        }
+        print!("{out}");
+    } else {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(thread.to_list()).map_err(encode_failed)?
+        );
+    }
+    Ok(())
+}
+
+/// Deletes thread `id`.
+///
+/// # Errors
+/// [`CliError::UnknownThread`], [`CliError::Store`].
+pub async fn delete(db: &Path, id: &str) -> Result<(), CliError> {
+    let store = agent::open_store(db).await?;
+    let full = store_id(id);
+    if !store.delete(&full).await? {
+        return Err(CliError::UnknownThread {
+            thread: full,
+            db: db.to_path_buf(),
+        });
+    }
+    println!("deleted thread {full}");
+    Ok(())
+}
+
+async fn load(store: &SqliteStore, db: &Path, id: &str) -> Result<Thread, CliError> {
+    let full = store_id(id);
+    store
+        .load(&full)
+        .await?
+        .ok_or_else(|| CliError::UnknownThread {
+            thread: full,
+            db: db.to_path_buf(),
+        })
+}

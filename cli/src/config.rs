@@ -1,0 +1,437 @@
+//! Settings: the `motet.toml` file, the environment over it, command-line flags over both.
+//!
+//! | setting | flag | environment | file key | default |
+//! |---|---|---|---|---|
+//! | model | `--model` | `MOTET_MODEL` | `model` | chosen from the environment ([`choose_model`]) |
+//! | store | `--db` | — | `db` | `<data dir>/motet/motet.db` |
+//! | base URLs | — | `OPENAI_BASE_URL`, … | `[base_urls]` | each provider's own |
+//! | API keys | — | `OPENAI_API_KEY`, … | never in the file | — |
+//! | context policy | — | — | `context` | `auto` (from the model's window) |
+//! | tools | — | — | `tools` | `["calculator"]` |
+//! | system prompt | — | — | `system_prompt` | none |
+//! | request timeout | `--timeout` | — | `timeout_secs` | 120 |
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use motet::agents::ContextPolicy;
+use motet::directives::ModelRef;
+use motet::providers::{ProviderKind, ProvidersConfig, models};
+use serde::Deserialize;
+
+use crate::calculator;
+use crate::error::CliError;
+
+/// The file read from the current directory when `--config` is not given.
+pub const CONFIG_FILE: &str = "motet.toml";
+
+/// The model a `openai-compat` server gets when none is named (llama.cpp serves whatever it
+/// loaded, whatever the name).
+pub const LOCAL_MODEL: &str = "openai-compat:local";
+
+/// Each provider's model when its key is the only hint.
+const DEFAULT_MODELS: [(ProviderKind, &str); 3] = [
+    (ProviderKind::Anthropic, "anthropic:claude-sonnet-4-5"),
+    (ProviderKind::OpenAi, "openai:gpt-5.2"),
+    (ProviderKind::Gemini, "gemini:gemini-3-pro-preview"),
+];
+
+const KINDS: [ProviderKind; 4] = [
+    ProviderKind::OpenAi,
+    ProviderKind::Anthropic,
+    ProviderKind::Gemini,
+    ProviderKind::OpenAiCompat,
+];
+
+/// The context policy presets the `context` key names.
+const PRESETS: &str = "auto, default, short, long or tool-focused";
+
+/// `motet.toml` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    /// `provider:model`.
+    pub model: Option<String>,
+    /// The SQLite store.
+    pub db: Option<PathBuf>,
+    /// A context policy preset.
+    pub context: Option<String>,
+    /// Built-in tools the agent may call.
+    pub tools: Option<Vec<String>>,
+    /// The agent's system prompt.
+    pub system_prompt: Option<String>,
+    /// How long one request may take, in seconds.
+    pub timeout_secs: Option<u64>,
+    /// Provider base URLs.
+    #[serde(default)]
+    pub base_urls: BaseUrls,
+}
+
+/// `[base_urls]`: where each provider is, below the environment's `*_BASE_URL`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BaseUrls {
+    /// `openai:` and `openai-responses:` (with `/v1`).
+    pub openai: Option<String>,
+    /// `anthropic:`.
+    pub anthropic: Option<String>,
+    /// `gemini:`.
+    pub gemini: Option<String>,
+    /// `openai-compat:` (with `/v1`).
+    #[serde(rename = "openai-compat")]
+    pub openai_compat: Option<String>,
+}
+
+impl BaseUrls {
+    fn get(&self, kind: ProviderKind) -> Option<&String> {
+        match kind {
+            ProviderKind::OpenAi => self.openai.as_ref(),
+            ProviderKind::Anthropic => self.anthropic.as_ref(),
+            ProviderKind::Gemini => self.gemini.as_ref(),
+            ProviderKind::OpenAiCompat => self.openai_compat.as_ref(),
+        }
+    }
+}
+
+/// The configuration file that was read, if any.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// Its path.
+    pub path: Option<PathBuf>,
+    /// Its contents.
+    pub file: FileConfig,
+}
+
+impl Loaded {
+    /// Reads `explicit` (which must exist), else `./motet.toml` when there is one.
+    ///
+    /// # Errors
+    /// [`CliError::ConfigFile`] when the file cannot be read or parsed.
+    pub fn read(explicit: Option<&Path>) -> Result<Self, CliError> {
+        let path = match explicit {
+            Some(path) => path.to_path_buf(),
+            None => {
+                let local = PathBuf::from(CONFIG_FILE);
+                if !local.exists() {
+                    return Ok(Self::default());
+                }
+                local
+            }
+        };
+        let text = std::fs::read_to_string(&path).map_err(|e| CliError::ConfigFile {
+            path: path.clone(),
+            message: format!("cannot read it: {e}"),
+        })?;
+        let file = toml::from_str::<FileConfig>(&text).map_err(|e| CliError::ConfigFile {
+            path: path.clone(),
+            message: e.to_string().trim_end().to_owned(),
+        })?;
+        Ok(Self {
+            path: Some(path),
+            file,
+        })
+    }
+
+    fn key_error(&self, key: &str, message: impl std::fmt::Display) -> CliError {
+        CliError::ConfigFile {
+            path: self.path.clone().unwrap_or_else(|| CONFIG_FILE.into()),
+            message: format!("key `{key}`: {message}"),
+        }
+    }
+
+    /// The store file: `--db`, else the file's `db`, else `<data dir>/motet/motet.db` (its
+    /// folder created).
+    ///
+    /// # Errors
+    /// [`CliError::DataDir`] when the default folder cannot be made.
+    pub fn db_path(&self, flag: Option<&Path>) -> Result<PathBuf, CliError> {
+        if let Some(path) = flag.or(self.file.db.as_deref()) {
+            return Ok(path.to_path_buf());
+        }
+        let dir = dirs::data_dir()
+            .unwrap_or_else(|| PathBuf::from("."))
+            .join("motet");
+        std::fs::create_dir_all(&dir).map_err(|source| CliError::DataDir {
+            path: dir.clone(),
+            source,
+        })?;
+        Ok(dir.join("motet.db"))
+    }
+
+    /// Everything an agent needs, with `env` standing for the process environment.
+    ///
+    /// # Errors
+    /// [`CliError::UnknownModel`], [`CliError::ProviderConfig`] (no key or URL for the chosen
+    /// provider), [`CliError::NoModel`], [`CliError::ConfigFile`] for a bad value.
+    pub fn settings(
+        &self,
+        model_flag: Option<&str>,
+        timeout_flag: Option<u64>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Settings, CliError> {
+        let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+        let providers = self.providers(&var);
+        let (input, source_name) = if let Some(model) = model_flag {
+            (model.to_owned(), "--model".to_owned())
+        } else if let Some(model) = var("MOTET_MODEL") {
+            (model, "MOTET_MODEL".to_owned())
+        } else if let Some(model) = &self.file.model {
+            let file = self.path.as_deref().unwrap_or(Path::new(CONFIG_FILE));
+            (model.clone(), format!("key `model` of {}", file.display()))
+        } else {
+            (
+                choose_model(&providers)
+                    .ok_or(CliError::NoModel)?
+                    .to_owned(),
+                "the environment".to_owned(),
+            )
+        };
+        let unknown = |reason: String| CliError::UnknownModel {
+            input: input.clone(),
+            source_name: source_name.clone(),
+            reason,
+        };
+        let model: ModelRef = input
+            .parse()
+            .map_err(|_| unknown("expected provider:model, e.g. openai-compat:smollm2".into()))?;
+        let kind = ProviderKind::from_provider(model.provider()).map_err(|e| {
+            unknown(
+                e.to_string()
+                    .trim_start_matches("configuration error: ")
+                    .to_owned(),
+            )
+        })?;
+        let (base_url, _) = providers
+            .resolve(kind)
+            .map_err(|e| CliError::ProviderConfig {
+                model: model.to_string(),
+                message: e
+                    .to_string()
+                    .trim_start_matches("configuration error: ")
+                    .to_owned(),
+            })?;
+        let policy = self.policy(&model)?;
+        let tools = self
+            .file
+            .tools
+            .clone()
+            .unwrap_or_else(|| vec![calculator::NAME.to_owned()]);
+        if let Some(bad) = tools.iter().find(|t| t.as_str() != calculator::NAME) {
+            return Err(self.key_error(
+                "tools",
+                format!("unknown tool `{bad}` (built in: {})", calculator::NAME),
+            ));
+        }
+        let timeout_secs = timeout_flag.or(self.file.timeout_secs).unwrap_or(120);
+        if timeout_secs == 0 {
+            return Err(self.key_error("timeout_secs", "must be at least 1"));
+        }
+        Ok(Settings {
+            model,
+            base_url,
+            providers,
+            policy,
+            tools,
+            system_prompt: self.file.system_prompt.clone(),
+            timeout: Duration::from_secs(timeout_secs),
+        })
+    }
+
+    /// The file's base URLs, the environment's URLs and keys over them, and for
+    /// `openai-compat` the local server (`MOTET_LOCAL_LLM_URL` + `/v1`) when nothing else
+    /// names one.
+    fn providers(&self, var: &dyn Fn(&str) -> Option<String>) -> ProvidersConfig {
+        let from_env = ProvidersConfig::from_vars(var);
+        let mut config = ProvidersConfig::new();
+        for kind in KINDS {
+            if let Some(url) = self.file.base_urls.get(kind) {
+                config = config.with_base_url(kind, url.clone());
+            }
+            let settings = from_env.settings(kind);
+            if let Some(url) = &settings.base_url {
+                config = config.with_base_url(kind, url.clone());
+            }
+            if let Some(key) = &settings.api_key {
+                config = config.with_api_key(kind, key.clone());
+            }
+        }
+        if config
+            .settings(ProviderKind::OpenAiCompat)
+            .base_url
+            .is_none()
+            && let Some(local) = var("MOTET_LOCAL_LLM_URL")
+        {
+            let base = format!("{}/v1", local.trim_end_matches('/'));
+            config = config.with_base_url(ProviderKind::OpenAiCompat, base);
+        }
+        config
+    }
+
+    fn policy(&self, model: &ModelRef) -> Result<Option<ContextPolicy>, CliError> {
+        let preset = self.file.context.as_deref().unwrap_or("auto");
+        Ok(Some(match preset {
+            "auto" => ContextPolicy::for_model(model, &|m: &ModelRef| {
+                models::capabilities(m).map(|c| c.context_window)
+            }),
+            "default" => ContextPolicy::new(),
+            "short" => ContextPolicy::short_context(),
+            "long" => ContextPolicy::long_context(),
+            "tool-focused" => ContextPolicy::tool_focused(),
+            other => {
+                return Err(self.key_error(
+                    "context",
+                    format!("unknown preset `{other}` (expected {PRESETS})"),
+                ));
+            }
+        }))
+    }
+}
+
+/// The model when none was named: the first provider with an API key in the environment
+/// (Anthropic, OpenAI, Gemini), else an OpenAI-compatible server when one is configured.
+pub fn choose_model(providers: &ProvidersConfig) -> Option<&'static str> {
+    DEFAULT_MODELS
+        .iter()
+        .find(|(kind, _)| providers.settings(*kind).api_key.is_some())
+        .map(|(_, model)| *model)
+        .or_else(|| {
+            providers
+                .settings(ProviderKind::OpenAiCompat)
+                .base_url
+                .as_ref()
+                .map(|_| LOCAL_MODEL)
+        })
+}
+
+/// What an agent is built from.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The model every call uses.
+    pub model: ModelRef,
+    /// Where its provider is (for messages about an unreachable server).
+    pub base_url: String,
+    /// Keys and URLs.
+    pub providers: ProvidersConfig,
+    /// The agent's context policy.
+    pub policy: Option<ContextPolicy>,
+    /// Enabled built-in tools.
+    pub tools: Vec<String>,
+    /// The system prompt.
+    pub system_prompt: Option<String>,
+    /// How long one request may take.
+    pub timeout: Duration,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    fn loaded(text: &str) -> Loaded {
+        Loaded {
+            path: Some("motet.toml".into()),
+            file: toml::from_str(text).unwrap(),
+        }
+    }
+
+    #[test]
+    fn flag_beats_environment_beats_file() {
+        let file = loaded("model = \"openai-compat:from-file\"");
+        let vars = [
+            ("MOTET_MODEL", "openai-compat:from-env"),
+            ("MOTET_OPENAI_COMPAT_BASE_URL", "http://h/v1"),
+        ];
+        let s = file
+            .settings(Some("openai-compat:flag"), None, &env(&vars))
+            .unwrap();
+        assert_eq!(s.model.to_string(), "openai-compat:flag");
+        let s = file.settings(None, None, &env(&vars)).unwrap();
+        assert_eq!(s.model.to_string(), "openai-compat:from-env");
+        let s = file.settings(None, None, &env(&vars[1..])).unwrap();
+        assert_eq!(s.model.to_string(), "openai-compat:from-file");
+    }
+
+    #[test]
+    fn picks_a_keyed_provider_then_the_local_server() {
+        let none = Loaded::default();
+        let s = none
+            .settings(None, None, &env(&[("OPENAI_API_KEY", "sk-x")]))
+            .unwrap();
+        assert_eq!(s.model.to_string(), "openai:gpt-5.2");
+        let s = none
+            .settings(
+                None,
+                None,
+                &env(&[("MOTET_LOCAL_LLM_URL", "http://127.0.0.1:8089/")]),
+            )
+            .unwrap();
+        assert_eq!(s.model.to_string(), LOCAL_MODEL);
+        assert_eq!(s.base_url, "http://127.0.0.1:8089/v1");
+        assert!(matches!(
+            none.settings(None, None, &env(&[])),
+            Err(CliError::NoModel)
+        ));
+    }
+
+    #[test]
+    fn environment_urls_beat_the_file() {
+        let file = loaded("[base_urls]\nopenai-compat = \"http://file/v1\"");
+        let s = file
+            .settings(Some("openai-compat:m"), None, &env(&[]))
+            .unwrap();
+        assert_eq!(s.base_url, "http://file/v1");
+        let s = file
+            .settings(
+                Some("openai-compat:m"),
+                None,
+                &env(&[("MOTET_OPENAI_COMPAT_BASE_URL", "http://env/v1")]),
+            )
+            .unwrap();
+        assert_eq!(s.base_url, "http://env/v1");
+    }
+
+    #[test]
+    fn bad_values_name_the_key_and_the_file() {
+        let vars = [("MOTET_LOCAL_LLM_URL", "http://h")];
+        let err = loaded("context = \"huge\"")
+            .settings(None, None, &env(&vars))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("motet.toml") && err.contains("`context`"),
+            "{err}"
+        );
+        let err = loaded("tools = [\"shell\"]")
+            .settings(None, None, &env(&vars))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`tools`") && err.contains("shell"), "{err}");
+        let err = loaded("model = \"nocolon\"")
+            .settings(None, None, &env(&vars))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`model`") && err.contains("nocolon"), "{err}");
+        assert!(toml::from_str::<FileConfig>("modle = \"x\"").is_err());
+    }
+
+    #[test]
+    fn a_missing_key_names_the_variable() {
+        let err = Loaded::default()
+            .settings(Some("anthropic:claude-sonnet-4-5"), None, &env(&[]))
+            .unwrap_err();
+        assert_eq!(err.exit_code(), 3);
+        assert!(err.to_string().contains("ANTHROPIC_API_KEY"), "{err}");
+        let err = Loaded::default()
+            .settings(Some("mystery:model"), None, &env(&[]))
+            .unwrap_err();
+        assert!(matches!(err, CliError::UnknownModel { .. }), "{err}");
+    }
+}

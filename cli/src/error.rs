@@ -1,0 +1,107 @@
+//! What can go wrong in a command, and the exit code each failure maps to.
+
+use std::path::PathBuf;
+
+use motet::runtime::store::StoreError;
+
+/// A command's failure. The message names what was wrong (the key and file, the model ref, the
+/// URL, the thread); [`CliError::exit_code`] tells scripts which kind of failure it was.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// The configuration file cannot be read or holds a bad value.
+    #[error("config file {}: {message}", path.display())]
+    ConfigFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, naming the key.
+        message: String,
+    },
+    /// A model ref that is not `provider:model`, or names no known provider.
+    #[error("unknown model `{input}` (from {source_name}): {reason}")]
+    UnknownModel {
+        /// The ref as given.
+        input: String,
+        /// Where it came from (`--model`, `MOTET_MODEL`, the config file).
+        source_name: String,
+        /// Why it is not usable.
+        reason: String,
+    },
+    /// The chosen provider lacks its key or base URL.
+    #[error("model `{model}`: {message}")]
+    ProviderConfig {
+        /// The model ref.
+        model: String,
+        /// What is missing, naming the variable to set.
+        message: String,
+    },
+    /// No model was given and none can be chosen from the environment.
+    #[error(
+        "no model configured: set an API key (ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY), \
+         or start a local server with `bash scripts/local-llm.sh start` and set MOTET_LOCAL_LLM_URL \
+         to the URL it prints, or pass --model provider:model"
+    )]
+    NoModel,
+    /// The thread store cannot be opened or read.
+    #[error("thread store: {0}")]
+    Store(#[from] StoreError),
+    /// The store's folder cannot be created.
+    #[error("cannot create {}: {source}", path.display())]
+    DataDir {
+        /// The folder.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// No thread of that id in the store.
+    #[error("no thread `{thread}` in {}", db.display())]
+    UnknownThread {
+        /// The store id looked up (`<agent>/<thread>`).
+        thread: String,
+        /// The store file.
+        db: PathBuf,
+    },
+    /// The model's server could not be reached.
+    #[error("cannot reach the model server at {url}: {message}")]
+    Unreachable {
+        /// The base URL the provider was called at.
+        url: String,
+        /// The provider's error.
+        message: String,
+    },
+    /// The request failed (the agent answered with a failure, or no answer came).
+    #[error("request failed: {0}")]
+    Request(String),
+    /// The runtime could not start the agent.
+    #[error("runtime: {0}")]
+    Runtime(String),
+    /// Reading a file or the terminal failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being read or written.
+        what: String,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+    /// A recorded stream that motet cannot accept (`motet transcript`).
+    #[error("{0}")]
+    Transcript(String),
+}
+
+impl CliError {
+    /// The process exit code: 1 a request or stream failed, 3 configuration, 4 the store or
+    /// a thread in it (2 is a bad command line, as clap reports it).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Request(_)
+            | Self::Unreachable { .. }
+            | Self::Runtime(_)
+            | Self::Io { .. }
+            | Self::Transcript(_) => 1,
+            Self::ConfigFile { .. }
+            | Self::UnknownModel { .. }
+            | Self::ProviderConfig { .. }
+            | Self::NoModel => 3,
+            Self::Store(_) | Self::DataDir { .. } | Self::UnknownThread { .. } => 4,
+        }
+    }
+}

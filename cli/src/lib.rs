@@ -1,0 +1,18 @@
+//! The library behind the `motet` command line: settings, the `cli` agent, the built-in
+//! calculator tool, rendering, and one module per subcommand. `src/main.rs` holds the
+//! command-line grammar and calls into it. See docs/cli.md.
+//!
+//! # Layout
+//! - [`config`] — `motet.toml`, the environment and flags, resolved into [`config::Settings`].
+//! - [`agent`] — the `cli` agent over the SQLite store; thread ids as users type them.
+//! - [`calculator`] — the built-in tool.
+//! - [`render`] — entries and thread lists as text.
+//! - [`commands`] — one module per subcommand.
+//! - [`error`] — [`error::CliError`] and its exit codes.
+
+pub mod agent;
+pub mod calculator;
+pub mod commands;
+pub mod config;
+pub mod error;
+pub mod render;

@@ -1,0 +1,190 @@
+//! `motet`: ask an agent, chat with it, resume it after a crash, and look into its stored
+//! threads. The grammar lives here; the work in the `motet_cli` library. See docs/cli.md.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use motet_cli::commands;
+use motet_cli::config::Loaded;
+use motet_cli::error::CliError;
+
+/// Ask a motet agent, chat with it, resume it, and inspect its stored threads.
+///
+/// The agent is a ReAct agent named `cli` with one built-in tool, `calculator`: arithmetic
+/// with `+ - * / % ^`, parentheses, sqrt abs ln exp floor ceil round. Its threads are stored
+/// in a SQLite file as `cli/<thread>`; everywhere a thread id is asked for, `default` and
+/// `cli/default` mean the same thread.
+///
+/// Exit codes: 0 success, 1 the request or stream failed, 2 bad command line, 3 configuration
+/// (model, key, config file), 4 the store (not a motet database, unknown thread).
+#[derive(Debug, Parser)]
+#[command(name = "motet", version, about, long_about)]
+struct Cli {
+    /// The SQLite thread store [default: <data dir>/motet/motet.db, e.g.
+    /// ~/.local/share/motet/motet.db].
+    #[arg(long, global = true, value_name = "PATH")]
+    db: Option<PathBuf>,
+    /// The configuration file [default: ./motet.toml when it exists].
+    #[arg(long, global = true, value_name = "PATH")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Model selection shared by the commands that run the agent.
+#[derive(Debug, clap::Args)]
+struct ModelArgs {
+    /// The model as provider:model (openai, openai-responses, anthropic, gemini,
+    /// openai-compat) [default: MOTET_MODEL, the config file's `model`, else the first
+    /// provider with an API key in the environment, else the local server at
+    /// MOTET_LOCAL_LLM_URL].
+    #[arg(long, value_name = "PROVIDER:MODEL")]
+    model: Option<String>,
+    /// Seconds one request may take [default: the config file's `timeout_secs`, else 120].
+    #[arg(long, value_name = "SECS")]
+    timeout: Option<u64>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Ask one question and print the answer.
+    Run {
+        /// The question.
+        question: String,
+        /// The conversation thread (`default`, `cli/default`, or any name; `new` starts a
+        /// fresh one).
+        #[arg(long, value_name = "ID", default_value = "default")]
+        thread: String,
+        /// Print one JSON object: answer, thread, request_id, model, usage, iterations.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        model: ModelArgs,
+    },
+    /// Chat in the terminal; the answer streams as it is written. Commands: /reset,
+    /// /threads, /thread ID, /summarize, /quit. Ctrl-C cancels the running answer.
+    Chat {
+        /// The thread to start on.
+        #[arg(long, value_name = "ID", default_value = "default")]
+        thread: String,
+        #[command(flatten)]
+        model: ModelArgs,
+    },
+    /// Carry on with a thread whose request was cut short (a crash, a kill): prints what the
+    /// thread owed and what was done.
+    Resume {
+        /// The thread (`default` or `cli/default`).
+        thread: String,
+        #[command(flatten)]
+        model: ModelArgs,
+    },
+    /// The stored threads.
+    Threads {
+        #[command(subcommand)]
+        command: ThreadsCommand,
+    },
+    /// Parse a recorded SSE response body (`-` for standard input) and print the assembled
+    /// response as JSON; exits 1 with the typed error when motet cannot accept the stream.
+    Transcript {
+        /// The provider dialect.
+        #[arg(long, value_parser = ["openai-chat", "openai-responses", "anthropic", "gemini"])]
+        dialect: String,
+        /// The file holding the response body.
+        file: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ThreadsCommand {
+    /// Every thread: entries, session tokens, last update.
+    List,
+    /// A thread's entries, one per line.
+    Show {
+        /// The thread.
+        id: String,
+    },
+    /// A thread's entries as JSON.
+    Export {
+        /// The thread.
+        id: String,
+        /// One entry per line (jsonl) or one array (json).
+        #[arg(long, value_enum, default_value_t = ExportFormat::Jsonl)]
+        format: ExportFormat,
+    },
+    /// Delete a thread and its entries.
+    Delete {
+        /// The thread.
+        id: String,
+    },
+}
+
+/// How `threads export` writes entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ExportFormat {
+    /// One JSON object per line.
+    Jsonl,
+    /// One JSON array.
+    Json,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("motet: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(dispatch(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("motet: {error}");
+            ExitCode::from(error.exit_code())
+        }
+    }
+}
+
+async fn dispatch(cli: Cli) -> Result<(), CliError> {
+    if let Command::Transcript { dialect, file } = &cli.command {
+        return commands::transcript::run(dialect, file);
+    }
+    let loaded = Loaded::read(cli.config.as_deref())?;
+    let db = loaded.db_path(cli.db.as_deref())?;
+    let env = |name: &str| std::env::var(name).ok();
+    match cli.command {
+        Command::Run {
+            question,
+            thread,
+            json,
+            model,
+        } => {
+            let settings = loaded.settings(model.model.as_deref(), model.timeout, &env)?;
+            commands::run::run(&settings, &db, &question, &thread, json).await
+        }
+        Command::Chat { thread, model } => {
+            let settings = loaded.settings(model.model.as_deref(), model.timeout, &env)?;
+            commands::chat::run(&settings, &db, &thread).await
+        }
+        Command::Resume { thread, model } => {
+            // An unknown thread is the first thing to say, whatever the model settings.
+            commands::resume::check(&db, &thread).await?;
+            let settings = loaded.settings(model.model.as_deref(), model.timeout, &env)?;
+            commands::resume::run(&settings, &db, &thread).await
+        }
+        Command::Threads { command } => match command {
+            ThreadsCommand::List => commands::threads::list(&db).await,
+            ThreadsCommand::Show { id } => commands::threads::show(&db, &id).await,
+            ThreadsCommand::Export { id, format } => {
+                commands::threads::export(&db, &id, format == ExportFormat::Jsonl).await
+            }
+            ThreadsCommand::Delete { id } => commands::threads::delete(&db, &id).await,
+        },
+        Command::Transcript { .. } => Ok(()),
+    }
+}

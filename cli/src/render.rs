@@ -1,0 +1,105 @@
+//! Threads and entries as people read them.
+
+use motet::agents::{Entry, EntryBody};
+use motet::directives::{AssistantBlock, Usage};
+use motet::runtime::store::ThreadSummary;
+
+use crate::agent::display_id;
+
+/// One entry on one or more lines: `#seq kind: text`.
+pub fn entry(entry: &Entry) -> String {
+    let head = format!("#{:<3}", entry.seq);
+    match &entry.body {
+        EntryBody::User { content } => format!("{head} user: {content}"),
+        EntryBody::System { content } => format!("{head} system: {content}"),
+        EntryBody::Assistant { message, usage } => {
+            let mut lines = Vec::new();
+            for block in &message.blocks {
+                lines.push(match block {
+                    AssistantBlock::Text { text, .. } => format!("assistant: {text}"),
+                    AssistantBlock::Reasoning { text, .. } => {
+                        format!("assistant (thinking): {text}")
+                    }
+                    AssistantBlock::ToolUse { id, name, args, .. } => {
+                        format!("assistant calls {name}({args}) [{id}]")
+                    }
+                    _ => "assistant: (a block this version cannot show)".to_owned(),
+                });
+            }
+            if lines.is_empty() {
+                lines.push("assistant: (empty turn)".to_owned());
+            }
+            let cost = if usage.is_zero() {
+                String::new()
+            } else {
+                format!(" ({})", tokens(usage))
+            };
+            let first = format!("{head} {}{cost}", lines.remove(0));
+            std::iter::once(first)
+                .chain(lines.into_iter().map(|l| format!("     {l}")))
+                .collect::<Vec<_>>()
+                .join("\n")
+        }
+        EntryBody::ToolResult { name, result } => {
+            let verdict = if result.is_error {
+                "failed"
+            } else {
+                "returned"
+            };
+            format!(
+                "{head} tool {name} [{}] {verdict}: {}",
+                result.tool_use_id, result.content
+            )
+        }
+        EntryBody::Summary {
+            from_seq,
+            to_seq,
+            content,
+        } => format!("{head} summary of #{from_seq}..#{to_seq}: {content}"),
+        EntryBody::Boundary { from_seq } => format!("{head} window starts at #{from_seq}"),
+        EntryBody::Note { text } => format!("{head} note: {text}"),
+        EntryBody::Error { message } => format!("{head} error: {message}"),
+        EntryBody::Checkpoint { data } => format!("{head} checkpoint: {data}"),
+        EntryBody::SignalIn { signal } => format!("{head} signal in: {}", signal.signal_type()),
+        EntryBody::SignalOut { signal } => format!("{head} signal out: {}", signal.signal_type()),
+    }
+}
+
+/// `123 in / 45 out`.
+pub fn tokens(usage: &Usage) -> String {
+    format!("{} in / {} out", usage.input_tokens, usage.output_tokens)
+}
+
+/// Unix milliseconds as a UTC time to the second.
+pub fn time(unix_ms: u64) -> String {
+    let Ok(ms) = i64::try_from(unix_ms) else {
+        return unix_ms.to_string();
+    };
+    jiff::Timestamp::from_millisecond(ms)
+        .map(|t| t.strftime("%Y-%m-%d %H:%M:%S").to_string())
+        .unwrap_or_else(|_| unix_ms.to_string())
+}
+
+/// The thread table of `motet threads list`.
+pub fn thread_table(threads: &[ThreadSummary]) -> String {
+    let width = threads
+        .iter()
+        .map(|t| display_id(&t.id).len())
+        .max()
+        .unwrap_or(0)
+        .max("THREAD".len());
+    let mut out = format!(
+        "{:<width$}  {:>7}  {:>22}  UPDATED (UTC)\n",
+        "THREAD", "ENTRIES", "TOKENS"
+    );
+    for t in threads {
+        out.push_str(&format!(
+            "{:<width$}  {:>7}  {:>22}  {}\n",
+            display_id(&t.id),
+            t.entry_count,
+            tokens(&t.usage),
+            time(t.updated_at)
+        ));
+    }
+    out
+}
