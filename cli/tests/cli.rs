@@ -1,0 +1,584 @@
+//! The `motet` binary driven as a user drives it: real processes, real standard input and
+//! output, a temporary store. Tests that need a model run against the local llama.cpp server
+//! (`MOTET_LOCAL_LLM_URL`) and print "skipped: ..." without it; the bad-input cases need none.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use motet::agents::{EntryBody, FixedEnv, NewEntry, Refs, Thread};
+use motet::directives::{
+    AssistantBlock, AssistantMessage, StopReason, ToolArgs, ToolResult, Usage,
+};
+use motet::runtime::store::{SqliteStore, ThreadHeader, ThreadStore};
+use tempfile::TempDir;
+
+/// Variables that would let a test reach a real provider or pick a model by itself.
+const PROVIDER_VARS: [&str; 13] = [
+    "MOTET_MODEL",
+    "MOTET_LOCAL_LLM_URL",
+    "MOTET_OPENAI_COMPAT_BASE_URL",
+    "MOTET_OPENAI_COMPAT_API_KEY",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "GEMINI_BASE_URL",
+    "XDG_DATA_HOME",
+    "HOME",
+];
+
+/// A temporary folder holding the store; commands run in it (so no stray motet.toml is read)
+/// with no provider settings from the environment.
+struct Sandbox {
+    dir: TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn db(&self) -> PathBuf {
+        self.dir.path().join("motet.db")
+    }
+
+    fn motet(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_motet"));
+        for var in PROVIDER_VARS {
+            command.env_remove(var);
+        }
+        command
+            .env("HOME", self.dir.path())
+            .current_dir(self.dir.path())
+            .arg("--db")
+            .arg(self.db())
+            .args(args)
+            .stdin(Stdio::null());
+        command
+    }
+
+    /// Runs `motet args` with the local server as its model.
+    fn with_local(&self, url: &str, args: &[&str]) -> Command {
+        let mut command = self.motet(args);
+        command.env("MOTET_LOCAL_LLM_URL", url);
+        command
+    }
+}
+
+fn run(mut command: Command) -> Output {
+    command.output().unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Asserts a failure with `code` whose message contains every one of `needles`.
+fn assert_fails(output: &Output, code: i32, needles: &[&str]) {
+    let err = stderr(output);
+    assert_eq!(output.status.code(), Some(code), "stderr: {err}");
+    for needle in needles {
+        assert!(err.contains(needle), "{needle:?} not in {err:?}");
+    }
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+fn local_llm(test: &str) -> Option<String> {
+    let url = std::env::var("MOTET_LOCAL_LLM_URL").ok();
+    if url.is_none() {
+        println!("skipped: {test} needs MOTET_LOCAL_LLM_URL (bash scripts/local-llm.sh start)");
+    }
+    url
+}
+
+fn tokio() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Writes thread `cli/work` as an agent would have: a question, a calculator call, its
+/// result, the answer.
+fn store_work_thread(db: &Path) -> Thread {
+    tokio().block_on(async {
+        let store = SqliteStore::open(db).await.unwrap();
+        let env = FixedEnv::new(1_700_000_000_000);
+        let refs = Refs::request("req_1");
+        let mut thread = Thread::new("cli/work", 1_700_000_000_000);
+        thread.append(
+            &env,
+            NewEntry::user("What is 6 * 7?").with_refs(refs.clone()),
+        );
+        let call = AssistantMessage {
+            blocks: vec![AssistantBlock::tool_use(
+                "call_1",
+                "calculator",
+                ToolArgs::from_text(r#"{"expression": "6 * 7"}"#),
+            )],
+            stop_reason: StopReason::ToolUse,
+        };
+        let usage = Usage {
+            input_tokens: 12,
+            output_tokens: 5,
+            ..Usage::default()
+        };
+        thread.append(
+            &env,
+            NewEntry::assistant(call, usage).with_refs(refs.clone()),
+        );
+        thread.append(
+            &env,
+            NewEntry::tool_result("calculator", ToolResult::ok("call_1", "42"))
+                .with_refs(refs.clone()),
+        );
+        let answer = AssistantMessage {
+            blocks: vec![AssistantBlock::text("6 * 7 is 42.")],
+            stop_reason: StopReason::EndTurn,
+        };
+        thread.append(
+            &env,
+            NewEntry::assistant(answer, Usage::default()).with_refs(refs),
+        );
+        store
+            .create_with(&ThreadHeader::of(&thread), None, thread.to_list())
+            .await
+            .unwrap();
+        thread
+    })
+}
+
+#[test]
+fn threads_list_show_export_delete() {
+    let sandbox = Sandbox::new();
+    let thread = store_work_thread(&sandbox.db());
+
+    let list = run(sandbox.motet(&["threads", "list"]));
+    assert!(list.status.success(), "{}", stderr(&list));
+    let table = stdout(&list);
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("work "))
+        .unwrap_or_else(|| panic!("no row for work in {table}"));
+    assert!(
+        row.contains(" 4 ") && row.contains("12 in / 5 out"),
+        "{row}"
+    );
+
+    // `work` and `cli/work` are the same thread.
+    for id in ["work", "cli/work"] {
+        let show = run(sandbox.motet(&["threads", "show", id]));
+        assert!(show.status.success(), "{}", stderr(&show));
+        let text = stdout(&show);
+        for needle in [
+            "thread cli/work · 4 entries",
+            "#0   user: What is 6 * 7?",
+            // Valid arguments come back compact (docs/persistence.md, "Byte fidelity").
+            r#"#1   assistant calls calculator({"expression":"6 * 7"}) [call_1] (12 in / 5 out)"#,
+            "#2   tool calculator [call_1] returned: 42",
+            "#3   assistant: 6 * 7 is 42.",
+        ] {
+            assert!(text.contains(needle), "{needle:?} not in {text}");
+        }
+    }
+
+    let expected: Vec<serde_json::Value> = thread
+        .to_list()
+        .iter()
+        .map(|e| serde_json::to_value(e).unwrap())
+        .collect();
+    let jsonl = run(sandbox.motet(&["threads", "export", "work"]));
+    assert!(jsonl.status.success(), "{}", stderr(&jsonl));
+    let lines: Vec<serde_json::Value> = stdout(&jsonl)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines, expected);
+    let json = run(sandbox.motet(&["threads", "export", "cli/work", "--format", "json"]));
+    assert!(json.status.success(), "{}", stderr(&json));
+    let array: Vec<serde_json::Value> = serde_json::from_str(&stdout(&json)).unwrap();
+    assert_eq!(array, expected);
+
+    let delete = run(sandbox.motet(&["threads", "delete", "work"]));
+    assert!(delete.status.success(), "{}", stderr(&delete));
+    assert!(stdout(&delete).contains("deleted thread cli/work"));
+    let list = run(sandbox.motet(&["threads", "list"]));
+    assert!(stdout(&list).contains("no threads in"), "{}", stdout(&list));
+    assert_fails(
+        &run(sandbox.motet(&["threads", "delete", "work"])),
+        4,
+        &["no thread `cli/work`"],
+    );
+}
+
+#[test]
+fn an_unknown_thread_is_named() {
+    let sandbox = Sandbox::new();
+    store_work_thread(&sandbox.db());
+    let db = sandbox.db().display().to_string();
+    for args in [
+        &["threads", "show", "nope"][..],
+        &["threads", "export", "cli/nope"],
+        &["threads", "delete", "nope"],
+        &["resume", "nope"],
+    ] {
+        assert_fails(&run(sandbox.motet(args)), 4, &["no thread `cli/nope`", &db]);
+    }
+}
+
+#[test]
+fn a_file_that_is_not_a_motet_store_is_refused() {
+    let sandbox = Sandbox::new();
+    std::fs::write(
+        sandbox.db(),
+        "these are my notes, not a database\n".repeat(100),
+    )
+    .unwrap();
+    let db = sandbox.db().display().to_string();
+    for args in [
+        &["threads", "list"][..],
+        &["threads", "show", "default"],
+        &["run", "hi", "--model", "openai-compat:m"],
+    ] {
+        let mut command = sandbox.motet(args);
+        command.env("MOTET_OPENAI_COMPAT_BASE_URL", "http://127.0.0.1:9/v1");
+        assert_fails(&run(command), 4, &[&db, "is not a motet thread store"]);
+    }
+    // The file is left as it was.
+    assert!(
+        std::fs::read_to_string(sandbox.db())
+            .unwrap()
+            .starts_with("these are my notes")
+    );
+}
+
+#[test]
+fn model_choice_errors_say_what_to_do() {
+    let sandbox = Sandbox::new();
+    assert_fails(
+        &run(sandbox.motet(&["run", "hi", "--model", "nocolon"])),
+        3,
+        &["unknown model `nocolon`", "--model", "provider:model"],
+    );
+    assert_fails(
+        &run(sandbox.motet(&["run", "hi", "--model", "acme:large"])),
+        3,
+        &["unknown model `acme:large`", "unknown provider `acme`"],
+    );
+    let mut from_env = sandbox.motet(&["run", "hi"]);
+    from_env.env("MOTET_MODEL", "acme:large");
+    assert_fails(&run(from_env), 3, &["`acme:large` (from MOTET_MODEL)"]);
+    assert_fails(
+        &run(sandbox.motet(&["run", "hi", "--model", "anthropic:claude-sonnet-4-5"])),
+        3,
+        &["anthropic:claude-sonnet-4-5", "ANTHROPIC_API_KEY"],
+    );
+    assert_fails(
+        &run(sandbox.motet(&["run", "hi"])),
+        3,
+        &[
+            "no model configured",
+            "bash scripts/local-llm.sh start",
+            "MOTET_LOCAL_LLM_URL",
+        ],
+    );
+    // Nothing ran, so nothing was stored.
+    let list = run(sandbox.motet(&["threads", "list"]));
+    assert!(stdout(&list).contains("no threads"), "{}", stdout(&list));
+}
+
+#[test]
+fn an_unreachable_server_is_named() {
+    let sandbox = Sandbox::new();
+    // A port that was free a moment ago: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let mut command = sandbox.motet(&["run", "hi", "--model", "openai-compat:m"]);
+    command.env("MOTET_OPENAI_COMPAT_BASE_URL", &url);
+    let started = Instant::now();
+    let output = run(command);
+    assert_fails(&output, 1, &["cannot reach the model server at", &url]);
+    assert!(started.elapsed() < Duration::from_secs(30));
+    assert!(stdout(&output).is_empty());
+}
+
+#[test]
+fn config_file_errors_name_the_key_and_the_file() {
+    let sandbox = Sandbox::new();
+    let file = sandbox.dir.path().join("motet.toml");
+    let cases = [
+        (
+            "context = \"huge\"\n",
+            "key `context`: unknown preset `huge`",
+        ),
+        ("tools = [\"shell\"]\n", "key `tools`: unknown tool `shell`"),
+        ("model = \"nocolon\"\n", "key `model` of"),
+        ("timeout_secs = \"soon\"\n", "timeout_secs"),
+        ("modle = \"openai:gpt-5.2\"\n", "unknown field `modle`"),
+    ];
+    for (text, needle) in cases {
+        std::fs::write(&file, text).unwrap();
+        // Read from the current folder...
+        let mut command = sandbox.motet(&["run", "hi"]);
+        command.env("MOTET_LOCAL_LLM_URL", "http://127.0.0.1:9");
+        assert_fails(&run(command), 3, &[needle, "motet.toml"]);
+    }
+    // ... or named with --config, which must exist.
+    let missing = sandbox.dir.path().join("elsewhere.toml");
+    assert_fails(
+        &run(sandbox.motet(&["--config", missing.to_str().unwrap(), "threads", "list"])),
+        3,
+        &["elsewhere.toml", "cannot read it"],
+    );
+}
+
+#[test]
+fn transcript_prints_the_assembled_response() {
+    let sandbox = Sandbox::new();
+    let stream = sandbox.dir.path().join("stream.sse");
+    std::fs::write(
+        &stream,
+        concat!(
+            "data: {\"id\":\"c1\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Hel\"}}]}\n\n",
+            "data: {\"id\":\"c1\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lo\"},\"finish_reason\":\"stop\"}]}\n\n",
+            "data: [DONE]\n\n"
+        ),
+    )
+    .unwrap();
+    let output = run(sandbox.motet(&[
+        "transcript",
+        "--dialect",
+        "openai-chat",
+        stream.to_str().unwrap(),
+    ]));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let response: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(
+        response["message"]["blocks"][0]["text"], "Hello",
+        "{response}"
+    );
+
+    std::fs::write(&stream, "data: {not json\n\n").unwrap();
+    assert_fails(
+        &run(sandbox.motet(&[
+            "transcript",
+            "--dialect",
+            "openai-chat",
+            stream.to_str().unwrap(),
+        ])),
+        1,
+        &["the stream was rejected"],
+    );
+    assert_fails(
+        &run(sandbox.motet(&["transcript", "--dialect", "cobol", stream.to_str().unwrap()])),
+        2,
+        &["cobol"],
+    );
+}
+
+#[test]
+fn run_answers_with_the_local_model() {
+    let Some(url) = local_llm("run_answers_with_the_local_model") else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let output = run(sandbox.with_local(&url, &["run", "What is 2 + 3?", "--json"]));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let reply: serde_json::Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert!(
+        !reply["answer"].as_str().unwrap().trim().is_empty(),
+        "{reply}"
+    );
+    assert_eq!(reply["thread"], "default");
+    assert_eq!(reply["model"], "openai-compat:local");
+    assert!(reply["request_id"].as_str().unwrap().starts_with("req"));
+    assert!(reply["iterations"].as_u64().unwrap() >= 1);
+    assert!(
+        reply["usage"]["input_tokens"].as_u64().unwrap() > 0,
+        "{reply}"
+    );
+
+    // Plain output is the answer alone; `cli/default` continues the same thread.
+    let output = run(sandbox.with_local(&url, &["run", "And 4 + 4?", "--thread", "cli/default"]));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let answer = stdout(&output);
+    assert!(!answer.trim().is_empty());
+    let show = stdout(&run(sandbox.motet(&["threads", "show", "default"])));
+    assert!(show.contains("user: What is 2 + 3?"), "{show}");
+    assert!(show.contains("user: And 4 + 4?"), "{show}");
+    assert!(show.contains(answer.trim()), "{answer:?} not in {show}");
+}
+
+/// The stored thread's entries.
+fn load(db: &Path, id: &str) -> Option<Thread> {
+    tokio().block_on(async { SqliteStore::open(db).await.unwrap().load(id).await.unwrap() })
+}
+
+#[test]
+fn resume_after_a_kill_in_flight() {
+    let Some(url) = local_llm("resume_after_a_kill_in_flight") else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let rt = tokio();
+    let store = rt.block_on(SqliteStore::open(sandbox.db())).unwrap();
+    // A kill lands in flight when it comes after the question is committed and before the
+    // answer is; the model takes long enough that the first attempt nearly always does.
+    for attempt in 0..5 {
+        let thread = format!("t{attempt}");
+        let id = format!("cli/{thread}");
+        let mut child = sandbox
+            .with_local(
+                &url,
+                &[
+                    "run",
+                    "Write three sentences about the sea.",
+                    "--thread",
+                    &thread,
+                ],
+            )
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while rt.block_on(store.summary(&id)).unwrap().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let before = load(&sandbox.db(), &id).expect("the question was committed");
+        if !matches!(before.last().map(|e| &e.body), Some(EntryBody::User { .. })) {
+            continue; // the answer was in before the kill: try again
+        }
+
+        let output = run(sandbox.with_local(&url, &["resume", &thread]));
+        assert!(output.status.success(), "{}", stderr(&output));
+        let text = stdout(&output);
+        assert!(
+            text.contains("owed: an answer to \"Write three sentences about the sea.\""),
+            "{text}"
+        );
+        assert!(text.contains("done: request req"), "{text}");
+        let after = load(&sandbox.db(), &id).unwrap();
+        let entries = after.to_list();
+        assert_eq!(entries[..before.to_list().len()], *before.to_list());
+        let Some(EntryBody::Assistant { message, .. }) = after.last().map(|e| &e.body) else {
+            panic!("no answer after resume: {entries:?}");
+        };
+        let answer: String = message
+            .blocks
+            .iter()
+            .filter_map(|b| match b {
+                AssistantBlock::Text { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert!(text.contains(answer.trim()), "{answer:?} not in {text}");
+        // One request, the interrupted one, from question to answer.
+        let request = entries[0].refs.request_id.clone();
+        assert!(request.is_some());
+        assert!(
+            entries.iter().all(|e| e.refs.request_id == request),
+            "{entries:?}"
+        );
+        // Nothing more is owed.
+        let again = run(sandbox.with_local(&url, &["resume", &thread]));
+        assert!(
+            stdout(&again).contains("owed: nothing new"),
+            "{}",
+            stdout(&again)
+        );
+        return;
+    }
+    panic!("no kill landed in flight in 5 attempts");
+}
+
+/// A pseudo-terminal session. rexpect reads the terminal byte by byte as Latin-1 characters,
+/// so what is expected goes in as those characters and what was read comes back as UTF-8.
+struct Pty(rexpect::session::PtySession);
+
+impl Pty {
+    fn spawn(command: Command) -> Self {
+        Self(rexpect::session::spawn_command(command, Some(60_000)).unwrap())
+    }
+
+    /// Waits for `needle` and returns what came before it.
+    fn expect(&mut self, needle: &str) -> String {
+        let latin1: String = needle.bytes().map(char::from).collect();
+        let before = self
+            .0
+            .exp_string(&latin1)
+            .unwrap_or_else(|e| panic!("waiting for {needle:?}: {e}"));
+        let bytes: Vec<u8> = before.chars().map(|c| c as u8).collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+#[test]
+fn chat_streams_answers_and_keeps_the_agent() {
+    let Some(url) = local_llm("chat_streams_answers_and_keeps_the_agent") else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    let mut command = sandbox.with_local(&url, &["chat"]);
+    command.stdin(Stdio::inherit());
+    let mut chat = Pty::spawn(command);
+    chat.expect("[cli · thread default · 0 messages · session tokens 0 in / 0 out · ready]");
+
+    let started = Instant::now();
+    chat.0.send_line("Name a colour.").unwrap();
+    let streamed = chat.expect("[cli · thread default · 2 messages · session tokens ");
+    let status = chat.expect("]");
+    assert!(status.contains(" out · ok"), "{status}");
+    let first = started.elapsed();
+
+    chat.0.send_line("/threads").unwrap();
+    chat.expect("current: default");
+    chat.expect("> ");
+
+    // Ctrl-C while an answer is written cancels it and keeps the chat. (rexpect's terminal
+    // does not echo, so the first streamed letter says the answer is being written.)
+    chat.0
+        .send_line("Write a long story about a dragon and a knight, with many chapters.")
+        .unwrap();
+    chat.0.exp_regex("[A-Za-z]").unwrap();
+    let started = Instant::now();
+    chat.0.send_control('c').unwrap();
+    let cancelled = chat.expect("[cli · thread default · ");
+    let status = chat.expect("]");
+    let cancel = started.elapsed();
+    chat.0.send_line("/quit").unwrap();
+    chat.0.exp_eof().unwrap();
+
+    // What streamed is the answer the thread stored.
+    let thread = load(&sandbox.db(), "cli/default").unwrap();
+    let Some(EntryBody::Assistant { message, .. }) = thread.to_list().get(1).map(|e| &e.body)
+    else {
+        panic!("no answer stored: {:?}", thread.to_list());
+    };
+    let AssistantBlock::Text { text, .. } = &message.blocks[0] else {
+        panic!("not a text answer: {message:?}");
+    };
+    let seen = streamed.replace("\r\n", "\n");
+    assert!(seen.contains(text.trim()), "{text:?} not in {seen:?}");
+    // The interrupted answer ended cancelled, unless the model finished first.
+    // The interrupted answer ended cancelled (the story runs for tens of seconds).
+    assert!(status.contains("cancelled"), "{cancelled}{status}");
+    println!("chat: first answer streamed in {first:?}, ctrl-c answered in {cancel:?}");
+}
