@@ -82,6 +82,9 @@ pub enum CliError {
         /// Why it failed.
         source: std::io::Error,
     },
+    /// The OpenTelemetry settings (`OTEL_*`, `RUST_LOG`) cannot be used.
+    #[error("telemetry: {0}")]
+    Telemetry(#[from] motet::telemetry::TelemetryError),
     /// A recorded stream that motet cannot accept (`motet transcript`).
     #[error("{0}")]
     Transcript(String),
@@ -100,7 +103,8 @@ impl CliError {
             Self::ConfigFile { .. }
             | Self::UnknownModel { .. }
             | Self::ProviderConfig { .. }
-            | Self::NoModel => 3,
+            | Self::NoModel
+            | Self::Telemetry(_) => 3,
             Self::Store(_) | Self::DataDir { .. } | Self::UnknownThread { .. } => 4,
         }
     }

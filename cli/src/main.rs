@@ -131,6 +131,17 @@ enum ExportFormat {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Spans go to OTEL_EXPORTER_OTLP_ENDPOINT when it is set; log lines go to stderr only
+    // (RUST_LOG, default warn), so standard output stays the command's own. The guard
+    // flushes the exporters when it drops, after the runtime below has finished.
+    let _telemetry = match motet::telemetry::init() {
+        Ok(guard) => guard,
+        Err(error) => {
+            let error = CliError::from(error);
+            eprintln!("motet: {error}");
+            return ExitCode::from(error.exit_code());
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
