@@ -83,6 +83,7 @@ pub async fn start(
     if let Some(prompt) = &settings.system_prompt {
         config = config.with_system_prompt(prompt.clone());
     }
+    config.options.max_tokens = settings.max_tokens;
     if let Some(policy) = &settings.policy {
         config = config.with_context_policy(policy.clone());
     }

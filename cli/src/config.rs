@@ -10,6 +10,7 @@
 //! | tools | — | — | `tools` | `["calculator"]` |
 //! | system prompt | — | — | `system_prompt` | none |
 //! | request timeout | `--timeout` | — | `timeout_secs` | 120 |
+//! | answer length | — | — | `max_tokens` | the provider's |
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -62,6 +63,8 @@ pub struct FileConfig {
     pub system_prompt: Option<String>,
     /// How long one request may take, in seconds.
     pub timeout_secs: Option<u64>,
+    /// The output token limit of each LLM call.
+    pub max_tokens: Option<u32>,
     /// Provider base URLs.
     #[serde(default)]
     pub base_urls: BaseUrls,
@@ -226,6 +229,9 @@ impl Loaded {
         if timeout_secs == 0 {
             return Err(self.key_error("timeout_secs", "must be at least 1"));
         }
+        if self.file.max_tokens == Some(0) {
+            return Err(self.key_error("max_tokens", "must be at least 1"));
+        }
         Ok(Settings {
             model,
             base_url,
@@ -234,6 +240,7 @@ impl Loaded {
             tools,
             system_prompt: self.file.system_prompt.clone(),
             timeout: Duration::from_secs(timeout_secs),
+            max_tokens: self.file.max_tokens,
         })
     }
 
@@ -320,6 +327,8 @@ pub struct Settings {
     pub system_prompt: Option<String>,
     /// How long one request may take.
     pub timeout: Duration,
+    /// The output token limit of each LLM call (`None`: the provider's).
+    pub max_tokens: Option<u32>,
 }
 
 #[cfg(test)]

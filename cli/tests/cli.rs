@@ -64,6 +64,11 @@ impl Sandbox {
         command
     }
 
+    /// Writes `motet.toml` in the folder commands run in.
+    fn config(&self, text: &str) {
+        std::fs::write(self.dir.path().join("motet.toml"), text).unwrap();
+    }
+
     /// Runs `motet args` with the local server as its model.
     fn with_local(&self, url: &str, args: &[&str]) -> Command {
         let mut command = self.motet(args);
@@ -329,6 +334,7 @@ fn config_file_errors_name_the_key_and_the_file() {
         ("tools = [\"shell\"]\n", "key `tools`: unknown tool `shell`"),
         ("model = \"nocolon\"\n", "key `model` of"),
         ("timeout_secs = \"soon\"\n", "timeout_secs"),
+        ("max_tokens = 0\n", "key `max_tokens`: must be at least 1"),
         ("modle = \"openai:gpt-5.2\"\n", "unknown field `modle`"),
     ];
     for (text, needle) in cases {
@@ -397,6 +403,8 @@ fn run_answers_with_the_local_model() {
         return;
     };
     let sandbox = Sandbox::new();
+    // The tiny model rambles: short answers keep the test short.
+    sandbox.config("max_tokens = 48\n");
     let output = run(sandbox.with_local(&url, &["run", "What is 2 + 3?", "--json"]));
     assert!(output.status.success(), "{}", stderr(&output));
     let reply: serde_json::Value = serde_json::from_str(stdout(&output).trim()).unwrap();
@@ -410,6 +418,12 @@ fn run_answers_with_the_local_model() {
     assert!(reply["iterations"].as_u64().unwrap() >= 1);
     assert!(
         reply["usage"]["input_tokens"].as_u64().unwrap() > 0,
+        "{reply}"
+    );
+    // The file's max_tokens reached the model: at most 48 tokens per LLM call.
+    let calls = reply["iterations"].as_u64().unwrap();
+    assert!(
+        reply["usage"]["output_tokens"].as_u64().unwrap() <= 48 * calls,
         "{reply}"
     );
 
@@ -435,6 +449,7 @@ fn resume_after_a_kill_in_flight() {
         return;
     };
     let sandbox = Sandbox::new();
+    sandbox.config("max_tokens = 64\n");
     let rt = tokio();
     let store = rt.block_on(SqliteStore::open(sandbox.db())).unwrap();
     // A kill lands in flight when it comes after the question is committed and before the
@@ -515,7 +530,7 @@ struct Pty(rexpect::session::PtySession);
 
 impl Pty {
     fn spawn(command: Command) -> Self {
-        Self(rexpect::session::spawn_command(command, Some(60_000)).unwrap())
+        Self(rexpect::session::spawn_command(command, Some(120_000)).unwrap())
     }
 
     /// Waits for `needle` and returns what came before it.
@@ -536,13 +551,15 @@ fn chat_streams_answers_and_keeps_the_agent() {
         return;
     };
     let sandbox = Sandbox::new();
+    // Long enough for Ctrl-C to land while the story is written, short enough to be quick.
+    sandbox.config("max_tokens = 300\n");
     let mut command = sandbox.with_local(&url, &["chat"]);
     command.stdin(Stdio::inherit());
     let mut chat = Pty::spawn(command);
     chat.expect("[cli · thread default · 0 messages · session tokens 0 in / 0 out · ready]");
 
     let started = Instant::now();
-    chat.0.send_line("Name a colour.").unwrap();
+    chat.0.send_line("Name one colour, in one word.").unwrap();
     let streamed = chat.expect("[cli · thread default · 2 messages · session tokens ");
     let status = chat.expect("]");
     assert!(status.contains(" out · ok"), "{status}");
@@ -578,7 +595,7 @@ fn chat_streams_answers_and_keeps_the_agent() {
     let seen = streamed.replace("\r\n", "\n");
     assert!(seen.contains(text.trim()), "{text:?} not in {seen:?}");
     // The interrupted answer ended cancelled, unless the model finished first.
-    // The interrupted answer ended cancelled (the story runs for tens of seconds).
+    // The interrupted answer ended cancelled (the story runs for seconds).
     assert!(status.contains("cancelled"), "{cancelled}{status}");
     println!("chat: first answer streamed in {first:?}, ctrl-c answered in {cancel:?}");
 }
