@@ -599,3 +599,25 @@ fn chat_streams_answers_and_keeps_the_agent() {
     assert!(status.contains("cancelled"), "{cancelled}{status}");
     println!("chat: first answer streamed in {first:?}, ctrl-c answered in {cancel:?}");
 }
+
+#[test]
+fn telemetry_settings_are_checked_and_logs_stay_off_stdout() {
+    let sandbox = Sandbox::new();
+    store_work_thread(&sandbox.db());
+    let mut bad = sandbox.motet(&["threads", "list"]);
+    bad.env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json");
+    assert_fails(&run(bad), 3, &["telemetry", "OTEL_EXPORTER_OTLP_PROTOCOL"]);
+
+    // Log lines go to stderr, and only as RUST_LOG asks: stdout stays empty on a failure.
+    let mut verbose = sandbox.motet(&["run", "hi", "--model", "openai-compat:m"]);
+    verbose
+        .env("MOTET_OPENAI_COMPAT_BASE_URL", "http://127.0.0.1:9/v1")
+        .env("RUST_LOG", "debug");
+    let output = run(verbose);
+    assert_fails(&output, 1, &["DEBUG", "cannot reach the model server at"]);
+    assert!(stdout(&output).is_empty(), "{}", stdout(&output));
+    let mut quiet = sandbox.motet(&["run", "hi", "--model", "openai-compat:m"]);
+    quiet.env("MOTET_OPENAI_COMPAT_BASE_URL", "http://127.0.0.1:9/v1");
+    let output = run(quiet);
+    assert!(!stderr(&output).contains("DEBUG"), "{}", stderr(&output));
+}
