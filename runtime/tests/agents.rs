@@ -685,6 +685,54 @@ async fn past_its_restart_intensity_the_agent_is_stopped() {
     runtime.shutdown().await;
 }
 
+#[tokio::test]
+async fn restarts_and_a_stopped_agent_are_published_on_the_bus() {
+    use motet_runtime::agent::{AGENT_STOPPED, THREAD_RESTARTED, ThreadFailure};
+    let runtime = Runtime::builder()
+        .llm(Arc::new(EchoModel::default()))
+        .build()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::sync_channel(8);
+    let _watch = runtime.bus().subscribe("agent.**".parse().unwrap(), tx);
+    let tools = calculator();
+    let agent = runtime
+        .spawn(
+            AgentSpec::new("fragile", Fragile(react("openai:gpt-5.2", &tools)))
+                .with_restart_intensity(motet_runtime::supervisor::Intensity {
+                    max_restarts: 1,
+                    within: Duration::from_secs(60),
+                }),
+        )
+        .await
+        .unwrap();
+    let options = AskOptions {
+        thread_id: Some("t1".into()),
+        timeout: Duration::from_secs(5),
+        ..AskOptions::default()
+    };
+    let err = agent.ask("boom", options.clone()).await.unwrap_err();
+    assert!(matches!(err, AskError::AgentRestarted { .. }), "{err:?}");
+    let restarted = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!(restarted.signal_type().as_str(), THREAD_RESTARTED);
+    let failure: ThreadFailure = restarted.data_as().unwrap();
+    assert_eq!(
+        (failure.agent.as_str(), failure.thread.as_str()),
+        ("fragile", "t1")
+    );
+    assert!(
+        failure.error.contains("a bug in the strategy"),
+        "{}",
+        failure.error
+    );
+    // A second failure is past the intensity: the agent stops, and says so.
+    let _ = agent.ask("boom", options).await;
+    let stopped = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!(stopped.signal_type().as_str(), AGENT_STOPPED);
+    assert_eq!(stopped.data_as::<ThreadFailure>().unwrap().agent, "fragile");
+    assert_eq!(runtime.agent_count(), 0);
+    runtime.shutdown().await;
+}
+
 /// Remembers the types of the signals it gets; answers `react.input` "report" with them, and
 /// "cast:<group>" by emitting `news.flash` to that group.
 struct Recorder;

@@ -859,6 +859,25 @@ pub struct ChildEvent {
     pub message: Option<String>,
 }
 
+/// Published on the bus when the supervisor restarted a failed thread of an agent: requests
+/// that were running on it are lost, and whoever sent them can send them again.
+pub const THREAD_RESTARTED: &str = "agent.thread.restarted";
+
+/// Published on the bus when an agent's threads failed past its restart intensity and the
+/// agent was stopped.
+pub const AGENT_STOPPED: &str = "agent.stopped";
+
+/// Data of `agent.thread.restarted` and `agent.stopped`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct ThreadFailure {
+    /// The agent.
+    pub agent: String,
+    /// The thread that failed.
+    pub thread: String,
+    /// Why it failed (the panic or error message).
+    pub error: String,
+}
+
 /// The store id of `thread` of `agent`.
 pub(crate) fn store_id(agent: &str, thread: &str) -> String {
     format!("{agent}/{thread}")

@@ -5,7 +5,9 @@
 //! (one_for_one, transient: a thread that stops normally stays stopped).
 //!
 //! An ask in flight on a failed thread is answered [`super::AskError::AgentRestarted`]; it is
-//! not resumed. The restarted thread reloads its history from the runtime's store.
+//! not resumed. The restarted thread reloads its history from the runtime's store. Each
+//! restart is published on the bus as `agent.thread.restarted`, and an agent stopped past its
+//! intensity as `agent.stopped`, so work sent by signal (not by ask) can be sent again.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
@@ -13,7 +15,10 @@ use std::time::Instant;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 
+use motet_signals::Signal;
+
 use super::handle::Services;
+use super::server::{AGENT_STOPPED, THREAD_RESTARTED, ThreadFailure};
 use crate::supervisor::{Decision, ExitReason, Restart, RestartHistory, RestartStrategy, decide};
 
 /// The supervisor actor. Its only messages are supervision events.
@@ -85,7 +90,8 @@ impl Actor for ThreadSupervisor {
                             .await
                         {
                             Ok(actor) => {
-                                services.register_thread((agent, thread), actor);
+                                services.register_thread((agent.clone(), thread.clone()), actor);
+                                publish(&services, THREAD_RESTARTED, agent, thread, &error);
                             }
                             Err(spawn_error) => {
                                 tracing::error!(%agent, %thread, %spawn_error, "could not restart an agent thread");
@@ -105,6 +111,7 @@ impl Actor for ThreadSupervisor {
                         for actor in threads {
                             actor.stop(Some("restart intensity exceeded".to_owned()));
                         }
+                        publish(&services, AGENT_STOPPED, agent, thread, &error);
                     }
                 }
             }
@@ -114,6 +121,30 @@ impl Actor for ThreadSupervisor {
             _ => {}
         }
         Ok(())
+    }
+}
+
+/// Tells the bus that a thread of `agent` failed: `kind` is what became of it.
+fn publish(
+    services: &Services,
+    kind: &str,
+    agent: String,
+    thread: String,
+    error: &ActorProcessingErr,
+) {
+    let data = ThreadFailure {
+        agent,
+        thread,
+        error: error.to_string(),
+    };
+    match Signal::builder(kind, "motet.supervisor")
+        .with_data(data)
+        .build()
+    {
+        Ok(signal) => {
+            services.bus.publish(&signal);
+        }
+        Err(error) => tracing::error!(%error, kind, "could not build a supervision signal"),
     }
 }
 
