@@ -1,0 +1,339 @@
+//! The coordinator: a pure strategy that fans a batch of tasks out to the workers and gathers
+//! their answers, all through signals.
+//!
+//! - `swarm.run` (an ask) brings the batch. Each task goes to a worker as a `react.input`
+//!   signal (`Emit` to that agent), on a thread of its own named after the task and attempt, so
+//!   no task sees another's history.
+//! - Workers answer on the bus (`react.completed` / `react.failed`, which the coordinator
+//!   subscribes to). Every answer moves the count on and is published as `swarm.progress`.
+//! - The supervisor publishes `agent.thread.restarted` when a worker's thread crashed: the task
+//!   it was running is lost with it, so the coordinator sends it again, to the next worker. A
+//!   failed request is tried again the same way, up to `max_attempts`.
+//! - When every task is answered or out of attempts, `swarm.done` answers the ask with a
+//!   [`Report`].
+
+use std::collections::{BTreeSet, HashMap};
+
+use motet::agents::{ReactCompleted, ReactFailed};
+use motet::directives::{Emit, EmitTarget};
+use motet::prelude::*;
+use motet::runtime::agent::ThreadFailure;
+use serde::{Deserialize, Serialize};
+
+/// Starts a batch: data [`Batch`].
+pub(crate) const RUN: &str = "swarm.run";
+/// Answers `swarm.run` when every task is settled: data [`Report`].
+pub(crate) const DONE: &str = "swarm.done";
+/// The coordinator's failure reply type (it has none of its own to send).
+pub(crate) const FAILED: &str = "swarm.failed";
+/// Published on the bus after every change: data [`Progress`].
+pub(crate) const PROGRESS: &str = "swarm.progress";
+
+/// One task for one worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Task {
+    /// Its number in the batch.
+    pub id: usize,
+    /// What the worker is asked.
+    pub query: String,
+    /// Whether the worker crashes on purpose on the first attempt.
+    pub chaos: bool,
+}
+
+/// Data of `swarm.run`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Batch {
+    /// The tasks.
+    pub tasks: Vec<Task>,
+}
+
+/// What a worker receives: `react.input`'s data. ReAct reads `query`; the worker's chaos
+/// wrapper reads `crash`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct WorkerInput {
+    /// The task's question.
+    pub query: String,
+    /// Crash the worker's thread instead of answering (chaos, first attempt only).
+    #[serde(default)]
+    pub crash: bool,
+}
+
+/// How one task ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Outcome {
+    /// The task.
+    pub id: usize,
+    /// The answer, or `None` when every attempt failed.
+    pub answer: Option<String>,
+    /// Why the last attempt failed, when it did.
+    pub error: Option<String>,
+    /// Attempts made (1 when the first one answered).
+    pub attempts: u32,
+    /// From the first dispatch to the answer.
+    pub latency_ms: u64,
+    /// LLM calls of the answering request.
+    pub llm_calls: u32,
+}
+
+/// Data of `swarm.done`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Report {
+    /// One per task, in task order.
+    pub outcomes: Vec<Outcome>,
+    /// Thread restarts the supervisor published.
+    pub restarts: u64,
+    /// Tasks sent again (after a restart or a failed attempt).
+    pub retries: u64,
+    /// Prompt tokens over every attempt.
+    pub tokens_in: u64,
+    /// Completion tokens over every attempt.
+    pub tokens_out: u64,
+}
+
+/// Data of `swarm.progress`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Progress {
+    /// Tasks answered.
+    pub answered: usize,
+    /// Tasks out of attempts.
+    pub failed: usize,
+    /// Workers holding an open task.
+    pub busy_agents: usize,
+    /// Thread restarts seen.
+    pub restarts: u64,
+    /// Tokens in and out so far.
+    pub tokens: u64,
+}
+
+/// Fans tasks out to `workers` and gathers the answers.
+pub(crate) struct Coordinator {
+    workers: Vec<String>,
+    max_attempts: u32,
+}
+
+impl Coordinator {
+    /// A coordinator for these workers (agent names), trying each task up to `max_attempts`.
+    pub(crate) fn new(workers: Vec<String>, max_attempts: u32) -> Self {
+        Self {
+            workers,
+            max_attempts: max_attempts.max(1),
+        }
+    }
+}
+
+/// A task on its way: keyed by the request id its worker answers with.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Open {
+    task: Task,
+    attempt: u32,
+    worker: usize,
+    first_sent_ms: u64,
+}
+
+/// The coordinator's state for one batch.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct Gathering {
+    batch: Option<String>,
+    total: usize,
+    open: HashMap<String, Open>,
+    /// Workers the supervisor stopped; nothing more is sent to them.
+    stopped: BTreeSet<usize>,
+    report: Report,
+}
+
+impl Strategy for Coordinator {
+    type State = Gathering;
+
+    fn init(&self, _env: &dyn Env) -> Gathering {
+        Gathering::default()
+    }
+
+    fn handle(
+        &self,
+        state: &mut Gathering,
+        signal: &Signal,
+        env: &dyn Env,
+    ) -> Result<Vec<Directive>, StrategyError> {
+        let mut out = Vec::new();
+        match signal.signal_type().as_str() {
+            RUN => {
+                let batch: Batch = read(signal)?;
+                state.batch = signal.request_id().map(str::to_owned);
+                state.total = batch.tasks.len();
+                for (k, task) in batch.tasks.into_iter().enumerate() {
+                    let open = Open {
+                        task,
+                        attempt: 0,
+                        worker: k % self.workers.len().max(1),
+                        first_sent_ms: env.now_ms(),
+                    };
+                    out.push(self.dispatch(state, open)?);
+                }
+            }
+            "react.completed" => {
+                let done: ReactCompleted = read(signal)?;
+                let Some(open) = state.open.remove(&done.request_id) else {
+                    return Ok(Vec::new()); // a late answer to an attempt already replaced
+                };
+                state.report.tokens_in += done.usage.input_tokens;
+                state.report.tokens_out += done.usage.output_tokens;
+                state.report.outcomes.push(Outcome {
+                    id: open.task.id,
+                    answer: Some(done.answer),
+                    error: None,
+                    attempts: open.attempt + 1,
+                    latency_ms: env.now_ms().saturating_sub(open.first_sent_ms),
+                    llm_calls: done.iterations,
+                });
+            }
+            "react.failed" => {
+                let failed: ReactFailed = read(signal)?;
+                let Some(open) = state.open.remove(&failed.request_id) else {
+                    return Ok(Vec::new());
+                };
+                state.report.tokens_in += failed.usage.input_tokens;
+                state.report.tokens_out += failed.usage.output_tokens;
+                out.extend(self.retry(state, open, failed.reason.to_string(), env)?);
+            }
+            motet::runtime::agent::THREAD_RESTARTED => {
+                let failure: ThreadFailure = read(signal)?;
+                state.report.restarts += 1;
+                // A task's thread is named after its request id: that request died with it.
+                if let Some(open) = state.open.remove(&failure.thread) {
+                    out.extend(self.retry(state, open, failure.error, env)?);
+                }
+            }
+            motet::runtime::agent::AGENT_STOPPED => {
+                let failure: ThreadFailure = read(signal)?;
+                if let Some(worker) = self.workers.iter().position(|w| *w == failure.agent) {
+                    state.stopped.insert(worker);
+                }
+                let lost: Vec<String> = state
+                    .open
+                    .iter()
+                    .filter(|(_, open)| self.workers[open.worker] == failure.agent)
+                    .map(|(id, _)| id.clone())
+                    .collect();
+                for id in lost {
+                    if let Some(open) = state.open.remove(&id) {
+                        out.extend(self.retry(state, open, failure.error.clone(), env)?);
+                    }
+                }
+            }
+            _ => return Ok(Vec::new()),
+        }
+        out.push(progress(state)?);
+        if state.report.outcomes.len() == state.total
+            && let Some(batch) = state.batch.take()
+        {
+            let mut report = std::mem::take(&mut state.report);
+            report.outcomes.sort_by_key(|o| o.id);
+            out.push(emit_bus(
+                Signal::builder(DONE, "coordinator")
+                    .with_request_id(batch)
+                    .with_data(report),
+            )?);
+        }
+        Ok(out)
+    }
+}
+
+impl Coordinator {
+    /// Sends a task to its worker as `react.input`, on a thread named after the attempt.
+    fn dispatch(&self, state: &mut Gathering, open: Open) -> Result<Directive, StrategyError> {
+        let request = format!("task-{}.{}", open.task.id, open.attempt);
+        let input = WorkerInput {
+            query: open.task.query.clone(),
+            crash: open.task.chaos && open.attempt == 0,
+        };
+        let signal = Signal::builder("react.input", "coordinator")
+            .with_request_id(&request)
+            .with_thread_id(&request)
+            .with_data(input)
+            .build()
+            .map_err(|e| emit_error("react.input", e))?;
+        let worker = self.workers[open.worker].clone();
+        state.open.insert(request, open);
+        Ok(Directive::Emit(Emit {
+            signal,
+            target: EmitTarget::Agent(worker),
+        }))
+    }
+
+    /// Sends the task again to the next running worker, or records it as failed when it is out
+    /// of attempts (or no worker is left).
+    fn retry(
+        &self,
+        state: &mut Gathering,
+        open: Open,
+        error: String,
+        env: &dyn Env,
+    ) -> Result<Option<Directive>, StrategyError> {
+        let next_worker = (1..=self.workers.len())
+            .map(|step| (open.worker + step) % self.workers.len())
+            .find(|w| !state.stopped.contains(w));
+        match next_worker {
+            Some(worker) if open.attempt + 1 < self.max_attempts => {
+                state.report.retries += 1;
+                let again = Open {
+                    attempt: open.attempt + 1,
+                    worker,
+                    ..open
+                };
+                self.dispatch(state, again).map(Some)
+            }
+            _ => {
+                state.report.outcomes.push(Outcome {
+                    id: open.task.id,
+                    answer: None,
+                    error: Some(error),
+                    attempts: open.attempt + 1,
+                    latency_ms: env.now_ms().saturating_sub(open.first_sent_ms),
+                    llm_calls: 0,
+                });
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// `swarm.progress` for the bus.
+fn progress(state: &Gathering) -> Result<Directive, StrategyError> {
+    let failed = state
+        .report
+        .outcomes
+        .iter()
+        .filter(|o| o.answer.is_none())
+        .count();
+    let busy: BTreeSet<usize> = state.open.values().map(|o| o.worker).collect();
+    let data = Progress {
+        answered: state.report.outcomes.len() - failed,
+        failed,
+        busy_agents: busy.len(),
+        restarts: state.report.restarts,
+        tokens: state.report.tokens_in + state.report.tokens_out,
+    };
+    emit_bus(Signal::builder(PROGRESS, "coordinator").with_data(data))
+}
+
+fn emit_bus(builder: motet::signals::SignalBuilder) -> Result<Directive, StrategyError> {
+    let signal = builder.build().map_err(|e| emit_error("swarm", e))?;
+    Ok(Directive::Emit(Emit {
+        signal,
+        target: EmitTarget::Bus,
+    }))
+}
+
+fn read<T: serde::de::DeserializeOwned>(signal: &Signal) -> Result<T, StrategyError> {
+    signal.data_as().map_err(|e| StrategyError::InvalidData {
+        signal_type: signal.signal_type().as_str().to_owned(),
+        message: e.to_string(),
+    })
+}
+
+fn emit_error(signal_type: &str, error: SignalError) -> StrategyError {
+    StrategyError::Emit {
+        signal_type: signal_type.to_owned(),
+        message: error.to_string(),
+    }
+}

@@ -1,0 +1,59 @@
+//! The swarm example as a user runs it: a real process against the local llama.cpp server,
+//! 200 workers with chaos, its `--json` summary checked — every task answered, workers
+//! restarted by the supervisor, nothing lost.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Instant;
+
+/// The target folder this test was built into (`<target>/<profile>/deps/swarm-…`), so the
+/// example is built once, beside it.
+fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.ancestors().nth(3).unwrap().to_path_buf()
+}
+
+#[test]
+fn two_hundred_agents_with_chaos_answer_every_task() {
+    let Ok(url) = std::env::var("MOTET_LOCAL_LLM_URL") else {
+        println!("skipped: MOTET_LOCAL_LLM_URL is not set (bash scripts/local-llm.sh start)");
+        return;
+    };
+    let started = Instant::now();
+    let mut cargo = Command::new(env!("CARGO"));
+    cargo.args(["run", "--quiet", "--example", "swarm"]);
+    if !cfg!(debug_assertions) {
+        cargo.arg("--release");
+    }
+    cargo
+        .arg("--")
+        .args(["--agents", "200", "--chaos", "0.05", "--json"])
+        .env("CARGO_TARGET_DIR", target_dir())
+        .env("MOTET_LOCAL_LLM_URL", url)
+        .env_remove("MOTET_MODEL")
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    let output = cargo.output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the swarm failed:\n{stderr}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    // Nothing but one JSON object on stdout.
+    let summary: serde_json::Value = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}):\n{stdout}"));
+    println!("{summary} in {:.0?}", started.elapsed());
+
+    assert_eq!(summary["agents"], 200);
+    assert_eq!(summary["tasks"], 200);
+    assert_eq!(summary["answered"], 200, "every task answered: {summary}");
+    assert_eq!(summary["failures"], 0, "{summary}");
+    // round(0.05 × 200) = 10 workers crash on purpose, each restarted and its task sent again.
+    assert!(summary["restarts"].as_u64().unwrap() >= 10, "{summary}");
+    assert!(summary["retries"].as_u64().unwrap() >= 10, "{summary}");
+    assert!(summary["llm_calls"].as_u64().unwrap() >= 200, "{summary}");
+    assert!(summary["tokens_in"].as_u64().unwrap() > 0, "{summary}");
+    assert!(summary["tokens_out"].as_u64().unwrap() > 0, "{summary}");
+    let p50 = summary["latency_ms"]["p50"].as_u64().unwrap();
+    let p99 = summary["latency_ms"]["p99"].as_u64().unwrap();
+    assert!(0 < p50 && p50 <= p99, "{summary}");
+}
