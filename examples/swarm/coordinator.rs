@@ -1,13 +1,14 @@
 //! The coordinator: a pure strategy that fans a batch of tasks out to the workers and gathers
 //! their answers, all through signals.
 //!
-//! - `swarm.run` (an ask) brings the batch. Each task goes to a worker as a `react.input`
-//!   signal (`Emit` to that agent), on a thread of its own named after the task and attempt, so
-//!   no task sees another's history.
+//! - `swarm.run` (an ask) brings the batch. Each task goes to a worker with the task's skill as
+//!   a `react.input` signal (`Emit` to that agent), on a thread of its own named after the task
+//!   and attempt, so no task sees another's history.
 //! - Workers answer on the bus (`react.completed` / `react.failed`, which the coordinator
 //!   subscribes to). Every answer moves the count on and is published as `swarm.progress`.
 //! - The supervisor publishes `agent.thread.restarted` when a worker's thread crashed: the task
-//!   it was running is lost with it, so the coordinator sends it again, to the next worker. A
+//!   it was running is lost with it, so the coordinator sends it again, to the next worker with
+//!   that skill. A
 //!   failed request is tried again the same way, up to `max_attempts`.
 //! - When every task is answered or out of attempts, `swarm.done` answers the ask with a
 //!   [`Report`].
@@ -29,11 +30,23 @@ pub(crate) const FAILED: &str = "swarm.failed";
 /// Published on the bus after every change: data [`Progress`].
 pub(crate) const PROGRESS: &str = "swarm.progress";
 
+/// What a worker can do: which tools its model is offered. One or two tools per worker keep
+/// each prompt short (every tool's schema is in every prompt).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum Skill {
+    /// `add` (and `unstable`, which chaos tasks name).
+    Calculate,
+    /// `read_file`.
+    Read,
+}
+
 /// One task for one worker.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Task {
     /// Its number in the batch.
     pub id: usize,
+    /// The skill it needs.
+    pub skill: Skill,
     /// What the worker is asked.
     pub query: String,
     /// Whether the worker crashes on purpose on the first attempt.
@@ -107,13 +120,15 @@ pub(crate) struct Progress {
 
 /// Fans tasks out to `workers` and gathers the answers.
 pub(crate) struct Coordinator {
-    workers: Vec<String>,
+    /// Each worker's agent name and skill.
+    workers: Vec<(String, Skill)>,
     max_attempts: u32,
 }
 
 impl Coordinator {
-    /// A coordinator for these workers (agent names), trying each task up to `max_attempts`.
-    pub(crate) fn new(workers: Vec<String>, max_attempts: u32) -> Self {
+    /// A coordinator for these workers (agent name, skill), trying each task up to
+    /// `max_attempts`.
+    pub(crate) fn new(workers: Vec<(String, Skill)>, max_attempts: u32) -> Self {
         Self {
             workers,
             max_attempts: max_attempts.max(1),
@@ -161,10 +176,19 @@ impl Strategy for Coordinator {
                 state.batch = signal.request_id().map(str::to_owned);
                 state.total = batch.tasks.len();
                 for (k, task) in batch.tasks.into_iter().enumerate() {
+                    let Some(worker) = self.pick(state, task.skill, k) else {
+                        return Err(StrategyError::InvalidData {
+                            signal_type: RUN.to_owned(),
+                            message: format!(
+                                "no worker can do task {} ({:?})",
+                                task.id, task.skill
+                            ),
+                        });
+                    };
                     let open = Open {
                         task,
                         attempt: 0,
-                        worker: k % self.workers.len().max(1),
+                        worker,
                         first_sent_ms: env.now_ms(),
                     };
                     out.push(self.dispatch(state, open)?);
@@ -205,13 +229,13 @@ impl Strategy for Coordinator {
             }
             motet::runtime::agent::AGENT_STOPPED => {
                 let failure: ThreadFailure = read(signal)?;
-                if let Some(worker) = self.workers.iter().position(|w| *w == failure.agent) {
+                if let Some(worker) = self.workers.iter().position(|(w, _)| *w == failure.agent) {
                     state.stopped.insert(worker);
                 }
                 let lost: Vec<String> = state
                     .open
                     .iter()
-                    .filter(|(_, open)| self.workers[open.worker] == failure.agent)
+                    .filter(|(_, open)| self.workers[open.worker].0 == failure.agent)
                     .map(|(id, _)| id.clone())
                     .collect();
                 for id in lost {
@@ -252,7 +276,7 @@ impl Coordinator {
             .with_data(input)
             .build()
             .map_err(|e| emit_error("react.input", e))?;
-        let worker = self.workers[open.worker].clone();
+        let worker = self.workers[open.worker].0.clone();
         state.open.insert(request, open);
         Ok(Directive::Emit(Emit {
             signal,
@@ -260,8 +284,15 @@ impl Coordinator {
         }))
     }
 
-    /// Sends the task again to the next running worker, or records it as failed when it is out
-    /// of attempts (or no worker is left).
+    /// The first running worker with `skill`, looking from worker `from` on.
+    fn pick(&self, state: &Gathering, skill: Skill, from: usize) -> Option<usize> {
+        (0..self.workers.len())
+            .map(|step| (from + step) % self.workers.len())
+            .find(|&w| self.workers[w].1 == skill && !state.stopped.contains(&w))
+    }
+
+    /// Sends the task again to the next running worker with its skill, or records it as failed
+    /// when it is out of attempts (or no such worker is left).
     fn retry(
         &self,
         state: &mut Gathering,
@@ -269,9 +300,7 @@ impl Coordinator {
         error: String,
         env: &dyn Env,
     ) -> Result<Option<Directive>, StrategyError> {
-        let next_worker = (1..=self.workers.len())
-            .map(|step| (open.worker + step) % self.workers.len())
-            .find(|w| !state.stopped.contains(w));
+        let next_worker = self.pick(state, open.task.skill, open.worker + 1);
         match next_worker {
             Some(worker) if open.attempt + 1 < self.max_attempts => {
                 state.report.retries += 1;

@@ -1,12 +1,12 @@
 //! A swarm: one coordinator agent fans a batch of tasks out to a pool of worker agents (1,000
 //! by default) through signals, and gathers their answers from the bus. Each worker is a
-//! supervised ReAct agent with real tools (a calculator, and a file reader confined to a folder
-//! the example creates). With `--chaos`, some workers crash on purpose: the supervisor restarts
+//! supervised ReAct agent with real tools (half are calculators, half read files in a folder
+//! the example creates and refuse paths outside it). With `--chaos`, some workers crash on purpose: the supervisor restarts
 //! them, says so on the bus, and the coordinator sends the lost task again.
 //!
 //! ```text
 //! bash scripts/local-llm.sh start        # a local model, no key needed (first run builds it)
-//! cargo run --release --example swarm    # or: -- --agents 200 --chaos 0.05 --json
+//! cargo run --release --example swarm -- --agents 100   # add --chaos 0.05, --json
 //! ```
 //!
 //! The model: `--model provider:model` or `MOTET_MODEL`; otherwise the first of an API key in
@@ -29,15 +29,15 @@ use motet::prelude::*;
 use motet::providers::ProviderKind;
 use motet::runtime::agent::{AGENT_STOPPED, THREAD_RESTARTED};
 
-use coordinator::{Batch, Coordinator, DONE, FAILED, PROGRESS, Progress, RUN, Report, Task};
+use coordinator::{Batch, Coordinator, DONE, FAILED, PROGRESS, Progress, RUN, Report, Skill, Task};
 use worker::{CHAOS, Worker};
 
 /// Many supervised agents in one process, with signals between them.
 #[derive(Parser, Debug)]
 #[command(version, about)]
 struct Args {
-    /// Worker agents.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    /// Worker agents (half calculate, half read files).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(2..=100_000))]
     agents: u32,
     /// Tasks in the batch (default: one per agent).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
@@ -53,7 +53,7 @@ struct Args {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     concurrency: Option<u32>,
     /// Output token limit of each LLM call.
-    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
     max_tokens: u32,
     /// Give up on the batch after this many seconds.
     #[arg(long, default_value_t = 3600, value_parser = clap::value_parser!(u64).range(1..))]
@@ -79,8 +79,15 @@ const MAX_ATTEMPTS: u32 = 3;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    // telemetry: init here
     let args = Args::parse();
+    // Spans go to OTEL_EXPORTER_OTLP_ENDPOINT when it is set; log lines to stderr (RUST_LOG).
+    let _telemetry = match motet::telemetry::init() {
+        Ok(guard) => guard,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
     match run(args).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
@@ -129,26 +136,32 @@ async fn swarm(
         .build()
         .map_err(|e| e.to_string())?;
 
+    // Half the workers calculate, half read files: each skill has its own tools and prompt.
     let tool_calls = Arc::new(AtomicU64::new(0));
-    let tools = Arc::new(worker::tools(folder, tool_calls.clone())?);
-    let mut config = ReActConfig::new(choice.model.clone())
-        .with_system_prompt("Call the tool the task names, then answer in a few words.")
-        .with_tools(tools.tools())
-        .with_max_iterations(4);
-    config.options.max_tokens = Some(args.max_tokens);
+    let mut kits = Vec::new();
+    for skill in [Skill::Calculate, Skill::Read] {
+        let tools = Arc::new(worker::tools(skill, folder.clone(), tool_calls.clone())?);
+        let mut config = ReActConfig::new(choice.model.clone())
+            .with_system_prompt("Use the tool, then answer briefly.")
+            .with_tools(tools.tools())
+            .with_max_iterations(4);
+        config.options.max_tokens = Some(args.max_tokens);
+        kits.push((skill, tools, config));
+    }
 
-    let mut names = Vec::with_capacity(agents);
+    let mut workers = Vec::with_capacity(agents);
     for k in 0..agents {
+        let (skill, tools, config) = &kits[k % kits.len()];
         let name = format!("worker-{k:04}");
         let spec =
             AgentSpec::new(&name, Worker(ReAct::new(config.clone()))).with_tools(tools.clone());
         runtime.spawn(spec).await.map_err(|e| e.to_string())?;
-        names.push(name);
+        workers.push((name, *skill));
     }
     let pattern = |p: &str| p.parse::<Pattern>().map_err(|e| e.to_string());
     let coordinator = runtime
         .spawn(
-            AgentSpec::new("coordinator", Coordinator::new(names, MAX_ATTEMPTS))
+            AgentSpec::new("coordinator", Coordinator::new(workers, MAX_ATTEMPTS))
                 .subscribe(pattern("react.completed")?)
                 .subscribe(pattern("react.failed")?)
                 .subscribe(pattern(THREAD_RESTARTED)?)
@@ -228,12 +241,16 @@ fn tasks(count: usize, chaos: f64, seed: u64) -> Vec<Task> {
     let mut tasks: Vec<Task> = (0..count)
         .map(|id| {
             let (a, b) = (rng.i64(1..1000), rng.i64(1..100));
-            let query = match id % 2 {
-                0 => format!("Use add: {a} + {b}?"),
-                _ => format!("Use read_file on {}.", files[id / 2 % files.len()]),
+            let (skill, query) = match id % 2 {
+                0 => (Skill::Calculate, format!("Use add: {a} + {b}?")),
+                _ => (
+                    Skill::Read,
+                    format!("Use read_file on {}.", files[id / 2 % files.len()]),
+                ),
             };
             Task {
                 id,
+                skill,
                 query,
                 chaos: false,
             }
@@ -244,6 +261,7 @@ fn tasks(count: usize, chaos: f64, seed: u64) -> Vec<Task> {
     rng.shuffle(&mut order);
     for &id in order.iter().take(crashing) {
         tasks[id].chaos = true;
+        tasks[id].skill = Skill::Calculate;
         tasks[id].query = "Use unstable.".to_owned();
     }
     tasks

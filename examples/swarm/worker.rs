@@ -1,10 +1,11 @@
 //! A worker: ReAct with real tools, wrapped so chaos can crash it on purpose.
 //!
-//! Tools (kept few and terse: every tool's schema is in every prompt): `add` over integers, `read_file` for the files under the swarm's
-//! folder (any path that leads outside it is refused with an error result the model reads), and
-//! `unstable`, which panics — the tool set turns that into an error result, the agent carries
-//! on. A task marked `crash` panics in the worker's strategy instead: that takes its thread
-//! down, and the supervisor restarts it.
+//! Every tool's schema is in every prompt, so each worker has only the tools of its [`Skill`]:
+//! the calculators `add` over integers and `unstable`, the readers `read_file` for the files
+//! under the swarm's folder (a path that leads outside it is refused with an error result the
+//! model reads). `unstable` panics; the tool set turns that panic into an error result and the
+//! agent carries on. A task marked `crash` panics in the worker's strategy instead: that takes
+//! its thread down, and the supervisor restarts it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,7 +16,7 @@ use motet::prelude::*;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::coordinator::WorkerInput;
+use crate::coordinator::{Skill, WorkerInput};
 
 /// The message every planned panic starts with, so the panic hook can keep them quiet.
 pub(crate) const CHAOS: &str = "chaos:";
@@ -74,26 +75,37 @@ struct FileArgs {
 #[derive(Deserialize, JsonSchema)]
 struct NoArgs {}
 
-/// The workers' tools; `calls` counts every call that reached a tool.
-pub(crate) fn tools(folder: Arc<PathBuf>, calls: Arc<AtomicU64>) -> Result<ToolSet, String> {
+/// The tools of workers with `skill`; `calls` counts every call that reached a tool.
+pub(crate) fn tools(
+    skill: Skill,
+    folder: Arc<PathBuf>,
+    calls: Arc<AtomicU64>,
+) -> Result<ToolSet, String> {
     let counted = move || {
         calls.fetch_add(1, Ordering::Relaxed);
     };
-    let (c1, c3, c4) = (counted.clone(), counted.clone(), counted);
-    ToolSet::builder()
-        .tool(tool_fn(
-            "add",
-            "Adds integers a and b.",
-            move |args: Operands| {
-                c1();
-                async move { arithmetic(args.a.checked_add(args.b), "sum") }
-            },
-        ))
-        .tool(tool_fn(
+    let builder = match skill {
+        Skill::Calculate => {
+            let also = counted.clone();
+            ToolSet::builder()
+                .tool(tool_fn(
+                    "add",
+                    "Adds integers a and b.",
+                    move |args: Operands| {
+                        counted();
+                        async move { arithmetic(args.a.checked_add(args.b), "sum") }
+                    },
+                ))
+                .tool(tool_fn("unstable", "Flaky.", move |args: NoArgs| {
+                    also();
+                    unstable(args)
+                }))
+        }
+        Skill::Read => ToolSet::builder().tool(tool_fn(
             "read_file",
             "Reads a file, e.g. notes/alpha.txt.",
             move |args: FileArgs| {
-                c3();
+                counted();
                 let folder = folder.clone();
                 async move {
                     tokio::task::spawn_blocking(move || read_inside(&folder, &args.path))
@@ -101,13 +113,9 @@ pub(crate) fn tools(folder: Arc<PathBuf>, calls: Arc<AtomicU64>) -> Result<ToolS
                         .map_err(|e| ToolError::failed(format!("the read did not finish: {e}")))?
                 }
             },
-        ))
-        .tool(tool_fn("unstable", "Flaky.", move |args: NoArgs| {
-            c4();
-            unstable(args)
-        }))
-        .build()
-        .map_err(|e| e.to_string())
+        )),
+    };
+    builder.build().map_err(|e| e.to_string())
 }
 
 #[allow(clippy::panic)] // the tool set turns this panic into an error result
