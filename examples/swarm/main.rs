@@ -146,15 +146,15 @@ async fn swarm(
             .with_tools(tools.tools())
             .with_max_iterations(4);
         config.options.max_tokens = Some(args.max_tokens);
-        kits.push((skill, tools, config));
+        kits.push((skill, tools, ReAct::new(config)));
     }
 
     let mut workers = Vec::with_capacity(agents);
     for k in 0..agents {
-        let (skill, tools, config) = &kits[k % kits.len()];
+        // Cloning a ReAct shares its configuration: a thousand workers, two configurations.
+        let (skill, tools, react) = &kits[k % kits.len()];
         let name = format!("worker-{k:04}");
-        let spec =
-            AgentSpec::new(&name, Worker(ReAct::new(config.clone()))).with_tools(tools.clone());
+        let spec = AgentSpec::new(&name, Worker(react.clone())).with_tools(tools.clone());
         runtime.spawn(spec).await.map_err(|e| e.to_string())?;
         workers.push((name, *skill));
     }
