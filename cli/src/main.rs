@@ -22,7 +22,7 @@ use motet_cli::error::CliError;
 #[derive(Debug, Parser)]
 #[command(name = "motet", version, about, long_about)]
 struct Cli {
-    /// The SQLite thread store [default: <data dir>/motet/motet.db, e.g.
+    /// The SQLite thread store [default: motet/motet.db under the user data directory, e.g.
     /// ~/.local/share/motet/motet.db].
     #[arg(long, global = true, value_name = "PATH")]
     db: Option<PathBuf>,
