@@ -54,6 +54,15 @@ struct Step<'a> {
     env: &'a dyn Env,
 }
 
+impl Step<'_> {
+    /// The request the signal belongs to, or a fresh id when it names none.
+    fn request_id(&self) -> String {
+        self.cause
+            .request_id()
+            .map_or_else(|| self.env.fresh_id("req"), str::to_owned)
+    }
+}
+
 impl ReAct {
     /// A strategy with this configuration.
     pub fn new(config: ReActConfig) -> Self {
@@ -73,10 +82,7 @@ impl ReAct {
         step: &Step<'_>,
         input: ReactInput,
     ) -> Result<Vec<Directive>, StrategyError> {
-        let request_id = step
-            .cause
-            .request_id()
-            .map_or_else(|| step.env.fresh_id("req"), str::to_owned);
+        let request_id = step.request_id();
         if let Some(active) = state.active_request() {
             // Rejected before the commit point: the thread is unchanged.
             let reason = FailureReason::Busy {
@@ -412,8 +418,7 @@ impl ReAct {
             .refs
             .request_id
             .clone()
-            .or_else(|| step.cause.request_id().map(str::to_owned))
-            .unwrap_or_else(|| step.env.fresh_id("req"));
+            .unwrap_or_else(|| step.request_id());
         let Some(turn) = entries[..=at]
             .iter()
             .rposition(|e| matches!(e.body, EntryBody::Assistant { .. } | EntryBody::User { .. }))
@@ -571,10 +576,7 @@ impl ReAct {
         step: &Step<'_>,
         range: ReactSummarize,
     ) -> Result<Vec<Directive>, StrategyError> {
-        let request_id = step
-            .cause
-            .request_id()
-            .map_or_else(|| step.env.fresh_id("req"), str::to_owned);
+        let request_id = step.request_id();
         let count = state.thread.entry_count() as u64;
         if range.from_seq > range.to_seq || range.to_seq >= count {
             let message = format!(
