@@ -124,24 +124,37 @@ enum BareMsg {
 /// The bare floor again, each actor linked to one supervisor as motet's thread actors are: how
 /// much of the gap is ractor's supervision link.
 async fn spawn_linked_floor(strategy: &ReAct, env: &FixedEnv) -> Option<Duration> {
-    let (supervisor, _) = Actor::spawn(None, Bare, strategy.init_for_thread(env, "supervisor"))
-        .await
-        .ok()?;
+    let (supervisor, supervisor_join) =
+        Actor::spawn(None, Bare, strategy.init_for_thread(env, "supervisor"))
+            .await
+            .ok()?;
     let start = Instant::now();
     let mut bare = Vec::with_capacity(SPAWN);
     for n in 0..SPAWN {
         let state = strategy.init_for_thread(env, &format!("agent-{n}/default"));
-        let (actor, _) = Actor::spawn_linked(None, Bare, state, supervisor.get_cell())
-            .await
-            .ok()?;
-        bare.push(actor);
+        bare.push(
+            Actor::spawn_linked(None, Bare, state, supervisor.get_cell())
+                .await
+                .ok()?,
+        );
     }
     let elapsed = start.elapsed();
-    for actor in bare {
-        actor.stop(None);
-    }
-    supervisor.stop(None);
+    stop_all(bare).await;
+    stop_all(vec![(supervisor, supervisor_join)]).await;
     Some(elapsed)
+}
+
+/// Stops bare actors and waits until every one has exited, so the next round does not share
+/// the cores with their teardown (motet's `shutdown` waits for its threads the same way).
+async fn stop_all(actors: Vec<(ActorRef<BareMsg>, tokio::task::JoinHandle<()>)>) {
+    let mut joins = Vec::with_capacity(actors.len());
+    for (actor, join) in actors {
+        actor.stop(None);
+        joins.push(join);
+    }
+    for join in joins {
+        let _ = join.await;
+    }
 }
 
 async fn spawn() -> Vec<Report> {
@@ -160,8 +173,7 @@ async fn spawn_inner() -> Option<Vec<Report>> {
     let mut bare = Vec::with_capacity(SPAWN);
     for n in 0..SPAWN {
         let state = strategy.init_for_thread(&env, &format!("agent-{n}/default"));
-        let (actor, _) = Actor::spawn(None, Bare, state).await.ok()?;
-        bare.push(actor);
+        bare.push(Actor::spawn(None, Bare, state).await.ok()?);
     }
     let mut floor_rounds = vec![start.elapsed()];
     let floor_bytes = rss_bytes().saturating_sub(before) / SPAWN as u64;
@@ -180,9 +192,7 @@ async fn spawn_inner() -> Option<Vec<Report>> {
     let mut linked_rounds = Vec::with_capacity(SPAWN_ROUNDS);
     let ours_bytes = rss_bytes().saturating_sub(before) / SPAWN as u64;
     runtime.shutdown().await;
-    for actor in bare {
-        actor.stop(None);
-    }
+    stop_all(bare).await;
 
     // Time: this machine's pace drifts by several times within a minute, so the two are
     // measured in alternating rounds and compared by their medians.
@@ -191,13 +201,10 @@ async fn spawn_inner() -> Option<Vec<Report>> {
         let mut bare = Vec::with_capacity(SPAWN);
         for n in 0..SPAWN {
             let state = strategy.init_for_thread(&env, &format!("agent-{n}/default"));
-            let (actor, _) = Actor::spawn(None, Bare, state).await.ok()?;
-            bare.push(actor);
+            bare.push(Actor::spawn(None, Bare, state).await.ok()?);
         }
         floor_rounds.push(start.elapsed());
-        for actor in bare {
-            actor.stop(None);
-        }
+        stop_all(bare).await;
         linked_rounds.push(spawn_linked_floor(&strategy, &env).await?);
         let runtime = Runtime::builder()
             .llm(Arc::new(ScriptedModel::default()))
