@@ -1,6 +1,7 @@
 //! The public face: a [`Runtime`] spawns agents from [`AgentSpec`]s and hands out
 //! [`AgentHandle`]s to ask them things.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +13,7 @@ use motet_agents::{
 };
 use motet_providers::LlmClient;
 use motet_signals::{Bus, Delivery, Pattern, Signal, Subscription};
-use ractor::{Actor, ActorCell, ActorRef};
+use ractor::{Actor, ActorRef};
 use tokio::sync::oneshot;
 
 use super::env::SystemEnv;
@@ -22,16 +23,21 @@ use crate::store::{MemoryStore, ThreadStore};
 use crate::supervisor::Intensity;
 use crate::tool::ToolSet;
 
+/// A concurrent map keyed by names and ids that arrive with requests: foldhash, seeded at
+/// random per map, costs a fraction of SipHash on these short keys and still keeps an outsider
+/// choosing thread ids from predicting collisions.
+pub(crate) type Registry<K, V> = DashMap<K, V, foldhash::fast::RandomState>;
+
 /// What every agent of a runtime shares.
 pub(crate) struct Services {
     pub(crate) llm: Arc<dyn LlmClient>,
     pub(crate) bus: Arc<Bus>,
     /// The agents by name.
-    pub(crate) agents: DashMap<String, Arc<dyn Family>>,
+    pub(crate) agents: Registry<String, Arc<dyn Family>>,
     /// The registry of running threads: (agent, thread id) → the actor that owns the thread.
-    pub(crate) threads: DashMap<(String, String), ActorRef<AgentMsg>>,
+    pub(crate) threads: Registry<(String, String), ActorRef<AgentMsg>>,
     /// The same registry the other way round, so an actor's exit finds its entry at once.
-    pub(crate) thread_keys: DashMap<ractor::ActorId, (String, String)>,
+    pub(crate) thread_keys: Registry<ractor::ActorId, (String, String)>,
     /// How many LLM calls may run at once per provider (the `provider` part of a model ref).
     pub(crate) llm_limits: DashMap<String, Arc<tokio::sync::Semaphore>>,
     pub(crate) default_llm_limit: usize,
@@ -48,6 +54,8 @@ pub(crate) struct Services {
     /// The sweeper that asks idle threads to stop, started with the first thread that has an
     /// idle timeout; the shortest timeout seen sets its pace.
     pub(crate) idle_sweep: std::sync::Mutex<Option<(Duration, tokio::task::AbortHandle)>>,
+    /// The sweeper's period in nanoseconds (0 before it starts), read without the lock.
+    pub(crate) idle_period_ns: std::sync::atomic::AtomicU64,
     /// `llm.delta` as a parsed type, to ask the bus whether anyone listens.
     pub(crate) delta_type: Option<motet_signals::SignalType>,
 }
@@ -63,10 +71,19 @@ impl Services {
     /// Makes sure a sweeper asks every thread, at least every `idle / 2`, whether it has been
     /// idle long enough to stop. One task for the whole runtime, not one per thread.
     pub(crate) fn watch_idle(self: &Arc<Self>, idle: Duration) {
+        let period = (idle / 2).max(Duration::from_millis(1));
+        // Every thread start asks; all but the first of each timeout get their answer here,
+        // without the lock.
+        let period_ns = u64::try_from(period.as_nanos()).unwrap_or(u64::MAX);
+        let swept = self
+            .idle_period_ns
+            .load(std::sync::atomic::Ordering::Acquire);
+        if swept != 0 && swept <= period_ns {
+            return;
+        }
         let Ok(mut sweep) = self.idle_sweep.lock() else {
             return;
         };
-        let period = (idle / 2).max(Duration::from_millis(1));
         if sweep
             .as_ref()
             .is_some_and(|(current, _)| *current <= period)
@@ -94,22 +111,41 @@ impl Services {
             }
         });
         *sweep = Some((period, task.abort_handle()));
+        self.idle_period_ns
+            .store(period_ns, std::sync::atomic::Ordering::Release);
     }
 }
 
 impl Services {
-    /// Records a running thread actor in both directions.
+    /// Removes the agent `name` from the registry and ends its bus subscriptions.
+    pub(crate) fn remove_agent(&self, name: &str) {
+        if let Some((_, family)) = self.agents.remove(name) {
+            family.end_subscriptions();
+        }
+    }
+
+    /// Records a running thread actor in the registry. The reverse entry (actor → key), which
+    /// the supervisor needs, is written when the thread joins it (`AgentServer::supervise`).
     pub(crate) fn register_thread(&self, key: (String, String), actor: ActorRef<AgentMsg>) {
-        self.thread_keys.insert(actor.get_id(), key.clone());
         self.threads.insert(key, actor);
     }
 
-    /// Forgets the thread actor `id`, returning its (agent, thread) when it was registered.
+    /// Forgets the supervised thread actor `id`, returning its (agent, thread) when it was
+    /// registered.
     pub(crate) fn forget_thread(&self, id: ractor::ActorId) -> Option<(String, String)> {
         let (_, key) = self.thread_keys.remove(&id)?;
         self.threads
             .remove_if(&key, |_, actor| actor.get_id() == id);
         Some(key)
+    }
+
+    /// Forgets the thread actor `id` that owns `thread` of `agent`, supervised or not.
+    pub(crate) fn forget_thread_of(&self, agent: &str, thread: &str, id: ractor::ActorId) {
+        self.thread_keys.remove(&id);
+        self.threads
+            .remove_if(&(agent.to_owned(), thread.to_owned()), |_, actor| {
+                actor.get_id() == id
+            });
     }
 
     /// Waits for a free slot to call `provider`; the slot is held until the permit drops.
@@ -150,14 +186,9 @@ impl Services {
         if let Some(actor) = self.threads.get(&key) {
             return Ok((actor.value().clone(), key.1));
         }
-        let supervisor = super::supervise::supervisor(self)
-            .await
-            .map_err(|message| RuntimeError::SpawnFailed {
-                name: agent.to_owned(),
-                message,
-            })?;
         let actor = family
-            .spawn_thread(self.clone(), key.1.clone(), supervisor.get_cell())
+            .clone()
+            .spawn_thread(self.clone(), key.1.clone())
             .await?;
         self.register_thread(key.clone(), actor.clone());
         Ok((actor, key.1))
@@ -211,47 +242,60 @@ where
     S::State: Send + Sync + 'static,
 {
     let name = spec.name;
-    let family: Arc<dyn Family> = Arc::new(FamilyOf {
-        config: Arc::new(AgentConfig {
-            name: name.clone(),
-            strategy: spec.strategy,
-            tools: spec.tools,
-            request_type: REACT_INPUT.to_owned(),
-            reply_types: [spec.reply_types.0, spec.reply_types.1],
-            cancel_type: REACT_CANCEL.to_owned(),
-            summarize_type: REACT_SUMMARIZE.to_owned(),
-            policy: spec.policy,
-            idle_timeout: spec.idle_timeout,
-            parent,
-        }),
+    let config = Arc::new(AgentConfig {
+        name: name.clone(),
+        strategy: spec.strategy,
+        tools: spec.tools,
+        request_type: REACT_INPUT,
+        reply_types: [spec.reply_types.0, spec.reply_types.1],
+        cancel_type: REACT_CANCEL,
+        summarize_type: REACT_SUMMARIZE,
+        policy: spec.policy,
+        idle_timeout: spec.idle_timeout,
+        parent,
         spawning: tokio::sync::Mutex::new(()),
         intensity: spec.intensity,
         subscriptions: std::sync::Mutex::new(Vec::new()),
     });
+    // The agent's spawning lock is taken before the agent becomes visible, so no racing ask can
+    // start its default thread first and the thread needs no lookup before it starts. The lock
+    // is new: `try_lock` cannot fail.
+    let spawning = config.spawning.try_lock().ok();
     match services.agents.entry(name.clone()) {
         dashmap::Entry::Occupied(_) => return Err(RuntimeError::NameTaken { name }),
         dashmap::Entry::Vacant(slot) => {
-            slot.insert(family);
+            slot.insert(config.clone());
         }
     }
-    // The default thread starts now, so a spawn that cannot start fails here.
-    if let Err(error) = services.thread_actor(&name, None).await {
-        services.agents.remove(&name);
-        return Err(error);
+    // The default thread starts now, so a spawn that cannot start fails here. The agent's type
+    // is known here, so it starts without going through `dyn Family`.
+    match config
+        .clone()
+        .spawn(services.clone(), DEFAULT_THREAD.to_owned())
+        .await
+    {
+        Ok(actor) => services.register_thread((name.clone(), DEFAULT_THREAD.to_owned()), actor),
+        Err(error) => {
+            services.remove_agent(&name);
+            return Err(error);
+        }
     }
-    let subscriptions: Vec<Subscription> = spec
-        .subscriptions
-        .into_iter()
-        .map(|pattern| {
-            let weak = Arc::downgrade(services);
-            let agent = name.clone();
-            services.bus.subscribe(pattern, move |signal: &Signal| {
-                deliver_to(&weak, &agent, signal)
+    drop(spawning);
+    if !spec.subscriptions.is_empty() {
+        let subscriptions: Vec<Subscription> = spec
+            .subscriptions
+            .into_iter()
+            .map(|pattern| {
+                let weak = Arc::downgrade(services);
+                let agent = name.clone();
+                services.bus.subscribe(pattern, move |signal: &Signal| {
+                    deliver_to(&weak, &agent, signal)
+                })
             })
-        })
-        .collect();
-    if let Some(family) = services.agents.get(&name) {
-        family.keep_subscriptions(subscriptions);
+            .collect();
+        if let Some(family) = services.agents.get(&name) {
+            family.keep_subscriptions(subscriptions);
+        }
     }
     for group in spec.groups {
         services.groups.entry(group).or_default().push(name.clone());
@@ -290,7 +334,7 @@ impl Services {
         for child in children {
             self.stop_agent(&child, reason);
         }
-        self.agents.remove(name);
+        self.remove_agent(name);
         for mut group in self.groups.iter_mut() {
             group.retain(|member| member != name);
         }
@@ -449,26 +493,19 @@ pub(crate) trait Family: Send + Sync {
     fn spawning(&self) -> &tokio::sync::Mutex<()>;
     fn intensity(&self) -> Intensity;
     fn keep_subscriptions(&self, subscriptions: Vec<Subscription>);
+    /// Drops the agent's bus subscriptions (its threads may outlive it briefly while they stop).
+    fn end_subscriptions(&self);
     fn parent(&self) -> Option<&Parent>;
     fn idempotent_tools(&self) -> Vec<String>;
     async fn spawn_thread(
-        &self,
+        self: Arc<Self>,
         services: Arc<Services>,
         thread_id: String,
-        supervisor: ActorCell,
     ) -> Result<ActorRef<AgentMsg>, RuntimeError>;
 }
 
-struct FamilyOf<S> {
-    config: Arc<AgentConfig<S>>,
-    spawning: tokio::sync::Mutex<()>,
-    intensity: Intensity,
-    /// Bus subscriptions; they end when the agent is removed.
-    subscriptions: std::sync::Mutex<Vec<Subscription>>,
-}
-
 #[async_trait::async_trait]
-impl<S> Family for FamilyOf<S>
+impl<S> Family for AgentConfig<S>
 where
     S: Strategy + Send + Sync + 'static,
     S::State: Send + Sync + 'static,
@@ -478,7 +515,7 @@ where
     }
 
     fn failed_type(&self) -> &str {
-        &self.config.reply_types[1]
+        &self.reply_types[1]
     }
 
     fn spawning(&self) -> &tokio::sync::Mutex<()> {
@@ -490,12 +527,11 @@ where
     }
 
     fn parent(&self) -> Option<&Parent> {
-        self.config.parent.as_ref()
+        self.parent.as_ref()
     }
 
     fn idempotent_tools(&self) -> Vec<String> {
-        self.config
-            .tools
+        self.tools
             .as_ref()
             .map(|tools| tools.idempotent_tools())
             .unwrap_or_default()
@@ -507,23 +543,47 @@ where
         }
     }
 
+    fn end_subscriptions(&self) {
+        let ended = self
+            .subscriptions
+            .lock()
+            .map(|mut kept| std::mem::take(&mut *kept));
+        drop(ended);
+    }
+
     async fn spawn_thread(
-        &self,
+        self: Arc<Self>,
         services: Arc<Services>,
         thread_id: String,
-        supervisor: ActorCell,
+    ) -> Result<ActorRef<AgentMsg>, RuntimeError> {
+        self.spawn(services, thread_id).await
+    }
+}
+
+impl<S> AgentConfig<S>
+where
+    S: Strategy + Send + Sync + 'static,
+    S::State: Send + Sync + 'static,
+{
+    /// Starts the actor of one of this agent's threads (not yet registered, not yet linked:
+    /// the thread joins the supervisor with the first message it handles).
+    async fn spawn(
+        self: Arc<Self>,
+        services: Arc<Services>,
+        thread_id: String,
     ) -> Result<ActorRef<AgentMsg>, RuntimeError> {
         let server = AgentServer {
-            agent: self.config.clone(),
+            agent: self.clone(),
             thread_id,
             services,
         };
-        let (actor, _join) = Actor::spawn_linked(None, server, (), supervisor)
-            .await
-            .map_err(|e| RuntimeError::SpawnFailed {
-                name: self.config.name.clone(),
-                message: e.to_string(),
-            })?;
+        let (actor, _join) =
+            Actor::spawn(None, server, ())
+                .await
+                .map_err(|e| RuntimeError::SpawnFailed {
+                    name: self.name.clone(),
+                    message: e.to_string(),
+                })?;
         Ok(actor)
     }
 }
@@ -652,7 +712,7 @@ pub struct AgentSpec<S> {
     name: String,
     strategy: S,
     tools: Option<Arc<ToolSet>>,
-    reply_types: (String, String),
+    reply_types: (Cow<'static, str>, Cow<'static, str>),
     policy: RequestPolicy,
     intensity: Intensity,
     subscriptions: Vec<Pattern>,
@@ -668,7 +728,7 @@ impl<S: Strategy> AgentSpec<S> {
             name: name.into(),
             strategy,
             tools: None,
-            reply_types: (REACT_COMPLETED.to_owned(), REACT_FAILED.to_owned()),
+            reply_types: (Cow::Borrowed(REACT_COMPLETED), Cow::Borrowed(REACT_FAILED)),
             policy: RequestPolicy::Queue,
             intensity: Intensity::default(),
             subscriptions: Vec::new(),
@@ -719,7 +779,7 @@ impl<S: Strategy> AgentSpec<S> {
 
     /// The signal types that answer an ask: one for success, one for failure.
     pub fn with_reply_types(mut self, done: impl Into<String>, failed: impl Into<String>) -> Self {
-        self.reply_types = (done.into(), failed.into());
+        self.reply_types = (Cow::Owned(done.into()), Cow::Owned(failed.into()));
         self
     }
 }
@@ -810,9 +870,9 @@ impl RuntimeBuilder {
             services: Arc::new(Services {
                 llm: self.llm.ok_or(RuntimeError::NoLlmClient)?,
                 bus: self.bus.unwrap_or_default(),
-                agents: DashMap::new(),
-                threads: DashMap::new(),
-                thread_keys: DashMap::new(),
+                agents: Registry::default(),
+                threads: Registry::default(),
+                thread_keys: Registry::default(),
                 llm_limits: self
                     .limits
                     .into_iter()
@@ -827,6 +887,7 @@ impl RuntimeBuilder {
                 kinds: self.kinds,
                 requests: Requests::default(),
                 idle_sweep: std::sync::Mutex::new(None),
+                idle_period_ns: std::sync::atomic::AtomicU64::new(0),
                 delta_type: super::server::LLM_DELTA.parse().ok(),
             }),
         })
@@ -901,6 +962,9 @@ impl Runtime {
 
     /// Stops every agent and waits for each thread to finish the message it is handling.
     pub async fn shutdown(&self) {
+        for agent in self.services.agents.iter() {
+            agent.value().end_subscriptions();
+        }
         self.services.agents.clear();
         self.services.groups.clear();
         let threads: Vec<ActorRef<AgentMsg>> = self
@@ -926,6 +990,9 @@ impl Runtime {
             && let Some((_, task)) = sweep.take()
         {
             task.abort();
+            self.services
+                .idle_period_ns
+                .store(0, std::sync::atomic::Ordering::Release);
         }
     }
 }

@@ -4,7 +4,6 @@
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
-use dashmap::DashMap;
 use motet_signals::Signal;
 
 /// Where a request is.
@@ -47,7 +46,7 @@ pub const FINISHED_REQUESTS_KEPT: usize = 10_000;
 /// The runtime's request records.
 #[derive(Default)]
 pub(crate) struct Requests {
-    records: DashMap<String, RequestRecord>,
+    records: super::handle::Registry<String, RequestRecord>,
     finished: Mutex<VecDeque<String>>,
 }
 

@@ -1,5 +1,6 @@
 //! The actor that hosts one agent, and the execution of the directives its strategy returns.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
@@ -22,6 +23,7 @@ use super::handle::{AskError, Parent, RuntimeError, Services};
 use super::requests::RequestStatus;
 use super::trace;
 use crate::store::{ThreadHeader, ThreadMeta};
+use crate::supervisor::Intensity;
 use crate::telemetry::{context_of, instruments};
 use crate::tool::ToolSet;
 use tracing::Instrument as _;
@@ -59,23 +61,31 @@ pub(crate) struct AgentConfig<S> {
     pub(crate) strategy: S,
     pub(crate) tools: Option<Arc<ToolSet>>,
     /// The signal type that starts a request (`react.input`).
-    pub(crate) request_type: String,
+    pub(crate) request_type: &'static str,
     /// The signal types that end one: success, failure.
-    pub(crate) reply_types: [String; 2],
+    pub(crate) reply_types: [Cow<'static, str>; 2],
     /// The signal type that cancels the running request (`react.cancel`).
-    pub(crate) cancel_type: String,
+    pub(crate) cancel_type: &'static str,
     /// The signal type that asks for a summary of a range (`react.summarize`); it queues
     /// like a request, so a summary never lands in the middle of one.
-    pub(crate) summarize_type: String,
+    pub(crate) summarize_type: &'static str,
     pub(crate) policy: RequestPolicy,
     /// Stop a thread's actor after this long without messages (it comes back from the store).
     pub(crate) idle_timeout: Option<std::time::Duration>,
     /// The agent thread that spawned this one, for `Emit` to the parent.
     pub(crate) parent: Option<Parent>,
+    /// Held while one of the agent's threads starts, so racing asks start it once.
+    pub(crate) spawning: tokio::sync::Mutex<()>,
+    /// How often the agent's threads may fail before the agent is stopped.
+    pub(crate) intensity: Intensity,
+    /// Bus subscriptions; they end when the agent is removed.
+    pub(crate) subscriptions: std::sync::Mutex<Vec<motet_signals::Subscription>>,
 }
 
 /// The actor's state: the strategy's state plus what the runtime tracks for it.
 pub struct ServerState<S: Strategy> {
+    /// Whether the thread has joined the runtime's supervisor (on its first message).
+    supervised: bool,
     strategy: S::State,
     env: SystemEnv,
     /// The request the strategy is working on.
@@ -127,13 +137,14 @@ where
         let store = &self.services.store;
         // A thread that was never stored starts fresh and is written to the store with its
         // first entries, so agents that are spawned and never asked cost the store nothing.
-        let (strategy, stored_rev, stored) = match store.load(&self.store_id()).await? {
+        let store_id = self.store_id();
+        let (strategy, stored_rev, stored) = match store.load(&store_id).await? {
             Some(thread) => {
                 let rev = thread.entry_count() as u64;
                 (self.agent.strategy.restore(&env, thread), rev, true)
             }
             None => (
-                self.agent.strategy.init_for_thread(&env, &self.store_id()),
+                self.agent.strategy.init_for_thread(&env, &store_id),
                 0,
                 false,
             ),
@@ -142,6 +153,7 @@ where
             self.services.watch_idle(idle);
         }
         Ok(ServerState {
+            supervised: false,
             strategy,
             stored_rev,
             stored,
@@ -177,7 +189,8 @@ where
                 agent: self.agent.name.clone(),
             }));
         }
-        self.services.forget_thread(myself.get_id());
+        self.services
+            .forget_thread_of(&self.agent.name, &self.thread_id, myself.get_id());
         Ok(())
     }
 
@@ -187,6 +200,10 @@ where
         msg: AgentMsg,
         state: &mut ServerState<S>,
     ) -> Result<(), ActorProcessingErr> {
+        if !state.supervised && !matches!(msg, AgentMsg::IdleCheck) {
+            self.supervise(&myself).await?;
+            state.supervised = true;
+        }
         let signal = match msg {
             AgentMsg::IdleCheck => {
                 let idle = self.agent.idle_timeout.unwrap_or(std::time::Duration::MAX);
@@ -293,7 +310,7 @@ where
                     return;
                 }
                 RequestPolicy::Interrupt => {
-                    let cancel = Signal::builder(&self.agent.cancel_type, self.source())
+                    let cancel = Signal::builder(self.agent.cancel_type, self.source())
                         .with_id(state.env.fresh_id("sig"))
                         .with_request_id(running)
                         .with_thread_id(&self.thread_id)
@@ -819,6 +836,24 @@ where
                 .errors
                 .add(1, &[opentelemetry::KeyValue::new("error.type", error_type)]);
         }
+    }
+
+    /// Puts this thread under the runtime's supervisor, which restarts it when it fails.
+    ///
+    /// Done with the first message the thread handles rather than at spawn: until then it has
+    /// run nothing that can fail (its `pre_start` failing fails the spawn itself), and an agent
+    /// spawned and never asked costs no supervision link. Linking a running actor also spares
+    /// the supervisor an `ActorStarted` event per thread.
+    async fn supervise(&self, myself: &ActorRef<AgentMsg>) -> Result<(), ActorProcessingErr> {
+        let supervisor = super::supervise::supervisor(&self.services)
+            .await
+            .map_err(ActorProcessingErr::from)?;
+        self.services.thread_keys.insert(
+            myself.get_id(),
+            (self.agent.name.clone(), self.thread_id.clone()),
+        );
+        myself.get_cell().link(supervisor.get_cell());
+        Ok(())
     }
 
     /// The thread's id in the store (and in the strategy's Thread): `<agent>/<thread>`, so two

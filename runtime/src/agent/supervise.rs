@@ -50,7 +50,7 @@ impl Actor for ThreadSupervisor {
 
     async fn handle_supervisor_evt(
         &self,
-        myself: ActorRef<()>,
+        _myself: ActorRef<()>,
         event: SupervisionEvent,
         state: &mut SupervisorState,
     ) -> Result<(), ActorProcessingErr> {
@@ -86,7 +86,8 @@ impl Actor for ThreadSupervisor {
                             )],
                         );
                         match family
-                            .spawn_thread(services.clone(), thread.clone(), myself.get_cell())
+                            .clone()
+                            .spawn_thread(services.clone(), thread.clone())
                             .await
                         {
                             Ok(actor) => {
@@ -101,7 +102,7 @@ impl Actor for ThreadSupervisor {
                     Decision::Restart { .. } => {}
                     Decision::Escalate { restarts } => {
                         tracing::error!(%agent, restarts, %error, "agent threads failed too often; stopping the agent");
-                        services.agents.remove(&agent);
+                        services.remove_agent(&agent);
                         let threads: Vec<ActorRef<super::AgentMsg>> = services
                             .threads
                             .iter()
