@@ -32,11 +32,11 @@ pub(crate) type Registry<K, V> = DashMap<K, V, foldhash::fast::RandomState>;
 pub(crate) struct Services {
     pub(crate) llm: Arc<dyn LlmClient>,
     pub(crate) bus: Arc<Bus>,
-    /// The agents by name.
+    /// The registry, first level: the agents by name. Each agent holds the second: its running
+    /// threads by thread id (`Family::thread`), so (agent, thread id) → the owning actor.
     pub(crate) agents: Registry<String, Arc<dyn Family>>,
-    /// The registry of running threads: (agent, thread id) → the actor that owns the thread.
-    pub(crate) threads: Registry<(String, String), ActorRef<AgentMsg>>,
-    /// The same registry the other way round, so an actor's exit finds its entry at once.
+    /// The registry the other way round for supervised threads, so the supervisor finds a
+    /// failed actor's (agent, thread) at once.
     pub(crate) thread_keys: Registry<ractor::ActorId, (String, String)>,
     /// How many LLM calls may run at once per provider (the `provider` part of a model ref).
     pub(crate) llm_limits: DashMap<String, Arc<tokio::sync::Semaphore>>,
@@ -102,8 +102,7 @@ impl Services {
                 let Some(services) = services.upgrade() else {
                     break;
                 };
-                let threads: Vec<ActorRef<AgentMsg>> =
-                    services.threads.iter().map(|e| e.value().clone()).collect();
+                let threads = services.all_threads();
                 drop(services);
                 for thread in threads {
                     let _ = thread.cast(AgentMsg::IdleCheck);
@@ -118,34 +117,28 @@ impl Services {
 
 impl Services {
     /// Removes the agent `name` from the registry and ends its bus subscriptions.
-    pub(crate) fn remove_agent(&self, name: &str) {
-        if let Some((_, family)) = self.agents.remove(name) {
-            family.end_subscriptions();
-        }
-    }
-
-    /// Records a running thread actor in the registry. The reverse entry (actor → key), which
-    /// the supervisor needs, is written when the thread joins it (`AgentServer::supervise`).
-    pub(crate) fn register_thread(&self, key: (String, String), actor: ActorRef<AgentMsg>) {
-        self.threads.insert(key, actor);
+    pub(crate) fn remove_agent(&self, name: &str) -> Option<Arc<dyn Family>> {
+        let (_, family) = self.agents.remove(name)?;
+        family.end_subscriptions();
+        Some(family)
     }
 
     /// Forgets the supervised thread actor `id`, returning its (agent, thread) when it was
-    /// registered.
+    /// registered. (The reverse entry is written when the thread joins the supervisor,
+    /// `AgentServer::supervise`.)
     pub(crate) fn forget_thread(&self, id: ractor::ActorId) -> Option<(String, String)> {
         let (_, key) = self.thread_keys.remove(&id)?;
-        self.threads
-            .remove_if(&key, |_, actor| actor.get_id() == id);
+        if let Some(family) = self.agents.get(&key.0).map(|f| f.value().clone()) {
+            family.forget_thread(&key.1, id);
+        }
         Some(key)
     }
 
-    /// Forgets the thread actor `id` that owns `thread` of `agent`, supervised or not.
-    pub(crate) fn forget_thread_of(&self, agent: &str, thread: &str, id: ractor::ActorId) {
-        self.thread_keys.remove(&id);
-        self.threads
-            .remove_if(&(agent.to_owned(), thread.to_owned()), |_, actor| {
-                actor.get_id() == id
-            });
+    /// Every running thread actor of every agent.
+    pub(crate) fn all_threads(&self) -> Vec<ActorRef<AgentMsg>> {
+        let families: Vec<Arc<dyn Family>> =
+            self.agents.iter().map(|e| e.value().clone()).collect();
+        families.iter().flat_map(|f| f.threads()).collect()
     }
 
     /// Waits for a free slot to call `provider`; the slot is held until the permit drops.
@@ -177,21 +170,20 @@ impl Services {
             Some(NEW_THREAD) => SystemEnv.fresh_id("thread"),
             Some(id) => id.to_owned(),
         };
-        let key = (agent.to_owned(), thread);
-        if let Some(actor) = self.threads.get(&key) {
-            return Ok((actor.value().clone(), key.1));
+        if let Some(actor) = family.thread(&thread) {
+            return Ok((actor, thread));
         }
         // One spawn per thread even when many asks race for it.
         let _guard = family.spawning().lock().await;
-        if let Some(actor) = self.threads.get(&key) {
-            return Ok((actor.value().clone(), key.1));
+        if let Some(actor) = family.thread(&thread) {
+            return Ok((actor, thread));
         }
         let actor = family
             .clone()
-            .spawn_thread(self.clone(), key.1.clone())
+            .spawn_thread(self.clone(), thread.clone())
             .await?;
-        self.register_thread(key.clone(), actor.clone());
-        Ok((actor, key.1))
+        family.insert_thread(thread.clone(), actor.clone());
+        Ok((actor, thread))
     }
 }
 
@@ -204,8 +196,7 @@ fn deliver_to(services: &std::sync::Weak<Services>, agent: &str, signal: &Signal
     let Some(family) = services.agents.get(agent).map(|f| f.value().clone()) else {
         return Delivery::Closed;
     };
-    let key = (agent.to_owned(), family.default_thread());
-    if let Some(actor) = services.threads.get(&key) {
+    if let Some(actor) = family.thread(DEFAULT_THREAD) {
         return match actor.cast(AgentMsg::Signal(signal.clone())) {
             Ok(()) => Delivery::Delivered,
             Err(_) => Delivery::Closed,
@@ -256,6 +247,7 @@ where
         spawning: tokio::sync::Mutex::new(()),
         intensity: spec.intensity,
         subscriptions: std::sync::Mutex::new(Vec::new()),
+        threads: std::sync::Mutex::new(HashMap::default()),
     });
     // The agent's spawning lock is taken before the agent becomes visible, so no racing ask can
     // start its default thread first and the thread needs no lookup before it starts. The lock
@@ -274,7 +266,7 @@ where
         .spawn(services.clone(), DEFAULT_THREAD.to_owned())
         .await
     {
-        Ok(actor) => services.register_thread((name.clone(), DEFAULT_THREAD.to_owned()), actor),
+        Ok(actor) => config.insert_thread(DEFAULT_THREAD.to_owned(), actor),
         Err(error) => {
             services.remove_agent(&name);
             return Err(error);
@@ -334,17 +326,11 @@ impl Services {
         for child in children {
             self.stop_agent(&child, reason);
         }
-        self.remove_agent(name);
+        let family = self.remove_agent(name);
         for mut group in self.groups.iter_mut() {
             group.retain(|member| member != name);
         }
-        let threads: Vec<ActorRef<AgentMsg>> = self
-            .threads
-            .iter()
-            .filter(|e| e.key().0 == name)
-            .map(|e| e.value().clone())
-            .collect();
-        for actor in threads {
+        for actor in family.map(|f| f.threads()).unwrap_or_default() {
             actor.stop(Some(reason.to_owned()));
         }
     }
@@ -497,6 +483,18 @@ pub(crate) trait Family: Send + Sync {
     fn end_subscriptions(&self);
     fn parent(&self) -> Option<&Parent>;
     fn idempotent_tools(&self) -> Vec<String>;
+    /// The running actor of thread `id`.
+    fn thread(&self, id: &str) -> Option<ActorRef<AgentMsg>>;
+    /// Records the running actor of thread `id`.
+    fn insert_thread(&self, id: String, actor: ActorRef<AgentMsg>);
+    /// Removes thread `id` from the agent's running threads, returning its actor.
+    fn remove_thread(&self, id: &str) -> Option<ActorRef<AgentMsg>>;
+    /// Forgets thread `id` when `actor` is still the one running it.
+    fn forget_thread(&self, id: &str, actor: ractor::ActorId);
+    /// The actors of the agent's running threads.
+    fn threads(&self) -> Vec<ActorRef<AgentMsg>>;
+    /// How many threads of the agent are running.
+    fn thread_count(&self) -> usize;
     async fn spawn_thread(
         self: Arc<Self>,
         services: Arc<Services>,
@@ -541,6 +539,33 @@ where
         if let Ok(mut kept) = self.subscriptions.lock() {
             kept.extend(subscriptions);
         }
+    }
+
+    fn thread(&self, id: &str) -> Option<ActorRef<AgentMsg>> {
+        self.running_threads().get(id).cloned()
+    }
+
+    fn insert_thread(&self, id: String, actor: ActorRef<AgentMsg>) {
+        self.running_threads().insert(id, actor);
+    }
+
+    fn remove_thread(&self, id: &str) -> Option<ActorRef<AgentMsg>> {
+        self.running_threads().remove(id)
+    }
+
+    fn forget_thread(&self, id: &str, actor: ractor::ActorId) {
+        let mut threads = self.running_threads();
+        if threads.get(id).is_some_and(|a| a.get_id() == actor) {
+            threads.remove(id);
+        }
+    }
+
+    fn threads(&self) -> Vec<ActorRef<AgentMsg>> {
+        self.running_threads().values().cloned().collect()
+    }
+
+    fn thread_count(&self) -> usize {
+        self.running_threads().len()
     }
 
     fn end_subscriptions(&self) {
@@ -871,7 +896,6 @@ impl RuntimeBuilder {
                 llm: self.llm.ok_or(RuntimeError::NoLlmClient)?,
                 bus: self.bus.unwrap_or_default(),
                 agents: Registry::default(),
-                threads: Registry::default(),
                 thread_keys: Registry::default(),
                 llm_limits: self
                     .limits
@@ -947,7 +971,11 @@ impl Runtime {
 
     /// How many conversation threads are running (each is one actor).
     pub fn thread_count(&self) -> usize {
-        self.services.threads.len()
+        self.services
+            .agents
+            .iter()
+            .map(|e| e.value().thread_count())
+            .sum()
     }
 
     /// What became of request `id` (any agent): status, timestamps, result.
@@ -962,17 +990,12 @@ impl Runtime {
 
     /// Stops every agent and waits for each thread to finish the message it is handling.
     pub async fn shutdown(&self) {
+        let threads = self.services.all_threads();
         for agent in self.services.agents.iter() {
             agent.value().end_subscriptions();
         }
         self.services.agents.clear();
         self.services.groups.clear();
-        let threads: Vec<ActorRef<AgentMsg>> = self
-            .services
-            .threads
-            .iter()
-            .map(|e| e.value().clone())
-            .collect();
         // All at once: each stops when its current message is handled.
         let stopping = threads.iter().map(|thread| {
             thread.stop_and_wait(
@@ -981,7 +1004,6 @@ impl Runtime {
             )
         });
         futures::future::join_all(stopping).await;
-        self.services.threads.clear();
         self.services.thread_keys.clear();
         if let Some(supervisor) = self.services.supervisor.get() {
             supervisor.stop(None);
@@ -1307,8 +1329,12 @@ impl AgentHandle {
     /// [`RuntimeError::Store`] when the store cannot delete it.
     pub async fn reset_thread(&self, thread_id: Option<&str>) -> Result<(), RuntimeError> {
         let thread_id = thread_id.unwrap_or(DEFAULT_THREAD).to_owned();
-        let key = (self.name.clone(), thread_id.clone());
-        if let Some((_, actor)) = self.services.threads.remove(&key) {
+        let running = self
+            .services
+            .agents
+            .get(&self.name)
+            .and_then(|family| family.remove_thread(&thread_id));
+        if let Some(actor) = running {
             let _ = actor
                 .stop_and_wait(
                     Some("thread reset".to_owned()),
@@ -1345,11 +1371,7 @@ impl AgentHandle {
                 name: self.name.clone(),
             })?;
         let thread_id = thread_id.map_or_else(|| family.default_thread(), str::to_owned);
-        if let Some(actor) = self
-            .services
-            .threads
-            .get(&(self.name.clone(), thread_id.clone()))
-        {
+        if let Some(actor) = family.thread(&thread_id) {
             let (tx, rx) = oneshot::channel();
             if actor.cast(AgentMsg::GetThread(tx)).is_ok()
                 && let Ok(thread) = rx.await

@@ -19,6 +19,7 @@ use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 
 use super::env::SystemEnv;
+use super::handle::Family;
 use super::handle::{AskError, Parent, RuntimeError, Services};
 use super::requests::RequestStatus;
 use super::trace;
@@ -80,6 +81,22 @@ pub(crate) struct AgentConfig<S> {
     pub(crate) intensity: Intensity,
     /// Bus subscriptions; they end when the agent is removed.
     pub(crate) subscriptions: std::sync::Mutex<Vec<motet_signals::Subscription>>,
+    /// The agent's running threads by thread id: the registry's second level.
+    pub(crate) threads:
+        std::sync::Mutex<HashMap<String, ActorRef<AgentMsg>, foldhash::fast::RandomState>>,
+}
+
+impl<S> AgentConfig<S> {
+    /// The running threads, locked. Nothing panics while holding the lock (map operations
+    /// only), so a poisoned lock still holds a consistent map.
+    pub(crate) fn running_threads(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, ActorRef<AgentMsg>, foldhash::fast::RandomState>>
+    {
+        self.threads
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 /// The actor's state: the strategy's state plus what the runtime tracks for it.
@@ -189,8 +206,8 @@ where
                 agent: self.agent.name.clone(),
             }));
         }
-        self.services
-            .forget_thread_of(&self.agent.name, &self.thread_id, myself.get_id());
+        self.services.thread_keys.remove(&myself.get_id());
+        self.agent.forget_thread(&self.thread_id, myself.get_id());
         Ok(())
     }
 

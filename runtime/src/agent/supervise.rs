@@ -91,7 +91,7 @@ impl Actor for ThreadSupervisor {
                             .await
                         {
                             Ok(actor) => {
-                                services.register_thread((agent.clone(), thread.clone()), actor);
+                                family.insert_thread(thread.clone(), actor);
                                 publish(&services, THREAD_RESTARTED, agent, thread, &error);
                             }
                             Err(spawn_error) => {
@@ -102,13 +102,10 @@ impl Actor for ThreadSupervisor {
                     Decision::Restart { .. } => {}
                     Decision::Escalate { restarts } => {
                         tracing::error!(%agent, restarts, %error, "agent threads failed too often; stopping the agent");
-                        services.remove_agent(&agent);
-                        let threads: Vec<ActorRef<super::AgentMsg>> = services
-                            .threads
-                            .iter()
-                            .filter(|e| e.key().0 == agent)
-                            .map(|e| e.value().clone())
-                            .collect();
+                        let threads = services
+                            .remove_agent(&agent)
+                            .map(|f| f.threads())
+                            .unwrap_or_default();
                         for actor in threads {
                             actor.stop(Some("restart intensity exceeded".to_owned()));
                         }
