@@ -533,7 +533,14 @@ fn react_tracing() -> Vec<Report> {
 }
 
 async fn react_bench() -> Vec<Report> {
-    let one = react_runtime(1, REACT_ONE).await;
+    // The asker as a task on the runtime, as a server's request handler is; then from the
+    // thread that entered the runtime (`block_on`, as `#[tokio::main]` code is), where every ask
+    // and every reply crosses between that thread and a worker.
+    let one = tokio::spawn(react_runtime(1, REACT_ONE))
+        .await
+        .ok()
+        .flatten();
+    let from_main = react_runtime(1, REACT_ONE).await;
     let current = std::thread::spawn(|| {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -545,8 +552,10 @@ async fn react_bench() -> Vec<Report> {
     .ok()
     .flatten();
     let many = react_runtime(REACT_MANY, 2).await;
-    let floor = react_floor(REACT_ONE).await;
-    let (Some(one), Some(many), Some(floor), Some(current)) = (one, many, floor, current) else {
+    let floor = tokio::spawn(react_floor(REACT_ONE)).await.ok().flatten();
+    let (Some(one), Some(from_main), Some(many), Some(floor), Some(current)) =
+        (one, from_main, many, floor, current)
+    else {
         return Vec::new();
     };
     let per = |d: Duration, n: usize| d.as_secs_f64() * 1e6 / n as f64;
@@ -559,6 +568,12 @@ async fn react_bench() -> Vec<Report> {
             .with(
                 "us_over_floor_per_llm_call",
                 round2((one_us - floor_us) / 2.0),
+            ),
+        Report::new("react", "from_main", REACT_ONE as u64, from_main)
+            .with("us_per_request", round2(per(from_main, REACT_ONE)))
+            .with(
+                "us_over_floor_per_llm_call",
+                round2((per(from_main, REACT_ONE) - floor_us) / 2.0),
             ),
         Report::new("react", "current_thread", REACT_ONE as u64, current)
             .with("us_per_request", round2(per(current, REACT_ONE)))
