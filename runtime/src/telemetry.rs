@@ -97,6 +97,53 @@ pub struct Telemetry {
     capture_content: bool,
     log_filter: String,
     log: bool,
+    batch: Batch,
+}
+
+/// The batch span processor's settings; `None` leaves the SDK's default.
+#[derive(Debug, Clone, Copy, Default)]
+struct Batch {
+    max_queue_size: Option<usize>,
+    scheduled_delay: Option<Duration>,
+    max_export_batch_size: Option<usize>,
+}
+
+impl Batch {
+    fn from_vars(present: impl Fn(&str) -> Option<String>) -> Result<Self, TelemetryError> {
+        let number = |key: &str| -> Result<Option<usize>, TelemetryError> {
+            present(key)
+                .map(|value| {
+                    value
+                        .trim()
+                        .parse::<usize>()
+                        .map_err(|_| TelemetryError::Config {
+                            key: key.into(),
+                            message: format!("`{value}` is not a whole number"),
+                        })
+                })
+                .transpose()
+        };
+        Ok(Self {
+            max_queue_size: number("OTEL_BSP_MAX_QUEUE_SIZE")?,
+            scheduled_delay: number("OTEL_BSP_SCHEDULE_DELAY")?
+                .map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX))),
+            max_export_batch_size: number("OTEL_BSP_MAX_EXPORT_BATCH_SIZE")?,
+        })
+    }
+
+    fn config(self) -> opentelemetry_sdk::trace::BatchConfig {
+        let mut config = opentelemetry_sdk::trace::BatchConfigBuilder::default();
+        if let Some(size) = self.max_queue_size {
+            config = config.with_max_queue_size(size);
+        }
+        if let Some(delay) = self.scheduled_delay {
+            config = config.with_scheduled_delay(delay);
+        }
+        if let Some(size) = self.max_export_batch_size {
+            config = config.with_max_export_batch_size(size);
+        }
+        config.build()
+    }
 }
 
 /// Reads the standard environment and installs telemetry: [`Telemetry::from_env`] then
@@ -112,8 +159,10 @@ impl Telemetry {
     /// Settings from the environment: `OTEL_EXPORTER_OTLP_ENDPOINT` (no export when unset),
     /// `OTEL_EXPORTER_OTLP_PROTOCOL` (`grpc` | `http/protobuf`), `OTEL_SERVICE_NAME`,
     /// `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` (`true` records prompts and
-    /// completions), `RUST_LOG` (the log lines printed to stderr; default `warn`). The
-    /// sampler follows `OTEL_TRACES_SAMPLER` / `OTEL_TRACES_SAMPLER_ARG`.
+    /// completions), `RUST_LOG` (the log lines printed to stderr; default `warn`), and the
+    /// batch span processor's `OTEL_BSP_MAX_QUEUE_SIZE`, `OTEL_BSP_SCHEDULE_DELAY` (ms) and
+    /// `OTEL_BSP_MAX_EXPORT_BATCH_SIZE`. The sampler follows `OTEL_TRACES_SAMPLER` /
+    /// `OTEL_TRACES_SAMPLER_ARG`.
     ///
     /// # Errors
     /// [`TelemetryError::Config`] naming the variable whose value cannot be used.
@@ -151,6 +200,7 @@ impl Telemetry {
             capture_content,
             log_filter: present("RUST_LOG").unwrap_or_else(|| "warn".to_owned()),
             log: true,
+            batch: Batch::from_vars(present)?,
         })
     }
 
@@ -183,6 +233,15 @@ impl Telemetry {
     /// default: content may hold personal data.
     pub fn with_capture_content(mut self, capture: bool) -> Self {
         self.capture_content = capture;
+        self
+    }
+
+    /// How many finished spans may wait for export (default `OTEL_BSP_MAX_QUEUE_SIZE`, else the
+    /// SDK's 2,048). When the queue is full new spans are dropped rather than an agent
+    /// blocked; a process finishing more spans per second than one export batch takes to send
+    /// needs a larger queue to keep them all.
+    pub fn with_max_queue_size(mut self, spans: usize) -> Self {
+        self.batch.max_queue_size = Some(spans);
         self
     }
 
@@ -241,16 +300,11 @@ impl Telemetry {
             .service_name
             .clone()
             .unwrap_or_else(|| "motet".to_owned());
-        let exporters = Exporters::build(&endpoint, self.protocol, &service)?;
+        let exporters = Exporters::build(&endpoint, self.protocol, &service, self.batch)?;
         let tracer = exporters.tracer.tracer("motet");
         opentelemetry::global::set_tracer_provider(exporters.tracer.clone());
         opentelemetry::global::set_meter_provider(exporters.meter.clone());
-        let otel = tracing_opentelemetry::layer()
-            .with_tracer(tracer)
-            .with_location(false)
-            .with_threads(false)
-            .with_tracked_inactivity(false)
-            .with_filter(span_filter());
+        let otel = layer(tracer);
         let subscriber = tracing_subscriber::registry().with(log).with(otel);
         let guard = TelemetryGuard {
             tracer: Some(exporters.tracer),
@@ -259,6 +313,24 @@ impl Telemetry {
         };
         Ok((tracing::Dispatch::new(subscriber), guard))
     }
+}
+
+/// The `tracing-opentelemetry` layer as [`Telemetry`] sets it up, for a subscriber of your own
+/// making: spans at INFO and above except the chatter of the actor library and the HTTP and
+/// gRPC stacks underneath; no code-location, thread or busy/idle-time attributes (each costs
+/// allocations on every span and says nothing about an agent).
+pub fn layer<S, T>(tracer: T) -> impl tracing_subscriber::Layer<S>
+where
+    S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
+    T: opentelemetry::trace::Tracer + Send + Sync + 'static,
+    T::Span: Send + Sync,
+{
+    tracing_opentelemetry::layer()
+        .with_tracer(tracer)
+        .with_location(false)
+        .with_threads(false)
+        .with_tracked_inactivity(false)
+        .with_filter(span_filter())
 }
 
 /// Which spans go to OpenTelemetry: everything at INFO and above, except the chatter of the
@@ -290,7 +362,12 @@ impl Exporters {
     /// Builds them on a plain thread: the blocking HTTP client must not be created or dropped
     /// inside an async context, and gRPC channels must be created inside their own runtime
     /// (the SDK's batch processors export from threads of their own, with no runtime).
-    fn build(endpoint: &str, protocol: Protocol, service: &str) -> Result<Self, TelemetryError> {
+    fn build(
+        endpoint: &str,
+        protocol: Protocol,
+        service: &str,
+        batch: Batch,
+    ) -> Result<Self, TelemetryError> {
         let endpoint = endpoint.trim_end_matches('/').to_owned();
         let service = service.to_owned();
         let failed = |message: String| TelemetryError::Exporter {
@@ -299,7 +376,7 @@ impl Exporters {
         };
         let built = std::thread::scope(|scope| {
             scope
-                .spawn(|| Self::build_here(&endpoint, protocol, &service))
+                .spawn(|| Self::build_here(&endpoint, protocol, &service, batch))
                 .join()
         });
         built.map_err(|_| failed("the exporter builder panicked".into()))?
@@ -309,6 +386,7 @@ impl Exporters {
         endpoint: &str,
         protocol: Protocol,
         service: &str,
+        batch: Batch,
     ) -> Result<Self, TelemetryError> {
         let failed = |e: &dyn std::fmt::Display| TelemetryError::Exporter {
             endpoint: endpoint.to_owned(),
@@ -360,8 +438,11 @@ impl Exporters {
         let resource = opentelemetry_sdk::Resource::builder()
             .with_service_name(service.to_owned())
             .build();
+        let processor = opentelemetry_sdk::trace::BatchSpanProcessor::builder(spans)
+            .with_batch_config(batch.config())
+            .build();
         let tracer = SdkTracerProvider::builder()
-            .with_batch_exporter(spans)
+            .with_span_processor(processor)
             .with_resource(resource.clone())
             .build();
         let meter = SdkMeterProvider::builder()

@@ -92,4 +92,12 @@ fn bad_settings_are_typed_errors_naming_the_variable() {
             .contains("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"),
         "{err}"
     );
+    for key in [
+        "OTEL_BSP_MAX_QUEUE_SIZE",
+        "OTEL_BSP_SCHEDULE_DELAY",
+        "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
+    ] {
+        let err = Telemetry::from_vars(|k| (k == key).then(|| "lots".to_owned())).unwrap_err();
+        assert!(err.to_string().contains(key), "{err}");
+    }
 }
