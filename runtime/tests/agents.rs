@@ -211,6 +211,36 @@ async fn ten_thousand_agents_each_answer_an_ask() {
 }
 
 #[tokio::test]
+async fn a_name_freed_by_stop_agent_runs_a_new_agent_at_once() {
+    let runtime = Runtime::builder()
+        .llm(Arc::new(ScriptedModel::new([
+            turn(vec![AssistantBlock::text("first")]),
+            turn(vec![AssistantBlock::text("second")]),
+        ])))
+        .build()
+        .unwrap();
+    let tools = calculator();
+    let first = runtime
+        .spawn(AgentSpec::new("again", react("openai:gpt-5.2", &tools)))
+        .await
+        .unwrap();
+    let reply = first.ask("one", AskOptions::default()).await.unwrap();
+    assert_eq!(reply.data_as::<ReactCompleted>().unwrap().answer, "first");
+    // Stopped and spawned again without waiting: the old thread, still stopping, is not the
+    // new agent's.
+    runtime.stop_agent("again");
+    let second = runtime
+        .spawn(AgentSpec::new("again", react("openai:gpt-5.2", &tools)))
+        .await
+        .unwrap();
+    let reply = second.ask("two", AskOptions::default()).await.unwrap();
+    assert_eq!(reply.data_as::<ReactCompleted>().unwrap().answer, "second");
+    assert_eq!(runtime.agent_count(), 1);
+    assert_eq!(runtime.thread_count(), 1);
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
 async fn an_ask_to_a_stopped_agent_is_an_error() {
     let runtime = Runtime::builder()
         .llm(Arc::new(ScriptedModel::default()))
