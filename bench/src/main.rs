@@ -19,6 +19,17 @@ use std::process::ExitCode;
 use report::Report;
 
 fn main() -> ExitCode {
+    // A telemetry variant of `react`, run in a process of its own by the parent (hidden).
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some("__react_child") {
+        return match argv.get(2).and_then(|v| scenarios::react_child(v)) {
+            Some((elapsed, received)) => {
+                println!("{} {received}", elapsed.as_nanos());
+                ExitCode::SUCCESS
+            }
+            None => ExitCode::FAILURE,
+        };
+    }
     let mut args = std::env::args().skip(1);
     let mut scenario = None;
     let mut json = false;

@@ -26,3 +26,5 @@ pub(crate) const ALL: &[(&str, RunFn)] = &[
     ("react", agents::run_react),
     ("fanout", agents::run_fanout),
 ];
+
+pub(crate) use agents::react_child;

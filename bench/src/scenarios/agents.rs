@@ -514,77 +514,104 @@ fn span_floor(dispatch: &tracing::Dispatch) -> Duration {
     })
 }
 
-/// `react` with tracing off, with spans recorded by OpenTelemetry but not exported, and with
-/// the batch exporter sending over gRPC to a local OTLP receiver; medians of alternating
-/// rounds. Export runs first: the runtime's metric instruments bind to the global meter
-/// provider on first use.
-fn react_tracing() -> Vec<Report> {
+/// The telemetry variants of `react`, each measured in a process of its own: the runtime's
+/// metric instruments bind to the global meter provider on first use, so in one process every
+/// variant after `export` would record metrics into its SDK meter, `off` included.
+const TRACED: [&str; 5] = ["export", "spans", "off", "floor_export", "floor_spans"];
+
+/// Runs one telemetry variant here (in a child process started by [`react_tracing`]):
+/// returns its time and, for the exporting ones, how many spans reached the receiver.
+pub(crate) fn react_child(variant: &str) -> Option<(Duration, u64)> {
     use opentelemetry::trace::TracerProvider as _;
     use tracing_subscriber::layer::SubscriberExt as _;
-    let Ok(receiver_rt) = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-    else {
-        return Vec::new();
-    };
-    let Ok(receiver) = receiver_rt.block_on(motet_runtime::testing::otlp::OtlpReceiver::start())
-    else {
-        return Vec::new();
-    };
-    let Ok((export, guard)) = motet_runtime::telemetry::Telemetry::from_vars(|_| None)
-        .map(|t| {
+    match variant {
+        "off" => Some((react_traced(tracing::Dispatch::none())?, 0)),
+        "spans" | "floor_spans" => {
+            let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
+            // The same layer as `export`, with no exporter behind its tracer.
+            let spans = tracing::Dispatch::new(tracing_subscriber::registry().with(
+                motet_runtime::telemetry::layer(provider.tracer("motet-bench")),
+            ));
+            let elapsed = if variant == "spans" {
+                react_traced(spans)?
+            } else {
+                span_floor(&spans)
+            };
+            Some((elapsed, 0))
+        }
+        "export" | "floor_export" => {
+            let receiver_rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .ok()?;
+            let receiver = receiver_rt
+                .block_on(motet_runtime::testing::otlp::OtlpReceiver::start())
+                .ok()?;
             // A queue that holds every span of the run: a full queue drops spans, and dropped
             // spans are spans not exported, which would flatter `export`.
-            t.with_endpoint(receiver.grpc_endpoint())
+            let (export, guard) = motet_runtime::telemetry::Telemetry::from_vars(|_| None)
+                .ok()?
+                .with_endpoint(receiver.grpc_endpoint())
                 .with_service_name("motet-bench")
                 .with_max_queue_size(1 << 18)
                 .without_log()
-        })
-        .and_then(motet_runtime::telemetry::Telemetry::into_dispatch)
-    else {
-        return Vec::new();
-    };
-    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
-    // The same layer as `export`, with no exporter behind its tracer: `export - spans` is
-    // what exporting costs.
-    let spans = tracing::Dispatch::new(tracing_subscriber::registry().with(
-        motet_runtime::telemetry::layer(provider.tracer("motet-bench")),
-    ));
-    let off = tracing::Dispatch::none();
-    let mut rounds: [Vec<Duration>; 3] = Default::default();
-    let mut floors: [Vec<Duration>; 2] = Default::default();
-    for _ in 0..3 {
-        // After each run through the exporter its queue is flushed, untimed, so the next run
-        // does not share the cores with the export of this one's spans.
-        for (n, dispatch) in [&export, &spans, &off].into_iter().enumerate() {
-            match react_traced(dispatch.clone()) {
-                Some(elapsed) => rounds[n].push(elapsed),
-                None => return Vec::new(),
-            }
-            let _ = guard.flush();
+                .into_dispatch()
+                .ok()?;
+            let elapsed = if variant == "export" {
+                react_traced(export)?
+            } else {
+                span_floor(&export)
+            };
+            guard.flush().ok()?;
+            Some((elapsed, receiver.spans().len() as u64))
         }
-        floors[0].push(span_floor(&export));
-        let _ = guard.flush();
-        floors[1].push(span_floor(&spans));
+        _ => None,
     }
-    // Everything still queued is sent before counting; what is missing was dropped by the
-    // batch processor's bounded queue.
-    let _ = guard.flush();
-    let exported = receiver.spans().len();
-    drop(guard);
+}
+
+/// One variant in a child process of this binary (`motet-bench __react_child <variant>`).
+fn react_in_child(variant: &str) -> Option<(Duration, u64)> {
+    let output = std::process::Command::new(std::env::current_exe().ok()?)
+        .args(["__react_child", variant])
+        .output()
+        .ok()?;
+    let text = String::from_utf8(output.stdout).ok()?;
+    let mut fields = text.split_whitespace();
+    let nanos: u64 = fields.next()?.parse().ok()?;
+    let received: u64 = fields.next()?.parse().ok()?;
+    Some((Duration::from_nanos(nanos), received))
+}
+
+/// `react` with tracing off, with spans recorded by OpenTelemetry but not exported, and with
+/// the batch exporter sending over gRPC to a local OTLP receiver, beside the same nine spans
+/// alone (the floors); each run in a fresh process, variants alternating, medians of 3 rounds.
+fn react_tracing() -> Vec<Report> {
+    let mut rounds: [Vec<Duration>; 5] = Default::default();
+    let mut received = [0u64; 5];
+    for _ in 0..3 {
+        for (n, variant) in TRACED.into_iter().enumerate() {
+            let Some((elapsed, spans)) = react_in_child(variant) else {
+                eprintln!("motet-bench: the react variant `{variant}` failed");
+                return Vec::new();
+            };
+            rounds[n].push(elapsed);
+            received[n] += spans;
+        }
+    }
     let median = |times: &mut Vec<Duration>| {
         times.sort();
         times[times.len() / 2]
     };
-    let [mut e, mut s, mut o] = rounds;
+    let [mut e, mut s, mut o, mut fe, mut fs] = rounds;
     let (export_t, spans_t, off_t) = (median(&mut e), median(&mut s), median(&mut o));
-    let [mut fe, mut fs] = floors;
     let (floor_export, floor_spans) = (median(&mut fe), median(&mut fs));
     let ratio = |t: Duration| round2(t.as_secs_f64() / off_t.as_secs_f64());
     let per = |d: Duration| round2(d.as_secs_f64() * 1e6 / REACT_ONE as f64);
     let share_of_off =
         |t: Duration| round2((t.as_secs_f64() - spans_t.as_secs_f64()) / off_t.as_secs_f64());
+    // Warm-up and measured requests, 9 spans each, 3 rounds.
+    let sent = (3 * (REACT_ONE + REACT_ONE / 10) * 9) as u64;
     vec![
         Report::new("react", "off", REACT_ONE as u64, off_t).with("us_per_request", per(off_t)),
         Report::new("react", "spans", REACT_ONE as u64, spans_t)
@@ -595,14 +622,16 @@ fn react_tracing() -> Vec<Report> {
             .with("ratio_to_off", ratio(export_t))
             // What exporting adds to `spans`, as a share of `off`.
             .with("export_over_spans_vs_off", share_of_off(export_t))
-            .with("spans_received", exported as u64),
+            .with("spans_sent", sent)
+            .with("spans_received", received[0]),
         // The spans alone, added to `off`: the least `spans` and `export` could cost.
         Report::new("react", "floor_spans_only", REACT_ONE as u64, floor_spans)
             .with("us_per_request", per(floor_spans))
             .with("ratio_to_off", ratio(off_t + floor_spans)),
         Report::new("react", "floor_export_only", REACT_ONE as u64, floor_export)
             .with("us_per_request", per(floor_export))
-            .with("ratio_to_off", ratio(off_t + floor_export)),
+            .with("ratio_to_off", ratio(off_t + floor_export))
+            .with("spans_received", received[3]),
     ]
 }
 
