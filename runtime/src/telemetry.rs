@@ -16,8 +16,8 @@
 //! and the cost is that of `tracing` alone. The span tree, attribute names and metrics are
 //! described in docs/observability.md.
 
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use motet_signals::TraceContext;
@@ -258,8 +258,8 @@ impl Telemetry {
 
     /// Installs the global `tracing` subscriber (stderr log lines filtered by `RUST_LOG`, and
     /// the OpenTelemetry layer when there is an endpoint), the global meter provider, and the
-    /// content-capture switch. Build the [`Runtime`](crate::agent::Runtime) after this: its
-    /// metric instruments are taken from the global meter provider when it is built.
+    /// content-capture switch. Runtimes already running report their metrics to the new meter
+    /// provider from then on.
     ///
     /// # Errors
     /// [`TelemetryError::Exporter`] when the exporter cannot be built,
@@ -304,6 +304,7 @@ impl Telemetry {
         let tracer = exporters.tracer.tracer("motet");
         opentelemetry::global::set_tracer_provider(exporters.tracer.clone());
         opentelemetry::global::set_meter_provider(exporters.meter.clone());
+        rebind_instruments();
         let otel = layer(tracer);
         let subscriber = tracing_subscriber::registry().with(log).with(otel);
         let guard = TelemetryGuard {
@@ -677,8 +678,30 @@ impl Instruments {
     }
 }
 
-/// One process-wide set, so instruments are not rebuilt per runtime.
-pub(crate) fn instruments() -> &'static Instruments {
-    static INSTRUMENTS: OnceLock<Instruments> = OnceLock::new();
-    INSTRUMENTS.get_or_init(Instruments::new)
+/// The process's instruments, built from the global meter provider on first use and built
+/// again after motet's telemetry installs a provider ([`rebind_instruments`]), so a runtime
+/// used before `init()` still reports to the provider installed later.
+static INSTRUMENTS: RwLock<Option<Arc<Instruments>>> = RwLock::new(None);
+
+/// The runtime's metric instruments.
+pub(crate) fn instruments() -> Arc<Instruments> {
+    if let Some(bound) = INSTRUMENTS
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .as_ref()
+    {
+        return bound.clone();
+    }
+    INSTRUMENTS
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get_or_insert_with(|| Arc::new(Instruments::new()))
+        .clone()
+}
+
+/// Forgets the instruments, so the next use takes them from the current global meter provider.
+fn rebind_instruments() {
+    *INSTRUMENTS
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
 }
