@@ -654,10 +654,28 @@ async fn react_bench() -> Vec<Report> {
     .join()
     .ok()
     .flatten();
+    // The multi-threaded scheduler with one worker, asked from a task on it: the same code as
+    // `motet` without a second worker to steal the next task of the chain.
+    let one_worker = std::thread::spawn(|| {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .ok()?;
+        rt.block_on(async {
+            tokio::spawn(react_runtime(1, REACT_ONE))
+                .await
+                .ok()
+                .flatten()
+        })
+    })
+    .join()
+    .ok()
+    .flatten();
     let many = react_runtime(REACT_MANY, 2).await;
     let floor = tokio::spawn(react_floor(REACT_ONE)).await.ok().flatten();
-    let (Some(one), Some(from_main), Some(many), Some(floor), Some(current)) =
-        (one, from_main, many, floor, current)
+    let (Some(one), Some(from_main), Some(many), Some(floor), Some(current), Some(one_worker)) =
+        (one, from_main, many, floor, current, one_worker)
     else {
         return Vec::new();
     };
@@ -683,6 +701,12 @@ async fn react_bench() -> Vec<Report> {
             .with(
                 "us_over_floor_per_llm_call",
                 round2((per(current, REACT_ONE) - floor_us) / 2.0),
+            ),
+        Report::new("react", "one_worker", REACT_ONE as u64, one_worker)
+            .with("us_per_request", round2(per(one_worker, REACT_ONE)))
+            .with(
+                "us_over_floor_per_llm_call",
+                round2((per(one_worker, REACT_ONE) - floor_us) / 2.0),
             ),
         Report::new("react", "agents_1000", (REACT_MANY * 2) as u64, many)
             .with("us_per_request", round2(per(many, REACT_MANY * 2))),
