@@ -218,7 +218,12 @@ where
         state: &mut ServerState<S>,
     ) -> Result<(), ActorProcessingErr> {
         if !state.supervised && !matches!(msg, AgentMsg::IdleCheck) {
-            self.supervise(&myself).await?;
+            if let Err(error) = self.supervise(&myself).await {
+                // Unsupervised, nobody would restart it: leave the registry now, so the next
+                // signal for this thread starts a fresh actor.
+                self.agent.forget_thread(&self.thread_id, myself.get_id());
+                return Err(error);
+            }
             state.supervised = true;
         }
         let signal = match msg {
