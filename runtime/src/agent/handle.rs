@@ -52,9 +52,9 @@ pub(crate) struct Services {
     /// Every request's status, timestamps and result.
     pub(crate) requests: Requests,
     /// The sweeper that asks idle threads to stop, started with the first thread that has an
-    /// idle timeout; the shortest timeout seen sets its pace.
-    pub(crate) idle_sweep: std::sync::Mutex<Option<(Duration, tokio::task::AbortHandle)>>,
-    /// The sweeper's period in nanoseconds (0 before it starts), read without the lock.
+    /// idle timeout; the shortest timeout seen sets its pace. Held while one is started.
+    pub(crate) idle_sweep: std::sync::Mutex<Option<tokio::task::AbortHandle>>,
+    /// The sweeper's period in nanoseconds (0 while none runs), read without the lock.
     pub(crate) idle_period_ns: std::sync::atomic::AtomicU64,
     /// `llm.delta` as a parsed type, to ask the bus whether anyone listens.
     pub(crate) delta_type: Option<motet_signals::SignalType>,
@@ -75,22 +75,23 @@ impl Services {
         // Every thread start asks; all but the first of each timeout get their answer here,
         // without the lock.
         let period_ns = u64::try_from(period.as_nanos()).unwrap_or(u64::MAX);
-        let swept = self
-            .idle_period_ns
-            .load(std::sync::atomic::Ordering::Acquire);
-        if swept != 0 && swept <= period_ns {
+        let swept = |services: &Self| {
+            let current = services
+                .idle_period_ns
+                .load(std::sync::atomic::Ordering::Acquire);
+            current != 0 && current <= period_ns
+        };
+        if swept(self) {
             return;
         }
         let Ok(mut sweep) = self.idle_sweep.lock() else {
             return;
         };
-        if sweep
-            .as_ref()
-            .is_some_and(|(current, _)| *current <= period)
-        {
+        // Again under the lock: another start may have begun a sweeper meanwhile.
+        if swept(self) {
             return;
         }
-        if let Some((_, old)) = sweep.take() {
+        if let Some(old) = sweep.take() {
             old.abort();
         }
         let services = Arc::downgrade(self);
@@ -109,7 +110,7 @@ impl Services {
                 }
             }
         });
-        *sweep = Some((period, task.abort_handle()));
+        *sweep = Some(task.abort_handle());
         self.idle_period_ns
             .store(period_ns, std::sync::atomic::Ordering::Release);
     }
@@ -166,7 +167,7 @@ impl Services {
                 name: agent.to_owned(),
             })?;
         let thread = match thread.as_deref() {
-            None => family.default_thread(),
+            None => DEFAULT_THREAD.to_owned(),
             Some(NEW_THREAD) => SystemEnv.fresh_id("thread"),
             Some(id) => id.to_owned(),
         };
@@ -474,7 +475,6 @@ pub const NEW_THREAD: &str = "new";
 /// One agent's threads, whatever its strategy type.
 #[async_trait::async_trait]
 pub(crate) trait Family: Send + Sync {
-    fn default_thread(&self) -> String;
     fn failed_type(&self) -> &str;
     fn spawning(&self) -> &tokio::sync::Mutex<()>;
     fn intensity(&self) -> Intensity;
@@ -508,10 +508,6 @@ where
     S: Strategy + Send + Sync + 'static,
     S::State: Send + Sync + 'static,
 {
-    fn default_thread(&self) -> String {
-        DEFAULT_THREAD.to_owned()
-    }
-
     fn failed_type(&self) -> &str {
         &self.reply_types[1]
     }
@@ -1009,7 +1005,7 @@ impl Runtime {
             supervisor.stop(None);
         }
         if let Ok(mut sweep) = self.services.idle_sweep.lock()
-            && let Some((_, task)) = sweep.take()
+            && let Some(task) = sweep.take()
         {
             task.abort();
             self.services
@@ -1370,7 +1366,7 @@ impl AgentHandle {
             .ok_or_else(|| RuntimeError::NotRunning {
                 name: self.name.clone(),
             })?;
-        let thread_id = thread_id.map_or_else(|| family.default_thread(), str::to_owned);
+        let thread_id = thread_id.unwrap_or(DEFAULT_THREAD).to_owned();
         if let Some(actor) = family.thread(&thread_id) {
             let (tx, rx) = oneshot::channel();
             if actor.cast(AgentMsg::GetThread(tx)).is_ok()
