@@ -673,14 +673,10 @@ async fn a_panicking_strategy_restarts_its_thread_and_the_ask_gets_a_typed_error
     runtime.shutdown().await;
 }
 
-#[tokio::test]
-async fn past_its_restart_intensity_the_agent_is_stopped() {
-    let runtime = Runtime::builder()
-        .llm(Arc::new(EchoModel::default()))
-        .build()
-        .unwrap();
+/// A `Fragile` agent allowed one restart a minute.
+async fn spawn_fragile_once(runtime: &Runtime) -> motet_runtime::agent::AgentHandle {
     let tools = calculator();
-    let agent = runtime
+    runtime
         .spawn(
             AgentSpec::new("fragile", Fragile(react("openai:gpt-5.2", &tools)))
                 .with_restart_intensity(motet_runtime::supervisor::Intensity {
@@ -689,7 +685,16 @@ async fn past_its_restart_intensity_the_agent_is_stopped() {
                 }),
         )
         .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn past_its_restart_intensity_the_agent_is_stopped() {
+    let runtime = Runtime::builder()
+        .llm(Arc::new(EchoModel::default()))
+        .build()
         .unwrap();
+    let agent = spawn_fragile_once(&runtime).await;
     let options = || AskOptions {
         timeout: Duration::from_secs(5),
         ..AskOptions::default()
@@ -724,17 +729,7 @@ async fn restarts_and_a_stopped_agent_are_published_on_the_bus() {
         .unwrap();
     let (tx, rx) = std::sync::mpsc::sync_channel(8);
     let _watch = runtime.bus().subscribe("agent.**".parse().unwrap(), tx);
-    let tools = calculator();
-    let agent = runtime
-        .spawn(
-            AgentSpec::new("fragile", Fragile(react("openai:gpt-5.2", &tools)))
-                .with_restart_intensity(motet_runtime::supervisor::Intensity {
-                    max_restarts: 1,
-                    within: Duration::from_secs(60),
-                }),
-        )
-        .await
-        .unwrap();
+    let agent = spawn_fragile_once(&runtime).await;
     let options = AskOptions {
         thread_id: Some("t1".into()),
         timeout: Duration::from_secs(5),
