@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use motet_directives::LlmRequest;
+use motet_directives::{LlmRequest, ToolChoice};
 use serde_json::Value;
 
 use crate::decoder::StreamDecoder;
@@ -58,8 +58,9 @@ impl Dialect {
     ///
     /// # Errors
     /// [`ProviderError::InvalidRequest`] or [`ProviderError::Config`] when the request cannot
-    /// be expressed in this dialect.
+    /// be expressed in this dialect, or its `tool_choice` names a tool it does not offer.
     pub fn render(self, req: &LlmRequest) -> Result<Value, ProviderError> {
+        check_named_tool(req)?;
         match self {
             Dialect::OpenAiChat => openai_chat::request::render(req),
             Dialect::OpenAiResponses => openai_responses::request::render(req),
@@ -79,6 +80,27 @@ impl Dialect {
         };
         error.redacted()
     }
+}
+
+/// A `tool_choice` that names a tool must name one the request offers: every provider would
+/// refuse it (or, like some OpenAI-compatible servers, silently ignore the name).
+fn check_named_tool(req: &LlmRequest) -> Result<(), ProviderError> {
+    let ToolChoice::Tool { name } = &req.tool_choice else {
+        return Ok(());
+    };
+    if req.tools.iter().any(|tool| tool.name == *name) {
+        return Ok(());
+    }
+    let offered: Vec<&str> = req.tools.iter().map(|tool| tool.name.as_str()).collect();
+    let message = if offered.is_empty() {
+        format!("tool_choice names `{name}` but no tools are offered")
+    } else {
+        format!(
+            "tool_choice names `{name}`, which is not among the offered tools ({})",
+            offered.join(", ")
+        )
+    };
+    Err(ProviderError::InvalidRequest { status: 0, message })
 }
 
 impl fmt::Display for Dialect {

@@ -91,11 +91,6 @@ pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
             choice["disable_parallel_tool_use"] = json!(true);
         }
         body.insert("tool_choice".into(), choice);
-    } else if let ToolChoice::Tool { name } = &req.tool_choice {
-        return Err(ProviderError::InvalidRequest {
-            status: 0,
-            message: format!("tool_choice names `{name}` but no tools are offered"),
-        });
     }
     if let Some(budget) = thinking {
         body.insert(

@@ -1,6 +1,6 @@
 //! Our request rendered as a Chat Completions body.
 
-use motet_directives::{AssistantBlock, LlmRequest, Message, ToolChoice};
+use motet_directives::{AssistantBlock, LlmRequest, Message, ToolChoice, ToolDef};
 use serde_json::{Map, Value, json};
 
 use crate::error::ProviderError;
@@ -44,9 +44,8 @@ pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
     body.insert("stream".into(), json!(true));
     body.insert("stream_options".into(), json!({"include_usage": true}));
     if !req.tools.is_empty() {
-        let tools: Vec<Value> = req
-            .tools
-            .iter()
+        let (offered, choice) = offered_tools(req);
+        let tools: Vec<Value> = offered
             .map(|tool| {
                 json!({
                     "type": "function",
@@ -59,15 +58,10 @@ pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
             })
             .collect();
         body.insert("tools".into(), Value::Array(tools));
-        body.insert("tool_choice".into(), tool_choice(&req.tool_choice));
+        body.insert("tool_choice".into(), choice);
         if let Some(parallel) = req.options.parallel_tool_calls {
             body.insert("parallel_tool_calls".into(), json!(parallel));
         }
-    } else if let ToolChoice::Tool { name } = &req.tool_choice {
-        return Err(ProviderError::InvalidRequest {
-            status: 0,
-            message: format!("tool_choice names `{name}` but no tools are offered"),
-        });
     }
     let options = &req.options;
     if let Some(max) = options.max_tokens {
@@ -123,11 +117,29 @@ fn assistant(turn: &motet_directives::AssistantMessage) -> Value {
     Value::Object(message)
 }
 
-fn tool_choice(choice: &ToolChoice) -> Value {
-    match choice {
-        ToolChoice::Auto => json!("auto"),
-        ToolChoice::None => json!("none"),
-        ToolChoice::Required => json!("required"),
-        ToolChoice::Tool { name } => json!({"type": "function", "function": {"name": name}}),
-    }
+/// The tools to list and the `tool_choice` to send.
+///
+/// OpenAI takes a named function as `tool_choice`. Compatible servers do not all read that
+/// form: llama.cpp's server takes only the strings `auto`, `none` and `required` and falls back
+/// to `auto` on anything else, so the name would be dropped without a word. For them a named
+/// choice is sent as `required` with only that tool listed, which means the same to any server.
+fn offered_tools(req: &LlmRequest) -> (impl Iterator<Item = &ToolDef>, Value) {
+    let named = match &req.tool_choice {
+        ToolChoice::Tool { name } => Some(name.as_str()),
+        _ => None,
+    };
+    let narrow = named.filter(|_| req.model.provider() != "openai");
+    let choice = match (&req.tool_choice, narrow) {
+        (_, Some(_)) | (ToolChoice::Required, None) => json!("required"),
+        (ToolChoice::Auto, _) => json!("auto"),
+        (ToolChoice::None, _) => json!("none"),
+        (ToolChoice::Tool { name }, None) => {
+            json!({"type": "function", "function": {"name": name}})
+        }
+    };
+    let tools = req
+        .tools
+        .iter()
+        .filter(move |tool| narrow.is_none_or(|name| tool.name == name));
+    (tools, choice)
 }
