@@ -139,6 +139,7 @@ impl ReAct {
         let Some(request) = state.request.as_ref() else {
             return Ok(Vec::new());
         };
+        let tool_choice = self.config.tool_choice_after(request.tool_calls);
         let policy = ContextPolicy::resolve(
             request.policy_override.as_ref(),
             state.context_policy.as_ref(),
@@ -184,7 +185,7 @@ impl ReAct {
         };
         let request_body = LlmRequest::new(self.config.model.clone(), projection.messages)
             .with_tools(projection.tool_spec)
-            .with_tool_choice(self.config.tool_choice.clone())
+            .with_tool_choice(tool_choice)
             .with_options(self.config.options.clone());
         if let Some(request) = state.request.as_mut() {
             request.llm_call = Some(call_id.clone());
@@ -272,6 +273,7 @@ impl ReAct {
         let mut directives = Vec::new();
         request.tools.clear();
         for call in message.tool_calls() {
+            request.tool_calls = request.tool_calls.saturating_add(1);
             let call_id = CallId::new(step.env.fresh_id("tool"));
             request.tools.push(PendingTool {
                 call_id: call_id.clone(),
@@ -438,6 +440,7 @@ impl ReAct {
             _ => return Ok(Vec::new()),
         };
         let mut request = RequestState::new(request_id, None);
+        request.tool_calls = tool_calls_in(&entries[..=turn], &request.request_id);
         request.iteration = iteration;
         request.turn_call = turn_call.map(CallId::new);
         if !message.has_tool_calls() {
@@ -746,6 +749,19 @@ impl ReAct {
             target: self.config.reply_to.clone(),
         }))
     }
+}
+
+/// The tool calls the model made in `request_id`'s turns among `entries`.
+fn tool_calls_in(entries: &[crate::thread::Entry], request_id: &str) -> u32 {
+    let calls = entries
+        .iter()
+        .filter(|e| e.refs.request_id.as_deref() == Some(request_id))
+        .filter_map(|e| match &e.body {
+            EntryBody::Assistant { message, .. } => Some(message.tool_calls().count()),
+            _ => None,
+        })
+        .sum::<usize>();
+    u32::try_from(calls).unwrap_or(u32::MAX)
 }
 
 /// Notes an ignored signal in the thread and counts it; no directives.

@@ -13,7 +13,7 @@ use motet_agents::{
 };
 use motet_directives::{
     AssistantBlock, AssistantMessage, CallId, Directive, LlmResponse, Message, StopReason,
-    ToolArgs, ToolDef, ToolDefs, ToolResult, Usage,
+    ToolArgs, ToolChoice, ToolDef, ToolDefs, ToolResult, Usage,
 };
 use motet_signals::Signal;
 use serde_json::{Value, json};
@@ -884,4 +884,146 @@ fn resume_of_an_answered_request_replies_again() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+/// The tool choice of each LLM call among `directives`.
+fn choices(directives: &[Directive]) -> Vec<ToolChoice> {
+    directives
+        .iter()
+        .filter_map(|d| match d {
+            Directive::LlmStream(s) => Some(s.request.tool_choice.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn tool_choice_after_a_tool_call_table() {
+    let named = ToolChoice::Tool {
+        name: "calculator".into(),
+    };
+    #[rustfmt::skip]
+    let table = [
+        // configured, reset, tool calls so far, the next call's choice
+        (ToolChoice::Auto, true, 0, ToolChoice::Auto),
+        (ToolChoice::Auto, true, 3, ToolChoice::Auto),
+        (ToolChoice::None, true, 1, ToolChoice::None),
+        (ToolChoice::Required, true, 0, ToolChoice::Required),
+        (ToolChoice::Required, true, 1, ToolChoice::Auto),
+        (ToolChoice::Required, false, 1, ToolChoice::Required),
+        (named.clone(), true, 0, named.clone()),
+        (named.clone(), true, 2, ToolChoice::Auto),
+        (named.clone(), false, 2, named.clone()),
+    ];
+    for (configured, reset, calls, expected) in table {
+        let config = calculator()
+            .with_tool_choice(configured.clone())
+            .with_reset_tool_choice(reset);
+        assert_eq!(
+            config.tool_choice_after(calls),
+            expected,
+            "{configured:?} reset={reset} after {calls} calls"
+        );
+    }
+    assert!(calculator().reset_tool_choice, "reset is the default");
+}
+
+#[test]
+fn a_forced_first_tool_call_then_the_model_may_answer() {
+    let mut h = Harness::new(calculator().with_tool_choice(ToolChoice::Required));
+    h.request = "r1".into();
+    let input = to_value(&ReactInput {
+        query: "17 * 23?".into(),
+        context_policy: None,
+    });
+    assert_eq!(
+        choices(&h.send("react.input", input.clone())),
+        [ToolChoice::Required]
+    );
+    h.send(
+        "llm.result",
+        llm_calls("call_1", &[("tc1", "calculator", r#"{"expr":"17*23"}"#)]),
+    );
+    let next = h.send("tool.result", tool_ok("tool_1", "tc1", "391"));
+    // The model has called a tool: the next call lets it answer.
+    assert_eq!(choices(&next), [ToolChoice::Auto]);
+    h.script(&[(
+        "llm.result",
+        llm_text("call_2", "17 * 23 = 391."),
+        &["emit react.completed r1 answer=17 * 23 = 391."],
+    )]);
+    assert_eq!(h.state.request.as_ref().unwrap().tool_calls, 1);
+    // The next request is forced again from its first call.
+    h.request = "r2".into();
+    assert_eq!(
+        choices(&h.send("react.input", input)),
+        [ToolChoice::Required]
+    );
+}
+
+#[test]
+fn a_choice_kept_forcing_loops_until_max_iterations() {
+    let named = ToolChoice::Tool {
+        name: "calculator".into(),
+    };
+    let config = calculator()
+        .with_tool_choice(named.clone())
+        .with_reset_tool_choice(false)
+        .with_max_iterations(2);
+    let mut h = Harness::new(config);
+    assert_eq!(h.ask("r1", "2+2?").len(), 1);
+    h.send(
+        "llm.result",
+        llm_calls("call_1", &[("tc1", "calculator", r#"{"expr":"2+2"}"#)]),
+    );
+    let next = h.send("tool.result", tool_ok("tool_1", "tc1", "4"));
+    assert_eq!(choices(&next), [named]);
+    h.send(
+        "llm.result",
+        llm_calls("call_2", &[("tc2", "calculator", r#"{"expr":"2+2"}"#)]),
+    );
+    h.script(&[(
+        "tool.result",
+        tool_ok("tool_2", "tc2", "4"),
+        &["emit react.failed r1 reason=max_iterations"],
+    )]);
+}
+
+#[test]
+fn resume_keeps_the_tool_choice_where_the_request_was() {
+    let forced = |entries| {
+        let config = calculator().with_tool_choice(ToolChoice::Required);
+        let react = ReAct::new(config);
+        let env = FixedEnv::new(7);
+        let mut thread = motet_agents::Thread::new("t", 0);
+        for entry in entries {
+            thread.append(&env, entry);
+        }
+        let mut state = react.restore(&env, thread);
+        let directives = react.handle(&mut state, &resume_signal(&[]), &env).unwrap();
+        choices(&directives)
+    };
+    let refs = motet_agents::Refs::request("req-9").with_iteration(1);
+    let user = motet_agents::NewEntry::user("17 * 23?").with_refs(refs.clone());
+    // Stopped before the first call: it is still forced.
+    assert_eq!(forced(vec![user.clone()]), [ToolChoice::Required]);
+    // Stopped after the tool answered: the owed call lets the model answer.
+    let turn = AssistantMessage {
+        blocks: vec![AssistantBlock::tool_use(
+            "tc1",
+            "calculator",
+            ToolArgs::from_text(r#"{"expr":"17*23"}"#),
+        )],
+        stop_reason: StopReason::ToolUse,
+    };
+    let result = motet_agents::NewEntry::tool_result("calculator", ToolResult::ok("tc1", "391"))
+        .with_refs(refs.clone());
+    assert_eq!(
+        forced(vec![
+            user,
+            motet_agents::NewEntry::assistant(turn, Usage::default()).with_refs(refs),
+            result,
+        ]),
+        [ToolChoice::Auto]
+    );
 }

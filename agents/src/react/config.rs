@@ -13,8 +13,13 @@ pub struct ReActConfig {
     pub system_prompt: Option<String>,
     /// Tools offered to the model.
     pub tools: ToolDefs,
-    /// Whether and how tools may be called.
+    /// Whether and how tools may be called (default `Auto`).
     pub tool_choice: ToolChoice,
+    /// Whether a forcing `tool_choice` (`Required` or a named tool) goes back to `Auto` once
+    /// the model has called a tool in the request (default true): a forced first step, not a
+    /// forced every step, which would loop until `max_iterations` because the model could never
+    /// answer. The OpenAI Agents SDK calls this `reset_tool_choice`.
+    pub reset_tool_choice: bool,
     /// Sampling and reasoning options.
     pub options: LlmOptions,
     /// LLM calls per request before it fails (default 10).
@@ -41,6 +46,7 @@ impl ReActConfig {
             system_prompt: None,
             tools: ToolDefs::from(Vec::new()),
             tool_choice: ToolChoice::Auto,
+            reset_tool_choice: true,
             options: LlmOptions::default(),
             max_iterations: 10,
             max_llm_retries: 2,
@@ -62,6 +68,33 @@ impl ReActConfig {
     pub fn with_tools(mut self, tools: ToolDefs) -> Self {
         self.tools = tools;
         self
+    }
+
+    /// Sets `tool_choice`: `Required` or `ToolChoice::Tool { name }` makes the model call a
+    /// tool (that one) before it may answer.
+    pub fn with_tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.tool_choice = choice;
+        self
+    }
+
+    /// Sets `reset_tool_choice`: `false` keeps a forcing choice for every call of a request.
+    pub fn with_reset_tool_choice(mut self, reset: bool) -> Self {
+        self.reset_tool_choice = reset;
+        self
+    }
+
+    /// The tool choice of a request's next LLM call, after the model has made `tool_calls`
+    /// tool calls in that request.
+    pub fn tool_choice_after(&self, tool_calls: u32) -> ToolChoice {
+        let forcing = matches!(
+            self.tool_choice,
+            ToolChoice::Required | ToolChoice::Tool { .. }
+        );
+        if forcing && self.reset_tool_choice && tool_calls > 0 {
+            ToolChoice::Auto
+        } else {
+            self.tool_choice.clone()
+        }
     }
 
     /// Sets `max_iterations`.

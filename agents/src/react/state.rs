@@ -61,6 +61,10 @@ pub struct RequestState {
     pub turn_call: Option<CallId>,
     /// Tool calls of the current turn.
     pub tools: Vec<PendingTool>,
+    /// Tool calls the model has made in this request, over all its turns (what
+    /// `reset_tool_choice` goes by).
+    #[serde(default)]
+    pub tool_calls: u32,
     /// Usage of this request's LLM calls.
     pub usage: Usage,
     /// The request's policy changes.
@@ -77,6 +81,7 @@ impl RequestState {
             llm_retries: 0,
             turn_call: None,
             tools: Vec::new(),
+            tool_calls: 0,
             usage: Usage::default(),
             policy_override,
         }
