@@ -79,7 +79,9 @@ pub async fn start(
             .build()
             .map_err(|e| CliError::Runtime(e.to_string()))?,
     );
-    let mut config = ReActConfig::new(settings.model.clone()).with_tools(tools.tools());
+    let mut config = ReActConfig::new(settings.model.clone())
+        .with_tools(tools.tools())
+        .with_tool_choice(settings.tool_choice.clone());
     if let Some(prompt) = &settings.system_prompt {
         config = config.with_system_prompt(prompt.clone());
     }

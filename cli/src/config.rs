@@ -8,6 +8,7 @@
 //! | API keys | — | `OPENAI_API_KEY`, … | never in the file | — |
 //! | context policy | — | — | `context` | `auto` (from the model's window) |
 //! | tools | — | — | `tools` | `["calculator"]` |
+//! | tool choice | `--tool-choice` | — | `tool_choice` | `auto` |
 //! | system prompt | — | — | `system_prompt` | none |
 //! | request timeout | `--timeout` | — | `timeout_secs` | 120 |
 //! | answer length | — | — | `max_tokens` | the provider's |
@@ -16,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use motet::agents::ContextPolicy;
-use motet::directives::ModelRef;
+use motet::directives::{ModelRef, ToolChoice};
 use motet::providers::{ProviderKind, ProvidersConfig, models};
 use serde::Deserialize;
 
@@ -65,6 +66,8 @@ pub struct FileConfig {
     pub timeout_secs: Option<u64>,
     /// The output token limit of each LLM call.
     pub max_tokens: Option<u32>,
+    /// `auto`, `required`, `none`, or the name of a tool the model must call first.
+    pub tool_choice: Option<String>,
     /// Provider base URLs.
     #[serde(default)]
     pub base_urls: BaseUrls,
@@ -165,16 +168,16 @@ impl Loaded {
     ///
     /// # Errors
     /// [`CliError::UnknownModel`], [`CliError::ProviderConfig`] (no key or URL for the chosen
-    /// provider), [`CliError::NoModel`], [`CliError::ConfigFile`] for a bad value.
+    /// provider), [`CliError::NoModel`], [`CliError::ConfigFile`] for a bad value in the file,
+    /// [`CliError::BadFlag`] for a bad flag.
     pub fn settings(
         &self,
-        model_flag: Option<&str>,
-        timeout_flag: Option<u64>,
+        flags: &Flags,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Settings, CliError> {
         let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
         let providers = self.providers(&var);
-        let (input, source_name) = if let Some(model) = model_flag {
+        let (input, source_name) = if let Some(model) = flags.model.as_deref() {
             (model.to_owned(), "--model".to_owned())
         } else if let Some(model) = var("MOTET_MODEL") {
             (model, "MOTET_MODEL".to_owned())
@@ -225,7 +228,16 @@ impl Loaded {
                 format!("unknown tool `{bad}` (built in: {})", calculator::NAME),
             ));
         }
-        let timeout_secs = timeout_flag.or(self.file.timeout_secs).unwrap_or(120);
+        let tool_choice = match (&flags.tool_choice, &self.file.tool_choice) {
+            (Some(flag), _) => tool_choice(flag, &tools).map_err(|message| CliError::BadFlag {
+                flag: "--tool-choice".to_owned(),
+                message,
+            })?,
+            (None, Some(key)) => tool_choice(key, &tools)
+                .map_err(|message| self.key_error("tool_choice", message))?,
+            (None, None) => ToolChoice::Auto,
+        };
+        let timeout_secs = flags.timeout.or(self.file.timeout_secs).unwrap_or(120);
         if timeout_secs == 0 {
             return Err(self.key_error("timeout_secs", "must be at least 1"));
         }
@@ -238,6 +250,7 @@ impl Loaded {
             providers,
             policy,
             tools,
+            tool_choice,
             system_prompt: self.file.system_prompt.clone(),
             timeout: Duration::from_secs(timeout_secs),
             max_tokens: self.file.max_tokens,
@@ -294,6 +307,39 @@ impl Loaded {
     }
 }
 
+/// The settings given as command-line flags (over the environment and the file).
+#[derive(Debug, Clone, Default)]
+pub struct Flags {
+    /// `--model`.
+    pub model: Option<String>,
+    /// `--timeout`, in seconds.
+    pub timeout: Option<u64>,
+    /// `--tool-choice`.
+    pub tool_choice: Option<String>,
+}
+
+/// A tool choice as written: `auto`, `required`, `none`, or the name of one of `tools` (the
+/// model must call that tool first). After the model's first tool call the agent goes back to
+/// `auto`, so it can answer.
+fn tool_choice(text: &str, tools: &[String]) -> Result<ToolChoice, String> {
+    match text.trim() {
+        "auto" => Ok(ToolChoice::Auto),
+        "required" => Ok(ToolChoice::Required),
+        "none" => Ok(ToolChoice::None),
+        name if tools.iter().any(|t| t == name) => Ok(ToolChoice::Tool {
+            name: name.to_owned(),
+        }),
+        other => {
+            let mut expected = vec!["auto", "required", "none"];
+            expected.extend(tools.iter().map(String::as_str));
+            Err(format!(
+                "`{other}` is not a tool choice (expected {})",
+                expected.join(", ")
+            ))
+        }
+    }
+}
+
 /// The model when none was named: the first provider with an API key in the environment
 /// (Anthropic, OpenAI, Gemini), else an OpenAI-compatible server when one is configured.
 pub fn choose_model(providers: &ProvidersConfig) -> Option<&'static str> {
@@ -323,6 +369,8 @@ pub struct Settings {
     pub policy: Option<ContextPolicy>,
     /// Enabled built-in tools.
     pub tools: Vec<String>,
+    /// Whether the model must call a tool (a named one) before it answers.
+    pub tool_choice: ToolChoice,
     /// The system prompt.
     pub system_prompt: Option<String>,
     /// How long one request may take.
@@ -344,6 +392,13 @@ mod tests {
         move |name| map.get(name).cloned()
     }
 
+    fn model(name: &str) -> Flags {
+        Flags {
+            model: Some(name.to_owned()),
+            ..Flags::default()
+        }
+    }
+
     fn loaded(text: &str) -> Loaded {
         Loaded {
             path: Some("motet.toml".into()),
@@ -359,12 +414,12 @@ mod tests {
             ("MOTET_OPENAI_COMPAT_BASE_URL", "http://h/v1"),
         ];
         let s = file
-            .settings(Some("openai-compat:flag"), None, &env(&vars))
+            .settings(&model("openai-compat:flag"), &env(&vars))
             .unwrap();
         assert_eq!(s.model.to_string(), "openai-compat:flag");
-        let s = file.settings(None, None, &env(&vars)).unwrap();
+        let s = file.settings(&Flags::default(), &env(&vars)).unwrap();
         assert_eq!(s.model.to_string(), "openai-compat:from-env");
-        let s = file.settings(None, None, &env(&vars[1..])).unwrap();
+        let s = file.settings(&Flags::default(), &env(&vars[1..])).unwrap();
         assert_eq!(s.model.to_string(), "openai-compat:from-file");
     }
 
@@ -372,20 +427,19 @@ mod tests {
     fn picks_a_keyed_provider_then_the_local_server() {
         let none = Loaded::default();
         let s = none
-            .settings(None, None, &env(&[("OPENAI_API_KEY", "sk-x")]))
+            .settings(&Flags::default(), &env(&[("OPENAI_API_KEY", "sk-x")]))
             .unwrap();
         assert_eq!(s.model.to_string(), "openai:gpt-5.2");
         let s = none
             .settings(
-                None,
-                None,
+                &Flags::default(),
                 &env(&[("MOTET_LOCAL_LLM_URL", "http://127.0.0.1:8089/")]),
             )
             .unwrap();
         assert_eq!(s.model.to_string(), LOCAL_MODEL);
         assert_eq!(s.base_url, "http://127.0.0.1:8089/v1");
         assert!(matches!(
-            none.settings(None, None, &env(&[])),
+            none.settings(&Flags::default(), &env(&[])),
             Err(CliError::NoModel)
         ));
     }
@@ -393,14 +447,11 @@ mod tests {
     #[test]
     fn environment_urls_beat_the_file() {
         let file = loaded("[base_urls]\nopenai-compat = \"http://file/v1\"");
-        let s = file
-            .settings(Some("openai-compat:m"), None, &env(&[]))
-            .unwrap();
+        let s = file.settings(&model("openai-compat:m"), &env(&[])).unwrap();
         assert_eq!(s.base_url, "http://file/v1");
         let s = file
             .settings(
-                Some("openai-compat:m"),
-                None,
+                &model("openai-compat:m"),
                 &env(&[("MOTET_OPENAI_COMPAT_BASE_URL", "http://env/v1")]),
             )
             .unwrap();
@@ -411,7 +462,7 @@ mod tests {
     fn bad_values_name_the_key_and_the_file() {
         let vars = [("MOTET_LOCAL_LLM_URL", "http://h")];
         let err = loaded("context = \"huge\"")
-            .settings(None, None, &env(&vars))
+            .settings(&Flags::default(), &env(&vars))
             .unwrap_err()
             .to_string();
         assert!(
@@ -419,12 +470,12 @@ mod tests {
             "{err}"
         );
         let err = loaded("tools = [\"shell\"]")
-            .settings(None, None, &env(&vars))
+            .settings(&Flags::default(), &env(&vars))
             .unwrap_err()
             .to_string();
         assert!(err.contains("`tools`") && err.contains("shell"), "{err}");
         let err = loaded("model = \"nocolon\"")
-            .settings(None, None, &env(&vars))
+            .settings(&Flags::default(), &env(&vars))
             .unwrap_err()
             .to_string();
         assert!(err.contains("`model`") && err.contains("nocolon"), "{err}");
@@ -434,13 +485,62 @@ mod tests {
     #[test]
     fn a_missing_key_names_the_variable() {
         let err = Loaded::default()
-            .settings(Some("anthropic:claude-sonnet-4-5"), None, &env(&[]))
+            .settings(&model("anthropic:claude-sonnet-4-5"), &env(&[]))
             .unwrap_err();
         assert_eq!(err.exit_code(), 3);
         assert!(err.to_string().contains("ANTHROPIC_API_KEY"), "{err}");
         let err = Loaded::default()
-            .settings(Some("mystery:model"), None, &env(&[]))
+            .settings(&model("mystery:model"), &env(&[]))
             .unwrap_err();
         assert!(matches!(err, CliError::UnknownModel { .. }), "{err}");
+    }
+
+    #[test]
+    fn tool_choice_from_the_flag_over_the_file() {
+        let vars = [("MOTET_LOCAL_LLM_URL", "http://h")];
+        let auto = Loaded::default()
+            .settings(&Flags::default(), &env(&vars))
+            .unwrap();
+        assert_eq!(auto.tool_choice, ToolChoice::Auto);
+        let file = loaded("tool_choice = \"required\"");
+        let s = file.settings(&Flags::default(), &env(&vars)).unwrap();
+        assert_eq!(s.tool_choice, ToolChoice::Required);
+        let flag = Flags {
+            tool_choice: Some("calculator".to_owned()),
+            ..Flags::default()
+        };
+        let s = file.settings(&flag, &env(&vars)).unwrap();
+        assert_eq!(
+            s.tool_choice,
+            ToolChoice::Tool {
+                name: "calculator".into()
+            }
+        );
+
+        let bad = Flags {
+            tool_choice: Some("shell".to_owned()),
+            ..Flags::default()
+        };
+        let err = file.settings(&bad, &env(&vars)).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        let text = err.to_string();
+        assert!(
+            text.contains("--tool-choice") && text.contains("`shell`"),
+            "{text}"
+        );
+        assert!(
+            text.contains("required") && text.contains("calculator"),
+            "{text}"
+        );
+        let err = loaded("tool_choice = \"always\"")
+            .settings(&Flags::default(), &env(&vars))
+            .unwrap_err();
+        assert_eq!(err.exit_code(), 3);
+        assert!(err.to_string().contains("`tool_choice`"), "{err}");
+        // A named tool must be enabled.
+        let err = loaded("tools = []\ntool_choice = \"calculator\"")
+            .settings(&Flags::default(), &env(&vars))
+            .unwrap_err();
+        assert!(err.to_string().contains("`calculator`"), "{err}");
     }
 }

@@ -8,6 +8,14 @@ use motet::runtime::store::StoreError;
 /// URL, the thread); [`CliError::exit_code`] tells scripts which kind of failure it was.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
+    /// A command-line flag holds a value that cannot be used.
+    #[error("{flag}: {message}")]
+    BadFlag {
+        /// The flag, e.g. `--tool-choice`.
+        flag: String,
+        /// What is wrong with its value.
+        message: String,
+    },
     /// The configuration file cannot be read or holds a bad value.
     #[error("config file {}: {message}", path.display())]
     ConfigFile {
@@ -106,6 +114,7 @@ impl CliError {
             | Self::NoModel
             | Self::Telemetry(_) => 3,
             Self::Store(_) | Self::DataDir { .. } | Self::UnknownThread { .. } => 4,
+            Self::BadFlag { .. } => 2,
         }
     }
 }

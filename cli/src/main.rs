@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use motet_cli::commands;
-use motet_cli::config::Loaded;
+use motet_cli::config::{Flags, Loaded};
 use motet_cli::error::CliError;
 
 /// Ask a motet agent, chat with it, resume it, and inspect its stored threads.
@@ -45,6 +45,21 @@ struct ModelArgs {
     /// Seconds one request may take [default: the config file's `timeout_secs`, else 120].
     #[arg(long, value_name = "SECS")]
     timeout: Option<u64>,
+    /// Whether the model must call a tool before it answers: auto, required, none, or a tool's
+    /// name (that tool). Forced only until the model's first tool call, so it can still answer
+    /// [default: the config file's `tool_choice`, else auto].
+    #[arg(long, value_name = "CHOICE")]
+    tool_choice: Option<String>,
+}
+
+impl ModelArgs {
+    fn flags(self) -> Flags {
+        Flags {
+            model: self.model,
+            timeout: self.timeout,
+            tool_choice: self.tool_choice,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -175,17 +190,17 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
             json,
             model,
         } => {
-            let settings = loaded.settings(model.model.as_deref(), model.timeout, &env)?;
+            let settings = loaded.settings(&model.flags(), &env)?;
             commands::run::run(&settings, &db, &question, &thread, json).await
         }
         Command::Chat { thread, model } => {
-            let settings = loaded.settings(model.model.as_deref(), model.timeout, &env)?;
+            let settings = loaded.settings(&model.flags(), &env)?;
             commands::chat::run(&settings, &db, &thread).await
         }
         Command::Resume { thread, model } => {
             // An unknown thread is the first thing to say, whatever the model settings.
             commands::resume::check(&db, &thread).await?;
-            let settings = loaded.settings(model.model.as_deref(), model.timeout, &env)?;
+            let settings = loaded.settings(&model.flags(), &env)?;
             commands::resume::run(&settings, &db, &thread).await
         }
         Command::Threads { command } => match command {
