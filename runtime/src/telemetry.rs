@@ -30,6 +30,7 @@ use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::{EnvFilter, Layer as _};
 
@@ -97,7 +98,18 @@ pub struct Telemetry {
     capture_content: bool,
     log_filter: String,
     log: bool,
+    log_writer: Option<LogWriter>,
     batch: Batch,
+}
+
+/// Where log lines go instead of stderr: a function that opens a writer for each line.
+#[derive(Clone)]
+struct LogWriter(Arc<dyn Fn() -> Box<dyn std::io::Write + Send> + Send + Sync>);
+
+impl std::fmt::Debug for LogWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LogWriter")
+    }
 }
 
 /// The batch span processor's settings; `None` leaves the SDK's default.
@@ -200,6 +212,7 @@ impl Telemetry {
             capture_content,
             log_filter: present("RUST_LOG").unwrap_or_else(|| "warn".to_owned()),
             log: true,
+            log_writer: None,
             batch: Batch::from_vars(present)?,
         })
     }
@@ -251,6 +264,16 @@ impl Telemetry {
         self
     }
 
+    /// Writes log lines through `make` (called once per line) instead of straight to stderr:
+    /// a program drawing a progress bar prints them above the bar, so they do not tear it.
+    pub fn with_log_writer(
+        mut self,
+        make: impl Fn() -> Box<dyn std::io::Write + Send> + Send + Sync + 'static,
+    ) -> Self {
+        self.log_writer = Some(LogWriter(Arc::new(make)));
+        self
+    }
+
     /// The endpoint spans go to, if any.
     pub fn endpoint(&self) -> Option<&str> {
         self.endpoint.as_deref()
@@ -284,9 +307,13 @@ impl Telemetry {
             key: "RUST_LOG".into(),
             message: e.to_string(),
         })?;
+        let writer = match self.log_writer.clone() {
+            Some(LogWriter(make)) => BoxMakeWriter::new(move || make()),
+            None => BoxMakeWriter::new(std::io::stderr),
+        };
         let log = self.log.then(|| {
             tracing_subscriber::fmt::layer()
-                .with_writer(std::io::stderr)
+                .with_writer(writer)
                 .with_filter(filter)
         });
         let Some(endpoint) = self.endpoint.clone() else {
