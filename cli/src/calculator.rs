@@ -16,6 +16,10 @@ pub const NAME: &str = "calculator";
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct CalculatorArgs {
     /// An arithmetic expression, for example `(2 + 3) * 4 ^ 2`.
+    // The pattern says which characters an expression is made of. Servers that constrain
+    // tool arguments by the schema (llama.cpp) then keep a small model to arithmetic: without
+    // it SmolLM2-135M fills the string with comments until it runs out of tokens.
+    #[schemars(regex(pattern = r"^[-(0-9a-z][-+*/%^(). 0-9a-z]*$"))]
     pub expression: String,
 }
 
@@ -250,6 +254,31 @@ impl Parser {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_schema_keeps_expressions_to_arithmetic() {
+        let schema = tool().parameters();
+        let pattern = schema["properties"]["expression"]["pattern"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            pattern.starts_with('^') && pattern.ends_with('$'),
+            "{schema}"
+        );
+        // Every character the evaluator reads is allowed; the comment a small model writes
+        // instead of an expression is not.
+        for c in ".+-*/%^() ".chars() {
+            assert!(pattern.contains(c), "{c:?} missing from {pattern}");
+        }
+        assert!(
+            pattern.contains("0-9a-z"),
+            "digits and function names: {pattern}"
+        );
+        assert!(
+            !pattern.contains('#') && !pattern.contains('}'),
+            "{pattern}"
+        );
+    }
 
     #[test]
     fn evaluates_by_precedence() {

@@ -443,6 +443,68 @@ fn load(db: &Path, id: &str) -> Option<Thread> {
     tokio().block_on(async { SqliteStore::open(db).await.unwrap().load(id).await.unwrap() })
 }
 
+/// The tool results a stored thread holds: (tool, content).
+fn tool_results(db: &Path, id: &str) -> Vec<(String, String)> {
+    let thread = load(db, id).unwrap();
+    thread
+        .to_list()
+        .iter()
+        .filter_map(|e| match &e.body {
+            EntryBody::ToolResult { name, result } => Some((name.clone(), result.content.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_forced_tool_choice_makes_the_model_use_the_calculator() {
+    let Some(url) = local_llm("a_forced_tool_choice_makes_the_model_use_the_calculator") else {
+        return;
+    };
+    let question = "What is 17 times 23? Use the calculator.";
+    // Left to itself the small model answers from memory (and wrongly).
+    let sandbox = Sandbox::new();
+    sandbox.config("max_tokens = 48\n");
+    let output = run(sandbox.with_local(&url, &["run", question, "--json"]));
+    assert!(output.status.success(), "{}", stderr(&output));
+    println!("auto: {}", stdout(&output).trim());
+
+    // --tool-choice required: the calculator runs, and the model answers after it.
+    let output = run(sandbox.with_local(
+        &url,
+        &[
+            "run",
+            question,
+            "--thread",
+            "forced",
+            "--tool-choice",
+            "required",
+            "--json",
+        ],
+    ));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let reply: serde_json::Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    println!("required: {reply}");
+    assert!(reply["iterations"].as_u64().unwrap() >= 2, "{reply}");
+    let results = tool_results(&sandbox.db(), "cli/forced");
+    assert!(!results.is_empty(), "no tool result stored");
+    assert!(
+        results.iter().all(|(name, _)| name == "calculator"),
+        "{results:?}"
+    );
+
+    // The same from motet.toml, naming the tool.
+    sandbox.config("max_tokens = 48\ntool_choice = \"calculator\"\n");
+    let output = run(sandbox.with_local(&url, &["run", question, "--thread", "named"]));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let results = tool_results(&sandbox.db(), "cli/named");
+    assert!(!results.is_empty(), "no tool result stored");
+
+    // A choice that names no enabled tool is refused before any request.
+    let output = run(sandbox.with_local(&url, &["run", question, "--tool-choice", "shell"]));
+    assert_fails(&output, 2, &["--tool-choice", "`shell`", "calculator"]);
+}
+
 #[test]
 fn resume_after_a_kill_in_flight() {
     let Some(url) = local_llm("resume_after_a_kill_in_flight") else {
