@@ -214,3 +214,26 @@ async fn two_tool_calls_in_one_turn_stay_apart() {
         println!("{model}: {} tool calls", made.len());
     }
 }
+
+#[tokio::test]
+async fn a_named_tool_choice_calls_that_tool() {
+    let Some(url) = server() else { return };
+    let client = HttpClient::new(Dialect::OpenAiChat, format!("{url}/v1"), None).unwrap();
+    // The question is about the weather; the choice names the other tool. llama.cpp reads a
+    // named `tool_choice` object as `auto`, so only the narrowed request makes this hold.
+    for (name, question) in [
+        ("get_time", "What is the weather in Paris?"),
+        ("get_weather", "What time is it in UTC?"),
+    ] {
+        let req = request("openai-compat:smollm2-135m", vec![Message::user(question)])
+            .with_tools(tools())
+            .with_tool_choice(ToolChoice::Tool { name: name.into() });
+        let response = client.complete(req).await.unwrap();
+        let made = calls(&response);
+        assert!(!made.is_empty(), "{name}: no tool call");
+        assert!(
+            made.iter().all(|(_, called, _)| called == name),
+            "{name}: {made:?}"
+        );
+    }
+}
