@@ -1,6 +1,8 @@
 //! The swarm example as a user runs it: a real process against the local llama.cpp server,
-//! 200 workers with chaos, its `--json` summary checked — every task answered, workers
-//! restarted by the supervisor, nothing lost.
+//! 200 workers with chaos, its `--json` summary checked — every task answered, every task ran
+//! its tool, the correctness counts reported per skill, workers restarted by the supervisor,
+//! nothing lost. (How many results and answers are right is the small model's business: the
+//! counts are checked for shape, not for value.)
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
 
@@ -50,7 +52,43 @@ fn two_hundred_agents_with_chaos_answer_every_task() {
     // round(0.05 × 200) = 10 workers crash on purpose, each restarted and its task sent again.
     assert!(summary["restarts"].as_u64().unwrap() >= 10, "{summary}");
     assert!(summary["retries"].as_u64().unwrap() >= 10, "{summary}");
-    assert!(summary["llm_calls"].as_u64().unwrap() >= 200, "{summary}");
+    // Every task's first LLM call must call its tool, then the model answers: two calls.
+    assert!(summary["llm_calls"].as_u64().unwrap() >= 400, "{summary}");
+    let tool_calls = summary["tool_calls"].as_u64().unwrap();
+    assert!(tool_calls >= 200, "a tool call per task: {summary}");
+    let mut per_skill = [0, 0, 0];
+    for skill in ["calculate", "read"] {
+        let counts = &summary["skills"][skill];
+        assert_eq!(counts["tasks"], 100, "{skill}: {summary}");
+        assert!(
+            counts["tool_calls"].as_u64().unwrap() >= 100,
+            "{skill}: {summary}"
+        );
+        let results = counts["tool_results_correct"].as_u64().unwrap();
+        let answers = counts["answers_correct"].as_u64().unwrap();
+        assert!(
+            results <= counts["tool_calls"].as_u64().unwrap(),
+            "{skill}: {summary}"
+        );
+        assert!(answers <= 100, "{skill}: {summary}");
+        for (sum, n) in
+            per_skill
+                .iter_mut()
+                .zip([counts["tool_calls"].as_u64().unwrap(), results, answers])
+        {
+            *sum += n;
+        }
+    }
+    // The totals are the sums of the skills'.
+    assert_eq!(
+        per_skill,
+        [
+            tool_calls,
+            summary["tool_results_correct"].as_u64().unwrap(),
+            summary["answers_correct"].as_u64().unwrap()
+        ],
+        "{summary}"
+    );
     assert!(summary["tokens_in"].as_u64().unwrap() > 0, "{summary}");
     assert!(summary["tokens_out"].as_u64().unwrap() > 0, "{summary}");
     let p50 = summary["latency_ms"]["p50"].as_u64().unwrap();

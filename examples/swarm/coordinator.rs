@@ -6,6 +6,9 @@
 //!   and attempt, so no task sees another's history.
 //! - Workers answer on the bus (`react.completed` / `react.failed`, which the coordinator
 //!   subscribes to). Every answer moves the count on and is published as `swarm.progress`.
+//! - Workers also report every tool result (`swarm.tool`): the coordinator counts the tool
+//!   calls of each task and checks each result, and then the answer, against the result the
+//!   task expects (the product, the code in the note).
 //! - The supervisor publishes `agent.thread.restarted` when a worker's thread crashed: the task
 //!   it was running is lost with it, so the coordinator sends it again, to the next worker with
 //!   that skill. A
@@ -21,6 +24,8 @@ use motet::prelude::*;
 use motet::runtime::agent::ThreadFailure;
 use serde::{Deserialize, Serialize};
 
+use crate::worker::{TOOL_REPORT, ToolReport};
+
 /// Starts a batch: data [`Batch`].
 pub(crate) const RUN: &str = "swarm.run";
 /// Answers `swarm.run` when every task is settled: data [`Report`].
@@ -30,14 +35,36 @@ pub(crate) const FAILED: &str = "swarm.failed";
 /// Published on the bus after every change: data [`Progress`].
 pub(crate) const PROGRESS: &str = "swarm.progress";
 
-/// What a worker can do: which tools its model is offered. One or two tools per worker keep
-/// each prompt short (every tool's schema is in every prompt).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// What a worker can do: which tool its model is offered. One tool per worker keeps each
+/// prompt short (every tool's schema is in every prompt).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub(crate) enum Skill {
-    /// `add` (and `unstable`, which chaos tasks name).
+    /// `multiply`.
     Calculate,
     /// `read_file`.
     Read,
+}
+
+impl Skill {
+    /// Both skills, in report order.
+    pub(crate) const ALL: [Skill; 2] = [Skill::Calculate, Skill::Read];
+
+    /// The skill's tool, which its workers must call first.
+    pub(crate) fn tool(self) -> &'static str {
+        match self {
+            Skill::Calculate => "multiply",
+            Skill::Read => "read_file",
+        }
+    }
+
+    /// Its name in the summary.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Skill::Calculate => "calculate",
+            Skill::Read => "read",
+        }
+    }
 }
 
 /// One task for one worker.
@@ -49,8 +76,51 @@ pub(crate) struct Task {
     pub skill: Skill,
     /// What the worker is asked.
     pub query: String,
+    /// The result a correct tool call returns and a correct answer states: the product, the
+    /// code in the note.
+    pub expected: String,
     /// Whether the worker crashes on purpose on the first attempt.
     pub chaos: bool,
+}
+
+impl Task {
+    /// Whether a tool's output is the expected result (the product itself, or text that
+    /// holds the code).
+    pub(crate) fn tool_result_correct(&self, output: &str, is_error: bool) -> bool {
+        !is_error
+            && match self.skill {
+                Skill::Calculate => output.trim() == self.expected,
+                Skill::Read => states(output, &self.expected),
+            }
+    }
+
+    /// Whether an answer states the expected result.
+    pub(crate) fn answer_correct(&self, answer: &str) -> bool {
+        states(answer, &self.expected)
+    }
+}
+
+/// Whether `text` holds `number` as a whole number: not as part of a longer one, with any
+/// thousands separators read through (`1,234` states `1234`; `12345` does not state `234`).
+fn states(text: &str, number: &str) -> bool {
+    let chars: Vec<char> = text.chars().collect();
+    let digit_at = |i: usize| chars.get(i).is_some_and(char::is_ascii_digit);
+    let mut digits = String::new();
+    for (i, &c) in chars.iter().enumerate() {
+        if c.is_ascii_digit() {
+            digits.push(c);
+            if digit_at(i + 1) || (chars.get(i + 1) == Some(&',') && digit_at(i + 2)) {
+                continue;
+            }
+        } else if c == ',' && !digits.is_empty() && digit_at(i + 1) {
+            continue;
+        }
+        if digits == number {
+            return true;
+        }
+        digits.clear();
+    }
+    false
 }
 
 /// Data of `swarm.run`.
@@ -86,6 +156,14 @@ pub(crate) struct Outcome {
     pub latency_ms: u64,
     /// LLM calls of the answering request.
     pub llm_calls: u32,
+    /// The task's skill.
+    pub skill: Skill,
+    /// Tool calls made for the task, over all its attempts.
+    pub tool_calls: u32,
+    /// Of those, the ones whose result was the expected one.
+    pub tool_results_correct: u32,
+    /// Whether the answer states the expected result.
+    pub answer_correct: bool,
 }
 
 /// Data of `swarm.done`.
@@ -143,6 +221,8 @@ struct Open {
     attempt: u32,
     worker: usize,
     first_sent_ms: u64,
+    tool_calls: u32,
+    tool_results_correct: u32,
 }
 
 /// The coordinator's state for one batch.
@@ -190,6 +270,8 @@ impl Strategy for Coordinator {
                         attempt: 0,
                         worker,
                         first_sent_ms: env.now_ms(),
+                        tool_calls: 0,
+                        tool_results_correct: 0,
                     };
                     out.push(self.dispatch(state, open)?);
                 }
@@ -203,12 +285,29 @@ impl Strategy for Coordinator {
                 state.report.tokens_out += done.usage.output_tokens;
                 state.report.outcomes.push(Outcome {
                     id: open.task.id,
+                    answer_correct: open.task.answer_correct(&done.answer),
                     answer: Some(done.answer),
                     error: None,
                     attempts: open.attempt + 1,
                     latency_ms: env.now_ms().saturating_sub(open.first_sent_ms),
                     llm_calls: done.iterations,
+                    skill: open.task.skill,
+                    tool_calls: open.tool_calls,
+                    tool_results_correct: open.tool_results_correct,
                 });
+            }
+            TOOL_REPORT => {
+                let report: ToolReport = read(signal)?;
+                if let Some(open) = state.open.get_mut(&report.request_id) {
+                    open.tool_calls += 1;
+                    if open
+                        .task
+                        .tool_result_correct(&report.output, report.is_error)
+                    {
+                        open.tool_results_correct += 1;
+                    }
+                }
+                return Ok(Vec::new());
             }
             "react.failed" => {
                 let failed: ReactFailed = read(signal)?;
@@ -319,6 +418,10 @@ impl Coordinator {
                     attempts: open.attempt + 1,
                     latency_ms: env.now_ms().saturating_sub(open.first_sent_ms),
                     llm_calls: 0,
+                    skill: open.task.skill,
+                    tool_calls: open.tool_calls,
+                    tool_results_correct: open.tool_results_correct,
+                    answer_correct: false,
                 });
                 Ok(None)
             }
@@ -364,5 +467,47 @@ fn emit_error(signal_type: &str, error: SignalError) -> StrategyError {
     StrategyError::Emit {
         signal_type: signal_type.to_owned(),
         message: error.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_number_is_stated_whole() {
+        let table = [
+            ("17 * 23 = 391.", "391", true),
+            ("The answer is 3910.", "391", false),
+            ("13910", "391", false),
+            ("It is 1,234 in all", "1234", true),
+            ("391, then 12", "391", true),
+            ("The code is 4471.", "4471", true),
+            ("no digits", "4471", false),
+            ("4471", "4471", true),
+        ];
+        for (text, number, expected) in table {
+            assert_eq!(states(text, number), expected, "{text:?} states {number}");
+        }
+    }
+
+    #[test]
+    fn tool_results_are_checked_by_skill() {
+        let task = |skill, expected: &str| Task {
+            id: 0,
+            skill,
+            query: String::new(),
+            expected: expected.to_owned(),
+            chaos: false,
+        };
+        let product = task(Skill::Calculate, "391");
+        assert!(product.tool_result_correct("391", false));
+        assert!(!product.tool_result_correct("391", true));
+        assert!(!product.tool_result_correct("3910", false));
+        let note = task(Skill::Read, "4471");
+        assert!(note.tool_result_correct("The code is 4471.\n", false));
+        assert!(!note.tool_result_correct("no file `notes/x.txt`", true));
+        assert!(note.answer_correct("The code in alpha.txt is 4471."));
+        assert!(!note.answer_correct("The code is 447."));
     }
 }

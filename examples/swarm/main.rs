@@ -1,8 +1,11 @@
 //! A swarm: one coordinator agent fans a batch of tasks out to a pool of worker agents (1,000
 //! by default) through signals, and gathers their answers from the bus. Each worker is a
-//! supervised ReAct agent with real tools (half are calculators, half read files in a folder
-//! the example creates and refuse paths outside it). With `--chaos`, some workers crash on purpose: the supervisor restarts
-//! them, says so on the bus, and the coordinator sends the lost task again.
+//! supervised ReAct agent with a real tool (half multiply, half read notes in a folder the
+//! example creates and refuse paths outside it) that its first LLM call must call. Every task
+//! knows its result (the product, the code in the note): the summary says, per skill, how many
+//! tool calls were made, how many tool results were right, and how many answers state the
+//! right result. With `--chaos`, some workers crash on purpose: the supervisor restarts them,
+//! says so on the bus, and the coordinator sends the lost task again.
 //!
 //! ```text
 //! bash scripts/local-llm.sh start        # a local model, no key needed (first run builds it)
@@ -20,7 +23,6 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -30,13 +32,13 @@ use motet::providers::ProviderKind;
 use motet::runtime::agent::{AGENT_STOPPED, THREAD_RESTARTED};
 
 use coordinator::{Batch, Coordinator, DONE, FAILED, PROGRESS, Progress, RUN, Report, Skill, Task};
-use worker::{CHAOS, Worker};
+use worker::{CHAOS, NOTES, TOOL_REPORT, Worker};
 
 /// Many supervised agents in one process, with signals between them.
 #[derive(Parser, Debug)]
 #[command(version, about)]
 struct Args {
-    /// Worker agents (half calculate, half read files).
+    /// Worker agents (half multiply, half read notes).
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(2..=100_000))]
     agents: u32,
     /// Tasks in the batch (default: one per agent).
@@ -52,8 +54,8 @@ struct Args {
     /// LLM calls in flight at once (default 8 for a local server, 64 otherwise).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     concurrency: Option<u32>,
-    /// Output token limit of each LLM call.
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Output token limit of each LLM call (enough for the tool call, then a sentence).
+    #[arg(long, default_value_t = 48, value_parser = clap::value_parser!(u32).range(1..))]
     max_tokens: u32,
     /// Give up on the batch after this many seconds.
     #[arg(long, default_value_t = 3600, value_parser = clap::value_parser!(u64).range(1..))]
@@ -80,15 +82,22 @@ const MAX_ATTEMPTS: u32 = 3;
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    // Spans go to OTEL_EXPORTER_OTLP_ENDPOINT when it is set; log lines to stderr (RUST_LOG).
-    let _telemetry = match motet::telemetry::init() {
+    let bar = progress_bar(&args);
+    // Spans go to OTEL_EXPORTER_OTLP_ENDPOINT when it is set; log lines (RUST_LOG) to stderr,
+    // printed above the progress bar so that restart warnings do not tear it.
+    let shown = bar.clone();
+    let telemetry = motet::telemetry::Telemetry::from_env().and_then(|t| {
+        t.with_log_writer(move || Box::new(AboveBar(shown.clone())))
+            .install()
+    });
+    let _telemetry = match telemetry {
         Ok(guard) => guard,
         Err(error) => {
             eprintln!("error: {error}");
             return ExitCode::FAILURE;
         }
     };
-    match run(args).await {
+    match run(args, bar).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("error: {message}");
@@ -97,7 +106,7 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn run(args: Args) -> Result<(), String> {
+async fn run(args: Args, bar: ProgressBar) -> Result<(), String> {
     let choice = choose_model(args.model.clone()).await?;
     let agents = args.agents as usize;
     let task_count = args.tasks.map_or(agents, |t| t as usize);
@@ -106,7 +115,7 @@ async fn run(args: Args) -> Result<(), String> {
     let folder = Arc::new(
         worker::make_folder().map_err(|e| format!("cannot create the swarm's folder: {e}"))?,
     );
-    let outcome = swarm(&args, &choice, agents, task_count, folder.clone()).await;
+    let outcome = swarm(&args, &choice, agents, task_count, folder.clone(), bar).await;
     let _ = std::fs::remove_dir_all(folder.as_path());
     let summary = outcome?;
 
@@ -125,6 +134,7 @@ async fn swarm(
     agents: usize,
     task_count: usize,
     folder: Arc<PathBuf>,
+    bar: ProgressBar,
 ) -> Result<Summary, String> {
     let concurrency = args
         .concurrency
@@ -136,14 +146,17 @@ async fn swarm(
         .build()
         .map_err(|e| e.to_string())?;
 
-    // Half the workers calculate, half read files: each skill has its own tools and prompt.
-    let tool_calls = Arc::new(AtomicU64::new(0));
+    // Half the workers multiply, half read notes: each skill has its own tool, which the
+    // first LLM call of every task must call; after that the model may answer.
     let mut kits = Vec::new();
-    for skill in [Skill::Calculate, Skill::Read] {
-        let tools = Arc::new(worker::tools(skill, folder.clone(), tool_calls.clone())?);
+    for skill in Skill::ALL {
+        let tools = Arc::new(worker::tools(skill, folder.clone())?);
         let mut config = ReActConfig::new(choice.model.clone())
-            .with_system_prompt("Use the tool, then answer briefly.")
+            .with_system_prompt("Answer with the tool's result in one short sentence.")
             .with_tools(tools.tools())
+            .with_tool_choice(ToolChoice::Tool {
+                name: skill.tool().to_owned(),
+            })
             .with_max_iterations(4);
         config.options.max_tokens = Some(args.max_tokens);
         kits.push((skill, tools, ReAct::new(config)));
@@ -166,12 +179,13 @@ async fn swarm(
                 .subscribe(pattern("react.failed")?)
                 .subscribe(pattern(THREAD_RESTARTED)?)
                 .subscribe(pattern(AGENT_STOPPED)?)
+                .subscribe(pattern(TOOL_REPORT)?)
                 .with_reply_types(DONE, FAILED),
         )
         .await
         .map_err(|e| e.to_string())?;
 
-    let bar = progress_bar(args, task_count);
+    bar.set_length(task_count as u64);
     let shown = bar.clone();
     let _progress = runtime
         .bus()
@@ -207,17 +221,17 @@ async fn swarm(
     Ok(Summary {
         model: choice.model.to_string(),
         agents,
-        tool_calls: tool_calls.load(Ordering::Relaxed),
         wall,
         report,
     })
 }
 
-fn progress_bar(args: &Args, tasks: usize) -> ProgressBar {
+/// The progress bar: drawn on a terminal, hidden for `--json` or when stdout is not one.
+fn progress_bar(args: &Args) -> ProgressBar {
     if args.json || !std::io::stdout().is_terminal() {
         return ProgressBar::hidden();
     }
-    let bar = ProgressBar::new(tasks as u64);
+    let bar = ProgressBar::new(0);
     if let Ok(style) = ProgressStyle::with_template(
         "{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} tasks · {msg}",
     ) {
@@ -227,31 +241,33 @@ fn progress_bar(args: &Args, tasks: usize) -> ProgressBar {
     bar
 }
 
-/// The batch: sums and file reads in turn (one in four reads outside the folder, which the
-/// tool refuses), and `chaos` of them marked to crash
-/// their worker once (exactly `round(chaos × count)`, at least one when chaos > 0).
+/// The batch: products and note readings in turn, each with the result it should come to,
+/// and `chaos` of them marked to crash their worker on the first attempt (exactly
+/// `round(chaos × count)`, at least one when chaos > 0).
 fn tasks(count: usize, chaos: f64, seed: u64) -> Vec<Task> {
     let mut rng = fastrand::Rng::with_seed(seed);
-    let files = [
-        "notes/alpha.txt",
-        "notes/beta.txt",
-        "notes/gamma.txt",
-        "../outside.txt",
-    ];
     let mut tasks: Vec<Task> = (0..count)
         .map(|id| {
-            let (a, b) = (rng.i64(1..1000), rng.i64(1..100));
-            let (skill, query) = match id % 2 {
-                0 => (Skill::Calculate, format!("Use add: {a} + {b}?")),
-                _ => (
-                    Skill::Read,
-                    format!("Use read_file on {}.", files[id / 2 % files.len()]),
-                ),
+            let (skill, query, expected) = match id % 2 {
+                0 => {
+                    let (a, b) = (rng.i64(2..100), rng.i64(2..100));
+                    (Skill::Calculate, format!("What is {a} times {b}?"), a * b)
+                }
+                _ => {
+                    let (file, code) = NOTES[id / 2 % NOTES.len()];
+                    let code = code.parse().unwrap_or_default();
+                    (
+                        Skill::Read,
+                        format!("What is the code in notes/{file}?"),
+                        code,
+                    )
+                }
             };
             Task {
                 id,
                 skill,
                 query,
+                expected: expected.to_string(),
                 chaos: false,
             }
         })
@@ -261,10 +277,22 @@ fn tasks(count: usize, chaos: f64, seed: u64) -> Vec<Task> {
     rng.shuffle(&mut order);
     for &id in order.iter().take(crashing) {
         tasks[id].chaos = true;
-        tasks[id].skill = Skill::Calculate;
-        tasks[id].query = "Use unstable.".to_owned();
     }
     tasks
+}
+
+/// Log lines printed above the progress bar (the bar is redrawn below them).
+struct AboveBar(ProgressBar);
+
+impl std::io::Write for AboveBar {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.suspend(|| std::io::stderr().write_all(buf))?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
 }
 
 /// The panics chaos plans are expected: keep them off the terminal, print any other.
@@ -376,12 +404,42 @@ async fn local_server() -> Option<(String, String)> {
 struct Summary {
     model: String,
     agents: usize,
-    tool_calls: u64,
     wall: Duration,
     report: Report,
 }
 
+/// The tasks of one skill, counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+struct SkillCounts {
+    tasks: u64,
+    answered: u64,
+    tool_calls: u64,
+    tool_results_correct: u64,
+    answers_correct: u64,
+}
+
+impl SkillCounts {
+    fn add(&mut self, o: &coordinator::Outcome) {
+        self.tasks += 1;
+        self.answered += u64::from(o.answer.is_some());
+        self.tool_calls += u64::from(o.tool_calls);
+        self.tool_results_correct += u64::from(o.tool_results_correct);
+        self.answers_correct += u64::from(o.answer_correct);
+    }
+}
+
 impl Summary {
+    /// The counts of `skill`'s tasks, or of every task.
+    fn counts(&self, skill: Option<Skill>) -> SkillCounts {
+        let mut counts = SkillCounts::default();
+        for outcome in &self.report.outcomes {
+            if skill.is_none_or(|s| s == outcome.skill) {
+                counts.add(outcome);
+            }
+        }
+        counts
+    }
+
     fn answered(&self) -> usize {
         self.report
             .outcomes
@@ -406,6 +464,14 @@ impl Summary {
 
     fn to_json(&self) -> serde_json::Value {
         let r = &self.report;
+        let all = self.counts(None);
+        let skills: serde_json::Map<String, serde_json::Value> = Skill::ALL
+            .into_iter()
+            .map(|skill| {
+                let counts = serde_json::to_value(self.counts(Some(skill))).unwrap_or_default();
+                (skill.name().to_owned(), counts)
+            })
+            .collect();
         serde_json::json!({
             "model": self.model,
             "agents": self.agents,
@@ -415,7 +481,10 @@ impl Summary {
             "restarts": r.restarts,
             "retries": r.retries,
             "llm_calls": r.outcomes.iter().map(|o| u64::from(o.llm_calls)).sum::<u64>(),
-            "tool_calls": self.tool_calls,
+            "tool_calls": all.tool_calls,
+            "tool_results_correct": all.tool_results_correct,
+            "answers_correct": all.answers_correct,
+            "skills": skills,
             "tokens_in": r.tokens_in,
             "tokens_out": r.tokens_out,
             "latency_ms": {"p50": self.latency(0.5), "p99": self.latency(0.99)},
@@ -432,7 +501,7 @@ impl Summary {
                 "requests",
                 format!("{} answered of {} tasks", self.answered(), r.outcomes.len()),
             ),
-            ("tool calls", self.tool_calls.to_string()),
+            ("tool calls", self.counts(None).tool_calls.to_string()),
             (
                 "tokens in / out",
                 format!("{} / {}", r.tokens_in, r.tokens_out),
@@ -450,6 +519,23 @@ impl Summary {
         ];
         for (name, value) in rows {
             println!("  {name:<18} {value}");
+        }
+        println!();
+        println!(
+            "  {:<10} {:>6} {:>9} {:>11} {:>16} {:>16}",
+            "skill", "tasks", "answered", "tool calls", "results correct", "answers correct"
+        );
+        for skill in Skill::ALL {
+            let c = self.counts(Some(skill));
+            println!(
+                "  {:<10} {:>6} {:>9} {:>11} {:>16} {:>16}",
+                skill.name(),
+                c.tasks,
+                c.answered,
+                c.tool_calls,
+                c.tool_results_correct,
+                c.answers_correct
+            );
         }
     }
 }

@@ -1,27 +1,44 @@
-//! A worker: ReAct with real tools, wrapped so chaos can crash it on purpose.
+//! A worker: ReAct with real tools, wrapped so chaos can crash it on purpose and so the
+//! coordinator hears what each tool returned.
 //!
-//! Every tool's schema is in every prompt, so each worker has only the tools of its [`Skill`]:
-//! the calculators `add` over integers and `unstable`, the readers `read_file` for the files
-//! under the swarm's folder (a path that leads outside it is refused with an error result the
-//! model reads). `unstable` panics; the tool set turns that panic into an error result and the
-//! agent carries on. A task marked `crash` panics in the worker's strategy instead: that takes
-//! its thread down, and the supervisor restarts it.
+//! Every tool's schema is in every prompt, so each worker has only the tool of its [`Skill`]:
+//! `multiply` over integers, or `read_file` for the files under the swarm's folder (a path that
+//! leads outside it is refused with an error result the model reads). The worker's first LLM
+//! call of each task must call that tool (a named `tool_choice`); after it the model may
+//! answer. A task marked `crash` panics in the worker's strategy instead: that takes its thread
+//! down, and the supervisor restarts it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use motet::agents::REACT_INPUT;
+use motet::agents::{EntryBody, REACT_INPUT};
+use motet::directives::{Emit, EmitTarget};
 use motet::prelude::*;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::coordinator::{Skill, WorkerInput};
 
 /// The message every planned panic starts with, so the panic hook can keep them quiet.
 pub(crate) const CHAOS: &str = "chaos:";
 
-/// ReAct, plus a crash on the tasks chaos picked.
+/// Published on the bus for every tool result a worker commits: data [`ToolReport`].
+pub(crate) const TOOL_REPORT: &str = "swarm.tool";
+
+/// What a tool returned to the model, for the coordinator to check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ToolReport {
+    /// The task's request.
+    pub request_id: String,
+    /// The tool.
+    pub tool: String,
+    /// What the model read.
+    pub output: String,
+    /// Whether it was an error result.
+    pub is_error: bool,
+}
+
+/// ReAct, plus a crash on the tasks chaos picked and a report of each tool result.
 pub(crate) struct Worker(pub ReAct);
 
 impl Strategy for Worker {
@@ -57,55 +74,72 @@ impl Strategy for Worker {
         {
             panic!("{CHAOS} the worker crashed on purpose");
         }
-        self.0.handle(state, signal, env)
+        let before = state.thread.entry_count();
+        let mut directives = self.0.handle(state, signal, env)?;
+        // What this signal committed: each tool result, as the model will read it.
+        for entry in state.thread.to_list().get(before..).unwrap_or_default() {
+            let (EntryBody::ToolResult { name, result }, Some(request_id)) =
+                (&entry.body, &entry.refs.request_id)
+            else {
+                continue;
+            };
+            let report = ToolReport {
+                request_id: request_id.clone(),
+                tool: name.clone(),
+                output: result.content.clone(),
+                is_error: result.is_error,
+            };
+            let signal = Signal::builder(TOOL_REPORT, "worker")
+                .with_request_id(request_id)
+                .with_data(report)
+                .build()
+                .map_err(|e| StrategyError::Emit {
+                    signal_type: TOOL_REPORT.to_owned(),
+                    message: e.to_string(),
+                })?;
+            directives.push(Directive::Emit(Emit {
+                signal,
+                target: EmitTarget::Bus,
+            }));
+        }
+        Ok(directives)
     }
 }
 
 #[derive(Deserialize, JsonSchema)]
-struct Operands {
+struct Factors {
     a: i64,
     b: i64,
 }
 
 #[derive(Deserialize, JsonSchema)]
 struct FileArgs {
+    /// The note's path, `notes/<name>.txt`.
+    // The pattern is the folder's shape: servers that constrain arguments by the schema
+    // (llama.cpp) keep the model to it, and the small model then copies the name from the
+    // question instead of inventing `data.txt`. The tool still refuses paths outside the folder
+    // for models and servers that do not follow patterns.
+    #[schemars(regex(pattern = r"^notes/[a-z]+\.txt$"))]
     path: String,
 }
 
-#[derive(Deserialize, JsonSchema)]
-struct NoArgs {}
-
-/// The tools of workers with `skill`; `calls` counts every call that reached a tool.
-pub(crate) fn tools(
-    skill: Skill,
-    folder: Arc<PathBuf>,
-    calls: Arc<AtomicU64>,
-) -> Result<ToolSet, String> {
-    let counted = move || {
-        calls.fetch_add(1, Ordering::Relaxed);
-    };
+/// The one tool of workers with `skill`.
+pub(crate) fn tools(skill: Skill, folder: Arc<PathBuf>) -> Result<ToolSet, String> {
+    let builder = ToolSet::builder();
     let builder = match skill {
-        Skill::Calculate => {
-            let also = counted.clone();
-            ToolSet::builder()
-                .tool(tool_fn(
-                    "add",
-                    "Adds integers a and b.",
-                    move |args: Operands| {
-                        counted();
-                        async move { arithmetic(args.a.checked_add(args.b), "sum") }
-                    },
-                ))
-                .tool(tool_fn("unstable", "Flaky.", move |args: NoArgs| {
-                    also();
-                    unstable(args)
-                }))
-        }
-        Skill::Read => ToolSet::builder().tool(tool_fn(
-            "read_file",
-            "Reads a file, e.g. notes/alpha.txt.",
+        Skill::Calculate => builder.tool(tool_fn(
+            skill.tool(),
+            "Multiplies integers a and b.",
+            |f: Factors| async move {
+                f.a.checked_mul(f.b)
+                    .map(|product| product.to_string())
+                    .ok_or_else(|| ToolError::failed("the product does not fit in 64 bits"))
+            },
+        )),
+        Skill::Read => builder.tool(tool_fn(
+            skill.tool(),
+            "Reads a text file.",
             move |args: FileArgs| {
-                counted();
                 let folder = folder.clone();
                 async move {
                     tokio::task::spawn_blocking(move || read_inside(&folder, &args.path))
@@ -116,17 +150,6 @@ pub(crate) fn tools(
         )),
     };
     builder.build().map_err(|e| e.to_string())
-}
-
-#[allow(clippy::panic)] // the tool set turns this panic into an error result
-async fn unstable(_: NoArgs) -> Result<String, ToolError> {
-    panic!("{CHAOS} the unstable tool panicked");
-}
-
-fn arithmetic(value: Option<i64>, what: &str) -> Result<String, ToolError> {
-    value
-        .map(|v| v.to_string())
-        .ok_or_else(|| ToolError::failed(format!("the {what} does not fit in a 64-bit integer")))
 }
 
 /// Reads `path` under `folder`, refusing anything that resolves outside it (`..`, absolute
@@ -152,21 +175,22 @@ fn read_inside(folder: &Path, path: &str) -> Result<String, ToolError> {
         .map_err(|e| ToolError::failed(format!("`{path}` could not be read: {e}")))
 }
 
-/// Creates the folder the `read_file` tool serves, with a few small notes; returns its
-/// canonical path.
+/// Creates the folder the `read_file` tool serves, with one note per entry of [`NOTES`];
+/// returns its canonical path.
 pub(crate) fn make_folder() -> std::io::Result<PathBuf> {
     let folder = std::env::temp_dir().join(format!("motet-swarm-{}", std::process::id()));
     let notes = folder.join("notes");
     std::fs::create_dir_all(&notes)?;
-    for (name, text) in NOTES {
-        std::fs::write(notes.join(name), text)?;
+    for (name, code) in NOTES {
+        std::fs::write(notes.join(name), format!("The code is {code}.\n"))?;
     }
     folder.canonicalize()
 }
 
-/// The files of the swarm's folder, under `notes/`.
-pub(crate) const NOTES: [(&str, &str); 3] = [
-    ("alpha.txt", "The launch code is 4471.\n"),
-    ("beta.txt", "Meeting moved to Thursday at 10.\n"),
-    ("gamma.txt", "Remember to water the ferns.\n"),
+/// The notes under `notes/`, each holding one code: what a reader task must find.
+pub(crate) const NOTES: [(&str, &str); 4] = [
+    ("alpha.txt", "4471"),
+    ("beta.txt", "2093"),
+    ("gamma.txt", "7315"),
+    ("delta.txt", "5862"),
 ];
