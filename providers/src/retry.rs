@@ -63,7 +63,7 @@ impl RetryHints {
                     .parse::<f64>()
                     .ok()
                     .filter(|ms| ms.is_finite() && *ms >= 0.0)
-                    .map(|ms| Duration::from_secs_f64(ms / 1000.0));
+                    .map(|ms| seconds(ms / 1000.0));
             } else if name.eq_ignore_ascii_case("retry-after") {
                 after = parse_retry_after(value, now);
             } else if name.eq_ignore_ascii_case("x-should-retry") {
@@ -79,9 +79,16 @@ impl RetryHints {
     }
 }
 
+/// A finite, non-negative number of seconds as a duration; one too large for `Duration` (a
+/// server may say `retry-after: 1e30`) is the longest there is, which the policy then cuts to
+/// `max_retry_after`. (`Duration::from_secs_f64` panics on it.)
+fn seconds(value: f64) -> Duration {
+    Duration::try_from_secs_f64(value).unwrap_or(Duration::MAX)
+}
+
 fn parse_retry_after(value: &str, now: i64) -> Option<Duration> {
     if let Ok(seconds) = value.parse::<f64>() {
-        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
+        return (seconds.is_finite() && seconds >= 0.0).then(|| self::seconds(seconds));
     }
     let at = jiff::fmt::rfc2822::parse(value)
         .ok()?
@@ -243,6 +250,32 @@ mod tests {
         assert_eq!(policy.decide(0, Failure::Status(503), no, 0.0), None);
         let yes = RetryHints::from_headers([("x-should-retry", "true")], 0);
         assert!(policy.decide(0, Failure::Status(400), yes, 0.0).is_some());
+    }
+
+    #[test]
+    fn a_wait_too_long_for_a_duration_is_cut_not_a_panic() {
+        let policy = RetryPolicy::default();
+        for (name, value) in [
+            ("retry-after", "1e30"),
+            ("retry-after-ms", "1e300"),
+            ("retry-after", "18446744073709551616"),
+            ("retry-after-ms", "1.7976931348623157e308"),
+        ] {
+            let hints = RetryHints::from_headers([(name, value)], 0);
+            assert_eq!(hints.retry_after, Some(Duration::MAX), "{name}: {value}");
+            assert_eq!(
+                policy.decide(0, Failure::Status(429), hints, 0.0),
+                Some(policy.max_retry_after),
+                "{name}: {value}"
+            );
+        }
+        for value in ["inf", "NaN", "-1", "1e-400"] {
+            let hints = RetryHints::from_headers([("retry-after", value)], 0);
+            assert!(
+                hints.retry_after.is_none() || hints.retry_after == Some(Duration::ZERO),
+                "{value}: {hints:?}"
+            );
+        }
     }
 
     #[test]
