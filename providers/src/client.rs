@@ -208,6 +208,9 @@ impl HttpClient {
             Ok(Err(e)) => return Attempt::Failed(transport(e), RetryHints::default()),
             Ok(Ok(response)) => response,
         };
+        if response.status().is_redirection() {
+            return Attempt::Failed(redirected(&response), RetryHints::default());
+        }
         let status = response.status().as_u16();
         let hints = hints(&response);
         if !response.status().is_success() {
@@ -380,13 +383,49 @@ fn is_content(event: &LlmEvent) -> bool {
     )
 }
 
+/// Redirects followed within one origin before giving up.
+const MAX_REDIRECTS: usize = 5;
+
 fn http_client(timeouts: &Timeouts) -> Result<reqwest::Client, ProviderError> {
     reqwest::Client::builder()
         .connect_timeout(timeouts.connect)
+        .redirect(reqwest::redirect::Policy::custom(same_origin_only))
         .build()
         .map_err(|e| ProviderError::Config {
             message: format!("cannot build the HTTP client: {}", e.without_url()),
         })
+}
+
+/// Follows a redirect only to the origin the request was sent to. Provider APIs do not
+/// redirect their POSTs; a redirect elsewhere would carry the API key headers reqwest keeps
+/// (`x-api-key`, `x-goog-api-key`: it strips only `Authorization`) and the prompt to another
+/// host. The redirect response itself comes back, and [`redirected`] turns it into an error.
+fn same_origin_only(attempt: reqwest::redirect::Attempt<'_>) -> reqwest::redirect::Action {
+    let first = attempt.previous().first().map(reqwest::Url::origin);
+    let same = first.is_some_and(|origin| origin == attempt.url().origin());
+    if same && attempt.previous().len() <= MAX_REDIRECTS {
+        attempt.follow()
+    } else {
+        attempt.stop()
+    }
+}
+
+/// The error for a redirect the client did not follow.
+fn redirected(response: &reqwest::Response) -> ProviderError {
+    let location = response
+        .headers()
+        .get(reqwest::header::LOCATION)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("nowhere");
+    let message = format!(
+        "the server answered {} redirecting to {location}, which was not followed (another \
+         origin, or more than {MAX_REDIRECTS} redirects): the API key and the prompt go only \
+         to the configured server; set its base URL to where the API is",
+        response.status().as_u16()
+    );
+    ProviderError::Config {
+        message: crate::openai_responses::redact_keys(&message),
+    }
 }
 
 fn hints(response: &reqwest::Response) -> RetryHints {

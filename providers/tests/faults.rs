@@ -547,3 +547,67 @@ async fn the_key_never_appears_in_errors_and_travels_only_in_its_header() {
     assert!(!request_line.contains("SECRET"));
     assert!(head.contains("x-goog-api-key: AIza-SECRET-456"));
 }
+
+#[tokio::test]
+async fn a_redirect_to_another_origin_is_refused_and_the_key_stays_home() {
+    let dialects = [
+        (Dialect::OpenAiChat, "/v1", "openai:gpt-4.1"),
+        (Dialect::OpenAiResponses, "/v1", "openai-responses:gpt-5"),
+        (Dialect::Anthropic, "", "anthropic:claude-sonnet-4-5"),
+        (Dialect::Gemini, "", "gemini:gemini-2.5-flash"),
+    ];
+    for (dialect, suffix, model) in dialects {
+        let mut elsewhere = serve(vec![ok_stream()]).await;
+        let home = serve(vec![Reply::Full(
+            307,
+            vec![("location", format!("{}/collect", elsewhere.url))],
+            String::new(),
+        )])
+        .await;
+        let client = HttpClient::new(
+            dialect,
+            format!("{}{suffix}", home.url),
+            Some(ApiKey::new("sk-ant-test-SECRET-123")),
+        )
+        .unwrap()
+        .with_retry(fast_retries());
+        let req = LlmRequest::new(model.parse().unwrap(), vec![Message::user("my secret")]);
+        let err = limit(client.complete(req)).await.expect_err("refused");
+        let ProviderError::Config { message } = &err else {
+            panic!("{dialect}: {err:?}");
+        };
+        assert!(
+            message.contains("307") && message.contains("/collect"),
+            "{dialect}: {message}"
+        );
+        assert_eq!(
+            home.hits.load(Ordering::SeqCst),
+            1,
+            "{dialect}: not retried"
+        );
+        assert_eq!(
+            elsewhere.hits.load(Ordering::SeqCst),
+            0,
+            "{dialect}: the other origin was reached"
+        );
+        assert!(elsewhere.requests.try_recv().is_err(), "{dialect}");
+    }
+}
+
+#[tokio::test]
+async fn a_redirect_within_the_origin_is_followed() {
+    let server = serve(vec![
+        Reply::Full(
+            307,
+            vec![("location", "/v2/chat/completions".into())],
+            String::new(),
+        ),
+        ok_stream(),
+    ])
+    .await;
+    let r = limit(client(&server.url).complete(request()))
+        .await
+        .expect("followed");
+    assert_eq!(r.message.to_string(), "Hello");
+    assert_eq!(server.hits.load(Ordering::SeqCst), 2);
+}
