@@ -44,7 +44,7 @@
 //! - `output` — truncation and panic messages.
 
 mod error;
-mod output;
+pub(crate) mod output;
 mod set;
 mod typed;
 

@@ -2,7 +2,10 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+
+use futures::FutureExt as _;
 
 use motet_agents::{
     Env, LLM_FAILED, LLM_RESULT, LlmError, LlmErrorKind, LlmFailed, LlmResult, SUMMARY_FAILED,
@@ -27,6 +30,7 @@ use crate::store::{ThreadHeader, ThreadMeta};
 use crate::supervisor::Intensity;
 use crate::telemetry::{context_of, instruments};
 use crate::tool::ToolSet;
+use crate::tool::output::panic_message;
 use tracing::Instrument as _;
 
 /// What an agent's mailbox receives.
@@ -506,15 +510,26 @@ where
                 let source = self.source();
                 let task = tokio::spawn(async move {
                     let call_id = call.call_id;
-                    let outcome = stream_call(
+                    let streamed = stream_call(
                         &services,
                         call.request,
                         &source,
                         &task_cause,
                         &call_id,
                         span,
-                    )
-                    .await;
+                    );
+                    // A panic in the call (a provider's bug, a client's) must still answer the
+                    // strategy, or the request waits for a result that never comes.
+                    let outcome = AssertUnwindSafe(streamed)
+                        .catch_unwind()
+                        .await
+                        .unwrap_or_else(|payload| {
+                            let message = panic_message(payload.as_ref());
+                            tracing::error!(%message, "LLM call panicked");
+                            Err(ProviderError::Protocol {
+                                message: format!("the LLM call panicked: {message}"),
+                            })
+                        });
                     let signal = match outcome {
                         Ok(response) => result_signal(
                             LLM_RESULT,
