@@ -464,7 +464,22 @@ impl ReAct {
         let mut owed = Vec::new();
         for (tool_call_id, name, args) in missing {
             let call_id = CallId::new(step.env.fresh_id("tool"));
-            if resume.idempotent_tools.contains(&name) {
+            let reruns = reruns_of(&entries[turn + 1..], &tool_call_id);
+            let mut refs = Refs::request(&request.request_id)
+                .with_call_id(call_id.as_str())
+                .with_tool_call_id(tool_call_id.as_str())
+                .with_iteration(request.iteration);
+            refs.parent_call_id = request.turn_call.as_ref().map(|c| c.as_str().to_owned());
+            let idempotent = resume.idempotent_tools.contains(&name);
+            if idempotent && reruns < self.config.max_tool_reruns {
+                // Committed before the call runs: if the agent stops again while it runs,
+                // the next resume counts this attempt.
+                let note = format!(
+                    "{RERUN_NOTE} `{name}` after a stop (re-run {} of at most {})",
+                    reruns + 1,
+                    self.config.max_tool_reruns
+                );
+                owed.push(NewEntry::note(note).with_refs(refs));
                 request.tools.push(PendingTool {
                     call_id: call_id.clone(),
                     tool_call_id: tool_call_id.clone(),
@@ -478,17 +493,17 @@ impl ReAct {
                     args,
                 }));
             } else {
-                let result = ToolResult::error(
-                    tool_call_id.clone(),
+                let message = if idempotent {
+                    format!(
+                        "the agent stopped each of the {} times `{name}` ran with these arguments, so it was not run again",
+                        reruns + 1
+                    )
+                } else {
                     format!(
                         "the agent stopped while `{name}` was running: it may or may not have run, and it was not run again"
-                    ),
-                );
-                let mut refs = Refs::request(&request.request_id)
-                    .with_call_id(call_id.as_str())
-                    .with_tool_call_id(tool_call_id.as_str())
-                    .with_iteration(request.iteration);
-                refs.parent_call_id = request.turn_call.as_ref().map(|c| c.as_str().to_owned());
+                    )
+                };
+                let result = ToolResult::error(tool_call_id.clone(), message);
                 owed.push(NewEntry::tool_result(name, result).with_refs(refs));
             }
         }
@@ -749,6 +764,20 @@ impl ReAct {
             target: self.config.reply_to.clone(),
         }))
     }
+}
+
+/// How the note that a resume re-runs a tool call begins.
+const RERUN_NOTE: &str = "re-running";
+
+/// How many times a resume has already re-run the tool call `tool_call_id` (the notes it
+/// committed before each re-run, among `entries`).
+fn reruns_of(entries: &[crate::thread::Entry], tool_call_id: &str) -> u32 {
+    let reruns = entries
+        .iter()
+        .filter(|e| e.refs.tool_call_id.as_deref() == Some(tool_call_id))
+        .filter(|e| matches!(&e.body, EntryBody::Note { text } if text.starts_with(RERUN_NOTE)))
+        .count();
+    u32::try_from(reruns).unwrap_or(u32::MAX)
 }
 
 /// The tool calls the model made in `request_id`'s turns among `entries`.

@@ -1027,3 +1027,52 @@ fn resume_keeps_the_tool_choice_where_the_request_was() {
         [ToolChoice::Auto]
     );
 }
+
+#[test]
+fn a_call_running_at_every_stop_is_not_run_again() {
+    let turn = AssistantMessage {
+        blocks: vec![AssistantBlock::tool_use(
+            "tc1",
+            "calculator",
+            ToolArgs::from_text(r#"{"expr":"((((1))))"}"#),
+        )],
+        stop_reason: StopReason::ToolUse,
+    };
+    let refs = motet_agents::Refs::request("req-9").with_iteration(1);
+    let (react, mut state, env) = restored(vec![
+        motet_agents::NewEntry::user("deep").with_refs(refs.clone()),
+        motet_agents::NewEntry::assistant(turn, Usage::default()).with_refs(refs),
+    ]);
+    // Twice the call is run again, each time after a committed note; each time the agent
+    // stops again while it runs (its input may be what kills the process).
+    for rerun in 1..=2 {
+        let directives = react
+            .handle(&mut state, &resume_signal(&["calculator"]), &env)
+            .unwrap();
+        assert!(
+            matches!(directives.as_slice(), [Directive::ToolExec(e)] if e.tool_call_id == "tc1"),
+            "re-run {rerun}: {directives:?}"
+        );
+        let EntryBody::Note { text } = &state.thread.last().unwrap().body else {
+            panic!("no note before re-run {rerun}");
+        };
+        assert!(
+            text.contains(&format!("re-run {rerun} of at most 2")),
+            "{text}"
+        );
+        state = react.restore(&env, state.thread.clone());
+    }
+    // The third time it gets an error result the model reads, and the request goes on.
+    let directives = react
+        .handle(&mut state, &resume_signal(&["calculator"]), &env)
+        .unwrap();
+    assert!(
+        matches!(directives.as_slice(), [Directive::LlmStream(_)]),
+        "{directives:?}"
+    );
+    let EntryBody::ToolResult { result, .. } = &state.thread.last().unwrap().body else {
+        panic!("no error result");
+    };
+    assert!(result.is_error && result.tool_use_id == "tc1");
+    assert!(result.content.contains("3 times"), "{}", result.content);
+}

@@ -26,6 +26,10 @@ pub struct ReActConfig {
     pub max_iterations: u32,
     /// Retries of a retryable LLM failure per iteration (default 2).
     pub max_llm_retries: u32,
+    /// Times an idempotent tool call whose result never came is run again when the agent
+    /// resumes (default 2). A call that was running at each of that many stops is a poison
+    /// call — its input may be what brings the process down — and gets an error result instead.
+    pub max_tool_reruns: u32,
     /// The strategy's context policy (below the agent's and the request's).
     pub context_policy: Option<ContextPolicy>,
     /// Source of emitted signals.
@@ -50,6 +54,7 @@ impl ReActConfig {
             options: LlmOptions::default(),
             max_iterations: 10,
             max_llm_retries: 2,
+            max_tool_reruns: 2,
             context_policy: None,
             source: "motet.react".to_owned(),
             reply_to: EmitTarget::Bus,
@@ -106,6 +111,12 @@ impl ReActConfig {
     /// Sets `max_llm_retries`.
     pub fn with_max_llm_retries(mut self, max: u32) -> Self {
         self.max_llm_retries = max;
+        self
+    }
+
+    /// Sets `max_tool_reruns`.
+    pub fn with_max_tool_reruns(mut self, max: u32) -> Self {
+        self.max_tool_reruns = max;
         self
     }
 
