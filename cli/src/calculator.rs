@@ -60,7 +60,18 @@ pub enum CalcError {
     /// The result is not a finite number (overflow, square root of a negative number).
     #[error("the result is not a finite number")]
     NotFinite,
+    /// Parentheses, signs or powers nested deeper than the calculator follows.
+    #[error("nested deeper than {max} levels (parentheses, signs or powers)")]
+    TooDeep {
+        /// The deepest nesting evaluated.
+        max: usize,
+    },
 }
+
+/// The deepest nesting of parentheses, unary signs and powers evaluated. The parser recurses
+/// once per level: without a bound, 10,000 parentheses from a model overflowed the stack and
+/// aborted the whole process (and again on every resume).
+pub const MAX_NESTING: usize = 100;
 
 /// The value of `expression`.
 ///
@@ -70,6 +81,7 @@ pub fn evaluate(expression: &str) -> Result<f64, CalcError> {
     let mut parser = Parser {
         chars: expression.chars().collect(),
         at: 0,
+        depth: 0,
     };
     let value = parser.sum()?;
     parser.skip_space();
@@ -95,6 +107,8 @@ pub fn format_number(value: f64) -> String {
 struct Parser {
     chars: Vec<char>,
     at: usize,
+    /// Levels of `unary` entered and not yet left: every recursion passes through it.
+    depth: usize,
 }
 
 impl Parser {
@@ -146,6 +160,16 @@ impl Parser {
 
     /// unary := ('-' | '+') unary | power
     fn unary(&mut self) -> Result<f64, CalcError> {
+        if self.depth >= MAX_NESTING {
+            return Err(CalcError::TooDeep { max: MAX_NESTING });
+        }
+        self.depth += 1;
+        let value = self.signed();
+        self.depth -= 1;
+        value
+    }
+
+    fn signed(&mut self) -> Result<f64, CalcError> {
         match self.peek() {
             Some('-') => {
                 self.at += 1;
@@ -254,6 +278,30 @@ impl Parser {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_stack_overflow() {
+        let deep =
+            |open: &str, close: &str, n: usize| format!("{}1{}", open.repeat(n), close.repeat(n));
+        let too_deep = CalcError::TooDeep { max: MAX_NESTING };
+        for expression in [
+            deep("(", ")", 10_000),
+            deep("-", "", 20_000),
+            deep("sqrt(", ")", 10_000),
+            format!("2{}", "^2".repeat(10_000)),
+            deep("(", ")", MAX_NESTING + 1),
+        ] {
+            assert_eq!(
+                evaluate(&expression),
+                Err(too_deep.clone()),
+                "{}",
+                &expression[..20]
+            );
+        }
+        // Just inside the bound still evaluates.
+        assert_eq!(evaluate(&deep("(", ")", MAX_NESTING - 1)), Ok(1.0));
+        assert_eq!(evaluate(&deep("-", "", 98)), Ok(1.0));
+    }
 
     #[test]
     fn the_schema_keeps_expressions_to_arithmetic() {
