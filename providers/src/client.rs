@@ -21,7 +21,7 @@ use futures::Stream;
 use motet_directives::{LlmRequest, LlmResponse};
 
 use crate::assembler::BlockAssembler;
-use crate::config::{ApiKey, ProviderKind, ProvidersConfig, Timeouts};
+use crate::config::{ApiKey, Limits, ProviderKind, ProvidersConfig, Timeouts};
 use crate::decoder::StreamDecoder;
 use crate::dialect::Dialect;
 use crate::endpoint::endpoint;
@@ -127,6 +127,7 @@ impl Providers {
             key,
             retry: self.config.retry,
             timeouts: self.config.timeouts,
+            limits: self.config.limits,
         })
     }
 }
@@ -147,6 +148,7 @@ pub struct HttpClient {
     key: Option<ApiKey>,
     retry: RetryPolicy,
     timeouts: Timeouts,
+    limits: Limits,
 }
 
 impl HttpClient {
@@ -168,6 +170,7 @@ impl HttpClient {
             key,
             retry: RetryPolicy::default(),
             timeouts,
+            limits: Limits::default(),
         })
     }
 
@@ -184,6 +187,12 @@ impl HttpClient {
     /// With this retry policy.
     pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
+        self
+    }
+
+    /// With these size limits.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
         self
     }
 
@@ -232,6 +241,8 @@ impl HttpClient {
             idle: self.timeouts.idle,
             first_read: Some(self.timeouts.first_byte),
             ended: false,
+            content_bytes: 0,
+            max_content_bytes: self.limits.max_response_bytes,
         };
         let mut ready = VecDeque::new();
         loop {
@@ -310,6 +321,9 @@ struct Reader {
     /// The wait for the first body bytes, then `None` (the idle wait applies).
     first_read: Option<Duration>,
     ended: bool,
+    /// Text, reasoning and argument bytes decoded so far, and the most allowed.
+    content_bytes: usize,
+    max_content_bytes: usize,
 }
 
 impl Reader {
@@ -338,6 +352,15 @@ impl Reader {
             if self.ended {
                 self.decoder.finish(&mut self.events)?;
             }
+            self.content_bytes = self.events.iter().fold(self.content_bytes, |sum, e| {
+                sum.saturating_add(content_len(e))
+            });
+            if self.content_bytes > self.max_content_bytes {
+                self.ended = true;
+                return Err(ProviderError::ResponseTooLarge {
+                    limit: self.max_content_bytes,
+                });
+            }
             if !self.events.is_empty() {
                 return Ok(Some(std::mem::take(&mut self.events)));
             }
@@ -365,6 +388,17 @@ impl Reader {
                 }
             },
         ))
+    }
+}
+
+/// The bytes of text, reasoning and tool arguments an event adds to the response.
+fn content_len(event: &LlmEvent) -> usize {
+    match event {
+        LlmEvent::TextDelta { delta, .. } | LlmEvent::ReasoningDelta { delta, .. } => delta.len(),
+        LlmEvent::ReasoningComplete { text, .. } => text.as_ref().map_or(0, String::len),
+        LlmEvent::ToolCallDelta { args_delta, .. } => args_delta.len(),
+        LlmEvent::ToolCallComplete { args, .. } => args.as_ref().map_or(0, String::len),
+        _ => 0,
     }
 }
 

@@ -140,6 +140,24 @@ impl Default for Timeouts {
     }
 }
 
+/// How much one response may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Bytes of text, reasoning and tool arguments in one response, summed. Past it the
+    /// stream ends with [`ProviderError::ResponseTooLarge`](crate::ProviderError): a provider
+    /// that streams without end must not take the process's memory with it. Default 16 MiB,
+    /// a hundred times the longest answer a model writes today.
+    pub max_response_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_response_bytes: 16 << 20,
+        }
+    }
+}
+
 /// One provider's resolved settings.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProviderSettings {
@@ -157,6 +175,8 @@ pub struct ProvidersConfig {
     pub timeouts: Timeouts,
     /// The retry policy.
     pub retry: RetryPolicy,
+    /// Size limits.
+    pub limits: Limits,
 }
 
 impl ProvidersConfig {
@@ -213,6 +233,12 @@ impl ProvidersConfig {
     /// Sets the retry policy.
     pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
+        self
+    }
+
+    /// Sets the size limits.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
         self
     }
 

@@ -97,6 +97,13 @@ pub enum ProviderError {
         /// Why.
         reason: String,
     },
+    /// The response passed [`Limits::max_response_bytes`](crate::Limits) of text, reasoning
+    /// and tool arguments; the stream was stopped there.
+    #[error("the response passed {limit} bytes of text, reasoning and tool arguments")]
+    ResponseTooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
     /// Configuration is missing or wrong (no key, unknown provider, bad URL).
     #[error("configuration error: {message}")]
     Config {

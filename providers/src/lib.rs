@@ -50,7 +50,7 @@ pub mod transcript;
 
 pub use assembler::{BlockAssembler, StreamAssemblyError};
 pub use client::{HttpClient, LlmClient, LlmStream, Providers};
-pub use config::{ApiKey, ProviderKind, ProvidersConfig, Timeouts};
+pub use config::{ApiKey, Limits, ProviderKind, ProvidersConfig, Timeouts};
 pub use decoder::StreamDecoder;
 pub use dialect::Dialect;
 pub use error::ProviderError;

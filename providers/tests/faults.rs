@@ -11,8 +11,8 @@ use futures::StreamExt;
 use motet_directives::{LlmRequest, Message};
 use motet_providers::retry::RetryPolicy;
 use motet_providers::{
-    ApiKey, Dialect, HttpClient, LlmClient, LlmEvent, ProviderError, ProviderKind, Providers,
-    ProvidersConfig, Timeouts,
+    ApiKey, Dialect, HttpClient, Limits, LlmClient, LlmEvent, ProviderError, ProviderKind,
+    Providers, ProvidersConfig, Timeouts,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -610,4 +610,35 @@ async fn a_redirect_within_the_origin_is_followed() {
         .expect("followed");
     assert_eq!(r.message.to_string(), "Hello");
     assert_eq!(server.hits.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn an_endless_stream_stops_at_the_response_limit() {
+    // 64 KiB text deltas, 200 of them (12.5 MiB), against a 1 MiB limit.
+    let delta = "x".repeat(64 << 10);
+    let pieces = vec![chat_chunk(&delta); 200];
+    let mut server = serve(vec![Reply::Stream(pieces, Duration::ZERO, End::Clean)]).await;
+    let limits = Limits {
+        max_response_bytes: 1 << 20,
+    };
+    let err = limit(client(&server.url).with_limits(limits).complete(request()))
+        .await
+        .expect_err("stopped");
+    assert_eq!(err, ProviderError::ResponseTooLarge { limit: 1 << 20 });
+    // Not retried (content had arrived), and the connection was dropped, not drained.
+    assert_eq!(server.hits.load(Ordering::SeqCst), 1);
+    let closed = tokio::time::timeout(Duration::from_secs(5), server.closed.recv()).await;
+    assert!(closed.is_ok(), "the server never saw the client hang up");
+}
+
+#[tokio::test]
+async fn a_response_under_the_limit_is_whole() {
+    let server = serve(vec![ok_stream()]).await;
+    let limits = Limits {
+        max_response_bytes: 5,
+    };
+    let r = limit(client(&server.url).with_limits(limits).complete(request()))
+        .await
+        .expect("five bytes fit");
+    assert_eq!(r.message.to_string(), "Hello");
 }
