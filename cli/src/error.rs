@@ -93,6 +93,10 @@ pub enum CliError {
     /// The OpenTelemetry settings (`OTEL_*`, `RUST_LOG`) cannot be used.
     #[error("telemetry: {0}")]
     Telemetry(#[from] motet::telemetry::TelemetryError),
+    /// Standard output was closed by its reader (`motet threads show … | head`): nothing is
+    /// wrong, the rest is not wanted.
+    #[error("standard output was closed")]
+    OutputClosed,
     /// A recorded stream that motet cannot accept (`motet transcript`).
     #[error("{0}")]
     Transcript(String),
@@ -115,6 +119,7 @@ impl CliError {
             | Self::Telemetry(_) => 3,
             Self::Store(_) | Self::DataDir { .. } | Self::UnknownThread { .. } => 4,
             Self::BadFlag { .. } => 2,
+            Self::OutputClosed => 0,
         }
     }
 }

@@ -168,7 +168,7 @@ fn main() -> ExitCode {
         }
     };
     match runtime.block_on(dispatch(cli)) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) | Err(CliError::OutputClosed) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("motet: {error}");
             ExitCode::from(error.exit_code())

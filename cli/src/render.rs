@@ -82,12 +82,15 @@ pub fn time(unix_ms: u64) -> String {
 
 /// The thread table of `motet threads list`.
 pub fn thread_table(threads: &[ThreadSummary]) -> String {
+    // Ids longer than this are printed whole on a longer row: padding to the longest id would
+    // make one 70,000-byte id widen every row (and a width past 65,535 panics the formatter).
+    const MAX_WIDTH: usize = 64;
     let width = threads
         .iter()
         .map(|t| display_id(&t.id).len())
         .max()
         .unwrap_or(0)
-        .max("THREAD".len());
+        .clamp("THREAD".len(), MAX_WIDTH);
     let mut out = format!(
         "{:<width$}  {:>7}  {:>22}  UPDATED (UTC)\n",
         "THREAD", "ENTRIES", "TOKENS"

@@ -228,6 +228,48 @@ fn threads_list_show_export_delete() {
 }
 
 #[test]
+fn a_huge_id_and_a_closed_pipe_do_not_panic() {
+    let sandbox = Sandbox::new();
+    tokio().block_on(async {
+        let store = SqliteStore::open(&sandbox.db()).await.unwrap();
+        let env = FixedEnv::new(1_700_000_000_000);
+        let huge = format!("cli/{}", "x".repeat(70_000));
+        for (id, entries) in [(huge.as_str(), 1), ("cli/big", 20_000)] {
+            let mut thread = Thread::new(id, 1_700_000_000_000);
+            for k in 0..entries {
+                thread.append(&env, NewEntry::user(format!("question {k}")));
+            }
+            store
+                .create_with(&ThreadHeader::of(&thread), None, thread.to_list())
+                .await
+                .unwrap();
+        }
+    });
+    // An id past 65,535 bytes panicked the table's formatter, for the whole store.
+    let list = run(sandbox.motet(&["threads", "list"]));
+    assert!(list.status.success(), "{}", stderr(&list));
+    let table = stdout(&list);
+    assert!(table.lines().any(|l| l.starts_with("big ")), "{table}");
+    assert!(table.contains(&"x".repeat(70_000)));
+
+    // `motet threads show big | head -1`: the reader goes away; motet stops quietly.
+    let mut show = sandbox.motet(&["threads", "show", "big"]);
+    show.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = show.spawn().unwrap();
+    let mut first = [0u8; 16];
+    std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).unwrap();
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{:?}: {}",
+        output.status,
+        stderr(&output)
+    );
+    assert!(!stderr(&output).contains("panicked"), "{}", stderr(&output));
+}
+
+#[test]
 fn an_unknown_thread_is_named() {
     let sandbox = Sandbox::new();
     store_work_thread(&sandbox.db());

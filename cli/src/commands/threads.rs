@@ -1,5 +1,6 @@
 //! `motet threads`: list, show, export and delete stored threads.
 
+use std::io::Write as _;
 use std::path::Path;
 
 use motet::agents::Thread;
@@ -17,9 +18,9 @@ pub async fn list(db: &Path) -> Result<(), CliError> {
     let store = agent::open_store(db).await?;
     let threads = store.list().await?;
     if threads.is_empty() {
-        println!("no threads in {}", db.display());
+        out(&format!("no threads in {}\n", db.display()))?;
     } else {
-        print!("{}", render::thread_table(&threads));
+        out(&render::thread_table(&threads))?;
     }
     Ok(())
 }
@@ -32,15 +33,15 @@ pub async fn show(db: &Path, id: &str) -> Result<(), CliError> {
     let store = agent::open_store(db).await?;
     let thread = load(&store, db, id).await?;
     let usage = thread.usage();
-    println!(
-        "thread {} · {} entries · session tokens {} · updated {} UTC",
+    out(&format!(
+        "thread {} · {} entries · session tokens {} · updated {} UTC\n",
         thread.id(),
         thread.entry_count(),
         render::tokens(&usage),
         render::time(thread.updated_at())
-    );
+    ))?;
     for entry in thread.to_list() {
-        println!("{}", render::entry(entry));
+        out(&format!("{}\n", render::entry(entry)))?;
     }
     Ok(())
 }
@@ -62,14 +63,29 @@ pub async fn export(db: &Path, id: &str, jsonl: bool) -> Result<(), CliError> {
             out.push_str(&serde_json::to_string(entry).map_err(encode_failed)?);
             out.push('\n');
         }
-        print!("{out}");
+        self::out(&out)?;
     } else {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(thread.to_list()).map_err(encode_failed)?
-        );
+        let array = serde_json::to_string_pretty(thread.to_list()).map_err(encode_failed)?;
+        self::out(&format!("{array}\n"))?;
     }
     Ok(())
+}
+
+/// Writes to standard output; a reader that went away ends the command quietly
+/// ([`CliError::OutputClosed`]) instead of panicking as `println!` does.
+fn out(text: &str) -> Result<(), CliError> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(CliError::OutputClosed),
+        Err(source) => Err(CliError::Io {
+            what: "cannot write to standard output".to_owned(),
+            source,
+        }),
+    }
 }
 
 /// Deletes thread `id`.
