@@ -83,11 +83,15 @@ impl ReAct {
         input: ReactInput,
     ) -> Result<Vec<Directive>, StrategyError> {
         let request_id = step.request_id();
-        if let Some(active) = state.active_request() {
-            // Rejected before the commit point: the thread is unchanged.
-            let reason = FailureReason::Busy {
+        // Rejected before the commit point: the thread is unchanged.
+        let refused = if input.query.trim().is_empty() {
+            Some(FailureReason::EmptyQuery)
+        } else {
+            state.active_request().map(|active| FailureReason::Busy {
                 active_request_id: active.request_id.clone(),
-            };
+            })
+        };
+        if let Some(reason) = refused {
             let failed = ReactFailed {
                 request_id: request_id.clone(),
                 reason,

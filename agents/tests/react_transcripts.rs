@@ -1076,3 +1076,21 @@ fn a_call_running_at_every_stop_is_not_run_again() {
     assert!(result.is_error && result.tool_use_id == "tc1");
     assert!(result.content.contains("3 times"), "{}", result.content);
 }
+
+#[test]
+fn an_empty_question_is_refused_before_commit() {
+    let mut h = Harness::new(calculator());
+    for (request, query) in [("r1", ""), ("r2", "  \n\t ")] {
+        assert_eq!(
+            h.ask(request, query),
+            [format!("emit react.failed {request} reason=empty_query")]
+        );
+    }
+    assert!(h.thread().is_empty(), "{:?}", h.thread());
+    assert_eq!(h.state.status, Status::Idle);
+    // The next real question runs as usual.
+    assert_eq!(
+        h.ask("r3", "2+2?"),
+        ["llm call_1: S:You are a calculator. | U:2+2?"]
+    );
+}

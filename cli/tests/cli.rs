@@ -346,6 +346,18 @@ fn model_choice_errors_say_what_to_do() {
 }
 
 #[test]
+fn an_empty_question_is_refused_and_not_stored() {
+    let sandbox = Sandbox::new();
+    for question in ["", "   \n"] {
+        let mut command = sandbox.motet(&["run", question, "--model", "openai-compat:m"]);
+        // Nothing listens there: the question must be refused before any call.
+        command.env("MOTET_OPENAI_COMPAT_BASE_URL", "http://127.0.0.1:9/v1");
+        assert_fails(&run(command), 1, &["the question is empty"]);
+    }
+    assert!(load(&sandbox.db(), "cli/default").is_none_or(|t| t.entry_count() == 0));
+}
+
+#[test]
 fn an_unreachable_server_is_named() {
     let sandbox = Sandbox::new();
     // A port that was free a moment ago: nothing listens there.

@@ -220,6 +220,9 @@ pub enum FailureReason {
         /// The running request.
         active_request_id: String,
     },
+    /// The query was empty or only white space; it was not committed (some providers refuse
+    /// empty content, and a thread holding it would fail every later request there).
+    EmptyQuery,
 }
 
 impl std::fmt::Display for FailureReason {
@@ -236,6 +239,7 @@ impl std::fmt::Display for FailureReason {
             Self::Busy { active_request_id } => {
                 write!(f, "request {active_request_id} is still running")
             }
+            Self::EmptyQuery => f.write_str("the question is empty"),
         }
     }
 }
