@@ -167,9 +167,17 @@ async fn another_programs_sqlite_file_is_refused() {
     raw(&path)
         .execute_batch("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
         .unwrap();
+    let before = std::fs::read(&path).unwrap();
     let err = SqliteStore::open(&path).await.unwrap_err();
     assert!(matches!(err, StoreError::NotAStore { .. }), "{err}");
     assert!(err.to_string().contains("other.db"), "{err}");
+    // Left as it was: still in its rollback-journal mode, byte for byte, no WAL beside it.
+    assert!(std::fs::read(&path).unwrap() == before, "the file was changed");
+    assert!(!dir.path().join("other.db-wal").exists());
+    let mode: String = raw(&path)
+        .query_row("PRAGMA journal_mode", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(mode, "delete");
 }
 
 #[tokio::test]

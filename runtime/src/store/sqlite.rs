@@ -149,7 +149,10 @@ fn connect(path: &Path, config: &SqliteConfig) -> Result<Connection, StoreError>
     let err = db_err(path);
     let conn = Connection::open(path).map_err(&err)?;
     conn.busy_timeout(config.busy_timeout).map_err(&err)?;
-    // The first statement that reads the file: a file that is not a database fails here.
+    // The first statements read the file: one that is not a database fails here, and another
+    // program's database is refused before anything (the journal mode below) changes it.
+    let (app_id, tables) = identity(&conn).map_err(&err)?;
+    refuse_foreign(path, app_id, tables)?;
     let mode: String = conn
         .query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))
         .map_err(&err)?;
@@ -164,6 +167,25 @@ fn connect(path: &Path, config: &SqliteConfig) -> Result<Connection, StoreError>
     Ok(conn)
 }
 
+/// The file's `application_id` and how many schema objects it holds.
+fn identity(conn: &Connection) -> rusqlite::Result<(i32, i64)> {
+    let app_id = conn.query_row("PRAGMA application_id", [], |row| row.get(0))?;
+    let tables = conn.query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))?;
+    Ok((app_id, tables))
+}
+
+/// Refuses a database that is neither empty nor marked as a motet store.
+fn refuse_foreign(path: &Path, app_id: i32, tables: i64) -> Result<(), StoreError> {
+    let fresh = app_id == 0 && tables == 0;
+    if fresh || app_id == migrations::APPLICATION_ID {
+        return Ok(());
+    }
+    Err(StoreError::NotAStore {
+        path: path.to_owned(),
+        reason: format!("a SQLite database with application_id {app_id:#x}, not a motet store"),
+    })
+}
+
 /// Brings the schema to [`SCHEMA_VERSION`], refusing files that are not ours or are newer.
 fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
     let err = db_err(path);
@@ -173,19 +195,15 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
     let version: i64 = tx
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .map_err(&err)?;
-    let app_id: i32 = tx
-        .query_row("PRAGMA application_id", [], |row| row.get(0))
-        .map_err(&err)?;
-    let tables: i64 = tx
-        .query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))
-        .map_err(&err)?;
-    let fresh = version == 0 && app_id == 0 && tables == 0;
-    if !fresh && app_id != migrations::APPLICATION_ID {
+    // Again inside the write transaction: another process may have created the file since.
+    let (app_id, tables) = identity(&tx).map_err(&err)?;
+    if version != 0 && app_id == 0 {
         return Err(StoreError::NotAStore {
             path: path.to_owned(),
-            reason: format!("a SQLite database with application_id {app_id:#x}, not a motet store"),
+            reason: format!("a SQLite database at user_version {version}, not a motet store"),
         });
     }
+    refuse_foreign(path, app_id, tables)?;
     if version > SCHEMA_VERSION {
         return Err(StoreError::SchemaTooNew {
             path: path.to_owned(),
