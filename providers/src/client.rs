@@ -243,6 +243,7 @@ impl HttpClient {
             ended: false,
             content_bytes: 0,
             max_content_bytes: self.limits.max_response_bytes,
+            key: self.key.clone(),
         };
         let mut ready = VecDeque::new();
         loop {
@@ -277,7 +278,7 @@ impl LlmClient for HttpClient {
                 }
             };
             // Scrubbed before it is logged or returned: a provider may echo a key.
-            let error = error.redacted();
+            let error = error.redacted_with(self.key.as_ref());
             match self
                 .retry
                 .decide(attempt_no, failure, hints, fastrand::f64())
@@ -324,6 +325,8 @@ struct Reader {
     /// Text, reasoning and argument bytes decoded so far, and the most allowed.
     content_bytes: usize,
     max_content_bytes: usize,
+    /// The key the call was made with, to scrub from a failure mid-stream.
+    key: Option<ApiKey>,
 }
 
 impl Reader {
@@ -383,7 +386,10 @@ impl Reader {
                     match reader.next_batch().await {
                         Ok(Some(batch)) => ready.extend(batch),
                         Ok(None) => return None,
-                        Err(e) => return Some((Err(e.redacted()), (reader, ready, true))),
+                        Err(e) => {
+                            let e = e.redacted_with(reader.key.as_ref());
+                            return Some((Err(e), (reader, ready, true)));
+                        }
                     }
                 }
             },

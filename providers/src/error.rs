@@ -146,11 +146,65 @@ pub(crate) fn redact_keys(message: &str) -> String {
     out
 }
 
+/// The shortest run of a configured key's characters that is redacted: long enough that an
+/// ordinary word never matches, short enough to catch a key echoed without its prefix or
+/// masked down to its tail.
+const SECRET_RUN: usize = 8;
+
+/// Replaces, in `message`, every run of at least [`SECRET_RUN`] bytes that also occurs in
+/// `secret` (the whole key, the key without its prefix, a long tail of it) with `[redacted]`.
+pub(crate) fn redact_secret(message: &str, secret: &str) -> String {
+    let (text, key) = (message.as_bytes(), secret.as_bytes());
+    if key.len() < SECRET_RUN {
+        return if key.is_empty() {
+            message.to_owned()
+        } else {
+            message.replace(secret, "[redacted]")
+        };
+    }
+    let mut out = Vec::with_capacity(text.len());
+    let mut at = 0;
+    while at < text.len() {
+        let longest = (0..key.len())
+            .map(|from| {
+                text[at..]
+                    .iter()
+                    .zip(&key[from..])
+                    .take_while(|(a, b)| a == b)
+                    .count()
+            })
+            .max()
+            .unwrap_or(0);
+        if longest >= SECRET_RUN {
+            out.extend_from_slice(b"[redacted]");
+            at += longest;
+        } else {
+            out.push(text[at]);
+            at += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 impl ProviderError {
     /// The same error with anything that looks like an API key removed from its message.
     pub(crate) fn redacted(self) -> Self {
+        self.map_message(|m| redact_keys(&m))
+    }
+
+    /// [`redacted`](Self::redacted), and the configured `key` itself wherever it shows, whatever
+    /// its form (an `openai-compat` token has no known prefix; a provider may echo a key
+    /// without its prefix).
+    pub(crate) fn redacted_with(self, key: Option<&crate::ApiKey>) -> Self {
+        match key {
+            Some(key) => self.map_message(|m| redact_secret(&redact_keys(&m), key.expose())),
+            None => self.redacted(),
+        }
+    }
+
+    /// The same error with `r` applied to its message.
+    fn map_message(self, r: impl Fn(String) -> String) -> Self {
         use ProviderError as E;
-        let r = |m: String| redact_keys(&m);
         match self {
             E::Authentication { status, message } => E::Authentication {
                 status,
@@ -198,6 +252,32 @@ impl ProviderError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_configured_key_is_redacted_in_any_form() {
+        let key = "tok_live_4f9a2c7e1b3d5a";
+        let table = [
+            (
+                "bad token tok_live_4f9a2c7e1b3d5a.",
+                "bad token [redacted].",
+            ),
+            // Without its prefix, or only its tail.
+            ("key 4f9a2c7e1b3d5a rejected", "key [redacted] rejected"),
+            ("key ...c7e1b3d5a rejected", "key ...[redacted] rejected"),
+            // Short runs of its characters are ordinary text.
+            ("live tokens only", "live tokens only"),
+            ("status 4f9a", "status 4f9a"),
+        ];
+        for (message, expected) in table {
+            assert_eq!(redact_secret(message, key), expected, "{message}");
+        }
+        let error = ProviderError::Authentication {
+            status: 401,
+            message: format!("invalid token {}", &key[4..]),
+        };
+        let scrubbed = error.redacted_with(Some(&crate::ApiKey::new(key)));
+        assert!(!scrubbed.to_string().contains("4f9a2c7e"), "{scrubbed}");
+    }
 
     #[test]
     fn keys_of_every_provider_are_redacted_but_words_that_contain_the_prefix_are_not() {

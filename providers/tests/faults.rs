@@ -642,3 +642,36 @@ async fn a_response_under_the_limit_is_whole() {
         .expect("five bytes fit");
     assert_eq!(r.message.to_string(), "Hello");
 }
+
+#[tokio::test]
+async fn a_token_echoed_in_an_error_is_not_repeated() {
+    // An OpenAI-compatible server's token has no known prefix; this one echoes it without
+    // its first characters, the way some proxies mask keys.
+    let token = "tok_live_4f9a2c7e1b3d5a";
+    let server = serve(vec![Reply::Full(
+        401,
+        vec![],
+        format!(
+            r#"{{"error":{{"message":"token ...{} is revoked; full: {token}"}}}}"#,
+            &token[9..]
+        ),
+    )])
+    .await;
+    let client = HttpClient::new(
+        Dialect::OpenAiChat,
+        format!("{}/v1", server.url),
+        Some(ApiKey::new(token)),
+    )
+    .unwrap();
+    let err = limit(client.complete(request())).await.expect_err("401");
+    let text = err.to_string();
+    assert!(
+        matches!(err, ProviderError::Authentication { .. }),
+        "{err:?}"
+    );
+    assert!(
+        !text.contains(&token[9..]) && !text.contains(token),
+        "{text}"
+    );
+    assert!(text.contains("is revoked"), "{text}");
+}

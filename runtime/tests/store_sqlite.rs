@@ -172,7 +172,10 @@ async fn another_programs_sqlite_file_is_refused() {
     assert!(matches!(err, StoreError::NotAStore { .. }), "{err}");
     assert!(err.to_string().contains("other.db"), "{err}");
     // Left as it was: still in its rollback-journal mode, byte for byte, no WAL beside it.
-    assert!(std::fs::read(&path).unwrap() == before, "the file was changed");
+    assert!(
+        std::fs::read(&path).unwrap() == before,
+        "the file was changed"
+    );
     assert!(!dir.path().join("other.db-wal").exists());
     let mode: String = raw(&path)
         .query_row("PRAGMA journal_mode", [], |row| row.get(0))
