@@ -267,7 +267,8 @@ impl ReAct {
         let refs = Refs::request(&request.request_id)
             .with_call_id(result.call_id.as_str())
             .with_iteration(request.iteration);
-        let message = result.response.message;
+        let mut message = result.response.message;
+        unique_call_ids(&mut message, &state.thread, step.env);
         if !message.has_tool_calls() {
             let answer = message.to_string();
             let entry = NewEntry::assistant(message, result.response.usage).with_refs(refs);
@@ -767,6 +768,35 @@ impl ReAct {
             signal,
             target: self.config.reply_to.clone(),
         }))
+    }
+}
+
+/// Gives every tool call of `message` an id no other call in `thread` (or in `message`) has.
+/// Gemini makes ids up per response (`call_1` each turn), as do OpenAI-compatible servers that
+/// send none; replayed to Anthropic, a thread holding one id twice is refused. Ids already
+/// unique — every provider that issues its own — are kept as they are.
+fn unique_call_ids(
+    message: &mut motet_directives::AssistantMessage,
+    thread: &Thread,
+    env: &dyn Env,
+) {
+    use motet_directives::AssistantBlock;
+    let mut seen: std::collections::HashSet<String> = thread
+        .to_list()
+        .iter()
+        .filter_map(|e| match &e.body {
+            EntryBody::Assistant { message, .. } => Some(message),
+            _ => None,
+        })
+        .flat_map(|m| m.tool_calls().map(|c| c.id.to_owned()))
+        .collect();
+    for block in &mut message.blocks {
+        if let AssistantBlock::ToolUse { id, .. } = block {
+            while id.is_empty() || seen.contains(id.as_str()) {
+                *id = env.fresh_id("call");
+            }
+            seen.insert(id.clone());
+        }
     }
 }
 

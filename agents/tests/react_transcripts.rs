@@ -1094,3 +1094,75 @@ fn an_empty_question_is_refused_before_commit() {
         ["llm call_1: S:You are a calculator. | U:2+2?"]
     );
 }
+
+#[test]
+fn tool_call_ids_are_unique_in_the_thread() {
+    // Gemini names its calls `call_1`, `call_2`, … afresh in every response.
+    let execs = |directives: &[Directive]| -> Vec<(String, String)> {
+        directives
+            .iter()
+            .filter_map(|d| match d {
+                Directive::ToolExec(e) => Some((e.call_id.to_string(), e.tool_call_id.clone())),
+                _ => None,
+            })
+            .collect()
+    };
+    let llm_call = |directives: &[Directive]| -> String {
+        match directives {
+            [Directive::LlmStream(s)] => s.call_id.to_string(),
+            other => panic!("{other:?}"),
+        }
+    };
+    let mut h = Harness::new(calculator());
+    h.request = "r1".into();
+    let input = to_value(&ReactInput {
+        query: "two sums, then one more".into(),
+        context_policy: None,
+    });
+    let first = llm_call(&h.send("react.input", input));
+    let turn = h.send(
+        "llm.result",
+        llm_calls(
+            &first,
+            &[
+                ("call_1", "calculator", r#"{"expr":"1+1"}"#),
+                ("call_1", "calculator", r#"{"expr":"2+2"}"#),
+            ],
+        ),
+    );
+    let mut next = Vec::new();
+    for (call, tool_call) in execs(&turn) {
+        next = h.send("tool.result", tool_ok(&call, &tool_call, "ok"));
+    }
+    let second = llm_call(&next);
+    let turn = h.send(
+        "llm.result",
+        llm_calls(&second, &[("call_1", "calculator", r#"{"expr":"3+3"}"#)]),
+    );
+    for (call, tool_call) in execs(&turn) {
+        h.send("tool.result", tool_ok(&call, &tool_call, "6"));
+    }
+    let entries = h.state.thread.to_list();
+    let mut ids: Vec<String> = entries
+        .iter()
+        .filter_map(|e| match &e.body {
+            EntryBody::Assistant { message, .. } => Some(message.clone()),
+            _ => None,
+        })
+        .flat_map(|m| m.tool_calls().map(|c| c.id.to_owned()).collect::<Vec<_>>())
+        .collect();
+    assert_eq!(ids.len(), 3, "{ids:?}");
+    // The first is kept as the model named it; the repeats are renamed.
+    assert_eq!(ids[0], "call_1");
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 3, "ids repeat: {ids:?}");
+    // Each call has its one result, under the call's committed id.
+    let answered = entries
+        .iter()
+        .filter(|e| {
+            matches!(&e.body, EntryBody::ToolResult { result, .. } if ids.contains(&result.tool_use_id))
+        })
+        .count();
+    assert_eq!(answered, 3);
+}
