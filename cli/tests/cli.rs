@@ -737,3 +737,50 @@ fn telemetry_settings_are_checked_and_logs_stay_off_stdout() {
     let output = run(quiet);
     assert!(!stderr(&output).contains("DEBUG"), "{}", stderr(&output));
 }
+
+/// A server that starts an answer and then says nothing more, holding the connection.
+fn stalling_server() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            std::thread::spawn(move || {
+                use std::io::{Read, Write};
+                let mut buf = [0u8; 65536];
+                let _ = stream.read(&mut buf);
+                let chunk = r#"{"id":"c","model":"m","choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}]}"#;
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n";
+                let _ = write!(stream, "{head}data: {chunk}\n\n");
+                let _ = stream.flush();
+                std::thread::sleep(Duration::from_secs(60));
+            });
+        }
+    });
+    url
+}
+
+#[test]
+fn chat_timeout_holds_while_an_answer_streams() {
+    let sandbox = Sandbox::new();
+    let mut command = sandbox.motet(&["chat", "--timeout", "2", "--model", "openai-compat:m"]);
+    command.env("MOTET_OPENAI_COMPAT_BASE_URL", stalling_server());
+    command.stdin(Stdio::inherit());
+    let mut chat = Pty::spawn(command);
+    chat.expect("[cli · thread default · 0 messages");
+    chat.expect("> ");
+    let started = Instant::now();
+    chat.0.send_line("hello?").unwrap();
+    // The first words came; the rest never does. The provider's idle timeout is 60 s: the
+    // chat's own 2 s must end it.
+    chat.expect("Hel");
+    let status = chat.expect("]");
+    let waited = started.elapsed();
+    assert!(
+        status.contains("no answer within 2 s (raise it with --timeout)"),
+        "{status}"
+    );
+    assert!(waited < Duration::from_secs(20), "{waited:?}");
+    chat.0.send_line("/quit").unwrap();
+    chat.0.exp_eof().unwrap();
+}

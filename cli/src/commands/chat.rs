@@ -61,6 +61,8 @@ enum Input {
 enum Streamed {
     Delta(Option<motet::runtime::agent::LlmDelta>),
     Interrupt,
+    /// `--timeout` passed while the answer was still coming.
+    Deadline,
 }
 
 impl Chat {
@@ -199,11 +201,15 @@ impl Chat {
             }
         };
         let mut cancelled = false;
+        let mut timed_out = false;
         let mut wrote = false;
+        // The whole answer, streaming included, has `--timeout` to arrive.
+        let deadline = tokio::time::Instant::now() + self.settings.timeout;
         loop {
             let event = tokio::select! {
                 delta = request.next_delta() => Streamed::Delta(delta),
                 Some(()) = interrupted.recv() => Streamed::Interrupt,
+                () = tokio::time::sleep_until(deadline), if !cancelled => Streamed::Deadline,
             };
             match event {
                 Streamed::Delta(None) => break,
@@ -220,6 +226,14 @@ impl Chat {
                     }
                 }
                 Streamed::Interrupt => {}
+                Streamed::Deadline => {
+                    cancelled = true;
+                    timed_out = true;
+                    let why = format!("no answer within {} s", self.settings.timeout.as_secs());
+                    if let Err(e) = request.cancel(why).await {
+                        say(&format!("\n(could not cancel: {e})"));
+                    }
+                }
             }
         }
         if wrote {
@@ -235,6 +249,10 @@ impl Chat {
                 }
                 Err(e) => format!("failed: {e}"),
             },
+            Err(_) if timed_out => format!(
+                "failed: no answer within {} s (raise it with --timeout)",
+                self.settings.timeout.as_secs()
+            ),
             Err(_) if cancelled => "cancelled".to_owned(),
             Err(e) => format!("failed: {}", agent::ask_failure(e, &self.settings)),
         };
