@@ -44,6 +44,14 @@ pub trait LlmClient: Send + Sync {
     /// A typed [`ProviderError`] when the call fails before any content (after retries).
     async fn stream(&self, req: LlmRequest) -> Result<LlmStream, ProviderError>;
 
+    /// Whether [`stream`](Self::stream) has already retried a failure it returns (with its
+    /// own backoff and budget). The runtime then does not let the strategy try the same call
+    /// again on top, which multiplied the requests one overload cost (3 × 3). Failures in
+    /// the middle of a stream are never retried by the client. Default `false`.
+    fn retries_before_content(&self) -> bool {
+        false
+    }
+
     /// Runs a call to the end and assembles the response.
     ///
     /// # Errors
@@ -136,6 +144,10 @@ impl Providers {
 impl LlmClient for Providers {
     async fn stream(&self, req: LlmRequest) -> Result<LlmStream, ProviderError> {
         self.client_for(&req.model)?.stream(req).await
+    }
+
+    fn retries_before_content(&self) -> bool {
+        true
     }
 }
 
@@ -264,6 +276,10 @@ impl HttpClient {
 
 #[async_trait]
 impl LlmClient for HttpClient {
+    fn retries_before_content(&self) -> bool {
+        self.retry.max_retries > 0
+    }
+
     async fn stream(&self, req: LlmRequest) -> Result<LlmStream, ProviderError> {
         models::validate(&req)?;
         let body = self.dialect.render(&req)?;

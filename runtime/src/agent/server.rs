@@ -526,8 +526,11 @@ where
                         .unwrap_or_else(|payload| {
                             let message = panic_message(payload.as_ref());
                             tracing::error!(%message, "LLM call panicked");
-                            Err(ProviderError::Protocol {
-                                message: format!("the LLM call panicked: {message}"),
+                            Err(CallFailure {
+                                error: ProviderError::Protocol {
+                                    message: format!("the LLM call panicked: {message}"),
+                                },
+                                retried: false,
                             })
                         });
                     let signal = match outcome {
@@ -543,7 +546,7 @@ where
                             &task_cause,
                             LlmFailed {
                                 call_id,
-                                error: llm_error(&error),
+                                error: llm_error(&error.error, error.retried),
                             },
                         ),
                     };
@@ -624,7 +627,7 @@ where
                             stream_call(&services, request, &source, &task_cause, &call_id, chat)
                                 .await
                                 .map(|response| response.message.to_string())
-                                .map_err(|e| e.to_string())
+                                .map_err(|failure| failure.error.to_string())
                         }
                     };
                     let signal = match outcome {
@@ -1019,7 +1022,7 @@ async fn stream_call(
     cause: &Signal,
     call_id: &CallId,
     span: tracing::Span,
-) -> Result<motet_directives::LlmResponse, ProviderError> {
+) -> Result<motet_directives::LlmResponse, CallFailure> {
     let model = request.model.clone();
     let started = std::time::Instant::now();
     let outcome = stream_events(services, request, source, cause, call_id)
@@ -1028,13 +1031,28 @@ async fn stream_call(
     let error;
     let seen = match &outcome {
         Ok(response) => Ok(response),
-        Err(e) => {
-            error = e.to_string();
+        Err(failure) => {
+            error = failure.error.to_string();
             Err(error.as_str())
         }
     };
     trace::chat_finished(&span, &model, seen, started.elapsed());
     outcome
+}
+
+/// A failed LLM call, and whether the client already retried it (before any content).
+struct CallFailure {
+    error: ProviderError,
+    retried: bool,
+}
+
+impl From<ProviderError> for CallFailure {
+    fn from(error: ProviderError) -> Self {
+        Self {
+            error,
+            retried: false,
+        }
+    }
 }
 
 /// Streams one call: text and reasoning fragments are published on the bus as `llm.delta`
@@ -1046,10 +1064,17 @@ async fn stream_events(
     source: &str,
     cause: &Signal,
     call_id: &CallId,
-) -> Result<motet_directives::LlmResponse, ProviderError> {
+) -> Result<motet_directives::LlmResponse, CallFailure> {
     use futures::StreamExt as _;
     let _permit = services.permit(request.model.provider()).await;
-    let mut events = services.llm.stream(request).await?;
+    let mut events = services
+        .llm
+        .stream(request)
+        .await
+        .map_err(|error| CallFailure {
+            error,
+            retried: services.llm.retries_before_content(),
+        })?;
     let mut assembler = BlockAssembler::new();
     let publish = services.wants_deltas();
     while let Some(event) = events.next().await {
@@ -1075,9 +1100,9 @@ async fn stream_events(
                 }
             }
         }
-        assembler.push(event)?;
+        assembler.push(event).map_err(ProviderError::from)?;
     }
-    Ok(assembler.finish()?)
+    Ok(assembler.finish().map_err(ProviderError::from)?)
 }
 
 /// What a failure reply says, for its span's status: the `reason` of its data when it has
@@ -1117,8 +1142,9 @@ fn result_signal<T: Serialize>(ty: &str, source: &str, cause: &Signal, data: T) 
     }
 }
 
-/// A provider error as the strategy sees it.
-fn llm_error(error: &ProviderError) -> LlmError {
+/// A provider error as the strategy sees it; one the client already retried is not retryable
+/// again (one retry budget: the client's before content, the strategy's after).
+fn llm_error(error: &ProviderError, retried: bool) -> LlmError {
     let (kind, retryable) = match error {
         ProviderError::RateLimited { .. } => (LlmErrorKind::RateLimited, true),
         ProviderError::Overloaded { .. } => (LlmErrorKind::Overloaded, true),
@@ -1135,6 +1161,6 @@ fn llm_error(error: &ProviderError) -> LlmError {
     LlmError {
         kind,
         message: error.to_string(),
-        retryable,
+        retryable: retryable && !retried,
     }
 }
