@@ -781,21 +781,21 @@ fn unique_call_ids(
     env: &dyn Env,
 ) {
     use motet_directives::AssistantBlock;
-    let mut seen: std::collections::HashSet<String> = thread
-        .to_list()
-        .iter()
-        .filter_map(|e| match &e.body {
-            EntryBody::Assistant { message, .. } => Some(message),
-            _ => None,
+    // A scan of the thread per tool call, allocating nothing: calls are few, and an answer
+    // without calls costs nothing here.
+    let in_thread = |id: &str| {
+        thread.to_list().iter().any(|e| match &e.body {
+            EntryBody::Assistant { message, .. } => message.tool_calls().any(|c| c.id == id),
+            _ => false,
         })
-        .flat_map(|m| m.tool_calls().map(|c| c.id.to_owned()))
-        .collect();
+    };
+    let mut given: Vec<String> = Vec::new();
     for block in &mut message.blocks {
         if let AssistantBlock::ToolUse { id, .. } = block {
-            while id.is_empty() || seen.contains(id.as_str()) {
+            while id.is_empty() || given.contains(id) || in_thread(id) {
                 *id = env.fresh_id("call");
             }
-            seen.insert(id.clone());
+            given.push(id.clone());
         }
     }
 }
