@@ -268,7 +268,12 @@ impl ReAct {
             .with_call_id(result.call_id.as_str())
             .with_iteration(request.iteration);
         let mut message = result.response.message;
-        unique_call_ids(&mut message, &state.thread, step.env);
+        // Gemini makes ids up per response (`call_1` each turn), as do OpenAI-compatible
+        // servers that send none; replayed to Anthropic, a thread holding one id twice is
+        // refused.
+        state
+            .call_ids
+            .make_unique(&state.thread, &mut message, step.env);
         if !message.has_tool_calls() {
             let answer = message.to_string();
             let entry = NewEntry::assistant(message, result.response.usage).with_refs(refs);
@@ -768,35 +773,6 @@ impl ReAct {
             signal,
             target: self.config.reply_to.clone(),
         }))
-    }
-}
-
-/// Gives every tool call of `message` an id no other call in `thread` (or in `message`) has.
-/// Gemini makes ids up per response (`call_1` each turn), as do OpenAI-compatible servers that
-/// send none; replayed to Anthropic, a thread holding one id twice is refused. Ids already
-/// unique — every provider that issues its own — are kept as they are.
-fn unique_call_ids(
-    message: &mut motet_directives::AssistantMessage,
-    thread: &Thread,
-    env: &dyn Env,
-) {
-    use motet_directives::AssistantBlock;
-    // A scan of the thread per tool call, allocating nothing: calls are few, and an answer
-    // without calls costs nothing here.
-    let in_thread = |id: &str| {
-        thread.to_list().iter().any(|e| match &e.body {
-            EntryBody::Assistant { message, .. } => message.tool_calls().any(|c| c.id == id),
-            _ => false,
-        })
-    };
-    let mut given: Vec<String> = Vec::new();
-    for block in &mut message.blocks {
-        if let AssistantBlock::ToolUse { id, .. } = block {
-            while id.is_empty() || given.contains(id) || in_thread(id) {
-                *id = env.fresh_id("call");
-            }
-            given.push(id.clone());
-        }
     }
 }
 

@@ -122,6 +122,67 @@ pub struct ReActState {
     /// Signals ignored as unknown, stale or duplicated (each also noted in the thread).
     #[serde(default)]
     pub ignored: u64,
+    /// The tool-call ids the thread holds, for keeping them unique; derived, never stored.
+    #[serde(skip)]
+    pub(crate) call_ids: CallIds,
+}
+
+/// Hashes of the tool-call ids in a thread: built from the thread the first time they are
+/// needed (after a restore too), then kept up to date as turns are committed, so checking a
+/// new call costs a lookup rather than a scan of the whole thread. A hash that collides only
+/// costs a needless rename.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CallIds(Option<std::collections::HashSet<u64>>);
+
+impl PartialEq for CallIds {
+    /// Derived from the thread, which the states compare already: never a difference.
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl CallIds {
+    fn hash(id: &str) -> u64 {
+        use std::hash::{Hash as _, Hasher as _};
+        let mut hasher = std::hash::DefaultHasher::new();
+        id.hash(&mut hasher);
+        hasher.finish()
+    }
+
+    /// The set, built from `thread` when there is none yet.
+    fn of(&mut self, thread: &Thread) -> &mut std::collections::HashSet<u64> {
+        self.0.get_or_insert_with(|| {
+            thread
+                .to_list()
+                .iter()
+                .filter_map(|e| match &e.body {
+                    crate::thread::EntryBody::Assistant { message, .. } => Some(message),
+                    _ => None,
+                })
+                .flat_map(|m| m.tool_calls().map(|c| Self::hash(c.id)))
+                .collect()
+        })
+    }
+
+    /// Gives every tool call of `message` an id no call in `thread` has (nor another call of
+    /// `message`), and records them as taken: the turn is about to be committed. Ids already
+    /// unique are kept.
+    pub(crate) fn make_unique(
+        &mut self,
+        thread: &Thread,
+        message: &mut motet_directives::AssistantMessage,
+        env: &dyn crate::env::Env,
+    ) {
+        for block in &mut message.blocks {
+            if let motet_directives::AssistantBlock::ToolUse { id, .. } = block {
+                let ids = self.of(thread);
+                while id.is_empty() || ids.contains(&Self::hash(id)) {
+                    *id = env.fresh_id("call");
+                }
+                ids.insert(Self::hash(id));
+            }
+        }
+    }
 }
 
 impl ReActState {
@@ -134,6 +195,7 @@ impl ReActState {
             request: None,
             summaries: Vec::new(),
             ignored: 0,
+            call_ids: CallIds::default(),
         }
     }
 
