@@ -124,9 +124,16 @@ impl Loaded {
                 local
             }
         };
-        let text = std::fs::read_to_string(&path).map_err(|e| CliError::ConfigFile {
+        let bytes =
+            crate::input::read_capped(&path, crate::input::MAX_CONFIG_BYTES).map_err(|e| {
+                CliError::ConfigFile {
+                    path: path.clone(),
+                    message: format!("cannot read it: {e}"),
+                }
+            })?;
+        let text = String::from_utf8(bytes).map_err(|_| CliError::ConfigFile {
             path: path.clone(),
-            message: format!("cannot read it: {e}"),
+            message: "cannot read it: it is not UTF-8 text".to_owned(),
         })?;
         let file = toml::from_str::<FileConfig>(&text).map_err(|e| CliError::ConfigFile {
             path: path.clone(),
@@ -216,6 +223,7 @@ impl Loaded {
                     .trim_start_matches("configuration error: ")
                     .to_owned(),
             })?;
+        self.check_base_urls()?;
         let policy = self.policy(&model)?;
         let tools = self
             .file
@@ -237,10 +245,16 @@ impl Loaded {
                 .map_err(|message| self.key_error("tool_choice", message))?,
             (None, None) => ToolChoice::Auto,
         };
-        let timeout_secs = flags.timeout.or(self.file.timeout_secs).unwrap_or(120);
-        if timeout_secs == 0 {
+        if flags.timeout == Some(0) {
+            return Err(CliError::BadFlag {
+                flag: "--timeout".to_owned(),
+                message: "must be at least 1 (seconds)".to_owned(),
+            });
+        }
+        if self.file.timeout_secs == Some(0) {
             return Err(self.key_error("timeout_secs", "must be at least 1"));
         }
+        let timeout_secs = flags.timeout.or(self.file.timeout_secs).unwrap_or(120);
         if self.file.max_tokens == Some(0) {
             return Err(self.key_error("max_tokens", "must be at least 1"));
         }
@@ -285,6 +299,33 @@ impl Loaded {
             config = config.with_base_url(ProviderKind::OpenAiCompat, base);
         }
         config
+    }
+
+    /// Every `[base_urls]` entry must be an `http://` or `https://` URL with a host: a typo
+    /// is said at load, naming the key, not later as a connection failure.
+    fn check_base_urls(&self) -> Result<(), CliError> {
+        let urls = &self.file.base_urls;
+        let entries = [
+            ("base_urls.openai", &urls.openai),
+            ("base_urls.anthropic", &urls.anthropic),
+            ("base_urls.gemini", &urls.gemini),
+            ("base_urls.openai-compat", &urls.openai_compat),
+        ];
+        for (key, url) in entries {
+            let Some(url) = url else { continue };
+            let host = url
+                .strip_prefix("https://")
+                .or_else(|| url.strip_prefix("http://"))
+                .and_then(|rest| rest.split(['/', '?', '#']).next())
+                .filter(|host| !host.is_empty() && !host.contains(char::is_whitespace));
+            if host.is_none() {
+                return Err(self.key_error(
+                    key,
+                    format!("`{url}` is not an http:// or https:// URL with a host"),
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn policy(&self, model: &ModelRef) -> Result<Option<ContextPolicy>, CliError> {

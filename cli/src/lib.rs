@@ -9,10 +9,12 @@
 //! - [`render`] — entries and thread lists as text.
 //! - [`commands`] — one module per subcommand.
 //! - [`error`] — [`error::CliError`] and its exit codes.
+//! - [`input`] — files and standard input, read with a size limit.
 
 pub mod agent;
 pub mod calculator;
 pub mod commands;
 pub mod config;
 pub mod error;
+pub mod input;
 pub mod render;

@@ -66,7 +66,8 @@ impl ModelArgs {
 enum Command {
     /// Ask one question and print the answer.
     Run {
-        /// The question.
+        /// The question (`-` reads it from standard input, for questions longer than a
+        /// command line takes).
         question: String,
         /// The conversation thread (`default`, `cli/default`, or any name; `new` starts a
         /// fresh one).
@@ -191,6 +192,7 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
             model,
         } => {
             let settings = loaded.settings(&model.flags(), &env)?;
+            let question = motet_cli::input::question(&question)?;
             commands::run::run(&settings, &db, &question, &thread, json).await
         }
         Command::Chat { thread, model } => {

@@ -270,6 +270,59 @@ fn a_huge_id_and_a_closed_pipe_do_not_panic() {
 }
 
 #[test]
+fn endless_or_odd_inputs_are_refused_plainly() {
+    let sandbox = Sandbox::new();
+    // A flag's bad value is the flag's, not a motet.toml that does not exist.
+    let mut command = sandbox.motet(&["run", "hi", "--timeout", "0"]);
+    command.env("MOTET_LOCAL_LLM_URL", "http://127.0.0.1:9");
+    let output = run(command);
+    assert_fails(&output, 2, &["--timeout", "must be at least 1"]);
+    assert!(
+        !stderr(&output).contains("motet.toml"),
+        "{}",
+        stderr(&output)
+    );
+
+    // Files without end are read up to a limit, then refused.
+    let started = Instant::now();
+    let output = run(sandbox.motet(&["--config", "/dev/zero", "threads", "list"]));
+    assert_fails(&output, 3, &["/dev/zero", "more than 1048576 bytes"]);
+    let output = run(sandbox.motet(&["transcript", "--dialect", "openai-chat", "/dev/zero"]));
+    assert_fails(&output, 1, &["/dev/zero", "more than 268435456 bytes"]);
+    assert!(started.elapsed() < Duration::from_secs(30));
+}
+
+#[test]
+fn a_question_longer_than_a_command_line_comes_from_standard_input() {
+    use std::io::Write;
+    let sandbox = Sandbox::new();
+    // Past the 128 KiB a single argument may hold on Linux.
+    let question = format!("Summarize: {}", "lorem ipsum ".repeat(20_000));
+    let mut command = sandbox.motet(&["run", "-", "--model", "openai-compat:m"]);
+    // Nothing listens there, and the question is longer than an unknown model's default
+    // window: it is committed, then the request fails. What matters is that it arrived whole.
+    command
+        .env("MOTET_OPENAI_COMPAT_BASE_URL", "http://127.0.0.1:9/v1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(question.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let thread = load(&sandbox.db(), "cli/default").unwrap();
+    let Some(EntryBody::User { content }) = thread.to_list().first().map(|e| &e.body) else {
+        panic!("the question was not stored");
+    };
+    assert_eq!(content.len(), question.len());
+}
+
+#[test]
 fn an_unknown_thread_is_named() {
     let sandbox = Sandbox::new();
     store_work_thread(&sandbox.db());
@@ -390,6 +443,14 @@ fn config_file_errors_name_the_key_and_the_file() {
         ("timeout_secs = \"soon\"\n", "timeout_secs"),
         ("max_tokens = 0\n", "key `max_tokens`: must be at least 1"),
         ("modle = \"openai:gpt-5.2\"\n", "unknown field `modle`"),
+        (
+            "timeout_secs = 0\n",
+            "key `timeout_secs`: must be at least 1",
+        ),
+        (
+            "[base_urls]\nopenai-compat = \"127.0.0.1:8089/v1\"\n",
+            "key `base_urls.openai-compat`: `127.0.0.1:8089/v1` is not an http:// or https:// URL",
+        ),
     ];
     for (text, needle) in cases {
         std::fs::write(&file, text).unwrap();

@@ -6,6 +6,7 @@ use std::path::Path;
 use motet::providers::{Dialect, transcript};
 
 use crate::error::CliError;
+use crate::input::{InputError, MAX_TRANSCRIPT_BYTES, read_capped};
 
 /// Assembles the stream in `file` (`-`: standard input) and prints the response as JSON.
 ///
@@ -16,15 +17,12 @@ pub fn run(dialect: &str, file: &Path) -> Result<(), CliError> {
     let dialect: Dialect = dialect
         .parse()
         .map_err(|e: motet::providers::ProviderError| CliError::Transcript(e.to_string()))?;
-    let body = if file == Path::new("-") {
-        let mut buf = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf).map(|_| buf)
-    } else {
-        std::fs::read(file)
-    }
-    .map_err(|source| CliError::Io {
+    let body = read_capped(file, MAX_TRANSCRIPT_BYTES).map_err(|e| CliError::Io {
         what: format!("cannot read {}", file.display()),
-        source,
+        source: match e {
+            InputError::Io(source) => source,
+            too_large => std::io::Error::other(too_large.to_string()),
+        },
     })?;
     let response = transcript::assemble(dialect, &body)
         .map_err(|e| CliError::Transcript(format!("the stream was rejected: {e} ({e:?})")))?;
