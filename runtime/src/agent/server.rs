@@ -386,57 +386,83 @@ where
             &signal,
             request_span.clone(),
         );
-        let directives = match self
-            .agent
-            .strategy
-            .handle(&mut state.strategy, &signal, &state.env)
-        {
-            Ok(directives) => directives,
-            Err(error) => {
-                tracing::warn!(parent: &handling, agent = %self.agent.name, signal = %signal.signal_type().as_str(), %error, "the strategy rejected a signal");
-                trace::failed(&handling, "strategy_error", &error.to_string());
-                if let Some(request) = signal.request_id() {
-                    self.end_request_span(
-                        state,
-                        request,
-                        Some(("strategy_error", &error.to_string())),
-                    );
-                    self.services.requests.finished(
-                        request,
-                        RequestStatus::Failed,
-                        None,
-                        state.env.now_ms(),
-                    );
-                    if state.running.as_deref() == Some(request) {
-                        state.running = None;
+        // A new request whose commit finds the thread moved on (another process wrote it) is
+        // decided again once, on the stored thread: its question was not committed, and
+        // nothing of the request has run yet.
+        let mut reload = signal.signal_type().as_str() == self.agent.request_type;
+        let directives = loop {
+            let directives = match self.agent.strategy.handle(
+                &mut state.strategy,
+                &signal,
+                &state.env,
+            ) {
+                Ok(directives) => directives,
+                Err(error) => {
+                    tracing::warn!(parent: &handling, agent = %self.agent.name, signal = %signal.signal_type().as_str(), %error, "the strategy rejected a signal");
+                    trace::failed(&handling, "strategy_error", &error.to_string());
+                    if let Some(request) = signal.request_id() {
+                        self.end_request_span(
+                            state,
+                            request,
+                            Some(("strategy_error", &error.to_string())),
+                        );
+                        self.services.requests.finished(
+                            request,
+                            RequestStatus::Failed,
+                            None,
+                            state.env.now_ms(),
+                        );
+                        if state.running.as_deref() == Some(request) {
+                            state.running = None;
+                        }
+                        if let Some(reply) = state.pending.remove(request) {
+                            let _ = reply.send(Err(AskError::Strategy {
+                                message: error.to_string(),
+                            }));
+                        }
                     }
-                    if let Some(reply) = state.pending.remove(request) {
-                        let _ = reply.send(Err(AskError::Strategy {
-                            message: error.to_string(),
-                        }));
-                    }
+                    return;
                 }
-                return;
+            };
+            // The commit point: what the strategy appended is stored before any directive that
+            // depends on it runs.
+            match self.persist(state).await {
+                Ok(()) => break directives,
+                Err(
+                    crate::store::StoreError::Conflict { .. }
+                    | crate::store::StoreError::AlreadyExists { .. },
+                ) if reload => {
+                    reload = false;
+                    if let Ok(Some(thread)) = self.services.store.load(&self.store_id()).await {
+                        tracing::info!(parent: &handling, agent = %self.agent.name, thread = %self.thread_id, "the thread changed in the store; deciding again on the stored thread");
+                        state.stored_rev = thread.entry_count() as u64;
+                        state.stored = true;
+                        state.strategy = self.agent.strategy.restore(&state.env, thread);
+                    }
+                    continue;
+                }
+                Err(error) => {
+                    tracing::error!(parent: &handling, agent = %self.agent.name, thread = %self.thread_id, %error, "could not store the thread; the step's directives are not run");
+                    trace::failed(&handling, "store_error", &error.to_string());
+                    if let Some(request) = signal.request_id() {
+                        self.end_request_span(
+                            state,
+                            request,
+                            Some(("store_error", &error.to_string())),
+                        );
+                        if state.running.as_deref() == Some(request) {
+                            state.running = None;
+                        }
+                        if let Some(reply) = state.pending.remove(request) {
+                            let _ = reply.send(Err(AskError::Store {
+                                message: error.to_string(),
+                            }));
+                        }
+                    }
+                    return;
+                }
             }
         };
-        // The commit point: what the strategy appended is stored before any directive that
-        // depends on it runs.
-        if let Err(error) = self.persist(state).await {
-            tracing::error!(parent: &handling, agent = %self.agent.name, thread = %self.thread_id, %error, "could not store the thread; the step's directives are not run");
-            trace::failed(&handling, "store_error", &error.to_string());
-            if let Some(request) = signal.request_id() {
-                self.end_request_span(state, request, Some(("store_error", &error.to_string())));
-                if state.running.as_deref() == Some(request) {
-                    state.running = None;
-                }
-                if let Some(reply) = state.pending.remove(request) {
-                    let _ = reply.send(Err(AskError::Store {
-                        message: error.to_string(),
-                    }));
-                }
-            }
-            return;
-        }
         if !handling.is_disabled() {
             handling.record("motet.directives", directives.len());
             handling.record("motet.thread.rev", state.stored_rev);
