@@ -401,25 +401,17 @@ where
                     tracing::warn!(parent: &handling, agent = %self.agent.name, signal = %signal.signal_type().as_str(), %error, "the strategy rejected a signal");
                     trace::failed(&handling, "strategy_error", &error.to_string());
                     if let Some(request) = signal.request_id() {
-                        self.end_request_span(
-                            state,
-                            request,
-                            Some(("strategy_error", &error.to_string())),
-                        );
                         self.services.requests.finished(
                             request,
                             RequestStatus::Failed,
                             None,
                             state.env.now_ms(),
                         );
-                        if state.running.as_deref() == Some(request) {
-                            state.running = None;
-                        }
-                        if let Some(reply) = state.pending.remove(request) {
-                            let _ = reply.send(Err(AskError::Strategy {
-                                message: error.to_string(),
-                            }));
-                        }
+                        let message = error.to_string();
+                        let failure = AskError::Strategy {
+                            message: message.clone(),
+                        };
+                        self.abandon(state, request, "strategy_error", &message, failure);
                     }
                     return;
                 }
@@ -433,31 +425,19 @@ where
                     | crate::store::StoreError::AlreadyExists { .. },
                 ) if reload => {
                     reload = false;
-                    if let Ok(Some(thread)) = self.services.store.load(&self.store_id()).await {
-                        tracing::info!(parent: &handling, agent = %self.agent.name, thread = %self.thread_id, "the thread changed in the store; deciding again on the stored thread");
-                        state.stored_rev = thread.entry_count() as u64;
-                        state.stored = true;
-                        state.strategy = self.agent.strategy.restore(&state.env, thread);
-                    }
+                    tracing::info!(parent: &handling, agent = %self.agent.name, thread = %self.thread_id, "the thread changed in the store; deciding again on the stored thread");
+                    self.reload(state).await;
                     continue;
                 }
                 Err(error) => {
                     tracing::error!(parent: &handling, agent = %self.agent.name, thread = %self.thread_id, %error, "could not store the thread; the step's directives are not run");
                     trace::failed(&handling, "store_error", &error.to_string());
                     if let Some(request) = signal.request_id() {
-                        self.end_request_span(
-                            state,
-                            request,
-                            Some(("store_error", &error.to_string())),
-                        );
-                        if state.running.as_deref() == Some(request) {
-                            state.running = None;
-                        }
-                        if let Some(reply) = state.pending.remove(request) {
-                            let _ = reply.send(Err(AskError::Store {
-                                message: error.to_string(),
-                            }));
-                        }
+                        let message = error.to_string();
+                        let failure = AskError::Store {
+                            message: message.clone(),
+                        };
+                        self.abandon(state, request, "store_error", &message, failure);
                     }
                     return;
                 }
@@ -472,6 +452,35 @@ where
         let parent = request_span.or_else(|| handling.id());
         for directive in directives {
             self.execute(myself, state, &signal, directive, parent.clone());
+        }
+    }
+
+    /// Ends `request` on a failure before its directives ran: its span closes with `kind`, it
+    /// is no longer the running one, and its asker gets `failure`.
+    fn abandon(
+        &self,
+        state: &mut ServerState<S>,
+        request: &str,
+        kind: &'static str,
+        message: &str,
+        failure: AskError,
+    ) {
+        self.end_request_span(state, request, Some((kind, message)));
+        if state.running.as_deref() == Some(request) {
+            state.running = None;
+        }
+        if let Some(reply) = state.pending.remove(request) {
+            let _ = reply.send(Err(failure));
+        }
+    }
+
+    /// Replaces the strategy's state with one restored from the stored thread (another writer
+    /// moved it on); nothing changes when it cannot be loaded.
+    async fn reload(&self, state: &mut ServerState<S>) {
+        if let Ok(Some(thread)) = self.services.store.load(&self.store_id()).await {
+            state.stored_rev = thread.entry_count() as u64;
+            state.stored = true;
+            state.strategy = self.agent.strategy.restore(&state.env, thread);
         }
     }
 
