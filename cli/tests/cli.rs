@@ -845,3 +845,53 @@ fn chat_timeout_holds_while_an_answer_streams() {
     chat.0.send_line("/quit").unwrap();
     chat.0.exp_eof().unwrap();
 }
+
+/// A server whose first answer is cut after "Hel"; every later one is whole.
+fn cut_once_server() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for (n, stream) in listener.incoming().enumerate() {
+            let Ok(mut stream) = stream else { return };
+            std::thread::spawn(move || {
+                use std::io::{Read, Write};
+                let mut buf = [0u8; 65536];
+                let _ = stream.read(&mut buf);
+                let chunk = |text: &str, finish: &str| {
+                    format!(
+                        r#"data: {{"id":"c","model":"m","choices":[{{"index":0,"delta":{{"content":"{text}"}},"finish_reason":{finish}}}]}}"#
+                    ) + "\n\n"
+                };
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+                let body = if n == 0 {
+                    // The connection closes before the stream's end.
+                    chunk("Hel", "null")
+                } else {
+                    chunk("The answer is 391.", "\"stop\"") + "data: [DONE]\n\n"
+                };
+                let _ = write!(stream, "{head}{body}");
+                let _ = stream.flush();
+            });
+        }
+    });
+    url
+}
+
+#[test]
+fn chat_marks_the_text_of_a_cut_call_discarded_before_its_retry() {
+    let sandbox = Sandbox::new();
+    let mut command = sandbox.motet(&["chat", "--model", "openai-compat:m"]);
+    command.env("MOTET_OPENAI_COMPAT_BASE_URL", cut_once_server());
+    command.stdin(Stdio::inherit());
+    let mut chat = Pty::spawn(command);
+    chat.expect("> ");
+    chat.0.send_line("what is 17 * 23?").unwrap();
+    // The cut call's words, then the mark, then the retry's whole answer.
+    chat.expect("Hel");
+    chat.expect("[cut off: the text above is discarded]");
+    chat.expect("The answer is 391.");
+    let status = chat.expect("]");
+    assert!(status.contains("ok"), "{status}");
+    chat.0.send_line("/quit").unwrap();
+    chat.0.exp_eof().unwrap();
+}

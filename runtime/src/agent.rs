@@ -50,6 +50,6 @@ pub use handle::{
 };
 pub use requests::{FINISHED_REQUESTS_KEPT, RequestRecord, RequestStatus};
 pub use server::{
-    AGENT_STOPPED, AgentMsg, AgentServer, CHILD_FAILED, CHILD_STARTED, ChildEvent, LLM_DELTA,
-    LlmDelta, RequestPolicy, THREAD_RESTARTED, ThreadFailure,
+    AGENT_STOPPED, AgentMsg, AgentServer, CHILD_FAILED, CHILD_STARTED, ChildEvent, DeltaKind,
+    LLM_DELTA, LlmDelta, RequestPolicy, THREAD_RESTARTED, ThreadFailure,
 };

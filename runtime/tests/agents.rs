@@ -13,7 +13,9 @@ use motet_agents::{
 };
 use motet_directives::{AssistantBlock, AssistantMessage, LlmResponse, Message, ToolArgs, Usage};
 use motet_providers::{Dialect, HttpClient, ProviderError};
-use motet_runtime::agent::{AgentSpec, AskError, AskOptions, RequestPolicy, Runtime, RuntimeError};
+use motet_runtime::agent::{
+    AgentSpec, AskError, AskOptions, DeltaKind, RequestPolicy, Runtime, RuntimeError,
+};
 use motet_runtime::testing::ScriptedModel;
 use motet_runtime::tool::{ToolError, ToolSet, tool_fn};
 use schemars::JsonSchema;
@@ -537,7 +539,7 @@ async fn streamed_text_is_published_as_llm_delta() {
     agent.ask("hi", AskOptions::default()).await.unwrap();
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 1);
-    assert_eq!(seen[0].kind, "text");
+    assert_eq!(seen[0].kind, DeltaKind::Text);
     assert_eq!(seen[0].delta, "hello world");
     runtime.shutdown().await;
 }
@@ -1551,10 +1553,88 @@ async fn a_request_streams_its_deltas_then_its_reply() {
         .unwrap();
     let mut pieces = Vec::new();
     while let Some(delta) = request.next_delta().await {
-        assert_eq!(delta.kind, "text");
+        assert_eq!(delta.kind, DeltaKind::Text);
         pieces.push(delta.delta);
     }
     assert_eq!(pieces, ["Hel", "lo ", "world"]);
+    let reply = request.wait().await.unwrap();
+    assert_eq!(
+        reply.data_as::<ReactCompleted>().unwrap().answer,
+        "Hello world"
+    );
+    runtime.shutdown().await;
+}
+
+/// Its first call is cut after "Hel"; its second writes the whole answer.
+#[derive(Clone, Default)]
+struct CutOnceModel {
+    calls: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+#[async_trait::async_trait]
+impl motet_providers::LlmClient for CutOnceModel {
+    async fn stream(
+        &self,
+        _req: motet_directives::LlmRequest,
+    ) -> Result<motet_providers::LlmStream, ProviderError> {
+        use motet_providers::LlmEvent;
+        let text = |piece: &str| {
+            Ok(LlmEvent::TextDelta {
+                delta: piece.into(),
+                meta: None,
+            })
+        };
+        let events = if self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            vec![
+                text("Hel"),
+                Err(ProviderError::StreamTruncated {
+                    reason: "the connection closed mid-stream".into(),
+                }),
+            ]
+        } else {
+            vec![
+                text("Hello world"),
+                Ok(LlmEvent::Done {
+                    stop_reason: motet_directives::StopReason::EndTurn,
+                }),
+            ]
+        };
+        Ok(Box::pin(futures::stream::iter(events)))
+    }
+}
+
+#[tokio::test]
+async fn a_call_cut_after_it_streamed_is_discarded_before_its_retry_streams() {
+    let runtime = Runtime::builder()
+        .llm(Arc::new(CutOnceModel::default()))
+        .build()
+        .unwrap();
+    let tools = calculator();
+    let agent = runtime
+        .spawn(AgentSpec::new("typist", react("openai:gpt-5.2", &tools)))
+        .await
+        .unwrap();
+    let options = AskOptions {
+        stream: true,
+        ..AskOptions::default()
+    };
+    let mut request = agent.start("type", options).await.unwrap();
+    let mut seen = Vec::new();
+    while let Some(delta) = request.next_delta().await {
+        seen.push((delta.call_id, delta.kind, delta.delta));
+    }
+    let kinds: Vec<(DeltaKind, &str)> = seen.iter().map(|(_, k, d)| (*k, d.as_str())).collect();
+    assert_eq!(
+        kinds,
+        [
+            (DeltaKind::Text, "Hel"),
+            (DeltaKind::Discard, ""),
+            (DeltaKind::Text, "Hello world"),
+        ]
+    );
+    // The discard names the cut call; the retry is another call.
+    assert_eq!(seen[0].0, seen[1].0);
+    assert_ne!(seen[1].0, seen[2].0);
     let reply = request.wait().await.unwrap();
     assert_eq!(
         reply.data_as::<ReactCompleted>().unwrap().answer,

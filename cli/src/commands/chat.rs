@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use motet::agents::EntryBody;
-use motet::runtime::agent::{AgentHandle, AskOptions};
+use motet::runtime::agent::{AgentHandle, AskOptions, DeltaKind};
 use motet::runtime::store::{SqliteStore, ThreadStore};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
@@ -203,6 +203,8 @@ impl Chat {
         let mut cancelled = false;
         let mut timed_out = false;
         let mut wrote = false;
+        // The call whose text was printed last.
+        let mut printed = None;
         // The whole answer, streaming included, has `--timeout` to arrive.
         let deadline = tokio::time::Instant::now() + self.settings.timeout;
         loop {
@@ -213,12 +215,20 @@ impl Chat {
             };
             match event {
                 Streamed::Delta(None) => break,
-                Streamed::Delta(Some(delta)) if delta.kind == "text" => {
-                    print!("{}", delta.delta);
-                    wrote = true;
-                    flush();
-                }
-                Streamed::Delta(Some(_)) => {}
+                Streamed::Delta(Some(delta)) => match delta.kind {
+                    DeltaKind::Text => {
+                        print!("{}", delta.delta);
+                        wrote = true;
+                        printed = Some(delta.call_id);
+                        flush();
+                    }
+                    // The call was cut after it wrote this much; a retry writes again.
+                    DeltaKind::Discard if printed.as_ref() == Some(&delta.call_id) => {
+                        say("\n[cut off: the text above is discarded]");
+                        printed = None;
+                    }
+                    DeltaKind::Discard | DeltaKind::Reasoning => {}
+                },
                 Streamed::Interrupt if !cancelled => {
                     cancelled = true;
                     if let Err(e) = request.cancel("interrupted (Ctrl-C)").await {

@@ -1042,10 +1042,24 @@ pub const LLM_DELTA: &str = "llm.delta";
 pub struct LlmDelta {
     /// The `LlmStream` directive's call id.
     pub call_id: CallId,
-    /// `text` or `reasoning`.
-    pub kind: String,
-    /// The fragment.
+    /// What the fragment is.
+    pub kind: DeltaKind,
+    /// The fragment (empty for [`DeltaKind::Discard`]).
     pub delta: String,
+}
+
+/// What an [`LlmDelta`] carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeltaKind {
+    /// Answer text.
+    Text,
+    /// Reasoning the model showed.
+    Reasoning,
+    /// The call failed after some of its fragments were delivered: everything this call id
+    /// wrote is void. The strategy may call the model again (a new call id, streaming from
+    /// the start); whoever showed the fragments should mark them as discarded.
+    Discard,
 }
 
 /// Streams one call inside its `chat` span, recording the response (or error) and the GenAI
@@ -1100,7 +1114,6 @@ async fn stream_events(
     cause: &Signal,
     call_id: &CallId,
 ) -> Result<motet_directives::LlmResponse, CallFailure> {
-    use futures::StreamExt as _;
     let _permit = services.permit(request.model.provider()).await;
     let mut events = services
         .llm
@@ -1110,34 +1123,64 @@ async fn stream_events(
             error,
             retried: services.llm.retries_before_content(),
         })?;
-    let mut assembler = BlockAssembler::new();
     let publish = services.wants_deltas();
+    let mut shown = false;
+    let outcome = assemble(&mut events, |kind, delta| {
+        if publish {
+            shown = true;
+            publish_delta(services, source, cause, call_id, kind, delta);
+        }
+    })
+    .await;
+    if outcome.is_err() && shown {
+        // What was shown of this call is not an answer: say so before the failure (and any
+        // retry, which streams again from the start) reaches the strategy.
+        publish_delta(services, source, cause, call_id, DeltaKind::Discard, "");
+    }
+    Ok(outcome?)
+}
+
+/// Assembles a call's events into its response, handing each text and reasoning fragment to
+/// `fragment` as it arrives.
+async fn assemble(
+    events: &mut motet_providers::LlmStream,
+    mut fragment: impl FnMut(DeltaKind, &str),
+) -> Result<motet_directives::LlmResponse, ProviderError> {
+    use futures::StreamExt as _;
+    let mut assembler = BlockAssembler::new();
     while let Some(event) = events.next().await {
         let event = event?;
-        if publish {
-            let fragment = match &event {
-                LlmEvent::TextDelta { delta, .. } => Some(("text", delta)),
-                LlmEvent::ReasoningDelta { delta, .. } => Some(("reasoning", delta)),
-                _ => None,
-            };
-            if let Some((kind, delta)) = fragment {
-                let data = LlmDelta {
-                    call_id: call_id.clone(),
-                    kind: kind.to_owned(),
-                    delta: delta.clone(),
-                };
-                if let Ok(signal) = Signal::builder(LLM_DELTA, source)
-                    .caused_by(cause)
-                    .with_data(data)
-                    .build()
-                {
-                    services.bus.publish(&signal);
-                }
-            }
+        match &event {
+            LlmEvent::TextDelta { delta, .. } => fragment(DeltaKind::Text, delta),
+            LlmEvent::ReasoningDelta { delta, .. } => fragment(DeltaKind::Reasoning, delta),
+            _ => {}
         }
-        assembler.push(event).map_err(ProviderError::from)?;
+        assembler.push(event)?;
     }
-    Ok(assembler.finish().map_err(ProviderError::from)?)
+    Ok(assembler.finish()?)
+}
+
+/// Publishes one `llm.delta` on the bus.
+fn publish_delta(
+    services: &Services,
+    source: &str,
+    cause: &Signal,
+    call_id: &CallId,
+    kind: DeltaKind,
+    delta: &str,
+) {
+    let data = LlmDelta {
+        call_id: call_id.clone(),
+        kind,
+        delta: delta.to_owned(),
+    };
+    if let Ok(signal) = Signal::builder(LLM_DELTA, source)
+        .caused_by(cause)
+        .with_data(data)
+        .build()
+    {
+        services.bus.publish(&signal);
+    }
 }
 
 /// What a failure reply says, for its span's status: the `reason` of its data when it has
