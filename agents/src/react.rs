@@ -83,13 +83,15 @@ impl ReAct {
         input: ReactInput,
     ) -> Result<Vec<Directive>, StrategyError> {
         let request_id = step.request_id();
+        let elsewhere = state.elsewhere.take();
         // Rejected before the commit point: the thread is unchanged.
         let refused = if input.query.trim().is_empty() {
             Some(FailureReason::EmptyQuery)
         } else {
-            state.active_request().map(|active| FailureReason::Busy {
-                active_request_id: active.request_id.clone(),
-            })
+            let active = state.active_request().map(|a| a.request_id.clone());
+            active
+                .or(elsewhere)
+                .map(|active_request_id| FailureReason::Busy { active_request_id })
         };
         if let Some(reason) = refused {
             let failed = ReactFailed {
@@ -776,6 +778,30 @@ impl ReAct {
     }
 }
 
+/// The request `entries` show begun and not ended: its last turn (a question, tool calls, or
+/// their results) awaits the model, and no failure of that request follows it.
+fn unfinished_request(entries: &[crate::thread::Entry]) -> Option<String> {
+    let last = entries.iter().rposition(|e| {
+        matches!(
+            e.body,
+            EntryBody::User { .. } | EntryBody::Assistant { .. } | EntryBody::ToolResult { .. }
+        )
+    })?;
+    let request = entries[last].refs.request_id.as_deref()?;
+    if let EntryBody::Assistant { message, .. } = &entries[last].body
+        && !message.has_tool_calls()
+    {
+        return None;
+    }
+    // A failed or cancelled request ends with its error, which names no call.
+    let failed = entries[last + 1..].iter().any(|e| {
+        matches!(e.body, EntryBody::Error { .. })
+            && e.refs.request_id.as_deref() == Some(request)
+            && e.refs.call_id.is_none()
+    });
+    (!failed).then(|| request.to_owned())
+}
+
 /// How the note that a resume re-runs a tool call begins.
 const RERUN_NOTE: &str = "re-running";
 
@@ -840,6 +866,13 @@ impl Strategy for ReAct {
     fn restore(&self, _env: &dyn Env, thread: Thread) -> ReActState {
         // Idle between requests: nothing was in flight when the thread was put away.
         ReActState::new(thread)
+    }
+
+    fn reload(&self, _env: &dyn Env, thread: Thread) -> ReActState {
+        let elsewhere = unfinished_request(thread.to_list());
+        let mut state = ReActState::new(thread);
+        state.elsewhere = elsewhere;
+        state
     }
 
     fn thread<'a>(&self, state: &'a ReActState) -> Option<&'a Thread> {

@@ -14,7 +14,7 @@ use crate::error::StrategyError;
 /// and directives.
 ///
 /// A strategy that wraps another must forward [`Strategy::init_for_thread`],
-/// [`Strategy::restore`] and [`Strategy::thread`] too: their defaults keep no thread, so a
+/// [`Strategy::restore`], [`Strategy::reload`] and [`Strategy::thread`] too: their defaults keep no thread, so a
 /// wrapper that forgets them has its threads neither stored nor restored.
 pub trait Strategy {
     /// The agent's state; serializable so the runtime can persist and reload it.
@@ -36,6 +36,15 @@ pub trait Strategy {
     /// Thread ignore it; strategies that keep one resume from it.
     fn restore(&self, env: &dyn Env, thread: crate::Thread) -> Self::State {
         self.init_for_thread(env, thread.id())
+    }
+
+    /// A state around the stored thread after another writer moved it on while this agent
+    /// held an older copy (two processes on one thread); the signal that met the conflict is
+    /// then handled again on it. The other writer may be in the middle of a request: a
+    /// strategy that runs one request at a time refuses the next one, as it would within one
+    /// process. By default [`Strategy::restore`].
+    fn reload(&self, env: &dyn Env, thread: crate::Thread) -> Self::State {
+        self.restore(env, thread)
     }
 
     /// The conversation thread this state keeps, if any: the runtime reads it to answer a

@@ -1166,3 +1166,145 @@ fn tool_call_ids_are_unique_in_the_thread() {
         .count();
     assert_eq!(answered, 3);
 }
+
+fn input_signal(request: &str, query: &str) -> Signal {
+    Signal::builder(motet_agents::REACT_INPUT, "test")
+        .with_id(format!("in-{request}"))
+        .with_time(None)
+        .with_request_id(request)
+        .with_data(ReactInput {
+            query: query.into(),
+            context_policy: None,
+        })
+        .build()
+        .unwrap()
+}
+
+/// Whether a new question on a thread reloaded after another writer moved it on is refused
+/// as busy (naming the request it found unfinished) or decided.
+#[test]
+fn a_reloaded_thread_refuses_a_question_while_its_last_request_is_unfinished() {
+    use motet_agents::{EntryBody, NewEntry, Refs};
+    let req = || Refs::request("req-1");
+    let tools = AssistantMessage {
+        blocks: vec![AssistantBlock::tool_use(
+            "tc_1",
+            "add",
+            ToolArgs::from_text(r#"{"a":1,"b":2}"#),
+        )],
+        stop_reason: StopReason::ToolUse,
+    };
+    let error = |message: &str| {
+        NewEntry::new(EntryBody::Error {
+            message: message.into(),
+        })
+    };
+    let cases: Vec<(&str, Vec<NewEntry>, Option<&str>)> = vec![
+        ("an empty thread", vec![], None),
+        (
+            "a question awaiting the model",
+            vec![NewEntry::user("q").with_refs(req())],
+            Some("req-1"),
+        ),
+        (
+            "an answered question",
+            vec![
+                NewEntry::user("q").with_refs(req()),
+                NewEntry::assistant(AssistantMessage::text("a"), Usage::default()).with_refs(req()),
+            ],
+            None,
+        ),
+        (
+            "tool calls awaiting results",
+            vec![
+                NewEntry::user("q").with_refs(req()),
+                NewEntry::assistant(tools.clone(), Usage::default()).with_refs(req()),
+            ],
+            Some("req-1"),
+        ),
+        (
+            "tool results awaiting the model",
+            vec![
+                NewEntry::user("q").with_refs(req()),
+                NewEntry::assistant(tools, Usage::default()).with_refs(req()),
+                NewEntry::tool_result("add", ToolResult::ok("tc_1", "3"))
+                    .with_refs(req().with_tool_call_id("tc_1")),
+            ],
+            Some("req-1"),
+        ),
+        (
+            "a failed request",
+            vec![
+                NewEntry::user("q").with_refs(req()),
+                error("request failed: rate limited").with_refs(req()),
+            ],
+            None,
+        ),
+        (
+            "a failed call about to be retried",
+            vec![
+                NewEntry::user("q").with_refs(req()),
+                error("llm call c1 failed: overloaded").with_refs(req().with_call_id("c1")),
+            ],
+            Some("req-1"),
+        ),
+    ];
+    for (case, entries, busy) in cases {
+        let react = ReAct::new(calculator());
+        let env = FixedEnv::new(7);
+        let mut thread = motet_agents::Thread::new("t", 0);
+        for entry in entries {
+            thread.append(&env, entry);
+        }
+        let before = thread.entry_count();
+        let mut state = react.reload(&env, thread.clone());
+        let directives = react
+            .handle(&mut state, &input_signal("req-2", "next"), &env)
+            .unwrap();
+        let refused = directives.iter().find_map(|d| match d {
+            Directive::Emit(emit) => emit
+                .signal
+                .data_as::<motet_agents::ReactFailed>()
+                .ok()
+                .map(|f| f.reason),
+            _ => None,
+        });
+        match busy {
+            Some(request) => {
+                assert_eq!(
+                    refused,
+                    Some(motet_agents::FailureReason::Busy {
+                        active_request_id: request.into()
+                    }),
+                    "{case}"
+                );
+                assert_eq!(
+                    state.thread.entry_count(),
+                    before,
+                    "{case}: nothing committed"
+                );
+                // Said once: the next question is decided (its commit finds out again).
+                let next = react
+                    .handle(&mut state, &input_signal("req-3", "again"), &env)
+                    .unwrap();
+                assert!(
+                    matches!(next.as_slice(), [Directive::LlmStream(_)]),
+                    "{case}"
+                );
+            }
+            None => assert!(
+                matches!(directives.as_slice(), [Directive::LlmStream(_)]),
+                "{case}: {directives:?}"
+            ),
+        }
+        // Restored (the agent coming back, not a conflict), the question is decided.
+        let mut restored = react.restore(&env, thread);
+        let directives = react
+            .handle(&mut restored, &input_signal("req-2", "next"), &env)
+            .unwrap();
+        assert!(
+            matches!(directives.as_slice(), [Directive::LlmStream(_)]),
+            "{case}"
+        );
+    }
+}

@@ -56,6 +56,10 @@ impl Strategy for Worker {
         self.0.restore(env, thread)
     }
 
+    fn reload(&self, env: &dyn Env, thread: Thread) -> ReActState {
+        self.0.reload(env, thread)
+    }
+
     fn thread<'a>(&self, state: &'a ReActState) -> Option<&'a Thread> {
         self.0.thread(state)
     }

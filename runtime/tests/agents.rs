@@ -614,6 +614,10 @@ impl motet_agents::Strategy for Fragile {
         self.0.restore(env, thread)
     }
 
+    fn reload(&self, env: &dyn motet_agents::Env, thread: motet_agents::Thread) -> Self::State {
+        self.0.reload(env, thread)
+    }
+
     fn thread<'a>(&self, state: &'a Self::State) -> Option<&'a motet_agents::Thread> {
         self.0.thread(state)
     }

@@ -19,9 +19,9 @@ fn says(text: &str) -> Result<LlmResponse, motet_providers::ProviderError> {
     ))
 }
 
-async fn process(
+async fn process<M: motet_providers::LlmClient + 'static>(
     store: Arc<MemoryStore>,
-    model: Arc<ScriptedModel>,
+    model: Arc<M>,
 ) -> (Runtime, motet_runtime::agent::AgentHandle) {
     let runtime = Runtime::builder().llm(model).store(store).build().unwrap();
     let react = ReAct::new(ReActConfig::new("openai:gpt-5.2".parse().unwrap()));
@@ -75,4 +75,146 @@ async fn a_question_after_another_writer_is_decided_on_the_stored_thread() {
     assert_eq!(shown, ["q1", "q2", "q3"]);
     runtime_a.shutdown().await;
     runtime_b.shutdown().await;
+}
+
+/// Answers each call only once its gate is opened.
+struct GatedModel {
+    gate: tokio::sync::Semaphore,
+    started: tokio::sync::Notify,
+    inner: ScriptedModel,
+}
+
+#[async_trait::async_trait]
+impl motet_providers::LlmClient for GatedModel {
+    async fn stream(
+        &self,
+        req: motet_directives::LlmRequest,
+    ) -> Result<motet_providers::LlmStream, motet_providers::ProviderError> {
+        self.started.notify_one();
+        if let Ok(permit) = self.gate.acquire().await {
+            permit.forget();
+        }
+        self.inner.stream(req).await
+    }
+}
+
+fn questions(thread: &motet_agents::Thread) -> Vec<String> {
+    thread
+        .to_list()
+        .iter()
+        .filter_map(|e| match &e.body {
+            EntryBody::User { content } => Some(content.clone()),
+            EntryBody::Assistant { message, .. } => Some(format!("= {message}")),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_question_meeting_another_writers_request_in_flight_is_refused_uncommitted() {
+    let store = Arc::new(MemoryStore::new());
+    let model_a = Arc::new(ScriptedModel::new([says("a1"), says("a5")]));
+    let model_b = Arc::new(GatedModel {
+        gate: tokio::sync::Semaphore::new(1),
+        started: tokio::sync::Notify::new(),
+        inner: ScriptedModel::new([says("a2"), says("a3")]),
+    });
+    let (runtime_a, a) = process(store.clone(), model_a.clone()).await;
+    let (runtime_b, b) = process(store.clone(), model_b.clone()).await;
+    let answer = |reply: motet_signals::Signal| reply.data_as::<ReactCompleted>().unwrap().answer;
+    assert_eq!(
+        answer(a.ask("q1", AskOptions::default()).await.unwrap()),
+        "a1"
+    );
+    assert_eq!(
+        answer(b.ask("q2", AskOptions::default()).await.unwrap()),
+        "a2"
+    );
+    // B's next question is committed and waits for its model; A still holds the thread as
+    // it was after q1.
+    let in_flight = b.start("q3", AskOptions::default()).await.unwrap();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        model_b.started.notified(),
+    )
+    .await
+    .unwrap();
+    let refused = a.ask("q4", AskOptions::default()).await;
+    let reply = match refused {
+        Err(motet_runtime::agent::AskError::Failed { reply }) => reply,
+        other => panic!("{other:?}"),
+    };
+    let failed = reply.data_as::<motet_agents::ReactFailed>().unwrap();
+    assert!(
+        matches!(
+            &failed.reason,
+            motet_agents::FailureReason::Busy { active_request_id }
+                if active_request_id == in_flight.id()
+        ),
+        "{failed:?}"
+    );
+    // B's request ends as if A had never asked: its model saw no q4, its answer commits.
+    model_b.gate.add_permits(1);
+    assert_eq!(answer(in_flight.wait().await.unwrap()), "a3");
+    let seen = model_b.inner.requests().pop().unwrap();
+    assert!(
+        !seen
+            .messages
+            .iter()
+            .any(|m| matches!(m, Message::User { content } if content == "q4")),
+        "{seen:?}"
+    );
+    let stored = store.load("a/default").await.unwrap().unwrap();
+    assert_eq!(
+        questions(&stored),
+        ["q1", "= a1", "q2", "= a2", "q3", "= a3"]
+    );
+    // A's next question, after B's request ended, goes through on the stored thread.
+    assert_eq!(
+        answer(a.ask("q5", AskOptions::default()).await.unwrap()),
+        "a5"
+    );
+    let stored = store.load("a/default").await.unwrap().unwrap();
+    assert_eq!(
+        questions(&stored),
+        ["q1", "= a1", "q2", "= a2", "q3", "= a3", "q5", "= a5"]
+    );
+    runtime_a.shutdown().await;
+    runtime_b.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_request_whose_answer_cannot_be_stored_is_recorded_failed() {
+    let store = Arc::new(MemoryStore::new());
+    let model = Arc::new(GatedModel {
+        gate: tokio::sync::Semaphore::new(0),
+        started: tokio::sync::Notify::new(),
+        inner: ScriptedModel::new([says("a1")]),
+    });
+    let (runtime, agent) = process(store.clone(), model.clone()).await;
+    let request = agent.start("q1", AskOptions::default()).await.unwrap();
+    let id = request.id().to_owned();
+    tokio::time::timeout(std::time::Duration::from_secs(5), model.started.notified())
+        .await
+        .unwrap();
+    // Another process writes the thread while the answer is being written.
+    let stored = store.load("a/default").await.unwrap().unwrap();
+    let mut other = stored.clone();
+    other.append(
+        &motet_runtime::agent::SystemEnv,
+        motet_agents::NewEntry::note("another writer"),
+    );
+    store
+        .commit(&other, stored.entry_count() as u64)
+        .await
+        .unwrap();
+    model.gate.add_permits(1);
+    match request.wait().await {
+        Err(motet_runtime::agent::AskError::Store { .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    let record = runtime.request(&id).unwrap();
+    assert_eq!(record.status, motet_runtime::agent::RequestStatus::Failed);
+    assert!(record.finished_at.is_some());
+    runtime.shutdown().await;
 }

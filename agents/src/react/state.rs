@@ -125,6 +125,11 @@ pub struct ReActState {
     /// The tool-call ids the thread holds, for keeping them unique; derived, never stored.
     #[serde(skip)]
     pub(crate) call_ids: CallIds,
+    /// A request another writer began on the stored thread and has not ended, seen when the
+    /// thread was reloaded after that writer moved it on; the next input is refused as busy.
+    /// Read once, never stored.
+    #[serde(skip)]
+    pub(crate) elsewhere: Option<String>,
 }
 
 /// Hashes of the tool-call ids in a thread: built from the thread the first time they are
@@ -196,6 +201,7 @@ impl ReActState {
             summaries: Vec::new(),
             ignored: 0,
             call_ids: CallIds::default(),
+            elsewhere: None,
         }
     }
 

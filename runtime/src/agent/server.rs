@@ -401,12 +401,6 @@ where
                     tracing::warn!(parent: &handling, agent = %self.agent.name, signal = %signal.signal_type().as_str(), %error, "the strategy rejected a signal");
                     trace::failed(&handling, "strategy_error", &error.to_string());
                     if let Some(request) = signal.request_id() {
-                        self.services.requests.finished(
-                            request,
-                            RequestStatus::Failed,
-                            None,
-                            state.env.now_ms(),
-                        );
                         let message = error.to_string();
                         let failure = AskError::Strategy {
                             message: message.clone(),
@@ -455,8 +449,8 @@ where
         }
     }
 
-    /// Ends `request` on a failure before its directives ran: its span closes with `kind`, it
-    /// is no longer the running one, and its asker gets `failure`.
+    /// Ends `request` on a failure before its directives ran: it is recorded failed, its span
+    /// closes with `kind`, it is no longer the running one, and its asker gets `failure`.
     fn abandon(
         &self,
         state: &mut ServerState<S>,
@@ -465,6 +459,9 @@ where
         message: &str,
         failure: AskError,
     ) {
+        self.services
+            .requests
+            .finished(request, RequestStatus::Failed, None, state.env.now_ms());
         self.end_request_span(state, request, Some((kind, message)));
         if state.running.as_deref() == Some(request) {
             state.running = None;
@@ -480,7 +477,7 @@ where
         if let Ok(Some(thread)) = self.services.store.load(&self.store_id()).await {
             state.stored_rev = thread.entry_count() as u64;
             state.stored = true;
-            state.strategy = self.agent.strategy.restore(&state.env, thread);
+            state.strategy = self.agent.strategy.reload(&state.env, thread);
         }
     }
 
