@@ -80,7 +80,7 @@ pub enum Directive {
     Schedule(Schedule),
     /// Cancel a scheduled signal that has not fired yet.
     CancelSchedule(CancelSchedule),
-    /// Stop this agent.
+    /// Stop the actor of the thread handling the signal.
     Stop(Stop),
 }
 
@@ -216,7 +216,9 @@ pub struct CancelSchedule {
     pub schedule_id: ScheduleId,
 }
 
-/// Stop this agent.
+/// Stop the actor of the thread handling the signal: its timers and running calls end with it.
+/// The agent stays registered; a later signal for the thread starts it again from its stored
+/// state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stop {
     /// Why, for logs and traces.
