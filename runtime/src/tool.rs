@@ -95,6 +95,7 @@ pub struct ToolContext {
     tool_call_id: String,
     agent_id: Option<String>,
     thread_id: Option<String>,
+    request_id: Option<String>,
 }
 
 impl ToolContext {
@@ -104,6 +105,7 @@ impl ToolContext {
             tool_call_id: tool_call_id.into(),
             agent_id: None,
             thread_id: None,
+            request_id: None,
         }
     }
 
@@ -116,6 +118,12 @@ impl ToolContext {
     /// With the id of the thread the call belongs to.
     pub fn with_thread_id(mut self, thread_id: impl Into<String>) -> Self {
         self.thread_id = Some(thread_id.into());
+        self
+    }
+
+    /// With the id of the request the call serves.
+    pub fn with_request_id(mut self, request_id: impl Into<String>) -> Self {
+        self.request_id = Some(request_id.into());
         self
     }
 
@@ -133,6 +141,11 @@ impl ToolContext {
     pub fn thread_id(&self) -> Option<&str> {
         self.thread_id.as_deref()
     }
+
+    /// The request the call serves, when known.
+    pub fn request_id(&self) -> Option<&str> {
+        self.request_id.as_deref()
+    }
 }
 
 /// Turns a model's tool call into its result (seed 004's `AgentToolDispatcher`).
@@ -140,8 +153,8 @@ impl ToolContext {
 /// Never fails: every failure is an error [`ToolResult`] the model reads.
 #[async_trait]
 pub trait ToolDispatcher: Send + Sync {
-    /// Runs the call and answers it.
-    async fn dispatch(&self, call: ToolCallView<'_>) -> ToolResult;
+    /// Runs the call for the caller `ctx` names and answers it.
+    async fn dispatch(&self, call: ToolCallView<'_>, ctx: &ToolContext) -> ToolResult;
 
     /// The tools to offer the model, in a stable order.
     fn tools(&self) -> ToolDefs;

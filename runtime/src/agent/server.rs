@@ -29,8 +29,8 @@ use super::trace;
 use crate::store::{ThreadHeader, ThreadMeta};
 use crate::supervisor::Intensity;
 use crate::telemetry::{context_of, instruments};
-use crate::tool::ToolSet;
 use crate::tool::output::panic_message;
+use crate::tool::{ToolContext, ToolSet};
 use tracing::Instrument as _;
 
 /// What an agent's mailbox receives.
@@ -593,6 +593,12 @@ where
                 let source = self.source();
                 let span =
                     trace::tool_span(&exec.name, &exec.tool_call_id, exec.args.get(), parent);
+                let mut ctx = ToolContext::new(exec.tool_call_id.as_str())
+                    .with_agent_id(self.agent.name.as_str())
+                    .with_thread_id(self.thread_id.as_str());
+                if let Some(request) = cause.request_id() {
+                    ctx = ctx.with_request_id(request);
+                }
                 tokio::spawn(async move {
                     let result = match &tools {
                         Some(tools) => {
@@ -601,7 +607,10 @@ where
                                 name: &exec.name,
                                 args: &exec.args,
                             };
-                            let result = tools.dispatch(view).instrument(span.clone()).await;
+                            let result = tools
+                                .dispatch_with(view, &ctx)
+                                .instrument(span.clone())
+                                .await;
                             trace::tool_finished(&span, &result);
                             result
                         }

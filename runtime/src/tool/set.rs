@@ -229,8 +229,8 @@ impl std::fmt::Debug for ToolSet {
 
 #[async_trait]
 impl ToolDispatcher for ToolSet {
-    async fn dispatch(&self, call: ToolCallView<'_>) -> ToolResult {
-        ToolSet::dispatch(self, call).await
+    async fn dispatch(&self, call: ToolCallView<'_>, ctx: &ToolContext) -> ToolResult {
+        self.dispatch_with(call, ctx).await
     }
 
     fn tools(&self) -> ToolDefs {

@@ -1,0 +1,83 @@
+//! What a tool is told about its caller: the agent, the thread and the request it serves.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
+
+use std::sync::{Arc, Mutex};
+
+use motet_agents::{ReAct, ReActConfig, ReactCompleted};
+use motet_directives::{AssistantBlock, AssistantMessage, LlmResponse, ToolArgs, Usage};
+use motet_runtime::agent::{AgentSpec, AskOptions, Runtime};
+use motet_runtime::testing::{ScriptedModel, stop_for};
+use motet_runtime::tool::{Tool, ToolContext, ToolError, ToolSet};
+
+/// Answers with nothing, and keeps every context it was called in.
+struct Witness(Arc<Mutex<Vec<ToolContext>>>);
+
+#[async_trait::async_trait]
+impl Tool for Witness {
+    fn name(&self) -> &str {
+        "witness"
+    }
+    fn description(&self) -> &str {
+        "Says who called."
+    }
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::json!({"type": "object"})
+    }
+    async fn call(&self, _args: &ToolArgs, ctx: &ToolContext) -> Result<String, ToolError> {
+        self.0.lock().unwrap().push(ctx.clone());
+        Ok("seen".into())
+    }
+}
+
+fn turn(blocks: Vec<AssistantBlock>) -> Result<LlmResponse, motet_providers::ProviderError> {
+    let stop_reason = stop_for(&blocks);
+    Ok(LlmResponse::new(
+        AssistantMessage {
+            blocks,
+            stop_reason,
+        },
+        Usage::default(),
+    ))
+}
+
+#[tokio::test]
+async fn a_tool_is_told_its_agent_thread_and_request() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let tools = Arc::new(
+        ToolSet::builder()
+            .tool(Witness(seen.clone()))
+            .build()
+            .unwrap(),
+    );
+    let model = ScriptedModel::new([
+        turn(vec![AssistantBlock::tool_use(
+            "tc_7",
+            "witness",
+            ToolArgs::from_text("{}"),
+        )]),
+        turn(vec![AssistantBlock::text("done")]),
+    ]);
+    let runtime = Runtime::builder().llm(Arc::new(model)).build().unwrap();
+    let react =
+        ReAct::new(ReActConfig::new("openai:gpt-5.2".parse().unwrap()).with_tools(tools.tools()));
+    let agent = runtime
+        .spawn(AgentSpec::new("clerk", react).with_tools(tools))
+        .await
+        .unwrap();
+    let options = AskOptions {
+        thread_id: Some("ledger".into()),
+        ..AskOptions::default()
+    };
+    let request = agent.start("who am I?", options).await.unwrap();
+    let id = request.id().to_owned();
+    let reply = request.wait().await.unwrap();
+    assert_eq!(reply.data_as::<ReactCompleted>().unwrap().answer, "done");
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].tool_call_id(), "tc_7");
+    assert_eq!(seen[0].agent_id(), Some("clerk"));
+    assert_eq!(seen[0].thread_id(), Some("ledger"));
+    assert_eq!(seen[0].request_id(), Some(id.as_str()));
+    runtime.shutdown().await;
+}
