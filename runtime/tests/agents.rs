@@ -1141,7 +1141,7 @@ async fn threads_survive_the_runtime_in_sqlite() {
 }
 
 /// Hires a worker on "hire", sends it work when it has started, and answers the request with
-/// what the worker reported to its parent; "fire" stops it.
+/// what the worker reported to its parent; "fire" stops it; "boom" crashes the boss.
 struct Boss;
 
 #[derive(Clone, Default, serde::Serialize, serde::Deserialize)]
@@ -1192,6 +1192,9 @@ impl motet_agents::Strategy for Boss {
             _ => {
                 let input: motet_agents::ReactInput = signal.data_as().unwrap();
                 let request = signal.request_id().unwrap().to_owned();
+                if input.query == "boom" {
+                    panic!("a bug in the boss");
+                }
                 if input.query == "fire" {
                     return Ok(vec![
                         Directive::StopChild(StopChild {
@@ -1276,6 +1279,47 @@ async fn a_parent_spawns_a_child_kind_talks_to_it_and_stops_it() {
     assert_eq!(runtime.agent_count(), 2);
     runtime.stop_agent("boss");
     assert_eq!(runtime.agent_count(), 0);
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_parent_stopped_past_its_restart_intensity_takes_its_children_along() {
+    let runtime = Runtime::builder()
+        .llm(Arc::new(ScriptedModel::default()))
+        .kind("worker", |_: &serde_json::Value| {
+            Ok(AgentSpec::new(
+                "ignored",
+                Worker {
+                    skill: "sums".into(),
+                },
+            ))
+        })
+        .build()
+        .unwrap();
+    let boss = runtime
+        .spawn(AgentSpec::new("boss", Boss).with_restart_intensity(
+            motet_runtime::supervisor::Intensity {
+                max_restarts: 0,
+                within: Duration::from_secs(60),
+            },
+        ))
+        .await
+        .unwrap();
+    boss.ask("hire", AskOptions::default()).await.unwrap();
+    assert_eq!(runtime.agent_count(), 2);
+    let options = AskOptions {
+        timeout: Duration::from_secs(5),
+        ..AskOptions::default()
+    };
+    assert!(boss.ask("boom", options).await.is_err());
+    for _ in 0..100 {
+        if runtime.agent_count() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(runtime.agent("boss").is_none(), "the boss was stopped");
+    assert!(runtime.agent("boss/w1").is_none(), "its worker outlived it");
     runtime.shutdown().await;
 }
 

@@ -102,13 +102,8 @@ impl Actor for ThreadSupervisor {
                     Decision::Restart { .. } => {}
                     Decision::Escalate { restarts } => {
                         tracing::error!(%agent, restarts, %error, "agent threads failed too often; stopping the agent");
-                        let threads = services
-                            .remove_agent(&agent)
-                            .map(|f| f.threads())
-                            .unwrap_or_default();
-                        for actor in threads {
-                            actor.stop(Some("restart intensity exceeded".to_owned()));
-                        }
+                        // As any stop: its children first, its groups, then its threads.
+                        services.stop_agent(&agent, "restart intensity exceeded");
                         publish(&services, AGENT_STOPPED, agent, thread, &error);
                     }
                 }
