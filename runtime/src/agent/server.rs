@@ -589,7 +589,7 @@ where
             Directive::ToolExec(exec) => {
                 let tools = self.agent.tools.clone();
                 let me = myself.clone();
-                let cause = cause.clone();
+                let task_cause = cause.clone();
                 let source = self.source();
                 let span =
                     trace::tool_span(&exec.name, &exec.tool_call_id, exec.args.get(), parent);
@@ -599,7 +599,7 @@ where
                 if let Some(request) = cause.request_id() {
                     ctx = ctx.with_request_id(request);
                 }
-                tokio::spawn(async move {
+                let task = tokio::spawn(async move {
                     let result = match &tools {
                         Some(tools) => {
                             let view = ToolCallView {
@@ -625,7 +625,7 @@ where
                     let signal = result_signal(
                         TOOL_RESULT,
                         &source,
-                        &cause,
+                        &task_cause,
                         ToolResultSignal {
                             call_id: exec.call_id,
                             result,
@@ -633,6 +633,8 @@ where
                     );
                     deliver(&me, signal);
                 });
+                // Cancelling the request aborts the tool too (dropping its future).
+                self.track(state, cause, task.abort_handle());
             }
             Directive::Summarize(summarize) => {
                 let transcript = self
