@@ -346,6 +346,8 @@ pub struct Request {
     /// The reply, when it arrived while deltas were read.
     ready: Option<Result<Result<Signal, AskError>, oneshot::error::RecvError>>,
     timeout: Duration,
+    /// Whether the request outlives a timed-out wait.
+    keep_running: bool,
     deltas: Option<Deltas>,
 }
 
@@ -415,7 +417,7 @@ impl Request {
     ///
     /// # Errors
     /// As [`AgentHandle::ask`].
-    pub async fn wait(self) -> Result<Signal, AskError> {
+    pub async fn wait(mut self) -> Result<Signal, AskError> {
         let failed_type = self
             .agent
             .services
@@ -423,14 +425,22 @@ impl Request {
             .get(&self.agent.name)
             .map(|f| f.failed_type().to_owned())
             .unwrap_or_else(|| REACT_FAILED.to_owned());
-        match self.ready {
-            Some(received) => self.agent.interpret(received, &failed_type),
-            None => {
-                self.agent
-                    .outcome(self.answer, self.timeout, &failed_type)
-                    .await
-            }
-        }
+        let received = match self.ready.take() {
+            Some(received) => received,
+            None => match tokio::time::timeout(self.timeout, &mut self.answer).await {
+                Ok(received) => received,
+                Err(_) => {
+                    if !self.keep_running {
+                        let why = format!("no answer within {} s", self.timeout.as_secs_f64());
+                        if let Err(error) = self.cancel(why).await {
+                            tracing::debug!(%error, request = %self.id, "a timed-out request could not be cancelled");
+                        }
+                    }
+                    return Err(AskError::Timeout(self.timeout));
+                }
+            },
+        };
+        self.agent.interpret(received, &failed_type)
     }
 }
 
@@ -711,10 +721,14 @@ pub struct AskOptions {
     pub thread_id: Option<String>,
     /// Per-request changes to the context policy.
     pub context_policy: Option<PolicyOverride>,
-    /// How long to wait for the reply. Default 30 s.
+    /// How long to wait for the reply. Default 30 s. A request not answered in time is
+    /// cancelled, unless `keep_running`.
     pub timeout: Duration,
     /// Deliver the model's text as it is written ([`Request::next_delta`]). Default false.
     pub stream: bool,
+    /// Leave the request running when the wait times out (its end is then seen with
+    /// [`Runtime::request`]). Default false.
+    pub keep_running: bool,
 }
 
 impl Default for AskOptions {
@@ -724,6 +738,7 @@ impl Default for AskOptions {
             context_policy: None,
             timeout: Duration::from_secs(30),
             stream: false,
+            keep_running: false,
         }
     }
 }
@@ -1147,6 +1162,7 @@ impl AgentHandle {
             answer,
             ready: None,
             timeout: options.timeout,
+            keep_running: options.keep_running,
             deltas,
         })
     }
@@ -1309,6 +1325,7 @@ impl AgentHandle {
             answer,
             ready: None,
             timeout,
+            keep_running: false,
             deltas: None,
         }))
     }

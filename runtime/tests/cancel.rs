@@ -1,0 +1,184 @@
+//! A cancelled request stops its running tools, not only its LLM calls; a wait that times out
+//! cancels its request unless asked to keep it running.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use motet_agents::{ReAct, ReActConfig};
+use motet_directives::{AssistantBlock, AssistantMessage, LlmResponse, ToolArgs, Usage};
+use motet_runtime::agent::{AgentSpec, AskError, AskOptions, RequestStatus, Runtime};
+use motet_runtime::testing::{ScriptedModel, stop_for};
+use motet_runtime::tool::{Tool, ToolContext, ToolError, ToolSet};
+use tokio::sync::Notify;
+
+/// Works for a minute; says when it started and whether its work was dropped unfinished.
+struct Slow {
+    started: Arc<Notify>,
+    dropped: Arc<AtomicBool>,
+}
+
+/// Sets its flag when dropped.
+struct Flag(Arc<AtomicBool>);
+
+impl Drop for Flag {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for Slow {
+    fn name(&self) -> &str {
+        "slow"
+    }
+    fn description(&self) -> &str {
+        "Takes its time."
+    }
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::json!({"type": "object"})
+    }
+    async fn call(&self, _args: &ToolArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
+        let _flag = Flag(self.dropped.clone());
+        self.started.notify_one();
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        Ok("finally".into())
+    }
+}
+
+#[tokio::test]
+async fn cancelling_a_request_aborts_its_running_tool() {
+    let started = Arc::new(Notify::new());
+    let dropped = Arc::new(AtomicBool::new(false));
+    let tools = Arc::new(
+        ToolSet::builder()
+            .tool(Slow {
+                started: started.clone(),
+                dropped: dropped.clone(),
+            })
+            .with_timeout(Duration::from_secs(120))
+            .build()
+            .unwrap(),
+    );
+    let blocks = vec![AssistantBlock::tool_use(
+        "tc_1",
+        "slow",
+        ToolArgs::from_text("{}"),
+    )];
+    let stop_reason = stop_for(&blocks);
+    let model = ScriptedModel::new([Ok(LlmResponse::new(
+        AssistantMessage {
+            blocks,
+            stop_reason,
+        },
+        Usage::default(),
+    ))]);
+    let runtime = Runtime::builder().llm(Arc::new(model)).build().unwrap();
+    let react =
+        ReAct::new(ReActConfig::new("openai:gpt-5.2".parse().unwrap()).with_tools(tools.tools()));
+    let agent = runtime
+        .spawn(AgentSpec::new("worker", react).with_tools(tools))
+        .await
+        .unwrap();
+    let request = agent
+        .start("go slowly", AskOptions::default())
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(5), started.notified())
+        .await
+        .unwrap();
+    request.cancel("changed my mind").await.unwrap();
+    assert!(matches!(request.wait().await, Err(AskError::Failed { .. })));
+    for _ in 0..100 {
+        if dropped.load(Ordering::SeqCst) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(dropped.load(Ordering::SeqCst), "the tool still runs");
+    runtime.shutdown().await;
+}
+
+/// Never answers; notes when its stream is dropped.
+#[derive(Clone, Default)]
+struct Silent {
+    started: Arc<Notify>,
+    dropped: Arc<AtomicBool>,
+}
+
+#[async_trait::async_trait]
+impl motet_providers::LlmClient for Silent {
+    async fn stream(
+        &self,
+        _req: motet_directives::LlmRequest,
+    ) -> Result<motet_providers::LlmStream, motet_providers::ProviderError> {
+        let flag = Flag(self.dropped.clone());
+        self.started.notify_one();
+        Ok(Box::pin(futures::stream::unfold(flag, |flag| async move {
+            futures::future::pending::<()>().await;
+            Some((
+                Ok(motet_providers::LlmEvent::Done {
+                    stop_reason: motet_directives::StopReason::EndTurn,
+                }),
+                flag,
+            ))
+        })))
+    }
+}
+
+async fn silent_agent(model: &Silent) -> (Runtime, motet_runtime::agent::AgentHandle) {
+    let runtime = Runtime::builder()
+        .llm(Arc::new(model.clone()))
+        .build()
+        .unwrap();
+    let react = ReAct::new(ReActConfig::new("openai:gpt-5.2".parse().unwrap()));
+    let agent = runtime.spawn(AgentSpec::new("mute", react)).await.unwrap();
+    (runtime, agent)
+}
+
+/// The request's status once it settles (or after a second).
+async fn settled(runtime: &Runtime, id: &str) -> RequestStatus {
+    for _ in 0..100 {
+        let status = runtime.request(id).unwrap().status;
+        if status != RequestStatus::Running {
+            return status;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    runtime.request(id).unwrap().status
+}
+
+#[tokio::test]
+async fn a_wait_that_times_out_cancels_its_request() {
+    let model = Silent::default();
+    let (runtime, agent) = silent_agent(&model).await;
+    let options = AskOptions {
+        timeout: Duration::from_millis(200),
+        ..AskOptions::default()
+    };
+    let request = agent.start("hello?", options).await.unwrap();
+    let id = request.id().to_owned();
+    assert!(matches!(request.wait().await, Err(AskError::Timeout(_))));
+    assert_eq!(settled(&runtime, &id).await, RequestStatus::Failed);
+    assert!(model.dropped.load(Ordering::SeqCst), "the call still runs");
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_wait_that_times_out_can_leave_its_request_running() {
+    let model = Silent::default();
+    let (runtime, agent) = silent_agent(&model).await;
+    let options = AskOptions {
+        timeout: Duration::from_millis(200),
+        keep_running: true,
+        ..AskOptions::default()
+    };
+    let request = agent.start("hello?", options).await.unwrap();
+    let id = request.id().to_owned();
+    assert!(matches!(request.wait().await, Err(AskError::Timeout(_))));
+    assert_eq!(settled(&runtime, &id).await, RequestStatus::Running);
+    assert!(!model.dropped.load(Ordering::SeqCst));
+    runtime.shutdown().await;
+}
