@@ -36,6 +36,7 @@
 //!
 //! [`LlmClient`]: motet_providers::LlmClient
 
+mod book;
 mod env;
 mod handle;
 mod requests;

@@ -1,7 +1,7 @@
 //! The actor that hosts one agent, and the execution of the directives its strategy returns.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
@@ -21,6 +21,7 @@ use serde::Serialize;
 use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 
+use super::book::{Admission, RequestBook};
 use super::env::SystemEnv;
 use super::handle::Family;
 use super::handle::{AskError, Parent, RuntimeError, Services};
@@ -109,10 +110,8 @@ pub struct ServerState<S: Strategy> {
     supervised: bool,
     strategy: S::State,
     env: SystemEnv,
-    /// The request the strategy is working on.
-    running: Option<String>,
-    /// Requests waiting for it to finish (the `Queue` policy).
-    queue: VecDeque<Signal>,
+    /// The request the strategy is working on, and those waiting for it to finish.
+    book: RequestBook<Signal>,
     /// Asks waiting for their reply, by request id.
     pending: HashMap<String, oneshot::Sender<Result<Signal, AskError>>>,
     /// Scheduled signals not yet delivered, by schedule id.
@@ -181,8 +180,7 @@ where
             children: HashMap::new(),
             last_active: std::time::Instant::now(),
             env,
-            running: None,
-            queue: VecDeque::new(),
+            book: RequestBook::default(),
             calls: HashMap::new(),
             last_model: None,
             pending: HashMap::new(),
@@ -233,8 +231,7 @@ where
         let signal = match msg {
             AgentMsg::IdleCheck => {
                 let idle = self.agent.idle_timeout.unwrap_or(std::time::Duration::MAX);
-                let quiet = state.running.is_none()
-                    && state.queue.is_empty()
+                let quiet = state.book.is_quiet()
                     && state.pending.is_empty()
                     && state
                         .calls
@@ -274,10 +271,7 @@ where
         state.last_active = std::time::Instant::now();
         self.admit(&myself, state, signal).await;
         // A request that finished lets the next queued one in.
-        while state.running.is_none() {
-            let Some(next) = state.queue.pop_front() else {
-                break;
-            };
+        while let Some(next) = state.book.next() {
             instruments().queue_depth.add(-1, &[]);
             self.admit(&myself, state, next).await;
         }
@@ -319,59 +313,47 @@ where
                 .spans
                 .insert(id.to_owned(), RequestTrace { span, llm_calls: 0 });
         }
-        if is_request && let Some(running) = state.running.clone() {
-            match self.agent.policy {
-                RequestPolicy::Queue => {
-                    if let Some(id) = signal.request_id() {
-                        self.services.requests.arrived(
-                            id,
-                            &self.agent.name,
-                            &self.thread_id,
-                            true,
-                            now,
-                        );
-                    }
-                    state.queue.push_back(signal);
-                    instruments().queue_depth.add(1, &[]);
-                    return;
+        let Some(id) = signal
+            .request_id()
+            .filter(|_| is_request)
+            .map(str::to_owned)
+        else {
+            self.step(myself, state, signal).await;
+            return;
+        };
+        let admission = match state.book.admit(&id, signal, self.agent.policy) {
+            Admission::Interrupt { running, item } => {
+                let cancel = Signal::builder(self.agent.cancel_type, self.source())
+                    .with_id(state.env.fresh_id("sig"))
+                    .with_request_id(running)
+                    .with_thread_id(&self.thread_id)
+                    .with_data(serde_json::json!({"reason": "interrupted by a newer request"}))
+                    .build();
+                if let Ok(cancel) = cancel {
+                    self.step(myself, state, cancel).await;
                 }
-                RequestPolicy::Interrupt => {
-                    let cancel = Signal::builder(self.agent.cancel_type, self.source())
-                        .with_id(state.env.fresh_id("sig"))
-                        .with_request_id(running)
-                        .with_thread_id(&self.thread_id)
-                        .with_data(serde_json::json!({"reason": "interrupted by a newer request"}))
-                        .build();
-                    if let Ok(cancel) = cancel {
-                        self.step(myself, state, cancel).await;
-                    }
-                    if state.running.is_some() {
-                        if let Some(id) = signal.request_id() {
-                            self.services.requests.arrived(
-                                id,
-                                &self.agent.name,
-                                &self.thread_id,
-                                true,
-                                now,
-                            );
-                        }
-                        state.queue.push_back(signal);
-                        instruments().queue_depth.add(1, &[]);
-                        return;
-                    }
-                }
-                RequestPolicy::Reject => {}
+                state.book.readmit(&id, item)
             }
-        }
-        if is_request && let Some(id) = signal.request_id() {
+            admission => admission,
+        };
+        let record = |queued| {
             self.services
                 .requests
-                .arrived(id, &self.agent.name, &self.thread_id, false, now);
-            if state.running.is_none() {
-                state.running = Some(id.to_owned());
+                .arrived(&id, &self.agent.name, &self.thread_id, queued, now);
+        };
+        match admission {
+            Admission::Queued => {
+                record(true);
+                instruments().queue_depth.add(1, &[]);
+            }
+            // `readmit` never interrupts; were it to, the request still runs rather than vanish.
+            Admission::Run(signal)
+            | Admission::Pass(signal)
+            | Admission::Interrupt { item: signal, .. } => {
+                record(false);
+                self.step(myself, state, signal).await;
             }
         }
-        self.step(myself, state, signal).await;
     }
 
     /// One signal through the strategy, and its directives executed.
@@ -463,9 +445,7 @@ where
             .requests
             .finished(request, RequestStatus::Failed, None, state.env.now_ms());
         self.end_request_span(state, request, Some((kind, message)));
-        if state.running.as_deref() == Some(request) {
-            state.running = None;
-        }
+        state.book.finished(request);
         if let Some(reply) = state.pending.remove(request) {
             let _ = reply.send(Err(failure));
         }
@@ -727,9 +707,7 @@ where
                         request,
                         failure.as_deref().map(|text| ("request_failed", text)),
                     );
-                    if state.running.as_deref() == Some(request) {
-                        state.running = None;
-                    }
+                    state.book.finished(request);
                     if let Some(calls) = state.calls.remove(request) {
                         calls.iter().for_each(AbortHandle::abort);
                     }

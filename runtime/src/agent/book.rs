@@ -1,0 +1,196 @@
+//! Which request a thread is working on, which wait their turn, and what a new one does: the
+//! decisions of a thread's request book, pure so they are tested without an actor. The thread
+//! actor carries them out (cancelling, stepping the strategy, recording the request).
+
+use std::collections::VecDeque;
+
+use super::server::RequestPolicy;
+
+/// What to do with a request that arrives.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Admission<T> {
+    /// Hand it to the strategy now; it is the running request.
+    Run(T),
+    /// Hand it to the strategy now while another runs (the `Reject` policy: the strategy
+    /// refuses it as busy).
+    Pass(T),
+    /// It waits behind the running request.
+    Queued,
+    /// Cancel the running request first, then admit this one again with [`RequestBook::readmit`].
+    Interrupt {
+        /// The request to cancel.
+        running: String,
+        /// The request that asked.
+        item: T,
+    },
+}
+
+/// One thread's requests: the running one and those queued behind it, in arrival order.
+#[derive(Debug)]
+pub(crate) struct RequestBook<T> {
+    running: Option<String>,
+    queue: VecDeque<T>,
+}
+
+impl<T> Default for RequestBook<T> {
+    fn default() -> Self {
+        Self {
+            running: None,
+            queue: VecDeque::new(),
+        }
+    }
+}
+
+impl<T> RequestBook<T> {
+    /// Request `id` arrives with `item` (what the actor will hand the strategy).
+    pub(crate) fn admit(&mut self, id: &str, item: T, policy: RequestPolicy) -> Admission<T> {
+        let Some(running) = &self.running else {
+            self.running = Some(id.to_owned());
+            return Admission::Run(item);
+        };
+        match policy {
+            RequestPolicy::Queue => {
+                self.queue.push_back(item);
+                Admission::Queued
+            }
+            RequestPolicy::Reject => Admission::Pass(item),
+            RequestPolicy::Interrupt => Admission::Interrupt {
+                running: running.clone(),
+                item,
+            },
+        }
+    }
+
+    /// Request `id` again after the running one was told to stop: it runs if that one ended,
+    /// else it waits (a request is interrupted once, not again and again).
+    pub(crate) fn readmit(&mut self, id: &str, item: T) -> Admission<T> {
+        self.admit(id, item, RequestPolicy::Queue)
+    }
+
+    /// Request `id` ended; true when it was the running one (the next may start).
+    pub(crate) fn finished(&mut self, id: &str) -> bool {
+        if self.running.as_deref() == Some(id) {
+            self.running = None;
+            return true;
+        }
+        false
+    }
+
+    /// The next queued request, when none runs; it becomes the running one once admitted.
+    pub(crate) fn next(&mut self) -> Option<T> {
+        if self.running.is_some() {
+            return None;
+        }
+        self.queue.pop_front()
+    }
+
+    /// The running request.
+    #[cfg(test)]
+    pub(crate) fn running(&self) -> Option<&str> {
+        self.running.as_deref()
+    }
+
+    /// Nothing runs and nothing waits.
+    pub(crate) fn is_quiet(&self) -> bool {
+        self.running.is_none() && self.queue.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn book() -> RequestBook<&'static str> {
+        RequestBook::default()
+    }
+
+    #[test]
+    fn the_first_request_runs() {
+        let mut book = book();
+        assert!(book.is_quiet());
+        assert_eq!(
+            book.admit("r1", "one", RequestPolicy::Queue),
+            Admission::Run("one")
+        );
+        assert_eq!(book.running(), Some("r1"));
+        assert!(!book.is_quiet());
+    }
+
+    #[test]
+    fn queued_requests_run_in_arrival_order_once_the_running_one_ends() {
+        let mut book = book();
+        book.admit("r1", "one", RequestPolicy::Queue);
+        assert_eq!(
+            book.admit("r2", "two", RequestPolicy::Queue),
+            Admission::Queued
+        );
+        assert_eq!(
+            book.admit("r3", "three", RequestPolicy::Queue),
+            Admission::Queued
+        );
+        assert_eq!(book.next(), None, "r1 still runs");
+        assert!(book.finished("r1"));
+        assert_eq!(book.next(), Some("two"));
+        assert_eq!(
+            book.admit("r2", "two", RequestPolicy::Queue),
+            Admission::Run("two")
+        );
+        assert_eq!(book.next(), None);
+        assert!(book.finished("r2"));
+        assert_eq!(book.next(), Some("three"));
+        assert_eq!(
+            book.admit("r3", "three", RequestPolicy::Queue),
+            Admission::Run("three")
+        );
+        assert!(book.finished("r3"));
+        assert!(book.is_quiet());
+    }
+
+    #[test]
+    fn a_rejecting_thread_passes_the_newcomer_to_the_strategy_and_keeps_the_running_one() {
+        let mut book = book();
+        book.admit("r1", "one", RequestPolicy::Reject);
+        assert_eq!(
+            book.admit("r2", "two", RequestPolicy::Reject),
+            Admission::Pass("two")
+        );
+        assert_eq!(book.running(), Some("r1"));
+        // The refused request's end is not the running one's.
+        assert!(!book.finished("r2"));
+        assert_eq!(book.running(), Some("r1"));
+    }
+
+    #[test]
+    fn an_interrupting_request_cancels_the_running_one_then_runs_or_waits() {
+        let mut book = book();
+        book.admit("r1", "one", RequestPolicy::Interrupt);
+        let admission = book.admit("r2", "two", RequestPolicy::Interrupt);
+        assert_eq!(
+            admission,
+            Admission::Interrupt {
+                running: "r1".into(),
+                item: "two"
+            }
+        );
+        // The cancel ended r1: r2 runs.
+        assert!(book.finished("r1"));
+        assert_eq!(book.readmit("r2", "two"), Admission::Run("two"));
+        // r3 interrupts r2, whose cancel does not end it at once: r3 waits, not interrupting
+        // again.
+        let Admission::Interrupt { item, .. } = book.admit("r3", "three", RequestPolicy::Interrupt)
+        else {
+            panic!("r2 runs: r3 interrupts it");
+        };
+        assert_eq!(book.readmit("r3", item), Admission::Queued);
+        assert!(book.finished("r2"));
+        assert_eq!(book.next(), Some("three"));
+    }
+
+    #[test]
+    fn an_unknown_request_ending_changes_nothing() {
+        let mut book = book();
+        book.admit("r1", "one", RequestPolicy::Queue);
+        assert!(!book.finished("nobody"));
+        assert_eq!(book.running(), Some("r1"));
+    }
+}
