@@ -67,8 +67,7 @@ pub use react::{
     PendingSummary, PendingTool, REACT_CANCEL, REACT_COMPLETED, REACT_FAILED, REACT_INPUT,
     REACT_RESUME, REACT_SUMMARIZE, ReAct, ReActConfig, ReActState, ReactCancel, ReactCompleted,
     ReactFailed, ReactInput, ReactResume, ReactSummarize, RequestState, SUMMARY_FAILED,
-    SUMMARY_RESULT, Status, SummaryFailed, SummaryResult, TOOL_FAILED, TOOL_RESULT, ToolFailed,
-    ToolResultSignal,
+    SUMMARY_RESULT, Status, SummaryFailed, SummaryResult, TOOL_RESULT, ToolResultSignal,
 };
 pub use strategy::Strategy;
 pub use thread::{

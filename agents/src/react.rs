@@ -4,7 +4,7 @@
 //! fresh projection of the thread. `llm.result` commits the assistant turn and asks for one tool
 //! run per tool call (run concurrently), or completes the request. Each `tool.result` is
 //! committed; when the turn's last one is in, the thread is projected again for the next call.
-//! Failures arrive as data (`llm.failed`, `tool.failed`): a retryable LLM failure is retried
+//! Failures arrive as data (`llm.failed`, error results in `tool.result`): a retryable LLM failure is retried
 //! within the retry budget, a tool failure becomes an error result the model sees. Results
 //! whose call id is unknown, stale or already answered are ignored and noted in the thread, so
 //! nothing is applied twice.
@@ -29,8 +29,7 @@ pub use signals::{
     FailureReason, LLM_FAILED, LLM_RESULT, LlmError, LlmErrorKind, LlmFailed, LlmResult,
     REACT_CANCEL, REACT_COMPLETED, REACT_FAILED, REACT_INPUT, REACT_RESUME, REACT_SUMMARIZE,
     ReactCancel, ReactCompleted, ReactFailed, ReactInput, ReactResume, ReactSummarize,
-    SUMMARY_FAILED, SUMMARY_RESULT, SummaryFailed, SummaryResult, TOOL_FAILED, TOOL_RESULT,
-    ToolFailed, ToolResultSignal,
+    SUMMARY_FAILED, SUMMARY_RESULT, SummaryFailed, SummaryResult, TOOL_RESULT, ToolResultSignal,
 };
 pub use state::{PendingSummary, PendingTool, ReActState, RequestState, Status};
 
@@ -362,35 +361,29 @@ impl ReAct {
         )
     }
 
-    fn on_tool_outcome(
+    fn on_tool_result(
         &self,
         state: &mut ReActState,
         step: &Step<'_>,
-        signal_type: &str,
         call_id: &CallId,
-        outcome: Result<ToolResult, String>,
+        result: ToolResult,
     ) -> Result<Vec<Directive>, StrategyError> {
         let awaiting = state.status == Status::AwaitingTools;
         let Some(request) = state.request.as_mut().filter(|_| awaiting) else {
-            return Ok(ignore(state, step, signal_type, call_id));
+            return Ok(ignore(state, step, TOOL_RESULT, call_id));
         };
         let Some(tool) = request
             .tools
             .iter_mut()
             .find(|t| &t.call_id == call_id && !t.done)
         else {
-            return Ok(ignore(state, step, signal_type, call_id));
+            return Ok(ignore(state, step, TOOL_RESULT, call_id));
         };
         tool.done = true;
         // The model's call id comes from our record, not from the tool's echo.
-        let result = match outcome {
-            Ok(result) => ToolResult {
-                tool_use_id: tool.tool_call_id.clone(),
-                ..result
-            },
-            Err(message) => {
-                ToolResult::error(tool.tool_call_id.clone(), format!("tool failed: {message}"))
-            }
+        let result = ToolResult {
+            tool_use_id: tool.tool_call_id.clone(),
+            ..result
         };
         let mut refs = Refs::request(&request.request_id)
             .with_call_id(call_id.as_str())
@@ -892,11 +885,7 @@ impl Strategy for ReAct {
             LLM_FAILED => self.on_llm_failed(state, &step, data(signal)?),
             TOOL_RESULT => {
                 let d: ToolResultSignal = data(signal)?;
-                self.on_tool_outcome(state, &step, TOOL_RESULT, &d.call_id, Ok(d.result))
-            }
-            TOOL_FAILED => {
-                let d: ToolFailed = data(signal)?;
-                self.on_tool_outcome(state, &step, TOOL_FAILED, &d.call_id, Err(d.message))
+                self.on_tool_result(state, &step, &d.call_id, d.result)
             }
             REACT_RESUME => {
                 let resume = if signal.data().is_none() {

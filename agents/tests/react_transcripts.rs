@@ -9,7 +9,7 @@
 use motet_agents::{
     ContextPolicy, EntryBody, Env, FixedEnv, LlmError, LlmErrorKind, LlmFailed, LlmResult, ReAct,
     ReActConfig, ReActState, ReactCancel, ReactInput, Status, Strategy, StrategyError,
-    Summarization, SummaryResult, ToolFailed, ToolResultSignal,
+    Summarization, SummaryResult, ToolResultSignal,
 };
 use motet_directives::{
     AssistantBlock, AssistantMessage, CallId, Directive, LlmResponse, Message, StopReason,
@@ -388,7 +388,8 @@ fn arguments_that_are_not_json_reach_the_tool_verbatim() {
     assert_eq!(exec.args.get(), broken);
     assert!(!exec.args.is_object());
     assert!(exec.args.parse::<Value>().is_err());
-    // The tool reports the problem as an error result; the other one cannot run at all.
+    // The tool reports the problem as an error result; so does the dispatcher for a tool it
+    // does not know.
     let error = to_value(&ToolResultSignal {
         call_id: CallId::new("tool_1"),
         result: ToolResult::error("a", "invalid arguments: EOF while parsing"),
@@ -396,12 +397,12 @@ fn arguments_that_are_not_json_reach_the_tool_verbatim() {
     h.script(&[
         ("tool.result", error, &[]),
         (
-            "tool.failed",
-            to_value(&ToolFailed {
+            "tool.result",
+            to_value(&ToolResultSignal {
                 call_id: CallId::new("tool_2"),
-                message: "no such tool".into(),
+                result: ToolResult::error("b", "unknown tool `nosuch`"),
             }),
-            &["llm call_2: S:You are a calculator. | U:q | A:calls[a,b] | T:[a=!invalid arguments: EOF while parsing,b=!tool failed: no such tool]"],
+            &["llm call_2: S:You are a calculator. | U:q | A:calls[a,b] | T:[a=!invalid arguments: EOF while parsing,b=!unknown tool `nosuch`]"],
         ),
     ]);
 }

@@ -66,7 +66,8 @@ impl fmt::Display for ScheduleId {
 pub enum Directive {
     /// Stream an LLM call; the result arrives as `llm.result` or `llm.failed`.
     LlmStream(LlmStream),
-    /// Run a tool; the result arrives as `tool.result` or `tool.failed`.
+    /// Run a tool; the result arrives as `tool.result` (a failure is an error result the model
+    /// reads).
     ToolExec(ToolExec),
     /// Summarize a range of the thread with an LLM call; appended as a summary entry.
     Summarize(Summarize),
@@ -113,7 +114,7 @@ pub struct LlmStream {
 /// Run one tool call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolExec {
-    /// Echoed by `tool.result` / `tool.failed`.
+    /// Echoed by `tool.result`.
     pub call_id: CallId,
     /// The model's id for this call; the result carries it back to the model.
     pub tool_call_id: String,

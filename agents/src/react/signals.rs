@@ -23,8 +23,6 @@ pub const LLM_RESULT: &str = "llm.result";
 pub const LLM_FAILED: &str = "llm.failed";
 /// A tool run finished: [`ToolResultSignal`].
 pub const TOOL_RESULT: &str = "tool.result";
-/// A tool run failed: [`ToolFailed`].
-pub const TOOL_FAILED: &str = "tool.failed";
 /// A summary was produced for a `Summarize` directive: [`SummaryResult`].
 pub const SUMMARY_RESULT: &str = "summary.result";
 /// A summary could not be produced: [`SummaryFailed`].
@@ -140,15 +138,6 @@ pub struct ToolResultSignal {
     pub call_id: CallId,
     /// The result (an error result if the tool reported one, e.g. for unparsable arguments).
     pub result: ToolResult,
-}
-
-/// Data of `tool.failed`: the tool could not run at all (unknown tool, crash, timeout).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ToolFailed {
-    /// The `ToolExec` directive's call id.
-    pub call_id: CallId,
-    /// What went wrong; shown to the model as an error result.
-    pub message: String,
 }
 
 /// Data of `summary.result`.

@@ -6,8 +6,8 @@ use std::time::Duration;
 /// Why a tool call produced no output.
 ///
 /// Every variant reads as a lowercase sentence the model can act on: the dispatcher turns it
-/// into an error [`ToolResult`](motet_directives::ToolResult), and the runtime into a
-/// `tool.failed` signal. It is `Clone + PartialEq` because failures travel as data.
+/// into an error [`ToolResult`](motet_directives::ToolResult) that reaches the strategy in
+/// `tool.result`. It is `Clone + PartialEq` because failures travel as data.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ToolError {

@@ -164,8 +164,7 @@ impl ToolSet {
     }
 
     /// Runs a call: its output (already cut to [`max_output`](Self::max_output)) or why there
-    /// is none. For callers that report failures as data (`tool.failed`) rather than as a
-    /// result.
+    /// is none, for callers that want the failure typed rather than as an error result.
     ///
     /// # Errors
     /// Every [`ToolError`]: unknown or disallowed tool, invalid arguments, the tool's failure,
