@@ -344,3 +344,47 @@ async fn garbage_in_the_middle_fails_closed() {
     let err = SqliteStore::open(&copy).await.unwrap_err();
     assert!(matches!(err, StoreError::NotAStore { .. }), "{err}");
 }
+
+/// Opens `path` from `n` threads at once, each with its own connections (as `n` processes
+/// would), and returns each open's outcome.
+fn open_at_once(path: &Path, n: usize) -> Vec<Result<(), StoreError>> {
+    let start = std::sync::Arc::new(std::sync::Barrier::new(n));
+    let openers: Vec<_> = (0..n)
+        .map(|_| {
+            let (path, start) = (path.to_owned(), std::sync::Arc::clone(&start));
+            std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                start.wait();
+                rt.block_on(async {
+                    let store = SqliteStore::open(&path).await?;
+                    store.list().await.map(drop)
+                })
+            })
+        })
+        .collect();
+    openers.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
+#[test]
+fn many_openers_of_a_fresh_file_all_succeed() {
+    // Creating the schema and switching to WAL both need the write lock: the openers that
+    // lose the race must wait for it, not fail with "database is locked", and find the schema
+    // made once — not take a file whose schema committed while they looked at it for another
+    // program's ("application_id 0x0").
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..100 {
+        let path = dir.path().join(format!("fresh_{round}.db"));
+        for outcome in open_at_once(&path, 8) {
+            if let Err(e) = outcome {
+                panic!("round {round}: {e}");
+            }
+        }
+        let version: i64 = raw(&path)
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+    }
+}

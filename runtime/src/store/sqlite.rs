@@ -15,7 +15,7 @@ mod migrations;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use motet_agents::{Entry, ForkOrigin, Thread};
@@ -151,11 +151,12 @@ fn connect(path: &Path, config: &SqliteConfig) -> Result<Connection, StoreError>
     conn.busy_timeout(config.busy_timeout).map_err(&err)?;
     // The first statements read the file: one that is not a database fails here, and another
     // program's database is refused before anything (the journal mode below) changes it.
-    let (app_id, tables) = identity(&conn).map_err(&err)?;
+    let (app_id, tables) = patiently(config.busy_timeout, || identity(&conn)).map_err(&err)?;
     refuse_foreign(path, app_id, tables)?;
-    let mode: String = conn
-        .query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))
-        .map_err(&err)?;
+    let mode: String = patiently(config.busy_timeout, || {
+        conn.query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))
+    })
+    .map_err(&err)?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(StoreError::NotAStore {
             path: path.to_owned(),
@@ -167,11 +168,40 @@ fn connect(path: &Path, config: &SqliteConfig) -> Result<Connection, StoreError>
     Ok(conn)
 }
 
-/// The file's `application_id` and how many schema objects it holds.
+/// The file's `application_id` and how many schema objects it holds, read in one statement:
+/// read apart, another process's schema transaction could commit in between and show a file
+/// with tables but no application id yet.
 fn identity(conn: &Connection) -> rusqlite::Result<(i32, i64)> {
-    let app_id = conn.query_row("PRAGMA application_id", [], |row| row.get(0))?;
-    let tables = conn.query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))?;
-    Ok((app_id, tables))
+    conn.query_row(
+        "SELECT (SELECT application_id FROM pragma_application_id), \
+                (SELECT count(*) FROM sqlite_master)",
+        [],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )
+}
+
+/// Runs `step` again while the file is busy, for up to `patience`. The busy timeout covers
+/// most waits, but SQLite skips it where waiting could deadlock: two connections that both read
+/// a fresh file and then want it in WAL mode (two processes opening it at once) each hold the
+/// read lock the other must see go, and one of them gets "database is locked" at once.
+fn patiently<T>(
+    patience: Duration,
+    mut step: impl FnMut() -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    let deadline = Instant::now() + patience;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match step() {
+            Err(e)
+                if e.sqlite_error_code() == Some(ErrorCode::DatabaseBusy)
+                    && Instant::now() < deadline =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            outcome => return outcome,
+        }
+    }
 }
 
 /// Refuses a database that is neither empty nor marked as a motet store.
