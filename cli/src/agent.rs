@@ -7,7 +7,7 @@ use std::sync::Arc;
 use motet::agents::{FailureReason, LlmErrorKind, ReAct, ReActConfig, ReactCompleted, ReactFailed};
 use motet::providers::Providers;
 use motet::runtime::agent::{AgentHandle, AgentSpec, AskError, Runtime};
-use motet::runtime::store::SqliteStore;
+use motet::runtime::store::{SqliteStore, StoreError};
 use motet::runtime::tool::ToolSet;
 use motet::signals::Signal;
 
@@ -47,6 +47,20 @@ pub fn display_id(store_id: &str) -> &str {
 /// [`CliError::Store`] when the file is not a motet store or cannot be opened.
 pub async fn open_store(db: &Path) -> Result<Arc<SqliteStore>, CliError> {
     Ok(Arc::new(SqliteStore::open(db).await?))
+}
+
+/// Opens the store at `db` for reading only (`threads list`, `show`, `export`): a store this
+/// user may only read can still be read, and nothing is created. `None` when there is no
+/// file at `db` yet.
+///
+/// # Errors
+/// [`CliError::Store`] when the file is not a motet store or cannot be read.
+pub async fn read_store(db: &Path) -> Result<Option<Arc<SqliteStore>>, CliError> {
+    match SqliteStore::open_read_only(db).await {
+        Ok(store) => Ok(Some(Arc::new(store))),
+        Err(StoreError::Missing { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// A runtime over `store` running the `cli` agent as `settings` say.

@@ -845,3 +845,111 @@ fn chat_timeout_holds_while_an_answer_streams() {
     chat.0.send_line("/quit").unwrap();
     chat.0.exp_eof().unwrap();
 }
+
+/// Whether this process runs as root, for whom file permissions do not bind: the folder a
+/// test creates is owned by the user that runs it.
+fn running_as_root(sandbox: &Sandbox) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(sandbox.dir.path()).unwrap().uid() == 0
+}
+
+/// `motet args` as a user the store's permission bits bind: root ignores them, so as root
+/// the command runs as `nobody` (uid 65534); anyone else runs it as themselves.
+fn as_reader(sandbox: &Sandbox, args: &[&str]) -> Command {
+    use std::os::unix::process::CommandExt;
+    let mut command = sandbox.motet(args);
+    command.env("MOTET_OPENAI_COMPAT_BASE_URL", "http://127.0.0.1:9/v1");
+    if running_as_root(sandbox) {
+        command.uid(65534).gid(65534);
+    }
+    command
+}
+
+#[test]
+fn a_store_the_user_may_only_read_can_be_read_and_not_written() {
+    use std::os::unix::fs::PermissionsExt;
+    let sandbox = Sandbox::new();
+    store_work_thread(&sandbox.db());
+    let mode = |path: &Path, bits: u32| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(bits)).unwrap();
+    };
+    mode(&sandbox.db(), 0o444);
+    // First neither the file nor its folder may be written (SQLite cannot even make the
+    // index a WAL-mode file is read through), then the folder may but the file may not.
+    for (folder_mode, why) in [
+        (0o555, "may not write its folder"),
+        (0o777, "may not write the file"),
+    ] {
+        mode(sandbox.dir.path(), folder_mode);
+        let list = run(as_reader(&sandbox, &["threads", "list"]));
+        assert!(list.status.success(), "{}", stderr(&list));
+        assert!(stdout(&list).lines().any(|l| l.starts_with("work ")));
+        let show = run(as_reader(&sandbox, &["threads", "show", "work"]));
+        assert!(show.status.success(), "{}", stderr(&show));
+        assert!(stdout(&show).contains("#3   assistant: 6 * 7 is 42."));
+        let export = run(as_reader(&sandbox, &["threads", "export", "work"]));
+        assert!(export.status.success(), "{}", stderr(&export));
+
+        // Writing is refused before any model is asked, saying why.
+        for args in [
+            &["run", "hi", "--model", "openai-compat:m"][..],
+            &["threads", "delete", "work"],
+        ] {
+            assert_fails(&run(as_reader(&sandbox, args)), 4, &["is read-only", why]);
+        }
+    }
+    mode(sandbox.dir.path(), 0o755);
+    assert_eq!(load(&sandbox.db(), "cli/work").unwrap().entry_count(), 4);
+}
+
+#[test]
+fn a_missing_store_is_not_created_by_reading_it() {
+    let sandbox = Sandbox::new();
+    let list = run(sandbox.motet(&["threads", "list"]));
+    assert!(list.status.success(), "{}", stderr(&list));
+    assert!(stdout(&list).contains("no threads in"), "{}", stdout(&list));
+    for args in [
+        &["threads", "show", "work"][..],
+        &["threads", "export", "work"],
+        &["threads", "delete", "work"],
+        &["resume", "work"],
+    ] {
+        assert_fails(&run(sandbox.motet(args)), 4, &["no thread `cli/work`"]);
+    }
+    assert!(!sandbox.db().exists(), "reading created the store");
+}
+
+#[test]
+fn a_folder_or_another_programs_database_is_refused_by_name() {
+    let sandbox = Sandbox::new();
+    std::fs::create_dir(sandbox.db()).unwrap();
+    for args in [
+        &["threads", "list"][..],
+        &["threads", "show", "work"],
+        &["run", "hi", "--model", "openai-compat:m"],
+    ] {
+        let mut command = sandbox.motet(args);
+        command.env("MOTET_OPENAI_COMPAT_BASE_URL", "http://127.0.0.1:9/v1");
+        assert_fails(
+            &run(command),
+            4,
+            &["is not a motet thread store: a directory"],
+        );
+    }
+    std::fs::remove_dir(sandbox.db()).unwrap();
+
+    let other = rusqlite::Connection::open(sandbox.db()).unwrap();
+    other
+        .execute_batch("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
+        .unwrap();
+    drop(other);
+    let before = std::fs::read(sandbox.db()).unwrap();
+    for args in [&["threads", "list"][..], &["threads", "delete", "work"]] {
+        assert_fails(
+            &run(sandbox.motet(args)),
+            4,
+            &["is not a motet thread store"],
+        );
+    }
+    assert!(std::fs::read(sandbox.db()).unwrap() == before);
+}

@@ -67,9 +67,12 @@ pub async fn run(settings: &Settings, db: &Path, thread: &str) -> Result<(), Cli
 /// # Errors
 /// [`CliError::UnknownThread`], [`CliError::Store`].
 pub async fn check(db: &Path, thread: &str) -> Result<(), CliError> {
-    let store = agent::open_store(db).await?;
     let full = store_id(thread);
-    match store.summary(&full).await? {
+    let summary = match agent::read_store(db).await? {
+        Some(store) => store.summary(&full).await?,
+        None => None,
+    };
+    match summary {
         Some(_) => Ok(()),
         None => Err(CliError::UnknownThread {
             thread: full,

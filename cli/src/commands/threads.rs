@@ -4,7 +4,7 @@ use std::io::Write as _;
 use std::path::Path;
 
 use motet::agents::Thread;
-use motet::runtime::store::{SqliteStore, ThreadStore};
+use motet::runtime::store::ThreadStore;
 
 use crate::agent::{self, store_id};
 use crate::error::CliError;
@@ -15,8 +15,10 @@ use crate::render;
 /// # Errors
 /// [`CliError::Store`] when the store cannot be opened or read.
 pub async fn list(db: &Path) -> Result<(), CliError> {
-    let store = agent::open_store(db).await?;
-    let threads = store.list().await?;
+    let threads = match agent::read_store(db).await? {
+        Some(store) => store.list().await?,
+        None => Vec::new(),
+    };
     if threads.is_empty() {
         out(&format!("no threads in {}\n", db.display()))?;
     } else {
@@ -30,8 +32,7 @@ pub async fn list(db: &Path) -> Result<(), CliError> {
 /// # Errors
 /// [`CliError::UnknownThread`], [`CliError::Store`].
 pub async fn show(db: &Path, id: &str) -> Result<(), CliError> {
-    let store = agent::open_store(db).await?;
-    let thread = load(&store, db, id).await?;
+    let thread = load(db, id).await?;
     let usage = thread.usage();
     out(&format!(
         "thread {} · {} entries · session tokens {} · updated {} UTC\n",
@@ -51,8 +52,7 @@ pub async fn show(db: &Path, id: &str) -> Result<(), CliError> {
 /// # Errors
 /// [`CliError::UnknownThread`], [`CliError::Store`].
 pub async fn export(db: &Path, id: &str, jsonl: bool) -> Result<(), CliError> {
-    let store = agent::open_store(db).await?;
-    let thread = load(&store, db, id).await?;
+    let thread = load(db, id).await?;
     let encode_failed = |e: serde_json::Error| CliError::Io {
         what: "cannot encode an entry as JSON".to_owned(),
         source: e.into(),
@@ -93,9 +93,10 @@ fn out(text: &str) -> Result<(), CliError> {
 /// # Errors
 /// [`CliError::UnknownThread`], [`CliError::Store`].
 pub async fn delete(db: &Path, id: &str) -> Result<(), CliError> {
-    let store = agent::open_store(db).await?;
     let full = store_id(id);
-    if !store.delete(&full).await? {
+    // No store there: nothing to delete, and none is created to say so.
+    let deleted = db.exists() && agent::open_store(db).await?.delete(&full).await?;
+    if !deleted {
         return Err(CliError::UnknownThread {
             thread: full,
             db: db.to_path_buf(),
@@ -105,13 +106,15 @@ pub async fn delete(db: &Path, id: &str) -> Result<(), CliError> {
     Ok(())
 }
 
-async fn load(store: &SqliteStore, db: &Path, id: &str) -> Result<Thread, CliError> {
+/// Thread `id` from the store at `db`, opened for reading only.
+async fn load(db: &Path, id: &str) -> Result<Thread, CliError> {
     let full = store_id(id);
-    store
-        .load(&full)
-        .await?
-        .ok_or_else(|| CliError::UnknownThread {
-            thread: full,
-            db: db.to_path_buf(),
-        })
+    let thread = match agent::read_store(db).await? {
+        Some(store) => store.load(&full).await?,
+        None => None,
+    };
+    thread.ok_or_else(|| CliError::UnknownThread {
+        thread: full,
+        db: db.to_path_buf(),
+    })
 }
