@@ -15,7 +15,7 @@ use motet_cli::error::CliError;
 /// The agent is a ReAct agent named `cli` with one built-in tool, `calculator`: arithmetic
 /// with `+ - * / % ^`, parentheses, sqrt abs ln exp floor ceil round. Its threads are stored
 /// in a SQLite file as `cli/<thread>`; everywhere a thread id is asked for, `default` and
-/// `cli/default` mean the same thread.
+/// `cli/default` mean the same thread, and an id with a `/` is the whole `<agent>/<thread>`.
 ///
 /// Exit codes: 0 success, 1 the request or stream failed, 2 bad command line, 3 configuration
 /// (model, key, config file), 4 the store (not a motet database, unknown thread).
@@ -69,8 +69,8 @@ enum Command {
         /// The question (`-` reads it from standard input, for questions longer than a
         /// command line takes).
         question: String,
-        /// The conversation thread (`default`, `cli/default`, or any name; `new` starts a
-        /// fresh one).
+        /// The conversation thread (`default`, `cli/default`, or any name; a name with a `/`
+        /// is written whole, `cli/notes/2024`; `new` starts a fresh one).
         #[arg(long, value_name = "ID", default_value = "default")]
         thread: String,
         /// Print one JSON object: answer, thread, request_id, model, usage, iterations.

@@ -953,3 +953,156 @@ fn a_folder_or_another_programs_database_is_refused_by_name() {
     }
     assert!(std::fs::read(sandbox.db()).unwrap() == before);
 }
+
+/// An OpenAI-compatible server on loopback that answers every request with `answer`, streamed
+/// in two pieces; its base URL.
+fn answering_server(answer: &str) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let (first, second) = answer.split_at(answer.len() / 2);
+    let chunk = |content: &str, finish: Option<&str>| {
+        let delta = serde_json::json!({
+            "id": "c", "model": "m",
+            "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": finish}],
+        });
+        format!("data: {delta}\n\n")
+    };
+    let body = format!(
+        "{}{}data: [DONE]\n\n",
+        chunk(first, None),
+        chunk(second, Some("stop"))
+    );
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            let body = body.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream);
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let line = line.trim_end().to_ascii_lowercase();
+                    if line.is_empty() {
+                        break;
+                    }
+                    if let Some(value) = line.strip_prefix("content-length:") {
+                        length = value.trim().parse().unwrap_or(0);
+                    }
+                }
+                let mut request = vec![0; length];
+                let _ = reader.read_exact(&mut request);
+                let mut stream = reader.into_inner();
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                     content-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            });
+        }
+    });
+    url
+}
+
+/// `motet args` with `url` as its model's server.
+fn against(sandbox: &Sandbox, url: &str, args: &[&str]) -> Command {
+    let mut command = sandbox.motet(args);
+    command
+        .env("MOTET_MODEL", "openai-compat:m")
+        .env("MOTET_OPENAI_COMPAT_BASE_URL", url);
+    command
+}
+
+#[test]
+fn every_id_threads_list_shows_addresses_its_thread() {
+    let sandbox = Sandbox::new();
+    // The CLI's threads `notes/2024` and `helper/t`, and agent `helper`'s thread `t`: a `/`
+    // inside a thread's own id made the first two show as ids that named other threads.
+    tokio().block_on(async {
+        let store = SqliteStore::open(&sandbox.db()).await.unwrap();
+        let env = FixedEnv::new(1_700_000_000_000);
+        for id in ["cli/work", "cli/notes/2024", "cli/helper/t", "helper/t"] {
+            let mut thread = Thread::new(id, 1_700_000_000_000);
+            thread.append(&env, NewEntry::user(format!("question of {id}")));
+            store
+                .create_with(&ThreadHeader::of(&thread), None, thread.to_list())
+                .await
+                .unwrap();
+        }
+    });
+    let list = stdout(&run(sandbox.motet(&["threads", "list"])));
+    let shown: Vec<&str> = list
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(shown.len(), 4, "{list}");
+    let stored = |id: &str| load(&sandbox.db(), id).map_or(0, |t| t.entry_count());
+
+    let server = answering_server("Noted.");
+    for id in shown {
+        let show = run(sandbox.motet(&["threads", "show", id]));
+        assert!(show.status.success(), "{id}: {}", stderr(&show));
+        let header = stdout(&show);
+        let full = header
+            .strip_prefix("thread ")
+            .and_then(|h| h.split(' ').next())
+            .unwrap()
+            .to_owned();
+        assert!(
+            header.contains(&format!("user: question of {full}")),
+            "{header}"
+        );
+
+        if full.starts_with("cli/") {
+            // The CLI's own thread: `run --thread` and `resume` take the shown id too.
+            let output = run(against(
+                &sandbox,
+                &server,
+                &["run", "more", "--thread", id, "--json"],
+            ));
+            assert!(output.status.success(), "{id}: {}", stderr(&output));
+            let reply: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+            assert_eq!(reply["thread"], id, "{reply}");
+            // The stored question, then this one and its answer.
+            assert_eq!(stored(&full), 3, "{id}: `run` wrote elsewhere");
+            let output = run(against(&sandbox, &server, &["resume", id]));
+            assert!(output.status.success(), "{id}: {}", stderr(&output));
+            assert!(
+                stdout(&output).contains("owed: nothing new"),
+                "{}",
+                stdout(&output)
+            );
+        } else {
+            // Another agent's thread: readable, but the CLI's agent does not run it.
+            for args in [&["run", "more", "--thread", id][..], &["resume", id]] {
+                assert_fails(
+                    &run(against(&sandbox, &server, args)),
+                    2,
+                    &[&format!("thread id `{id}`"), "names agent `helper`"],
+                );
+            }
+            assert_eq!(stored(&full), 1);
+        }
+        let delete = run(sandbox.motet(&["threads", "delete", id]));
+        assert!(delete.status.success(), "{id}: {}", stderr(&delete));
+        assert_eq!(stored(&full), 0, "{id}: `delete` missed it");
+    }
+
+    // An id with a `/` is `<agent>/<thread>` everywhere: `notes/2024` is agent `notes`'s, so
+    // `run` refuses it instead of filing it under `cli/notes/2024`, where nothing finds it.
+    assert_fails(
+        &run(against(
+            &sandbox,
+            &server,
+            &["run", "hi", "--thread", "notes/2024"],
+        )),
+        2,
+        &["thread id `notes/2024`", "`cli/notes/2024`"],
+    );
+    assert_eq!(stored("cli/notes/2024"), 0);
+}

@@ -26,8 +26,8 @@ const HELP: &str = "commands: /reset (forget this thread), /threads (list them),
 /// Runs the chat on `thread` until /quit or the end of input.
 ///
 /// # Errors
-/// Store and runtime failures, and reading the terminal; a failed answer is shown in the status
-/// line and the chat goes on.
+/// [`CliError::ThreadId`]; store and runtime failures, and reading the terminal; a failed
+/// answer is shown in the status line and the chat goes on.
 pub async fn run(settings: &Settings, db: &Path, thread: &str) -> Result<(), CliError> {
     let store = agent::open_store(db).await?;
     let (runtime, agent) = agent::start(settings, store.clone()).await?;
@@ -35,7 +35,7 @@ pub async fn run(settings: &Settings, db: &Path, thread: &str) -> Result<(), Cli
         agent,
         store,
         settings: settings.clone(),
-        thread: agent_thread(thread).to_owned(),
+        thread: agent_thread(thread)?.to_owned(),
         status: "ready".to_owned(),
     };
     let outcome = chat.lines().await;
@@ -78,7 +78,8 @@ impl Chat {
         let mut stdin = tokio::io::BufReader::new(tokio::io::stdin()).lines();
         say(&format!(
             "motet chat · agent {AGENT} · model {} · thread {}\n{HELP}",
-            self.settings.model, self.thread
+            self.settings.model,
+            agent::shown_thread(&self.thread)
         ));
         self.status_line().await;
         let outcome = loop {
@@ -132,7 +133,10 @@ impl Chat {
                     .reset_thread(Some(&self.thread))
                     .await
                     .map_err(|e| CliError::Runtime(e.to_string()))?;
-                say(&format!("thread {} reset", self.thread));
+                say(&format!(
+                    "thread {} reset",
+                    agent::shown_thread(&self.thread)
+                ));
                 self.status = "reset".to_owned();
                 self.status_line().await;
             }
@@ -142,11 +146,11 @@ impl Chat {
                     say("no threads stored yet");
                 } else {
                     print!("{}", render::thread_table(&threads));
-                    say(&format!("current: {}", self.thread));
+                    say(&format!("current: {}", agent::shown_thread(&self.thread)));
                 }
             }
             "thread" if !arg.is_empty() => {
-                self.thread = agent_thread(arg).to_owned();
+                self.thread = agent_thread(arg)?.to_owned();
                 self.status = "switched".to_owned();
                 self.status_line().await;
             }
@@ -275,7 +279,7 @@ impl Chat {
         };
         say(&format!(
             "[{AGENT} · thread {} · {messages} messages · session tokens {} · {}]",
-            self.thread,
+            agent::shown_thread(&self.thread),
             render::tokens(&usage),
             self.status
         ));

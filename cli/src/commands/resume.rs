@@ -15,7 +15,8 @@ use crate::render;
 /// the resumed request appended).
 ///
 /// # Errors
-/// [`CliError::UnknownThread`]; a failed resumed request as [`agent::ask_failure`] words it.
+/// [`CliError::ThreadId`], [`CliError::UnknownThread`]; a failed resumed request as
+/// [`agent::ask_failure`] words it.
 pub async fn run(settings: &Settings, db: &Path, thread: &str) -> Result<(), CliError> {
     let store = agent::open_store(db).await?;
     let full = store_id(thread);
@@ -29,7 +30,7 @@ pub async fn run(settings: &Settings, db: &Path, thread: &str) -> Result<(), Cli
     let (runtime, agent) = agent::start(settings, store.clone()).await?;
     let outcome = async {
         let request = agent
-            .resume(Some(agent_thread(thread)), settings.timeout)
+            .resume(Some(agent_thread(thread)?), settings.timeout)
             .await
             .map_err(|e| agent::ask_failure(e, settings))?;
         let Some(request) = request else {
@@ -62,11 +63,12 @@ pub async fn run(settings: &Settings, db: &Path, thread: &str) -> Result<(), Cli
     Ok(())
 }
 
-/// Fails unless `thread` is in the store at `db`.
+/// Fails unless `thread` is one of the agent's threads in the store at `db`.
 ///
 /// # Errors
-/// [`CliError::UnknownThread`], [`CliError::Store`].
+/// [`CliError::ThreadId`], [`CliError::UnknownThread`], [`CliError::Store`].
 pub async fn check(db: &Path, thread: &str) -> Result<(), CliError> {
+    agent_thread(thread)?;
     let full = store_id(thread);
     let summary = match agent::read_store(db).await? {
         Some(store) => store.summary(&full).await?,

@@ -11,7 +11,8 @@ use crate::error::CliError;
 /// Asks `question` on `thread` and prints the answer (or one JSON object with `json`).
 ///
 /// # Errors
-/// A failed request as [`agent::ask_failure`] words it; store and runtime failures.
+/// [`CliError::ThreadId`]; a failed request as [`agent::ask_failure`] words it; store and
+/// runtime failures.
 pub async fn run(
     settings: &Settings,
     db: &Path,
@@ -19,10 +20,11 @@ pub async fn run(
     thread: &str,
     json: bool,
 ) -> Result<(), CliError> {
+    let thread = agent_thread(thread)?;
     let store = agent::open_store(db).await?;
     let (runtime, agent) = agent::start(settings, store).await?;
     let options = AskOptions {
-        thread_id: Some(agent_thread(thread).to_owned()),
+        thread_id: Some(thread.to_owned()),
         timeout: settings.timeout,
         ..AskOptions::default()
     };
@@ -44,7 +46,7 @@ pub async fn run(
     if json {
         let object = serde_json::json!({
             "answer": done.answer,
-            "thread": thread,
+            "thread": agent::shown_thread(&thread),
             "request_id": done.request_id,
             "model": settings.model.to_string(),
             "usage": done.usage,
