@@ -960,7 +960,11 @@ fn answering_server(answer: &str) -> String {
     use std::io::{BufRead, BufReader, Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    let (first, second) = answer.split_at(answer.len() / 2);
+    let mut middle = answer.len() / 2;
+    while !answer.is_char_boundary(middle) {
+        middle -= 1;
+    }
+    let (first, second) = answer.split_at(middle);
     let chunk = |content: &str, finish: Option<&str>| {
         let delta = serde_json::json!({
             "id": "c", "model": "m",
@@ -1105,4 +1109,117 @@ fn every_id_threads_list_shows_addresses_its_thread() {
         &["thread id `notes/2024`", "`cli/notes/2024`"],
     );
     assert_eq!(stored("cli/notes/2024"), 0);
+}
+
+/// An answer that tries to write the clipboard (OSC 52), retitle the window (OSC 0), erase the
+/// line (CSI, and C1 CSI) and reverse what follows (U+202E), with a newline and a tab that
+/// belong to its layout.
+const HOSTILE: &str =
+    "Sure.\x1b]52;c;cm0gLXJmIH4=\x07\x1b]0;pwned\x07 \x1b[2K\u{9b}31m\u{202e}txt.exe\n\tdone";
+/// Its first line as a terminal must show it.
+const HOSTILE_SHOWN: &str =
+    r"Sure.\u{1b}]52;c;cm0gLXJmIH4=\u{7}\u{1b}]0;pwned\u{7} \u{1b}[2K\u{9b}31m\u{202e}txt.exe";
+
+/// Whether `text` holds a character a terminal would act on rather than show.
+fn obeyable(text: &str) -> bool {
+    text.chars().any(|c| {
+        (c.is_control() && c != '\n' && c != '\r' && c != '\t')
+            || ('\u{202a}'..='\u{202e}').contains(&c)
+            || ('\u{2066}'..='\u{2069}').contains(&c)
+    })
+}
+
+/// Runs `command` in a pseudo-terminal to its end; what it printed there.
+fn on_terminal(mut command: Command) -> String {
+    command.stdin(Stdio::inherit());
+    let mut pty = Pty::spawn(command);
+    let latin1 = pty.0.exp_eof().unwrap();
+    let bytes: Vec<u8> = latin1.chars().map(|c| c as u8).collect();
+    String::from_utf8_lossy(&bytes).replace("\r\n", "\n")
+}
+
+#[test]
+fn model_text_is_escaped_on_a_terminal_and_exact_elsewhere() {
+    let sandbox = Sandbox::new();
+    let server = answering_server(HOSTILE);
+
+    // Into a pipe or a file: the exact answer, byte for byte.
+    let output = run(against(&sandbox, &server, &["run", "hi"]));
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), format!("{HOSTILE}\n"));
+    // JSON carries it exactly too, with nothing in it a terminal would obey.
+    let output = run(against(&sandbox, &server, &["run", "hi", "--json"]));
+    let text = stdout(&output);
+    assert!(!obeyable(&text), "{text:?}");
+    let reply: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(reply["answer"], HOSTILE);
+    let export = stdout(&run(sandbox.motet(&["threads", "export", "default"])));
+    assert!(!obeyable(&export), "{export:?}");
+
+    // On a terminal: shown, not obeyed; the layout kept.
+    let shown = on_terminal(against(&sandbox, &server, &["run", "hi"]));
+    assert!(
+        shown.contains(&format!("{HOSTILE_SHOWN}\n\tdone")),
+        "{shown:?}"
+    );
+    assert!(!obeyable(&shown), "{shown:?}");
+    let shown = on_terminal(sandbox.motet(&["threads", "show", "default"]));
+    assert!(shown.contains(HOSTILE_SHOWN), "{shown:?}");
+    assert!(!obeyable(&shown), "{shown:?}");
+    // `threads show` into a pipe is exact, as `run` is.
+    let piped = stdout(&run(sandbox.motet(&["threads", "show", "default"])));
+    assert!(piped.contains(HOSTILE), "{piped:?}");
+
+    // --raw asks for the exact text on a terminal too.
+    let raw = on_terminal(against(&sandbox, &server, &["--raw", "run", "hi"]));
+    assert!(raw.contains("\x1b]52;c;cm0gLXJmIH4="), "{raw:?}");
+}
+
+#[test]
+fn chat_escapes_a_streamed_answer() {
+    let sandbox = Sandbox::new();
+    let mut command = against(&sandbox, &answering_server(HOSTILE), &["chat"]);
+    command.stdin(Stdio::inherit());
+    let mut chat = Pty::spawn(command);
+    chat.expect("> ");
+    chat.0.send_line("hi").unwrap();
+    let streamed = chat.expect("[cli · thread default · 2 messages");
+    chat.0.send_line("/quit").unwrap();
+    chat.0.exp_eof().unwrap();
+    assert!(streamed.contains(HOSTILE_SHOWN), "{streamed:?}");
+    assert!(!obeyable(&streamed), "{streamed:?}");
+}
+
+#[test]
+fn thread_ids_and_errors_are_always_escaped() {
+    let sandbox = Sandbox::new();
+    let id = "cli/\x1b]0;pwned\x07evil\u{202e}";
+    let shown = r"\u{1b}]0;pwned\u{7}evil\u{202e}";
+    tokio().block_on(async {
+        let store = SqliteStore::open(&sandbox.db()).await.unwrap();
+        let mut thread = Thread::new(id, 1_700_000_000_000);
+        thread.append(&FixedEnv::new(1_700_000_000_000), NewEntry::user("hello"));
+        store
+            .create_with(&ThreadHeader::of(&thread), None, thread.to_list())
+            .await
+            .unwrap();
+    });
+    // Into a pipe as well: an id is a label, not content.
+    let list = stdout(&run(sandbox.motet(&["threads", "list"])));
+    assert!(list.contains(shown), "{list:?}");
+    assert!(!obeyable(&list), "{list:?}");
+    let show = stdout(&run(sandbox.motet(&["threads", "show", id])));
+    assert!(show.contains(&format!("thread cli/{shown} ·")), "{show:?}");
+    assert!(!obeyable(&show), "{show:?}");
+
+    let output = run(sandbox.motet(&["threads", "show", "\x1b]52;c;eA==\x07"]));
+    assert_fails(&output, 4, &[r"no thread `cli/\u{1b}]52;c;eA==\u{7}`"]);
+    assert!(!obeyable(&stderr(&output)), "{:?}", stderr(&output));
+
+    let delete = stdout(&run(sandbox.motet(&["threads", "delete", id])));
+    assert!(
+        delete.contains(&format!("deleted thread cli/{shown}")),
+        "{delete:?}"
+    );
+    assert!(!obeyable(&delete), "{delete:?}");
 }

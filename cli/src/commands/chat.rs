@@ -18,17 +18,19 @@ use tokio::sync::mpsc;
 use crate::agent::{self, AGENT, agent_thread};
 use crate::config::Settings;
 use crate::error::CliError;
+use crate::escape::{self, Mode};
 use crate::render;
 
 const HELP: &str = "commands: /reset (forget this thread), /threads (list them), /thread ID \
 (switch), /summarize (summarize this thread), /quit (or Ctrl-D). Ctrl-C cancels a running answer.";
 
-/// Runs the chat on `thread` until /quit or the end of input.
+/// Runs the chat on `thread` until /quit or the end of input, model text printed as `mode`
+/// says (thread ids and errors always escaped).
 ///
 /// # Errors
 /// [`CliError::ThreadId`]; store and runtime failures, and reading the terminal; a failed
 /// answer is shown in the status line and the chat goes on.
-pub async fn run(settings: &Settings, db: &Path, thread: &str) -> Result<(), CliError> {
+pub async fn run(settings: &Settings, db: &Path, thread: &str, mode: Mode) -> Result<(), CliError> {
     let store = agent::open_store(db).await?;
     let (runtime, agent) = agent::start(settings, store.clone()).await?;
     let mut chat = Chat {
@@ -37,6 +39,7 @@ pub async fn run(settings: &Settings, db: &Path, thread: &str) -> Result<(), Cli
         settings: settings.clone(),
         thread: agent_thread(thread)?.to_owned(),
         status: "ready".to_owned(),
+        mode,
     };
     let outcome = chat.lines().await;
     runtime.shutdown().await;
@@ -49,6 +52,7 @@ struct Chat {
     settings: Settings,
     thread: String,
     status: String,
+    mode: Mode,
 }
 
 /// What woke the question loop.
@@ -79,7 +83,7 @@ impl Chat {
         say(&format!(
             "motet chat · agent {AGENT} · model {} · thread {}\n{HELP}",
             self.settings.model,
-            agent::shown_thread(&self.thread)
+            self.shown_thread()
         ));
         self.status_line().await;
         let outcome = loop {
@@ -108,7 +112,7 @@ impl Chat {
                     Ok(true) => continue,
                     Ok(false) => break Ok(()),
                     Err(e) => {
-                        say(&format!("error: {e}"));
+                        say(&escape::message(&format!("error: {e}")));
                         continue;
                     }
                 }
@@ -133,10 +137,7 @@ impl Chat {
                     .reset_thread(Some(&self.thread))
                     .await
                     .map_err(|e| CliError::Runtime(e.to_string()))?;
-                say(&format!(
-                    "thread {} reset",
-                    agent::shown_thread(&self.thread)
-                ));
+                say(&format!("thread {} reset", self.shown_thread()));
                 self.status = "reset".to_owned();
                 self.status_line().await;
             }
@@ -146,7 +147,7 @@ impl Chat {
                     say("no threads stored yet");
                 } else {
                     print!("{}", render::thread_table(&threads));
-                    say(&format!("current: {}", agent::shown_thread(&self.thread)));
+                    say(&format!("current: {}", self.shown_thread()));
                 }
             }
             "thread" if !arg.is_empty() => {
@@ -178,7 +179,7 @@ impl Chat {
             .await
         {
             Ok(summary) => {
-                say(&format!("summary: {summary}"));
+                say(&format!("summary: {}", self.mode.text(&summary)));
                 self.status = "summarized".to_owned();
             }
             Err(e) => {
@@ -218,7 +219,7 @@ impl Chat {
             match event {
                 Streamed::Delta(None) => break,
                 Streamed::Delta(Some(delta)) if delta.kind == "text" => {
-                    print!("{}", delta.delta);
+                    print!("{}", self.mode.text(&delta.delta));
                     wrote = true;
                     flush();
                 }
@@ -247,7 +248,7 @@ impl Chat {
             Ok(reply) => match agent::completed(&reply) {
                 Ok(done) => {
                     if !wrote {
-                        say(&done.answer);
+                        say(&self.mode.text(&done.answer));
                     }
                     format!("ok · {} LLM call(s)", done.iterations)
                 }
@@ -279,10 +280,15 @@ impl Chat {
         };
         say(&format!(
             "[{AGENT} · thread {} · {messages} messages · session tokens {} · {}]",
-            agent::shown_thread(&self.thread),
+            self.shown_thread(),
             render::tokens(&usage),
-            self.status
+            escape::message(&self.status)
         ));
+    }
+
+    /// The current thread as users type it, escaped.
+    fn shown_thread(&self) -> String {
+        escape::label(&agent::shown_thread(&self.thread)).into_owned()
     }
 }
 

@@ -9,15 +9,16 @@ use motet::runtime::store::ThreadStore;
 use crate::agent::{self, agent_thread, store_id};
 use crate::config::Settings;
 use crate::error::CliError;
+use crate::escape::Mode;
 use crate::render;
 
 /// Resumes `thread` and prints what it owed, then what was done (the answer and the entries
-/// the resumed request appended).
+/// the resumed request appended), model text as `mode` says.
 ///
 /// # Errors
 /// [`CliError::ThreadId`], [`CliError::UnknownThread`]; a failed resumed request as
 /// [`agent::ask_failure`] words it.
-pub async fn run(settings: &Settings, db: &Path, thread: &str) -> Result<(), CliError> {
+pub async fn run(settings: &Settings, db: &Path, thread: &str, mode: Mode) -> Result<(), CliError> {
     let store = agent::open_store(db).await?;
     let full = store_id(thread);
     let Some(before) = store.load(&full).await? else {
@@ -26,7 +27,7 @@ pub async fn run(settings: &Settings, db: &Path, thread: &str) -> Result<(), Cli
             db: db.to_path_buf(),
         });
     };
-    println!("owed: {}", owed(&before));
+    println!("owed: {}", mode.text(&owed(&before)));
     let (runtime, agent) = agent::start(settings, store.clone()).await?;
     let outcome = async {
         let request = agent
@@ -57,9 +58,9 @@ pub async fn run(settings: &Settings, db: &Path, thread: &str) -> Result<(), Cli
     let after = store.load(&full).await?.unwrap_or(before.clone());
     let first_new = before.to_list().len();
     for entry in after.to_list().iter().skip(first_new) {
-        println!("{}", render::entry(entry));
+        println!("{}", mode.text(&render::entry(entry)));
     }
-    println!("answer: {}", done.answer);
+    println!("answer: {}", mode.text(&done.answer));
     Ok(())
 }
 

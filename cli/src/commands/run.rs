@@ -7,8 +7,10 @@ use motet::runtime::agent::AskOptions;
 use crate::agent::{self, agent_thread};
 use crate::config::Settings;
 use crate::error::CliError;
+use crate::escape::{self, Mode};
 
-/// Asks `question` on `thread` and prints the answer (or one JSON object with `json`).
+/// Asks `question` on `thread` and prints the answer as `mode` says (or one JSON object with
+/// `json`, its control characters written as JSON escapes).
 ///
 /// # Errors
 /// [`CliError::ThreadId`]; a failed request as [`agent::ask_failure`] words it; store and
@@ -19,6 +21,7 @@ pub async fn run(
     question: &str,
     thread: &str,
     json: bool,
+    mode: Mode,
 ) -> Result<(), CliError> {
     let thread = agent_thread(thread)?;
     let store = agent::open_store(db).await?;
@@ -52,9 +55,9 @@ pub async fn run(
             "usage": done.usage,
             "iterations": done.iterations,
         });
-        println!("{object}");
+        println!("{}", escape::json(&object.to_string()));
     } else {
-        println!("{}", done.answer);
+        println!("{}", mode.text(&done.answer));
     }
     Ok(())
 }

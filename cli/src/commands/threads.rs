@@ -8,6 +8,7 @@ use motet::runtime::store::ThreadStore;
 
 use crate::agent::{self, store_id};
 use crate::error::CliError;
+use crate::escape::{self, Mode};
 use crate::render;
 
 /// Prints every thread in the store.
@@ -27,27 +28,28 @@ pub async fn list(db: &Path) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Prints thread `id`'s entries, one per line.
+/// Prints thread `id`'s entries, one per line, as `mode` says.
 ///
 /// # Errors
 /// [`CliError::UnknownThread`], [`CliError::Store`].
-pub async fn show(db: &Path, id: &str) -> Result<(), CliError> {
+pub async fn show(db: &Path, id: &str, mode: Mode) -> Result<(), CliError> {
     let thread = load(db, id).await?;
     let usage = thread.usage();
     out(&format!(
         "thread {} · {} entries · session tokens {} · updated {} UTC\n",
-        thread.id(),
+        escape::label(thread.id()),
         thread.entry_count(),
         render::tokens(&usage),
         render::time(thread.updated_at())
     ))?;
     for entry in thread.to_list() {
-        out(&format!("{}\n", render::entry(entry)))?;
+        out(&format!("{}\n", mode.text(&render::entry(entry))))?;
     }
     Ok(())
 }
 
-/// Prints thread `id`'s entries as JSON lines (`jsonl`) or one array.
+/// Prints thread `id`'s entries as JSON lines (`jsonl`) or one array, with the characters a
+/// terminal would obey written as JSON escapes (the same document).
 ///
 /// # Errors
 /// [`CliError::UnknownThread`], [`CliError::Store`].
@@ -60,13 +62,15 @@ pub async fn export(db: &Path, id: &str, jsonl: bool) -> Result<(), CliError> {
     if jsonl {
         let mut out = String::new();
         for entry in thread.to_list() {
-            out.push_str(&serde_json::to_string(entry).map_err(encode_failed)?);
+            out.push_str(&escape::json(
+                &serde_json::to_string(entry).map_err(encode_failed)?,
+            ));
             out.push('\n');
         }
         self::out(&out)?;
     } else {
         let array = serde_json::to_string_pretty(thread.to_list()).map_err(encode_failed)?;
-        self::out(&format!("{array}\n"))?;
+        self::out(&format!("{}\n", escape::json(&array)))?;
     }
     Ok(())
 }
@@ -102,7 +106,7 @@ pub async fn delete(db: &Path, id: &str) -> Result<(), CliError> {
             db: db.to_path_buf(),
         });
     }
-    println!("deleted thread {full}");
+    println!("deleted thread {}", escape::label(&full));
     Ok(())
 }
 
