@@ -7,7 +7,7 @@ use std::sync::Arc;
 use motet::agents::{FailureReason, LlmErrorKind, ReAct, ReActConfig, ReactCompleted, ReactFailed};
 use motet::providers::Providers;
 use motet::runtime::agent::{AgentHandle, AgentSpec, AskError, Runtime};
-use motet::runtime::store::SqliteStore;
+use motet::runtime::store::{SqliteStore, StoreError};
 use motet::runtime::tool::ToolSet;
 use motet::signals::Signal;
 
@@ -18,16 +18,44 @@ use crate::error::CliError;
 /// The agent's name: its threads are stored as `cli/<thread>`.
 pub const AGENT: &str = "cli";
 
-/// The thread id as the agent knows it: `cli/default` and `default` are both `default`.
-pub fn agent_thread(input: &str) -> &str {
-    input
-        .strip_prefix(AGENT)
-        .and_then(|rest| rest.strip_prefix('/'))
-        .unwrap_or(input)
+// Thread ids as users type them. The store keys a thread as `<agent>/<thread>`, and a thread's
+// own id may hold a `/` too (`cli/notes/2024`), so one rule gives `/` one meaning everywhere:
+// an id with a `/` is the whole store id, an id without one is a thread of the CLI's agent.
+// `threads list` shows the short form only where that rule maps it back (`work` for
+// `cli/work`, but `cli/notes/2024` whole), so every id it shows works in every command.
+
+/// The thread id as the agent knows it: `cli/default` and `default` are both `default`, and
+/// `cli/notes/2024` is `notes/2024`.
+///
+/// # Errors
+/// [`CliError::ThreadId`] for an empty id, and for an id with a `/` that names another agent's
+/// thread (`helper/t`, and `notes/2024`, which the store reads as agent `notes`'s): the CLI's
+/// agent runs only its own.
+pub fn agent_thread(input: &str) -> Result<&str, CliError> {
+    let refuse = |reason: String| CliError::ThreadId {
+        id: input.to_owned(),
+        reason,
+    };
+    let thread = match input.split_once('/') {
+        None => input,
+        Some((AGENT, thread)) => thread,
+        Some((agent, _)) => {
+            return Err(refuse(format!(
+                "an id with a `/` is `<agent>/<thread>`, and this one names agent `{agent}`; \
+                 the `{AGENT}` agent runs only its own threads (`{AGENT}/{input}` is its \
+                 thread `{input}`)"
+            )));
+        }
+    };
+    if thread.is_empty() {
+        return Err(refuse("a thread id cannot be empty".to_owned()));
+    }
+    Ok(thread)
 }
 
-/// The id in the store: `default` and `cli/default` are `cli/default`; an id naming another
-/// agent (`helper/t`) is kept as it is, so threads other programs wrote can be read too.
+/// The id in the store: `default` and `cli/default` are `cli/default`; an id with a `/`
+/// (`cli/notes/2024`, or `helper/t`, another agent's thread) is kept as it is, so threads
+/// other programs wrote can be read too.
 pub fn store_id(input: &str) -> String {
     if input.contains('/') {
         input.to_owned()
@@ -36,9 +64,18 @@ pub fn store_id(input: &str) -> String {
     }
 }
 
-/// What users see for a store id: the CLI's own threads without the `cli/`.
+/// What users see for a store id: the CLI's own threads without the `cli/` when [`store_id`]
+/// maps the short form back to the same thread, else the store id whole.
 pub fn display_id(store_id: &str) -> &str {
-    agent_thread(store_id)
+    match store_id.split_once('/') {
+        Some((AGENT, thread)) if !thread.is_empty() && !thread.contains('/') => thread,
+        _ => store_id,
+    }
+}
+
+/// What users see for the agent's thread `thread`: [`display_id`] of its store id.
+pub fn shown_thread(thread: &str) -> String {
+    display_id(&format!("{AGENT}/{thread}")).to_owned()
 }
 
 /// Opens the store at `db`.
@@ -47,6 +84,20 @@ pub fn display_id(store_id: &str) -> &str {
 /// [`CliError::Store`] when the file is not a motet store or cannot be opened.
 pub async fn open_store(db: &Path) -> Result<Arc<SqliteStore>, CliError> {
     Ok(Arc::new(SqliteStore::open(db).await?))
+}
+
+/// Opens the store at `db` for reading only (`threads list`, `show`, `export`): a store this
+/// user may only read can still be read, and nothing is created. `None` when there is no
+/// file at `db` yet.
+///
+/// # Errors
+/// [`CliError::Store`] when the file is not a motet store or cannot be read.
+pub async fn read_store(db: &Path) -> Result<Option<Arc<SqliteStore>>, CliError> {
+    match SqliteStore::open_read_only(db).await {
+        Ok(store) => Ok(Some(Arc::new(store))),
+        Err(StoreError::Missing { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// A runtime over `store` running the `cli` agent as `settings` say.
@@ -145,13 +196,56 @@ mod tests {
 
     #[test]
     fn thread_ids_with_and_without_the_agent() {
-        assert_eq!(agent_thread("default"), "default");
-        assert_eq!(agent_thread("cli/default"), "default");
-        assert_eq!(agent_thread("client"), "client");
+        for (input, thread) in [
+            ("default", "default"),
+            ("cli/default", "default"),
+            ("client", "client"),
+            ("cli/notes/2024", "notes/2024"),
+            ("cli/cli/x", "cli/x"),
+        ] {
+            assert_eq!(agent_thread(input).ok(), Some(thread), "{input}");
+        }
         assert_eq!(store_id("default"), "cli/default");
         assert_eq!(store_id("cli/default"), "cli/default");
         assert_eq!(store_id("helper/t"), "helper/t");
         assert_eq!(display_id("cli/work"), "work");
         assert_eq!(display_id("helper/t"), "helper/t");
+        assert_eq!(display_id("cli/notes/2024"), "cli/notes/2024");
+        assert_eq!(shown_thread("notes/2024"), "cli/notes/2024");
+        assert_eq!(shown_thread("work"), "work");
+    }
+
+    #[test]
+    fn an_id_naming_another_agent_or_nothing_is_refused() {
+        for input in ["notes/2024", "helper/t", "/t", "", "cli/"] {
+            let Err(CliError::ThreadId { id, reason }) = agent_thread(input) else {
+                panic!("{input:?} was accepted");
+            };
+            assert_eq!(id, input);
+            assert!(!reason.is_empty());
+        }
+    }
+
+    #[test]
+    fn every_shown_id_leads_back_to_its_thread() {
+        // What `threads list` shows must address the same thread in `threads show`/`delete`,
+        // and, for the CLI's own threads, in `run --thread`/`resume`.
+        for stored in [
+            "cli/work",
+            "cli/notes/2024",
+            "cli/cli/x",
+            "cli/",
+            "cli//",
+            "helper/t",
+            "helper/a/b",
+            "/t",
+        ] {
+            let shown = display_id(stored);
+            assert_eq!(store_id(shown), stored, "{stored} shown as {shown}");
+            if let Some(thread) = stored.strip_prefix("cli/").filter(|t| !t.is_empty()) {
+                assert_eq!(agent_thread(shown).ok(), Some(thread), "{stored}");
+                assert_eq!(shown_thread(thread), shown, "{stored}");
+            }
+        }
     }
 }

@@ -60,6 +60,15 @@ pub enum CliError {
         /// Why.
         source: std::io::Error,
     },
+    /// A thread id the command cannot use: empty, or (for the commands that run the agent)
+    /// naming another agent's thread.
+    #[error("thread id `{id}`: {reason}")]
+    ThreadId {
+        /// The id as given.
+        id: String,
+        /// The rule it breaks.
+        reason: String,
+    },
     /// No thread of that id in the store.
     #[error("no thread `{thread}` in {}", db.display())]
     UnknownThread {
@@ -118,7 +127,7 @@ impl CliError {
             | Self::NoModel
             | Self::Telemetry(_) => 3,
             Self::Store(_) | Self::DataDir { .. } | Self::UnknownThread { .. } => 4,
-            Self::BadFlag { .. } => 2,
+            Self::BadFlag { .. } | Self::ThreadId { .. } => 2,
             Self::OutputClosed => 0,
         }
     }

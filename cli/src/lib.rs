@@ -7,6 +7,7 @@
 //! - [`agent`] — the `cli` agent over the SQLite store; thread ids as users type them.
 //! - [`calculator`] — the built-in tool.
 //! - [`render`] — entries and thread lists as text.
+//! - [`escape`] — control characters in model text and ids shown, not obeyed by the terminal.
 //! - [`commands`] — one module per subcommand.
 //! - [`error`] — [`error::CliError`] and its exit codes.
 //! - [`input`] — files and standard input, read with a size limit.
@@ -16,5 +17,6 @@ pub mod calculator;
 pub mod commands;
 pub mod config;
 pub mod error;
+pub mod escape;
 pub mod input;
 pub mod render;

@@ -9,13 +9,14 @@ use clap::{Parser, Subcommand, ValueEnum};
 use motet_cli::commands;
 use motet_cli::config::{Flags, Loaded};
 use motet_cli::error::CliError;
+use motet_cli::escape::{self, Mode};
 
 /// Ask a motet agent, chat with it, resume it, and inspect its stored threads.
 ///
 /// The agent is a ReAct agent named `cli` with one built-in tool, `calculator`: arithmetic
 /// with `+ - * / % ^`, parentheses, sqrt abs ln exp floor ceil round. Its threads are stored
 /// in a SQLite file as `cli/<thread>`; everywhere a thread id is asked for, `default` and
-/// `cli/default` mean the same thread.
+/// `cli/default` mean the same thread, and an id with a `/` is the whole `<agent>/<thread>`.
 ///
 /// Exit codes: 0 success, 1 the request or stream failed, 2 bad command line, 3 configuration
 /// (model, key, config file), 4 the store (not a motet database, unknown thread).
@@ -29,6 +30,11 @@ struct Cli {
     /// The configuration file [default: ./motet.toml when it exists].
     #[arg(long, global = true, value_name = "PATH")]
     config: Option<PathBuf>,
+    /// Print model text (answers, stored entries) exactly as it is, terminal control
+    /// characters included, even to a terminal [default: shown as escapes like `\u{1b}` on a
+    /// terminal, exact into a file or a pipe]. Thread ids and errors are always escaped.
+    #[arg(long, global = true)]
+    raw: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -69,8 +75,8 @@ enum Command {
         /// The question (`-` reads it from standard input, for questions longer than a
         /// command line takes).
         question: String,
-        /// The conversation thread (`default`, `cli/default`, or any name; `new` starts a
-        /// fresh one).
+        /// The conversation thread (`default`, `cli/default`, or any name; a name with a `/`
+        /// is written whole, `cli/notes/2024`; `new` starts a fresh one).
         #[arg(long, value_name = "ID", default_value = "default")]
         thread: String,
         /// Print one JSON object: answer, thread, request_id, model, usage, iterations.
@@ -154,7 +160,7 @@ fn main() -> ExitCode {
         Ok(guard) => guard,
         Err(error) => {
             let error = CliError::from(error);
-            eprintln!("motet: {error}");
+            eprintln!("motet: {}", escape::message(&error.to_string()));
             return ExitCode::from(error.exit_code());
         }
     };
@@ -171,7 +177,8 @@ fn main() -> ExitCode {
     match runtime.block_on(dispatch(cli)) {
         Ok(()) | Err(CliError::OutputClosed) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("motet: {error}");
+            // Errors quote ids, provider bodies and model text: never obeyed by the terminal.
+            eprintln!("motet: {}", escape::message(&error.to_string()));
             ExitCode::from(error.exit_code())
         }
     }
@@ -184,6 +191,7 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
     let loaded = Loaded::read(cli.config.as_deref())?;
     let db = loaded.db_path(cli.db.as_deref())?;
     let env = |name: &str| std::env::var(name).ok();
+    let mode = Mode::for_stdout(cli.raw);
     match cli.command {
         Command::Run {
             question,
@@ -193,21 +201,21 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
         } => {
             let settings = loaded.settings(&model.flags(), &env)?;
             let question = motet_cli::input::question(&question)?;
-            commands::run::run(&settings, &db, &question, &thread, json).await
+            commands::run::run(&settings, &db, &question, &thread, json, mode).await
         }
         Command::Chat { thread, model } => {
             let settings = loaded.settings(&model.flags(), &env)?;
-            commands::chat::run(&settings, &db, &thread).await
+            commands::chat::run(&settings, &db, &thread, mode).await
         }
         Command::Resume { thread, model } => {
             // An unknown thread is the first thing to say, whatever the model settings.
             commands::resume::check(&db, &thread).await?;
             let settings = loaded.settings(&model.flags(), &env)?;
-            commands::resume::run(&settings, &db, &thread).await
+            commands::resume::run(&settings, &db, &thread, mode).await
         }
         Command::Threads { command } => match command {
             ThreadsCommand::List => commands::threads::list(&db).await,
-            ThreadsCommand::Show { id } => commands::threads::show(&db, &id).await,
+            ThreadsCommand::Show { id } => commands::threads::show(&db, &id, mode).await,
             ThreadsCommand::Export { id, format } => {
                 commands::threads::export(&db, &id, format == ExportFormat::Jsonl).await
             }

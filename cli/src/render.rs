@@ -5,6 +5,7 @@ use motet::directives::{AssistantBlock, Usage};
 use motet::runtime::store::ThreadSummary;
 
 use crate::agent::display_id;
+use crate::escape;
 
 /// One entry on one or more lines: `#seq kind: text`.
 pub fn entry(entry: &Entry) -> String {
@@ -80,14 +81,19 @@ pub fn time(unix_ms: u64) -> String {
         .unwrap_or_else(|_| unix_ms.to_string())
 }
 
-/// The thread table of `motet threads list`.
+/// The thread table of `motet threads list`; ids are escaped ([`escape::label`]) whatever the
+/// output, so the table can be printed as it is.
 pub fn thread_table(threads: &[ThreadSummary]) -> String {
     // Ids longer than this are printed whole on a longer row: padding to the longest id would
     // make one 70,000-byte id widen every row (and a width past 65,535 panics the formatter).
     const MAX_WIDTH: usize = 64;
-    let width = threads
+    let ids: Vec<_> = threads
         .iter()
-        .map(|t| display_id(&t.id).len())
+        .map(|t| escape::label(display_id(&t.id)))
+        .collect();
+    let width = ids
+        .iter()
+        .map(|id| id.len())
         .max()
         .unwrap_or(0)
         .clamp("THREAD".len(), MAX_WIDTH);
@@ -95,10 +101,10 @@ pub fn thread_table(threads: &[ThreadSummary]) -> String {
         "{:<width$}  {:>7}  {:>22}  UPDATED (UTC)\n",
         "THREAD", "ENTRIES", "TOKENS"
     );
-    for t in threads {
+    for (t, id) in threads.iter().zip(&ids) {
         out.push_str(&format!(
             "{:<width$}  {:>7}  {:>22}  {}\n",
-            display_id(&t.id),
+            id,
             t.entry_count,
             tokens(&t.usage),
             time(t.updated_at)

@@ -846,6 +846,384 @@ fn chat_timeout_holds_while_an_answer_streams() {
     chat.0.exp_eof().unwrap();
 }
 
+/// Whether this process runs as root, for whom file permissions do not bind: the folder a
+/// test creates is owned by the user that runs it.
+fn running_as_root(sandbox: &Sandbox) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(sandbox.dir.path()).unwrap().uid() == 0
+}
+
+/// `motet args` as a user the store's permission bits bind: root ignores them, so as root
+/// the command runs as `nobody` (uid 65534); anyone else runs it as themselves.
+fn as_reader(sandbox: &Sandbox, args: &[&str]) -> Command {
+    use std::os::unix::process::CommandExt;
+    let mut command = sandbox.motet(args);
+    command.env("MOTET_OPENAI_COMPAT_BASE_URL", "http://127.0.0.1:9/v1");
+    if running_as_root(sandbox) {
+        command.uid(65534).gid(65534);
+    }
+    command
+}
+
+#[test]
+fn a_store_the_user_may_only_read_can_be_read_and_not_written() {
+    use std::os::unix::fs::PermissionsExt;
+    let sandbox = Sandbox::new();
+    store_work_thread(&sandbox.db());
+    let mode = |path: &Path, bits: u32| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(bits)).unwrap();
+    };
+    mode(&sandbox.db(), 0o444);
+    // First neither the file nor its folder may be written (SQLite cannot even make the
+    // index a WAL-mode file is read through), then the folder may but the file may not.
+    for (folder_mode, why) in [
+        (0o555, "may not write its folder"),
+        (0o777, "may not write the file"),
+    ] {
+        mode(sandbox.dir.path(), folder_mode);
+        let list = run(as_reader(&sandbox, &["threads", "list"]));
+        assert!(list.status.success(), "{}", stderr(&list));
+        assert!(stdout(&list).lines().any(|l| l.starts_with("work ")));
+        let show = run(as_reader(&sandbox, &["threads", "show", "work"]));
+        assert!(show.status.success(), "{}", stderr(&show));
+        assert!(stdout(&show).contains("#3   assistant: 6 * 7 is 42."));
+        let export = run(as_reader(&sandbox, &["threads", "export", "work"]));
+        assert!(export.status.success(), "{}", stderr(&export));
+
+        // Writing is refused before any model is asked, saying why.
+        for args in [
+            &["run", "hi", "--model", "openai-compat:m"][..],
+            &["threads", "delete", "work"],
+        ] {
+            assert_fails(&run(as_reader(&sandbox, args)), 4, &["is read-only", why]);
+        }
+    }
+    mode(sandbox.dir.path(), 0o755);
+    assert_eq!(load(&sandbox.db(), "cli/work").unwrap().entry_count(), 4);
+}
+
+#[test]
+fn a_missing_store_is_not_created_by_reading_it() {
+    let sandbox = Sandbox::new();
+    let list = run(sandbox.motet(&["threads", "list"]));
+    assert!(list.status.success(), "{}", stderr(&list));
+    assert!(stdout(&list).contains("no threads in"), "{}", stdout(&list));
+    for args in [
+        &["threads", "show", "work"][..],
+        &["threads", "export", "work"],
+        &["threads", "delete", "work"],
+        &["resume", "work"],
+    ] {
+        assert_fails(&run(sandbox.motet(args)), 4, &["no thread `cli/work`"]);
+    }
+    assert!(!sandbox.db().exists(), "reading created the store");
+}
+
+#[test]
+fn a_folder_or_another_programs_database_is_refused_by_name() {
+    let sandbox = Sandbox::new();
+    std::fs::create_dir(sandbox.db()).unwrap();
+    for args in [
+        &["threads", "list"][..],
+        &["threads", "show", "work"],
+        &["run", "hi", "--model", "openai-compat:m"],
+    ] {
+        let mut command = sandbox.motet(args);
+        command.env("MOTET_OPENAI_COMPAT_BASE_URL", "http://127.0.0.1:9/v1");
+        assert_fails(
+            &run(command),
+            4,
+            &["is not a motet thread store: a directory"],
+        );
+    }
+    std::fs::remove_dir(sandbox.db()).unwrap();
+
+    let other = rusqlite::Connection::open(sandbox.db()).unwrap();
+    other
+        .execute_batch("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
+        .unwrap();
+    drop(other);
+    let before = std::fs::read(sandbox.db()).unwrap();
+    for args in [&["threads", "list"][..], &["threads", "delete", "work"]] {
+        assert_fails(
+            &run(sandbox.motet(args)),
+            4,
+            &["is not a motet thread store"],
+        );
+    }
+    assert!(std::fs::read(sandbox.db()).unwrap() == before);
+}
+
+/// An OpenAI-compatible server on loopback that answers every request with `answer`, streamed
+/// in two pieces; its base URL.
+fn answering_server(answer: &str) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let mut middle = answer.len() / 2;
+    while !answer.is_char_boundary(middle) {
+        middle -= 1;
+    }
+    let (first, second) = answer.split_at(middle);
+    let chunk = |content: &str, finish: Option<&str>| {
+        let delta = serde_json::json!({
+            "id": "c", "model": "m",
+            "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": finish}],
+        });
+        format!("data: {delta}\n\n")
+    };
+    let body = format!(
+        "{}{}data: [DONE]\n\n",
+        chunk(first, None),
+        chunk(second, Some("stop"))
+    );
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            let body = body.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream);
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let line = line.trim_end().to_ascii_lowercase();
+                    if line.is_empty() {
+                        break;
+                    }
+                    if let Some(value) = line.strip_prefix("content-length:") {
+                        length = value.trim().parse().unwrap_or(0);
+                    }
+                }
+                let mut request = vec![0; length];
+                let _ = reader.read_exact(&mut request);
+                let mut stream = reader.into_inner();
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                     content-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            });
+        }
+    });
+    url
+}
+
+/// `motet args` with `url` as its model's server.
+fn against(sandbox: &Sandbox, url: &str, args: &[&str]) -> Command {
+    let mut command = sandbox.motet(args);
+    command
+        .env("MOTET_MODEL", "openai-compat:m")
+        .env("MOTET_OPENAI_COMPAT_BASE_URL", url);
+    command
+}
+
+#[test]
+fn every_id_threads_list_shows_addresses_its_thread() {
+    let sandbox = Sandbox::new();
+    // The CLI's threads `notes/2024` and `helper/t`, and agent `helper`'s thread `t`: a `/`
+    // inside a thread's own id made the first two show as ids that named other threads.
+    tokio().block_on(async {
+        let store = SqliteStore::open(&sandbox.db()).await.unwrap();
+        let env = FixedEnv::new(1_700_000_000_000);
+        for id in ["cli/work", "cli/notes/2024", "cli/helper/t", "helper/t"] {
+            let mut thread = Thread::new(id, 1_700_000_000_000);
+            thread.append(&env, NewEntry::user(format!("question of {id}")));
+            store
+                .create_with(&ThreadHeader::of(&thread), None, thread.to_list())
+                .await
+                .unwrap();
+        }
+    });
+    let list = stdout(&run(sandbox.motet(&["threads", "list"])));
+    let shown: Vec<&str> = list
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(shown.len(), 4, "{list}");
+    let stored = |id: &str| load(&sandbox.db(), id).map_or(0, |t| t.entry_count());
+
+    let server = answering_server("Noted.");
+    for id in shown {
+        let show = run(sandbox.motet(&["threads", "show", id]));
+        assert!(show.status.success(), "{id}: {}", stderr(&show));
+        let header = stdout(&show);
+        let full = header
+            .strip_prefix("thread ")
+            .and_then(|h| h.split(' ').next())
+            .unwrap()
+            .to_owned();
+        assert!(
+            header.contains(&format!("user: question of {full}")),
+            "{header}"
+        );
+
+        if full.starts_with("cli/") {
+            // The CLI's own thread: `run --thread` and `resume` take the shown id too.
+            let output = run(against(
+                &sandbox,
+                &server,
+                &["run", "more", "--thread", id, "--json"],
+            ));
+            assert!(output.status.success(), "{id}: {}", stderr(&output));
+            let reply: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+            assert_eq!(reply["thread"], id, "{reply}");
+            // The stored question, then this one and its answer.
+            assert_eq!(stored(&full), 3, "{id}: `run` wrote elsewhere");
+            let output = run(against(&sandbox, &server, &["resume", id]));
+            assert!(output.status.success(), "{id}: {}", stderr(&output));
+            assert!(
+                stdout(&output).contains("owed: nothing new"),
+                "{}",
+                stdout(&output)
+            );
+        } else {
+            // Another agent's thread: readable, but the CLI's agent does not run it.
+            for args in [&["run", "more", "--thread", id][..], &["resume", id]] {
+                assert_fails(
+                    &run(against(&sandbox, &server, args)),
+                    2,
+                    &[&format!("thread id `{id}`"), "names agent `helper`"],
+                );
+            }
+            assert_eq!(stored(&full), 1);
+        }
+        let delete = run(sandbox.motet(&["threads", "delete", id]));
+        assert!(delete.status.success(), "{id}: {}", stderr(&delete));
+        assert_eq!(stored(&full), 0, "{id}: `delete` missed it");
+    }
+
+    // An id with a `/` is `<agent>/<thread>` everywhere: `notes/2024` is agent `notes`'s, so
+    // `run` refuses it instead of filing it under `cli/notes/2024`, where nothing finds it.
+    assert_fails(
+        &run(against(
+            &sandbox,
+            &server,
+            &["run", "hi", "--thread", "notes/2024"],
+        )),
+        2,
+        &["thread id `notes/2024`", "`cli/notes/2024`"],
+    );
+    assert_eq!(stored("cli/notes/2024"), 0);
+}
+
+/// An answer that tries to write the clipboard (OSC 52), retitle the window (OSC 0), erase the
+/// line (CSI, and C1 CSI) and reverse what follows (U+202E), with a newline and a tab that
+/// belong to its layout.
+const HOSTILE: &str =
+    "Sure.\x1b]52;c;cm0gLXJmIH4=\x07\x1b]0;pwned\x07 \x1b[2K\u{9b}31m\u{202e}txt.exe\n\tdone";
+/// Its first line as a terminal must show it.
+const HOSTILE_SHOWN: &str =
+    r"Sure.\u{1b}]52;c;cm0gLXJmIH4=\u{7}\u{1b}]0;pwned\u{7} \u{1b}[2K\u{9b}31m\u{202e}txt.exe";
+
+/// Whether `text` holds a character a terminal would act on rather than show.
+fn obeyable(text: &str) -> bool {
+    text.chars().any(|c| {
+        (c.is_control() && c != '\n' && c != '\r' && c != '\t')
+            || ('\u{202a}'..='\u{202e}').contains(&c)
+            || ('\u{2066}'..='\u{2069}').contains(&c)
+    })
+}
+
+/// Runs `command` in a pseudo-terminal to its end; what it printed there.
+fn on_terminal(mut command: Command) -> String {
+    command.stdin(Stdio::inherit());
+    let mut pty = Pty::spawn(command);
+    let latin1 = pty.0.exp_eof().unwrap();
+    let bytes: Vec<u8> = latin1.chars().map(|c| c as u8).collect();
+    String::from_utf8_lossy(&bytes).replace("\r\n", "\n")
+}
+
+#[test]
+fn model_text_is_escaped_on_a_terminal_and_exact_elsewhere() {
+    let sandbox = Sandbox::new();
+    let server = answering_server(HOSTILE);
+
+    // Into a pipe or a file: the exact answer, byte for byte.
+    let output = run(against(&sandbox, &server, &["run", "hi"]));
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), format!("{HOSTILE}\n"));
+    // JSON carries it exactly too, with nothing in it a terminal would obey.
+    let output = run(against(&sandbox, &server, &["run", "hi", "--json"]));
+    let text = stdout(&output);
+    assert!(!obeyable(&text), "{text:?}");
+    let reply: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(reply["answer"], HOSTILE);
+    let export = stdout(&run(sandbox.motet(&["threads", "export", "default"])));
+    assert!(!obeyable(&export), "{export:?}");
+
+    // On a terminal: shown, not obeyed; the layout kept.
+    let shown = on_terminal(against(&sandbox, &server, &["run", "hi"]));
+    assert!(
+        shown.contains(&format!("{HOSTILE_SHOWN}\n\tdone")),
+        "{shown:?}"
+    );
+    assert!(!obeyable(&shown), "{shown:?}");
+    let shown = on_terminal(sandbox.motet(&["threads", "show", "default"]));
+    assert!(shown.contains(HOSTILE_SHOWN), "{shown:?}");
+    assert!(!obeyable(&shown), "{shown:?}");
+    // `threads show` into a pipe is exact, as `run` is.
+    let piped = stdout(&run(sandbox.motet(&["threads", "show", "default"])));
+    assert!(piped.contains(HOSTILE), "{piped:?}");
+
+    // --raw asks for the exact text on a terminal too.
+    let raw = on_terminal(against(&sandbox, &server, &["--raw", "run", "hi"]));
+    assert!(raw.contains("\x1b]52;c;cm0gLXJmIH4="), "{raw:?}");
+}
+
+#[test]
+fn chat_escapes_a_streamed_answer() {
+    let sandbox = Sandbox::new();
+    let mut command = against(&sandbox, &answering_server(HOSTILE), &["chat"]);
+    command.stdin(Stdio::inherit());
+    let mut chat = Pty::spawn(command);
+    chat.expect("> ");
+    chat.0.send_line("hi").unwrap();
+    let streamed = chat.expect("[cli · thread default · 2 messages");
+    chat.0.send_line("/quit").unwrap();
+    chat.0.exp_eof().unwrap();
+    assert!(streamed.contains(HOSTILE_SHOWN), "{streamed:?}");
+    assert!(!obeyable(&streamed), "{streamed:?}");
+}
+
+#[test]
+fn thread_ids_and_errors_are_always_escaped() {
+    let sandbox = Sandbox::new();
+    let id = "cli/\x1b]0;pwned\x07evil\u{202e}";
+    let shown = r"\u{1b}]0;pwned\u{7}evil\u{202e}";
+    tokio().block_on(async {
+        let store = SqliteStore::open(&sandbox.db()).await.unwrap();
+        let mut thread = Thread::new(id, 1_700_000_000_000);
+        thread.append(&FixedEnv::new(1_700_000_000_000), NewEntry::user("hello"));
+        store
+            .create_with(&ThreadHeader::of(&thread), None, thread.to_list())
+            .await
+            .unwrap();
+    });
+    // Into a pipe as well: an id is a label, not content.
+    let list = stdout(&run(sandbox.motet(&["threads", "list"])));
+    assert!(list.contains(shown), "{list:?}");
+    assert!(!obeyable(&list), "{list:?}");
+    let show = stdout(&run(sandbox.motet(&["threads", "show", id])));
+    assert!(show.contains(&format!("thread cli/{shown} ·")), "{show:?}");
+    assert!(!obeyable(&show), "{show:?}");
+
+    let output = run(sandbox.motet(&["threads", "show", "\x1b]52;c;eA==\x07"]));
+    assert_fails(&output, 4, &[r"no thread `cli/\u{1b}]52;c;eA==\u{7}`"]);
+    assert!(!obeyable(&stderr(&output)), "{:?}", stderr(&output));
+
+    let delete = stdout(&run(sandbox.motet(&["threads", "delete", id])));
+    assert!(
+        delete.contains(&format!("deleted thread cli/{shown}")),
+        "{delete:?}"
+    );
+    assert!(!obeyable(&delete), "{delete:?}");
+}
+
 /// A server whose first answer is cut after "Hel"; every later one is whole.
 fn cut_once_server() -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -344,3 +344,137 @@ async fn garbage_in_the_middle_fails_closed() {
     let err = SqliteStore::open(&copy).await.unwrap_err();
     assert!(matches!(err, StoreError::NotAStore { .. }), "{err}");
 }
+
+/// Opens `path` from `n` threads at once, each with its own connections (as `n` processes
+/// would), and returns each open's outcome.
+fn open_at_once(path: &Path, n: usize) -> Vec<Result<(), StoreError>> {
+    let start = std::sync::Arc::new(std::sync::Barrier::new(n));
+    let openers: Vec<_> = (0..n)
+        .map(|_| {
+            let (path, start) = (path.to_owned(), std::sync::Arc::clone(&start));
+            std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                start.wait();
+                rt.block_on(async {
+                    let store = SqliteStore::open(&path).await?;
+                    store.list().await.map(drop)
+                })
+            })
+        })
+        .collect();
+    openers.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
+#[test]
+fn many_openers_of_a_fresh_file_all_succeed() {
+    // Creating the schema and switching to WAL both need the write lock: the openers that
+    // lose the race must wait for it, not fail with "database is locked", and find the schema
+    // made once — not take a file whose schema committed while they looked at it for another
+    // program's (tables, and no application id yet).
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..100 {
+        let path = dir.path().join(format!("fresh_{round}.db"));
+        for outcome in open_at_once(&path, 8) {
+            if let Err(e) = outcome {
+                panic!("round {round}: {e}");
+            }
+        }
+        let version: i64 = raw(&path)
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+    }
+}
+
+#[tokio::test]
+async fn a_read_only_open_reads_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let thread = long_thread("thread_r", 3);
+    let path = written_db(dir.path(), "ro.db", std::slice::from_ref(&thread)).await;
+    // A store in rollback-journal mode (copied, or switched by a tool) stays in it: opening it
+    // to read must not switch it to WAL, which is a write.
+    let mode: String = raw(&path)
+        .query_row("PRAGMA journal_mode=DELETE", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(mode, "delete");
+    let before = std::fs::read(&path).unwrap();
+
+    let store = SqliteStore::open_read_only(&path).await.unwrap();
+    let listed = store.list().await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].id, "thread_r");
+    let back = store.load("thread_r").await.unwrap().unwrap();
+    assert_eq!(back.to_list(), thread.to_list());
+    // Every write is refused as such, naming the file.
+    let more = long_thread("thread_r", 4);
+    let writes = [
+        store.commit(&more, 3).await.unwrap_err(),
+        store.delete("thread_r").await.unwrap_err(),
+        store
+            .create(&ThreadHeader::of(&long_thread("thread_new", 0)))
+            .await
+            .unwrap_err(),
+    ];
+    for err in writes {
+        assert!(matches!(err, StoreError::ReadOnly { .. }), "{err:?}");
+        assert!(err.to_string().contains("ro.db is read-only"), "{err}");
+    }
+    drop(store);
+
+    assert!(std::fs::read(&path).unwrap() == before, "the file changed");
+    for side in ["ro.db-wal", "ro.db-shm", "ro.db-journal"] {
+        assert!(!dir.path().join(side).exists(), "{side} was left behind");
+    }
+
+    // A store in WAL mode (as motet leaves them) is read the same, and its -wal and -shm
+    // files are gone again once it is closed.
+    let path = written_db(dir.path(), "wal.db", std::slice::from_ref(&thread)).await;
+    let store = SqliteStore::open_read_only(&path).await.unwrap();
+    assert_eq!(store.list().await.unwrap().len(), 1);
+    drop(store);
+    for side in ["wal.db-wal", "wal.db-shm"] {
+        assert!(!dir.path().join(side).exists(), "{side} was left behind");
+    }
+}
+
+#[tokio::test]
+async fn a_read_only_open_creates_nothing_and_names_what_it_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.db");
+    let err = SqliteStore::open_read_only(&missing).await.unwrap_err();
+    assert!(matches!(err, StoreError::Missing { .. }), "{err:?}");
+    assert!(!missing.exists());
+
+    // An empty file is a store nobody created yet, and stays empty.
+    let empty = dir.path().join("empty.db");
+    std::fs::write(&empty, "").unwrap();
+    let err = SqliteStore::open_read_only(&empty).await.unwrap_err();
+    assert!(matches!(err, StoreError::Missing { .. }), "{err:?}");
+    assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0);
+
+    // Another program's database, a newer schema, a folder: refused by name, both ways.
+    let other = dir.path().join("other.db");
+    raw(&other)
+        .execute_batch("CREATE TABLE users (id INTEGER PRIMARY KEY)")
+        .unwrap();
+    let err = SqliteStore::open_read_only(&other).await.unwrap_err();
+    assert!(matches!(err, StoreError::NotAStore { .. }), "{err:?}");
+    let newer = written_db(dir.path(), "newer.db", &[]).await;
+    raw(&newer)
+        .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+        .unwrap();
+    let err = SqliteStore::open_read_only(&newer).await.unwrap_err();
+    assert!(matches!(err, StoreError::SchemaTooNew { .. }), "{err:?}");
+    let folder = dir.path().join("folder.db");
+    std::fs::create_dir(&folder).unwrap();
+    for err in [
+        SqliteStore::open_read_only(&folder).await.unwrap_err(),
+        SqliteStore::open(&folder).await.unwrap_err(),
+    ] {
+        assert!(matches!(err, StoreError::NotAStore { .. }), "{err:?}");
+        assert!(err.to_string().contains("a directory"), "{err}");
+    }
+}

@@ -18,25 +18,28 @@ use tokio::sync::mpsc;
 use crate::agent::{self, AGENT, agent_thread};
 use crate::config::Settings;
 use crate::error::CliError;
+use crate::escape::{self, Mode};
 use crate::render;
 
 const HELP: &str = "commands: /reset (forget this thread), /threads (list them), /thread ID \
 (switch), /summarize (summarize this thread), /quit (or Ctrl-D). Ctrl-C cancels a running answer.";
 
-/// Runs the chat on `thread` until /quit or the end of input.
+/// Runs the chat on `thread` until /quit or the end of input, model text printed as `mode`
+/// says (thread ids and errors always escaped).
 ///
 /// # Errors
-/// Store and runtime failures, and reading the terminal; a failed answer is shown in the status
-/// line and the chat goes on.
-pub async fn run(settings: &Settings, db: &Path, thread: &str) -> Result<(), CliError> {
+/// [`CliError::ThreadId`]; store and runtime failures, and reading the terminal; a failed
+/// answer is shown in the status line and the chat goes on.
+pub async fn run(settings: &Settings, db: &Path, thread: &str, mode: Mode) -> Result<(), CliError> {
     let store = agent::open_store(db).await?;
     let (runtime, agent) = agent::start(settings, store.clone()).await?;
     let mut chat = Chat {
         agent,
         store,
         settings: settings.clone(),
-        thread: agent_thread(thread).to_owned(),
+        thread: agent_thread(thread)?.to_owned(),
         status: "ready".to_owned(),
+        mode,
     };
     let outcome = chat.lines().await;
     runtime.shutdown().await;
@@ -49,6 +52,7 @@ struct Chat {
     settings: Settings,
     thread: String,
     status: String,
+    mode: Mode,
 }
 
 /// What woke the question loop.
@@ -78,7 +82,8 @@ impl Chat {
         let mut stdin = tokio::io::BufReader::new(tokio::io::stdin()).lines();
         say(&format!(
             "motet chat · agent {AGENT} · model {} · thread {}\n{HELP}",
-            self.settings.model, self.thread
+            self.settings.model,
+            self.shown_thread()
         ));
         self.status_line().await;
         let outcome = loop {
@@ -107,7 +112,7 @@ impl Chat {
                     Ok(true) => continue,
                     Ok(false) => break Ok(()),
                     Err(e) => {
-                        say(&format!("error: {e}"));
+                        say(&escape::message(&format!("error: {e}")));
                         continue;
                     }
                 }
@@ -132,7 +137,7 @@ impl Chat {
                     .reset_thread(Some(&self.thread))
                     .await
                     .map_err(|e| CliError::Runtime(e.to_string()))?;
-                say(&format!("thread {} reset", self.thread));
+                say(&format!("thread {} reset", self.shown_thread()));
                 self.status = "reset".to_owned();
                 self.status_line().await;
             }
@@ -142,11 +147,11 @@ impl Chat {
                     say("no threads stored yet");
                 } else {
                     print!("{}", render::thread_table(&threads));
-                    say(&format!("current: {}", self.thread));
+                    say(&format!("current: {}", self.shown_thread()));
                 }
             }
             "thread" if !arg.is_empty() => {
-                self.thread = agent_thread(arg).to_owned();
+                self.thread = agent_thread(arg)?.to_owned();
                 self.status = "switched".to_owned();
                 self.status_line().await;
             }
@@ -174,7 +179,7 @@ impl Chat {
             .await
         {
             Ok(summary) => {
-                say(&format!("summary: {summary}"));
+                say(&format!("summary: {}", self.mode.text(&summary)));
                 self.status = "summarized".to_owned();
             }
             Err(e) => {
@@ -217,7 +222,7 @@ impl Chat {
                 Streamed::Delta(None) => break,
                 Streamed::Delta(Some(delta)) => match delta.kind {
                     DeltaKind::Text => {
-                        print!("{}", delta.delta);
+                        print!("{}", self.mode.text(&delta.delta));
                         wrote = true;
                         printed = Some(delta.call_id);
                         flush();
@@ -253,7 +258,7 @@ impl Chat {
             Ok(reply) => match agent::completed(&reply) {
                 Ok(done) => {
                     if !wrote {
-                        say(&done.answer);
+                        say(&self.mode.text(&done.answer));
                     }
                     format!("ok · {} LLM call(s)", done.iterations)
                 }
@@ -285,10 +290,15 @@ impl Chat {
         };
         say(&format!(
             "[{AGENT} · thread {} · {messages} messages · session tokens {} · {}]",
-            self.thread,
+            self.shown_thread(),
             render::tokens(&usage),
-            self.status
+            escape::message(&self.status)
         ));
+    }
+
+    /// The current thread as users type it, escaped.
+    fn shown_thread(&self) -> String {
+        escape::label(&agent::shown_thread(&self.thread)).into_owned()
     }
 }
 

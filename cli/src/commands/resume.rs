@@ -9,14 +9,16 @@ use motet::runtime::store::ThreadStore;
 use crate::agent::{self, agent_thread, store_id};
 use crate::config::Settings;
 use crate::error::CliError;
+use crate::escape::Mode;
 use crate::render;
 
 /// Resumes `thread` and prints what it owed, then what was done (the answer and the entries
-/// the resumed request appended).
+/// the resumed request appended), model text as `mode` says.
 ///
 /// # Errors
-/// [`CliError::UnknownThread`]; a failed resumed request as [`agent::ask_failure`] words it.
-pub async fn run(settings: &Settings, db: &Path, thread: &str) -> Result<(), CliError> {
+/// [`CliError::ThreadId`], [`CliError::UnknownThread`]; a failed resumed request as
+/// [`agent::ask_failure`] words it.
+pub async fn run(settings: &Settings, db: &Path, thread: &str, mode: Mode) -> Result<(), CliError> {
     let store = agent::open_store(db).await?;
     let full = store_id(thread);
     let Some(before) = store.load(&full).await? else {
@@ -25,11 +27,11 @@ pub async fn run(settings: &Settings, db: &Path, thread: &str) -> Result<(), Cli
             db: db.to_path_buf(),
         });
     };
-    println!("owed: {}", owed(&before));
+    println!("owed: {}", mode.text(&owed(&before)));
     let (runtime, agent) = agent::start(settings, store.clone()).await?;
     let outcome = async {
         let request = agent
-            .resume(Some(agent_thread(thread)), settings.timeout)
+            .resume(Some(agent_thread(thread)?), settings.timeout)
             .await
             .map_err(|e| agent::ask_failure(e, settings))?;
         let Some(request) = request else {
@@ -56,20 +58,24 @@ pub async fn run(settings: &Settings, db: &Path, thread: &str) -> Result<(), Cli
     let after = store.load(&full).await?.unwrap_or(before.clone());
     let first_new = before.to_list().len();
     for entry in after.to_list().iter().skip(first_new) {
-        println!("{}", render::entry(entry));
+        println!("{}", mode.text(&render::entry(entry)));
     }
-    println!("answer: {}", done.answer);
+    println!("answer: {}", mode.text(&done.answer));
     Ok(())
 }
 
-/// Fails unless `thread` is in the store at `db`.
+/// Fails unless `thread` is one of the agent's threads in the store at `db`.
 ///
 /// # Errors
-/// [`CliError::UnknownThread`], [`CliError::Store`].
+/// [`CliError::ThreadId`], [`CliError::UnknownThread`], [`CliError::Store`].
 pub async fn check(db: &Path, thread: &str) -> Result<(), CliError> {
-    let store = agent::open_store(db).await?;
+    agent_thread(thread)?;
     let full = store_id(thread);
-    match store.summary(&full).await? {
+    let summary = match agent::read_store(db).await? {
+        Some(store) => store.summary(&full).await?,
+        None => None,
+    };
+    match summary {
         Some(_) => Ok(()),
         None => Err(CliError::UnknownThread {
             thread: full,

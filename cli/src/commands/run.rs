@@ -7,22 +7,27 @@ use motet::runtime::agent::AskOptions;
 use crate::agent::{self, agent_thread};
 use crate::config::Settings;
 use crate::error::CliError;
+use crate::escape::{self, Mode};
 
-/// Asks `question` on `thread` and prints the answer (or one JSON object with `json`).
+/// Asks `question` on `thread` and prints the answer as `mode` says (or one JSON object with
+/// `json`, its control characters written as JSON escapes).
 ///
 /// # Errors
-/// A failed request as [`agent::ask_failure`] words it; store and runtime failures.
+/// [`CliError::ThreadId`]; a failed request as [`agent::ask_failure`] words it; store and
+/// runtime failures.
 pub async fn run(
     settings: &Settings,
     db: &Path,
     question: &str,
     thread: &str,
     json: bool,
+    mode: Mode,
 ) -> Result<(), CliError> {
+    let thread = agent_thread(thread)?;
     let store = agent::open_store(db).await?;
     let (runtime, agent) = agent::start(settings, store).await?;
     let options = AskOptions {
-        thread_id: Some(agent_thread(thread).to_owned()),
+        thread_id: Some(thread.to_owned()),
         timeout: settings.timeout,
         ..AskOptions::default()
     };
@@ -44,15 +49,15 @@ pub async fn run(
     if json {
         let object = serde_json::json!({
             "answer": done.answer,
-            "thread": thread,
+            "thread": agent::shown_thread(&thread),
             "request_id": done.request_id,
             "model": settings.model.to_string(),
             "usage": done.usage,
             "iterations": done.iterations,
         });
-        println!("{object}");
+        println!("{}", escape::json(&object.to_string()));
     } else {
-        println!("{}", done.answer);
+        println!("{}", mode.text(&done.answer));
     }
     Ok(())
 }

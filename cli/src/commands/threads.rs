@@ -4,10 +4,11 @@ use std::io::Write as _;
 use std::path::Path;
 
 use motet::agents::Thread;
-use motet::runtime::store::{SqliteStore, ThreadStore};
+use motet::runtime::store::ThreadStore;
 
 use crate::agent::{self, store_id};
 use crate::error::CliError;
+use crate::escape::{self, Mode};
 use crate::render;
 
 /// Prints every thread in the store.
@@ -15,8 +16,10 @@ use crate::render;
 /// # Errors
 /// [`CliError::Store`] when the store cannot be opened or read.
 pub async fn list(db: &Path) -> Result<(), CliError> {
-    let store = agent::open_store(db).await?;
-    let threads = store.list().await?;
+    let threads = match agent::read_store(db).await? {
+        Some(store) => store.list().await?,
+        None => Vec::new(),
+    };
     if threads.is_empty() {
         out(&format!("no threads in {}\n", db.display()))?;
     } else {
@@ -25,34 +28,33 @@ pub async fn list(db: &Path) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Prints thread `id`'s entries, one per line.
+/// Prints thread `id`'s entries, one per line, as `mode` says.
 ///
 /// # Errors
 /// [`CliError::UnknownThread`], [`CliError::Store`].
-pub async fn show(db: &Path, id: &str) -> Result<(), CliError> {
-    let store = agent::open_store(db).await?;
-    let thread = load(&store, db, id).await?;
+pub async fn show(db: &Path, id: &str, mode: Mode) -> Result<(), CliError> {
+    let thread = load(db, id).await?;
     let usage = thread.usage();
     out(&format!(
         "thread {} · {} entries · session tokens {} · updated {} UTC\n",
-        thread.id(),
+        escape::label(thread.id()),
         thread.entry_count(),
         render::tokens(&usage),
         render::time(thread.updated_at())
     ))?;
     for entry in thread.to_list() {
-        out(&format!("{}\n", render::entry(entry)))?;
+        out(&format!("{}\n", mode.text(&render::entry(entry))))?;
     }
     Ok(())
 }
 
-/// Prints thread `id`'s entries as JSON lines (`jsonl`) or one array.
+/// Prints thread `id`'s entries as JSON lines (`jsonl`) or one array, with the characters a
+/// terminal would obey written as JSON escapes (the same document).
 ///
 /// # Errors
 /// [`CliError::UnknownThread`], [`CliError::Store`].
 pub async fn export(db: &Path, id: &str, jsonl: bool) -> Result<(), CliError> {
-    let store = agent::open_store(db).await?;
-    let thread = load(&store, db, id).await?;
+    let thread = load(db, id).await?;
     let encode_failed = |e: serde_json::Error| CliError::Io {
         what: "cannot encode an entry as JSON".to_owned(),
         source: e.into(),
@@ -60,13 +62,15 @@ pub async fn export(db: &Path, id: &str, jsonl: bool) -> Result<(), CliError> {
     if jsonl {
         let mut out = String::new();
         for entry in thread.to_list() {
-            out.push_str(&serde_json::to_string(entry).map_err(encode_failed)?);
+            out.push_str(&escape::json(
+                &serde_json::to_string(entry).map_err(encode_failed)?,
+            ));
             out.push('\n');
         }
         self::out(&out)?;
     } else {
         let array = serde_json::to_string_pretty(thread.to_list()).map_err(encode_failed)?;
-        self::out(&format!("{array}\n"))?;
+        self::out(&format!("{}\n", escape::json(&array)))?;
     }
     Ok(())
 }
@@ -93,25 +97,28 @@ fn out(text: &str) -> Result<(), CliError> {
 /// # Errors
 /// [`CliError::UnknownThread`], [`CliError::Store`].
 pub async fn delete(db: &Path, id: &str) -> Result<(), CliError> {
-    let store = agent::open_store(db).await?;
     let full = store_id(id);
-    if !store.delete(&full).await? {
+    // No store there: nothing to delete, and none is created to say so.
+    let deleted = db.exists() && agent::open_store(db).await?.delete(&full).await?;
+    if !deleted {
         return Err(CliError::UnknownThread {
             thread: full,
             db: db.to_path_buf(),
         });
     }
-    println!("deleted thread {full}");
+    println!("deleted thread {}", escape::label(&full));
     Ok(())
 }
 
-async fn load(store: &SqliteStore, db: &Path, id: &str) -> Result<Thread, CliError> {
+/// Thread `id` from the store at `db`, opened for reading only.
+async fn load(db: &Path, id: &str) -> Result<Thread, CliError> {
     let full = store_id(id);
-    store
-        .load(&full)
-        .await?
-        .ok_or_else(|| CliError::UnknownThread {
-            thread: full,
-            db: db.to_path_buf(),
-        })
+    let thread = match agent::read_store(db).await? {
+        Some(store) => store.load(&full).await?,
+        None => None,
+    };
+    thread.ok_or_else(|| CliError::UnknownThread {
+        thread: full,
+        db: db.to_path_buf(),
+    })
 }

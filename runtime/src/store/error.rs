@@ -90,6 +90,24 @@ pub enum StoreError {
         /// Why.
         reason: String,
     },
+    /// There is no store at the path (no file, or an empty one), and the store was opened
+    /// read-only ([`SqliteStore::open_read_only`](super::SqliteStore::open_read_only)), which
+    /// creates nothing.
+    #[error("there is no thread store at {}", path.display())]
+    Missing {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The store can be read but not written: it was opened read-only, or the file (or its
+    /// folder, where SQLite keeps the write-ahead log) cannot be written by this user or is on
+    /// a read-only file system.
+    #[error("{} is read-only: {reason}", path.display())]
+    ReadOnly {
+        /// The file.
+        path: PathBuf,
+        /// What needed writing, or why the file cannot be written.
+        reason: String,
+    },
     /// The file is a damaged database (truncated, overwritten pages): SQLite reports it
     /// malformed.
     #[error("{} is damaged: {source}", path.display())]
