@@ -33,6 +33,8 @@ pub use signals::{
 };
 pub use state::{PendingSummary, PendingTool, ReActState, RequestState, Status};
 
+use motet_directives::results::Outcome;
+
 use crate::env::Env;
 use crate::error::StrategyError;
 use crate::policy::{ContextPolicy, Summarization, WindowMode};
@@ -879,14 +881,35 @@ impl Strategy for ReAct {
         env: &dyn Env,
     ) -> Result<Vec<Directive>, StrategyError> {
         let step = Step { cause: signal, env };
+        if let Some(outcome) = Outcome::of(signal) {
+            let outcome = outcome.map_err(|e| StrategyError::InvalidData {
+                signal_type: signal.signal_type().as_str().to_owned(),
+                message: e.to_string(),
+            })?;
+            return match outcome {
+                Outcome::Llm(result) => self.on_llm_result(state, &step, result),
+                Outcome::LlmFailed(failed) => self.on_llm_failed(state, &step, failed),
+                Outcome::Tool(tool) => {
+                    self.on_tool_result(state, &step, &tool.call_id, tool.result)
+                }
+                Outcome::Summary(summary) => self.on_summary(
+                    state,
+                    &step,
+                    SUMMARY_RESULT,
+                    &summary.call_id,
+                    Ok(summary.content),
+                ),
+                Outcome::SummaryFailed(failed) => self.on_summary(
+                    state,
+                    &step,
+                    SUMMARY_FAILED,
+                    &failed.call_id,
+                    Err(failed.message),
+                ),
+            };
+        }
         match signal.signal_type().as_str() {
             REACT_INPUT => self.on_input(state, &step, data(signal)?),
-            LLM_RESULT => self.on_llm_result(state, &step, data(signal)?),
-            LLM_FAILED => self.on_llm_failed(state, &step, data(signal)?),
-            TOOL_RESULT => {
-                let d: ToolResultSignal = data(signal)?;
-                self.on_tool_result(state, &step, &d.call_id, d.result)
-            }
             REACT_RESUME => {
                 let resume = if signal.data().is_none() {
                     ReactResume::default()
@@ -904,14 +927,6 @@ impl Strategy for ReAct {
                 self.on_cancel(state, &step, cancel)
             }
             REACT_SUMMARIZE => self.on_summarize(state, &step, data(signal)?),
-            SUMMARY_RESULT => {
-                let d: SummaryResult = data(signal)?;
-                self.on_summary(state, &step, SUMMARY_RESULT, &d.call_id, Ok(d.content))
-            }
-            SUMMARY_FAILED => {
-                let d: SummaryFailed = data(signal)?;
-                self.on_summary(state, &step, SUMMARY_FAILED, &d.call_id, Err(d.message))
-            }
             other => Err(StrategyError::Unhandled {
                 signal_type: other.to_owned(),
             }),

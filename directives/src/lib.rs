@@ -17,6 +17,8 @@
 //! - `usage` — [`Usage`], [`StopReason`], [`LlmResponse`].
 //! - `request` — [`LlmRequest`], [`LlmOptions`], [`ModelRef`].
 //! - `directive` — [`Directive`] and one payload struct per variant.
+//! - [`results`] — what comes back: the result signal of each directive, typed, and
+//!   [`results::Outcome`] to decode one.
 //! - `error` — [`DirectiveError`].
 //!
 //! # Example
@@ -41,6 +43,7 @@ mod directive;
 mod error;
 mod message;
 mod request;
+pub mod results;
 mod tool;
 mod usage;
 

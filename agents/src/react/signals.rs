@@ -1,9 +1,15 @@
-//! The signals the ReAct strategy consumes and emits: type names and typed payloads.
+//! The signals the ReAct strategy consumes and emits: type names and typed payloads. The
+//! results of its directives (`llm.result`, `tool.result`, ...) are the runtime's, defined
+//! beside the directives in `motet_directives::results` and re-exported here.
 //!
 //! The thread id and request id travel on the signal's extensions (`threadid`, `requestid`),
 //! not in these payloads; results echo the `call_id` of the directive that caused them.
 
-use motet_directives::{CallId, LlmResponse, ToolResult, Usage};
+use motet_directives::Usage;
+pub use motet_directives::results::{
+    LLM_FAILED, LLM_RESULT, LlmError, LlmErrorKind, LlmFailed, LlmResult, SUMMARY_FAILED,
+    SUMMARY_RESULT, SummaryFailed, SummaryResult, TOOL_RESULT, ToolResultSignal,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::policy::PolicyOverride;
@@ -17,16 +23,6 @@ pub const REACT_RESUME: &str = "react.resume";
 /// Summarizes a range of the thread on request: [`ReactSummarize`]. Answered with
 /// `react.completed` (the summary is the answer) or `react.failed`.
 pub const REACT_SUMMARIZE: &str = "react.summarize";
-/// An LLM call finished: [`LlmResult`].
-pub const LLM_RESULT: &str = "llm.result";
-/// An LLM call failed: [`LlmFailed`].
-pub const LLM_FAILED: &str = "llm.failed";
-/// A tool run finished: [`ToolResultSignal`].
-pub const TOOL_RESULT: &str = "tool.result";
-/// A summary was produced for a `Summarize` directive: [`SummaryResult`].
-pub const SUMMARY_RESULT: &str = "summary.result";
-/// A summary could not be produced: [`SummaryFailed`].
-pub const SUMMARY_FAILED: &str = "summary.failed";
 /// Emitted when a request completes: [`ReactCompleted`].
 pub const REACT_COMPLETED: &str = "react.completed";
 /// Emitted when a request fails or is cancelled: [`ReactFailed`].
@@ -67,95 +63,6 @@ pub struct ReactCancel {
     /// Why, for the failure report.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-}
-
-/// Data of `llm.result`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LlmResult {
-    /// The `LlmStream` directive's call id.
-    pub call_id: CallId,
-    /// The assembled response.
-    pub response: LlmResponse,
-}
-
-/// What kind of LLM failure happened.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LlmErrorKind {
-    /// HTTP 429 or the provider's rate-limit error.
-    RateLimited,
-    /// The provider is overloaded (HTTP 529, 503).
-    Overloaded,
-    /// The request was rejected as invalid (HTTP 400).
-    InvalidRequest,
-    /// The prompt exceeded the model's context window.
-    ContextLength,
-    /// The call timed out.
-    Timeout,
-    /// Anything else.
-    Other,
-}
-
-impl LlmErrorKind {
-    /// The kind as serialized (`rate_limited`, `context_length`, ...).
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Self::RateLimited => "rate_limited",
-            Self::Overloaded => "overloaded",
-            Self::InvalidRequest => "invalid_request",
-            Self::ContextLength => "context_length",
-            Self::Timeout => "timeout",
-            Self::Other => "other",
-        }
-    }
-}
-
-/// An LLM failure, as data the strategy acts on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
-#[error("{}: {message}", kind.as_str())]
-pub struct LlmError {
-    /// What kind of failure.
-    pub kind: LlmErrorKind,
-    /// The provider's description (no secrets).
-    pub message: String,
-    /// Whether trying again may succeed.
-    pub retryable: bool,
-}
-
-/// Data of `llm.failed`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LlmFailed {
-    /// The `LlmStream` directive's call id.
-    pub call_id: CallId,
-    /// What went wrong.
-    pub error: LlmError,
-}
-
-/// Data of `tool.result`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ToolResultSignal {
-    /// The `ToolExec` directive's call id.
-    pub call_id: CallId,
-    /// The result (an error result if the tool reported one, e.g. for unparsable arguments).
-    pub result: ToolResult,
-}
-
-/// Data of `summary.result`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SummaryResult {
-    /// The `Summarize` directive's call id.
-    pub call_id: CallId,
-    /// The summary text.
-    pub content: String,
-}
-
-/// Data of `summary.failed`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SummaryFailed {
-    /// The `Summarize` directive's call id.
-    pub call_id: CallId,
-    /// What went wrong.
-    pub message: String,
 }
 
 /// Data of `react.completed`.

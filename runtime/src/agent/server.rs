@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 use futures::FutureExt as _;
 
-use motet_agents::{
-    Env, LLM_FAILED, LLM_RESULT, LlmError, LlmErrorKind, LlmFailed, LlmResult, SUMMARY_FAILED,
-    SUMMARY_RESULT, Strategy, SummaryFailed, SummaryResult, TOOL_RESULT, ToolResultSignal,
+use motet_agents::{Env, Strategy};
+use motet_directives::results::{
+    LLM_FAILED, LLM_RESULT, LlmError, LlmErrorKind, LlmFailed, LlmResult, SUMMARY_FAILED,
+    SUMMARY_RESULT, SummaryFailed, SummaryResult, TOOL_RESULT, ToolResultSignal,
 };
 use motet_directives::{
     CallId, Directive, EmitTarget, LlmRequest, Message, ModelRef, ToolCallView, ToolResult,

@@ -1,0 +1,221 @@
+//! What comes back from a directive: the signal types the runtime sends a strategy when the
+//! work a directive described is done, their payloads, and [`Outcome`] to decode them.
+//!
+//! Every result echoes the `call_id` of its directive, so a strategy can match it to what it
+//! asked and ignore a stale one. Failures are data too: an LLM call that failed is
+//! `llm.failed`, a tool that failed is an error result in `tool.result` (the model reads it).
+//!
+//! | directive | result |
+//! |---|---|
+//! | [`LlmStream`](crate::LlmStream) | `llm.result` ([`LlmResult`]) or `llm.failed` ([`LlmFailed`]) |
+//! | [`ToolExec`](crate::ToolExec) | `tool.result` ([`ToolResultSignal`]) |
+//! | [`Summarize`](crate::Summarize) | `summary.result` ([`SummaryResult`]) or `summary.failed` ([`SummaryFailed`]) |
+//! | [`Schedule`](crate::Schedule) | the signal it carries, when it fires |
+
+use motet_signals::{Signal, SignalError};
+use serde::{Deserialize, Serialize};
+
+use crate::{CallId, LlmResponse, ToolResult};
+
+/// An LLM call finished: [`LlmResult`].
+pub const LLM_RESULT: &str = "llm.result";
+/// An LLM call failed: [`LlmFailed`].
+pub const LLM_FAILED: &str = "llm.failed";
+/// A tool run finished (successfully or with an error result): [`ToolResultSignal`].
+pub const TOOL_RESULT: &str = "tool.result";
+/// A summary was produced for a `Summarize` directive: [`SummaryResult`].
+pub const SUMMARY_RESULT: &str = "summary.result";
+/// A summary could not be produced: [`SummaryFailed`].
+pub const SUMMARY_FAILED: &str = "summary.failed";
+
+/// Data of `llm.result`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LlmResult {
+    /// The `LlmStream` directive's call id.
+    pub call_id: CallId,
+    /// The assembled response.
+    pub response: LlmResponse,
+}
+
+/// What kind of LLM failure happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LlmErrorKind {
+    /// HTTP 429 or the provider's rate-limit error.
+    RateLimited,
+    /// The provider is overloaded (HTTP 529, 503).
+    Overloaded,
+    /// The request was rejected as invalid (HTTP 400).
+    InvalidRequest,
+    /// The prompt exceeded the model's context window.
+    ContextLength,
+    /// The call timed out.
+    Timeout,
+    /// Anything else.
+    Other,
+}
+
+impl LlmErrorKind {
+    /// The kind as serialized (`rate_limited`, `context_length`, ...).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::RateLimited => "rate_limited",
+            Self::Overloaded => "overloaded",
+            Self::InvalidRequest => "invalid_request",
+            Self::ContextLength => "context_length",
+            Self::Timeout => "timeout",
+            Self::Other => "other",
+        }
+    }
+}
+
+/// An LLM failure, as data the strategy acts on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{}: {message}", kind.as_str())]
+pub struct LlmError {
+    /// What kind of failure.
+    pub kind: LlmErrorKind,
+    /// The provider's description (no secrets).
+    pub message: String,
+    /// Whether trying again may succeed.
+    pub retryable: bool,
+}
+
+/// Data of `llm.failed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LlmFailed {
+    /// The `LlmStream` directive's call id.
+    pub call_id: CallId,
+    /// What went wrong.
+    pub error: LlmError,
+}
+
+/// Data of `tool.result`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolResultSignal {
+    /// The `ToolExec` directive's call id.
+    pub call_id: CallId,
+    /// The result (an error result if the tool reported one, e.g. for unparsable arguments).
+    pub result: ToolResult,
+}
+
+/// Data of `summary.result`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SummaryResult {
+    /// The `Summarize` directive's call id.
+    pub call_id: CallId,
+    /// The summary text.
+    pub content: String,
+}
+
+/// Data of `summary.failed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SummaryFailed {
+    /// The `Summarize` directive's call id.
+    pub call_id: CallId,
+    /// What went wrong.
+    pub message: String,
+}
+
+/// A directive's result, decoded from its signal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// `llm.result`.
+    Llm(LlmResult),
+    /// `llm.failed`.
+    LlmFailed(LlmFailed),
+    /// `tool.result`.
+    Tool(ToolResultSignal),
+    /// `summary.result`.
+    Summary(SummaryResult),
+    /// `summary.failed`.
+    SummaryFailed(SummaryFailed),
+}
+
+impl Outcome {
+    /// The result `signal` carries: `None` when its type is not a directive result.
+    ///
+    /// # Errors
+    /// A [`SignalError`] when the type is a result's but the data does not fit it.
+    pub fn of(signal: &Signal) -> Option<Result<Self, SignalError>> {
+        let outcome = match signal.signal_type().as_str() {
+            LLM_RESULT => signal.data_as().map(Self::Llm),
+            LLM_FAILED => signal.data_as().map(Self::LlmFailed),
+            TOOL_RESULT => signal.data_as().map(Self::Tool),
+            SUMMARY_RESULT => signal.data_as().map(Self::Summary),
+            SUMMARY_FAILED => signal.data_as().map(Self::SummaryFailed),
+            _ => return None,
+        };
+        Some(outcome)
+    }
+
+    /// The call id of the directive it answers.
+    pub fn call_id(&self) -> &CallId {
+        match self {
+            Self::Llm(r) => &r.call_id,
+            Self::LlmFailed(r) => &r.call_id,
+            Self::Tool(r) => &r.call_id,
+            Self::Summary(r) => &r.call_id,
+            Self::SummaryFailed(r) => &r.call_id,
+        }
+    }
+
+    /// The signal type it travels as.
+    pub fn signal_type(&self) -> &'static str {
+        match self {
+            Self::Llm(_) => LLM_RESULT,
+            Self::LlmFailed(_) => LLM_FAILED,
+            Self::Tool(_) => TOOL_RESULT,
+            Self::Summary(_) => SUMMARY_RESULT,
+            Self::SummaryFailed(_) => SUMMARY_FAILED,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn signal(ty: &str, data: serde_json::Value) -> Signal {
+        Signal::builder(ty, "test")
+            .with_json_data(data)
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn each_result_decodes_to_its_variant_and_back_to_its_type() {
+        let cases = [
+            signal(
+                TOOL_RESULT,
+                serde_json::json!({"call_id": "c1", "result": {"tool_use_id": "t1", "content": "3", "is_error": false}}),
+            ),
+            signal(
+                LLM_FAILED,
+                serde_json::json!({"call_id": "c2", "error": {"kind": "overloaded", "message": "later", "retryable": true}}),
+            ),
+            signal(
+                SUMMARY_RESULT,
+                serde_json::json!({"call_id": "c3", "content": "short"}),
+            ),
+            signal(
+                SUMMARY_FAILED,
+                serde_json::json!({"call_id": "c4", "message": "no"}),
+            ),
+        ];
+        for (case, call) in cases.iter().zip(["c1", "c2", "c3", "c4"]) {
+            let outcome = Outcome::of(case)
+                .unwrap_or_else(|| panic!("{case:?} is a result"))
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(outcome.signal_type(), case.signal_type().as_str());
+            assert_eq!(outcome.call_id().as_str(), call);
+        }
+    }
+
+    #[test]
+    fn other_signals_are_not_results_and_bad_data_is_an_error() {
+        assert!(Outcome::of(&signal("react.input", serde_json::json!({"query": "q"}))).is_none());
+        let bad = signal(TOOL_RESULT, serde_json::json!({"call_id": 7}));
+        assert!(matches!(Outcome::of(&bad), Some(Err(_))));
+    }
+}
