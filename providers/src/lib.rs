@@ -30,6 +30,7 @@
 //! - [`models`] — model refs to dialects, the capability table, request validation.
 //! - [`retry`] — [`RetryPolicy`].
 //! - `endpoint` — URLs and headers per dialect.
+//! - `testing` (feature `test-utils`) — a hostile provider: a scripted loopback HTTP server.
 
 mod anthropic;
 mod assembler;
@@ -46,6 +47,8 @@ mod openai_chat;
 mod openai_responses;
 pub mod retry;
 pub mod sse;
+#[cfg(feature = "test-utils")]
+pub mod testing;
 pub mod transcript;
 
 pub use assembler::{BlockAssembler, StreamAssemblyError};
