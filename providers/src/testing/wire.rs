@@ -175,3 +175,18 @@ pub fn error_body(dialect: Dialect, message: &str) -> String {
     }
     .to_string()
 }
+
+/// An event whose data is not JSON, under the name the dialect's text deltas carry.
+pub fn malformed(dialect: Dialect) -> String {
+    let name = match dialect {
+        Dialect::OpenAiChat | Dialect::Gemini => "",
+        Dialect::OpenAiResponses => "response.output_text.delta",
+        Dialect::Anthropic => "content_block_delta",
+    };
+    let data = r#"{"type": "content_block_delta", "delta": [oops"#;
+    if name.is_empty() {
+        format!("data: {data}\n\n")
+    } else {
+        format!("event: {name}\ndata: {data}\n\n")
+    }
+}
