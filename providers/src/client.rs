@@ -516,19 +516,51 @@ fn timeout(phase: &str) -> ProviderError {
     }
 }
 
+/// A failure before the response headers. The server was not reached (a connection error,
+/// the connect timeout) unless HTTP could not read its answer: then it answered with
+/// something that is not a usable HTTP head (headers past the client's limit, garbage), which
+/// a retry would only fetch again.
 fn transport(e: reqwest::Error) -> ProviderError {
     if e.is_timeout() {
         return timeout("connect");
     }
-    ProviderError::Connect {
-        message: error_chain(&e.without_url()),
+    let e = e.without_url();
+    let chain = error_chain(&e);
+    match http_error(&e) {
+        // hyper says which parse failure only with its server feature; the chain names it
+        // ("message head is too large", "invalid HTTP status-code parsed").
+        Some(http) if !e.is_connect() && http.is_parse() => ProviderError::Protocol {
+            message: format!(
+                "the server's answer is not a usable HTTP response head (response headers too \
+                 large for the HTTP client, or malformed): {chain}"
+            ),
+        },
+        _ => ProviderError::Connect { message: chain },
     }
 }
 
+/// A failure reading the body of a 2xx response: the server was reached and answered, then
+/// the body broke off (the connection closed or reset, chunked framing broken). Retried when
+/// nothing had reached the caller yet, like a stream that ended early.
 fn broken(e: reqwest::Error) -> ProviderError {
-    ProviderError::Connect {
-        message: format!("the stream broke: {}", error_chain(&e.without_url())),
+    ProviderError::StreamTruncated {
+        reason: format!(
+            "the stream broke off after the server answered: {}",
+            error_chain(&e.without_url())
+        ),
     }
+}
+
+/// The HTTP stack's own error among `e`'s causes, which says what kind of failure it was.
+fn http_error(e: &reqwest::Error) -> Option<&hyper::Error> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(error) = source {
+        if let Some(http) = error.downcast_ref::<hyper::Error>() {
+            return Some(http);
+        }
+        source = error.source();
+    }
+    None
 }
 
 /// An error and its causes on one line (reqwest's Display shows only the outermost).

@@ -457,3 +457,52 @@ async fn a_key_echoed_back_is_never_repeated() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_connection_cut_mid_body_after_content_is_a_truncated_stream_not_unreachable() {
+    each_dialect(|dialect| async move {
+        let server = serve([
+            Reply::events(wire::partial(dialect, "Hel")).end(End::Cut),
+            Reply::events(wire::answer(dialect, "Hello")),
+        ])
+        .await;
+        let (events, err) = outcome(&client(dialect, &server), request(dialect)).await;
+        assert_eq!(text_of(&events), "Hel", "{dialect}");
+        match err {
+            Some(ProviderError::StreamTruncated { reason }) => {
+                assert!(
+                    reason.contains("broke off after the server answered"),
+                    "{dialect}: {reason}"
+                );
+            }
+            other => panic!("{dialect}: {other:?}"),
+        }
+        assert_eq!(server.hits(), 1, "{dialect}: no silent retry after content");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn response_headers_past_the_clients_limit_are_a_protocol_error_not_unreachable() {
+    each_dialect(|dialect| async move {
+        let server =
+            serve([Reply::events(wire::answer(dialect, "Hello")).pad_headers(1 << 20)]).await;
+        let err = client(dialect, &server)
+            .complete(request(dialect))
+            .await
+            .expect_err("refused");
+        match err {
+            ProviderError::Protocol { message } => {
+                assert!(message.contains("headers"), "{dialect}: {message}");
+                assert!(message.contains("too large"), "{dialect}: {message}");
+            }
+            other => panic!("{dialect}: {other:?}"),
+        }
+        assert_eq!(
+            server.hits(),
+            1,
+            "{dialect}: the same headers would come again"
+        );
+    })
+    .await;
+}
