@@ -116,3 +116,24 @@ fn oversized_response_headers_are_not_an_unreachable_server() {
     );
     assert!(started.elapsed() < Duration::from_secs(15));
 }
+
+#[test]
+fn a_web_page_where_the_api_should_be_is_named_for_what_it_is() {
+    let rt = runtime();
+    let page = "<!DOCTYPE html>\n<html>\n  <head><title>Sign in to the hotel Wi-Fi</title></head>\n</html>";
+    let server = rt
+        .block_on(HostileServer::start([Reply::status(200)
+            .header("content-type", "text/html")
+            .body(page)]))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let output = ask(&dir, &server, &[]);
+    assert_says(
+        &output,
+        &[
+            "the server answered with text/html, not an event stream",
+            "Sign in to the hotel Wi-Fi",
+        ],
+        &["finish_reason", "cannot reach"],
+    );
+}

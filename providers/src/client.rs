@@ -235,7 +235,7 @@ impl HttpClient {
         let status = response.status().as_u16();
         let hints = hints(&response);
         if !response.status().is_success() {
-            let body = read_capped(response, self.timeouts.idle).await;
+            let body = read_capped(response, MAX_ERROR_BODY, self.timeouts.idle).await;
             let mut error = self.dialect.classify_error(status, &body);
             if let ProviderError::RateLimited { retry_after, .. } = &mut error
                 && retry_after.is_none()
@@ -243,6 +243,15 @@ impl HttpClient {
                 *retry_after = hints.retry_after;
             }
             return Attempt::Status(status, error, hints);
+        }
+        if let Some(kind) = not_an_event_stream(&response) {
+            let body = read_capped(response, MAX_QUOTED_BODY, self.timeouts.idle).await;
+            let message = format!(
+                "the server answered with {kind}, not an event stream (is the base URL the \
+                 API's, not a website's or a proxy's?); the body begins: {}",
+                quote(&body, MAX_QUOTED_CHARS)
+            );
+            return Attempt::Failed(ProviderError::Protocol { message }, hints);
         }
         let mut reader = Reader {
             response,
@@ -498,16 +507,51 @@ fn hints(response: &reqwest::Response) -> RetryHints {
 /// The most of an error body kept (a proxy's HTML page can be large).
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
-async fn read_capped(mut response: reqwest::Response, wait: Duration) -> String {
+/// The most read of a 2xx body that is not an event stream, and the most of it quoted.
+const MAX_QUOTED_BODY: usize = 1024;
+const MAX_QUOTED_CHARS: usize = 300;
+
+/// Up to `max` bytes of a body (lossy UTF-8), whatever arrived before a read waited `wait`.
+async fn read_capped(mut response: reqwest::Response, max: usize, wait: Duration) -> String {
     let mut body = Vec::new();
-    while body.len() < MAX_ERROR_BODY {
+    while body.len() < max {
         match tokio::time::timeout(wait, response.chunk()).await {
             Ok(Ok(Some(bytes))) => body.extend_from_slice(&bytes),
             _ => break,
         }
     }
-    body.truncate(MAX_ERROR_BODY);
+    body.truncate(max);
     String::from_utf8_lossy(&body).into_owned()
+}
+
+/// The `content-type` of a response that is not an event stream; `None` for one that is,
+/// whatever its case and parameters (`text/event-stream; charset=utf-8`, as OpenAI and
+/// Anthropic send it), or that names no type (some minimal servers omit it; the body then
+/// decides).
+fn not_an_event_stream(response: &reqwest::Response) -> Option<String> {
+    let value = response.headers().get(reqwest::header::CONTENT_TYPE)?;
+    let Ok(text) = value.to_str() else {
+        return Some("an unreadable content-type".to_owned());
+    };
+    let media = text.split(';').next().unwrap_or_default().trim();
+    if media.is_empty() || media.eq_ignore_ascii_case("text/event-stream") {
+        return None;
+    }
+    Some(text.trim().chars().take(100).collect())
+}
+
+/// The start of `body` in quotes, its whitespace runs made single spaces, at most `chars`
+/// characters (`…` when cut).
+fn quote(body: &str, chars: usize) -> String {
+    let flat = body.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.is_empty() {
+        return "nothing (an empty body)".to_owned();
+    }
+    let mut quoted: String = flat.chars().take(chars).collect();
+    if quoted.len() < flat.len() {
+        quoted.push('…');
+    }
+    format!("\"{quoted}\"")
 }
 
 fn timeout(phase: &str) -> ProviderError {

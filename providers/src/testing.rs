@@ -134,9 +134,17 @@ impl Reply {
         }
     }
 
-    /// Adds a response header.
-    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.headers.push((name.into(), value.into()));
+    /// Sets a response header (replacing one of the same name, any case).
+    pub fn header(self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        let name = name.into();
+        let mut reply = self.without_header(&name);
+        reply.headers.push((name, value.into()));
+        reply
+    }
+
+    /// Removes a response header (`content-type`, say, from an event stream).
+    pub fn without_header(mut self, name: &str) -> Self {
+        self.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
         self
     }
 

@@ -506,3 +506,79 @@ async fn response_headers_past_the_clients_limit_are_a_protocol_error_not_unreac
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_200_that_is_not_an_event_stream_says_what_it_was() {
+    each_dialect(|dialect| async move {
+        // A captive portal's page, and a JSON body echoing the key (a wrong base URL).
+        let page = format!(
+            "<!DOCTYPE html>\n<html><head><title>Sign in to the hotel Wi-Fi</title></head><body>{}</body></html>",
+            "<p>Accept the terms.</p>".repeat(2_000)
+        );
+        let cases = [
+            (
+                Reply::status(200)
+                    .header("content-type", "text/html; charset=utf-8")
+                    .body(page),
+                "text/html; charset=utf-8",
+                "Sign in to the hotel Wi-Fi",
+            ),
+            (
+                Reply::json(200, format!(r#"{{"object":"list","token":"{SECRETS}"}}"#))
+                    .echo_secrets(),
+                "application/json",
+                r#"{"object":"list""#,
+            ),
+        ];
+        for (reply, kind, quoted) in cases {
+            let server = serve([reply]).await;
+            let err = client(dialect, &server)
+                .complete(request(dialect))
+                .await
+                .expect_err("not a stream");
+            let ProviderError::Protocol { message } = &err else {
+                panic!("{dialect}: {err:?}");
+            };
+            assert!(
+                message.contains(&format!("the server answered with {kind}, not an event stream")),
+                "{dialect}: {message}"
+            );
+            assert!(message.contains(quoted), "{dialect}: {message}");
+            assert!(message.len() < 1_000, "{dialect}: {} bytes", message.len());
+            assert!(!message.contains(&TOKEN[9..]), "{dialect}: {message}");
+            assert_eq!(server.hits(), 1, "{dialect}: the same page would come again");
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_event_stream_is_recognised_whatever_its_parameters_and_case() {
+    each_dialect(|dialect| async move {
+        for kind in [
+            "text/event-stream; charset=utf-8",
+            "Text/Event-Stream;charset=UTF-8",
+            " text/event-stream ",
+        ] {
+            let server =
+                serve([Reply::events(wire::answer(dialect, "Hello")).header("content-type", kind)])
+                    .await;
+            let r = client(dialect, &server)
+                .complete(request(dialect))
+                .await
+                .unwrap_or_else(|e| panic!("{dialect} {kind}: {e}"));
+            assert_eq!(r.message.to_string(), "Hello", "{dialect} {kind}");
+            assert_eq!(server.hits(), 1, "{dialect} {kind}");
+        }
+        // Some minimal servers name no type at all: the body decides.
+        let server =
+            serve([Reply::events(wire::answer(dialect, "Hello")).without_header("content-type")])
+                .await;
+        let r = client(dialect, &server)
+            .complete(request(dialect))
+            .await
+            .unwrap_or_else(|e| panic!("{dialect} untyped: {e}"));
+        assert_eq!(r.message.to_string(), "Hello", "{dialect}");
+    })
+    .await;
+}

@@ -220,3 +220,18 @@ fn each_dialects_answer_assembles_and_its_partial_is_truncated() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_header_set_twice_is_replaced_and_one_can_be_removed() {
+    let server = HostileServer::start([
+        Reply::events(["data: x\n\n"]).header("Content-Type", "text/event-stream; charset=utf-8"),
+        Reply::events(["data: x\n\n"]).without_header("content-type"),
+    ])
+    .await
+    .unwrap();
+    let typed = limit(http().post(server.url()).send()).await.unwrap();
+    let types: Vec<_> = typed.headers().get_all("content-type").iter().collect();
+    assert_eq!(types, ["text/event-stream; charset=utf-8"]);
+    let untyped = limit(http().post(server.url()).send()).await.unwrap();
+    assert!(untyped.headers().get("content-type").is_none());
+}
