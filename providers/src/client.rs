@@ -235,7 +235,7 @@ impl HttpClient {
         let status = response.status().as_u16();
         let hints = hints(&response);
         if !response.status().is_success() {
-            let body = read_capped(response, MAX_ERROR_BODY, self.timeouts.idle).await;
+            let body = read_capped(response, MAX_ERROR_BODY, &self.timeouts).await;
             let mut error = self.dialect.classify_error(status, &body);
             if let ProviderError::RateLimited { retry_after, .. } = &mut error
                 && retry_after.is_none()
@@ -245,7 +245,7 @@ impl HttpClient {
             return Attempt::Status(status, error, hints);
         }
         if let Some(kind) = not_an_event_stream(&response) {
-            let body = read_capped(response, MAX_QUOTED_BODY, self.timeouts.idle).await;
+            let body = read_capped(response, MAX_QUOTED_BODY, &self.timeouts).await;
             let message = format!(
                 "the server answered with {kind}, not an event stream (is the base URL the \
                  API's, not a website's or a proxy's?); the body begins: {}",
@@ -511,15 +511,21 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 const MAX_QUOTED_BODY: usize = 1024;
 const MAX_QUOTED_CHARS: usize = 300;
 
-/// Up to `max` bytes of a body (lossy UTF-8), whatever arrived before a read waited `wait`.
-async fn read_capped(mut response: reqwest::Response, max: usize, wait: Duration) -> String {
+/// Up to `max` bytes of a body that is not a stream (an error, a page), lossy UTF-8: what
+/// arrived before a read waited the `idle` timeout, or `timeouts.first_byte` passed in all. A
+/// body trickled a byte at a time, each just inside the idle timeout, would otherwise hold the
+/// call for as long as the server likes.
+async fn read_capped(mut response: reqwest::Response, max: usize, timeouts: &Timeouts) -> String {
     let mut body = Vec::new();
-    while body.len() < max {
-        match tokio::time::timeout(wait, response.chunk()).await {
-            Ok(Ok(Some(bytes))) => body.extend_from_slice(&bytes),
-            _ => break,
+    let read = async {
+        while body.len() < max {
+            match tokio::time::timeout(timeouts.idle, response.chunk()).await {
+                Ok(Ok(Some(bytes))) => body.extend_from_slice(&bytes),
+                _ => break,
+            }
         }
-    }
+    };
+    let _ = tokio::time::timeout(timeouts.first_byte, read).await;
     body.truncate(max);
     String::from_utf8_lossy(&body).into_owned()
 }

@@ -124,7 +124,8 @@ pub struct Timeouts {
     /// Establishing the connection (TCP and TLS). Default 10 s.
     pub connect: Duration,
     /// From sending the request to the response headers and the first body bytes. Default 60 s
-    /// (a long prompt can take a while before the first token).
+    /// (a long prompt can take a while before the first token). An error body (or a 2xx body
+    /// that is not an event stream) must also arrive whole within it, after its headers.
     pub first_byte: Duration,
     /// Between two reads of a streaming body. Default 60 s.
     pub idle: Duration,

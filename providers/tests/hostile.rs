@@ -582,3 +582,31 @@ async fn an_event_stream_is_recognised_whatever_its_parameters_and_case() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn an_error_body_trickled_byte_by_byte_is_read_for_a_bounded_time() {
+    each_dialect(|dialect| async move {
+        // 70 KB at one byte every 10 ms (under the idle timeout): twelve minutes unbounded.
+        let body = "upstream busy; ".repeat(5_000);
+        let server = serve([Reply::status(500)
+            .body(body.clone())
+            .trickle(Duration::from_millis(10))])
+        .await;
+        let started = Instant::now();
+        let err = client(dialect, &server)
+            .with_retry(RetryPolicy::none())
+            .complete(request(dialect))
+            .await
+            .expect_err("500");
+        let waited = started.elapsed();
+        let ProviderError::Server { status, message } = &err else {
+            panic!("{dialect}: {err:?}");
+        };
+        assert_eq!(*status, 500, "{dialect}");
+        assert!(message.starts_with("upstream"), "{dialect}: {message}");
+        assert!(body.starts_with(message.as_str()), "{dialect}: {message}");
+        // The first-byte timeout (400 ms here) caps the whole body.
+        assert!(waited < Duration::from_secs(2), "{dialect}: {waited:?}");
+    })
+    .await;
+}
