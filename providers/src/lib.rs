@@ -24,6 +24,7 @@
 //!   `gemini/` (each: `request` rendering, `stream` decoding, `error` classification).
 //! - [`transcript`] — a recorded body assembled offline (tests, `motet-transcript`).
 //! - `error` — [`ProviderError`].
+//! - `count` — token counts read leniently (`null`, `12.0`), as compatible servers write them.
 //! - [`client`] — [`LlmClient`], [`Providers`] (picks a dialect per model ref), [`HttpClient`]:
 //!   HTTP, per-phase timeouts, retries before content.
 //! - [`config`] — [`ApiKey`] (never printed), [`ProvidersConfig`] from the environment.
@@ -36,6 +37,7 @@ mod anthropic;
 mod assembler;
 pub mod client;
 pub mod config;
+mod count;
 mod decoder;
 mod dialect;
 mod endpoint;
