@@ -137,3 +137,70 @@ fn a_web_page_where_the_api_should_be_is_named_for_what_it_is() {
         &["finish_reason", "cannot reach"],
     );
 }
+
+#[test]
+fn limits_come_from_the_environment_over_the_file() {
+    let rt = runtime();
+    let mut endless = wire::opening(Dialect::OpenAiChat);
+    endless.push(wire::text(Dialect::OpenAiChat, &"x".repeat(500)));
+    let server = rt
+        .block_on(HostileServer::start([
+            Reply::events(endless).end(End::RepeatLast)
+        ]))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("motet.toml"),
+        "[limits]\nmax_response_bytes = 1000\n",
+    )
+    .unwrap();
+    let output = ask(&dir, &server, &[]);
+    assert_says(&output, &["the response passed 1000 bytes"], &[]);
+    let output = ask(&dir, &server, &[("MOTET_MAX_RESPONSE_BYTES", "2000")]);
+    assert_says(&output, &["the response passed 2000 bytes"], &[]);
+    assert_eq!(server.hits(), 2, "not retried");
+}
+
+#[test]
+fn the_idle_timeout_is_set_in_the_file_or_the_environment() {
+    let rt = runtime();
+    let held = Reply::events(wire::partial(Dialect::OpenAiChat, "Hel"))
+        .end(End::Hold(Duration::from_secs(30)));
+    let server = rt.block_on(HostileServer::start([held])).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // Without the limit, the 60 s default outlasts the request's own 20 s.
+    std::fs::write(
+        dir.path().join("motet.toml"),
+        "[limits]\nidle_timeout = 0.3\n",
+    )
+    .unwrap();
+    let started = Instant::now();
+    let output = ask(&dir, &server, &[]);
+    assert_says(&output, &["timed out waiting for next event"], &[]);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    std::fs::remove_file(dir.path().join("motet.toml")).unwrap();
+    let started = Instant::now();
+    let output = ask(&dir, &server, &[("MOTET_IDLE_TIMEOUT", "0.3")]);
+    assert_says(&output, &["timed out waiting for next event"], &[]);
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn a_limit_variable_that_cannot_be_used_is_a_configuration_error() {
+    let rt = runtime();
+    let server = rt
+        .block_on(HostileServer::start([Reply::events(wire::answer(
+            Dialect::OpenAiChat,
+            "Hello",
+        ))]))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let output = ask(&dir, &server, &[("MOTET_IDLE_TIMEOUT", "forever")]);
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("MOTET_IDLE_TIMEOUT=`forever`: not a number of seconds"),
+        "{err}"
+    );
+    assert_eq!(server.hits(), 0, "refused before any call");
+}

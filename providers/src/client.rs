@@ -95,9 +95,10 @@ impl Providers {
     /// Providers configured from the environment (see [`crate::config`]).
     ///
     /// # Errors
-    /// [`ProviderError::Config`] when the HTTP client cannot be built.
+    /// [`ProviderError::Config`] when a limit's variable holds an unusable value, or the HTTP
+    /// client cannot be built.
     pub fn from_env() -> Result<Self, ProviderError> {
-        Self::new(ProvidersConfig::from_env())
+        Self::new(ProvidersConfig::from_env()?)
     }
 
     /// Providers with this configuration.
