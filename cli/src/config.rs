@@ -12,12 +12,18 @@
 //! | system prompt | — | — | `system_prompt` | none |
 //! | request timeout | `--timeout` | — | `timeout_secs` | 120 |
 //! | answer length | — | — | `max_tokens` | the provider's |
+//! | provider limits | — | `MOTET_CONNECT_TIMEOUT`, … | `[limits]` | [`motet::providers::config`]'s |
+//!
+//! `[limits]` holds `connect_timeout`, `first_byte_timeout`, `idle_timeout`, `initial_backoff`
+//! and `max_backoff` (seconds, decimals allowed), `max_retries` and `max_response_bytes`; each
+//! is below its `MOTET_*` variable (`MOTET_IDLE_TIMEOUT`, …) and has no flag.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use motet::agents::ContextPolicy;
 use motet::directives::{ModelRef, ToolChoice};
+use motet::providers::config::{backoff_secs, response_bytes, timeout_secs};
 use motet::providers::{ProviderKind, ProvidersConfig, models};
 use serde::Deserialize;
 
@@ -71,6 +77,31 @@ pub struct FileConfig {
     /// Provider base URLs.
     #[serde(default)]
     pub base_urls: BaseUrls,
+    /// Timeouts, retries and the response size limit of every LLM call.
+    #[serde(default)]
+    pub limits: LimitsTable,
+}
+
+/// `[limits]`: how long an LLM call may wait, how often it is retried and how much it may
+/// hold, below the environment's `MOTET_*` variables.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsTable {
+    /// Seconds to establish a connection (`MOTET_CONNECT_TIMEOUT`).
+    pub connect_timeout: Option<f64>,
+    /// Seconds until the response headers and first bytes (`MOTET_FIRST_BYTE_TIMEOUT`).
+    pub first_byte_timeout: Option<f64>,
+    /// Seconds between two reads of a streaming answer (`MOTET_IDLE_TIMEOUT`).
+    pub idle_timeout: Option<f64>,
+    /// Retries of a call that failed before any content (`MOTET_MAX_RETRIES`).
+    pub max_retries: Option<u32>,
+    /// Seconds before the first retry, doubled each time (`MOTET_INITIAL_BACKOFF`).
+    pub initial_backoff: Option<f64>,
+    /// The longest wait between retries, in seconds (`MOTET_MAX_BACKOFF`).
+    pub max_backoff: Option<f64>,
+    /// Bytes of text, reasoning and tool arguments one answer may hold
+    /// (`MOTET_MAX_RESPONSE_BYTES`).
+    pub max_response_bytes: Option<u64>,
 }
 
 /// `[base_urls]`: where each provider is, below the environment's `*_BASE_URL`.
@@ -183,7 +214,7 @@ impl Loaded {
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Settings, CliError> {
         let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
-        let providers = self.providers(&var);
+        let providers = self.providers(&var)?;
         let (input, source_name) = if let Some(model) = flags.model.as_deref() {
             (model.to_owned(), "--model".to_owned())
         } else if let Some(model) = var("MOTET_MODEL") {
@@ -271,24 +302,22 @@ impl Loaded {
         })
     }
 
-    /// The file's base URLs, the environment's URLs and keys over them, and for
-    /// `openai-compat` the local server (`MOTET_LOCAL_LLM_URL` + `/v1`) when nothing else
-    /// names one.
-    fn providers(&self, var: &dyn Fn(&str) -> Option<String>) -> ProvidersConfig {
-        let from_env = ProvidersConfig::from_vars(var);
-        let mut config = ProvidersConfig::new();
+    /// The file's base URLs and limits, the environment's URLs, keys and limits over them,
+    /// and for `openai-compat` the local server (`MOTET_LOCAL_LLM_URL` + `/v1`) when nothing
+    /// else names one.
+    fn providers(&self, var: &dyn Fn(&str) -> Option<String>) -> Result<ProvidersConfig, CliError> {
+        let mut config = self.limits(ProvidersConfig::new())?;
         for kind in KINDS {
             if let Some(url) = self.file.base_urls.get(kind) {
                 config = config.with_base_url(kind, url.clone());
             }
-            let settings = from_env.settings(kind);
-            if let Some(url) = &settings.base_url {
-                config = config.with_base_url(kind, url.clone());
-            }
-            if let Some(key) = &settings.api_key {
-                config = config.with_api_key(kind, key.clone());
-            }
         }
+        let mut config = config.with_vars(var).map_err(|e| CliError::Environment {
+            message: e
+                .to_string()
+                .trim_start_matches("configuration error: ")
+                .to_owned(),
+        })?;
         if config
             .settings(ProviderKind::OpenAiCompat)
             .base_url
@@ -298,7 +327,59 @@ impl Loaded {
             let base = format!("{}/v1", local.trim_end_matches('/'));
             config = config.with_base_url(ProviderKind::OpenAiCompat, base);
         }
-        config
+        Ok(config)
+    }
+
+    /// `config` with the file's `[limits]`, each checked as its variable is.
+    fn limits(&self, mut config: ProvidersConfig) -> Result<ProvidersConfig, CliError> {
+        let table = &self.file.limits;
+        let timeouts = [
+            (
+                "limits.connect_timeout",
+                table.connect_timeout,
+                &mut config.timeouts.connect,
+            ),
+            (
+                "limits.first_byte_timeout",
+                table.first_byte_timeout,
+                &mut config.timeouts.first_byte,
+            ),
+            (
+                "limits.idle_timeout",
+                table.idle_timeout,
+                &mut config.timeouts.idle,
+            ),
+        ];
+        for (key, seconds, field) in timeouts {
+            if let Some(seconds) = seconds {
+                *field = timeout_secs(seconds).map_err(|why| self.key_error(key, why))?;
+            }
+        }
+        let backoffs = [
+            (
+                "limits.initial_backoff",
+                table.initial_backoff,
+                &mut config.retry.initial_backoff,
+            ),
+            (
+                "limits.max_backoff",
+                table.max_backoff,
+                &mut config.retry.max_backoff,
+            ),
+        ];
+        for (key, seconds, field) in backoffs {
+            if let Some(seconds) = seconds {
+                *field = backoff_secs(seconds).map_err(|why| self.key_error(key, why))?;
+            }
+        }
+        if let Some(retries) = table.max_retries {
+            config.retry.max_retries = retries;
+        }
+        if let Some(bytes) = table.max_response_bytes {
+            config.limits.max_response_bytes = response_bytes(bytes)
+                .map_err(|why| self.key_error("limits.max_response_bytes", why))?;
+        }
+        Ok(config)
     }
 
     /// Every `[base_urls]` entry must be an `http://` or `https://` URL with a host: a typo
@@ -583,5 +664,99 @@ mod tests {
             .settings(&Flags::default(), &env(&vars))
             .unwrap_err();
         assert!(err.to_string().contains("`calculator`"), "{err}");
+    }
+
+    #[test]
+    fn limits_from_the_file_below_the_environment() {
+        let vars = [("MOTET_LOCAL_LLM_URL", "http://h")];
+        let defaults = Loaded::default()
+            .settings(&Flags::default(), &env(&vars))
+            .unwrap()
+            .providers;
+        assert_eq!(defaults.timeouts, ProvidersConfig::new().timeouts);
+        assert_eq!(defaults.retry, ProvidersConfig::new().retry);
+        assert_eq!(defaults.limits, ProvidersConfig::new().limits);
+
+        let file = loaded(
+            "[limits]\nconnect_timeout = 3\nfirst_byte_timeout = 45\nidle_timeout = 2.5\n\
+             max_retries = 0\ninitial_backoff = 0.25\nmax_backoff = 4\nmax_response_bytes = 1000\n",
+        );
+        let p = file
+            .settings(&Flags::default(), &env(&vars))
+            .unwrap()
+            .providers;
+        assert_eq!(p.timeouts.connect, Duration::from_secs(3));
+        assert_eq!(p.timeouts.first_byte, Duration::from_secs(45));
+        assert_eq!(p.timeouts.idle, Duration::from_millis(2500));
+        assert_eq!(p.retry.max_retries, 0);
+        assert_eq!(p.retry.initial_backoff, Duration::from_millis(250));
+        assert_eq!(p.retry.max_backoff, Duration::from_secs(4));
+        assert_eq!(p.limits.max_response_bytes, 1000);
+
+        let over = [
+            ("MOTET_LOCAL_LLM_URL", "http://h"),
+            ("MOTET_IDLE_TIMEOUT", "7"),
+            ("MOTET_MAX_RETRIES", "5"),
+        ];
+        let p = file
+            .settings(&Flags::default(), &env(&over))
+            .unwrap()
+            .providers;
+        assert_eq!(
+            p.timeouts.idle,
+            Duration::from_secs(7),
+            "the environment wins"
+        );
+        assert_eq!(p.retry.max_retries, 5, "the environment wins");
+        assert_eq!(
+            p.limits.max_response_bytes, 1000,
+            "the file's, not overridden"
+        );
+    }
+
+    #[test]
+    fn a_bad_limit_names_its_key_or_its_variable() {
+        let vars = [("MOTET_LOCAL_LLM_URL", "http://h")];
+        for (text, key) in [
+            (
+                "[limits]\nidle_timeout = 0",
+                "`limits.idle_timeout`: must be more than 0",
+            ),
+            (
+                "[limits]\nconnect_timeout = -2.5",
+                "`limits.connect_timeout`",
+            ),
+            ("[limits]\nmax_backoff = -1", "`limits.max_backoff`"),
+            (
+                "[limits]\nmax_response_bytes = 0",
+                "`limits.max_response_bytes`",
+            ),
+        ] {
+            let err = loaded(text)
+                .settings(&Flags::default(), &env(&vars))
+                .unwrap_err();
+            assert_eq!(err.exit_code(), 3, "{text}");
+            let err = err.to_string();
+            assert!(
+                err.contains("motet.toml") && err.contains(key),
+                "{text}: {err}"
+            );
+        }
+        assert!(toml::from_str::<FileConfig>("[limits]\nidle = 3").is_err());
+        assert!(toml::from_str::<FileConfig>("[limits]\nmax_retries = -1").is_err());
+
+        let bad = [
+            ("MOTET_LOCAL_LLM_URL", "http://h"),
+            ("MOTET_MAX_RETRIES", "lots"),
+        ];
+        let err = Loaded::default()
+            .settings(&Flags::default(), &env(&bad))
+            .unwrap_err();
+        assert!(matches!(err, CliError::Environment { .. }), "{err:?}");
+        assert_eq!(err.exit_code(), 3);
+        assert_eq!(
+            err.to_string(),
+            "environment: MOTET_MAX_RETRIES=`lots`: not a whole number of retries (like 2, or 0 for none)"
+        );
     }
 }

@@ -34,6 +34,12 @@ pub enum CliError {
         /// Why it is not usable.
         reason: String,
     },
+    /// An environment variable holds a value that cannot be used (`MOTET_IDLE_TIMEOUT=ten`).
+    #[error("environment: {message}")]
+    Environment {
+        /// What is wrong, naming the variable.
+        message: String,
+    },
     /// The chosen provider lacks its key or base URL.
     #[error("model `{model}`: {message}")]
     ProviderConfig {
@@ -122,6 +128,7 @@ impl CliError {
             | Self::Io { .. }
             | Self::Transcript(_) => 1,
             Self::ConfigFile { .. }
+            | Self::Environment { .. }
             | Self::UnknownModel { .. }
             | Self::ProviderConfig { .. }
             | Self::NoModel

@@ -320,7 +320,7 @@ struct ModelChoice {
 
 /// `--model` / `MOTET_MODEL`, else a key in the environment, else a local server.
 async fn choose_model(wanted: Option<String>) -> Result<ModelChoice, String> {
-    let mut config = ProvidersConfig::from_env();
+    let mut config = ProvidersConfig::from_env().map_err(|e| e.to_string())?;
     let set = |var: &str| std::env::var(var).ok().filter(|v| !v.trim().is_empty());
     let wanted = wanted.or_else(|| set("MOTET_MODEL")).or_else(|| {
         [

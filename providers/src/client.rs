@@ -95,9 +95,10 @@ impl Providers {
     /// Providers configured from the environment (see [`crate::config`]).
     ///
     /// # Errors
-    /// [`ProviderError::Config`] when the HTTP client cannot be built.
+    /// [`ProviderError::Config`] when a limit's variable holds an unusable value, or the HTTP
+    /// client cannot be built.
     pub fn from_env() -> Result<Self, ProviderError> {
-        Self::new(ProvidersConfig::from_env())
+        Self::new(ProvidersConfig::from_env()?)
     }
 
     /// Providers with this configuration.
@@ -235,7 +236,7 @@ impl HttpClient {
         let status = response.status().as_u16();
         let hints = hints(&response);
         if !response.status().is_success() {
-            let body = read_capped(response, self.timeouts.idle).await;
+            let body = read_capped(response, MAX_ERROR_BODY, &self.timeouts).await;
             let mut error = self.dialect.classify_error(status, &body);
             if let ProviderError::RateLimited { retry_after, .. } = &mut error
                 && retry_after.is_none()
@@ -243,6 +244,15 @@ impl HttpClient {
                 *retry_after = hints.retry_after;
             }
             return Attempt::Status(status, error, hints);
+        }
+        if let Some(kind) = not_an_event_stream(&response) {
+            let body = read_capped(response, MAX_QUOTED_BODY, &self.timeouts).await;
+            let message = format!(
+                "the server answered with {kind}, not an event stream (is the base URL the \
+                 API's, not a website's or a proxy's?); the body begins: {}",
+                quote(&body, MAX_QUOTED_CHARS)
+            );
+            return Attempt::Failed(ProviderError::Protocol { message }, hints);
         }
         let mut reader = Reader {
             response,
@@ -498,16 +508,57 @@ fn hints(response: &reqwest::Response) -> RetryHints {
 /// The most of an error body kept (a proxy's HTML page can be large).
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
-async fn read_capped(mut response: reqwest::Response, wait: Duration) -> String {
+/// The most read of a 2xx body that is not an event stream, and the most of it quoted.
+const MAX_QUOTED_BODY: usize = 1024;
+const MAX_QUOTED_CHARS: usize = 300;
+
+/// Up to `max` bytes of a body that is not a stream (an error, a page), lossy UTF-8: what
+/// arrived before a read waited the `idle` timeout, or `timeouts.first_byte` passed in all. A
+/// body trickled a byte at a time, each just inside the idle timeout, would otherwise hold the
+/// call for as long as the server likes.
+async fn read_capped(mut response: reqwest::Response, max: usize, timeouts: &Timeouts) -> String {
     let mut body = Vec::new();
-    while body.len() < MAX_ERROR_BODY {
-        match tokio::time::timeout(wait, response.chunk()).await {
-            Ok(Ok(Some(bytes))) => body.extend_from_slice(&bytes),
-            _ => break,
+    let read = async {
+        while body.len() < max {
+            match tokio::time::timeout(timeouts.idle, response.chunk()).await {
+                Ok(Ok(Some(bytes))) => body.extend_from_slice(&bytes),
+                _ => break,
+            }
         }
-    }
-    body.truncate(MAX_ERROR_BODY);
+    };
+    let _ = tokio::time::timeout(timeouts.first_byte, read).await;
+    body.truncate(max);
     String::from_utf8_lossy(&body).into_owned()
+}
+
+/// The `content-type` of a response that is not an event stream; `None` for one that is,
+/// whatever its case and parameters (`text/event-stream; charset=utf-8`, as OpenAI and
+/// Anthropic send it), or that names no type (some minimal servers omit it; the body then
+/// decides).
+fn not_an_event_stream(response: &reqwest::Response) -> Option<String> {
+    let value = response.headers().get(reqwest::header::CONTENT_TYPE)?;
+    let Ok(text) = value.to_str() else {
+        return Some("an unreadable content-type".to_owned());
+    };
+    let media = text.split(';').next().unwrap_or_default().trim();
+    if media.is_empty() || media.eq_ignore_ascii_case("text/event-stream") {
+        return None;
+    }
+    Some(text.trim().chars().take(100).collect())
+}
+
+/// The start of `body` in quotes, its whitespace runs made single spaces, at most `chars`
+/// characters (`…` when cut).
+fn quote(body: &str, chars: usize) -> String {
+    let flat = body.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.is_empty() {
+        return "nothing (an empty body)".to_owned();
+    }
+    let mut quoted: String = flat.chars().take(chars).collect();
+    if quoted.len() < flat.len() {
+        quoted.push('…');
+    }
+    format!("\"{quoted}\"")
 }
 
 fn timeout(phase: &str) -> ProviderError {
@@ -516,19 +567,51 @@ fn timeout(phase: &str) -> ProviderError {
     }
 }
 
+/// A failure before the response headers. The server was not reached (a connection error,
+/// the connect timeout) unless HTTP could not read its answer: then it answered with
+/// something that is not a usable HTTP head (headers past the client's limit, garbage), which
+/// a retry would only fetch again.
 fn transport(e: reqwest::Error) -> ProviderError {
     if e.is_timeout() {
         return timeout("connect");
     }
-    ProviderError::Connect {
-        message: error_chain(&e.without_url()),
+    let e = e.without_url();
+    let chain = error_chain(&e);
+    match http_error(&e) {
+        // hyper says which parse failure only with its server feature; the chain names it
+        // ("message head is too large", "invalid HTTP status-code parsed").
+        Some(http) if !e.is_connect() && http.is_parse() => ProviderError::Protocol {
+            message: format!(
+                "the server's answer is not a usable HTTP response head (response headers too \
+                 large for the HTTP client, or malformed): {chain}"
+            ),
+        },
+        _ => ProviderError::Connect { message: chain },
     }
 }
 
+/// A failure reading the body of a 2xx response: the server was reached and answered, then
+/// the body broke off (the connection closed or reset, chunked framing broken). Retried when
+/// nothing had reached the caller yet, like a stream that ended early.
 fn broken(e: reqwest::Error) -> ProviderError {
-    ProviderError::Connect {
-        message: format!("the stream broke: {}", error_chain(&e.without_url())),
+    ProviderError::StreamTruncated {
+        reason: format!(
+            "the stream broke off after the server answered: {}",
+            error_chain(&e.without_url())
+        ),
     }
+}
+
+/// The HTTP stack's own error among `e`'s causes, which says what kind of failure it was.
+fn http_error(e: &reqwest::Error) -> Option<&hyper::Error> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(error) = source {
+        if let Some(http) = error.downcast_ref::<hyper::Error>() {
+            return Some(http);
+        }
+        source = error.source();
+    }
+    None
 }
 
 /// An error and its causes on one line (reqwest's Display shows only the outermost).

@@ -7,6 +7,19 @@
 //! | `anthropic:` | `ANTHROPIC_API_KEY` | `ANTHROPIC_BASE_URL` (`https://api.anthropic.com`) |
 //! | `gemini:` | `GEMINI_API_KEY`, else `GOOGLE_API_KEY` | `GEMINI_BASE_URL` (`https://generativelanguage.googleapis.com`) |
 //! | `openai-compat:` | `MOTET_OPENAI_COMPAT_API_KEY` (optional) | `MOTET_OPENAI_COMPAT_BASE_URL` (required) |
+//!
+//! The limits of every call, from the environment too (seconds may have decimals; a value that
+//! cannot be used is a [`ProviderError::Config`] naming the variable, never ignored):
+//!
+//! | limit | variable | default |
+//! |---|---|---|
+//! | [`Timeouts::connect`] | `MOTET_CONNECT_TIMEOUT` (seconds, more than 0) | 10 |
+//! | [`Timeouts::first_byte`] | `MOTET_FIRST_BYTE_TIMEOUT` (seconds, more than 0) | 60 |
+//! | [`Timeouts::idle`] | `MOTET_IDLE_TIMEOUT` (seconds, more than 0) | 60 |
+//! | [`RetryPolicy::max_retries`] | `MOTET_MAX_RETRIES` (0 for none) | 2 |
+//! | [`RetryPolicy::initial_backoff`] | `MOTET_INITIAL_BACKOFF` (seconds) | 0.5 |
+//! | [`RetryPolicy::max_backoff`] | `MOTET_MAX_BACKOFF` (seconds) | 8 |
+//! | [`Limits::max_response_bytes`] | `MOTET_MAX_RESPONSE_BYTES` (at least 1) | 16 MiB |
 
 use std::fmt;
 use std::time::Duration;
@@ -124,7 +137,8 @@ pub struct Timeouts {
     /// Establishing the connection (TCP and TLS). Default 10 s.
     pub connect: Duration,
     /// From sending the request to the response headers and the first body bytes. Default 60 s
-    /// (a long prompt can take a while before the first token).
+    /// (a long prompt can take a while before the first token). An error body (or a 2xx body
+    /// that is not an event stream) must also arrive whole within it, after its headers.
     pub first_byte: Duration,
     /// Between two reads of a streaming body. Default 60 s.
     pub idle: Duration,
@@ -158,6 +172,76 @@ impl Default for Limits {
     }
 }
 
+/// `MOTET_CONNECT_TIMEOUT`: [`Timeouts::connect`], in seconds.
+pub const CONNECT_TIMEOUT: &str = "MOTET_CONNECT_TIMEOUT";
+/// `MOTET_FIRST_BYTE_TIMEOUT`: [`Timeouts::first_byte`], in seconds.
+pub const FIRST_BYTE_TIMEOUT: &str = "MOTET_FIRST_BYTE_TIMEOUT";
+/// `MOTET_IDLE_TIMEOUT`: [`Timeouts::idle`], in seconds.
+pub const IDLE_TIMEOUT: &str = "MOTET_IDLE_TIMEOUT";
+/// `MOTET_MAX_RETRIES`: [`RetryPolicy::max_retries`].
+pub const MAX_RETRIES: &str = "MOTET_MAX_RETRIES";
+/// `MOTET_INITIAL_BACKOFF`: [`RetryPolicy::initial_backoff`], in seconds.
+pub const INITIAL_BACKOFF: &str = "MOTET_INITIAL_BACKOFF";
+/// `MOTET_MAX_BACKOFF`: [`RetryPolicy::max_backoff`], in seconds.
+pub const MAX_BACKOFF: &str = "MOTET_MAX_BACKOFF";
+/// `MOTET_MAX_RESPONSE_BYTES`: [`Limits::max_response_bytes`].
+pub const MAX_RESPONSE_BYTES: &str = "MOTET_MAX_RESPONSE_BYTES";
+
+/// A timeout of `seconds` (decimals allowed): finite and more than zero (a zero timeout
+/// would fail every call).
+///
+/// # Errors
+/// What is wrong with the value, for a message that names where it came from.
+pub fn timeout_secs(seconds: f64) -> Result<Duration, String> {
+    match Duration::try_from_secs_f64(seconds) {
+        Ok(wait) if !wait.is_zero() => Ok(wait),
+        Ok(_) => Err("must be more than 0 seconds".to_owned()),
+        Err(_) => Err("must be a number of seconds more than 0, like 30 or 2.5".to_owned()),
+    }
+}
+
+/// A backoff of `seconds` (decimals allowed): finite, zero or more.
+///
+/// # Errors
+/// What is wrong with the value, for a message that names where it came from.
+pub fn backoff_secs(seconds: f64) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(seconds)
+        .map_err(|_| "must be a number of seconds, 0 or more, like 0.5".to_owned())
+}
+
+/// A response limit of `bytes`: at least one, and addressable on this machine.
+///
+/// # Errors
+/// What is wrong with the value, for a message that names where it came from.
+pub fn response_bytes(bytes: u64) -> Result<usize, String> {
+    match usize::try_from(bytes) {
+        Ok(0) => Err("must be at least 1 byte".to_owned()),
+        Ok(bytes) => Ok(bytes),
+        Err(_) => Err("is more bytes than this machine can address".to_owned()),
+    }
+}
+
+/// A number of seconds as written in a variable.
+fn seconds(text: &str) -> Result<f64, String> {
+    text.parse::<f64>()
+        .map_err(|_| "not a number of seconds (like 30 or 2.5)".to_owned())
+}
+
+/// The value of variable `name` through `parse`, or the error naming the variable and the
+/// value (limits are no secret; a long value is cut).
+fn parse_var<T>(
+    name: &str,
+    text: &str,
+    parse: impl FnOnce(&str) -> Result<T, String>,
+) -> Result<T, ProviderError> {
+    parse(text.trim()).map_err(|why| {
+        let shown: String = text.trim().chars().take(40).collect();
+        ProviderError::Config {
+            message: format!("{name}=`{shown}`: {why}"),
+        }
+    })
+}
+
 /// One provider's resolved settings.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProviderSettings {
@@ -185,31 +269,82 @@ impl ProvidersConfig {
         Self::default()
     }
 
-    /// Reads the process environment (see the module table).
-    pub fn from_env() -> Self {
+    /// Reads the process environment (see the module tables).
+    ///
+    /// # Errors
+    /// [`ProviderError::Config`] naming the variable when a limit's value cannot be used.
+    pub fn from_env() -> Result<Self, ProviderError> {
         Self::from_vars(|name| std::env::var(name).ok())
     }
 
-    /// Reads settings through `var` (the environment, or a map in tests). Empty values count
+    /// Reads settings through `var` (the environment, or a map in tests) over the defaults.
+    /// Empty values count as unset.
+    ///
+    /// # Errors
+    /// [`ProviderError::Config`] naming the variable when a limit's value cannot be used.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, ProviderError> {
+        Self::new().with_vars(var)
+    }
+
+    /// These settings, with whatever `var` sets over them: keys, base URLs and limits (an
+    /// application's own configuration first, the environment over it). Empty values count
     /// as unset.
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Self {
-        let mut config = Self::new();
+    ///
+    /// # Errors
+    /// [`ProviderError::Config`] naming the variable when a limit's value cannot be used.
+    pub fn with_vars(
+        mut self,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ProviderError> {
+        let read = |name: &str| var(name).filter(|v| !v.trim().is_empty());
         for kind in [
             ProviderKind::OpenAi,
             ProviderKind::Anthropic,
             ProviderKind::Gemini,
             ProviderKind::OpenAiCompat,
         ] {
-            let read = |name: &str| var(name).filter(|v| !v.trim().is_empty());
-            let settings = &mut config.settings[kind.index()];
-            settings.api_key = kind
-                .key_vars()
-                .iter()
-                .find_map(|v| read(v))
-                .map(ApiKey::new);
-            settings.base_url = read(kind.url_var()).map(|u| u.trim_end_matches('/').to_owned());
+            let settings = &mut self.settings[kind.index()];
+            if let Some(key) = kind.key_vars().iter().find_map(|v| read(v)) {
+                settings.api_key = Some(ApiKey::new(key));
+            }
+            if let Some(url) = read(kind.url_var()) {
+                settings.base_url = Some(url.trim_end_matches('/').to_owned());
+            }
         }
-        config
+        let timeouts = [
+            (CONNECT_TIMEOUT, &mut self.timeouts.connect),
+            (FIRST_BYTE_TIMEOUT, &mut self.timeouts.first_byte),
+            (IDLE_TIMEOUT, &mut self.timeouts.idle),
+        ];
+        for (name, field) in timeouts {
+            if let Some(text) = read(name) {
+                *field = parse_var(name, &text, |t| timeout_secs(seconds(t)?))?;
+            }
+        }
+        let backoffs = [
+            (INITIAL_BACKOFF, &mut self.retry.initial_backoff),
+            (MAX_BACKOFF, &mut self.retry.max_backoff),
+        ];
+        for (name, field) in backoffs {
+            if let Some(text) = read(name) {
+                *field = parse_var(name, &text, |t| backoff_secs(seconds(t)?))?;
+            }
+        }
+        if let Some(text) = read(MAX_RETRIES) {
+            self.retry.max_retries = parse_var(MAX_RETRIES, &text, |t| {
+                t.parse::<u32>()
+                    .map_err(|_| "not a whole number of retries (like 2, or 0 for none)".to_owned())
+            })?;
+        }
+        if let Some(text) = read(MAX_RESPONSE_BYTES) {
+            self.limits.max_response_bytes = parse_var(MAX_RESPONSE_BYTES, &text, |t| {
+                let bytes = t
+                    .parse::<u64>()
+                    .map_err(|_| "not a whole number of bytes (like 16777216)".to_owned())?;
+                response_bytes(bytes)
+            })?;
+        }
+        Ok(self)
     }
 
     /// Sets a provider's key, over anything read from the environment.

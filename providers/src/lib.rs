@@ -24,17 +24,20 @@
 //!   `gemini/` (each: `request` rendering, `stream` decoding, `error` classification).
 //! - [`transcript`] — a recorded body assembled offline (tests, `motet-transcript`).
 //! - `error` — [`ProviderError`].
+//! - `count` — token counts read leniently (`null`, `12.0`), as compatible servers write them.
 //! - [`client`] — [`LlmClient`], [`Providers`] (picks a dialect per model ref), [`HttpClient`]:
 //!   HTTP, per-phase timeouts, retries before content.
 //! - [`config`] — [`ApiKey`] (never printed), [`ProvidersConfig`] from the environment.
 //! - [`models`] — model refs to dialects, the capability table, request validation.
 //! - [`retry`] — [`RetryPolicy`].
 //! - `endpoint` — URLs and headers per dialect.
+//! - `testing` (feature `test-utils`) — a hostile provider: a scripted loopback HTTP server.
 
 mod anthropic;
 mod assembler;
 pub mod client;
 pub mod config;
+mod count;
 mod decoder;
 mod dialect;
 mod endpoint;
@@ -46,6 +49,8 @@ mod openai_chat;
 mod openai_responses;
 pub mod retry;
 pub mod sse;
+#[cfg(feature = "test-utils")]
+pub mod testing;
 pub mod transcript;
 
 pub use assembler::{BlockAssembler, StreamAssemblyError};

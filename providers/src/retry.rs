@@ -176,7 +176,9 @@ impl RetryPolicy {
             .saturating_mul(2u32.saturating_pow(attempt.min(30)));
         let full = doubled.min(self.max_backoff);
         let cut = self.jitter.clamp(0.0, 1.0) * unit.clamp(0.0, 1.0);
-        full.mul_f64(1.0 - cut)
+        // Not `mul_f64`: a backoff near `Duration::MAX` (settable from the environment) rounds
+        // up past it as a float, and `mul_f64` would panic.
+        Duration::try_from_secs_f64(full.as_secs_f64() * (1.0 - cut)).unwrap_or(full)
     }
 }
 
@@ -276,6 +278,17 @@ mod tests {
                 "{value}: {hints:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_backoff_as_long_as_a_duration_goes_is_not_a_panic() {
+        let policy = RetryPolicy {
+            initial_backoff: Duration::MAX,
+            max_backoff: Duration::MAX,
+            ..RetryPolicy::default()
+        };
+        assert_eq!(policy.backoff(0, 0.0), Duration::MAX);
+        assert!(policy.backoff(3, 0.5) <= Duration::MAX);
     }
 
     #[test]

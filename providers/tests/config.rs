@@ -4,8 +4,13 @@
 
 use std::collections::HashMap;
 
+use std::time::Duration;
+
 use motet_directives::{LlmRequest, Message};
-use motet_providers::{ApiKey, LlmClient, ProviderError, ProviderKind, Providers, ProvidersConfig};
+use motet_providers::{
+    ApiKey, Limits, LlmClient, ProviderError, ProviderKind, Providers, ProvidersConfig,
+    RetryPolicy, Timeouts,
+};
 
 fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
     let map: HashMap<String, String> = pairs
@@ -22,7 +27,8 @@ fn the_environment_as_the_sdks_read_it() {
         ("OPENAI_BASE_URL", "https://proxy.example/v1/"),
         ("ANTHROPIC_API_KEY", "sk-ant"),
         ("GOOGLE_API_KEY", "AIza-google"),
-    ]));
+    ]))
+    .unwrap();
     let (url, key) = config.resolve(ProviderKind::OpenAi).unwrap();
     assert_eq!(url, "https://proxy.example/v1", "trailing slash dropped");
     assert_eq!(key, Some(ApiKey::new("sk-openai")));
@@ -40,7 +46,8 @@ fn the_environment_as_the_sdks_read_it() {
         ("GEMINI_API_KEY", "AIza-gemini"),
         ("GOOGLE_API_KEY", "AIza-google"),
         ("ANTHROPIC_API_KEY", ""),
-    ]));
+    ]))
+    .unwrap();
     assert_eq!(
         config.resolve(ProviderKind::Gemini).unwrap().1,
         Some(ApiKey::new("AIza-gemini"))
@@ -51,6 +58,7 @@ fn the_environment_as_the_sdks_read_it() {
 #[test]
 fn explicit_settings_override_the_environment() {
     let config = ProvidersConfig::from_vars(vars(&[("ANTHROPIC_API_KEY", "sk-env")]))
+        .unwrap()
         .with_api_key(ProviderKind::Anthropic, ApiKey::new("sk-explicit"))
         .with_base_url(ProviderKind::Anthropic, "http://127.0.0.1:9/");
     let (url, key) = config.resolve(ProviderKind::Anthropic).unwrap();
@@ -60,7 +68,8 @@ fn explicit_settings_override_the_environment() {
 
 #[test]
 fn missing_settings_name_the_variable_never_a_value() {
-    let config = ProvidersConfig::from_vars(vars(&[("OPENAI_API_KEY", "sk-present-SECRET")]));
+    let config =
+        ProvidersConfig::from_vars(vars(&[("OPENAI_API_KEY", "sk-present-SECRET")])).unwrap();
     match config.resolve(ProviderKind::Anthropic) {
         Err(ProviderError::Config { message }) => {
             assert!(message.contains("ANTHROPIC_API_KEY"), "{message}");
@@ -89,7 +98,8 @@ fn missing_settings_name_the_variable_never_a_value() {
     let compat = ProvidersConfig::from_vars(vars(&[(
         "MOTET_OPENAI_COMPAT_BASE_URL",
         "http://127.0.0.1:8089/v1",
-    )]));
+    )]))
+    .unwrap();
     assert_eq!(
         compat.resolve(ProviderKind::OpenAiCompat).unwrap(),
         ("http://127.0.0.1:8089/v1".to_owned(), None)
@@ -119,4 +129,103 @@ async fn an_unknown_provider_is_a_config_error_before_any_request() {
         Err(ProviderError::Config { message }) => assert!(message.contains("mistral"), "{message}"),
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn limits_come_from_the_environment_in_seconds_with_decimals() {
+    let config = ProvidersConfig::from_vars(vars(&[
+        ("MOTET_CONNECT_TIMEOUT", "2.5"),
+        ("MOTET_FIRST_BYTE_TIMEOUT", "90"),
+        ("MOTET_IDLE_TIMEOUT", " 0.25 "),
+        ("MOTET_MAX_RETRIES", "0"),
+        ("MOTET_INITIAL_BACKOFF", "0"),
+        ("MOTET_MAX_BACKOFF", "1.5"),
+        ("MOTET_MAX_RESPONSE_BYTES", "1048576"),
+    ]))
+    .unwrap();
+    assert_eq!(
+        config.timeouts,
+        Timeouts {
+            connect: Duration::from_millis(2500),
+            first_byte: Duration::from_secs(90),
+            idle: Duration::from_millis(250),
+        }
+    );
+    assert_eq!(config.retry.max_retries, 0);
+    assert_eq!(config.retry.initial_backoff, Duration::ZERO);
+    assert_eq!(config.retry.max_backoff, Duration::from_millis(1500));
+    assert_eq!(config.limits.max_response_bytes, 1 << 20);
+
+    // Unset or empty: the defaults.
+    let config = ProvidersConfig::from_vars(vars(&[("MOTET_IDLE_TIMEOUT", "")])).unwrap();
+    assert_eq!(config.timeouts, Timeouts::default());
+    assert_eq!(config.retry, RetryPolicy::default());
+    assert_eq!(config.limits, Limits::default());
+}
+
+#[test]
+fn a_limit_that_cannot_be_used_is_an_error_naming_the_variable() {
+    let cases = [
+        ("MOTET_CONNECT_TIMEOUT", "ten", "not a number of seconds"),
+        ("MOTET_FIRST_BYTE_TIMEOUT", "0", "more than 0"),
+        ("MOTET_IDLE_TIMEOUT", "-1", "more than 0"),
+        ("MOTET_IDLE_TIMEOUT", "inf", "more than 0"),
+        ("MOTET_IDLE_TIMEOUT", "1e30", "more than 0"),
+        ("MOTET_IDLE_TIMEOUT", "30s", "not a number of seconds"),
+        ("MOTET_MAX_RETRIES", "-1", "whole number of retries"),
+        ("MOTET_MAX_RETRIES", "2.5", "whole number of retries"),
+        ("MOTET_INITIAL_BACKOFF", "NaN", "0 or more"),
+        ("MOTET_MAX_BACKOFF", "-0.5", "0 or more"),
+        ("MOTET_MAX_RESPONSE_BYTES", "0", "at least 1 byte"),
+        ("MOTET_MAX_RESPONSE_BYTES", "16MiB", "whole number of bytes"),
+    ];
+    for (name, value, why) in cases {
+        match ProvidersConfig::from_vars(vars(&[(name, value)])) {
+            Err(ProviderError::Config { message }) => {
+                assert!(
+                    message.starts_with(&format!("{name}=`{value}`")),
+                    "{name}={value}: {message}"
+                );
+                assert!(message.contains(why), "{name}={value}: {message}");
+            }
+            other => panic!("{name}={value}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn the_environment_goes_over_an_applications_own_settings() {
+    let own = ProvidersConfig::new()
+        .with_base_url(ProviderKind::OpenAiCompat, "http://file/v1")
+        .with_timeouts(Timeouts {
+            idle: Duration::from_secs(5),
+            ..Timeouts::default()
+        })
+        .with_limits(Limits {
+            max_response_bytes: 1000,
+        });
+    let config = own
+        .clone()
+        .with_vars(vars(&[("MOTET_IDLE_TIMEOUT", "7")]))
+        .unwrap();
+    assert_eq!(config.timeouts.idle, Duration::from_secs(7));
+    assert_eq!(config.limits.max_response_bytes, 1000, "kept: not set");
+    assert_eq!(
+        config
+            .settings(ProviderKind::OpenAiCompat)
+            .base_url
+            .as_deref(),
+        Some("http://file/v1"),
+        "kept: not set"
+    );
+    let config = own
+        .with_vars(vars(&[("MOTET_OPENAI_COMPAT_BASE_URL", "http://env/v1/")]))
+        .unwrap();
+    assert_eq!(
+        config
+            .settings(ProviderKind::OpenAiCompat)
+            .base_url
+            .as_deref(),
+        Some("http://env/v1")
+    );
 }

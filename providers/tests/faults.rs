@@ -3,162 +3,21 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use motet_directives::{LlmRequest, Message};
 use motet_providers::retry::RetryPolicy;
+use motet_providers::testing::{End, HostileServer, Reply};
 use motet_providers::{
     ApiKey, Dialect, HttpClient, Limits, LlmClient, LlmEvent, ProviderError, ProviderKind,
     Providers, ProvidersConfig, Timeouts,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
+use tokio::net::TcpListener;
 
-/// What the server does with one request.
-#[derive(Clone)]
-enum Reply {
-    /// A whole response: status, extra headers, body.
-    Full(u16, Vec<(&'static str, String)>, String),
-    /// 200 with a streaming body written in these pieces, a pause after each, then `End`.
-    Stream(Vec<String>, Duration, End),
-    /// Accept, read the request, say nothing for this long.
-    Stall(Duration),
-}
-
-/// How a streaming body ends.
-#[derive(Clone, Copy)]
-enum End {
-    /// The chunked body is terminated properly.
-    Clean,
-    /// The connection is cut in the middle of the body.
-    Cut,
-    /// Nothing more is sent; the connection stays open this long.
-    Hold(Duration),
-}
-
-struct Server {
-    url: String,
-    hits: Arc<AtomicUsize>,
-    /// One message per connection the client closed (EOF seen by the server).
-    closed: mpsc::UnboundedReceiver<()>,
-    /// Each request's header block, as received.
-    requests: mpsc::UnboundedReceiver<String>,
-}
-
-/// Serves `replies` in order, one per request; the last repeats.
-async fn serve(replies: Vec<Reply>) -> Server {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("addr"));
-    let hits = Arc::new(AtomicUsize::new(0));
-    let (closed_tx, closed) = mpsc::unbounded_channel();
-    let (req_tx, requests) = mpsc::unbounded_channel();
-    let counter = hits.clone();
-    tokio::spawn(async move {
-        loop {
-            let Ok((socket, _)) = listener.accept().await else {
-                return;
-            };
-            let n = counter.fetch_add(1, Ordering::SeqCst);
-            let reply = replies[n.min(replies.len() - 1)].clone();
-            let closed_tx = closed_tx.clone();
-            let req_tx = req_tx.clone();
-            tokio::spawn(async move {
-                let _ = answer(socket, reply, closed_tx, req_tx).await;
-            });
-        }
-    });
-    Server {
-        url,
-        hits,
-        closed,
-        requests,
-    }
-}
-
-async fn read_request(socket: &mut TcpStream) -> std::io::Result<String> {
-    let mut buf = Vec::new();
-    let mut byte = [0u8; 4096];
-    loop {
-        let n = socket.read(&mut byte).await?;
-        if n == 0 {
-            break;
-        }
-        buf.extend_from_slice(&byte[..n]);
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).to_string();
-            let length = head
-                .lines()
-                .find_map(|l| {
-                    let (k, v) = l.split_once(':')?;
-                    k.eq_ignore_ascii_case("content-length")
-                        .then(|| v.trim().parse::<usize>().ok())?
-                })
-                .unwrap_or(0);
-            while buf.len() < end + 4 + length {
-                let n = socket.read(&mut byte).await?;
-                if n == 0 {
-                    break;
-                }
-                buf.extend_from_slice(&byte[..n]);
-            }
-            return Ok(head);
-        }
-    }
-    Ok(String::new())
-}
-
-async fn answer(
-    mut socket: TcpStream,
-    reply: Reply,
-    closed: mpsc::UnboundedSender<()>,
-    requests: mpsc::UnboundedSender<String>,
-) -> std::io::Result<()> {
-    let head = read_request(&mut socket).await?;
-    let _ = requests.send(head);
-    match reply {
-        Reply::Full(status, headers, body) => {
-            let mut out = format!(
-                "HTTP/1.1 {status} X\r\ncontent-length: {}\r\nconnection: close\r\n",
-                body.len()
-            );
-            for (k, v) in headers {
-                out.push_str(&format!("{k}: {v}\r\n"));
-            }
-            out.push_str("\r\n");
-            out.push_str(&body);
-            socket.write_all(out.as_bytes()).await?;
-        }
-        Reply::Stream(pieces, pause, end) => {
-            socket
-                .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n")
-                .await?;
-            for piece in pieces {
-                let chunk = format!("{:x}\r\n{piece}\r\n", piece.len());
-                if socket.write_all(chunk.as_bytes()).await.is_err() {
-                    let _ = closed.send(());
-                    return Ok(());
-                }
-                tokio::time::sleep(pause).await;
-            }
-            match end {
-                End::Clean => socket.write_all(b"0\r\n\r\n").await?,
-                End::Cut => {}
-                End::Hold(hold) => {
-                    // Wait for the client to hang up (or the hold to pass).
-                    let mut byte = [0u8; 1];
-                    if let Ok(Ok(0)) = tokio::time::timeout(hold, socket.read(&mut byte)).await {
-                        let _ = closed.send(());
-                    }
-                }
-            }
-        }
-        Reply::Stall(wait) => tokio::time::sleep(wait).await,
-    }
-    Ok(())
+/// A scripted server answering with `replies` in order (the last repeats).
+async fn serve(replies: impl IntoIterator<Item = Reply>) -> HostileServer {
+    HostileServer::start(replies).await.expect("bind")
 }
 
 fn chat_chunk(content: &str) -> String {
@@ -176,11 +35,7 @@ fn chat_end() -> String {
 }
 
 fn ok_stream() -> Reply {
-    Reply::Stream(
-        vec![chat_chunk("Hello"), chat_end()],
-        Duration::ZERO,
-        End::Clean,
-    )
+    Reply::events([chat_chunk("Hello"), chat_end()])
 }
 
 fn fast_retries() -> RetryPolicy {
@@ -223,21 +78,19 @@ async fn limit<T>(f: impl std::future::Future<Output = T>) -> T {
 
 #[tokio::test]
 async fn rate_limited_then_ok_honours_retry_after() {
-    let server = serve(vec![
-        Reply::Full(
-            429,
-            vec![("retry-after-ms", "300".into())],
-            r#"{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}"#.into(),
-        ),
+    let server = serve([
+        Reply::status(429)
+            .header("retry-after-ms", "300")
+            .body(r#"{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}"#),
         ok_stream(),
     ])
     .await;
     let started = Instant::now();
-    let r = limit(client(&server.url).complete(request()))
+    let r = limit(client(server.url()).complete(request()))
         .await
         .expect("retried");
     assert_eq!(r.message.to_string(), "Hello");
-    assert_eq!(server.hits.load(Ordering::SeqCst), 2);
+    assert_eq!(server.hits(), 2);
     assert!(
         started.elapsed() >= Duration::from_millis(300),
         "waited {:?}",
@@ -247,13 +100,11 @@ async fn rate_limited_then_ok_honours_retry_after() {
 
 #[tokio::test]
 async fn rate_limited_every_time_gives_up_with_the_hint() {
-    let server = serve(vec![Reply::Full(
-        429,
-        vec![("retry-after", "0".into())],
-        r#"{"error":{"message":"slow down","code":"rate_limit_exceeded"}}"#.into(),
-    )])
+    let server = serve([Reply::status(429)
+        .header("retry-after", "0")
+        .body(r#"{"error":{"message":"slow down","code":"rate_limit_exceeded"}}"#)])
     .await;
-    let err = limit(client(&server.url).complete(request()))
+    let err = limit(client(server.url()).complete(request()))
         .await
         .expect_err("gives up");
     assert_eq!(
@@ -263,53 +114,49 @@ async fn rate_limited_every_time_gives_up_with_the_hint() {
             message: "slow down".into()
         }
     );
-    assert_eq!(server.hits.load(Ordering::SeqCst), 3, "1 try + 2 retries");
+    assert_eq!(server.hits(), 3, "1 try + 2 retries");
 }
 
 #[tokio::test]
 async fn server_errors_are_retried_then_succeed() {
     for status in [500, 529, 503] {
-        let server = serve(vec![
-            Reply::Full(status, vec![], "oops".into()),
-            ok_stream(),
-        ])
-        .await;
-        let r = limit(client(&server.url).complete(request()))
+        let server = serve([Reply::status(status).body("oops"), ok_stream()]).await;
+        let r = limit(client(server.url()).complete(request()))
             .await
             .expect("retried");
         assert_eq!(r.message.to_string(), "Hello", "{status}");
-        assert_eq!(server.hits.load(Ordering::SeqCst), 2, "{status}");
+        assert_eq!(server.hits(), 2, "{status}");
     }
 }
 
 #[tokio::test]
 async fn x_should_retry_false_is_obeyed() {
-    let server = serve(vec![
-        Reply::Full(500, vec![("x-should-retry", "false".into())], "no".into()),
+    let server = serve([
+        Reply::status(500)
+            .header("x-should-retry", "false")
+            .body("no"),
         ok_stream(),
     ])
     .await;
-    let err = limit(client(&server.url).complete(request()))
+    let err = limit(client(server.url()).complete(request()))
         .await
         .expect_err("no retry");
     assert!(
         matches!(err, ProviderError::Server { status: 500, .. }),
         "{err:?}"
     );
-    assert_eq!(server.hits.load(Ordering::SeqCst), 1);
+    assert_eq!(server.hits(), 1);
 }
 
 #[tokio::test]
 async fn an_html_error_page_is_a_typed_error_with_its_status() {
     let page = "<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>";
-    let server = serve(vec![Reply::Full(
-        502,
-        vec![("content-type", "text/html".into())],
-        page.into(),
-    )])
+    let server = serve([Reply::status(502)
+        .header("content-type", "text/html")
+        .body(page)])
     .await;
     let err = limit(
-        client(&server.url)
+        client(server.url())
             .with_retry(RetryPolicy::none())
             .complete(request()),
     )
@@ -322,13 +169,10 @@ async fn an_html_error_page_is_a_typed_error_with_its_status() {
         }
         other => panic!("{other:?}"),
     }
-    let server = serve(vec![Reply::Full(
-        400,
-        vec![],
-        r#"{"error":{"message":"bad field `x`","type":"invalid_request_error"}}"#.into(),
-    )])
+    let server = serve([Reply::status(400)
+        .body(r#"{"error":{"message":"bad field `x`","type":"invalid_request_error"}}"#)])
     .await;
-    let err = limit(client(&server.url).complete(request()))
+    let err = limit(client(server.url()).complete(request()))
         .await
         .expect_err("error");
     assert_eq!(
@@ -338,23 +182,25 @@ async fn an_html_error_page_is_a_typed_error_with_its_status() {
             message: "bad field `x`".into()
         }
     );
-    assert_eq!(server.hits.load(Ordering::SeqCst), 1, "400 is not retried");
+    assert_eq!(server.hits(), 1, "400 is not retried");
 }
 
 #[tokio::test]
 async fn closing_mid_stream_after_content_is_a_typed_error_not_a_retry() {
     // A body that ends cleanly without a finish reason, and a connection cut mid-body.
-    for (end, truncated) in [(End::Clean, true), (End::Cut, false)] {
-        let server = serve(vec![
-            Reply::Stream(
-                vec![chat_chunk("Hel"), chat_chunk("lo")],
-                Duration::from_millis(10),
-                end,
-            ),
+    // Both are a truncated stream: the server was reached and answered.
+    for (end, why) in [
+        (End::Clean, "without a finish_reason"),
+        (End::Cut, "broke off after the server answered"),
+    ] {
+        let server = serve([
+            Reply::events([chat_chunk("Hel"), chat_chunk("lo")])
+                .pause(Duration::from_millis(10))
+                .end(end),
             ok_stream(),
         ])
         .await;
-        let mut stream = limit(client(&server.url).stream(request()))
+        let mut stream = limit(client(server.url()).stream(request()))
             .await
             .expect("starts");
         let mut got = Vec::new();
@@ -367,43 +213,33 @@ async fn closing_mid_stream_after_content_is_a_typed_error_not_a_retry() {
         }
         assert!(got.iter().any(|e| matches!(e, LlmEvent::TextDelta { .. })));
         match errors.as_slice() {
-            [ProviderError::StreamTruncated { .. }] if truncated => {}
-            [ProviderError::Connect { message }] if !truncated => {
-                assert!(message.contains("the stream broke"), "{message}");
+            [ProviderError::StreamTruncated { reason }] => {
+                assert!(reason.contains(why), "{reason}");
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(
-            server.hits.load(Ordering::SeqCst),
-            1,
-            "no silent retry after content"
-        );
+        assert_eq!(server.hits(), 1, "no silent retry after content");
     }
 }
 
 #[tokio::test]
 async fn closing_before_any_content_is_retried() {
-    let server = serve(vec![
-        Reply::Stream(vec![": keep-alive\n\n".into()], Duration::ZERO, End::Clean),
-        ok_stream(),
-    ])
-    .await;
-    let r = limit(client(&server.url).complete(request()))
+    let server = serve([Reply::events([": keep-alive\n\n"]), ok_stream()]).await;
+    let r = limit(client(server.url()).complete(request()))
         .await
         .expect("retried");
     assert_eq!(r.message.to_string(), "Hello");
-    assert_eq!(server.hits.load(Ordering::SeqCst), 2);
+    assert_eq!(server.hits(), 2);
 }
 
 #[tokio::test]
 async fn malformed_json_in_a_data_line_is_a_protocol_error() {
-    let server = serve(vec![Reply::Stream(
-        vec![chat_chunk("Hi"), "data: {\"choices\": [oops\n\n".into()],
-        Duration::ZERO,
-        End::Clean,
-    )])
+    let server = serve([Reply::events([
+        chat_chunk("Hi"),
+        "data: {\"choices\": [oops\n\n".into(),
+    ])])
     .await;
-    let err = limit(client(&server.url).complete(request()))
+    let err = limit(client(server.url()).complete(request()))
         .await
         .expect_err("error");
     assert!(matches!(err, ProviderError::Protocol { .. }), "{err:?}");
@@ -411,35 +247,28 @@ async fn malformed_json_in_a_data_line_is_a_protocol_error() {
 
 #[tokio::test]
 async fn an_error_event_mid_stream_is_typed() {
-    let server = serve(vec![Reply::Stream(
-        vec![
-            chat_chunk("Hi"),
-            "data: {\"error\":{\"message\":\"The server had an error\",\"type\":\"server_error\"}}\n\n".into(),
-        ],
-        Duration::ZERO,
-        End::Clean,
-    )])
+    let server = serve([Reply::events([
+        chat_chunk("Hi"),
+        "data: {\"error\":{\"message\":\"The server had an error\",\"type\":\"server_error\"}}\n\n"
+            .into(),
+    ])])
     .await;
-    let err = limit(client(&server.url).complete(request()))
+    let err = limit(client(server.url()).complete(request()))
         .await
         .expect_err("error");
     assert!(
         matches!(err, ProviderError::Server { status: 0, .. }),
         "{err:?}"
     );
-    assert_eq!(server.hits.load(Ordering::SeqCst), 1);
+    assert_eq!(server.hits(), 1);
 }
 
 #[tokio::test]
 async fn stalling_between_events_hits_the_idle_timeout() {
-    let server = serve(vec![Reply::Stream(
-        vec![chat_chunk("Hi")],
-        Duration::ZERO,
-        End::Hold(Duration::from_secs(10)),
-    )])
-    .await;
+    let server =
+        serve([Reply::events([chat_chunk("Hi")]).end(End::Hold(Duration::from_secs(10)))]).await;
     let started = Instant::now();
-    let err = limit(client(&server.url).complete(request()))
+    let err = limit(client(server.url()).complete(request()))
         .await
         .expect_err("timeout");
     assert_eq!(
@@ -453,8 +282,8 @@ async fn stalling_between_events_hits_the_idle_timeout() {
 
 #[tokio::test]
 async fn stalling_before_the_headers_hits_the_first_byte_timeout_after_retries() {
-    let server = serve(vec![Reply::Stall(Duration::from_secs(10))]).await;
-    let err = limit(client(&server.url).complete(request()))
+    let server = serve([Reply::stall(Duration::from_secs(10))]).await;
+    let err = limit(client(server.url()).complete(request()))
         .await
         .expect_err("timeout");
     assert_eq!(
@@ -463,11 +292,7 @@ async fn stalling_before_the_headers_hits_the_first_byte_timeout_after_retries()
             phase: "first byte".into()
         }
     );
-    assert_eq!(
-        server.hits.load(Ordering::SeqCst),
-        3,
-        "timeouts are retried"
-    );
+    assert_eq!(server.hits(), 3, "timeouts are retried");
 }
 
 #[tokio::test]
@@ -483,29 +308,23 @@ async fn a_closed_port_is_a_connect_error() {
 
 #[tokio::test]
 async fn dropping_the_stream_closes_the_connection() {
-    let mut server = serve(vec![Reply::Stream(
-        vec![chat_chunk("Hi")],
-        Duration::ZERO,
-        End::Hold(Duration::from_secs(10)),
-    )])
-    .await;
-    let mut stream = limit(client(&server.url).stream(request()))
+    let server =
+        serve([Reply::events([chat_chunk("Hi")]).end(End::Hold(Duration::from_secs(10)))]).await;
+    let mut stream = limit(client(server.url()).stream(request()))
         .await
         .expect("starts");
     let first = limit(stream.next()).await;
     assert!(matches!(first, Some(Ok(_))));
     drop(stream);
-    limit(server.closed.recv())
-        .await
-        .expect("the server saw the client hang up");
+    limit(server.hung_up(1)).await;
 }
 
 #[tokio::test]
 async fn the_key_never_appears_in_errors_and_travels_only_in_its_header() {
     // A 401 whose body echoes the key, as OpenAI does (masked) and a proxy might (whole).
     let body = r#"{"error":{"message":"Incorrect API key provided: sk-test-SECRET-123. You can find your API key at https://platform.openai.com.","type":"invalid_request_error","code":"invalid_api_key"}}"#;
-    let mut server = serve(vec![Reply::Full(401, vec![], body.into())]).await;
-    let err = limit(client(&server.url).complete(request()))
+    let server = serve([Reply::status(401).body(body)]).await;
+    let err = limit(client(server.url()).complete(request()))
         .await
         .expect_err("401");
     let printed = format!("{err} {err:?}");
@@ -514,7 +333,7 @@ async fn the_key_never_appears_in_errors_and_travels_only_in_its_header() {
         err,
         ProviderError::Authentication { status: 401, .. }
     ));
-    let head = server.requests.recv().await.expect("request");
+    let head = server.requests().remove(0).head;
     assert!(
         head.contains("authorization: Bearer sk-test-SECRET-123"),
         "{head}"
@@ -525,10 +344,10 @@ async fn the_key_never_appears_in_errors_and_travels_only_in_its_header() {
     );
 
     // Gemini: the key goes in x-goog-api-key, never in the URL.
-    let mut server = serve(vec![Reply::Full(400, vec![], "{}".into())]).await;
+    let server = serve([Reply::status(400).body("{}")]).await;
     let config = ProvidersConfig::new()
         .with_api_key(ProviderKind::Gemini, ApiKey::new("AIza-SECRET-456"))
-        .with_base_url(ProviderKind::Gemini, &server.url)
+        .with_base_url(ProviderKind::Gemini, server.url())
         .with_retry(RetryPolicy::none());
     let providers = Providers::new(config).expect("providers");
     let gemini = LlmRequest::new(
@@ -537,7 +356,7 @@ async fn the_key_never_appears_in_errors_and_travels_only_in_its_header() {
     );
     let err = limit(providers.complete(gemini)).await.expect_err("400");
     assert!(!format!("{err} {err:?} {providers:?}").contains("SECRET"));
-    let head = server.requests.recv().await.expect("request");
+    let head = server.requests().remove(0).head;
     let request_line = head.lines().next().unwrap_or("");
     assert!(
         request_line
@@ -557,16 +376,11 @@ async fn a_redirect_to_another_origin_is_refused_and_the_key_stays_home() {
         (Dialect::Gemini, "", "gemini:gemini-2.5-flash"),
     ];
     for (dialect, suffix, model) in dialects {
-        let mut elsewhere = serve(vec![ok_stream()]).await;
-        let home = serve(vec![Reply::Full(
-            307,
-            vec![("location", format!("{}/collect", elsewhere.url))],
-            String::new(),
-        )])
-        .await;
+        let elsewhere = serve([ok_stream()]).await;
+        let home = serve([Reply::redirect(307, format!("{}/collect", elsewhere.url()))]).await;
         let client = HttpClient::new(
             dialect,
-            format!("{}{suffix}", home.url),
+            format!("{}{suffix}", home.url()),
             Some(ApiKey::new("sk-ant-test-SECRET-123")),
         )
         .unwrap()
@@ -580,36 +394,24 @@ async fn a_redirect_to_another_origin_is_refused_and_the_key_stays_home() {
             message.contains("307") && message.contains("/collect"),
             "{dialect}: {message}"
         );
+        assert_eq!(home.hits(), 1, "{dialect}: not retried");
         assert_eq!(
-            home.hits.load(Ordering::SeqCst),
-            1,
-            "{dialect}: not retried"
-        );
-        assert_eq!(
-            elsewhere.hits.load(Ordering::SeqCst),
+            elsewhere.hits(),
             0,
             "{dialect}: the other origin was reached"
         );
-        assert!(elsewhere.requests.try_recv().is_err(), "{dialect}");
+        assert!(elsewhere.requests().is_empty(), "{dialect}");
     }
 }
 
 #[tokio::test]
 async fn a_redirect_within_the_origin_is_followed() {
-    let server = serve(vec![
-        Reply::Full(
-            307,
-            vec![("location", "/v2/chat/completions".into())],
-            String::new(),
-        ),
-        ok_stream(),
-    ])
-    .await;
-    let r = limit(client(&server.url).complete(request()))
+    let server = serve([Reply::redirect(307, "/v2/chat/completions"), ok_stream()]).await;
+    let r = limit(client(server.url()).complete(request()))
         .await
         .expect("followed");
     assert_eq!(r.message.to_string(), "Hello");
-    assert_eq!(server.hits.load(Ordering::SeqCst), 2);
+    assert_eq!(server.hits(), 2);
 }
 
 #[tokio::test]
@@ -617,27 +419,27 @@ async fn an_endless_stream_stops_at_the_response_limit() {
     // 64 KiB text deltas, 200 of them (12.5 MiB), against a 1 MiB limit.
     let delta = "x".repeat(64 << 10);
     let pieces = vec![chat_chunk(&delta); 200];
-    let mut server = serve(vec![Reply::Stream(pieces, Duration::ZERO, End::Clean)]).await;
+    let server = serve([Reply::events(pieces)]).await;
     let limits = Limits {
         max_response_bytes: 1 << 20,
     };
-    let err = limit(client(&server.url).with_limits(limits).complete(request()))
+    let err = limit(client(server.url()).with_limits(limits).complete(request()))
         .await
         .expect_err("stopped");
     assert_eq!(err, ProviderError::ResponseTooLarge { limit: 1 << 20 });
     // Not retried (content had arrived), and the connection was dropped, not drained.
-    assert_eq!(server.hits.load(Ordering::SeqCst), 1);
-    let closed = tokio::time::timeout(Duration::from_secs(5), server.closed.recv()).await;
+    assert_eq!(server.hits(), 1);
+    let closed = tokio::time::timeout(Duration::from_secs(5), server.hung_up(1)).await;
     assert!(closed.is_ok(), "the server never saw the client hang up");
 }
 
 #[tokio::test]
 async fn a_response_under_the_limit_is_whole() {
-    let server = serve(vec![ok_stream()]).await;
+    let server = serve([ok_stream()]).await;
     let limits = Limits {
         max_response_bytes: 5,
     };
-    let r = limit(client(&server.url).with_limits(limits).complete(request()))
+    let r = limit(client(server.url()).with_limits(limits).complete(request()))
         .await
         .expect("five bytes fit");
     assert_eq!(r.message.to_string(), "Hello");
@@ -648,18 +450,14 @@ async fn a_token_echoed_in_an_error_is_not_repeated() {
     // An OpenAI-compatible server's token has no known prefix; this one echoes it without
     // its first characters, the way some proxies mask keys.
     let token = "tok_live_4f9a2c7e1b3d5a";
-    let server = serve(vec![Reply::Full(
-        401,
-        vec![],
-        format!(
-            r#"{{"error":{{"message":"token ...{} is revoked; full: {token}"}}}}"#,
-            &token[9..]
-        ),
-    )])
+    let server = serve([Reply::status(401).body(format!(
+        r#"{{"error":{{"message":"token ...{} is revoked; full: {token}"}}}}"#,
+        &token[9..]
+    ))])
     .await;
     let client = HttpClient::new(
         Dialect::OpenAiChat,
-        format!("{}/v1", server.url),
+        format!("{}/v1", server.url()),
         Some(ApiKey::new(token)),
     )
     .unwrap();

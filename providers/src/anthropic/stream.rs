@@ -359,13 +359,13 @@ struct WireMessage {
 
 #[derive(Debug, Default, Deserialize)]
 struct WireUsage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::count::option")]
     input_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::count::option")]
     output_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::count::option")]
     cache_read_input_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::count::option")]
     cache_creation_input_tokens: Option<u64>,
 }
 

@@ -237,15 +237,15 @@ pub(super) struct PromptFeedback {
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct UsageMetadata {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::count::or_zero")]
     pub(super) prompt_token_count: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::count::or_zero")]
     pub(super) candidates_token_count: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::count::or_zero")]
     pub(super) thoughts_token_count: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::count::or_zero")]
     pub(super) cached_content_token_count: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::count::or_zero")]
     pub(super) tool_use_prompt_token_count: u64,
 }
 

@@ -9,7 +9,9 @@
 //!
 //! The stream is whole once a `finish_reason` came: `[DONE]` normally follows, but a missing
 //! `[DONE]` after the finish reason is tolerated (some compatible servers close without it and
-//! nothing is lost); no finish reason at all is [`ProviderError::StreamTruncated`].
+//! nothing is lost); no finish reason at all is [`ProviderError::StreamTruncated`]. Anything
+//! after `[DONE]` is ignored (some servers send their usage chunk there), and token counts are
+//! read leniently (`crate::count`).
 
 use std::collections::HashSet;
 
@@ -166,9 +168,10 @@ impl StreamDecoder for Decoder {
             return Ok(());
         }
         if self.done_marker {
-            return Err(ProviderError::Protocol {
-                message: "a chunk arrived after [DONE]".to_owned(),
-            });
+            // Some compatible servers send a usage chunk (or more) after [DONE]; the answer
+            // was whole at [DONE], and nothing after it may cost it.
+            tracing::debug!("a chunk after [DONE] was ignored");
+            return Ok(());
         }
         let chunk: Chunk = serde_json::from_str(data).map_err(|e| ProviderError::Protocol {
             message: format!("a Chat Completions chunk is not valid JSON: {e}"),
@@ -299,9 +302,9 @@ struct WireFunction {
 
 #[derive(Debug, Default, Deserialize)]
 struct WireUsage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::count::or_zero")]
     prompt_tokens: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::count::or_zero")]
     completion_tokens: u64,
     #[serde(default)]
     prompt_tokens_details: Option<PromptDetails>,
@@ -311,13 +314,13 @@ struct WireUsage {
 
 #[derive(Debug, Default, Deserialize)]
 struct PromptDetails {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::count::option")]
     cached_tokens: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 struct CompletionDetails {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::count::option")]
     reasoning_tokens: Option<u64>,
 }
 

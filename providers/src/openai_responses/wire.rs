@@ -255,9 +255,9 @@ pub(super) enum ContentPart {
 /// Token counts of `response.completed` / `response.incomplete`.
 #[derive(Debug, Default, Deserialize)]
 pub(super) struct WireUsage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::count::or_zero")]
     pub(super) input_tokens: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::count::or_zero")]
     pub(super) output_tokens: u64,
     #[serde(default)]
     pub(super) input_tokens_details: Option<InputTokensDetails>,
@@ -268,14 +268,14 @@ pub(super) struct WireUsage {
 /// `usage.input_tokens_details`.
 #[derive(Debug, Default, Deserialize)]
 pub(super) struct InputTokensDetails {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::count::or_zero")]
     pub(super) cached_tokens: u64,
 }
 
 /// `usage.output_tokens_details`.
 #[derive(Debug, Default, Deserialize)]
 pub(super) struct OutputTokensDetails {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::count::or_zero")]
     pub(super) reasoning_tokens: u64,
 }
 
