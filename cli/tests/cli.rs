@@ -15,8 +15,16 @@ use motet::directives::{
 use motet::runtime::store::{SqliteStore, ThreadHeader, ThreadStore};
 use tempfile::TempDir;
 
-/// Variables that would let a test reach a real provider or pick a model by itself.
-const PROVIDER_VARS: [&str; 13] = [
+/// Variables that would let a test reach a real provider, pick a model by itself, or change
+/// its limits.
+const PROVIDER_VARS: [&str; 20] = [
+    "MOTET_CONNECT_TIMEOUT",
+    "MOTET_FIRST_BYTE_TIMEOUT",
+    "MOTET_IDLE_TIMEOUT",
+    "MOTET_INITIAL_BACKOFF",
+    "MOTET_MAX_BACKOFF",
+    "MOTET_MAX_RESPONSE_BYTES",
+    "MOTET_MAX_RETRIES",
     "MOTET_MODEL",
     "MOTET_LOCAL_LLM_URL",
     "MOTET_OPENAI_COMPAT_BASE_URL",
