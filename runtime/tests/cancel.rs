@@ -3,6 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -14,19 +16,12 @@ use motet_runtime::testing::{ScriptedModel, stop_for};
 use motet_runtime::tool::{Tool, ToolContext, ToolError, ToolSet};
 use tokio::sync::Notify;
 
+use common::{DropFlag, HangingModel};
+
 /// Works for a minute; says when it started and whether its work was dropped unfinished.
 struct Slow {
     started: Arc<Notify>,
     dropped: Arc<AtomicBool>,
-}
-
-/// Sets its flag when dropped.
-struct Flag(Arc<AtomicBool>);
-
-impl Drop for Flag {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
 }
 
 #[async_trait::async_trait]
@@ -41,7 +36,7 @@ impl Tool for Slow {
         serde_json::json!({"type": "object"})
     }
     async fn call(&self, _args: &ToolArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
-        let _flag = Flag(self.dropped.clone());
+        let _flag = DropFlag(self.dropped.clone());
         self.started.notify_one();
         tokio::time::sleep(Duration::from_secs(60)).await;
         Ok("finally".into())
@@ -101,34 +96,7 @@ async fn cancelling_a_request_aborts_its_running_tool() {
     runtime.shutdown().await;
 }
 
-/// Never answers; notes when its stream is dropped.
-#[derive(Clone, Default)]
-struct Silent {
-    started: Arc<Notify>,
-    dropped: Arc<AtomicBool>,
-}
-
-#[async_trait::async_trait]
-impl motet_providers::LlmClient for Silent {
-    async fn stream(
-        &self,
-        _req: motet_directives::LlmRequest,
-    ) -> Result<motet_providers::LlmStream, motet_providers::ProviderError> {
-        let flag = Flag(self.dropped.clone());
-        self.started.notify_one();
-        Ok(Box::pin(futures::stream::unfold(flag, |flag| async move {
-            futures::future::pending::<()>().await;
-            Some((
-                Ok(motet_providers::LlmEvent::Done {
-                    stop_reason: motet_directives::StopReason::EndTurn,
-                }),
-                flag,
-            ))
-        })))
-    }
-}
-
-async fn silent_agent(model: &Silent) -> (Runtime, motet_runtime::agent::AgentHandle) {
+async fn silent_agent(model: &HangingModel) -> (Runtime, motet_runtime::agent::AgentHandle) {
     let runtime = Runtime::builder()
         .llm(Arc::new(model.clone()))
         .build()
@@ -152,7 +120,7 @@ async fn settled(runtime: &Runtime, id: &str) -> RequestStatus {
 
 #[tokio::test]
 async fn a_wait_that_times_out_cancels_its_request() {
-    let model = Silent::default();
+    let model = HangingModel::default();
     let (runtime, agent) = silent_agent(&model).await;
     let options = AskOptions {
         timeout: Duration::from_millis(200),
@@ -168,7 +136,7 @@ async fn a_wait_that_times_out_cancels_its_request() {
 
 #[tokio::test]
 async fn a_wait_that_times_out_can_leave_its_request_running() {
-    let model = Silent::default();
+    let model = HangingModel::default();
     let (runtime, agent) = silent_agent(&model).await;
     let options = AskOptions {
         timeout: Duration::from_millis(200),

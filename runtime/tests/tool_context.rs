@@ -2,13 +2,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 
 use motet_agents::{ReAct, ReActConfig, ReactCompleted};
-use motet_directives::{AssistantBlock, AssistantMessage, LlmResponse, ToolArgs, Usage};
+use motet_directives::{AssistantBlock, ToolArgs};
 use motet_runtime::agent::{AgentSpec, AskOptions, Runtime};
-use motet_runtime::testing::{ScriptedModel, stop_for};
+use motet_runtime::testing::ScriptedModel;
 use motet_runtime::tool::{Tool, ToolContext, ToolError, ToolSet};
+
+use common::turn;
 
 /// Answers with nothing, and keeps every context it was called in.
 struct Witness(Arc<Mutex<Vec<ToolContext>>>);
@@ -28,17 +32,6 @@ impl Tool for Witness {
         self.0.lock().unwrap().push(ctx.clone());
         Ok("seen".into())
     }
-}
-
-fn turn(blocks: Vec<AssistantBlock>) -> Result<LlmResponse, motet_providers::ProviderError> {
-    let stop_reason = stop_for(&blocks);
-    Ok(LlmResponse::new(
-        AssistantMessage {
-            blocks,
-            stop_reason,
-        },
-        Usage::default(),
-    ))
 }
 
 #[tokio::test]

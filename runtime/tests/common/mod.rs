@@ -1,0 +1,147 @@
+//! What the runtime's agent tests share: the calculator tool, a ReAct agent over it, scripted
+//! turns, and models that echo or hang.
+
+#![allow(dead_code, reason = "each test file uses some of these")]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use motet_agents::{ContextPolicy, ReAct, ReActConfig, ReactCompleted};
+use motet_directives::{AssistantBlock, AssistantMessage, LlmResponse, Message, Usage};
+use motet_providers::ProviderError;
+use motet_runtime::agent::{AskOptions, Runtime};
+use motet_runtime::tool::{ToolError, ToolSet, tool_fn};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+#[derive(Deserialize, JsonSchema)]
+pub(crate) struct AddArgs {
+    pub a: i64,
+    pub b: i64,
+}
+
+pub(crate) fn calculator() -> Arc<ToolSet> {
+    Arc::new(
+        ToolSet::builder()
+            .tool(tool_fn(
+                "add",
+                "Adds two integers.",
+                |args: AddArgs| async move { Ok::<_, ToolError>((args.a + args.b).to_string()) },
+            ))
+            .build()
+            .unwrap(),
+    )
+}
+
+pub(crate) fn react(model: &str, tools: &ToolSet) -> ReAct {
+    ReAct::new(
+        ReActConfig::new(model.parse().unwrap())
+            .with_system_prompt("You are a calculator.")
+            .with_tools(tools.tools())
+            // Whole history in every call (no turn cap), so answers show what a thread holds.
+            .with_context_policy(ContextPolicy::new().with_keep_last_turns(0)),
+    )
+}
+
+pub(crate) fn turn(blocks: Vec<AssistantBlock>) -> Result<LlmResponse, ProviderError> {
+    let stop_reason = motet_runtime::testing::stop_for(&blocks);
+    Ok(LlmResponse::new(
+        AssistantMessage {
+            blocks,
+            stop_reason,
+        },
+        Usage {
+            input_tokens: 10,
+            output_tokens: 5,
+            ..Usage::default()
+        },
+    ))
+}
+
+/// A model that answers with the user messages it was shown, joined by `|`: what a thread's
+/// history holds, visible in every answer.
+#[derive(Clone, Default)]
+pub(crate) struct EchoModel {
+    pub delay: Duration,
+}
+
+#[async_trait::async_trait]
+impl motet_providers::LlmClient for EchoModel {
+    async fn stream(
+        &self,
+        req: motet_directives::LlmRequest,
+    ) -> Result<motet_providers::LlmStream, ProviderError> {
+        tokio::time::sleep(self.delay).await;
+        let seen: Vec<&str> = req
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::User { content } => Some(content.as_str()),
+                _ => None,
+            })
+            .collect();
+        let response = turn(vec![AssistantBlock::text(seen.join("|"))])?;
+        let events = motet_runtime::testing::events_of(response);
+        Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))))
+    }
+}
+
+/// A model that never finishes, and notes when its stream is dropped (the request cancelled).
+#[derive(Clone, Default)]
+pub(crate) struct HangingModel {
+    pub dropped: Arc<std::sync::atomic::AtomicBool>,
+    pub started: Arc<tokio::sync::Notify>,
+}
+
+pub(crate) struct DropFlag(pub Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[async_trait::async_trait]
+impl motet_providers::LlmClient for HangingModel {
+    async fn stream(
+        &self,
+        _req: motet_directives::LlmRequest,
+    ) -> Result<motet_providers::LlmStream, ProviderError> {
+        let flag = DropFlag(self.dropped.clone());
+        self.started.notify_one();
+        Ok(Box::pin(futures::stream::unfold(flag, |flag| async move {
+            futures::future::pending::<()>().await;
+            Some((
+                Ok(motet_providers::LlmEvent::Done {
+                    stop_reason: motet_directives::StopReason::EndTurn,
+                }),
+                flag,
+            ))
+        })))
+    }
+}
+
+pub(crate) fn echo_runtime(store: Arc<dyn motet_runtime::store::ThreadStore>) -> Runtime {
+    Runtime::builder()
+        .llm(Arc::new(EchoModel::default()))
+        .store(store)
+        .build()
+        .unwrap()
+}
+
+pub(crate) fn on(thread: &str) -> AskOptions {
+    AskOptions {
+        thread_id: Some(thread.to_owned()),
+        ..AskOptions::default()
+    }
+}
+
+pub(crate) async fn answer(
+    agent: &motet_runtime::agent::AgentHandle,
+    query: &str,
+    thread: &str,
+) -> String {
+    let reply = agent.ask(query, on(thread)).await.unwrap();
+    reply.data_as::<ReactCompleted>().unwrap().answer
+}

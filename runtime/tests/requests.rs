@@ -1,0 +1,513 @@
+//! Requests on a thread: isolated from other threads, queued, rejected or interrupted by
+//! policy, cancelled (closing their provider connection), streamed as they are written, and
+//! tracked after they end.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use motet_agents::{REACT_FAILED, ReactCompleted};
+use motet_directives::AssistantBlock;
+use motet_providers::{Dialect, HttpClient, ProviderError};
+use motet_runtime::agent::{AgentSpec, AskError, AskOptions, DeltaKind, RequestPolicy, Runtime};
+use motet_runtime::testing::ScriptedModel;
+
+use common::*;
+
+#[tokio::test]
+async fn requests_on_different_threads_never_see_each_other() {
+    let runtime = Runtime::builder()
+        .llm(Arc::new(EchoModel {
+            delay: Duration::from_millis(5),
+        }))
+        .build()
+        .unwrap();
+    let tools = calculator();
+    let agent = runtime
+        .spawn(AgentSpec::new("echo", react("openai:gpt-5.2", &tools)))
+        .await
+        .unwrap();
+    // 100 concurrent asks on 100 threads, then a second round on the same threads.
+    for round in 0..2 {
+        let asks = (0..100).map(|t| {
+            let agent = agent.clone();
+            async move {
+                let options = AskOptions {
+                    thread_id: Some(format!("t{t}")),
+                    ..AskOptions::default()
+                };
+                let reply = agent.ask(format!("q{t}.{round}"), options).await.unwrap();
+                (t, reply)
+            }
+        });
+        for (t, reply) in futures::future::join_all(asks).await {
+            assert_eq!(reply.thread_id(), Some(format!("t{t}").as_str()));
+            let answer = reply.data_as::<ReactCompleted>().unwrap().answer;
+            let expected: Vec<String> = (0..=round).map(|r| format!("q{t}.{r}")).collect();
+            assert_eq!(
+                answer,
+                expected.join("|"),
+                "thread t{t} saw only its own history"
+            );
+        }
+    }
+    assert_eq!(
+        runtime.thread_count(),
+        101,
+        "100 threads and the default one"
+    );
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn asks_on_one_thread_queue_and_run_in_order() {
+    let runtime = Runtime::builder()
+        .llm(Arc::new(EchoModel {
+            delay: Duration::from_millis(20),
+        }))
+        .build()
+        .unwrap();
+    let tools = calculator();
+    let agent = runtime
+        .spawn(AgentSpec::new("echo", react("openai:gpt-5.2", &tools)))
+        .await
+        .unwrap();
+    // All sent at once (join_all polls them in order, so they arrive m0, m1, ...): each
+    // arrives while the one before it runs.
+    let asks = (0..5).map(|n| agent.ask(format!("m{n}"), AskOptions::default()));
+    let replies = futures::future::join_all(asks).await;
+    for (n, reply) in replies.into_iter().enumerate() {
+        let answer = reply.unwrap().data_as::<ReactCompleted>().unwrap().answer;
+        let expected: Vec<String> = (0..=n).map(|i| format!("m{i}")).collect();
+        assert_eq!(
+            answer,
+            expected.join("|"),
+            "request {n} ran after the ones before it"
+        );
+    }
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_reject_policy_answers_busy() {
+    let runtime = Runtime::builder()
+        .llm(Arc::new(EchoModel {
+            delay: Duration::from_millis(200),
+        }))
+        .build()
+        .unwrap();
+    let tools = calculator();
+    let agent = runtime
+        .spawn(
+            AgentSpec::new("echo", react("openai:gpt-5.2", &tools))
+                .with_request_policy(RequestPolicy::Reject),
+        )
+        .await
+        .unwrap();
+    // join! polls in order: "slow" reaches the agent first and runs while "impatient" arrives.
+    let (first, second) = tokio::join!(
+        agent.ask("slow", AskOptions::default()),
+        agent.ask("impatient", AskOptions::default())
+    );
+    match second {
+        Err(AskError::Failed { reply }) => {
+            let data = reply.data_as::<serde_json::Value>().unwrap().to_string();
+            assert!(data.contains("busy"), "{data}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(first.is_ok());
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn cancelling_a_request_stops_its_llm_stream() {
+    let model = HangingModel::default();
+    let runtime = Runtime::builder()
+        .llm(Arc::new(model.clone()))
+        .build()
+        .unwrap();
+    let tools = calculator();
+    let agent = runtime
+        .spawn(AgentSpec::new("slow", react("openai:gpt-5.2", &tools)))
+        .await
+        .unwrap();
+    let request = motet_signals::Signal::builder(motet_agents::REACT_INPUT, "test")
+        .with_request_id("req-1")
+        .with_data(motet_agents::ReactInput {
+            query: "think forever".into(),
+            context_policy: None,
+        })
+        .build()
+        .unwrap();
+    let ask = {
+        let agent = agent.clone();
+        tokio::spawn(async move { agent.request(request, Duration::from_secs(10)).await })
+    };
+    tokio::time::timeout(Duration::from_secs(5), model.started.notified())
+        .await
+        .unwrap();
+    let cancel = motet_signals::Signal::builder(motet_agents::REACT_CANCEL, "test")
+        .with_request_id("req-1")
+        .with_data(motet_agents::ReactCancel {
+            reason: Some("user pressed stop".into()),
+        })
+        .build()
+        .unwrap();
+    agent.send(cancel).await.unwrap();
+    match ask.await.unwrap() {
+        Err(AskError::Failed { reply }) => assert_eq!(reply.signal_type().as_str(), REACT_FAILED),
+        other => panic!("{other:?}"),
+    }
+    // The call's task was aborted, which dropped the provider stream (closing its connection).
+    for _ in 0..100 {
+        if model.dropped.load(std::sync::atomic::Ordering::SeqCst) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(model.dropped.load(std::sync::atomic::Ordering::SeqCst));
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn streamed_text_is_published_as_llm_delta() {
+    let model = ScriptedModel::new([turn(vec![AssistantBlock::text("hello world")])]);
+    let runtime = Runtime::builder().llm(Arc::new(model)).build().unwrap();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let _sub = runtime.bus().subscribe(
+        "llm.delta".parse().unwrap(),
+        move |signal: &motet_signals::Signal| {
+            sink.lock()
+                .unwrap()
+                .push(signal.data_as::<motet_runtime::agent::LlmDelta>().unwrap());
+            motet_signals::Delivery::Delivered
+        },
+    );
+    let tools = calculator();
+    let agent = runtime
+        .spawn(AgentSpec::new("talker", react("openai:gpt-5.2", &tools)))
+        .await
+        .unwrap();
+    agent.ask("hi", AskOptions::default()).await.unwrap();
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].kind, DeltaKind::Text);
+    assert_eq!(seen[0].delta, "hello world");
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn cancelling_a_request_closes_its_provider_connection() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // A provider that starts a stream and then says nothing, and reports when the client
+    // hangs up.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (closed_tx, closed_rx) = tokio::sync::oneshot::channel::<()>();
+    let (open_tx, open_rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut buf = vec![0u8; 65536];
+        let _ = socket.read(&mut buf).await;
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+        socket.write_all(head.as_bytes()).await.unwrap();
+        let event = "data: {\"id\":\"c\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"thinking\"},\"finish_reason\":null}]}\n\n";
+        let chunk = format!("{:x}\r\n{event}\r\n", event.len());
+        socket.write_all(chunk.as_bytes()).await.unwrap();
+        let _ = open_tx.send(());
+        // Wait for EOF: the client closed the connection.
+        loop {
+            match socket.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+        let _ = closed_tx.send(());
+    });
+    let client = HttpClient::new(Dialect::OpenAiChat, format!("{url}/v1"), None).unwrap();
+    let runtime = Runtime::builder().llm(Arc::new(client)).build().unwrap();
+    let tools = calculator();
+    let agent = runtime
+        .spawn(AgentSpec::new("slow", react("openai-compat:m", &tools)))
+        .await
+        .unwrap();
+    let request = motet_signals::Signal::builder(motet_agents::REACT_INPUT, "test")
+        .with_request_id("req-1")
+        .with_data(motet_agents::ReactInput {
+            query: "go".into(),
+            context_policy: None,
+        })
+        .build()
+        .unwrap();
+    let ask = {
+        let agent = agent.clone();
+        tokio::spawn(async move { agent.request(request, Duration::from_secs(10)).await })
+    };
+    tokio::time::timeout(Duration::from_secs(5), open_rx)
+        .await
+        .unwrap()
+        .unwrap();
+    let cancel = motet_signals::Signal::builder(motet_agents::REACT_CANCEL, "test")
+        .with_request_id("req-1")
+        .with_data(motet_agents::ReactCancel { reason: None })
+        .build()
+        .unwrap();
+    agent.send(cancel).await.unwrap();
+    assert!(matches!(ask.await.unwrap(), Err(AskError::Failed { .. })));
+    tokio::time::timeout(Duration::from_secs(5), closed_rx)
+        .await
+        .expect("the provider saw the connection close")
+        .unwrap();
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn requests_are_tracked_and_threads_can_be_reset() {
+    use motet_runtime::agent::RequestStatus;
+    let runtime = Runtime::builder()
+        .llm(Arc::new(EchoModel {
+            delay: Duration::from_millis(30),
+        }))
+        .build()
+        .unwrap();
+    let tools = calculator();
+    let agent = runtime
+        .spawn(AgentSpec::new("echo", react("openai:gpt-5.2", &tools)))
+        .await
+        .unwrap();
+    let (first, second) = tokio::join!(
+        agent.ask("one", AskOptions::default()),
+        agent.ask("two", AskOptions::default())
+    );
+    let first = first.unwrap();
+    let second = second.unwrap();
+    let records = agent.requests();
+    assert_eq!(records.len(), 2);
+    for record in &records {
+        assert_eq!(record.status, RequestStatus::Completed);
+        assert_eq!(record.thread, "default");
+        let started = record.started_at.unwrap();
+        let finished = record.finished_at.unwrap();
+        assert!(record.submitted_at <= started && started <= finished);
+        assert!(record.result.is_some());
+    }
+    // The second waited in the queue: it started when the first finished.
+    let one = runtime.request(first.request_id().unwrap()).unwrap();
+    let two = runtime.request(second.request_id().unwrap()).unwrap();
+    assert_eq!(one.status, RequestStatus::Completed);
+    assert!(two.started_at.unwrap() >= one.finished_at.unwrap());
+
+    // Reset: the next ask starts from an empty history.
+    agent.reset_thread(None).await.unwrap();
+    assert!(agent.get_thread(None).await.unwrap().is_none());
+    assert_eq!(answer(&agent, "three", "default").await, "three");
+    runtime.shutdown().await;
+}
+
+/// Streams its answer in three pieces, a little apart.
+#[derive(Clone, Default)]
+struct TypingModel;
+
+#[async_trait::async_trait]
+impl motet_providers::LlmClient for TypingModel {
+    async fn stream(
+        &self,
+        _req: motet_directives::LlmRequest,
+    ) -> Result<motet_providers::LlmStream, ProviderError> {
+        use motet_providers::LlmEvent;
+        let mut events: Vec<LlmEvent> = ["Hel", "lo ", "world"]
+            .into_iter()
+            .map(|piece| LlmEvent::TextDelta {
+                delta: piece.into(),
+                meta: None,
+            })
+            .collect();
+        events.push(LlmEvent::Done {
+            stop_reason: motet_directives::StopReason::EndTurn,
+        });
+        Ok(Box::pin(futures::stream::unfold(
+            events.into_iter(),
+            |mut rest| async move {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                rest.next().map(|e| (Ok(e), rest))
+            },
+        )))
+    }
+}
+
+#[tokio::test]
+async fn a_request_streams_its_deltas_then_its_reply() {
+    let runtime = Runtime::builder()
+        .llm(Arc::new(TypingModel))
+        .build()
+        .unwrap();
+    let tools = calculator();
+    let agent = runtime
+        .spawn(AgentSpec::new("typist", react("openai:gpt-5.2", &tools)))
+        .await
+        .unwrap();
+    let mut request = agent
+        .start(
+            "type",
+            AskOptions {
+                stream: true,
+                ..AskOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    let mut pieces = Vec::new();
+    while let Some(delta) = request.next_delta().await {
+        assert_eq!(delta.kind, DeltaKind::Text);
+        pieces.push(delta.delta);
+    }
+    assert_eq!(pieces, ["Hel", "lo ", "world"]);
+    let reply = request.wait().await.unwrap();
+    assert_eq!(
+        reply.data_as::<ReactCompleted>().unwrap().answer,
+        "Hello world"
+    );
+    runtime.shutdown().await;
+}
+
+/// Its first call is cut after "Hel"; its second writes the whole answer.
+#[derive(Clone, Default)]
+struct CutOnceModel {
+    calls: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+#[async_trait::async_trait]
+impl motet_providers::LlmClient for CutOnceModel {
+    async fn stream(
+        &self,
+        _req: motet_directives::LlmRequest,
+    ) -> Result<motet_providers::LlmStream, ProviderError> {
+        use motet_providers::LlmEvent;
+        let text = |piece: &str| {
+            Ok(LlmEvent::TextDelta {
+                delta: piece.into(),
+                meta: None,
+            })
+        };
+        let events = if self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            vec![
+                text("Hel"),
+                Err(ProviderError::StreamTruncated {
+                    reason: "the connection closed mid-stream".into(),
+                }),
+            ]
+        } else {
+            vec![
+                text("Hello world"),
+                Ok(LlmEvent::Done {
+                    stop_reason: motet_directives::StopReason::EndTurn,
+                }),
+            ]
+        };
+        Ok(Box::pin(futures::stream::iter(events)))
+    }
+}
+
+#[tokio::test]
+async fn a_call_cut_after_it_streamed_is_discarded_before_its_retry_streams() {
+    let runtime = Runtime::builder()
+        .llm(Arc::new(CutOnceModel::default()))
+        .build()
+        .unwrap();
+    let tools = calculator();
+    let agent = runtime
+        .spawn(AgentSpec::new("typist", react("openai:gpt-5.2", &tools)))
+        .await
+        .unwrap();
+    let options = AskOptions {
+        stream: true,
+        ..AskOptions::default()
+    };
+    let mut request = agent.start("type", options).await.unwrap();
+    let mut seen = Vec::new();
+    while let Some(delta) = request.next_delta().await {
+        seen.push((delta.call_id, delta.kind, delta.delta));
+    }
+    let kinds: Vec<(DeltaKind, &str)> = seen.iter().map(|(_, k, d)| (*k, d.as_str())).collect();
+    assert_eq!(
+        kinds,
+        [
+            (DeltaKind::Text, "Hel"),
+            (DeltaKind::Discard, ""),
+            (DeltaKind::Text, "Hello world"),
+        ]
+    );
+    // The discard names the cut call; the retry is another call.
+    assert_eq!(seen[0].0, seen[1].0);
+    assert_ne!(seen[1].0, seen[2].0);
+    let reply = request.wait().await.unwrap();
+    assert_eq!(
+        reply.data_as::<ReactCompleted>().unwrap().answer,
+        "Hello world"
+    );
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_started_request_can_be_cancelled() {
+    let model = HangingModel::default();
+    let runtime = Runtime::builder()
+        .llm(Arc::new(model.clone()))
+        .build()
+        .unwrap();
+    let tools = calculator();
+    let agent = runtime
+        .spawn(AgentSpec::new("slow", react("openai:gpt-5.2", &tools)))
+        .await
+        .unwrap();
+    let request = agent.start("think", AskOptions::default()).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), model.started.notified())
+        .await
+        .unwrap();
+    request.cancel("changed my mind").await.unwrap();
+    match request.wait().await {
+        Err(AskError::Failed { reply }) => {
+            let data = reply.data_as::<serde_json::Value>().unwrap().to_string();
+            assert!(data.contains("changed my mind"), "{data}");
+        }
+        other => panic!("{other:?}"),
+    }
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_interrupt_policy_cancels_the_running_request_for_the_new_one() {
+    let runtime = Runtime::builder()
+        .llm(Arc::new(EchoModel {
+            delay: Duration::from_millis(200),
+        }))
+        .build()
+        .unwrap();
+    let tools = calculator();
+    let agent = runtime
+        .spawn(
+            AgentSpec::new("echo", react("openai:gpt-5.2", &tools))
+                .with_request_policy(RequestPolicy::Interrupt),
+        )
+        .await
+        .unwrap();
+    let (first, second) = tokio::join!(
+        agent.ask("old question", AskOptions::default()),
+        agent.ask("new question", AskOptions::default())
+    );
+    match first {
+        Err(AskError::Failed { reply }) => {
+            let data = reply.data_as::<serde_json::Value>().unwrap().to_string();
+            assert!(data.contains("interrupted"), "{data}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let answer = second.unwrap().data_as::<ReactCompleted>().unwrap().answer;
+    assert!(answer.ends_with("new question"), "{answer}");
+    runtime.shutdown().await;
+}
