@@ -32,15 +32,15 @@ pub struct BodyDecoder {
     decoder: Box<dyn StreamDecoder>,
     frames: Vec<SseEvent>,
     events: Vec<LlmEvent>,
-    /// What the response holds so far, against `max_response_bytes`.
-    held: usize,
+    /// What the events handed out so far hold ([`LlmEvent::held_bytes`]).
+    handed_out: usize,
     max_response_bytes: usize,
 }
 
 impl std::fmt::Debug for BodyDecoder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BodyDecoder")
-            .field("held", &self.held)
+            .field("handed_out", &self.handed_out)
             .field("max_response_bytes", &self.max_response_bytes)
             .finish_non_exhaustive()
     }
@@ -55,7 +55,7 @@ impl BodyDecoder {
             decoder: dialect.decoder(),
             frames: Vec::new(),
             events: Vec::new(),
-            held: 0,
+            handed_out: 0,
             max_response_bytes: limits.max_response_bytes,
         }
     }
@@ -94,9 +94,12 @@ impl BodyDecoder {
         std::mem::take(&mut self.events)
     }
 
-    /// The bytes counted against [`Limits::max_response_bytes`] so far.
+    /// The bytes counted against [`Limits::max_response_bytes`] now: what the events handed
+    /// out hold (text, reasoning, arguments, and the names, ids and provider meta of their
+    /// blocks, with a fixed cost per block), and what the dialect's decoder holds for blocks
+    /// still open.
     pub fn held_bytes(&self) -> usize {
-        self.held
+        self.handed_out.saturating_add(self.decoder.held_bytes())
     }
 
     fn decode_frames(&mut self) -> Result<(), ProviderError> {
@@ -111,27 +114,16 @@ impl BodyDecoder {
         Ok(())
     }
 
-    /// Counts the events from `from` on against the limit.
+    /// Counts the events from `from` on, and what the decoder holds now, against the limit.
     fn charge(&mut self, from: usize) -> Result<(), ProviderError> {
-        self.held = self.events[from..]
+        self.handed_out = self.events[from..]
             .iter()
-            .fold(self.held, |sum, e| sum.saturating_add(content_len(e)));
-        if self.held > self.max_response_bytes {
+            .fold(self.handed_out, |sum, e| sum.saturating_add(e.held_bytes()));
+        if self.held_bytes() > self.max_response_bytes {
             return Err(ProviderError::ResponseTooLarge {
                 limit: self.max_response_bytes,
             });
         }
         Ok(())
-    }
-}
-
-/// The bytes of text, reasoning and tool arguments an event adds to the response.
-fn content_len(event: &LlmEvent) -> usize {
-    match event {
-        LlmEvent::TextDelta { delta, .. } | LlmEvent::ReasoningDelta { delta, .. } => delta.len(),
-        LlmEvent::ReasoningComplete { text, .. } => text.as_ref().map_or(0, String::len),
-        LlmEvent::ToolCallDelta { args_delta, .. } => args_delta.len(),
-        LlmEvent::ToolCallComplete { args, .. } => args.as_ref().map_or(0, String::len),
-        _ => 0,
     }
 }

@@ -11,8 +11,10 @@
 
 use std::collections::HashSet;
 
-use motet_directives::{AssistantBlock, LlmResponse};
-use motet_providers::{Dialect, transcript};
+use motet_directives::{AssistantBlock, LlmResponse, ProviderMeta};
+use motet_providers::{
+    BlockAssembler, BodyDecoder, Dialect, Limits, LlmEvent, ProviderError, transcript,
+};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
 use serde_json::{Value, json};
@@ -605,5 +607,262 @@ proptest! {
         }
         let body = sse_body(dialect, &events);
         assemble(dialect, rechunk(&body, &cuts))?;
+    }
+}
+
+// ------------------------------------------------------------------------ bounded memory
+
+/// The limit the memory tests hold a response to.
+const SMALL_LIMIT: usize = 4096;
+
+fn small_limits() -> Limits {
+    Limits {
+        max_response_bytes: SMALL_LIMIT,
+    }
+}
+
+/// One SSE event of `dialect` carrying `payload`.
+fn frame(dialect: Dialect, payload: &Value) -> String {
+    String::from_utf8(sse_body(dialect, &[("", Some(payload.clone()))])).unwrap()
+}
+
+/// A way a stream can make a response (or the decoder under it) hold more and more.
+struct Growth {
+    name: &'static str,
+    dialect: Dialect,
+    /// The events before the units.
+    opening: Vec<Value>,
+    /// The `i`-th unit; each keeps at least 100 bytes.
+    unit: fn(usize) -> Value,
+}
+
+fn growth(
+    name: &'static str,
+    dialect: Dialect,
+    opening: Vec<Value>,
+    unit: fn(usize) -> Value,
+) -> Growth {
+    Growth {
+        name,
+        dialect,
+        opening,
+        unit,
+    }
+}
+
+fn growth_patterns() -> Vec<Growth> {
+    vec![
+        growth(
+            "Anthropic signature deltas",
+            Dialect::Anthropic,
+            vec![
+                json!({"type": "message_start", "message": {}}),
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking"}}),
+            ],
+            |_| {
+                json!({"type": "content_block_delta", "index": 0,
+                "delta": {"type": "signature_delta", "signature": "s".repeat(100)}})
+            },
+        ),
+        growth(
+            "Anthropic blocks of a type the decoder skips, never stopped",
+            Dialect::Anthropic,
+            vec![json!({"type": "message_start", "message": {}})],
+            |i| {
+                json!({"type": "content_block_start", "index": i,
+                "content_block": {"type": "web_search_tool_result", "tool_use_id": "s".repeat(100)}})
+            },
+        ),
+        growth(
+            "Anthropic redacted thinking",
+            Dialect::Anthropic,
+            vec![json!({"type": "message_start", "message": {}})],
+            |i| {
+                json!({"type": "content_block_start", "index": i,
+                "content_block": {"type": "redacted_thinking", "data": "s".repeat(100)}})
+            },
+        ),
+        growth(
+            "Chat Completions tool calls without arguments",
+            Dialect::OpenAiChat,
+            vec![],
+            |i| {
+                json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+                {"index": i, "id": format!("call_{i}"), "function": {"name": "f".repeat(100)}}]}}]})
+            },
+        ),
+        growth(
+            "Responses message items without text",
+            Dialect::OpenAiResponses,
+            vec![],
+            |i| {
+                json!({"type": "response.output_item.added",
+                "item": {"type": "message", "id": format!("msg_{i}_{}", "s".repeat(100)), "content": []}})
+            },
+        ),
+        growth(
+            "Responses reasoning items with encrypted content",
+            Dialect::OpenAiResponses,
+            vec![],
+            |i| {
+                json!({"type": "response.output_item.done", "item": {"type": "reasoning",
+                "id": format!("rs_{i}"), "summary": [], "encrypted_content": "s".repeat(100)}})
+            },
+        ),
+        growth(
+            "Gemini parts holding only a signature",
+            Dialect::Gemini,
+            vec![],
+            |_| {
+                json!({"candidates": [{"content": {"parts": [
+                {"text": "", "thoughtSignature": "s".repeat(100)}]}}]})
+            },
+        ),
+        growth(
+            "Gemini calls named at length",
+            Dialect::Gemini,
+            vec![],
+            |_| {
+                json!({"candidates": [{"content": {"parts": [
+                {"functionCall": {"name": "f".repeat(100)}}]}}]})
+            },
+        ),
+    ]
+}
+
+#[test]
+fn every_way_of_growing_a_response_is_refused_at_the_limit() {
+    let mut grew = Vec::new();
+    for Growth {
+        name,
+        dialect,
+        opening,
+        unit,
+    } in growth_patterns()
+    {
+        let mut body = BodyDecoder::new(dialect, small_limits());
+        for payload in &opening {
+            body.push(frame(dialect, payload).as_bytes())
+                .unwrap_or_else(|e| panic!("{name}: the opening failed: {e}"));
+        }
+        // 1,000 units of 100 bytes or more: 25 times the limit.
+        let refused = (0..1000).find_map(|i| body.push(frame(dialect, &unit(i)).as_bytes()).err());
+        match refused {
+            Some(ProviderError::ResponseTooLarge { limit: SMALL_LIMIT }) => {}
+            other => grew.push(format!(
+                "{name}: {other:?}, {} bytes counted",
+                body.held_bytes()
+            )),
+        }
+    }
+    assert!(grew.is_empty(), "not refused:\n{}", grew.join("\n"));
+}
+
+/// The string bytes an event hands to the assembler, counted here independently of the
+/// decoder's own measure: text, reasoning, arguments, names, keys, ids and every string in
+/// the provider meta. (The ids on deltas only route them; the assembler does not keep them.)
+fn carried_bytes(event: &LlmEvent) -> usize {
+    fn strings(value: &Value) -> usize {
+        match value {
+            Value::String(s) => s.len(),
+            Value::Array(items) => items.iter().map(strings).sum(),
+            Value::Object(map) => map.values().map(strings).sum(),
+            _ => 0,
+        }
+    }
+    let meta = |m: &Option<ProviderMeta>| {
+        m.as_ref().map_or(0, |m| {
+            let value = serde_json::to_value(m).unwrap();
+            strings(&value) - value["provider"].as_str().map_or(0, str::len)
+        })
+    };
+    let text = |t: &Option<String>| t.as_ref().map_or(0, String::len);
+    match event {
+        LlmEvent::TextDelta { delta, meta: m } => delta.len() + meta(m),
+        LlmEvent::ReasoningStart { key } => key.len(),
+        LlmEvent::ReasoningDelta { delta, .. } => delta.len(),
+        LlmEvent::ReasoningComplete {
+            text: t, meta: m, ..
+        } => text(t) + meta(m),
+        LlmEvent::ToolCallStart { id, name, meta: m } => id.len() + name.len() + meta(m),
+        LlmEvent::ToolCallDelta { args_delta, .. } => args_delta.len(),
+        LlmEvent::ToolCallComplete { args, meta: m, .. } => text(args) + meta(m),
+        _ => 0,
+    }
+}
+
+/// A template stream of `dialect` with units of its growth patterns put in at random places.
+fn growing_stream(
+    dialect: Dialect,
+    insertions: &[(prop::sample::Index, prop::sample::Index, usize)],
+) -> Vec<WireEvent> {
+    let units: Vec<_> = growth_patterns()
+        .into_iter()
+        .filter(|g| g.dialect == dialect)
+        .map(|g| g.unit)
+        .collect();
+    let mut events = template(dialect);
+    for (pattern, at, i) in insertions {
+        let unit = units[pattern.index(units.len())];
+        events.insert(at.index(events.len() + 1), ("", Some(unit(*i))));
+    }
+    events
+}
+
+proptest! {
+    #![proptest_config(config(500, 0x0b0u64 << 32 | 0x0dde))]
+
+    /// Under small limits, whatever the stream: the bytes the events carry are counted, what
+    /// is counted stays within the response limit (the error comes instead of growth), and the
+    /// events still make a typed error or a well-formed response.
+    #[test]
+    fn what_a_stream_makes_the_response_hold_stays_within_the_limit(
+        dialect in any_dialect(),
+        insertions in prop::collection::vec(
+            (any::<prop::sample::Index>(), any::<prop::sample::Index>(), 0usize..40), 0..120),
+        mutations in prop::collection::vec(mutation(), 0..3),
+        cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..8),
+        max_response_bytes in 256usize..8192,
+        max_event_bytes in 128usize..4096,
+    ) {
+        let mut events = growing_stream(dialect, &insertions);
+        for m in &mutations {
+            apply(&mut events, m);
+        }
+        let bytes = sse_body(dialect, &events);
+        let limits = Limits { max_response_bytes };
+        let mut body = BodyDecoder::new(dialect, limits).with_max_event_bytes(max_event_bytes);
+        let mut assembler = BlockAssembler::new();
+        let mut carried = 0;
+        let mut end = Ok(());
+        for chunk in rechunk(&bytes, &cuts).into_iter().map(Some).chain([None]) {
+            let pushed = match chunk {
+                Some(chunk) => body.push(chunk),
+                None => body.finish(),
+            };
+            let decoded = body.take_events();
+            carried += decoded.iter().map(carried_bytes).sum::<usize>();
+            if let Err(e) = pushed {
+                end = Err(e);
+                break;
+            }
+            prop_assert!(carried <= body.held_bytes(), "{carried} carried, {} counted", body.held_bytes());
+            prop_assert!(body.held_bytes() <= max_response_bytes);
+            for event in decoded {
+                if let Err(e) = assembler.push(event) {
+                    end = Err(e.into());
+                    break;
+                }
+            }
+            if end.is_err() {
+                break;
+            }
+        }
+        if end.is_ok() {
+            match assembler.finish() {
+                Ok(response) => check_response(&response)?,
+                Err(e) => prop_assert!(!e.to_string().is_empty()),
+            }
+        }
     }
 }

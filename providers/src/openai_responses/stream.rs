@@ -25,7 +25,7 @@ use motet_directives::{ProviderMeta, StopReason, Usage};
 
 use crate::decoder::StreamDecoder;
 use crate::error::ProviderError;
-use crate::event::LlmEvent;
+use crate::event::{BLOCK_BYTES, LlmEvent};
 use crate::sse::SseEvent;
 
 use super::error::classify_api_error;
@@ -41,6 +41,8 @@ pub(crate) struct Decoder {
     ended: bool,
     /// Items in the order they were announced; looked up by item id.
     items: Vec<Item>,
+    /// What `items` holds ([`StreamDecoder::held_bytes`]).
+    held: usize,
     saw_function_call: bool,
     saw_refusal: bool,
 }
@@ -89,14 +91,25 @@ impl Decoder {
             return at;
         }
         out.push(LlmEvent::ReasoningStart { key: id.to_owned() });
-        self.items.push(Item {
+        self.push_item(Item {
             id: id.to_owned(),
             kind: ItemKind::Reasoning {
                 part: None,
                 has_text: false,
                 completed: false,
             },
-        });
+        })
+    }
+
+    /// Records a new item; its position.
+    fn push_item(&mut self, item: Item) -> usize {
+        self.held += BLOCK_BYTES
+            + item.id.len()
+            + match &item.kind {
+                ItemKind::FunctionCall { call_id, name, .. } => call_id.len() + name.len(),
+                ItemKind::Reasoning { .. } | ItemKind::Message { .. } => 0,
+            };
+        self.items.push(item);
         self.items.len() - 1
     }
 
@@ -105,11 +118,10 @@ impl Decoder {
         if let Some(at) = self.position(id) {
             return at;
         }
-        self.items.push(Item {
+        self.push_item(Item {
             id: id.to_owned(),
             kind: ItemKind::Message { has_text: false },
-        });
-        self.items.len() - 1
+        })
     }
 
     /// The function call item `item_id`, started now if it was not announced yet.
@@ -129,15 +141,14 @@ impl Decoder {
             name: name.to_owned(),
             meta: None,
         });
-        self.items.push(Item {
+        self.push_item(Item {
             id: item_id.to_owned(),
             kind: ItemKind::FunctionCall {
                 call_id,
                 name: name.to_owned(),
                 completed: false,
             },
-        });
-        self.items.len() - 1
+        })
     }
 
     /// Two calls must never share an id, or their results could not be told apart.
@@ -570,6 +581,10 @@ impl StreamDecoder for Decoder {
         Err(ProviderError::StreamTruncated {
             reason: "the Responses stream ended before response.completed".to_owned(),
         })
+    }
+
+    fn held_bytes(&self) -> usize {
+        self.held
     }
 }
 
