@@ -21,6 +21,8 @@
 //!   (`content_filter`) or the reason verbatim; `error` and `response.failed` → the typed error.
 //! - The stream has no `[DONE]`: ending before `response.completed`/`incomplete` is a truncation.
 
+use std::collections::{HashMap, HashSet};
+
 use motet_directives::{ProviderMeta, StopReason, Usage};
 
 use crate::decoder::StreamDecoder;
@@ -39,8 +41,12 @@ const SUMMARY_PART_SEPARATOR: &str = "\n\n";
 pub(crate) struct Decoder {
     started: bool,
     ended: bool,
-    /// Items in the order they were announced; looked up by item id.
+    /// Items in the order they were announced.
     items: Vec<Item>,
+    /// Each item's position in `items`, by item id.
+    positions: HashMap<String, usize>,
+    /// The call ids handed out in `ToolCallStart`s.
+    call_ids: HashSet<String>,
     /// What `items` holds ([`StreamDecoder::held_bytes`]).
     held: usize,
     saw_function_call: bool,
@@ -82,7 +88,7 @@ impl Decoder {
     }
 
     fn position(&self, id: &str) -> Option<usize> {
-        self.items.iter().position(|item| item.id == id)
+        self.positions.get(id).copied()
     }
 
     /// The reasoning item `id`, announced now if the server skipped `output_item.added`.
@@ -103,14 +109,17 @@ impl Decoder {
 
     /// Records a new item; its position.
     fn push_item(&mut self, item: Item) -> usize {
+        // The ids are kept twice: in the item and in `positions` or `call_ids`.
         self.held += BLOCK_BYTES
-            + item.id.len()
+            + 2 * item.id.len()
             + match &item.kind {
-                ItemKind::FunctionCall { call_id, name, .. } => call_id.len() + name.len(),
+                ItemKind::FunctionCall { call_id, name, .. } => 2 * call_id.len() + name.len(),
                 ItemKind::Reasoning { .. } | ItemKind::Message { .. } => 0,
             };
+        let at = self.items.len();
+        self.positions.insert(item.id.clone(), at);
         self.items.push(item);
-        self.items.len() - 1
+        at
     }
 
     /// The message item `id`, registered now if the server skipped `output_item.added`.
@@ -151,24 +160,19 @@ impl Decoder {
         })
     }
 
-    /// Two calls must never share an id, or their results could not be told apart.
-    fn unique_call_id(&self, call_id: &str) -> String {
-        let taken = |candidate: &str| {
-            self.items.iter().any(|item| {
-                matches!(&item.kind, ItemKind::FunctionCall { call_id, .. } if call_id == candidate)
-            })
-        };
-        if !taken(call_id) {
-            return call_id.to_owned();
-        }
-        let mut n = 2_usize;
-        loop {
-            let candidate = format!("{call_id}_{n}");
-            if !taken(&candidate) {
-                return candidate;
-            }
+    /// Two calls must never share an id, or their results could not be told apart. A repeated
+    /// id gets the suffix `_{n}`, `n` the number of calls so far plus one (so the first repeat
+    /// in a stream of one call is `_2`): counting up from `_2` on every repeat made a stream
+    /// repeating one id cost the square of its calls.
+    fn unique_call_id(&mut self, call_id: &str) -> String {
+        let mut candidate = call_id.to_owned();
+        let mut n = self.call_ids.len() + 1;
+        while self.call_ids.contains(&candidate) {
+            candidate = format!("{call_id}_{n}");
             n += 1;
         }
+        self.call_ids.insert(candidate.clone());
+        candidate
     }
 
     fn reasoning_text(
