@@ -186,13 +186,25 @@ proptest! {
 }
 
 #[test]
-fn nesting_beside_the_expression_is_ignored_at_any_depth() {
+fn nesting_beside_the_expression_is_ignored_up_to_the_arguments_limit_and_refused_past_it() {
     let (tools, runtime) = setup();
-    for depth in [10, 127, 128, 129, 200, 10_000] {
+    let max = ToolArgs::MAX_DEPTH;
+    // The arguments object is level 1, `extra` opens level 2.
+    for depth in [10, max - 1] {
         let raw = format!(r#"{{"expression":"1+1","extra":{}}}"#, nested(depth, "1"));
         assert_eq!(
             call(&tools, &runtime, &raw),
             Ok("2".to_owned()),
+            "{depth} deep"
+        );
+    }
+    for depth in [max, 127, 128, 129, 200, 10_000] {
+        let raw = format!(r#"{{"expression":"1+1","extra":{}}}"#, nested(depth, "1"));
+        assert_eq!(
+            call(&tools, &runtime, &raw),
+            Err(ToolError::invalid_args(format!(
+                "tool arguments nest deeper than {max} levels"
+            ))),
             "{depth} deep"
         );
     }
