@@ -18,6 +18,11 @@ use crate::message::AssistantBlock;
 /// model's typo); that text is kept verbatim rather than rejected, so the tool can report the
 /// problem to the model as an error result and the model can try again.
 ///
+/// An object nested deeper than [`ToolArgs::MAX_DEPTH`] levels counts as text that is not an
+/// object: serde_json's parser stops at 128 levels, and the arguments travel inside signals,
+/// stored entries and request bodies that add levels of their own, so such an object could not
+/// be carried (it once turned the LLM's result into a signal without data).
+///
 /// Serialized form: a JSON object is written as-is (byte for byte); anything else is written as a
 /// JSON string holding the raw text. Tool arguments are always objects in every provider's API,
 /// so the two cases cannot be confused, and both round-trip exactly.
@@ -26,18 +31,26 @@ pub struct ToolArgs(Repr);
 
 #[derive(Clone)]
 enum Repr {
-    /// Valid JSON whose top level is an object.
+    /// Valid JSON whose top level is an object, nested at most [`ToolArgs::MAX_DEPTH`] deep.
     Object(Box<RawValue>),
     /// Anything else, verbatim.
     Text(Box<str>),
 }
 
 impl ToolArgs {
-    /// Arguments from the model's raw text. Never fails: text that is not a JSON object is kept
-    /// verbatim and reported by [`ToolArgs::is_object`] and [`ToolArgs::parse`].
+    /// The deepest nesting of objects and arrays an arguments object may have (the object
+    /// itself is level 1). Deeper, the arguments are kept as text that is not an object, which
+    /// the tool set answers with an error result saying so. It leaves 28 of serde_json's 128
+    /// levels to what wraps the arguments on their way (a signal's data, a stored entry, a
+    /// request body); real tools' arguments nest a few levels.
+    pub const MAX_DEPTH: usize = 100;
+
+    /// Arguments from the model's raw text. Never fails: text that is not a JSON object (or an
+    /// object nested deeper than [`Self::MAX_DEPTH`]) is kept verbatim and reported by
+    /// [`ToolArgs::is_object`] and [`ToolArgs::problem`].
     pub fn from_text(text: impl Into<String>) -> Self {
         let text: String = text.into();
-        if text.trim_start().starts_with('{') {
+        if text.trim_start().starts_with('{') && !nests_deeper_than(&text, Self::MAX_DEPTH) {
             // One validating pass that copies the object's bytes; surrounding whitespace is not
             // part of the value and is dropped.
             if let Ok(raw) = serde_json::from_str::<Box<RawValue>>(&text) {
@@ -45,6 +58,22 @@ impl ToolArgs {
             }
         }
         Self(Repr::Text(text.into_boxed_str()))
+    }
+
+    /// Why the arguments are not an object a tool can read — the JSON parser's message, that
+    /// they nest deeper than [`Self::MAX_DEPTH`], or that they are not an object — or `None`
+    /// when they are one.
+    pub fn problem(&self) -> Option<String> {
+        let Repr::Text(text) = &self.0 else {
+            return None;
+        };
+        Some(match serde_json::from_str::<de::IgnoredAny>(text) {
+            Err(e) => e.to_string(),
+            Ok(_) if nests_deeper_than(text, Self::MAX_DEPTH) => {
+                format!("tool arguments nest deeper than {} levels", Self::MAX_DEPTH)
+            }
+            Ok(_) => "expected a JSON object".to_owned(),
+        })
     }
 
     /// Arguments from a JSON value (for tests and hand-built calls).
@@ -144,12 +173,42 @@ impl ToolArgs {
             let inner: String = serde_json::from_str(trimmed).map_err(E::custom)?;
             return Ok(Self::from_text(inner));
         }
-        if trimmed.starts_with('{') {
+        if trimmed.starts_with('{') && !nests_deeper_than(trimmed, Self::MAX_DEPTH) {
             let raw = RawValue::from_string(trimmed.to_owned()).map_err(E::custom)?;
             return Ok(Self(Repr::Object(raw)));
         }
         Ok(Self(Repr::Text(trimmed.into())))
     }
+}
+
+/// Whether the JSON `text` nests objects and arrays more than `max` levels deep. One pass over
+/// the bytes, without recursion (the point is not to need the parser's stack), stopping as
+/// soon as it knows.
+fn nests_deeper_than(text: &str, max: usize) -> bool {
+    let (mut depth, mut in_string, mut escaped) = (0_usize, false, false);
+    for byte in text.bytes() {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > max {
+                    return true;
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
 }
 
 struct ArgsVisitor;

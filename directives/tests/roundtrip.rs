@@ -213,6 +213,64 @@ fn tool_args_that_are_not_json_round_trip_verbatim() {
     }
 }
 
+/// `{"a":[[…1…]]}` with the `1` `depth` levels down (the object is level 1).
+fn nested_object(depth: usize) -> String {
+    format!(
+        r#"{{"a":{}1{}}}"#,
+        "[".repeat(depth - 1),
+        "]".repeat(depth - 1)
+    )
+}
+
+#[test]
+fn tool_args_nested_past_the_limit_are_text_that_says_why_and_still_travel() {
+    let at_limit = ToolArgs::from_text(nested_object(ToolArgs::MAX_DEPTH));
+    assert!(at_limit.is_object());
+    assert_eq!(at_limit.problem(), None);
+    // Brackets and escaped quotes inside strings are not nesting.
+    let in_strings = format!(
+        r#"{{"s":"{}\"{}","a":{}"#,
+        "[".repeat(300),
+        "{".repeat(300),
+        &nested_object(ToolArgs::MAX_DEPTH - 1)[5..]
+    );
+    assert!(ToolArgs::from_text(&in_strings).is_object(), "{in_strings}");
+
+    for depth in [ToolArgs::MAX_DEPTH + 1, 128, 200, 100_000] {
+        let raw = nested_object(depth);
+        let args = ToolArgs::from_text(raw.clone());
+        assert!(!args.is_object(), "{depth} deep");
+        assert_eq!(
+            args.problem().as_deref(),
+            Some("tool arguments nest deeper than 100 levels"),
+            "{depth} deep"
+        );
+        assert_eq!(args.get(), raw);
+        // Through a JSON value (a signal's data), and stored and read back inside a buffered
+        // block: the text stays the model's, byte for byte (as an object it failed the first
+        // and could not be read back from the second).
+        let block = AssistantBlock::tool_use("c", "f", args);
+        let value = serde_json::to_value(&block).unwrap();
+        let back: AssistantBlock = serde_json::from_value(value).unwrap();
+        assert_eq!(back, block);
+        let back: AssistantBlock =
+            serde_json::from_str(&serde_json::to_string(&block).unwrap()).unwrap();
+        assert_eq!(back.as_tool_call().unwrap().args.get(), raw);
+    }
+    // Other text that is not an object says why too.
+    assert_eq!(
+        ToolArgs::from_text("[1]").problem().as_deref(),
+        Some("expected a JSON object")
+    );
+    assert!(
+        ToolArgs::from_text("{\"a\":")
+            .problem()
+            .unwrap()
+            .contains("EOF"),
+        "the parser's words"
+    );
+}
+
 #[test]
 fn tool_results_definitions_and_choice() {
     let ok = round_trip(&ToolResult::ok("c1", "4"));

@@ -198,3 +198,153 @@ pub(crate) const NOTES: [(&str, &str); 4] = [
     ("gamma.txt", "7315"),
     ("delta.txt", "5862"),
 ];
+
+#[cfg(test)]
+mod tests {
+    //! Arbitrary arguments through `read_file`, as the runtime calls it: any path answers with
+    //! one of the notes or a typed error, never with a file outside the folder, never a panic.
+
+    #![allow(clippy::unwrap_used, clippy::panic)] // a failed expectation is a failed test
+
+    use std::path::PathBuf;
+    use std::sync::Arc;
+
+    use super::{NOTES, Skill, tools};
+    use motet::directives::{ToolArgs, ToolCallView};
+    use motet::runtime::tool::{ToolContext, ToolError};
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, RngSeed};
+    use serde_json::{Value, json};
+
+    /// A folder holding the notes, beside a secret file that a symlink inside points to.
+    struct Fixture {
+        root: PathBuf,
+        folder: Arc<PathBuf>,
+    }
+
+    impl Fixture {
+        fn new(name: &str) -> Self {
+            let root = std::env::temp_dir().join(format!("motet-{name}-{}", std::process::id()));
+            let inside = root.join("inside");
+            std::fs::create_dir_all(inside.join("notes")).unwrap();
+            for (name, code) in NOTES {
+                std::fs::write(
+                    inside.join("notes").join(name),
+                    format!("The code is {code}.\n"),
+                )
+                .unwrap();
+            }
+            std::fs::write(root.join("secret.txt"), "SECRET").unwrap();
+            let link = inside.join("notes").join("link.txt");
+            if !link.exists() {
+                std::os::unix::fs::symlink(root.join("secret.txt"), link).unwrap();
+            }
+            let folder = Arc::new(inside.canonicalize().unwrap());
+            Self { root, folder }
+        }
+    }
+
+    impl Drop for Fixture {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.root);
+        }
+    }
+
+    fn path() -> impl Strategy<Value = String> {
+        let segment = prop_oneof![
+            3 => Just("notes".to_owned()),
+            3 => Just("alpha.txt".to_owned()),
+            2 => Just("notes/alpha.txt".to_owned()),
+            3 => Just("..".to_owned()),
+            1 => Just(".".to_owned()),
+            2 => Just("link.txt".to_owned()),
+            1 => Just("nope.txt".to_owned()),
+            1 => Just("inside".to_owned()),
+            2 => Just("secret.txt".to_owned()),
+            1 => Just(String::new()),
+            1 => Just("\0".to_owned()),
+            1 => Just("%2e%2e".to_owned()),
+            1 => Just("~".to_owned()),
+            1 => Just("x".repeat(300)),
+            1 => ".{0,12}",
+        ];
+        prop_oneof![
+            6 => (prop::bool::weighted(0.1), prop::collection::vec(segment, 1..4)).prop_map(
+                |(rooted, parts)| format!("{}{}", if rooted { "/" } else { "" }, parts.join("/"))
+            ),
+            1 => ".{0,60}",
+            1 => (0usize..5_000).prop_map(|n| "../".repeat(n)),
+        ]
+    }
+
+    fn args() -> impl Strategy<Value = String> {
+        prop_oneof![
+            8 => path().prop_map(|p| json!({ "path": p }).to_string()),
+            1 => prop_oneof![
+                Just(Value::Null),
+                Just(json!(1)),
+                Just(json!(["notes/alpha.txt"])),
+                Just(json!({"path": null})),
+                Just(json!({"path": 7})),
+                Just(json!({})),
+            ]
+            .prop_map(|v| v.to_string()),
+            1 => (100usize..1_000).prop_map(|d| {
+                format!(r#"{{"path":{}"notes/alpha.txt"{}}}"#, "[".repeat(d), "]".repeat(d))
+            }),
+        ]
+    }
+
+    fn read(fixture: &Fixture, raw: &str) -> Result<String, ToolError> {
+        let tools = tools(Skill::Read, fixture.folder.clone()).unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let args = ToolArgs::from_text(raw);
+        let call = ToolCallView {
+            id: "call_1",
+            name: "read_file",
+            args: &args,
+        };
+        runtime.block_on(tools.execute(call, &ToolContext::new("call_1")))
+    }
+
+    #[test]
+    fn a_note_is_read_and_a_link_out_of_the_folder_is_not() {
+        let fixture = Fixture::new("read-file");
+        let note = read(&fixture, r#"{"path":"notes/../notes/alpha.txt"}"#);
+        assert_eq!(note, Ok("The code is 4471.\n".to_owned()));
+        for path in ["notes/link.txt", "../secret.txt", "notes/../../secret.txt"] {
+            let answer = read(&fixture, &json!({ "path": path }).to_string());
+            assert!(
+                matches!(&answer, Err(ToolError::Failed { message }) if message.contains("outside")),
+                "{path}: {answer:?}"
+            );
+        }
+    }
+
+    proptest! {
+        #![proptest_config(Config {
+            cases: 400,
+            rng_seed: RngSeed::Fixed(0x0f11e),
+            failure_persistence: None,
+            ..Config::default()
+        })]
+
+        #[test]
+        fn any_arguments_read_a_note_or_fail_typed_and_never_leave_the_folder(raw in args()) {
+            let fixture = Fixture::new("read-file-props");
+            let answer = read(&fixture, &raw);
+            let shown: String = raw.chars().take(80).collect();
+            match answer {
+                Ok(content) => prop_assert!(
+                    NOTES.iter().any(|(_, code)| content == format!("The code is {code}.\n")),
+                    "{shown} read {content:?}"
+                ),
+                Err(ToolError::Failed { .. } | ToolError::InvalidArgs { .. }) => {}
+                Err(other) => prop_assert!(false, "{shown}: {other:?}"),
+            }
+        }
+    }
+}

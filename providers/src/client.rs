@@ -21,15 +21,14 @@ use futures::Stream;
 use motet_directives::{LlmRequest, LlmResponse};
 
 use crate::assembler::BlockAssembler;
+use crate::body::BodyDecoder;
 use crate::config::{ApiKey, Limits, ProviderKind, ProvidersConfig, Timeouts};
-use crate::decoder::StreamDecoder;
 use crate::dialect::Dialect;
 use crate::endpoint::endpoint;
 use crate::error::ProviderError;
 use crate::event::LlmEvent;
 use crate::models;
 use crate::retry::{Failure, RetryHints, RetryPolicy};
-use crate::sse::{SseDecoder, SseEvent};
 
 /// The events of one streamed call. Ends after [`LlmEvent::Done`] (and any trailing usage),
 /// or with one error.
@@ -256,15 +255,10 @@ impl HttpClient {
         }
         let mut reader = Reader {
             response,
-            sse: SseDecoder::new(),
-            decoder: self.dialect.decoder(),
-            frames: Vec::new(),
-            events: Vec::new(),
+            body: BodyDecoder::new(self.dialect, self.limits),
             idle: self.timeouts.idle,
             first_read: Some(self.timeouts.first_byte),
             ended: false,
-            content_bytes: 0,
-            max_content_bytes: self.limits.max_response_bytes,
             key: self.key.clone(),
         };
         let mut ready = VecDeque::new();
@@ -337,20 +331,14 @@ enum Attempt {
     Failed(ProviderError, RetryHints),
 }
 
-/// Reads a 2xx streaming body: bytes → SSE frames → the dialect's events.
+/// Reads a 2xx streaming body into the [`BodyDecoder`], under the timeouts.
 struct Reader {
     response: reqwest::Response,
-    sse: SseDecoder,
-    decoder: Box<dyn StreamDecoder>,
-    frames: Vec<SseEvent>,
-    events: Vec<LlmEvent>,
+    body: BodyDecoder,
     idle: Duration,
     /// The wait for the first body bytes, then `None` (the idle wait applies).
     first_read: Option<Duration>,
     ended: bool,
-    /// Text, reasoning and argument bytes decoded so far, and the most allowed.
-    content_bytes: usize,
-    max_content_bytes: usize,
     /// The key the call was made with, to scrub from a failure mid-stream.
     key: Option<ApiKey>,
 }
@@ -369,29 +357,15 @@ impl Reader {
                 Ok(Ok(chunk)) => chunk,
             };
             match chunk {
-                Some(bytes) => self.sse.push(&bytes, &mut self.frames)?,
+                Some(bytes) => self.body.push(&bytes)?,
                 None => {
                     self.ended = true;
-                    self.sse.finish(&mut self.frames)?;
+                    self.body.finish()?;
                 }
             }
-            for frame in self.frames.drain(..) {
-                self.decoder.decode(&frame, &mut self.events)?;
-            }
-            if self.ended {
-                self.decoder.finish(&mut self.events)?;
-            }
-            self.content_bytes = self.events.iter().fold(self.content_bytes, |sum, e| {
-                sum.saturating_add(content_len(e))
-            });
-            if self.content_bytes > self.max_content_bytes {
-                self.ended = true;
-                return Err(ProviderError::ResponseTooLarge {
-                    limit: self.max_content_bytes,
-                });
-            }
-            if !self.events.is_empty() {
-                return Ok(Some(std::mem::take(&mut self.events)));
+            let events = self.body.take_events();
+            if !events.is_empty() {
+                return Ok(Some(events));
             }
         }
         Ok(None)
@@ -420,17 +394,6 @@ impl Reader {
                 }
             },
         ))
-    }
-}
-
-/// The bytes of text, reasoning and tool arguments an event adds to the response.
-fn content_len(event: &LlmEvent) -> usize {
-    match event {
-        LlmEvent::TextDelta { delta, .. } | LlmEvent::ReasoningDelta { delta, .. } => delta.len(),
-        LlmEvent::ReasoningComplete { text, .. } => text.as_ref().map_or(0, String::len),
-        LlmEvent::ToolCallDelta { args_delta, .. } => args_delta.len(),
-        LlmEvent::ToolCallComplete { args, .. } => args.as_ref().map_or(0, String::len),
-        _ => 0,
     }
 }
 

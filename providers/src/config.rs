@@ -157,7 +157,9 @@ impl Default for Timeouts {
 /// How much one response may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Bytes of text, reasoning and tool arguments in one response, summed. Past it the
+    /// Bytes one response may hold: text, reasoning and tool arguments, and the names, ids
+    /// and provider data (signatures, encrypted reasoning) kept with them, plus 128 per block
+    /// (see [`BodyDecoder::held_bytes`](crate::BodyDecoder::held_bytes)). Past it the
     /// stream ends with [`ProviderError::ResponseTooLarge`](crate::ProviderError): a provider
     /// that streams without end must not take the process's memory with it. Default 16 MiB,
     /// a hundred times the longest answer a model writes today.

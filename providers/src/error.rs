@@ -97,9 +97,11 @@ pub enum ProviderError {
         /// Why.
         reason: String,
     },
-    /// The response passed [`Limits::max_response_bytes`](crate::Limits) of text, reasoning
-    /// and tool arguments; the stream was stopped there.
-    #[error("the response passed {limit} bytes of text, reasoning and tool arguments")]
+    /// The response passed [`Limits::max_response_bytes`](crate::Limits) (text, reasoning,
+    /// tool calls and the provider data kept with them); the stream was stopped there.
+    #[error(
+        "the response passed {limit} bytes of text, reasoning, tool calls and the provider data kept with them"
+    )]
     ResponseTooLarge {
         /// The limit, in bytes.
         limit: usize,

@@ -2,6 +2,11 @@
 
 use motet_directives::{ProviderMeta, StopReason, Usage};
 
+/// What one block costs a response beyond its strings (the assembler's slot and index entries,
+/// a decoder's record of an item), counted against the response limit so that a stream of
+/// empty blocks is not free.
+pub(crate) const BLOCK_BYTES: usize = 128;
+
 /// One step of a streamed LLM response, provider-agnostic (seed 004 §3.3).
 ///
 /// A dialect decoder turns its provider's SSE events into these; the block assembler turns them
@@ -84,4 +89,49 @@ pub enum LlmEvent {
         /// How the turn ended.
         stop_reason: StopReason,
     },
+}
+
+impl LlmEvent {
+    /// The bytes this event adds to what the response holds, counted against
+    /// [`Limits::max_response_bytes`](crate::Limits): text, reasoning and arguments, and the
+    /// names, ids, keys and provider meta a block keeps, with [`BLOCK_BYTES`] for each block
+    /// it starts. Ids on deltas are not kept (they only route the delta), and `Started`,
+    /// `Usage` and `Done` replace what came before rather than add to it.
+    pub(crate) fn held_bytes(&self) -> usize {
+        let meta = |meta: &Option<ProviderMeta>| meta.as_ref().map_or(0, meta_bytes);
+        match self {
+            LlmEvent::TextDelta { delta, meta: m } => {
+                delta.len() + meta(m) + if m.is_some() { BLOCK_BYTES } else { 0 }
+            }
+            LlmEvent::ReasoningStart { key } => key.len() + BLOCK_BYTES,
+            LlmEvent::ReasoningDelta { delta, .. } => delta.len(),
+            LlmEvent::ReasoningComplete { text, meta: m, .. } => {
+                text.as_ref().map_or(0, String::len) + meta(m)
+            }
+            // The id is kept twice: in the block and in the assembler's index of calls.
+            LlmEvent::ToolCallStart { id, name, meta: m } => {
+                2 * id.len() + name.len() + meta(m) + BLOCK_BYTES
+            }
+            LlmEvent::ToolCallDelta { args_delta, .. } => args_delta.len(),
+            LlmEvent::ToolCallComplete { args, meta: m, .. } => {
+                args.as_ref().map_or(0, String::len) + meta(m)
+            }
+            LlmEvent::Started { .. } | LlmEvent::Usage { .. } | LlmEvent::Done { .. } => 0,
+        }
+    }
+}
+
+/// The bytes of a block's provider meta.
+fn meta_bytes(meta: &ProviderMeta) -> usize {
+    match meta {
+        ProviderMeta::Anthropic { signature } => signature.len(),
+        ProviderMeta::AnthropicRedacted { data } => data.len(),
+        ProviderMeta::Gemini { thought_signature } => thought_signature.len(),
+        ProviderMeta::OpenAi {
+            id,
+            encrypted_content,
+        } => id.len() + encrypted_content.as_ref().map_or(0, String::len),
+        // A kind added later: its size written out.
+        other => serde_json::to_string(other).map_or(0, |text| text.len()),
+    }
 }

@@ -19,6 +19,8 @@
 //! - `event` — [`LlmEvent`], the provider-agnostic streaming event.
 //! - [`sse`] — [`SseEvent`] and the incremental [`sse::SseDecoder`].
 //! - `decoder` — [`StreamDecoder`], one dialect's SSE events into [`LlmEvent`]s.
+//! - `body` — [`BodyDecoder`]: a response body's bytes into [`LlmEvent`]s within the [`Limits`]
+//!   (framing and decoder together; the client and [`transcript`] both use it).
 //! - `assembler` — [`BlockAssembler`]: events into one ordered [`motet_directives::LlmResponse`].
 //! - `dialect` — [`Dialect`]: dispatch to `openai_chat/`, `openai_responses/`, `anthropic/`,
 //!   `gemini/` (each: `request` rendering, `stream` decoding, `error` classification).
@@ -35,6 +37,7 @@
 
 mod anthropic;
 mod assembler;
+mod body;
 pub mod client;
 pub mod config;
 mod count;
@@ -54,6 +57,7 @@ pub mod testing;
 pub mod transcript;
 
 pub use assembler::{BlockAssembler, StreamAssemblyError};
+pub use body::BodyDecoder;
 pub use client::{HttpClient, LlmClient, LlmStream, Providers};
 pub use config::{ApiKey, Limits, ProviderKind, ProvidersConfig, Timeouts};
 pub use decoder::StreamDecoder;

@@ -51,7 +51,7 @@ pub struct SseDecoder {
     data: String,
     has_data: bool,
     id: Option<String>,
-    /// Bytes held by the event being built (`line` + `data`), against `max_event_bytes`.
+    /// The most bytes the event being built may hold: its `data` so far plus the line being read.
     max_event_bytes: usize,
 }
 
@@ -158,7 +158,16 @@ impl SseDecoder {
     }
 
     fn grow(&mut self, bytes: &[u8]) -> Result<(), ProviderError> {
-        if self.line.len() + self.data.len() + bytes.len() > self.max_event_bytes {
+        self.check_size(self.line.len() + bytes.len())?;
+        self.line.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    /// Refuses a line of `line_len` bytes that would take the event past the cap. Every line
+    /// is measured whole, whether it arrived in one read or was gathered in `line` from
+    /// several: the same stream is refused however it was cut.
+    fn check_size(&self, line_len: usize) -> Result<(), ProviderError> {
+        if self.data.len().saturating_add(line_len) > self.max_event_bytes {
             return Err(ProviderError::Protocol {
                 message: format!(
                     "a server-sent event is larger than the {} byte limit",
@@ -166,11 +175,11 @@ impl SseDecoder {
                 ),
             });
         }
-        self.line.extend_from_slice(bytes);
         Ok(())
     }
 
     fn dispatch_line(&mut self, line: &[u8], out: &mut Vec<SseEvent>) -> Result<(), ProviderError> {
+        self.check_size(line.len())?;
         if line.is_empty() {
             self.dispatch_event(out);
             return Ok(());
@@ -190,14 +199,6 @@ impl SseDecoder {
         })?;
         match name {
             b"data" => {
-                if self.line.len() + self.data.len() + value.len() + 1 > self.max_event_bytes {
-                    return Err(ProviderError::Protocol {
-                        message: format!(
-                            "a server-sent event is larger than the {} byte limit",
-                            self.max_event_bytes
-                        ),
-                    });
-                }
                 if self.has_data {
                     self.data.push('\n');
                 }

@@ -1,14 +1,16 @@
 //! A recorded SSE response body turned into its [`LlmResponse`], offline: the path every
-//! stream takes (SSE framing → dialect decoder → block assembler) without the HTTP around it.
+//! stream takes (SSE framing → dialect decoder → block assembler, within the default
+//! [`Limits`]) without the HTTP around it.
 //! The conformance tests and the `motet-transcript` tool use it.
 
 use motet_directives::LlmResponse;
 
 use crate::assembler::BlockAssembler;
+use crate::body::BodyDecoder;
+use crate::config::Limits;
 use crate::dialect::Dialect;
 use crate::error::ProviderError;
 use crate::event::LlmEvent;
-use crate::sse::SseDecoder;
 
 /// Assembles a whole response body.
 ///
@@ -41,23 +43,13 @@ pub fn decode_events<'a>(
     dialect: Dialect,
     chunks: impl IntoIterator<Item = &'a [u8]>,
 ) -> (Vec<LlmEvent>, Result<(), ProviderError>) {
-    let mut sse = SseDecoder::new();
-    let mut decoder = dialect.decoder();
-    let mut frames = Vec::new();
-    let mut events = Vec::new();
+    let mut body = BodyDecoder::new(dialect, Limits::default());
     let run = || {
         for chunk in chunks {
-            sse.push(chunk, &mut frames)?;
-            for frame in frames.drain(..) {
-                decoder.decode(&frame, &mut events)?;
-            }
+            body.push(chunk)?;
         }
-        sse.finish(&mut frames)?;
-        for frame in frames.drain(..) {
-            decoder.decode(&frame, &mut events)?;
-        }
-        decoder.finish(&mut events)
+        body.finish()
     };
     let end = run().map_err(ProviderError::redacted);
-    (events, end)
+    (body.take_events(), end)
 }

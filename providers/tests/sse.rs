@@ -8,7 +8,11 @@ use motet_providers::sse::{SseDecoder, SseEvent};
 use proptest::prelude::*;
 
 fn decode_chunks(chunks: &[&[u8]]) -> Result<Vec<SseEvent>, ProviderError> {
-    let mut decoder = SseDecoder::new();
+    decode_capped(chunks, motet_providers::sse::DEFAULT_MAX_EVENT_BYTES)
+}
+
+fn decode_capped(chunks: &[&[u8]], cap: usize) -> Result<Vec<SseEvent>, ProviderError> {
+    let mut decoder = SseDecoder::with_max_event_bytes(cap);
     let mut out = Vec::new();
     for chunk in chunks {
         decoder.push(chunk, &mut out)?;
@@ -143,6 +147,31 @@ fn stream_strategy() -> impl Strategy<Value = Vec<u8>> {
     })
 }
 
+#[test]
+fn a_line_over_the_cap_is_refused_even_when_it_arrives_in_one_read() {
+    let body = format!("event: {}\ndata: x\n\n", "e".repeat(100));
+    let whole = decode_capped(&[body.as_bytes()], 64);
+    assert!(
+        matches!(whole, Err(ProviderError::Protocol { .. })),
+        "{whole:?}"
+    );
+    let (a, b) = body.as_bytes().split_at(20);
+    assert_eq!(decode_capped(&[a, b], 64), whole);
+}
+
+fn cut<'a>(body: &'a [u8], cuts: &[prop::sample::Index]) -> Vec<&'a [u8]> {
+    let mut points: Vec<usize> = cuts.iter().map(|i| i.index(body.len() + 1)).collect();
+    points.sort_unstable();
+    let mut chunks = Vec::new();
+    let mut start = 0;
+    for p in points {
+        chunks.push(&body[start..p]);
+        start = p;
+    }
+    chunks.push(&body[start..]);
+    chunks
+}
+
 proptest! {
     #[test]
     fn any_chunking_gives_the_same_events(
@@ -150,15 +179,18 @@ proptest! {
         cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..12),
     ) {
         let whole = decode_chunks(&[&body]);
-        let mut points: Vec<usize> = cuts.iter().map(|i| i.index(body.len() + 1)).collect();
-        points.sort_unstable();
-        let mut chunks = Vec::new();
-        let mut start = 0;
-        for p in points {
-            chunks.push(&body[start..p]);
-            start = p;
-        }
-        chunks.push(&body[start..]);
-        prop_assert_eq!(decode_chunks(&chunks), whole);
+        prop_assert_eq!(decode_chunks(&cut(&body, &cuts)), whole);
+    }
+
+    /// Under a cap small enough to be hit, whether an event is refused does not depend on how
+    /// its bytes were cut into reads either.
+    #[test]
+    fn any_chunking_gives_the_same_events_or_the_same_refusal_under_a_small_cap(
+        body in stream_strategy(),
+        cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..12),
+        cap in 4usize..40,
+    ) {
+        let whole = decode_capped(&[&body], cap);
+        prop_assert_eq!(decode_capped(&cut(&body, &cuts), cap), whole);
     }
 }

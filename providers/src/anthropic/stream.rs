@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::decoder::StreamDecoder;
 use crate::error::ProviderError;
-use crate::event::LlmEvent;
+use crate::event::{BLOCK_BYTES, LlmEvent};
 use crate::sse::SseEvent;
 
 #[derive(Debug)]
@@ -45,10 +45,24 @@ struct Counts {
     cache_write: u64,
 }
 
+impl Block {
+    /// What the decoder holds for this open block ([`StreamDecoder::held_bytes`]).
+    fn held_bytes(&self) -> usize {
+        BLOCK_BYTES
+            + match self {
+                Block::Thinking { key, signature } => key.len() + signature.len(),
+                Block::Tool { id } => id.len(),
+                Block::Text | Block::Redacted | Block::Skipped => 0,
+            }
+    }
+}
+
 /// Decodes one Messages response stream.
 #[derive(Debug, Default)]
 pub(crate) struct Decoder {
     blocks: HashMap<u64, Block>,
+    /// What `blocks` holds, kept as they change.
+    held: usize,
     counts: Counts,
     stop_reason: Option<StopReason>,
     stopped: bool,
@@ -154,6 +168,7 @@ impl Decoder {
             }
             _ => Block::Skipped,
         };
+        self.held += entry.held_bytes();
         self.blocks.insert(index, entry);
         Ok(())
     }
@@ -186,7 +201,9 @@ impl Decoder {
                 }
             }
             (Block::Thinking { signature, .. }, "signature_delta") => {
-                signature.push_str(delta.signature.as_deref().unwrap_or(""));
+                let more = delta.signature.as_deref().unwrap_or("");
+                signature.push_str(more);
+                self.held += more.len();
             }
             (Block::Tool { id }, "input_json_delta") => {
                 if let Some(json) = delta.partial_json.filter(|j| !j.is_empty()) {
@@ -212,6 +229,7 @@ impl Decoder {
             .blocks
             .remove(&index)
             .ok_or_else(|| protocol(format!("content block {index} stopped, never started")))?;
+        self.held = self.held.saturating_sub(block.held_bytes());
         match block {
             Block::Thinking { key, signature } => out.push(LlmEvent::ReasoningComplete {
                 key,
@@ -328,6 +346,10 @@ impl StreamDecoder for Decoder {
                 reason: "the Anthropic stream ended before message_stop".to_owned(),
             })
         }
+    }
+
+    fn held_bytes(&self) -> usize {
+        self.held
     }
 }
 

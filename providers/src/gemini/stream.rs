@@ -24,6 +24,8 @@
 //! was truncated. A blocked prompt (`promptFeedback.blockReason`) is
 //! [`ProviderError::ContentFiltered`].
 
+use std::collections::HashSet;
+
 use motet_directives::{ProviderMeta, StopReason, Usage};
 
 use crate::decoder::StreamDecoder;
@@ -43,7 +45,7 @@ pub(crate) struct Decoder {
     open_thought: Option<String>,
     thoughts: usize,
     /// Ids handed out to calls so far, to keep them unique.
-    call_ids: Vec<String>,
+    call_ids: HashSet<String>,
     last_usage: Option<Usage>,
     finish_reason: Option<String>,
 }
@@ -100,23 +102,23 @@ impl Decoder {
         });
     }
 
-    /// Gemini's id when it sent one that is still free, `call_{n}` otherwise.
+    /// Gemini's id when it sent one that is still free, `call_{n}` otherwise (a set, not a
+    /// list: a scan per call made a stream of many calls cost the square of their number).
     fn unique_id(&mut self, given: Option<String>) -> String {
-        let free = |ids: &[String], candidate: &str| !ids.iter().any(|id| id == candidate);
         let id = match given {
-            Some(id) if free(&self.call_ids, &id) => id,
+            Some(id) if !self.call_ids.contains(&id) => id,
             _ => {
                 let mut n = self.call_ids.len() + 1;
                 loop {
                     let candidate = format!("call_{n}");
-                    if free(&self.call_ids, &candidate) {
+                    if !self.call_ids.contains(&candidate) {
                         break candidate;
                     }
                     n += 1;
                 }
             }
         };
-        self.call_ids.push(id.clone());
+        self.call_ids.insert(id.clone());
         id
     }
 

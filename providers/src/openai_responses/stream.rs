@@ -21,11 +21,13 @@
 //!   (`content_filter`) or the reason verbatim; `error` and `response.failed` → the typed error.
 //! - The stream has no `[DONE]`: ending before `response.completed`/`incomplete` is a truncation.
 
+use std::collections::{HashMap, HashSet};
+
 use motet_directives::{ProviderMeta, StopReason, Usage};
 
 use crate::decoder::StreamDecoder;
 use crate::error::ProviderError;
-use crate::event::LlmEvent;
+use crate::event::{BLOCK_BYTES, LlmEvent};
 use crate::sse::SseEvent;
 
 use super::error::classify_api_error;
@@ -39,8 +41,14 @@ const SUMMARY_PART_SEPARATOR: &str = "\n\n";
 pub(crate) struct Decoder {
     started: bool,
     ended: bool,
-    /// Items in the order they were announced; looked up by item id.
+    /// Items in the order they were announced.
     items: Vec<Item>,
+    /// Each item's position in `items`, by item id.
+    positions: HashMap<String, usize>,
+    /// The call ids handed out in `ToolCallStart`s.
+    call_ids: HashSet<String>,
+    /// What `items` holds ([`StreamDecoder::held_bytes`]).
+    held: usize,
     saw_function_call: bool,
     saw_refusal: bool,
 }
@@ -80,7 +88,7 @@ impl Decoder {
     }
 
     fn position(&self, id: &str) -> Option<usize> {
-        self.items.iter().position(|item| item.id == id)
+        self.positions.get(id).copied()
     }
 
     /// The reasoning item `id`, announced now if the server skipped `output_item.added`.
@@ -89,15 +97,29 @@ impl Decoder {
             return at;
         }
         out.push(LlmEvent::ReasoningStart { key: id.to_owned() });
-        self.items.push(Item {
+        self.push_item(Item {
             id: id.to_owned(),
             kind: ItemKind::Reasoning {
                 part: None,
                 has_text: false,
                 completed: false,
             },
-        });
-        self.items.len() - 1
+        })
+    }
+
+    /// Records a new item; its position.
+    fn push_item(&mut self, item: Item) -> usize {
+        // The ids are kept twice: in the item and in `positions` or `call_ids`.
+        self.held += BLOCK_BYTES
+            + 2 * item.id.len()
+            + match &item.kind {
+                ItemKind::FunctionCall { call_id, name, .. } => 2 * call_id.len() + name.len(),
+                ItemKind::Reasoning { .. } | ItemKind::Message { .. } => 0,
+            };
+        let at = self.items.len();
+        self.positions.insert(item.id.clone(), at);
+        self.items.push(item);
+        at
     }
 
     /// The message item `id`, registered now if the server skipped `output_item.added`.
@@ -105,11 +127,10 @@ impl Decoder {
         if let Some(at) = self.position(id) {
             return at;
         }
-        self.items.push(Item {
+        self.push_item(Item {
             id: id.to_owned(),
             kind: ItemKind::Message { has_text: false },
-        });
-        self.items.len() - 1
+        })
     }
 
     /// The function call item `item_id`, started now if it was not announced yet.
@@ -129,35 +150,29 @@ impl Decoder {
             name: name.to_owned(),
             meta: None,
         });
-        self.items.push(Item {
+        self.push_item(Item {
             id: item_id.to_owned(),
             kind: ItemKind::FunctionCall {
                 call_id,
                 name: name.to_owned(),
                 completed: false,
             },
-        });
-        self.items.len() - 1
+        })
     }
 
-    /// Two calls must never share an id, or their results could not be told apart.
-    fn unique_call_id(&self, call_id: &str) -> String {
-        let taken = |candidate: &str| {
-            self.items.iter().any(|item| {
-                matches!(&item.kind, ItemKind::FunctionCall { call_id, .. } if call_id == candidate)
-            })
-        };
-        if !taken(call_id) {
-            return call_id.to_owned();
-        }
-        let mut n = 2_usize;
-        loop {
-            let candidate = format!("{call_id}_{n}");
-            if !taken(&candidate) {
-                return candidate;
-            }
+    /// Two calls must never share an id, or their results could not be told apart. A repeated
+    /// id gets the suffix `_{n}`, `n` the number of calls so far plus one (so the first repeat
+    /// in a stream of one call is `_2`): counting up from `_2` on every repeat made a stream
+    /// repeating one id cost the square of its calls.
+    fn unique_call_id(&mut self, call_id: &str) -> String {
+        let mut candidate = call_id.to_owned();
+        let mut n = self.call_ids.len() + 1;
+        while self.call_ids.contains(&candidate) {
+            candidate = format!("{call_id}_{n}");
             n += 1;
         }
+        self.call_ids.insert(candidate.clone());
+        candidate
     }
 
     fn reasoning_text(
@@ -570,6 +585,10 @@ impl StreamDecoder for Decoder {
         Err(ProviderError::StreamTruncated {
             reason: "the Responses stream ended before response.completed".to_owned(),
         })
+    }
+
+    fn held_bytes(&self) -> usize {
+        self.held
     }
 }
 

@@ -187,8 +187,8 @@ impl ToolSet {
                 available: self.view.names.clone(),
             });
         }
-        if !call.args.is_object() {
-            return Err(ToolError::invalid_args(not_an_object(call.args.get())));
+        if let Some(problem) = call.args.problem() {
+            return Err(ToolError::invalid_args(problem));
         }
         // Dropping the call's future on timeout cancels it at its next await; the unwind guard
         // keeps a panic inside the tool from reaching the agent.
@@ -205,14 +205,6 @@ impl ToolSet {
                 after: registry.timeout,
             }),
         }
-    }
-}
-
-/// Why raw arguments are not a JSON object, in the parser's words when it has any.
-fn not_an_object(raw: &str) -> String {
-    match serde_json::from_str::<serde::de::IgnoredAny>(raw) {
-        Err(e) => e.to_string(),
-        Ok(_) => "expected a JSON object".to_owned(),
     }
 }
 
