@@ -4,6 +4,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
 
+mod common;
+
+use common::CLEARED_VARS;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -14,31 +17,6 @@ use motet::directives::{
 };
 use motet::runtime::store::{SqliteStore, ThreadHeader, ThreadStore};
 use tempfile::TempDir;
-
-/// Variables that would let a test reach a real provider, pick a model by itself, or change
-/// its limits.
-const PROVIDER_VARS: [&str; 20] = [
-    "MOTET_CONNECT_TIMEOUT",
-    "MOTET_FIRST_BYTE_TIMEOUT",
-    "MOTET_IDLE_TIMEOUT",
-    "MOTET_INITIAL_BACKOFF",
-    "MOTET_MAX_BACKOFF",
-    "MOTET_MAX_RESPONSE_BYTES",
-    "MOTET_MAX_RETRIES",
-    "MOTET_MODEL",
-    "MOTET_LOCAL_LLM_URL",
-    "MOTET_OPENAI_COMPAT_BASE_URL",
-    "MOTET_OPENAI_COMPAT_API_KEY",
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_BASE_URL",
-    "GEMINI_API_KEY",
-    "GOOGLE_API_KEY",
-    "GEMINI_BASE_URL",
-    "XDG_DATA_HOME",
-    "HOME",
-];
 
 /// A temporary folder holding the store; commands run in it (so no stray motet.toml is read)
 /// with no provider settings from the environment.
@@ -59,7 +37,7 @@ impl Sandbox {
 
     fn motet(&self, args: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_motet"));
-        for var in PROVIDER_VARS {
+        for var in CLEARED_VARS {
             command.env_remove(var);
         }
         command

@@ -4,35 +4,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
 
+mod common;
+
+use common::CLEARED_VARS;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use motet::providers::Dialect;
 use motet::providers::testing::{End, HostileServer, Reply, wire};
 use tempfile::TempDir;
-
-/// Variables that would let a test reach a real provider or change its limits.
-const CLEARED_VARS: [&str; 19] = [
-    "MOTET_MODEL",
-    "MOTET_LOCAL_LLM_URL",
-    "MOTET_OPENAI_COMPAT_BASE_URL",
-    "MOTET_OPENAI_COMPAT_API_KEY",
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_BASE_URL",
-    "GEMINI_API_KEY",
-    "GOOGLE_API_KEY",
-    "GEMINI_BASE_URL",
-    "XDG_DATA_HOME",
-    "HOME",
-    "MOTET_CONNECT_TIMEOUT",
-    "MOTET_FIRST_BYTE_TIMEOUT",
-    "MOTET_IDLE_TIMEOUT",
-    "MOTET_MAX_RETRIES",
-    "MOTET_MAX_RESPONSE_BYTES",
-    "OTEL_EXPORTER_OTLP_ENDPOINT",
-];
 
 /// A runtime whose worker threads serve the scripted server while the test waits for `motet`.
 fn runtime() -> tokio::runtime::Runtime {
