@@ -18,7 +18,8 @@ mod signals;
 mod state;
 
 use motet_directives::{
-    CallId, Directive, Emit, LlmRequest, LlmStream, Summarize, ToolExec, ToolResult, Usage,
+    CallId, Directive, Emit, EmitTarget, LlmRequest, LlmStream, Reply, Summarize, ToolExec,
+    ToolResult, Usage,
 };
 use motet_signals::Signal;
 use serde::Serialize;
@@ -100,13 +101,7 @@ impl ReAct {
                 reason,
                 usage: Default::default(),
             };
-            return Ok(vec![self.emit(
-                state,
-                step,
-                REACT_FAILED,
-                &request_id,
-                failed,
-            )?]);
+            return self.reply(state, step, REACT_FAILED, &request_id, failed);
         }
         let refs = Refs::request(&request_id);
         state
@@ -581,13 +576,7 @@ impl ReAct {
                     thread_usage: state.thread.usage(),
                     iterations: 1,
                 };
-                Ok(vec![self.emit(
-                    state,
-                    step,
-                    REACT_COMPLETED,
-                    &request_id,
-                    completed,
-                )?])
+                self.reply(state, step, REACT_COMPLETED, &request_id, completed)
             }
             Err(message) => self.summary_refused(state, step, &request_id, message),
         }
@@ -644,13 +633,7 @@ impl ReAct {
             reason: FailureReason::Summary { message },
             usage: Usage::default(),
         };
-        Ok(vec![self.emit(
-            state,
-            step,
-            REACT_FAILED,
-            request_id,
-            failed,
-        )?])
+        self.reply(state, step, REACT_FAILED, request_id, failed)
     }
 
     fn complete(
@@ -671,13 +654,7 @@ impl ReAct {
             iterations: request.iteration,
         };
         let request_id = request.request_id.clone();
-        Ok(vec![self.emit(
-            state,
-            step,
-            REACT_COMPLETED,
-            &request_id,
-            completed,
-        )?])
+        self.reply(state, step, REACT_COMPLETED, &request_id, completed)
     }
 
     /// Ends the request: tool calls still unanswered get an error result (so the thread never
@@ -727,23 +704,20 @@ impl ReAct {
             FailureReason::Cancelled { .. } => Status::Cancelled,
             _ => Status::Failed,
         };
-        Ok(vec![self.emit(
-            state,
-            step,
-            REACT_FAILED,
-            &request_id,
-            failed,
-        )?])
+        self.reply(state, step, REACT_FAILED, &request_id, failed)
     }
 
-    fn emit<T: Serialize>(
+    /// Answers the request: a `Reply` (failed for `react.failed`), and a copy to
+    /// `ReActConfig::reply_to` when that is somewhere other than the bus (where the reply goes
+    /// anyway).
+    fn reply<T: Serialize>(
         &self,
         state: &ReActState,
         step: &Step<'_>,
         signal_type: &str,
         request_id: &str,
         data: T,
-    ) -> Result<Directive, StrategyError> {
+    ) -> Result<Vec<Directive>, StrategyError> {
         let thread_id = step
             .cause
             .thread_id()
@@ -766,10 +740,19 @@ impl ReAct {
                 signal_type: signal_type.to_owned(),
                 message: e.to_string(),
             })?;
-        Ok(Directive::Emit(Emit {
-            signal,
-            target: self.config.reply_to.clone(),
-        }))
+        let mut out = Vec::with_capacity(2);
+        if self.config.reply_to != EmitTarget::Bus {
+            out.push(Directive::Emit(Emit {
+                signal: signal.clone(),
+                target: self.config.reply_to.clone(),
+            }));
+        }
+        out.push(Directive::Reply(if signal_type == REACT_FAILED {
+            Reply::failed(signal)
+        } else {
+            Reply::completed(signal)
+        }));
+        Ok(out)
     }
 }
 

@@ -12,8 +12,8 @@ use motet_agents::{
     Summarization, SummaryResult, ToolResultSignal,
 };
 use motet_directives::{
-    AssistantBlock, AssistantMessage, CallId, Directive, LlmResponse, Message, StopReason,
-    ToolArgs, ToolChoice, ToolDef, ToolDefs, ToolResult, Usage,
+    AssistantBlock, AssistantMessage, CallId, Directive, LlmResponse, Message, ReplyStatus,
+    StopReason, ToolArgs, ToolChoice, ToolDef, ToolDefs, ToolResult, Usage,
 };
 use motet_signals::Signal;
 use serde_json::{Value, json};
@@ -169,16 +169,18 @@ fn describe(d: &Directive) -> String {
             t.call_id, t.tool_call_id, t.name, t.args
         ),
         Directive::Summarize(s) => format!("summarize {} {}..={}", s.call_id, s.from_seq, s.to_seq),
-        Directive::Emit(e) => {
-            let data: Value = e.signal.data_as().unwrap();
-            let detail = match e.signal.signal_type().as_str() {
+        Directive::Reply(r) => {
+            let data: Value = r.signal.data_as().unwrap();
+            let detail = match r.signal.signal_type().as_str() {
                 "react.completed" => format!("answer={}", data["answer"].as_str().unwrap()),
                 _ => format!("reason={}", data["reason"]["kind"].as_str().unwrap()),
             };
+            let failed = r.signal.signal_type().as_str() == "react.failed";
+            assert_eq!(r.status == ReplyStatus::Failed, failed, "{r:?}");
             format!(
-                "emit {} {} {detail}",
-                e.signal.signal_type(),
-                e.signal.request_id().unwrap()
+                "reply {} {} {detail}",
+                r.signal.signal_type(),
+                r.signal.request_id().unwrap()
             )
         }
         other => format!("{other:?}"),
@@ -233,7 +235,7 @@ fn seed_appendix_b_two_plus_two_then_times_three() {
     h.script(&[(
         "llm.result",
         llm_text("call_1", "4"),
-        &["emit react.completed r1 answer=4"],
+        &["reply react.completed r1 answer=4"],
     )]);
     assert_eq!(h.state.status, Status::Completed);
     assert_eq!(
@@ -254,7 +256,7 @@ fn seed_appendix_b_two_plus_two_then_times_three() {
         (
             "llm.result",
             llm_text("call_3", "The result is 12"),
-            &["emit react.completed r2 answer=The result is 12"],
+            &["reply react.completed r2 answer=The result is 12"],
         ),
     ]);
     assert_eq!(
@@ -356,7 +358,7 @@ fn duplicated_and_stale_results_are_ignored_and_noted() {
         (
             "llm.result",
             llm_text("call_2", "done"),
-            &["emit react.completed r1 answer=done"],
+            &["reply react.completed r1 answer=done"],
         ),
         ("llm.result", llm_text("call_2", "done twice"), &[]),
     ]);
@@ -431,7 +433,7 @@ fn llm_failures_are_retried_within_budget_then_fail_the_request() {
         (
             "llm.failed",
             failed("call_2", true),
-            &["emit react.failed r1 reason=llm"],
+            &["reply react.failed r1 reason=llm"],
         ),
         ("llm.result", llm_text("call_2", "too late"), &[]),
     ]);
@@ -446,7 +448,7 @@ fn llm_failures_are_retried_within_budget_then_fail_the_request() {
     h.script(&[(
         "llm.failed",
         failed("call_1", false),
-        &["emit react.failed r1 reason=llm"],
+        &["reply react.failed r1 reason=llm"],
     )]);
 }
 
@@ -467,7 +469,7 @@ fn cancel_closes_pending_calls_so_the_history_stays_whole() {
         (
             "react.cancel",
             to_value(&ReactCancel::default()),
-            &["emit react.failed r1 reason=cancelled"],
+            &["reply react.failed r1 reason=cancelled"],
         ),
         ("tool.result", tool_ok("tool_2", "b", "late"), &[]),
         ("react.cancel", to_value(&ReactCancel::default()), &[]),
@@ -504,7 +506,7 @@ fn max_iterations_fails_the_request() {
         (
             "tool.result",
             tool_ok("tool_2", "b", "2"),
-            &["emit react.failed r1 reason=max_iterations"],
+            &["reply react.failed r1 reason=max_iterations"],
         ),
     ]);
     assert_eq!(h.state.status, Status::Failed);
@@ -515,7 +517,7 @@ fn a_second_request_while_one_runs_is_rejected_before_commit() {
     let mut h = Harness::new(calculator());
     h.ask("r1", "first");
     let before = h.state.thread.clone();
-    assert_eq!(h.ask("r2", "second"), ["emit react.failed r2 reason=busy"]);
+    assert_eq!(h.ask("r2", "second"), ["reply react.failed r2 reason=busy"]);
     assert_eq!(h.state.thread, before);
     assert_eq!(h.state.status, Status::AwaitingLlm);
 }
@@ -544,8 +546,8 @@ fn emitted_signals_carry_ids_from_the_env_and_the_cause() {
     let mut h = Harness::new(calculator());
     h.ask("r1", "q");
     let directives = h.send("llm.result", llm_text("call_1", "a"));
-    let Directive::Emit(emit) = &directives[0] else {
-        panic!("expected an emit");
+    let Directive::Reply(emit) = &directives[0] else {
+        panic!("expected a reply");
     };
     assert_eq!(emit.signal.id().as_str(), "sig_1");
     assert_eq!(emit.signal.thread_id(), Some("th"));
@@ -874,7 +876,7 @@ fn resume_of_an_answered_request_replies_again() {
     ]);
     let directives = react.handle(&mut state, &resume_signal(&[]), &env).unwrap();
     match directives.as_slice() {
-        [Directive::Emit(emit)] => {
+        [Directive::Reply(emit)] => {
             assert_eq!(
                 emit.signal.signal_type().as_str(),
                 motet_agents::REACT_COMPLETED
@@ -951,7 +953,7 @@ fn a_forced_first_tool_call_then_the_model_may_answer() {
     h.script(&[(
         "llm.result",
         llm_text("call_2", "17 * 23 = 391."),
-        &["emit react.completed r1 answer=17 * 23 = 391."],
+        &["reply react.completed r1 answer=17 * 23 = 391."],
     )]);
     assert_eq!(h.state.request.as_ref().unwrap().tool_calls, 1);
     // The next request is forced again from its first call.
@@ -986,7 +988,7 @@ fn a_choice_kept_forcing_loops_until_max_iterations() {
     h.script(&[(
         "tool.result",
         tool_ok("tool_2", "tc2", "4"),
-        &["emit react.failed r1 reason=max_iterations"],
+        &["reply react.failed r1 reason=max_iterations"],
     )]);
 }
 
@@ -1084,7 +1086,7 @@ fn an_empty_question_is_refused_before_commit() {
     for (request, query) in [("r1", ""), ("r2", "  \n\t ")] {
         assert_eq!(
             h.ask(request, query),
-            [format!("emit react.failed {request} reason=empty_query")]
+            [format!("reply react.failed {request} reason=empty_query")]
         );
     }
     assert!(h.thread().is_empty(), "{:?}", h.thread());
@@ -1263,7 +1265,7 @@ fn a_reloaded_thread_refuses_a_question_while_its_last_request_is_unfinished() {
             .handle(&mut state, &input_signal("req-2", "next"), &env)
             .unwrap();
         let refused = directives.iter().find_map(|d| match d {
-            Directive::Emit(emit) => emit
+            Directive::Reply(reply) => reply
                 .signal
                 .data_as::<motet_agents::ReactFailed>()
                 .ok()

@@ -73,6 +73,8 @@ pub enum Directive {
     Summarize(Summarize),
     /// Send a signal somewhere.
     Emit(Emit),
+    /// Answer a request: it ends, and the answer goes to whoever asked and onto the bus.
+    Reply(Reply),
     /// Start a child agent under this agent's supervisor.
     Spawn(Spawn),
     /// Stop a child agent.
@@ -93,6 +95,7 @@ impl Directive {
             Self::ToolExec(_) => "tool_exec",
             Self::Summarize(_) => "summarize",
             Self::Emit(_) => "emit",
+            Self::Reply(_) => "reply",
             Self::Spawn(_) => "spawn",
             Self::StopChild(_) => "stop_child",
             Self::Schedule(_) => "schedule",
@@ -165,6 +168,46 @@ pub struct Emit {
     pub signal: Signal,
     /// Where it goes.
     pub target: EmitTarget,
+}
+
+/// How a request ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplyStatus {
+    /// It did what was asked.
+    Completed,
+    /// It could not (refused, failed, cancelled); the asker gets an error carrying the answer.
+    Failed,
+}
+
+/// Answer the request named by the signal's request id: the request ends with `status`, the
+/// signal reaches whoever asked (as the reply, or inside the error for a failure) and is
+/// published on the bus. A strategy says "this answers the caller" with a `Reply`, never by the
+/// type of a signal it emits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reply {
+    /// How the request ended.
+    pub status: ReplyStatus,
+    /// The answer; it must carry the request id it answers.
+    pub signal: Signal,
+}
+
+impl Reply {
+    /// The request succeeded with `signal`.
+    pub fn completed(signal: Signal) -> Self {
+        Self {
+            status: ReplyStatus::Completed,
+            signal,
+        }
+    }
+
+    /// The request failed; `signal` says why.
+    pub fn failed(signal: Signal) -> Self {
+        Self {
+            status: ReplyStatus::Failed,
+            signal,
+        }
+    }
 }
 
 /// What a child agent is: a registered agent kind, an optional name, and its configuration.

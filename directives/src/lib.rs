@@ -48,8 +48,8 @@ mod tool;
 mod usage;
 
 pub use directive::{
-    CallId, CancelSchedule, ChildSpec, Directive, Emit, EmitTarget, LlmStream, Schedule,
-    ScheduleId, Spawn, Stop, StopChild, Summarize, ToolExec,
+    CallId, CancelSchedule, ChildSpec, Directive, Emit, EmitTarget, LlmStream, Reply, ReplyStatus,
+    Schedule, ScheduleId, Spawn, Stop, StopChild, Summarize, ToolExec,
 };
 pub use error::DirectiveError;
 pub use message::{AssistantBlock, AssistantMessage, Message, ProviderMeta};

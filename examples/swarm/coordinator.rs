@@ -19,7 +19,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use motet::agents::{ReactCompleted, ReactFailed};
-use motet::directives::{Emit, EmitTarget};
+use motet::directives::{Emit, EmitTarget, Reply};
 use motet::prelude::*;
 use motet::runtime::agent::ThreadFailure;
 use serde::{Deserialize, Serialize};
@@ -30,8 +30,6 @@ use crate::worker::{TOOL_REPORT, ToolReport};
 pub(crate) const RUN: &str = "swarm.run";
 /// Answers `swarm.run` when every task is settled: data [`Report`].
 pub(crate) const DONE: &str = "swarm.done";
-/// The coordinator's failure reply type (it has none of its own to send).
-pub(crate) const FAILED: &str = "swarm.failed";
 /// Published on the bus after every change: data [`Progress`].
 pub(crate) const PROGRESS: &str = "swarm.progress";
 
@@ -351,11 +349,12 @@ impl Strategy for Coordinator {
         {
             let mut report = std::mem::take(&mut state.report);
             report.outcomes.sort_by_key(|o| o.id);
-            out.push(emit_bus(
-                Signal::builder(DONE, "coordinator")
-                    .with_request_id(batch)
-                    .with_data(report),
-            )?);
+            let done = Signal::builder(DONE, "coordinator")
+                .with_request_id(batch)
+                .with_data(report)
+                .build()
+                .map_err(|e| emit_error(DONE, e))?;
+            out.push(Directive::Reply(Reply::completed(done)));
         }
         Ok(out)
     }

@@ -31,7 +31,7 @@ use motet::prelude::*;
 use motet::providers::ProviderKind;
 use motet::runtime::agent::{AGENT_STOPPED, THREAD_RESTARTED};
 
-use coordinator::{Batch, Coordinator, DONE, FAILED, PROGRESS, Progress, RUN, Report, Skill, Task};
+use coordinator::{Batch, Coordinator, PROGRESS, Progress, RUN, Report, Skill, Task};
 use worker::{CHAOS, NOTES, TOOL_REPORT, Worker};
 
 /// Many supervised agents in one process, with signals between them.
@@ -179,8 +179,7 @@ async fn swarm(
                 .subscribe(pattern("react.failed")?)
                 .subscribe(pattern(THREAD_RESTARTED)?)
                 .subscribe(pattern(AGENT_STOPPED)?)
-                .subscribe(pattern(TOOL_REPORT)?)
-                .with_reply_types(DONE, FAILED),
+                .subscribe(pattern(TOOL_REPORT)?),
         )
         .await
         .map_err(|e| e.to_string())?;

@@ -29,7 +29,7 @@ impl motet_agents::Strategy for Recorder {
         signal: &motet_signals::Signal,
         _env: &dyn motet_agents::Env,
     ) -> Result<Vec<motet_directives::Directive>, motet_agents::StrategyError> {
-        use motet_directives::{Directive, Emit, EmitTarget};
+        use motet_directives::{Directive, Emit, EmitTarget, Reply};
         let ty = signal.signal_type().as_str().to_owned();
         let Ok(input) = signal.data_as::<motet_agents::ReactInput>() else {
             seen.push(ty);
@@ -53,10 +53,9 @@ impl motet_agents::Strategy for Recorder {
                 target: EmitTarget::Group(group.to_owned()),
             }));
         }
-        out.push(Directive::Emit(Emit {
-            signal: reply(serde_json::json!(seen.clone())),
-            target: EmitTarget::Bus,
-        }));
+        out.push(Directive::Reply(Reply::completed(reply(
+            serde_json::json!(seen.clone()),
+        ))));
         Ok(out)
     }
 }
@@ -147,7 +146,7 @@ impl motet_agents::Strategy for Coordinator {
         signal: &motet_signals::Signal,
         _env: &dyn motet_agents::Env,
     ) -> Result<Vec<motet_directives::Directive>, motet_agents::StrategyError> {
-        use motet_directives::{Directive, Emit, EmitTarget};
+        use motet_directives::{Directive, Emit, EmitTarget, Reply};
         if signal.signal_type().as_str() == "task.done" {
             state.results.push(signal.data_as::<u64>().unwrap());
             if state.results.len() < self.workers {
@@ -160,10 +159,7 @@ impl motet_agents::Strategy for Coordinator {
                 .with_data(sum)
                 .build()
                 .unwrap();
-            return Ok(vec![Directive::Emit(Emit {
-                signal: done,
-                target: EmitTarget::Bus,
-            })]);
+            return Ok(vec![Directive::Reply(Reply::completed(done))]);
         }
         state.request = signal.request_id().map(str::to_owned);
         Ok((0..self.workers)

@@ -205,17 +205,16 @@ impl motet_agents::Strategy for Boss {
         signal: &motet_signals::Signal,
         _env: &dyn motet_agents::Env,
     ) -> Result<Vec<motet_directives::Directive>, motet_agents::StrategyError> {
-        use motet_directives::{ChildSpec, Directive, Emit, EmitTarget, Spawn, StopChild};
+        use motet_directives::{ChildSpec, Directive, Emit, EmitTarget, Reply, Spawn, StopChild};
         use motet_runtime::agent::{CHILD_STARTED, ChildEvent};
         let reply = |request: &str, data: serde_json::Value| {
-            Directive::Emit(Emit {
-                signal: motet_signals::Signal::builder(REACT_COMPLETED, "boss")
+            Directive::Reply(Reply::completed(
+                motet_signals::Signal::builder(REACT_COMPLETED, "boss")
                     .with_request_id(request)
                     .with_data(data)
                     .build()
                     .unwrap(),
-                target: EmitTarget::Bus,
-            })
+            ))
         };
         match signal.signal_type().as_str() {
             CHILD_STARTED => {

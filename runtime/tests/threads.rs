@@ -46,16 +46,15 @@ impl motet_agents::Strategy for Notes {
         signal: &motet_signals::Signal,
         env: &dyn motet_agents::Env,
     ) -> Result<Vec<motet_directives::Directive>, motet_agents::StrategyError> {
-        use motet_directives::{CallId, Directive, Emit, EmitTarget, Summarize};
+        use motet_directives::{CallId, Directive, Reply, Summarize};
         let done = |data: serde_json::Value, request: &str| {
-            Directive::Emit(Emit {
-                signal: motet_signals::Signal::builder(REACT_COMPLETED, "notes")
+            Directive::Reply(Reply::completed(
+                motet_signals::Signal::builder(REACT_COMPLETED, "notes")
                     .with_request_id(request)
                     .with_data(data)
                     .build()
                     .unwrap(),
-                target: EmitTarget::Bus,
-            })
+            ))
         };
         if let Ok(result) = signal.data_as::<motet_agents::SummaryResult>() {
             let request = state.waiting.take().unwrap();

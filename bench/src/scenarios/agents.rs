@@ -786,10 +786,9 @@ impl Strategy for Coordinator {
             let done = build(
                 Signal::builder(motet_agents::REACT_COMPLETED, "coord").with_request_id(request),
             )?;
-            return Ok(vec![Directive::Emit(Emit {
-                signal: done,
-                target: EmitTarget::Bus,
-            })]);
+            return Ok(vec![Directive::Reply(motet_directives::Reply::completed(
+                done,
+            ))]);
         }
         state.request = signal.request_id().map(str::to_owned);
         (0..self.workers)

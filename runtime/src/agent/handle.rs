@@ -1,15 +1,14 @@
 //! The public face: a [`Runtime`] spawns agents from [`AgentSpec`]s and hands out
 //! [`AgentHandle`]s to ask them things.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use dashmap::DashMap;
 use motet_agents::{
-    Env, PolicyOverride, REACT_CANCEL, REACT_COMPLETED, REACT_FAILED, REACT_INPUT, REACT_RESUME,
-    REACT_SUMMARIZE, ReactCompleted, ReactInput, ReactResume, ReactSummarize, Strategy,
+    Env, PolicyOverride, REACT_CANCEL, REACT_INPUT, REACT_RESUME, REACT_SUMMARIZE, ReactCompleted,
+    ReactInput, ReactResume, ReactSummarize, Strategy,
 };
 use motet_providers::LlmClient;
 use motet_signals::{Bus, Delivery, Pattern, Signal, Subscription};
@@ -239,7 +238,6 @@ where
         strategy: spec.strategy,
         tools: spec.tools,
         request_type: REACT_INPUT,
-        reply_types: [spec.reply_types.0, spec.reply_types.1],
         cancel_type: REACT_CANCEL,
         summarize_type: REACT_SUMMARIZE,
         policy: spec.policy,
@@ -418,13 +416,6 @@ impl Request {
     /// # Errors
     /// As [`AgentHandle::ask`].
     pub async fn wait(mut self) -> Result<Signal, AskError> {
-        let failed_type = self
-            .agent
-            .services
-            .agents
-            .get(&self.agent.name)
-            .map(|f| f.failed_type().to_owned())
-            .unwrap_or_else(|| REACT_FAILED.to_owned());
         let received = match self.ready.take() {
             Some(received) => received,
             None => match tokio::time::timeout(self.timeout, &mut self.answer).await {
@@ -440,7 +431,7 @@ impl Request {
                 }
             },
         };
-        self.agent.interpret(received, &failed_type)
+        self.agent.interpret(received)
     }
 }
 
@@ -485,7 +476,6 @@ pub const NEW_THREAD: &str = "new";
 /// One agent's threads, whatever its strategy type.
 #[async_trait::async_trait]
 pub(crate) trait Family: Send + Sync {
-    fn failed_type(&self) -> &str;
     fn spawning(&self) -> &tokio::sync::Mutex<()>;
     fn intensity(&self) -> Intensity;
     fn keep_subscriptions(&self, subscriptions: Vec<Subscription>);
@@ -518,10 +508,6 @@ where
     S: Strategy + Send + Sync + 'static,
     S::State: Send + Sync + 'static,
 {
-    fn failed_type(&self) -> &str {
-        &self.reply_types[1]
-    }
-
     fn spawning(&self) -> &tokio::sync::Mutex<()> {
         &self.spawning
     }
@@ -748,7 +734,6 @@ pub struct AgentSpec<S> {
     name: String,
     strategy: S,
     tools: Option<Arc<ToolSet>>,
-    reply_types: (Cow<'static, str>, Cow<'static, str>),
     policy: RequestPolicy,
     intensity: Intensity,
     subscriptions: Vec<Pattern>,
@@ -764,7 +749,6 @@ impl<S: Strategy> AgentSpec<S> {
             name: name.into(),
             strategy,
             tools: None,
-            reply_types: (Cow::Borrowed(REACT_COMPLETED), Cow::Borrowed(REACT_FAILED)),
             policy: RequestPolicy::Queue,
             intensity: Intensity::default(),
             subscriptions: Vec::new(),
@@ -810,12 +794,6 @@ impl<S: Strategy> AgentSpec<S> {
     /// The tools this agent may call.
     pub fn with_tools(mut self, tools: Arc<ToolSet>) -> Self {
         self.tools = Some(tools);
-        self
-    }
-
-    /// The signal types that answer an ask: one for success, one for failure.
-    pub fn with_reply_types(mut self, done: impl Into<String>, failed: impl Into<String>) -> Self {
-        self.reply_types = (Cow::Owned(done.into()), Cow::Owned(failed.into()));
         self
     }
 }
@@ -1189,12 +1167,6 @@ impl AgentHandle {
         signal: Signal,
         timeout: Duration,
     ) -> Result<Signal, AskError> {
-        let failed_type = self
-            .services
-            .agents
-            .get(&self.name)
-            .map(|f| f.failed_type().to_owned())
-            .unwrap_or_else(|| REACT_FAILED.to_owned());
         let (reply, answer) = oneshot::channel();
         actor
             .cast(AgentMsg::Ask {
@@ -1204,7 +1176,7 @@ impl AgentHandle {
             .map_err(|_| AskError::AgentStopped {
                 agent: self.name.clone(),
             })?;
-        self.outcome(answer, timeout, &failed_type).await
+        self.outcome(answer, timeout).await
     }
 
     /// The reply to an ask, as the caller sees it.
@@ -1212,11 +1184,10 @@ impl AgentHandle {
         &self,
         answer: oneshot::Receiver<Result<Signal, AskError>>,
         timeout: Duration,
-        failed_type: &str,
     ) -> Result<Signal, AskError> {
         match tokio::time::timeout(timeout, answer).await {
             Err(_) => Err(AskError::Timeout(timeout)),
-            Ok(received) => self.interpret(received, failed_type),
+            Ok(received) => self.interpret(received),
         }
     }
 
@@ -1224,29 +1195,21 @@ impl AgentHandle {
     fn interpret(
         &self,
         received: Result<Result<Signal, AskError>, oneshot::error::RecvError>,
-        failed_type: &str,
     ) -> Result<Signal, AskError> {
-        let reply = match received {
+        match received {
             // The thread's state went away without answering: it failed. The agent still
             // running means it was restarted.
             Err(_) if self.services.agents.contains_key(&self.name) => {
-                return Err(AskError::AgentRestarted {
+                Err(AskError::AgentRestarted {
                     agent: self.name.clone(),
-                });
+                })
             }
-            Err(_) => {
-                return Err(AskError::AgentStopped {
-                    agent: self.name.clone(),
-                });
-            }
-            Ok(reply) => reply?,
-        };
-        if reply.signal_type().as_str() == failed_type {
-            return Err(AskError::Failed {
-                reply: Box::new(reply),
-            });
+            Err(_) => Err(AskError::AgentStopped {
+                agent: self.name.clone(),
+            }),
+            // The strategy's reply: a failure arrives as `AskError::Failed` already.
+            Ok(reply) => reply,
         }
-        Ok(reply)
     }
 
     /// Carries on with what thread `thread_id` (the default thread for `None`) still owes after

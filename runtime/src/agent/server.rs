@@ -1,6 +1,5 @@
 //! The actor that hosts one agent, and the execution of the directives its strategy returns.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -13,7 +12,8 @@ use motet_directives::results::{
     SUMMARY_RESULT, SummaryFailed, SummaryResult, TOOL_RESULT, ToolResultSignal,
 };
 use motet_directives::{
-    CallId, Directive, EmitTarget, LlmRequest, Message, ModelRef, ToolCallView, ToolResult,
+    CallId, Directive, EmitTarget, LlmRequest, Message, ModelRef, ReplyStatus, ToolCallView,
+    ToolResult,
 };
 use motet_providers::{BlockAssembler, LlmEvent, ProviderError};
 use motet_signals::Signal;
@@ -69,8 +69,6 @@ pub(crate) struct AgentConfig<S> {
     pub(crate) tools: Option<Arc<ToolSet>>,
     /// The signal type that starts a request (`react.input`).
     pub(crate) request_type: &'static str,
-    /// The signal types that end one: success, failure.
-    pub(crate) reply_types: [Cow<'static, str>; 2],
     /// The signal type that cancels the running request (`react.cancel`).
     pub(crate) cancel_type: &'static str,
     /// The signal type that asks for a summary of a range (`react.summarize`); it queues
@@ -432,6 +430,45 @@ where
         }
     }
 
+    /// Ends `request` with the strategy's reply: recorded, its span closed, its calls still
+    /// running aborted, the next request let in, and its asker answered.
+    fn answer(
+        &self,
+        state: &mut ServerState<S>,
+        request: &str,
+        status: ReplyStatus,
+        signal: &Signal,
+    ) {
+        let (recorded, failure) = match status {
+            ReplyStatus::Completed => (RequestStatus::Completed, None),
+            ReplyStatus::Failed => (RequestStatus::Failed, Some(failure_text(signal))),
+        };
+        self.services.requests.finished(
+            request,
+            recorded,
+            Some(signal.clone()),
+            state.env.now_ms(),
+        );
+        self.end_request_span(
+            state,
+            request,
+            failure.as_deref().map(|text| ("request_failed", text)),
+        );
+        state.book.finished(request);
+        if let Some(calls) = state.calls.remove(request) {
+            calls.iter().for_each(AbortHandle::abort);
+        }
+        if let Some(asker) = state.pending.remove(request) {
+            let answer = match status {
+                ReplyStatus::Completed => Ok(signal.clone()),
+                ReplyStatus::Failed => Err(AskError::Failed {
+                    reply: Box::new(signal.clone()),
+                }),
+            };
+            let _ = asker.send(answer);
+        }
+    }
+
     /// Ends `request` on a failure before its directives ran: it is recorded failed, its span
     /// closes with `kind`, it is no longer the running one, and its asker gets `failure`.
     fn abandon(
@@ -685,37 +722,6 @@ where
                         signal = signal.with_trace(context);
                     }
                 }
-                let is_reply = self
-                    .agent
-                    .reply_types
-                    .iter()
-                    .any(|t| t == signal.signal_type().as_str());
-                if is_reply && let Some(request) = signal.request_id() {
-                    let status = if signal.signal_type().as_str() == self.agent.reply_types[1] {
-                        RequestStatus::Failed
-                    } else {
-                        RequestStatus::Completed
-                    };
-                    self.services.requests.finished(
-                        request,
-                        status,
-                        Some(signal.clone()),
-                        state.env.now_ms(),
-                    );
-                    let failure = (status == RequestStatus::Failed).then(|| failure_text(&signal));
-                    self.end_request_span(
-                        state,
-                        request,
-                        failure.as_deref().map(|text| ("request_failed", text)),
-                    );
-                    state.book.finished(request);
-                    if let Some(calls) = state.calls.remove(request) {
-                        calls.iter().for_each(AbortHandle::abort);
-                    }
-                    if let Some(reply) = state.pending.remove(request) {
-                        let _ = reply.send(Ok(signal.clone()));
-                    }
-                }
                 match emit.target {
                     EmitTarget::Bus => {
                         self.services.bus.publish(&signal);
@@ -765,6 +771,25 @@ where
                         });
                     }
                 }
+            }
+            Directive::Reply(reply) => {
+                let span =
+                    trace::directive_span("reply", reply.signal.signal_type().as_str(), parent);
+                let _inside = span.enter();
+                let mut signal = reply.signal;
+                if signal.trace().traceparent.is_none() {
+                    let context = context_of(&span);
+                    if context.traceparent.is_some() {
+                        signal = signal.with_trace(context);
+                    }
+                }
+                match signal.request_id() {
+                    Some(request) => self.answer(state, request, reply.status, &signal),
+                    None => {
+                        tracing::warn!(agent = %self.agent.name, signal = %signal.signal_type().as_str(), "a reply without a request id answers nobody; it is only published");
+                    }
+                }
+                self.services.bus.publish(&signal);
             }
             Directive::Schedule(schedule) => {
                 let me = myself.clone();
