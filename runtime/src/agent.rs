@@ -38,19 +38,25 @@
 
 mod book;
 mod env;
+mod errors;
+mod events;
 mod handle;
+mod registry;
 mod requests;
+mod runtime;
 mod server;
+mod spec;
 mod supervise;
 mod trace;
 
 pub use env::SystemEnv;
-pub use handle::{
-    AgentHandle, AgentSpec, AskError, AskOptions, DEFAULT_IDLE_TIMEOUT, DEFAULT_LLM_CONCURRENCY,
-    DEFAULT_THREAD, NEW_THREAD, Request, Runtime, RuntimeBuilder, RuntimeError,
+pub use errors::{AskError, RuntimeError};
+pub use events::{
+    AGENT_STOPPED, CHILD_FAILED, CHILD_STARTED, ChildEvent, DeltaKind, LLM_DELTA, LlmDelta,
+    THREAD_RESTARTED, ThreadFailure,
 };
+pub use handle::{AgentHandle, DEFAULT_THREAD, NEW_THREAD, Request};
 pub use requests::{FINISHED_REQUESTS_KEPT, RequestRecord, RequestStatus};
-pub use server::{
-    AGENT_STOPPED, AgentMsg, AgentServer, CHILD_FAILED, CHILD_STARTED, ChildEvent, DeltaKind,
-    LLM_DELTA, LlmDelta, RequestPolicy, THREAD_RESTARTED, ThreadFailure,
-};
+pub use runtime::{Runtime, RuntimeBuilder};
+pub use server::{AgentMsg, AgentServer, RequestPolicy};
+pub use spec::{AgentSpec, AskOptions, DEFAULT_IDLE_TIMEOUT, DEFAULT_LLM_CONCURRENCY};

@@ -46,7 +46,7 @@ pub const FINISHED_REQUESTS_KEPT: usize = 10_000;
 /// The runtime's request records.
 #[derive(Default)]
 pub(crate) struct Requests {
-    records: super::handle::Registry<String, RequestRecord>,
+    records: super::registry::Registry<String, RequestRecord>,
     finished: Mutex<VecDeque<String>>,
 }
 

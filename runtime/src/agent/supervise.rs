@@ -17,8 +17,8 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 
 use motet_signals::Signal;
 
-use super::handle::Services;
-use super::server::{AGENT_STOPPED, THREAD_RESTARTED, ThreadFailure};
+use super::events::{AGENT_STOPPED, THREAD_RESTARTED, ThreadFailure};
+use super::registry::Services;
 use crate::supervisor::{Decision, ExitReason, Restart, RestartHistory, RestartStrategy, decide};
 
 /// The supervisor actor. Its only messages are supervision events.

@@ -1,0 +1,101 @@
+//! Why the runtime could not do what was asked ([`RuntimeError`]), and why an ask got no
+//! answer ([`AskError`]).
+
+use std::time::Duration;
+
+use motet_signals::Signal;
+
+/// Why the runtime could not do what was asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RuntimeError {
+    /// No LLM client was configured.
+    #[error("the runtime needs an LLM client: call RuntimeBuilder::llm")]
+    NoLlmClient,
+    /// An agent with this name is already running.
+    #[error("an agent named `{name}` is already running")]
+    NameTaken {
+        /// The name.
+        name: String,
+    },
+    /// The agent's actor could not start.
+    #[error("agent `{name}` could not start: {message}")]
+    SpawnFailed {
+        /// The agent.
+        name: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The agent is not running.
+    #[error("agent `{name}` is not running")]
+    NotRunning {
+        /// The agent.
+        name: String,
+    },
+    /// The thread store failed.
+    #[error("the thread store failed: {message}")]
+    Store {
+        /// The store's error.
+        message: String,
+    },
+}
+
+/// Why an ask got no answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AskError {
+    /// No reply came within the timeout.
+    #[error("no reply within {0:?}")]
+    Timeout(Duration),
+    /// The agent stopped before replying.
+    #[error("agent `{agent}` stopped before replying")]
+    AgentStopped {
+        /// The agent.
+        agent: String,
+    },
+    /// The agent's thread failed while the request ran and was restarted; the request is not
+    /// resumed (send it again).
+    #[error("agent `{agent}` failed and was restarted before replying")]
+    AgentRestarted {
+        /// The agent.
+        agent: String,
+    },
+    /// The strategy rejected the request.
+    #[error("the strategy rejected the request: {message}")]
+    Strategy {
+        /// Its error.
+        message: String,
+    },
+    /// The agent replied with a failure signal (e.g. `react.failed`); its data says why.
+    #[error("the request failed: {}", reply.signal_type().as_str())]
+    Failed {
+        /// The failure signal.
+        reply: Box<Signal>,
+    },
+    /// The thread's actor could not start — typically its stored history cannot be read. The
+    /// thread is never replaced by a fresh, empty one.
+    #[error("thread `{thread}` of agent `{agent}` is unavailable: {message}")]
+    ThreadUnavailable {
+        /// The agent.
+        agent: String,
+        /// The thread.
+        thread: String,
+        /// Why (the store's error, naming the thread).
+        message: String,
+    },
+    /// The thread could not be stored, so the request was not carried out.
+    #[error("the thread could not be stored: {message}")]
+    Store {
+        /// The store's error.
+        message: String,
+    },
+    /// The request signal carried no request id to match the reply by.
+    #[error("an ask needs a request id")]
+    NoRequestId,
+    /// The request could not be built or sent.
+    #[error("the request could not be sent: {message}")]
+    Send {
+        /// What went wrong.
+        message: String,
+    },
+}

@@ -1,0 +1,467 @@
+//! What every agent of a runtime shares (`Services`: the agents by name, the bus, the store,
+//! the LLM client and its limits, groups, kinds, requests) and one agent's threads behind a
+//! strategy-free face (`Family`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use dashmap::DashMap;
+use motet_agents::{Env, REACT_CANCEL, REACT_INPUT, REACT_SUMMARIZE, Strategy};
+use motet_providers::LlmClient;
+use motet_signals::{Bus, Delivery, Signal, Subscription};
+use ractor::{Actor, ActorRef};
+
+use super::env::SystemEnv;
+use super::errors::RuntimeError;
+use super::handle::{DEFAULT_THREAD, NEW_THREAD};
+use super::requests::Requests;
+use super::server::{AgentConfig, AgentMsg, AgentServer};
+use super::spec::AgentSpec;
+use crate::store::ThreadStore;
+use crate::supervisor::Intensity;
+
+/// A concurrent map keyed by names and ids that arrive with requests: foldhash, seeded at
+/// random per map, costs a fraction of SipHash on these short keys and still keeps an outsider
+/// choosing thread ids from predicting collisions.
+pub(crate) type Registry<K, V> = DashMap<K, V, foldhash::fast::RandomState>;
+
+/// What every agent of a runtime shares.
+pub(crate) struct Services {
+    pub(crate) llm: Arc<dyn LlmClient>,
+    pub(crate) bus: Arc<Bus>,
+    /// The registry, first level: the agents by name. Each agent holds the second: its running
+    /// threads by thread id (`Family::thread`), so (agent, thread id) → the owning actor.
+    pub(crate) agents: Registry<String, Arc<dyn Family>>,
+    /// The registry the other way round for supervised threads, so the supervisor finds a
+    /// failed actor's (agent, thread) at once.
+    pub(crate) thread_keys: Registry<ractor::ActorId, (String, String)>,
+    /// How many LLM calls may run at once per provider (the `provider` part of a model ref).
+    pub(crate) llm_limits: DashMap<String, Arc<tokio::sync::Semaphore>>,
+    pub(crate) default_llm_limit: usize,
+    /// The supervisor of every thread actor, started with the first one.
+    pub(crate) supervisor: tokio::sync::OnceCell<ActorRef<()>>,
+    /// Named groups of agents, for `Emit` to a group.
+    pub(crate) groups: DashMap<String, Vec<String>>,
+    /// Where threads are stored.
+    pub(crate) store: Arc<dyn ThreadStore>,
+    /// Agent kinds a `Spawn` directive can start, by name.
+    pub(crate) kinds: HashMap<String, KindFactory>,
+    /// Every request's status, timestamps and result.
+    pub(crate) requests: Requests,
+    /// The sweeper that asks idle threads to stop, started with the first thread that has an
+    /// idle timeout; the shortest timeout seen sets its pace. Held while one is started.
+    pub(crate) idle_sweep: std::sync::Mutex<Option<tokio::task::AbortHandle>>,
+    /// The sweeper's period in nanoseconds (0 while none runs), read without the lock.
+    pub(crate) idle_period_ns: std::sync::atomic::AtomicU64,
+    /// `llm.delta` as a parsed type, to ask the bus whether anyone listens.
+    pub(crate) delta_type: Option<motet_signals::SignalType>,
+}
+
+impl Services {
+    /// Whether anyone subscribed to `llm.delta`.
+    pub(crate) fn wants_deltas(&self) -> bool {
+        self.delta_type
+            .as_ref()
+            .is_some_and(|ty| self.bus.has_subscribers(ty))
+    }
+
+    /// Makes sure a sweeper asks every thread, at least every `idle / 2`, whether it has been
+    /// idle long enough to stop. One task for the whole runtime, not one per thread.
+    pub(crate) fn watch_idle(self: &Arc<Self>, idle: Duration) {
+        let period = (idle / 2).max(Duration::from_millis(1));
+        // Every thread start asks; all but the first of each timeout get their answer here,
+        // without the lock.
+        let period_ns = u64::try_from(period.as_nanos()).unwrap_or(u64::MAX);
+        let swept = |services: &Self| {
+            let current = services
+                .idle_period_ns
+                .load(std::sync::atomic::Ordering::Acquire);
+            current != 0 && current <= period_ns
+        };
+        if swept(self) {
+            return;
+        }
+        let Ok(mut sweep) = self.idle_sweep.lock() else {
+            return;
+        };
+        // Again under the lock: another start may have begun a sweeper meanwhile.
+        if swept(self) {
+            return;
+        }
+        if let Some(old) = sweep.take() {
+            old.abort();
+        }
+        let services = Arc::downgrade(self);
+        let task = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(period);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let Some(services) = services.upgrade() else {
+                    break;
+                };
+                let threads = services.all_threads();
+                drop(services);
+                for thread in threads {
+                    let _ = thread.cast(AgentMsg::IdleCheck);
+                }
+            }
+        });
+        *sweep = Some(task.abort_handle());
+        self.idle_period_ns
+            .store(period_ns, std::sync::atomic::Ordering::Release);
+    }
+}
+
+impl Services {
+    /// Removes the agent `name` from the registry and ends its bus subscriptions.
+    pub(crate) fn remove_agent(&self, name: &str) -> Option<Arc<dyn Family>> {
+        let (_, family) = self.agents.remove(name)?;
+        family.end_subscriptions();
+        Some(family)
+    }
+
+    /// Forgets the supervised thread actor `id`, returning its (agent, thread) when it was
+    /// registered. (The reverse entry is written when the thread joins the supervisor,
+    /// `AgentServer::supervise`.)
+    pub(crate) fn forget_thread(&self, id: ractor::ActorId) -> Option<(String, String)> {
+        let (_, key) = self.thread_keys.remove(&id)?;
+        if let Some(family) = self.agents.get(&key.0).map(|f| f.value().clone()) {
+            family.forget_thread(&key.1, id);
+        }
+        Some(key)
+    }
+
+    /// Every running thread actor of every agent.
+    pub(crate) fn all_threads(&self) -> Vec<ActorRef<AgentMsg>> {
+        let families: Vec<Arc<dyn Family>> =
+            self.agents.iter().map(|e| e.value().clone()).collect();
+        families.iter().flat_map(|f| f.threads()).collect()
+    }
+
+    /// Waits for a free slot to call `provider`; the slot is held until the permit drops.
+    pub(crate) async fn permit(&self, provider: &str) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let semaphore = self
+            .llm_limits
+            .entry(provider.to_owned())
+            .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(self.default_llm_limit)))
+            .clone();
+        semaphore.acquire_owned().await.ok()
+    }
+
+    /// The actor that owns `thread` of `agent` (its default thread when `None`, a fresh one for
+    /// `"new"`), started on first use.
+    pub(crate) async fn thread_actor(
+        self: &Arc<Self>,
+        agent: &str,
+        thread: Option<String>,
+    ) -> Result<(ActorRef<AgentMsg>, String), RuntimeError> {
+        let family = self
+            .agents
+            .get(agent)
+            .map(|f| f.value().clone())
+            .ok_or_else(|| RuntimeError::NotRunning {
+                name: agent.to_owned(),
+            })?;
+        let thread = match thread.as_deref() {
+            None => DEFAULT_THREAD.to_owned(),
+            Some(NEW_THREAD) => SystemEnv.fresh_id("thread"),
+            Some(id) => id.to_owned(),
+        };
+        if let Some(actor) = family.thread(&thread) {
+            return Ok((actor, thread));
+        }
+        // One spawn per thread even when many asks race for it.
+        let _guard = family.spawning().lock().await;
+        if let Some(actor) = family.thread(&thread) {
+            return Ok((actor, thread));
+        }
+        let actor = family
+            .clone()
+            .spawn_thread(self.clone(), thread.clone())
+            .await?;
+        family.insert_thread(thread.clone(), actor.clone());
+        Ok((actor, thread))
+    }
+}
+
+/// A bus delivery to an agent's default thread: cast at once when the thread runs, or after
+/// starting it. Never blocks the publisher.
+fn deliver_to(services: &std::sync::Weak<Services>, agent: &str, signal: &Signal) -> Delivery {
+    let Some(services) = services.upgrade() else {
+        return Delivery::Closed;
+    };
+    let Some(family) = services.agents.get(agent).map(|f| f.value().clone()) else {
+        return Delivery::Closed;
+    };
+    if let Some(actor) = family.thread(DEFAULT_THREAD) {
+        return match actor.cast(AgentMsg::Signal(signal.clone())) {
+            Ok(()) => Delivery::Delivered,
+            Err(_) => Delivery::Closed,
+        };
+    }
+    let signal = signal.clone();
+    let agent = agent.to_owned();
+    tokio::spawn(async move {
+        if let Ok((actor, _)) = services.thread_actor(&agent, None).await {
+            let _ = actor.cast(AgentMsg::Signal(signal));
+        }
+    });
+    Delivery::Delivered
+}
+
+impl Services {
+    /// The agents of group `name`.
+    pub(crate) fn group_members(&self, name: &str) -> Vec<String> {
+        self.groups
+            .get(name)
+            .map(|g| g.value().clone())
+            .unwrap_or_default()
+    }
+}
+
+/// Starts an agent from its spec, as a child of `parent` when given.
+pub(crate) async fn register_agent<S>(
+    services: &Arc<Services>,
+    spec: AgentSpec<S>,
+    parent: Option<Parent>,
+) -> Result<(), RuntimeError>
+where
+    S: Strategy + Send + Sync + 'static,
+    S::State: Send + Sync + 'static,
+{
+    let name = spec.name;
+    let config = Arc::new(AgentConfig {
+        name: name.clone(),
+        strategy: spec.strategy,
+        tools: spec.tools,
+        request_type: REACT_INPUT,
+        cancel_type: REACT_CANCEL,
+        summarize_type: REACT_SUMMARIZE,
+        policy: spec.policy,
+        idle_timeout: spec.idle_timeout,
+        parent,
+        spawning: tokio::sync::Mutex::new(()),
+        intensity: spec.intensity,
+        subscriptions: std::sync::Mutex::new(Vec::new()),
+        threads: std::sync::Mutex::new(HashMap::default()),
+    });
+    // The agent's spawning lock is taken before the agent becomes visible, so no racing ask can
+    // start its default thread first and the thread needs no lookup before it starts. The lock
+    // is new: `try_lock` cannot fail.
+    let spawning = config.spawning.try_lock().ok();
+    match services.agents.entry(name.clone()) {
+        dashmap::Entry::Occupied(_) => return Err(RuntimeError::NameTaken { name }),
+        dashmap::Entry::Vacant(slot) => {
+            slot.insert(config.clone());
+        }
+    }
+    // The default thread starts now, so a spawn that cannot start fails here. The agent's type
+    // is known here, so it starts without going through `dyn Family`.
+    match config
+        .clone()
+        .spawn(services.clone(), DEFAULT_THREAD.to_owned())
+        .await
+    {
+        Ok(actor) => config.insert_thread(DEFAULT_THREAD.to_owned(), actor),
+        Err(error) => {
+            services.remove_agent(&name);
+            return Err(error);
+        }
+    }
+    drop(spawning);
+    if !spec.subscriptions.is_empty() {
+        let subscriptions: Vec<Subscription> = spec
+            .subscriptions
+            .into_iter()
+            .map(|pattern| {
+                let weak = Arc::downgrade(services);
+                let agent = name.clone();
+                services.bus.subscribe(pattern, move |signal: &Signal| {
+                    deliver_to(&weak, &agent, signal)
+                })
+            })
+            .collect();
+        if let Some(family) = services.agents.get(&name) {
+            family.keep_subscriptions(subscriptions);
+        }
+    }
+    for group in spec.groups {
+        services.groups.entry(group).or_default().push(name.clone());
+    }
+    Ok(())
+}
+
+/// Where a child agent's `Emit` to its parent goes: the parent agent's thread that spawned it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Parent {
+    pub(crate) agent: String,
+    pub(crate) thread: String,
+}
+
+/// Starts an agent of a registered kind under a name, with its configuration.
+pub(crate) type KindFactory = Arc<
+    dyn Fn(
+            Arc<Services>,
+            String,
+            &serde_json::Value,
+            Option<Parent>,
+        ) -> futures::future::BoxFuture<'static, Result<(), RuntimeError>>
+        + Send
+        + Sync,
+>;
+
+impl Services {
+    /// Stops the agent `name` and, first, every agent it started (children, recursively).
+    pub(crate) fn stop_agent(&self, name: &str, reason: &str) {
+        let children: Vec<String> = self
+            .agents
+            .iter()
+            .filter(|e| e.value().parent().is_some_and(|p| p.agent == name))
+            .map(|e| e.key().clone())
+            .collect();
+        for child in children {
+            self.stop_agent(&child, reason);
+        }
+        let family = self.remove_agent(name);
+        for mut group in self.groups.iter_mut() {
+            group.retain(|member| member != name);
+        }
+        for actor in family.map(|f| f.threads()).unwrap_or_default() {
+            actor.stop(Some(reason.to_owned()));
+        }
+    }
+}
+
+/// One agent's threads, whatever its strategy type.
+#[async_trait::async_trait]
+pub(crate) trait Family: Send + Sync {
+    fn spawning(&self) -> &tokio::sync::Mutex<()>;
+    fn intensity(&self) -> Intensity;
+    fn keep_subscriptions(&self, subscriptions: Vec<Subscription>);
+    /// Drops the agent's bus subscriptions (its threads may outlive it briefly while they stop).
+    fn end_subscriptions(&self);
+    fn parent(&self) -> Option<&Parent>;
+    fn idempotent_tools(&self) -> Vec<String>;
+    /// The running actor of thread `id`.
+    fn thread(&self, id: &str) -> Option<ActorRef<AgentMsg>>;
+    /// Records the running actor of thread `id`.
+    fn insert_thread(&self, id: String, actor: ActorRef<AgentMsg>);
+    /// Removes thread `id` from the agent's running threads, returning its actor.
+    fn remove_thread(&self, id: &str) -> Option<ActorRef<AgentMsg>>;
+    /// Forgets thread `id` when `actor` is still the one running it.
+    fn forget_thread(&self, id: &str, actor: ractor::ActorId);
+    /// The actors of the agent's running threads.
+    fn threads(&self) -> Vec<ActorRef<AgentMsg>>;
+    /// How many threads of the agent are running.
+    fn thread_count(&self) -> usize;
+    async fn spawn_thread(
+        self: Arc<Self>,
+        services: Arc<Services>,
+        thread_id: String,
+    ) -> Result<ActorRef<AgentMsg>, RuntimeError>;
+}
+
+#[async_trait::async_trait]
+impl<S> Family for AgentConfig<S>
+where
+    S: Strategy + Send + Sync + 'static,
+    S::State: Send + Sync + 'static,
+{
+    fn spawning(&self) -> &tokio::sync::Mutex<()> {
+        &self.spawning
+    }
+
+    fn intensity(&self) -> Intensity {
+        self.intensity
+    }
+
+    fn parent(&self) -> Option<&Parent> {
+        self.parent.as_ref()
+    }
+
+    fn idempotent_tools(&self) -> Vec<String> {
+        self.tools
+            .as_ref()
+            .map(|tools| tools.idempotent_tools())
+            .unwrap_or_default()
+    }
+
+    fn keep_subscriptions(&self, subscriptions: Vec<Subscription>) {
+        if let Ok(mut kept) = self.subscriptions.lock() {
+            kept.extend(subscriptions);
+        }
+    }
+
+    fn thread(&self, id: &str) -> Option<ActorRef<AgentMsg>> {
+        self.running_threads().get(id).cloned()
+    }
+
+    fn insert_thread(&self, id: String, actor: ActorRef<AgentMsg>) {
+        self.running_threads().insert(id, actor);
+    }
+
+    fn remove_thread(&self, id: &str) -> Option<ActorRef<AgentMsg>> {
+        self.running_threads().remove(id)
+    }
+
+    fn forget_thread(&self, id: &str, actor: ractor::ActorId) {
+        let mut threads = self.running_threads();
+        if threads.get(id).is_some_and(|a| a.get_id() == actor) {
+            threads.remove(id);
+        }
+    }
+
+    fn threads(&self) -> Vec<ActorRef<AgentMsg>> {
+        self.running_threads().values().cloned().collect()
+    }
+
+    fn thread_count(&self) -> usize {
+        self.running_threads().len()
+    }
+
+    fn end_subscriptions(&self) {
+        let ended = self
+            .subscriptions
+            .lock()
+            .map(|mut kept| std::mem::take(&mut *kept));
+        drop(ended);
+    }
+
+    async fn spawn_thread(
+        self: Arc<Self>,
+        services: Arc<Services>,
+        thread_id: String,
+    ) -> Result<ActorRef<AgentMsg>, RuntimeError> {
+        self.spawn(services, thread_id).await
+    }
+}
+
+impl<S> AgentConfig<S>
+where
+    S: Strategy + Send + Sync + 'static,
+    S::State: Send + Sync + 'static,
+{
+    /// Starts the actor of one of this agent's threads (not yet registered, not yet linked:
+    /// the thread joins the supervisor with the first message it handles).
+    async fn spawn(
+        self: Arc<Self>,
+        services: Arc<Services>,
+        thread_id: String,
+    ) -> Result<ActorRef<AgentMsg>, RuntimeError> {
+        let server = AgentServer {
+            agent: self.clone(),
+            thread_id,
+            services,
+        };
+        let (actor, _join) =
+            Actor::spawn(None, server, ())
+                .await
+                .map_err(|e| RuntimeError::SpawnFailed {
+                    name: self.name.clone(),
+                    message: e.to_string(),
+                })?;
+        Ok(actor)
+    }
+}

@@ -1,0 +1,441 @@
+//! Carrying out the directives a strategy returns: one arm per directive kind, each starting
+//! the work and sending its result back to the thread's actor as a signal.
+
+use std::panic::AssertUnwindSafe;
+
+use futures::FutureExt as _;
+
+use motet_agents::Strategy;
+use motet_directives::results::{
+    LLM_FAILED, LLM_RESULT, LlmFailed, LlmResult, SUMMARY_FAILED, SUMMARY_RESULT, SummaryFailed,
+    SummaryResult, TOOL_RESULT, ToolResultSignal,
+};
+use motet_directives::{Directive, EmitTarget, LlmRequest, Message, ToolCallView, ToolResult};
+use motet_providers::ProviderError;
+use motet_signals::Signal;
+use ractor::ActorRef;
+use serde::Serialize;
+
+use crate::agent::errors::RuntimeError;
+use crate::agent::registry::Parent;
+use crate::agent::trace;
+use crate::telemetry::context_of;
+use crate::tool::ToolContext;
+use crate::tool::output::panic_message;
+use tracing::Instrument as _;
+
+use super::llm::{CallFailure, SUMMARY_INSTRUCTIONS, llm_error, stream_call, transcript};
+use super::{AgentMsg, AgentServer, SCHEDULE_FIRED, ServerState};
+use crate::agent::events::{CHILD_FAILED, CHILD_STARTED, ChildEvent};
+
+impl<S> AgentServer<S>
+where
+    S: Strategy + Send + Sync + 'static,
+    S::State: Send + Sync + 'static,
+{
+    /// Carries out one directive for the signal `cause`; its result comes back to this actor
+    /// as a signal.
+    pub(super) fn execute(
+        &self,
+        myself: &ActorRef<AgentMsg>,
+        state: &mut ServerState<S>,
+        cause: &Signal,
+        directive: Directive,
+        parent: Option<tracing::Id>,
+    ) {
+        match directive {
+            Directive::LlmStream(call) => {
+                state.last_model = Some(call.request.model.clone());
+                let iteration = match cause.request_id().and_then(|r| state.spans.get_mut(r)) {
+                    Some(open) => {
+                        open.llm_calls += 1;
+                        open.llm_calls
+                    }
+                    None => 0,
+                };
+                let span = trace::chat_span(&call.request, parent, iteration);
+                let services = self.services.clone();
+                let me = myself.clone();
+                let task_cause = cause.clone();
+                let source = self.source();
+                let task = tokio::spawn(async move {
+                    let call_id = call.call_id;
+                    let streamed = stream_call(
+                        &services,
+                        call.request,
+                        &source,
+                        &task_cause,
+                        &call_id,
+                        span,
+                    );
+                    // A panic in the call (a provider's bug, a client's) must still answer the
+                    // strategy, or the request waits for a result that never comes.
+                    let outcome = AssertUnwindSafe(streamed)
+                        .catch_unwind()
+                        .await
+                        .unwrap_or_else(|payload| {
+                            let message = panic_message(payload.as_ref());
+                            tracing::error!(%message, "LLM call panicked");
+                            Err(CallFailure {
+                                error: ProviderError::Protocol {
+                                    message: format!("the LLM call panicked: {message}"),
+                                },
+                                retried: false,
+                            })
+                        });
+                    let signal = match outcome {
+                        Ok(response) => result_signal(
+                            LLM_RESULT,
+                            &source,
+                            &task_cause,
+                            LlmResult { call_id, response },
+                        ),
+                        Err(error) => result_signal(
+                            LLM_FAILED,
+                            &source,
+                            &task_cause,
+                            LlmFailed {
+                                call_id,
+                                error: llm_error(&error.error, error.retried),
+                            },
+                        ),
+                    };
+                    deliver(&me, signal);
+                });
+                self.track(state, cause, task.abort_handle());
+            }
+            Directive::ToolExec(exec) => {
+                let tools = self.agent.tools.clone();
+                let me = myself.clone();
+                let task_cause = cause.clone();
+                let source = self.source();
+                let span =
+                    trace::tool_span(&exec.name, &exec.tool_call_id, exec.args.get(), parent);
+                let mut ctx = ToolContext::new(exec.tool_call_id.as_str())
+                    .with_agent_id(self.agent.name.as_str())
+                    .with_thread_id(self.thread_id.as_str());
+                if let Some(request) = cause.request_id() {
+                    ctx = ctx.with_request_id(request);
+                }
+                let task = tokio::spawn(async move {
+                    let result = match &tools {
+                        Some(tools) => {
+                            let view = ToolCallView {
+                                id: &exec.tool_call_id,
+                                name: &exec.name,
+                                args: &exec.args,
+                            };
+                            let result = tools
+                                .dispatch_with(view, &ctx)
+                                .instrument(span.clone())
+                                .await;
+                            trace::tool_finished(&span, &result);
+                            result
+                        }
+                        None => ToolResult::error(
+                            exec.tool_call_id.clone(),
+                            format!(
+                                "no tools are available to this agent (asked for `{}`)",
+                                exec.name
+                            ),
+                        ),
+                    };
+                    let signal = result_signal(
+                        TOOL_RESULT,
+                        &source,
+                        &task_cause,
+                        ToolResultSignal {
+                            call_id: exec.call_id,
+                            result,
+                        },
+                    );
+                    deliver(&me, signal);
+                });
+                // Cancelling the request aborts the tool too (dropping its future).
+                self.track(state, cause, task.abort_handle());
+            }
+            Directive::Summarize(summarize) => {
+                let transcript = self
+                    .agent
+                    .strategy
+                    .thread(&state.strategy)
+                    .map(|thread| transcript(thread.slice(summarize.from_seq, summarize.to_seq)))
+                    .unwrap_or_default();
+                let model = summarize.model.clone().or_else(|| state.last_model.clone());
+                let services = self.services.clone();
+                let me = myself.clone();
+                let task_cause = cause.clone();
+                let source = self.source();
+                let call_id = summarize.call_id;
+                let instructions = summarize
+                    .instructions
+                    .unwrap_or_else(|| SUMMARY_INSTRUCTIONS.to_owned());
+                let span = trace::directive_span("summarize", &self.thread_id, parent);
+                let task = tokio::spawn(async move {
+                    let outcome = match model {
+                        _ if transcript.is_empty() => {
+                            Err("there is nothing in that range to summarize".to_owned())
+                        }
+                        None => {
+                            Err("no model to summarize with: set one on the directive".to_owned())
+                        }
+                        Some(model) => {
+                            let request = LlmRequest::new(
+                                model,
+                                vec![Message::system(instructions), Message::user(transcript)],
+                            );
+                            let chat = trace::chat_span(&request, span.id(), 0);
+                            stream_call(&services, request, &source, &task_cause, &call_id, chat)
+                                .await
+                                .map(|response| response.message.to_string())
+                                .map_err(|failure| failure.error.to_string())
+                        }
+                    };
+                    let signal = match outcome {
+                        Ok(content) => result_signal(
+                            SUMMARY_RESULT,
+                            &source,
+                            &task_cause,
+                            SummaryResult { call_id, content },
+                        ),
+                        Err(message) => result_signal(
+                            SUMMARY_FAILED,
+                            &source,
+                            &task_cause,
+                            SummaryFailed { call_id, message },
+                        ),
+                    };
+                    deliver(&me, signal);
+                });
+                self.track(state, cause, task.abort_handle());
+            }
+            Directive::Emit(emit) => {
+                let span =
+                    trace::directive_span("emit", emit.signal.signal_type().as_str(), parent);
+                let _inside = span.enter();
+                // A signal emitted while handling another carries the current span, so whoever
+                // handles it continues this trace.
+                let mut signal = emit.signal;
+                if signal.trace().traceparent.is_none() {
+                    let context = context_of(&span);
+                    if context.traceparent.is_some() {
+                        signal = signal.with_trace(context);
+                    }
+                }
+                match emit.target {
+                    EmitTarget::Bus => {
+                        self.services.bus.publish(&signal);
+                    }
+                    EmitTarget::Agent(name) => {
+                        let services = self.services.clone();
+                        let from = self.agent.name.clone();
+                        tokio::spawn(async move {
+                            let thread = signal.thread_id().map(str::to_owned);
+                            match services.thread_actor(&name, thread).await {
+                                Ok((actor, _)) => deliver(&actor, signal),
+                                Err(error) => {
+                                    tracing::warn!(agent = %from, to = %name, %error, "emit to an agent dropped");
+                                }
+                            }
+                        });
+                    }
+                    // A child's parent is the agent thread that spawned it; a top-level agent's
+                    // parent is whoever asked (the reply above).
+                    EmitTarget::Parent => {
+                        if let Some(parent) = self.agent.parent.clone() {
+                            let services = self.services.clone();
+                            tokio::spawn(async move {
+                                match services
+                                    .thread_actor(&parent.agent, Some(parent.thread))
+                                    .await
+                                {
+                                    Ok((actor, _)) => deliver(&actor, signal),
+                                    Err(error) => {
+                                        tracing::warn!(parent = %parent.agent, %error, "emit to a parent dropped");
+                                    }
+                                }
+                            });
+                        }
+                    }
+                    EmitTarget::Group(group) => {
+                        let services = self.services.clone();
+                        tokio::spawn(async move {
+                            for member in services.group_members(&group) {
+                                match services.thread_actor(&member, None).await {
+                                    Ok((actor, _)) => deliver(&actor, signal.clone()),
+                                    Err(error) => {
+                                        tracing::warn!(%group, %member, %error, "emit to a group member dropped");
+                                    }
+                                }
+                            }
+                        });
+                    }
+                }
+            }
+            Directive::Reply(reply) => {
+                let span =
+                    trace::directive_span("reply", reply.signal.signal_type().as_str(), parent);
+                let _inside = span.enter();
+                let mut signal = reply.signal;
+                if signal.trace().traceparent.is_none() {
+                    let context = context_of(&span);
+                    if context.traceparent.is_some() {
+                        signal = signal.with_trace(context);
+                    }
+                }
+                match signal.request_id() {
+                    Some(request) => self.answer(state, request, reply.status, &signal),
+                    None => {
+                        tracing::warn!(agent = %self.agent.name, signal = %signal.signal_type().as_str(), "a reply without a request id answers nobody; it is only published");
+                    }
+                }
+                self.services.bus.publish(&signal);
+            }
+            Directive::Schedule(schedule) => {
+                let me = myself.clone();
+                let id = schedule.schedule_id.as_str().to_owned();
+                let span = trace::directive_span("schedule", &id, parent);
+                let mut schedule = schedule;
+                if schedule.signal.trace().traceparent.is_none() {
+                    let context = context_of(&span);
+                    if context.traceparent.is_some() {
+                        schedule.signal = schedule.signal.with_trace(context);
+                    }
+                }
+                let fired = Signal::builder(SCHEDULE_FIRED, self.source())
+                    .with_data(&id)
+                    .build();
+                let task = tokio::spawn(async move {
+                    tokio::time::sleep(schedule.delay).await;
+                    deliver(&me, schedule.signal);
+                    if let Ok(fired) = fired {
+                        deliver(&me, fired);
+                    }
+                });
+                if let Some(old) = state.schedules.insert(id, task.abort_handle()) {
+                    old.abort();
+                }
+            }
+            Directive::CancelSchedule(cancel) => {
+                if let Some(task) = state.schedules.remove(cancel.schedule_id.as_str()) {
+                    task.abort();
+                }
+            }
+            Directive::Stop(stop) => {
+                let _span = trace::directive_span("stop", &self.agent.name, parent);
+                myself.stop(Some(stop.reason));
+            }
+            Directive::Spawn(spawn) => {
+                let name = spawn
+                    .spec
+                    .name
+                    .clone()
+                    .unwrap_or_else(|| format!("{}/{}", self.agent.name, spawn.tag));
+                state.children.insert(spawn.tag.clone(), name.clone());
+                let span = trace::directive_span("spawn", &name, parent);
+                let services = self.services.clone();
+                let me = myself.clone();
+                let task_cause = cause.clone();
+                let source = self.source();
+                let parent = Parent {
+                    agent: self.agent.name.clone(),
+                    thread: self.thread_id.clone(),
+                };
+                tokio::spawn(
+                    async move {
+                        let started = match services.kinds.get(&spawn.spec.kind) {
+                            Some(start) => {
+                                start(
+                                    services.clone(),
+                                    name.clone(),
+                                    &spawn.spec.config,
+                                    Some(parent),
+                                )
+                                .await
+                            }
+                            None => Err(RuntimeError::SpawnFailed {
+                                name: name.clone(),
+                                message: format!(
+                                    "no agent kind `{}` is registered",
+                                    spawn.spec.kind
+                                ),
+                            }),
+                        };
+                        let signal = match started {
+                            Ok(()) => result_signal(
+                                CHILD_STARTED,
+                                &source,
+                                &task_cause,
+                                ChildEvent {
+                                    tag: spawn.tag,
+                                    name,
+                                    message: None,
+                                },
+                            ),
+                            Err(error) => result_signal(
+                                CHILD_FAILED,
+                                &source,
+                                &task_cause,
+                                ChildEvent {
+                                    tag: spawn.tag,
+                                    name,
+                                    message: Some(error.to_string()),
+                                },
+                            ),
+                        };
+                        deliver(&me, signal);
+                    }
+                    .instrument(span),
+                );
+            }
+            Directive::StopChild(stop) => match state.children.remove(&stop.tag) {
+                Some(name) => self.services.stop_agent(&name, &stop.reason),
+                None => {
+                    tracing::warn!(agent = %self.agent.name, tag = %stop.tag, "no child with that tag");
+                }
+            },
+        }
+    }
+}
+
+/// What a failure reply says, for its span's status: the `reason` of its data when it has
+/// one, else its type.
+pub(super) fn failure_text(reply: &Signal) -> String {
+    reply
+        .data_as::<serde_json::Value>()
+        .ok()
+        .and_then(|data| data.get("reason").map(ToString::to_string))
+        .unwrap_or_else(|| reply.signal_type().as_str().to_owned())
+}
+
+pub(super) fn deliver(to: &ActorRef<AgentMsg>, signal: Signal) {
+    if let Err(error) = to.cast(AgentMsg::Signal(signal)) {
+        tracing::debug!(%error, "a result arrived after its agent stopped");
+    }
+}
+
+/// A result signal, caused by the signal whose directive produced it (same thread, request,
+/// correlation and trace).
+pub(super) fn result_signal<T: Serialize>(
+    ty: &str,
+    source: &str,
+    cause: &Signal,
+    data: T,
+) -> Signal {
+    let built = Signal::builder(ty, source)
+        .caused_by(cause)
+        .with_data(data)
+        .build();
+    match built {
+        Ok(signal) => signal,
+        // The type is a constant and the source is built from a checked name: this cannot fail,
+        // and if it ever did, an empty result of the right type is better than no answer.
+        Err(error) => {
+            tracing::error!(%error, ty, "could not build a result signal");
+            Signal::builder(ty, "motet.runtime")
+                .caused_by(cause)
+                .build()
+                .unwrap_or_else(|_| cause.clone())
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! An LLM call as a thread runs it: streamed (its fragments published as `llm.delta`),
+//! assembled, traced, and its failure turned into the strategy's `LlmError`; and the transcript
+//! a summary call reads.
+
+use motet_directives::CallId;
+use motet_directives::results::{LlmError, LlmErrorKind};
+use motet_providers::{BlockAssembler, LlmEvent, ProviderError};
+use motet_signals::Signal;
+
+use crate::agent::registry::Services;
+use crate::agent::trace;
+use tracing::Instrument as _;
+
+use crate::agent::events::{DeltaKind, LLM_DELTA, LlmDelta};
+
+/// What a summary call is told when the directive brings no instructions.
+pub(super) const SUMMARY_INSTRUCTIONS: &str = "Summarize the conversation below for the assistant that will continue it: \
+keep the user's goals, decisions, facts learned (with numbers and names), tool results that \
+still matter, and open questions. Write plain prose, no preamble.";
+
+/// A range of thread entries as a plain transcript for a summary call.
+pub(super) fn transcript(entries: &[motet_agents::Entry]) -> String {
+    use motet_agents::EntryBody;
+    let mut out = String::new();
+    for entry in entries {
+        let line = match &entry.body {
+            EntryBody::User { content } => format!("User: {content}"),
+            EntryBody::System { content } => format!("System: {content}"),
+            EntryBody::Assistant { message, .. } => {
+                let mut text = format!("Assistant: {message}");
+                for call in message.tool_calls() {
+                    text.push_str(&format!(
+                        "\n  (called {} with {})",
+                        call.name,
+                        call.args.get()
+                    ));
+                }
+                text
+            }
+            EntryBody::ToolResult { name, result } => {
+                let status = if result.is_error {
+                    "failed"
+                } else {
+                    "returned"
+                };
+                format!("Tool {name} {status}: {}", result.content)
+            }
+            EntryBody::Summary { content, .. } => format!("Earlier summary: {content}"),
+            _ => continue,
+        };
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+/// Streams one call inside its `chat` span, recording the response (or error) and the GenAI
+/// metrics when it ends.
+pub(super) async fn stream_call(
+    services: &Services,
+    request: motet_directives::LlmRequest,
+    source: &str,
+    cause: &Signal,
+    call_id: &CallId,
+    span: tracing::Span,
+) -> Result<motet_directives::LlmResponse, CallFailure> {
+    let model = request.model.clone();
+    let started = std::time::Instant::now();
+    let outcome = stream_events(services, request, source, cause, call_id)
+        .instrument(span.clone())
+        .await;
+    let error;
+    let seen = match &outcome {
+        Ok(response) => Ok(response),
+        Err(failure) => {
+            error = failure.error.to_string();
+            Err(error.as_str())
+        }
+    };
+    trace::chat_finished(&span, &model, seen, started.elapsed());
+    outcome
+}
+
+/// A failed LLM call, and whether the client already retried it (before any content).
+pub(super) struct CallFailure {
+    pub(super) error: ProviderError,
+    pub(super) retried: bool,
+}
+
+impl From<ProviderError> for CallFailure {
+    fn from(error: ProviderError) -> Self {
+        Self {
+            error,
+            retried: false,
+        }
+    }
+}
+
+/// Streams one call: text and reasoning fragments are published on the bus as `llm.delta`
+/// while they arrive (only when someone subscribed to that type), and the events are
+/// assembled into the response.
+async fn stream_events(
+    services: &Services,
+    request: motet_directives::LlmRequest,
+    source: &str,
+    cause: &Signal,
+    call_id: &CallId,
+) -> Result<motet_directives::LlmResponse, CallFailure> {
+    let _permit = services.permit(request.model.provider()).await;
+    let mut events = services
+        .llm
+        .stream(request)
+        .await
+        .map_err(|error| CallFailure {
+            error,
+            retried: services.llm.retries_before_content(),
+        })?;
+    let publish = services.wants_deltas();
+    let mut shown = false;
+    let outcome = assemble(&mut events, |kind, delta| {
+        if publish {
+            shown = true;
+            publish_delta(services, source, cause, call_id, kind, delta);
+        }
+    })
+    .await;
+    if outcome.is_err() && shown {
+        // What was shown of this call is not an answer: say so before the failure (and any
+        // retry, which streams again from the start) reaches the strategy.
+        publish_delta(services, source, cause, call_id, DeltaKind::Discard, "");
+    }
+    Ok(outcome?)
+}
+
+/// Assembles a call's events into its response, handing each text and reasoning fragment to
+/// `fragment` as it arrives.
+async fn assemble(
+    events: &mut motet_providers::LlmStream,
+    mut fragment: impl FnMut(DeltaKind, &str),
+) -> Result<motet_directives::LlmResponse, ProviderError> {
+    use futures::StreamExt as _;
+    let mut assembler = BlockAssembler::new();
+    while let Some(event) = events.next().await {
+        let event = event?;
+        match &event {
+            LlmEvent::TextDelta { delta, .. } => fragment(DeltaKind::Text, delta),
+            LlmEvent::ReasoningDelta { delta, .. } => fragment(DeltaKind::Reasoning, delta),
+            _ => {}
+        }
+        assembler.push(event)?;
+    }
+    Ok(assembler.finish()?)
+}
+
+/// Publishes one `llm.delta` on the bus.
+fn publish_delta(
+    services: &Services,
+    source: &str,
+    cause: &Signal,
+    call_id: &CallId,
+    kind: DeltaKind,
+    delta: &str,
+) {
+    let data = LlmDelta {
+        call_id: call_id.clone(),
+        kind,
+        delta: delta.to_owned(),
+    };
+    if let Ok(signal) = Signal::builder(LLM_DELTA, source)
+        .caused_by(cause)
+        .with_data(data)
+        .build()
+    {
+        services.bus.publish(&signal);
+    }
+}
+
+/// A provider error as the strategy sees it; one the client already retried is not retryable
+/// again (one retry budget: the client's before content, the strategy's after).
+pub(super) fn llm_error(error: &ProviderError, retried: bool) -> LlmError {
+    let (kind, retryable) = match error {
+        ProviderError::RateLimited { .. } => (LlmErrorKind::RateLimited, true),
+        ProviderError::Overloaded { .. } => (LlmErrorKind::Overloaded, true),
+        ProviderError::InvalidRequest { .. } | ProviderError::UnsupportedModel { .. } => {
+            (LlmErrorKind::InvalidRequest, false)
+        }
+        ProviderError::ContextLengthExceeded { .. } => (LlmErrorKind::ContextLength, false),
+        ProviderError::Timeout { .. } => (LlmErrorKind::Timeout, true),
+        ProviderError::Server { .. }
+        | ProviderError::Connect { .. }
+        | ProviderError::StreamTruncated { .. } => (LlmErrorKind::Other, true),
+        _ => (LlmErrorKind::Other, false),
+    };
+    LlmError {
+        kind,
+        message: error.to_string(),
+        retryable: retryable && !retried,
+    }
+}

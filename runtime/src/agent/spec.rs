@@ -1,0 +1,115 @@
+//! How to start an agent ([`AgentSpec`]) and how to ask it ([`AskOptions`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use motet_agents::{PolicyOverride, Strategy};
+use motet_signals::Pattern;
+
+use super::server::RequestPolicy;
+use crate::supervisor::Intensity;
+use crate::tool::ToolSet;
+
+/// Options of one [`AgentHandle::ask`](super::AgentHandle::ask).
+#[derive(Debug, Clone)]
+pub struct AskOptions {
+    /// The thread the request runs on; `None` for the agent's default thread.
+    pub thread_id: Option<String>,
+    /// Per-request changes to the context policy.
+    pub context_policy: Option<PolicyOverride>,
+    /// How long to wait for the reply. Default 30 s. A request not answered in time is
+    /// cancelled, unless `keep_running`.
+    pub timeout: Duration,
+    /// Deliver the model's text as it is written ([`Request::next_delta`](super::Request::next_delta)). Default false.
+    pub stream: bool,
+    /// Leave the request running when the wait times out (its end is then seen with
+    /// [`Runtime::request`](super::Runtime::request)). Default false.
+    pub keep_running: bool,
+}
+
+impl Default for AskOptions {
+    fn default() -> Self {
+        Self {
+            thread_id: None,
+            context_policy: None,
+            timeout: Duration::from_secs(30),
+            stream: false,
+            keep_running: false,
+        }
+    }
+}
+
+/// How to start one agent.
+pub struct AgentSpec<S> {
+    pub(crate) name: String,
+    pub(crate) strategy: S,
+    pub(crate) tools: Option<Arc<ToolSet>>,
+    pub(crate) policy: RequestPolicy,
+    pub(crate) intensity: Intensity,
+    pub(crate) subscriptions: Vec<Pattern>,
+    pub(crate) groups: Vec<String>,
+    pub(crate) idle_timeout: Option<Duration>,
+}
+
+impl<S: Strategy> AgentSpec<S> {
+    /// An agent named `name` running `strategy`, with no tools, replying with
+    /// `react.completed` / `react.failed`.
+    pub fn new(name: impl Into<String>, strategy: S) -> Self {
+        Self {
+            name: name.into(),
+            strategy,
+            tools: None,
+            policy: RequestPolicy::Queue,
+            intensity: Intensity::default(),
+            subscriptions: Vec::new(),
+            groups: Vec::new(),
+            idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
+        }
+    }
+
+    /// Stops a thread's actor after this long without messages, to bound the memory of an
+    /// agent with many conversations; the next signal for the thread brings it back from the
+    /// store. `None` keeps threads running. Default [`DEFAULT_IDLE_TIMEOUT`].
+    pub fn with_idle_timeout(mut self, idle: Option<Duration>) -> Self {
+        self.idle_timeout = idle.filter(|d| !d.is_zero());
+        self
+    }
+
+    /// Delivers every bus signal matching `pattern` (`*` one segment, `**` any) to the
+    /// agent's default thread.
+    pub fn subscribe(mut self, pattern: Pattern) -> Self {
+        self.subscriptions.push(pattern);
+        self
+    }
+
+    /// Makes the agent a member of the group `name`: `Emit` to the group reaches it.
+    pub fn join_group(mut self, name: impl Into<String>) -> Self {
+        self.groups.push(name.into());
+        self
+    }
+
+    /// At most this many thread restarts in this window before the agent is stopped
+    /// (default 3 in 5 s).
+    pub fn with_restart_intensity(mut self, intensity: Intensity) -> Self {
+        self.intensity = intensity;
+        self
+    }
+
+    /// What happens to a request that arrives while another runs on the same thread.
+    pub fn with_request_policy(mut self, policy: RequestPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The tools this agent may call.
+    pub fn with_tools(mut self, tools: Arc<ToolSet>) -> Self {
+        self.tools = Some(tools);
+        self
+    }
+}
+
+/// How long a thread actor waits without messages before it is stopped (10 minutes).
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How many LLM calls run at once per provider unless configured otherwise.
+pub const DEFAULT_LLM_CONCURRENCY: usize = 64;
