@@ -65,7 +65,14 @@ fn main() -> ExitCode {
             print_usage();
             return ExitCode::from(2);
         };
-        for report in run() {
+        let reports = run();
+        if reports.is_empty() {
+            // Every scenario reports at least its own figure and its floor: nothing means its
+            // setup failed (a runtime, an agent or a store could not be made).
+            eprintln!("motet-bench: scenario `{name}` produced no report: its setup failed");
+            return ExitCode::FAILURE;
+        }
+        for report in reports {
             emit(&report, json);
         }
     }
