@@ -27,7 +27,9 @@ impl Strategy for Echo {
                 signal_type: "react.completed".into(),
                 message: e.to_string(),
             })?;
-        Ok(vec![Directive::Reply(motet_directives::Reply::completed(reply))])
+        Ok(vec![Directive::Reply(motet_directives::Reply::completed(
+            reply,
+        ))])
     }
 }
 
