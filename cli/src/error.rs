@@ -108,6 +108,14 @@ pub enum CliError {
     /// The OpenTelemetry settings (`OTEL_*`, `RUST_LOG`) cannot be used.
     #[error("telemetry: {0}")]
     Telemetry(#[from] motet::telemetry::TelemetryError),
+    /// Another `motet` process is asking on this thread right now.
+    #[error(
+        "thread `{thread}` is busy: another motet process is answering on it (ask again when it is done)"
+    )]
+    ThreadBusy {
+        /// The thread's store id.
+        thread: String,
+    },
     /// Standard output was closed by its reader (`motet threads show … | head`): nothing is
     /// wrong, the rest is not wanted.
     #[error("standard output was closed")]
@@ -133,7 +141,10 @@ impl CliError {
             | Self::ProviderConfig { .. }
             | Self::NoModel
             | Self::Telemetry(_) => 3,
-            Self::Store(_) | Self::DataDir { .. } | Self::UnknownThread { .. } => 4,
+            Self::Store(_)
+            | Self::DataDir { .. }
+            | Self::UnknownThread { .. }
+            | Self::ThreadBusy { .. } => 4,
             Self::BadFlag { .. } | Self::ThreadId { .. } => 2,
             Self::OutputClosed => 0,
         }

@@ -19,4 +19,5 @@ pub mod config;
 pub mod error;
 pub mod escape;
 pub mod input;
+pub mod lock;
 pub mod render;

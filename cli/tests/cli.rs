@@ -1259,3 +1259,74 @@ fn chat_marks_the_text_of_a_cut_call_discarded_before_its_retry() {
     chat.0.send_line("/quit").unwrap();
     chat.0.exp_eof().unwrap();
 }
+
+/// The user questions thread `id` holds, read without taking any lock.
+fn questions_in(db: &Path, id: &str) -> Vec<String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let Ok(store) = SqliteStore::open_read_only(db).await else {
+            return Vec::new();
+        };
+        let Ok(Some(thread)) = store.load(id).await else {
+            return Vec::new();
+        };
+        thread
+            .to_list()
+            .iter()
+            .filter_map(|e| match &e.body {
+                EntryBody::User { content } => Some(content.clone()),
+                _ => None,
+            })
+            .collect()
+    })
+}
+
+#[test]
+fn a_second_process_asking_on_a_busy_thread_is_refused_before_it_writes() {
+    let sandbox = Sandbox::new();
+    let url = stalling_server();
+    let mut first = sandbox.motet(&[
+        "run",
+        "--model",
+        "openai-compat:m",
+        "--thread",
+        "t1",
+        "--timeout",
+        "60",
+        "first question",
+    ]);
+    first.env("MOTET_OPENAI_COMPAT_BASE_URL", &url);
+    first.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut first = first.spawn().unwrap();
+    // The first process has committed its question and waits for the model.
+    let started = Instant::now();
+    while questions_in(&sandbox.db(), "cli/t1").is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the first run never asked"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut second = sandbox.motet(&[
+        "run",
+        "--model",
+        "openai-compat:m",
+        "--thread",
+        "t1",
+        "--timeout",
+        "5",
+        "second question",
+    ]);
+    second.env("MOTET_OPENAI_COMPAT_BASE_URL", &url);
+    let output = run(second);
+    assert_fails(&output, 4, &["thread `cli/t1` is busy"]);
+    assert_eq!(questions_in(&sandbox.db(), "cli/t1"), ["first question"]);
+    // Other threads are free meanwhile, and the lock dies with its process.
+    assert!(motet_cli::lock::ThreadLock::acquire(&sandbox.db(), "cli/t2").is_ok());
+    assert!(motet_cli::lock::ThreadLock::acquire(&sandbox.db(), "cli/t1").is_err());
+    first.kill().unwrap();
+    first.wait().unwrap();
+    assert!(motet_cli::lock::ThreadLock::acquire(&sandbox.db(), "cli/t1").is_ok());
+}

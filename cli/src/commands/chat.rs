@@ -19,6 +19,7 @@ use crate::agent::{self, AGENT, agent_thread};
 use crate::config::Settings;
 use crate::error::CliError;
 use crate::escape::{self, Mode};
+use crate::lock::ThreadLock;
 use crate::render;
 
 const HELP: &str = "commands: /reset (forget this thread), /threads (list them), /thread ID \
@@ -40,6 +41,7 @@ pub async fn run(settings: &Settings, db: &Path, thread: &str, mode: Mode) -> Re
         thread: agent_thread(thread)?.to_owned(),
         status: "ready".to_owned(),
         mode,
+        db: db.to_path_buf(),
     };
     let outcome = chat.lines().await;
     runtime.shutdown().await;
@@ -53,6 +55,8 @@ struct Chat {
     thread: String,
     status: String,
     mode: Mode,
+    /// The store's path, beside which each question locks its thread.
+    db: std::path::PathBuf,
 }
 
 /// What woke the question loop.
@@ -192,6 +196,15 @@ impl Chat {
 
     /// Asks `question`, printing the answer as it streams; Ctrl-C cancels it.
     async fn ask(&mut self, question: &str, interrupted: &mut mpsc::UnboundedReceiver<()>) {
+        // Held until the answer is in: another motet process asking on this thread meanwhile
+        // is refused.
+        let _lock = match ThreadLock::acquire(&self.db, &format!("{AGENT}/{}", self.thread)) {
+            Ok(lock) => lock,
+            Err(e) => {
+                self.status = format!("failed: {e}");
+                return;
+            }
+        };
         let options = AskOptions {
             thread_id: Some(self.thread.clone()),
             timeout: self.settings.timeout,

@@ -10,6 +10,7 @@ use crate::agent::{self, agent_thread, store_id};
 use crate::config::Settings;
 use crate::error::CliError;
 use crate::escape::Mode;
+use crate::lock::ThreadLock;
 use crate::render;
 
 /// Resumes `thread` and prints what it owed, then what was done (the answer and the entries
@@ -21,6 +22,7 @@ use crate::render;
 pub async fn run(settings: &Settings, db: &Path, thread: &str, mode: Mode) -> Result<(), CliError> {
     let store = agent::open_store(db).await?;
     let full = store_id(thread);
+    let _lock = ThreadLock::acquire(db, &full)?;
     let Some(before) = store.load(&full).await? else {
         return Err(CliError::UnknownThread {
             thread: full,

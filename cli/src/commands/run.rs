@@ -2,12 +2,13 @@
 
 use std::path::Path;
 
-use motet::runtime::agent::AskOptions;
+use motet::runtime::agent::{AskOptions, NEW_THREAD};
 
-use crate::agent::{self, agent_thread};
+use crate::agent::{self, AGENT, agent_thread};
 use crate::config::Settings;
 use crate::error::CliError;
 use crate::escape::{self, Mode};
+use crate::lock::ThreadLock;
 
 /// Asks `question` on `thread` and prints the answer as `mode` says (or one JSON object with
 /// `json`, its control characters written as JSON escapes).
@@ -25,6 +26,10 @@ pub async fn run(
 ) -> Result<(), CliError> {
     let thread = agent_thread(thread)?;
     let store = agent::open_store(db).await?;
+    // A fresh thread is nobody else's; any other is held until the answer is in.
+    let _lock = (thread != NEW_THREAD)
+        .then(|| ThreadLock::acquire(db, &format!("{AGENT}/{thread}")))
+        .transpose()?;
     let (runtime, agent) = agent::start(settings, store).await?;
     let options = AskOptions {
         thread_id: Some(thread.to_owned()),
