@@ -86,6 +86,18 @@ async fn outcome(client: &HttpClient, req: LlmRequest) -> (Vec<LlmEvent>, Option
     (events, None)
 }
 
+/// Serves `first`, then a whole answer: the call must come back with the answer, on its second
+/// request (`case` names the case in a failure).
+async fn answered_on_the_retry(dialect: Dialect, first: Reply, case: &str) {
+    let server = serve([first, Reply::events(wire::answer(dialect, "Hello"))]).await;
+    let r = client(dialect, &server)
+        .complete(request(dialect))
+        .await
+        .unwrap_or_else(|e| panic!("{dialect} {case}: {e}"));
+    assert_eq!(r.message.to_string(), "Hello", "{dialect} {case}");
+    assert_eq!(server.hits(), 2, "{dialect} {case}");
+}
+
 fn text_of(events: &[LlmEvent]) -> String {
     events
         .iter()
@@ -121,18 +133,10 @@ async fn rate_limited_with_retry_after_is_retried_even_when_the_wait_is_absurd()
             ("retry-after", "1e30", Duration::from_millis(50)),
             ("retry-after-ms", "1e300", Duration::from_millis(50)),
         ] {
-            let server = serve([
-                Reply::json(429, wire::error_body(dialect, "slow down")).header(name, value),
-                Reply::events(wire::answer(dialect, "Hello")),
-            ])
-            .await;
+            let first =
+                Reply::json(429, wire::error_body(dialect, "slow down")).header(name, value);
             let started = Instant::now();
-            let r = client(dialect, &server)
-                .complete(request(dialect))
-                .await
-                .unwrap_or_else(|e| panic!("{dialect} {name}: {value}: {e}"));
-            assert_eq!(r.message.to_string(), "Hello", "{dialect}");
-            assert_eq!(server.hits(), 2, "{dialect} {name}: {value}");
+            answered_on_the_retry(dialect, first, &format!("{name}: {value}")).await;
             let waited = started.elapsed();
             assert!(waited >= at_least, "{dialect} {name}: {value}: {waited:?}");
             assert!(
@@ -166,17 +170,8 @@ async fn rate_limited_with_retry_after_is_retried_even_when_the_wait_is_absurd()
 async fn a_server_error_then_an_answer_is_retried() {
     each_dialect(|dialect| async move {
         for status in [500, 502, 503, 529] {
-            let server = serve([
-                Reply::json(status, wire::error_body(dialect, "oops")),
-                Reply::events(wire::answer(dialect, "Hello")),
-            ])
-            .await;
-            let r = client(dialect, &server)
-                .complete(request(dialect))
-                .await
-                .unwrap_or_else(|e| panic!("{dialect} {status}: {e}"));
-            assert_eq!(r.message.to_string(), "Hello", "{dialect} {status}");
-            assert_eq!(server.hits(), 2, "{dialect} {status}");
+            let first = Reply::json(status, wire::error_body(dialect, "oops"));
+            answered_on_the_retry(dialect, first, &status.to_string()).await;
         }
     })
     .await;
@@ -255,17 +250,8 @@ async fn a_stream_cut_before_any_content_is_retried() {
             // The opening events (or only a keep-alive), then the connection ends.
             let mut opening = wire::opening(dialect);
             opening.insert(0, ": keep-alive\n\n".to_owned());
-            let server = serve([
-                Reply::events(opening).end(end),
-                Reply::events(wire::answer(dialect, "Hello")),
-            ])
-            .await;
-            let r = client(dialect, &server)
-                .complete(request(dialect))
-                .await
-                .unwrap_or_else(|e| panic!("{dialect} {end:?}: {e}"));
-            assert_eq!(r.message.to_string(), "Hello", "{dialect} {end:?}");
-            assert_eq!(server.hits(), 2, "{dialect} {end:?}");
+            let first = Reply::events(opening).end(end);
+            answered_on_the_retry(dialect, first, &format!("{end:?}")).await;
         }
     })
     .await;
