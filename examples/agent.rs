@@ -4,9 +4,6 @@
 //! llama.cpp server as `openai-compat:local` with
 //! `MOTET_OPENAI_COMPAT_BASE_URL=http://127.0.0.1:8089/v1` (`bash scripts/local-llm.sh start`).
 
-use std::sync::Arc;
-
-use motet::agents::ReactCompleted;
 use motet::prelude::*;
 
 /// Two integers to multiply.
@@ -19,9 +16,12 @@ struct Factors {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let _telemetry = motet::telemetry::init()?;
-    let model: ModelRef = std::env::var("MOTET_MODEL")
-        .map_err(|_| "set MOTET_MODEL, e.g. openai:gpt-5.2 or openai-compat:local")?
-        .parse()?;
+    let model = std::env::var("MOTET_MODEL")
+        .map_err(|_| "set MOTET_MODEL, e.g. openai:gpt-5.2 or openai-compat:local")?;
+    let question = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "What is 17 * 23?".into());
+
     let multiply = tool_fn(
         "multiply",
         "Multiplies two integers.",
@@ -32,19 +32,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             Ok(product.to_string())
         },
     );
-    let tools = Arc::new(ToolSet::builder().tool(multiply).build()?);
-    let react = ReAct::new(ReActConfig::new(model).with_tools(tools.tools()));
-    let runtime = Runtime::builder()
-        .llm(Arc::new(Providers::from_env()?))
-        .build()?;
+    let runtime = Runtime::builder().build()?;
     let agent = runtime
-        .spawn(AgentSpec::new("calc", react).with_tools(tools))
+        .spawn(ReActAgent::new("calc", model).tool(multiply))
         .await?;
-    let question = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "What is 17 * 23?".into());
-    let reply = agent.ask(question, AskOptions::default()).await?;
-    println!("{}", reply.data_as::<ReactCompleted>()?.answer);
+    let answer = agent.ask(question).await?;
+    println!("{answer}");
+
     runtime.shutdown().await;
     Ok(())
 }

@@ -11,7 +11,7 @@
 
 use std::sync::mpsc;
 
-use motet::prelude::*;
+use motet::signals::{Bus, Delivery, Pattern, Signal, SignalData, SignalError, SignalId};
 
 /// A callback subscriber that prints what it receives under `name`.
 fn printer(name: &'static str) -> impl Fn(&Signal) -> Delivery + Send + Sync + 'static {

@@ -21,27 +21,17 @@ pub use motet_signals as signals;
 /// spans and the GenAI metrics to `OTEL_EXPORTER_OTLP_ENDPOINT` (docs/observability.md).
 pub use motet_runtime::telemetry;
 
-/// The names most programs need, in one import: `use motet::prelude::*;`.
+/// The names the README tour and the examples use, in one import: `use motet::prelude::*;`.
+/// Everything else is in the member crates ([`agents`], [`directives`], [`runtime`], ...).
 pub mod prelude {
-    pub use motet_agents::{
-        ContextPolicy, Entry, EntryBody, EntryKind, Env, FixedEnv, NewEntry, PolicyOverride,
-        ProjectionInput, ProjectionResult, ReAct, ReActConfig, ReActState, Refs, Strategy,
-        StrategyError, Thread, WindowMode, project,
-    };
-    pub use motet_directives::{
-        AssistantBlock, AssistantMessage, Directive, LlmRequest, LlmResponse, Message, ModelRef,
-        ProviderMeta, ToolCallView, ToolChoice, ToolDef, ToolResult, Usage,
-    };
-    pub use motet_providers::{
-        ApiKey, LlmClient, LlmEvent, ProviderError, Providers, ProvidersConfig,
-    };
+    pub use motet_agents::{Env, Input, ReAct, ReActConfig, Strategy, StrategyError, Thread};
+    pub use motet_directives::{Directive, ModelRef};
+    pub use motet_providers::{LlmClient, Providers};
     pub use motet_runtime::agent::{
-        AgentHandle, AgentSpec, AskError, AskOptions, RequestPolicy, Runtime, RuntimeError,
+        AgentHandle, AgentSpec, Answer, AskError, AskOptions, ReActAgent, Runtime, RuntimeError,
+        Ticket,
     };
-    pub use motet_runtime::store::{MemoryStore, SqliteStore, ThreadStore};
+    pub use motet_runtime::store::SqliteStore;
     pub use motet_runtime::tool::{Tool, ToolError, ToolSet, tool_fn};
-    pub use motet_signals::{
-        Bus, Delivery, Pattern, Router, Signal, SignalData, SignalError, SignalId, SignalType,
-        SubscriberTarget, Subscription,
-    };
+    pub use motet_signals::{Pattern, Signal};
 }

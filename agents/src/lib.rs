@@ -12,6 +12,8 @@
 //! - `policy` — [`ContextPolicy`], [`PolicyOverride`], presets and resolution.
 //! - `projector` — [`project`]: system ⊕ summary ⊕ history ⊕ pending within a budget.
 //! - `strategy` — the [`Strategy`] trait.
+//! - [`protocol`] — what the runtime sends every strategy (`agent.request`, `agent.cancel`, ...)
+//!   and how a strategy replies; [`Input`] decodes it.
 //! - `react` — [`ReAct`], its state and its signals.
 //! - `error` — [`ThreadError`], [`ProjectionError`], [`StrategyError`].
 //!
@@ -45,6 +47,7 @@ mod error;
 mod estimate;
 mod policy;
 mod projector;
+pub mod protocol;
 mod react;
 mod strategy;
 mod thread;
@@ -62,12 +65,15 @@ pub use projector::{
     ProjectionIds, ProjectionInput, ProjectionMeta, ProjectionResult, SUMMARY_PREFIX, project,
     project_with,
 };
+pub use protocol::{
+    AGENT_CANCEL, AGENT_COMPLETED, AGENT_FAILED, AGENT_REQUEST, AGENT_RESUME, AGENT_SUMMARIZE,
+    AgentCancel, AgentCompleted, AgentRequest, AgentResume, AgentSummarize, Input,
+};
 pub use react::{
     FailureReason, LLM_FAILED, LLM_RESULT, LlmError, LlmErrorKind, LlmFailed, LlmResult,
-    PendingSummary, PendingTool, REACT_CANCEL, REACT_COMPLETED, REACT_FAILED, REACT_INPUT,
-    REACT_RESUME, REACT_SUMMARIZE, ReAct, ReActConfig, ReActState, ReactCancel, ReactCompleted,
-    ReactFailed, ReactInput, ReactResume, ReactSummarize, RequestState, SUMMARY_FAILED,
-    SUMMARY_RESULT, Status, SummaryFailed, SummaryResult, TOOL_RESULT, ToolResultSignal,
+    PendingSummary, PendingTool, ReAct, ReActConfig, ReActState, ReactCompleted, ReactFailed,
+    RequestState, SUMMARY_FAILED, SUMMARY_RESULT, Status, SummaryFailed, SummaryResult,
+    TOOL_RESULT, ToolResultSignal,
 };
 pub use strategy::Strategy;
 pub use thread::{

@@ -1,6 +1,6 @@
 //! The ReAct strategy: reason, call tools, repeat — as a pure state machine over a Thread.
 //!
-//! `react.input` commits the user message (the commit point) and asks for an LLM call with a
+//! `agent.request` commits the user message (the commit point) and asks for an LLM call with a
 //! fresh projection of the thread. `llm.result` commits the assistant turn and asks for one tool
 //! run per tool call (run concurrently), or completes the request. Each `tool.result` is
 //! committed; when the turn's last one is in, the thread is projected again for the next call.
@@ -23,18 +23,21 @@ use motet_directives::{
 };
 use motet_signals::Signal;
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 
 pub use config::ReActConfig;
 pub use signals::{
     FailureReason, LLM_FAILED, LLM_RESULT, LlmError, LlmErrorKind, LlmFailed, LlmResult,
-    REACT_CANCEL, REACT_COMPLETED, REACT_FAILED, REACT_INPUT, REACT_RESUME, REACT_SUMMARIZE,
-    ReactCancel, ReactCompleted, ReactFailed, ReactInput, ReactResume, ReactSummarize,
-    SUMMARY_FAILED, SUMMARY_RESULT, SummaryFailed, SummaryResult, TOOL_RESULT, ToolResultSignal,
+    ReactCompleted, ReactFailed, SUMMARY_FAILED, SUMMARY_RESULT, SummaryFailed, SummaryResult,
+    TOOL_RESULT, ToolResultSignal,
 };
 pub use state::{PendingSummary, PendingTool, ReActState, RequestState, Status};
 
 use motet_directives::results::Outcome;
+
+use crate::protocol::{
+    AGENT_CANCEL, AGENT_COMPLETED, AGENT_FAILED, AgentCancel, AgentRequest, AgentResume,
+    AgentSummarize, Input,
+};
 
 use crate::env::Env;
 use crate::error::StrategyError;
@@ -82,7 +85,7 @@ impl ReAct {
         &self,
         state: &mut ReActState,
         step: &Step<'_>,
-        input: ReactInput,
+        input: AgentRequest,
     ) -> Result<Vec<Directive>, StrategyError> {
         let request_id = step.request_id();
         let elsewhere = state.elsewhere.take();
@@ -101,7 +104,7 @@ impl ReAct {
                 reason,
                 usage: Default::default(),
             };
-            return self.reply(state, step, REACT_FAILED, &request_id, failed);
+            return self.reply(state, step, AGENT_FAILED, &request_id, failed);
         }
         let refs = Refs::request(&request_id);
         state
@@ -404,7 +407,7 @@ impl ReAct {
         &self,
         state: &mut ReActState,
         step: &Step<'_>,
-        resume: ReactResume,
+        resume: AgentResume,
     ) -> Result<Vec<Directive>, StrategyError> {
         if state.active_request().is_some() {
             return Ok(Vec::new());
@@ -525,11 +528,11 @@ impl ReAct {
         &self,
         state: &mut ReActState,
         step: &Step<'_>,
-        cancel: ReactCancel,
+        cancel: AgentCancel,
     ) -> Result<Vec<Directive>, StrategyError> {
         if state.active_request().is_none() {
             let call_id = CallId::new("-");
-            return Ok(ignore(state, step, REACT_CANCEL, &call_id));
+            return Ok(ignore(state, step, AGENT_CANCEL, &call_id));
         }
         self.fail(
             state,
@@ -576,19 +579,19 @@ impl ReAct {
                     thread_usage: state.thread.usage(),
                     iterations: 1,
                 };
-                self.reply(state, step, REACT_COMPLETED, &request_id, completed)
+                self.reply(state, step, AGENT_COMPLETED, &request_id, completed)
             }
             Err(message) => self.summary_refused(state, step, &request_id, message),
         }
     }
 
-    /// `react.summarize`: a summary of `from_seq..=to_seq` on request. The range must lie in
+    /// `agent.summarize`: a summary of `from_seq..=to_seq` on request. The range must lie in
     /// the thread; the answer is the summary's text.
     fn on_summarize(
         &self,
         state: &mut ReActState,
         step: &Step<'_>,
-        range: ReactSummarize,
+        range: AgentSummarize,
     ) -> Result<Vec<Directive>, StrategyError> {
         let request_id = step.request_id();
         let count = state.thread.entry_count() as u64;
@@ -620,7 +623,7 @@ impl ReAct {
         })])
     }
 
-    /// Answers a `react.summarize` request with `react.failed`.
+    /// Answers a `agent.summarize` request with `agent.failed`.
     fn summary_refused(
         &self,
         state: &ReActState,
@@ -633,7 +636,7 @@ impl ReAct {
             reason: FailureReason::Summary { message },
             usage: Usage::default(),
         };
-        self.reply(state, step, REACT_FAILED, request_id, failed)
+        self.reply(state, step, AGENT_FAILED, request_id, failed)
     }
 
     fn complete(
@@ -654,7 +657,7 @@ impl ReAct {
             iterations: request.iteration,
         };
         let request_id = request.request_id.clone();
-        self.reply(state, step, REACT_COMPLETED, &request_id, completed)
+        self.reply(state, step, AGENT_COMPLETED, &request_id, completed)
     }
 
     /// Ends the request: tool calls still unanswered get an error result (so the thread never
@@ -704,10 +707,10 @@ impl ReAct {
             FailureReason::Cancelled { .. } => Status::Cancelled,
             _ => Status::Failed,
         };
-        self.reply(state, step, REACT_FAILED, &request_id, failed)
+        self.reply(state, step, AGENT_FAILED, &request_id, failed)
     }
 
-    /// Answers the request: a `Reply` (failed for `react.failed`), and a copy to
+    /// Answers the request: a `Reply` (failed for `agent.failed`), and a copy to
     /// `ReActConfig::reply_to` when that is somewhere other than the bus (where the reply goes
     /// anyway).
     fn reply<T: Serialize>(
@@ -747,7 +750,7 @@ impl ReAct {
                 target: self.config.reply_to.clone(),
             }));
         }
-        out.push(Directive::Reply(if signal_type == REACT_FAILED {
+        out.push(Directive::Reply(if signal_type == AGENT_FAILED {
             Reply::failed(signal)
         } else {
             Reply::completed(signal)
@@ -823,13 +826,6 @@ fn ignore(
     Vec::new()
 }
 
-fn data<T: DeserializeOwned>(signal: &Signal) -> Result<T, StrategyError> {
-    signal.data_as().map_err(|e| StrategyError::InvalidData {
-        signal_type: signal.signal_type().as_str().to_owned(),
-        message: e.to_string(),
-    })
-}
-
 impl Strategy for ReAct {
     type State = ReActState;
 
@@ -864,54 +860,32 @@ impl Strategy for ReAct {
         env: &dyn Env,
     ) -> Result<Vec<Directive>, StrategyError> {
         let step = Step { cause: signal, env };
-        if let Some(outcome) = Outcome::of(signal) {
-            let outcome = outcome.map_err(|e| StrategyError::InvalidData {
-                signal_type: signal.signal_type().as_str().to_owned(),
-                message: e.to_string(),
-            })?;
-            return match outcome {
-                Outcome::Llm(result) => self.on_llm_result(state, &step, result),
-                Outcome::LlmFailed(failed) => self.on_llm_failed(state, &step, failed),
-                Outcome::Tool(tool) => {
-                    self.on_tool_result(state, &step, &tool.call_id, tool.result)
-                }
-                Outcome::Summary(summary) => self.on_summary(
-                    state,
-                    &step,
-                    SUMMARY_RESULT,
-                    &summary.call_id,
-                    Ok(summary.content),
-                ),
-                Outcome::SummaryFailed(failed) => self.on_summary(
-                    state,
-                    &step,
-                    SUMMARY_FAILED,
-                    &failed.call_id,
-                    Err(failed.message),
-                ),
-            };
-        }
-        match signal.signal_type().as_str() {
-            REACT_INPUT => self.on_input(state, &step, data(signal)?),
-            REACT_RESUME => {
-                let resume = if signal.data().is_none() {
-                    ReactResume::default()
-                } else {
-                    data(signal)?
-                };
-                self.on_resume(state, &step, resume)
+        match Input::of(signal)? {
+            Input::Request(request) => self.on_input(state, &step, request),
+            Input::Resume(resume) => self.on_resume(state, &step, resume),
+            Input::Cancel(cancel) => self.on_cancel(state, &step, cancel),
+            Input::Summarize(range) => self.on_summarize(state, &step, range),
+            Input::Outcome(Outcome::Llm(result)) => self.on_llm_result(state, &step, result),
+            Input::Outcome(Outcome::LlmFailed(failed)) => self.on_llm_failed(state, &step, failed),
+            Input::Outcome(Outcome::Tool(tool)) => {
+                self.on_tool_result(state, &step, &tool.call_id, tool.result)
             }
-            REACT_CANCEL => {
-                let cancel = if signal.data().is_none() {
-                    ReactCancel::default()
-                } else {
-                    data(signal)?
-                };
-                self.on_cancel(state, &step, cancel)
-            }
-            REACT_SUMMARIZE => self.on_summarize(state, &step, data(signal)?),
-            other => Err(StrategyError::Unhandled {
-                signal_type: other.to_owned(),
+            Input::Outcome(Outcome::Summary(summary)) => self.on_summary(
+                state,
+                &step,
+                SUMMARY_RESULT,
+                &summary.call_id,
+                Ok(summary.content),
+            ),
+            Input::Outcome(Outcome::SummaryFailed(failed)) => self.on_summary(
+                state,
+                &step,
+                SUMMARY_FAILED,
+                &failed.call_id,
+                Err(failed.message),
+            ),
+            Input::Other(other) => Err(StrategyError::Unhandled {
+                signal_type: other.signal_type().as_str().to_owned(),
             }),
         }
     }

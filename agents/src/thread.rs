@@ -434,7 +434,7 @@ mod tests {
         let mut thread = sample(&env);
         thread.append(&env, NewEntry::summary(0, 1, "they greeted"));
         thread.append(&env, NewEntry::boundary(2));
-        let signal = motet_signals::Signal::builder("react.input", "test")
+        let signal = motet_signals::Signal::builder("agent.request", "test")
             .with_id("s1")
             .with_time(None)
             .with_data(serde_json::json!({"query": "hi"}))

@@ -7,8 +7,8 @@
 )]
 
 use motet_agents::{
-    ContextPolicy, EntryBody, Env, FixedEnv, LlmError, LlmErrorKind, LlmFailed, LlmResult, ReAct,
-    ReActConfig, ReActState, ReactCancel, ReactInput, Status, Strategy, StrategyError,
+    AgentCancel, AgentRequest, ContextPolicy, EntryBody, Env, FixedEnv, LlmError, LlmErrorKind,
+    LlmFailed, LlmResult, ReAct, ReActConfig, ReActState, Status, Strategy, StrategyError,
     Summarization, SummaryResult, ToolResultSignal,
 };
 use motet_directives::{
@@ -61,11 +61,11 @@ impl Harness {
 
     fn ask(&mut self, request: &str, query: &str) -> Vec<String> {
         self.request = request.into();
-        let input = ReactInput {
+        let input = AgentRequest {
             query: query.into(),
             context_policy: None,
         };
-        describe_all(&self.send("react.input", to_value(&input)))
+        describe_all(&self.send("agent.request", to_value(&input)))
     }
 
     /// Runs a table of (signal type, data, expected directives).
@@ -172,10 +172,10 @@ fn describe(d: &Directive) -> String {
         Directive::Reply(r) => {
             let data: Value = r.signal.data_as().unwrap();
             let detail = match r.signal.signal_type().as_str() {
-                "react.completed" => format!("answer={}", data["answer"].as_str().unwrap()),
+                "agent.completed" => format!("answer={}", data["answer"].as_str().unwrap()),
                 _ => format!("reason={}", data["reason"]["kind"].as_str().unwrap()),
             };
-            let failed = r.signal.signal_type().as_str() == "react.failed";
+            let failed = r.signal.signal_type().as_str() == "agent.failed";
             assert_eq!(r.status == ReplyStatus::Failed, failed, "{r:?}");
             format!(
                 "reply {} {} {detail}",
@@ -235,7 +235,7 @@ fn seed_appendix_b_two_plus_two_then_times_three() {
     h.script(&[(
         "llm.result",
         llm_text("call_1", "4"),
-        &["reply react.completed r1 answer=4"],
+        &["reply agent.completed r1 answer=4"],
     )]);
     assert_eq!(h.state.status, Status::Completed);
     assert_eq!(
@@ -256,7 +256,7 @@ fn seed_appendix_b_two_plus_two_then_times_three() {
         (
             "llm.result",
             llm_text("call_3", "The result is 12"),
-            &["reply react.completed r2 answer=The result is 12"],
+            &["reply agent.completed r2 answer=The result is 12"],
         ),
     ]);
     assert_eq!(
@@ -358,7 +358,7 @@ fn duplicated_and_stale_results_are_ignored_and_noted() {
         (
             "llm.result",
             llm_text("call_2", "done"),
-            &["reply react.completed r1 answer=done"],
+            &["reply agent.completed r1 answer=done"],
         ),
         ("llm.result", llm_text("call_2", "done twice"), &[]),
     ]);
@@ -433,7 +433,7 @@ fn llm_failures_are_retried_within_budget_then_fail_the_request() {
         (
             "llm.failed",
             failed("call_2", true),
-            &["reply react.failed r1 reason=llm"],
+            &["reply agent.failed r1 reason=llm"],
         ),
         ("llm.result", llm_text("call_2", "too late"), &[]),
     ]);
@@ -448,7 +448,7 @@ fn llm_failures_are_retried_within_budget_then_fail_the_request() {
     h.script(&[(
         "llm.failed",
         failed("call_1", false),
-        &["reply react.failed r1 reason=llm"],
+        &["reply agent.failed r1 reason=llm"],
     )]);
 }
 
@@ -467,12 +467,12 @@ fn cancel_closes_pending_calls_so_the_history_stays_whole() {
         ),
         ("tool.result", tool_ok("tool_1", "a", "1"), &[]),
         (
-            "react.cancel",
-            to_value(&ReactCancel::default()),
-            &["reply react.failed r1 reason=cancelled"],
+            "agent.cancel",
+            to_value(&AgentCancel::default()),
+            &["reply agent.failed r1 reason=cancelled"],
         ),
         ("tool.result", tool_ok("tool_2", "b", "late"), &[]),
-        ("react.cancel", to_value(&ReactCancel::default()), &[]),
+        ("agent.cancel", to_value(&AgentCancel::default()), &[]),
     ]);
     assert_eq!(h.state.status, Status::Cancelled);
     assert_eq!(
@@ -506,7 +506,7 @@ fn max_iterations_fails_the_request() {
         (
             "tool.result",
             tool_ok("tool_2", "b", "2"),
-            &["reply react.failed r1 reason=max_iterations"],
+            &["reply agent.failed r1 reason=max_iterations"],
         ),
     ]);
     assert_eq!(h.state.status, Status::Failed);
@@ -517,7 +517,7 @@ fn a_second_request_while_one_runs_is_rejected_before_commit() {
     let mut h = Harness::new(calculator());
     h.ask("r1", "first");
     let before = h.state.thread.clone();
-    assert_eq!(h.ask("r2", "second"), ["reply react.failed r2 reason=busy"]);
+    assert_eq!(h.ask("r2", "second"), ["reply agent.failed r2 reason=busy"]);
     assert_eq!(h.state.thread, before);
     assert_eq!(h.state.status, Status::AwaitingLlm);
 }
@@ -628,11 +628,11 @@ fn a_long_session_crosses_window_boundaries_and_uses_a_summary() {
         let request = format!("r{turn}");
         h.request = request.clone();
         let query = format!("turn {turn}: {}", "please compute this ".repeat(4));
-        let input = to_value(&ReactInput {
+        let input = to_value(&AgentRequest {
             query,
             context_policy: None,
         });
-        let directives = h.send("react.input", input);
+        let directives = h.send("agent.request", input);
         note_summaries(&directives, &mut summaries, &mut pending_summary);
         check(&directives, &h, &mut previous);
         let call = match directives.last() {
@@ -704,11 +704,11 @@ fn a_context_length_failure_shrinks_the_window_and_retries() {
         h.send("llm.result", llm_text(&call, &format!("a{turn}")));
     }
     h.request = "r5".into();
-    let input = ReactInput {
+    let input = AgentRequest {
         query: "last".into(),
         context_policy: None,
     };
-    let directives = h.send("react.input", to_value(&input));
+    let directives = h.send("agent.request", to_value(&input));
     let Some(Directive::LlmStream(first)) = directives.last() else {
         panic!("expected an llm call");
     };
@@ -747,11 +747,11 @@ fn a_request_override_changes_only_that_request() {
         max_messages: Some(1),
         ..Default::default()
     };
-    let input = ReactInput {
+    let input = AgentRequest {
         query: "q2".into(),
         context_policy: Some(over),
     };
-    let d = describe_all(&h.send("react.input", to_value(&input)));
+    let d = describe_all(&h.send("agent.request", to_value(&input)));
     assert_eq!(d, ["llm call_2: S:You are a calculator. | U:q2"]);
     h.send("llm.result", llm_text("call_2", "a2"));
     assert_eq!(
@@ -782,10 +782,10 @@ fn a_restored_state_keeps_its_thread_and_is_idle() {
 }
 
 fn resume_signal(idempotent: &[&str]) -> Signal {
-    Signal::builder(motet_agents::REACT_RESUME, "test")
+    Signal::builder(motet_agents::AGENT_RESUME, "test")
         .with_id("resume-1")
         .with_time(None)
-        .with_data(motet_agents::ReactResume {
+        .with_data(motet_agents::AgentResume {
             idempotent_tools: idempotent.iter().map(|s| (*s).to_owned()).collect(),
         })
         .build()
@@ -879,7 +879,7 @@ fn resume_of_an_answered_request_replies_again() {
         [Directive::Reply(emit)] => {
             assert_eq!(
                 emit.signal.signal_type().as_str(),
-                motet_agents::REACT_COMPLETED
+                motet_agents::AGENT_COMPLETED
             );
             let done: motet_agents::ReactCompleted = emit.signal.data_as().unwrap();
             assert_eq!(done.answer, "hello");
@@ -935,12 +935,12 @@ fn tool_choice_after_a_tool_call_table() {
 fn a_forced_first_tool_call_then_the_model_may_answer() {
     let mut h = Harness::new(calculator().with_tool_choice(ToolChoice::Required));
     h.request = "r1".into();
-    let input = to_value(&ReactInput {
+    let input = to_value(&AgentRequest {
         query: "17 * 23?".into(),
         context_policy: None,
     });
     assert_eq!(
-        choices(&h.send("react.input", input.clone())),
+        choices(&h.send("agent.request", input.clone())),
         [ToolChoice::Required]
     );
     h.send(
@@ -953,13 +953,13 @@ fn a_forced_first_tool_call_then_the_model_may_answer() {
     h.script(&[(
         "llm.result",
         llm_text("call_2", "17 * 23 = 391."),
-        &["reply react.completed r1 answer=17 * 23 = 391."],
+        &["reply agent.completed r1 answer=17 * 23 = 391."],
     )]);
     assert_eq!(h.state.request.as_ref().unwrap().tool_calls, 1);
     // The next request is forced again from its first call.
     h.request = "r2".into();
     assert_eq!(
-        choices(&h.send("react.input", input)),
+        choices(&h.send("agent.request", input)),
         [ToolChoice::Required]
     );
 }
@@ -988,7 +988,7 @@ fn a_choice_kept_forcing_loops_until_max_iterations() {
     h.script(&[(
         "tool.result",
         tool_ok("tool_2", "tc2", "4"),
-        &["reply react.failed r1 reason=max_iterations"],
+        &["reply agent.failed r1 reason=max_iterations"],
     )]);
 }
 
@@ -1086,7 +1086,7 @@ fn an_empty_question_is_refused_before_commit() {
     for (request, query) in [("r1", ""), ("r2", "  \n\t ")] {
         assert_eq!(
             h.ask(request, query),
-            [format!("reply react.failed {request} reason=empty_query")]
+            [format!("reply agent.failed {request} reason=empty_query")]
         );
     }
     assert!(h.thread().is_empty(), "{:?}", h.thread());
@@ -1118,11 +1118,11 @@ fn tool_call_ids_are_unique_in_the_thread() {
     };
     let mut h = Harness::new(calculator());
     h.request = "r1".into();
-    let input = to_value(&ReactInput {
+    let input = to_value(&AgentRequest {
         query: "two sums, then one more".into(),
         context_policy: None,
     });
-    let first = llm_call(&h.send("react.input", input));
+    let first = llm_call(&h.send("agent.request", input));
     let turn = h.send(
         "llm.result",
         llm_calls(
@@ -1171,11 +1171,11 @@ fn tool_call_ids_are_unique_in_the_thread() {
 }
 
 fn input_signal(request: &str, query: &str) -> Signal {
-    Signal::builder(motet_agents::REACT_INPUT, "test")
+    Signal::builder(motet_agents::AGENT_REQUEST, "test")
         .with_id(format!("in-{request}"))
         .with_time(None)
         .with_request_id(request)
-        .with_data(ReactInput {
+        .with_data(AgentRequest {
             query: query.into(),
             context_policy: None,
         })

@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use motet::agents::{FailureReason, LlmErrorKind, ReAct, ReActConfig, ReactCompleted, ReactFailed};
 use motet::providers::Providers;
+use motet::runtime::agent::Answer;
 use motet::runtime::agent::{AgentHandle, AgentSpec, AskError, Runtime};
 use motet::runtime::store::{SqliteStore, StoreError};
 use motet::runtime::tool::ToolSet;
-use motet::signals::Signal;
 
 use crate::calculator;
 use crate::config::Settings;
@@ -131,7 +131,7 @@ pub async fn start(
             .map_err(|e| CliError::Runtime(e.to_string()))?,
     );
     let mut config = ReActConfig::new(settings.model.clone())
-        .with_tools(tools.tools())
+        .with_tools(tools.definitions())
         .with_tool_choice(settings.tool_choice.clone());
     if let Some(prompt) = &settings.system_prompt {
         config = config.with_system_prompt(prompt.clone());
@@ -151,8 +151,9 @@ pub async fn start(
 ///
 /// # Errors
 /// [`CliError::Request`] when the reply cannot be read.
-pub fn completed(reply: &Signal) -> Result<ReactCompleted, CliError> {
+pub fn completed(reply: &Answer) -> Result<ReactCompleted, CliError> {
     reply
+        .signal
         .data_as()
         .map_err(|e| CliError::Request(format!("the reply could not be read: {e}")))
 }

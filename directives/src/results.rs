@@ -214,7 +214,7 @@ mod tests {
 
     #[test]
     fn other_signals_are_not_results_and_bad_data_is_an_error() {
-        assert!(Outcome::of(&signal("react.input", serde_json::json!({"query": "q"}))).is_none());
+        assert!(Outcome::of(&signal("agent.request", serde_json::json!({"query": "q"}))).is_none());
         let bad = signal(TOOL_RESULT, serde_json::json!({"call_id": 7}));
         assert!(matches!(Outcome::of(&bad), Some(Err(_))));
     }

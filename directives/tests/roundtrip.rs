@@ -363,7 +363,7 @@ fn requests_and_model_refs() {
 }
 
 fn signal() -> Signal {
-    Signal::builder("react.completed", "motet.react")
+    Signal::builder("agent.completed", "motet.react")
         .with_id("sig_1")
         .with_time(Some("2026-11-23T01:00:00Z".parse().unwrap()))
         .with_thread_id("th_1")

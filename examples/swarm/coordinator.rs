@@ -2,9 +2,9 @@
 //! their answers, all through signals.
 //!
 //! - `swarm.run` (an ask) brings the batch. Each task goes to a worker with the task's skill as
-//!   a `react.input` signal (`Emit` to that agent), on a thread of its own named after the task
+//!   a `agent.request` signal (`Emit` to that agent), on a thread of its own named after the task
 //!   and attempt, so no task sees another's history.
-//! - Workers answer on the bus (`react.completed` / `react.failed`, which the coordinator
+//! - Workers answer on the bus (`agent.completed` / `agent.failed`, which the coordinator
 //!   subscribes to). Every answer moves the count on and is published as `swarm.progress`.
 //! - Workers also report every tool result (`swarm.tool`): the coordinator counts the tool
 //!   calls of each task and checks each result, and then the answer, against the result the
@@ -22,6 +22,7 @@ use motet::agents::{ReactCompleted, ReactFailed};
 use motet::directives::{Emit, EmitTarget, Reply};
 use motet::prelude::*;
 use motet::runtime::agent::ThreadFailure;
+use motet::signals::SignalError;
 use serde::{Deserialize, Serialize};
 
 use crate::worker::{TOOL_REPORT, ToolReport};
@@ -128,7 +129,7 @@ pub(crate) struct Batch {
     pub tasks: Vec<Task>,
 }
 
-/// What a worker receives: `react.input`'s data. ReAct reads `query`; the worker's chaos
+/// What a worker receives: `agent.request`'s data. ReAct reads `query`; the worker's chaos
 /// wrapper reads `crash`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct WorkerInput {
@@ -274,7 +275,7 @@ impl Strategy for Coordinator {
                     out.push(self.dispatch(state, open)?);
                 }
             }
-            "react.completed" => {
+            "agent.completed" => {
                 let done: ReactCompleted = read(signal)?;
                 let Some(open) = state.open.remove(&done.request_id) else {
                     return Ok(Vec::new()); // a late answer to an attempt already replaced
@@ -307,7 +308,7 @@ impl Strategy for Coordinator {
                 }
                 return Ok(Vec::new());
             }
-            "react.failed" => {
+            "agent.failed" => {
                 let failed: ReactFailed = read(signal)?;
                 let Some(open) = state.open.remove(&failed.request_id) else {
                     return Ok(Vec::new());
@@ -361,19 +362,19 @@ impl Strategy for Coordinator {
 }
 
 impl Coordinator {
-    /// Sends a task to its worker as `react.input`, on a thread named after the attempt.
+    /// Sends a task to its worker as `agent.request`, on a thread named after the attempt.
     fn dispatch(&self, state: &mut Gathering, open: Open) -> Result<Directive, StrategyError> {
         let request = format!("task-{}.{}", open.task.id, open.attempt);
         let input = WorkerInput {
             query: open.task.query.clone(),
             crash: open.task.chaos && open.attempt == 0,
         };
-        let signal = Signal::builder("react.input", "coordinator")
+        let signal = Signal::builder("agent.request", "coordinator")
             .with_request_id(&request)
             .with_thread_id(&request)
             .with_data(input)
             .build()
-            .map_err(|e| emit_error("react.input", e))?;
+            .map_err(|e| emit_error("agent.request", e))?;
         let worker = self.workers[open.worker].0.clone();
         state.open.insert(request, open);
         Ok(Directive::Emit(Emit {

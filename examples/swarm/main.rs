@@ -27,9 +27,12 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
+use motet::directives::ToolChoice;
 use motet::prelude::*;
 use motet::providers::ProviderKind;
+use motet::providers::ProvidersConfig;
 use motet::runtime::agent::{AGENT_STOPPED, THREAD_RESTARTED};
+use motet::signals::Delivery;
 
 use coordinator::{Batch, Coordinator, PROGRESS, Progress, RUN, Report, Skill, Task};
 use worker::{CHAOS, NOTES, TOOL_REPORT, Worker};
@@ -153,7 +156,7 @@ async fn swarm(
         let tools = Arc::new(worker::tools(skill, folder.clone())?);
         let mut config = ReActConfig::new(choice.model.clone())
             .with_system_prompt("Answer with the tool's result in one short sentence.")
-            .with_tools(tools.tools())
+            .with_tools(tools.definitions())
             .with_tool_choice(ToolChoice::Tool {
                 name: skill.tool().to_owned(),
             })
@@ -175,8 +178,8 @@ async fn swarm(
     let coordinator = runtime
         .spawn(
             AgentSpec::new("coordinator", Coordinator::new(workers, MAX_ATTEMPTS))
-                .subscribe(pattern("react.completed")?)
-                .subscribe(pattern("react.failed")?)
+                .subscribe(pattern("agent.completed")?)
+                .subscribe(pattern("agent.failed")?)
                 .subscribe(pattern(THREAD_RESTARTED)?)
                 .subscribe(pattern(AGENT_STOPPED)?)
                 .subscribe(pattern(TOOL_REPORT)?),

@@ -11,7 +11,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use motet::agents::{EntryBody, REACT_INPUT};
+use motet::agents::ReActState;
+use motet::agents::{AGENT_REQUEST, EntryBody};
 use motet::directives::{Emit, EmitTarget};
 use motet::prelude::*;
 use schemars::JsonSchema;
@@ -71,7 +72,7 @@ impl Strategy for Worker {
         signal: &Signal,
         env: &dyn Env,
     ) -> Result<Vec<Directive>, StrategyError> {
-        if signal.signal_type().as_str() == REACT_INPUT
+        if signal.signal_type().as_str() == AGENT_REQUEST
             && signal
                 .data_as::<WorkerInput>()
                 .is_ok_and(|input| input.crash)

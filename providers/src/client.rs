@@ -32,7 +32,7 @@ use crate::retry::{Failure, RetryHints, RetryPolicy};
 
 /// The events of one streamed call. Ends after [`LlmEvent::Done`] (and any trailing usage),
 /// or with one error.
-pub type LlmStream = Pin<Box<dyn Stream<Item = Result<LlmEvent, ProviderError>> + Send>>;
+pub type LlmEvents = Pin<Box<dyn Stream<Item = Result<LlmEvent, ProviderError>> + Send>>;
 
 /// Something that answers LLM requests.
 #[async_trait]
@@ -41,7 +41,7 @@ pub trait LlmClient: Send + Sync {
     ///
     /// # Errors
     /// A typed [`ProviderError`] when the call fails before any content (after retries).
-    async fn stream(&self, req: LlmRequest) -> Result<LlmStream, ProviderError>;
+    async fn stream(&self, req: LlmRequest) -> Result<LlmEvents, ProviderError>;
 
     /// Whether [`stream`](Self::stream) has already retried a failure it returns (with its
     /// own backoff and budget). The runtime then does not let the strategy try the same call
@@ -63,6 +63,22 @@ pub trait LlmClient: Send + Sync {
             assembler.push(event?)?;
         }
         Ok(assembler.finish()?)
+    }
+}
+
+/// A shared client is a client: `Arc<Providers>`, `Arc<dyn LlmClient>`.
+#[async_trait]
+impl<T: LlmClient + ?Sized> LlmClient for std::sync::Arc<T> {
+    async fn stream(&self, req: LlmRequest) -> Result<LlmEvents, ProviderError> {
+        (**self).stream(req).await
+    }
+
+    fn retries_before_content(&self) -> bool {
+        (**self).retries_before_content()
+    }
+
+    async fn complete(&self, req: LlmRequest) -> Result<LlmResponse, ProviderError> {
+        (**self).complete(req).await
     }
 }
 
@@ -142,7 +158,7 @@ impl Providers {
 
 #[async_trait]
 impl LlmClient for Providers {
-    async fn stream(&self, req: LlmRequest) -> Result<LlmStream, ProviderError> {
+    async fn stream(&self, req: LlmRequest) -> Result<LlmEvents, ProviderError> {
         self.client_for(&req.model)?.stream(req).await
     }
 
@@ -284,7 +300,7 @@ impl LlmClient for HttpClient {
         self.retry.max_retries > 0
     }
 
-    async fn stream(&self, req: LlmRequest) -> Result<LlmStream, ProviderError> {
+    async fn stream(&self, req: LlmRequest) -> Result<LlmEvents, ProviderError> {
         models::validate(&req)?;
         let body = self.dialect.render(&req)?;
         let mut attempt_no = 0;
@@ -371,7 +387,7 @@ impl Reader {
         Ok(None)
     }
 
-    fn into_stream(self: Box<Self>, ready: VecDeque<LlmEvent>) -> LlmStream {
+    fn into_stream(self: Box<Self>, ready: VecDeque<LlmEvent>) -> LlmEvents {
         let state = (self, ready, false);
         Box::pin(futures::stream::unfold(
             state,

@@ -58,7 +58,7 @@ pub mod transcript;
 
 pub use assembler::{BlockAssembler, StreamAssemblyError};
 pub use body::BodyDecoder;
-pub use client::{HttpClient, LlmClient, LlmStream, Providers};
+pub use client::{HttpClient, LlmClient, LlmEvents, Providers};
 pub use config::{ApiKey, Limits, ProviderKind, ProvidersConfig, Timeouts};
 pub use decoder::StreamDecoder;
 pub use dialect::Dialect;

@@ -1,7 +1,7 @@
 //! Agents: a pure strategy hosted by a ractor actor that executes the directives it returns.
 //!
 //! Every signal an agent receives goes to its strategy; the directives that come back are
-//! executed by the [`AgentServer`], and every outcome — an LLM response or failure, a tool
+//! executed by the [`ThreadActor`], and every outcome — an LLM response or failure, a tool
 //! result, a scheduled signal — returns to the same actor's mailbox as a signal. State changes
 //! therefore happen in one place, one signal at a time; the actor decides nothing itself.
 //!
@@ -15,13 +15,13 @@
 //! appends is committed before that step's directives run, and a thread actor stopped when
 //! idle comes back from the store on its next signal.
 //!
-//! An [`AgentHandle::ask`] sends a `react.input` signal with a fresh request id and waits for
+//! An [`AgentHandle::ask`] sends a `agent.request` signal with a fresh request id and waits for
 //! the agent to emit a reply for it: the first emitted signal carrying that request id whose
-//! type is one of the spec's reply types (`react.completed` / `react.failed` by default).
+//! type is one of the spec's reply types (`agent.completed` / `agent.failed` by default).
 //!
 //! # Layout
 //! - `env` — [`SystemEnv`]: the clock and UUIDv7 ids the pure strategy is given.
-//! - `server` — [`AgentServer`], its messages and the directive executor.
+//! - `server` — [`ThreadActor`], its messages and the directive executor.
 //! - `supervise` — the supervisor of thread actors: restart on failure within the agent's
 //!   restart intensity, stop the agent past it.
 //! - `requests` — request tracking: [`RequestRecord`] with status, timestamps and result.
@@ -36,27 +36,31 @@
 //!
 //! [`LlmClient`]: motet_providers::LlmClient
 
+mod actor;
 mod book;
 mod env;
 mod errors;
 mod events;
 mod handle;
+mod react;
 mod registry;
 mod requests;
 mod runtime;
-mod server;
 mod spec;
 mod supervise;
+mod ticket;
 mod trace;
 
+pub use actor::{RequestPolicy, ThreadActor, ThreadMsg};
 pub use env::SystemEnv;
 pub use errors::{AskError, RuntimeError};
 pub use events::{
     AGENT_STOPPED, CHILD_FAILED, CHILD_STARTED, ChildEvent, DeltaKind, LLM_DELTA, LlmDelta,
     THREAD_RESTARTED, ThreadFailure,
 };
-pub use handle::{AgentHandle, DEFAULT_THREAD, NEW_THREAD, Request};
+pub use handle::{AgentHandle, DEFAULT_THREAD, NEW_THREAD};
+pub use react::ReActAgent;
 pub use requests::{FINISHED_REQUESTS_KEPT, RequestRecord, RequestStatus};
 pub use runtime::{Runtime, RuntimeBuilder};
-pub use server::{AgentMsg, AgentServer, RequestPolicy};
-pub use spec::{AgentSpec, AskOptions, DEFAULT_IDLE_TIMEOUT, DEFAULT_LLM_CONCURRENCY};
+pub use spec::{AgentSpec, AskOptions, DEFAULT_IDLE_TIMEOUT, DEFAULT_LLM_CONCURRENCY, IntoSpec};
+pub use ticket::{Answer, Ticket};

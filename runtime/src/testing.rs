@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use motet_directives::{AssistantBlock, LlmRequest, LlmResponse, StopReason};
-use motet_providers::{LlmClient, LlmEvent, LlmStream, ProviderError};
+use motet_providers::{LlmClient, LlmEvent, LlmEvents, ProviderError};
 
 /// An [`LlmClient`] that plays back a script and records the requests it got.
 #[derive(Debug, Clone, Default)]
@@ -92,7 +92,7 @@ pub fn events_of(response: LlmResponse) -> Vec<LlmEvent> {
 
 #[async_trait]
 impl LlmClient for ScriptedModel {
-    async fn stream(&self, req: LlmRequest) -> Result<LlmStream, ProviderError> {
+    async fn stream(&self, req: LlmRequest) -> Result<LlmEvents, ProviderError> {
         if let Ok(mut requests) = self.requests.lock() {
             requests.push(req);
         }

@@ -157,5 +157,5 @@ pub trait ToolDispatcher: Send + Sync {
     async fn dispatch(&self, call: ToolCallView<'_>, ctx: &ToolContext) -> ToolResult;
 
     /// The tools to offer the model, in a stable order.
-    fn tools(&self) -> ToolDefs;
+    fn definitions(&self) -> ToolDefs;
 }

@@ -10,7 +10,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use motet_agents::{REACT_COMPLETED, REACT_FAILED, ReactCompleted};
+use motet_agents::{AGENT_COMPLETED, AGENT_FAILED, ReactCompleted};
 use motet_directives::{AssistantBlock, Message, ToolArgs};
 use motet_providers::{Dialect, HttpClient, ProviderError};
 use motet_runtime::agent::{AgentSpec, AskError, AskOptions, Runtime, RuntimeError};
@@ -41,12 +41,9 @@ async fn an_ask_runs_the_loop_through_a_tool_and_answers() {
         .await
         .unwrap();
 
-    let reply = agent
-        .ask("What is 2 + 3?", AskOptions::default())
-        .await
-        .unwrap();
-    assert_eq!(reply.signal_type().as_str(), REACT_COMPLETED);
-    let done: ReactCompleted = reply.data_as().unwrap();
+    let reply = agent.ask("What is 2 + 3?").await.unwrap();
+    assert_eq!(reply.signal.signal_type().as_str(), AGENT_COMPLETED);
+    let done: ReactCompleted = reply.signal.data_as().unwrap();
     assert_eq!(done.answer, "2 + 3 = 5");
     assert_eq!(done.iterations, 2);
     assert_eq!(done.usage.input_tokens, 20);
@@ -85,8 +82,8 @@ async fn a_failed_llm_call_is_a_typed_failed_reply_not_a_hang() {
         timeout: Duration::from_secs(5),
         ..AskOptions::default()
     };
-    match agent.ask("hi", options).await {
-        Err(AskError::Failed { reply }) => assert_eq!(reply.signal_type().as_str(), REACT_FAILED),
+    match agent.ask_with("hi", options).await {
+        Err(AskError::Failed { reply }) => assert_eq!(reply.signal_type().as_str(), AGENT_FAILED),
         other => panic!("{other:?}"),
     }
     runtime.shutdown().await;
@@ -111,8 +108,8 @@ async fn an_unknown_tool_becomes_an_error_result_the_model_reads() {
         .spawn(AgentSpec::new("calc", react("openai:gpt-5.2", &tools)).with_tools(tools))
         .await
         .unwrap();
-    let reply = agent.ask("Clean up.", AskOptions::default()).await.unwrap();
-    assert_eq!(reply.signal_type().as_str(), REACT_COMPLETED);
+    let reply = agent.ask("Clean up.").await.unwrap();
+    assert_eq!(reply.signal.signal_type().as_str(), AGENT_COMPLETED);
     let results = model.requests()[1]
         .messages
         .iter()
@@ -154,10 +151,15 @@ async fn ten_thousand_agents_each_answer_an_ask() {
     let asks = agents
         .iter()
         .enumerate()
-        .map(|(n, agent)| agent.ask(format!("task {n}"), AskOptions::default()));
+        .map(|(n, agent)| agent.ask(format!("task {n}")));
     let replies = futures::future::join_all(asks).await;
     for (n, reply) in replies.into_iter().enumerate() {
-        let answer = reply.unwrap().data_as::<ReactCompleted>().unwrap().answer;
+        let answer = reply
+            .unwrap()
+            .signal
+            .data_as::<ReactCompleted>()
+            .unwrap()
+            .answer;
         assert_eq!(
             answer,
             format!("task {n}"),
@@ -182,8 +184,11 @@ async fn a_name_freed_by_stop_agent_runs_a_new_agent_at_once() {
         .spawn(AgentSpec::new("again", react("openai:gpt-5.2", &tools)))
         .await
         .unwrap();
-    let reply = first.ask("one", AskOptions::default()).await.unwrap();
-    assert_eq!(reply.data_as::<ReactCompleted>().unwrap().answer, "first");
+    let reply = first.ask("one").await.unwrap();
+    assert_eq!(
+        reply.signal.data_as::<ReactCompleted>().unwrap().answer,
+        "first"
+    );
     // Stopped and spawned again without waiting: the old thread, still stopping, is not the
     // new agent's.
     runtime.stop_agent("again");
@@ -191,8 +196,11 @@ async fn a_name_freed_by_stop_agent_runs_a_new_agent_at_once() {
         .spawn(AgentSpec::new("again", react("openai:gpt-5.2", &tools)))
         .await
         .unwrap();
-    let reply = second.ask("two", AskOptions::default()).await.unwrap();
-    assert_eq!(reply.data_as::<ReactCompleted>().unwrap().answer, "second");
+    let reply = second.ask("two").await.unwrap();
+    assert_eq!(
+        reply.signal.data_as::<ReactCompleted>().unwrap().answer,
+        "second"
+    );
     assert_eq!(runtime.agent_count(), 1);
     assert_eq!(runtime.thread_count(), 1);
     runtime.shutdown().await;
@@ -210,10 +218,7 @@ async fn an_ask_to_a_stopped_agent_is_an_error() {
         .await
         .unwrap();
     runtime.shutdown().await;
-    let err = agent
-        .ask("hello?", AskOptions::default())
-        .await
-        .unwrap_err();
+    let err = agent.ask("hello?").await.unwrap_err();
     assert!(matches!(err, AskError::AgentStopped { .. }), "{err:?}");
 }
 
@@ -237,9 +242,12 @@ async fn with_the_real_model() {
         ..AskOptions::default()
     };
     // A 135M model may or may not call the tool; the loop must end with a typed reply either way.
-    match agent.ask("What is 2 + 3? Use the add tool.", options).await {
+    match agent
+        .ask_with("What is 2 + 3? Use the add tool.", options)
+        .await
+    {
         Ok(reply) => {
-            let done: ReactCompleted = reply.data_as().unwrap();
+            let done: ReactCompleted = reply.signal.data_as().unwrap();
             assert!(done.iterations >= 1);
             assert!(done.usage.output_tokens > 0);
             println!(
@@ -284,9 +292,9 @@ async fn a_panicking_tool_is_an_error_result_and_the_agent_carries_on() {
         .spawn(AgentSpec::new("brave", react("openai:gpt-5.2", &tools)).with_tools(tools))
         .await
         .unwrap();
-    let reply = agent.ask("Try it.", AskOptions::default()).await.unwrap();
+    let reply = agent.ask("Try it.").await.unwrap();
     assert_eq!(
-        reply.data_as::<ReactCompleted>().unwrap().answer,
+        reply.signal.data_as::<ReactCompleted>().unwrap().answer,
         "The tool failed."
     );
     let results = model.requests()[1]
@@ -318,7 +326,7 @@ impl motet_providers::LlmClient for CountingModel {
     async fn stream(
         &self,
         _req: motet_directives::LlmRequest,
-    ) -> Result<motet_providers::LlmStream, ProviderError> {
+    ) -> Result<motet_providers::LlmEvents, ProviderError> {
         use std::sync::atomic::Ordering::SeqCst;
         let running = self.now.fetch_add(1, SeqCst) + 1;
         self.max.fetch_max(running, SeqCst);
@@ -350,7 +358,7 @@ async fn llm_calls_per_provider_are_limited() {
                 .unwrap(),
         );
     }
-    let asks = agents.iter().map(|a| a.ask("go", AskOptions::default()));
+    let asks = agents.iter().map(|a| a.ask("go"));
     for reply in futures::future::join_all(asks).await {
         reply.unwrap();
     }

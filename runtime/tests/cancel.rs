@@ -71,14 +71,15 @@ async fn cancelling_a_request_aborts_its_running_tool() {
         Usage::default(),
     ))]);
     let runtime = Runtime::builder().llm(Arc::new(model)).build().unwrap();
-    let react =
-        ReAct::new(ReActConfig::new("openai:gpt-5.2".parse().unwrap()).with_tools(tools.tools()));
+    let react = ReAct::new(
+        ReActConfig::new("openai:gpt-5.2".parse().unwrap()).with_tools(tools.definitions()),
+    );
     let agent = runtime
         .spawn(AgentSpec::new("worker", react).with_tools(tools))
         .await
         .unwrap();
     let request = agent
-        .start("go slowly", AskOptions::default())
+        .submit("go slowly", AskOptions::default())
         .await
         .unwrap();
     tokio::time::timeout(Duration::from_secs(5), started.notified())
@@ -126,7 +127,7 @@ async fn a_wait_that_times_out_cancels_its_request() {
         timeout: Duration::from_millis(200),
         ..AskOptions::default()
     };
-    let request = agent.start("hello?", options).await.unwrap();
+    let request = agent.submit("hello?", options).await.unwrap();
     let id = request.id().to_owned();
     assert!(matches!(request.wait().await, Err(AskError::Timeout(_))));
     assert_eq!(settled(&runtime, &id).await, RequestStatus::Failed);
@@ -143,7 +144,7 @@ async fn a_wait_that_times_out_can_leave_its_request_running() {
         keep_running: true,
         ..AskOptions::default()
     };
-    let request = agent.start("hello?", options).await.unwrap();
+    let request = agent.submit("hello?", options).await.unwrap();
     let id = request.id().to_owned();
     assert!(matches!(request.wait().await, Err(AskError::Timeout(_))));
     assert_eq!(settled(&runtime, &id).await, RequestStatus::Running);

@@ -18,8 +18,8 @@ use motet_directives::{
     AssistantBlock, AssistantMessage, LlmRequest, LlmResponse, Message, ProviderMeta, StopReason,
     ToolArgs, Usage,
 };
-use motet_providers::{LlmClient, LlmStream, ProviderError};
-use motet_runtime::agent::{AgentSpec, AskOptions, Runtime};
+use motet_providers::{LlmClient, LlmEvents, ProviderError};
+use motet_runtime::agent::{AgentSpec, Runtime};
 use motet_runtime::store::{SqliteStore, ThreadStore};
 use motet_runtime::tool::{ToolError, ToolSet, tool_fn};
 use schemars::JsonSchema;
@@ -35,7 +35,7 @@ struct SlowModel;
 
 #[async_trait::async_trait]
 impl LlmClient for SlowModel {
-    async fn stream(&self, req: LlmRequest) -> Result<LlmStream, ProviderError> {
+    async fn stream(&self, req: LlmRequest) -> Result<LlmEvents, ProviderError> {
         tokio::time::sleep(Duration::from_millis(15)).await;
         let asks = matches!(req.messages.last(), Some(Message::User { .. }));
         let blocks = if asks {
@@ -97,7 +97,7 @@ async fn agent_runtime(db: &str) -> (Runtime, motet_runtime::agent::AgentHandle)
     let react = ReAct::new(
         ReActConfig::new("anthropic:claude-sonnet-4-5".parse().unwrap())
             .with_system_prompt("You add.")
-            .with_tools(tools.tools()),
+            .with_tools(tools.definitions()),
     );
     let agent = runtime
         .spawn(AgentSpec::new("calc", react).with_tools(tools))
@@ -119,13 +119,11 @@ async fn child_run() {
         // Tell the parent the agent is up: its kill clock starts now.
         println!("ready");
         std::io::Write::flush(&mut std::io::stdout()).unwrap();
-        let _ = agent
-            .ask(format!("question {n}"), AskOptions::default())
-            .await;
+        let _ = agent.ask(format!("question {n}")).await;
     } else {
         if let Some(request) = agent.resume(None, Duration::from_secs(10)).await.unwrap() {
             let reply = request.wait().await.unwrap();
-            let done: ReactCompleted = reply.data_as().unwrap();
+            let done: ReactCompleted = reply.signal.data_as().unwrap();
             println!("resumed: {}", done.answer);
         }
         runtime.shutdown().await;

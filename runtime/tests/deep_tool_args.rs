@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use motet_agents::{ContextPolicy, EntryBody, REACT_COMPLETED, ReAct, ReActConfig, ReactCompleted};
+use motet_agents::{AGENT_COMPLETED, ContextPolicy, EntryBody, ReAct, ReActConfig, ReactCompleted};
 use motet_directives::{AssistantBlock, AssistantMessage, LlmResponse, Message, ToolArgs, Usage};
 use motet_providers::ProviderError;
 use motet_runtime::agent::{AgentSpec, AskOptions, Runtime};
@@ -78,7 +78,7 @@ async fn ask_with_args(args: &str) -> (motet_directives::ToolResult, String) {
     let tools = tools();
     let react = ReAct::new(
         ReActConfig::new("openai:gpt-5.2".parse().unwrap())
-            .with_tools(tools.tools())
+            .with_tools(tools.definitions())
             .with_context_policy(ContextPolicy::new().with_keep_last_turns(0)),
     );
     let agent = runtime
@@ -89,9 +89,9 @@ async fn ask_with_args(args: &str) -> (motet_directives::ToolResult, String) {
         timeout: Duration::from_secs(10),
         ..AskOptions::default()
     };
-    let reply = agent.ask("Nest deeply.", options).await.unwrap();
-    assert_eq!(reply.signal_type().as_str(), REACT_COMPLETED);
-    let done: ReactCompleted = reply.data_as().unwrap();
+    let reply = agent.ask_with("Nest deeply.", options).await.unwrap();
+    assert_eq!(reply.signal.signal_type().as_str(), AGENT_COMPLETED);
+    let done: ReactCompleted = reply.signal.data_as().unwrap();
     assert_eq!(done.answer, "Done.");
     let requests = model.requests();
     assert_eq!(requests.len(), 2);

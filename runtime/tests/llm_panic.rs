@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use motet_agents::{FailureReason, ReAct, ReActConfig, ReactFailed};
 use motet_directives::LlmRequest;
-use motet_providers::{LlmClient, LlmStream, ProviderError};
+use motet_providers::{LlmClient, LlmEvents, ProviderError};
 use motet_runtime::agent::{AgentSpec, AskError, AskOptions, Runtime};
 
 /// A client whose every call panics, as `Duration::from_secs_f64(1e30)` did in the retry code.
@@ -18,7 +18,7 @@ struct Panicking;
 
 #[async_trait]
 impl LlmClient for Panicking {
-    async fn stream(&self, _req: LlmRequest) -> Result<LlmStream, ProviderError> {
+    async fn stream(&self, _req: LlmRequest) -> Result<LlmEvents, ProviderError> {
         panic!("cannot convert float seconds to Duration: value is either too big or NaN");
     }
 }
@@ -33,7 +33,7 @@ async fn a_panicking_llm_call_fails_the_request_at_once() {
         ..AskOptions::default()
     };
     let started = Instant::now();
-    let Err(AskError::Failed { reply }) = agent.ask("hello", options).await else {
+    let Err(AskError::Failed { reply }) = agent.ask_with("hello", options).await else {
         panic!("a panicking call must fail the request");
     };
     assert!(
@@ -49,7 +49,7 @@ async fn a_panicking_llm_call_fails_the_request_at_once() {
     assert!(error.message.contains("float seconds"), "{error:?}");
     // The agent is still there for the next request.
     let again = agent
-        .ask(
+        .ask_with(
             "again",
             AskOptions {
                 timeout: Duration::from_secs(60),

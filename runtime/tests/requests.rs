@@ -9,7 +9,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use motet_agents::{REACT_FAILED, ReactCompleted};
+use motet_agents::{AGENT_FAILED, ReactCompleted};
 use motet_directives::AssistantBlock;
 use motet_providers::{Dialect, HttpClient, ProviderError};
 use motet_runtime::agent::{AgentSpec, AskError, AskOptions, DeltaKind, RequestPolicy, Runtime};
@@ -39,13 +39,16 @@ async fn requests_on_different_threads_never_see_each_other() {
                     thread_id: Some(format!("t{t}")),
                     ..AskOptions::default()
                 };
-                let reply = agent.ask(format!("q{t}.{round}"), options).await.unwrap();
+                let reply = agent
+                    .ask_with(format!("q{t}.{round}"), options)
+                    .await
+                    .unwrap();
                 (t, reply)
             }
         });
         for (t, reply) in futures::future::join_all(asks).await {
-            assert_eq!(reply.thread_id(), Some(format!("t{t}").as_str()));
-            let answer = reply.data_as::<ReactCompleted>().unwrap().answer;
+            assert_eq!(reply.signal.thread_id(), Some(format!("t{t}").as_str()));
+            let answer = reply.signal.data_as::<ReactCompleted>().unwrap().answer;
             let expected: Vec<String> = (0..=round).map(|r| format!("q{t}.{r}")).collect();
             assert_eq!(
                 answer,
@@ -77,10 +80,15 @@ async fn asks_on_one_thread_queue_and_run_in_order() {
         .unwrap();
     // All sent at once (join_all polls them in order, so they arrive m0, m1, ...): each
     // arrives while the one before it runs.
-    let asks = (0..5).map(|n| agent.ask(format!("m{n}"), AskOptions::default()));
+    let asks = (0..5).map(|n| agent.ask(format!("m{n}")));
     let replies = futures::future::join_all(asks).await;
     for (n, reply) in replies.into_iter().enumerate() {
-        let answer = reply.unwrap().data_as::<ReactCompleted>().unwrap().answer;
+        let answer = reply
+            .unwrap()
+            .signal
+            .data_as::<ReactCompleted>()
+            .unwrap()
+            .answer;
         let expected: Vec<String> = (0..=n).map(|i| format!("m{i}")).collect();
         assert_eq!(
             answer,
@@ -108,10 +116,7 @@ async fn the_reject_policy_answers_busy() {
         .await
         .unwrap();
     // join! polls in order: "slow" reaches the agent first and runs while "impatient" arrives.
-    let (first, second) = tokio::join!(
-        agent.ask("slow", AskOptions::default()),
-        agent.ask("impatient", AskOptions::default())
-    );
+    let (first, second) = tokio::join!(agent.ask("slow"), agent.ask("impatient"));
     match second {
         Err(AskError::Failed { reply }) => {
             let data = reply.data_as::<serde_json::Value>().unwrap().to_string();
@@ -135,9 +140,9 @@ async fn cancelling_a_request_stops_its_llm_stream() {
         .spawn(AgentSpec::new("slow", react("openai:gpt-5.2", &tools)))
         .await
         .unwrap();
-    let request = motet_signals::Signal::builder(motet_agents::REACT_INPUT, "test")
+    let request = motet_signals::Signal::builder(motet_agents::AGENT_REQUEST, "test")
         .with_request_id("req-1")
-        .with_data(motet_agents::ReactInput {
+        .with_data(motet_agents::AgentRequest {
             query: "think forever".into(),
             context_policy: None,
         })
@@ -150,16 +155,16 @@ async fn cancelling_a_request_stops_its_llm_stream() {
     tokio::time::timeout(Duration::from_secs(5), model.started.notified())
         .await
         .unwrap();
-    let cancel = motet_signals::Signal::builder(motet_agents::REACT_CANCEL, "test")
+    let cancel = motet_signals::Signal::builder(motet_agents::AGENT_CANCEL, "test")
         .with_request_id("req-1")
-        .with_data(motet_agents::ReactCancel {
+        .with_data(motet_agents::AgentCancel {
             reason: Some("user pressed stop".into()),
         })
         .build()
         .unwrap();
     agent.send(cancel).await.unwrap();
     match ask.await.unwrap() {
-        Err(AskError::Failed { reply }) => assert_eq!(reply.signal_type().as_str(), REACT_FAILED),
+        Err(AskError::Failed { reply }) => assert_eq!(reply.signal_type().as_str(), AGENT_FAILED),
         other => panic!("{other:?}"),
     }
     // The call's task was aborted, which dropped the provider stream (closing its connection).
@@ -193,7 +198,7 @@ async fn streamed_text_is_published_as_llm_delta() {
         .spawn(AgentSpec::new("talker", react("openai:gpt-5.2", &tools)))
         .await
         .unwrap();
-    agent.ask("hi", AskOptions::default()).await.unwrap();
+    agent.ask("hi").await.unwrap();
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].kind, DeltaKind::Text);
@@ -236,9 +241,9 @@ async fn cancelling_a_request_closes_its_provider_connection() {
         .spawn(AgentSpec::new("slow", react("openai-compat:m", &tools)))
         .await
         .unwrap();
-    let request = motet_signals::Signal::builder(motet_agents::REACT_INPUT, "test")
+    let request = motet_signals::Signal::builder(motet_agents::AGENT_REQUEST, "test")
         .with_request_id("req-1")
-        .with_data(motet_agents::ReactInput {
+        .with_data(motet_agents::AgentRequest {
             query: "go".into(),
             context_policy: None,
         })
@@ -252,9 +257,9 @@ async fn cancelling_a_request_closes_its_provider_connection() {
         .await
         .unwrap()
         .unwrap();
-    let cancel = motet_signals::Signal::builder(motet_agents::REACT_CANCEL, "test")
+    let cancel = motet_signals::Signal::builder(motet_agents::AGENT_CANCEL, "test")
         .with_request_id("req-1")
-        .with_data(motet_agents::ReactCancel { reason: None })
+        .with_data(motet_agents::AgentCancel { reason: None })
         .build()
         .unwrap();
     agent.send(cancel).await.unwrap();
@@ -280,10 +285,7 @@ async fn requests_are_tracked_and_threads_can_be_reset() {
         .spawn(AgentSpec::new("echo", react("openai:gpt-5.2", &tools)))
         .await
         .unwrap();
-    let (first, second) = tokio::join!(
-        agent.ask("one", AskOptions::default()),
-        agent.ask("two", AskOptions::default())
-    );
+    let (first, second) = tokio::join!(agent.ask("one"), agent.ask("two"));
     let first = first.unwrap();
     let second = second.unwrap();
     let records = agent.requests();
@@ -297,8 +299,10 @@ async fn requests_are_tracked_and_threads_can_be_reset() {
         assert!(record.result.is_some());
     }
     // The second waited in the queue: it started when the first finished.
-    let one = runtime.request(first.request_id().unwrap()).unwrap();
-    let two = runtime.request(second.request_id().unwrap()).unwrap();
+    let one = runtime.request(first.signal.request_id().unwrap()).unwrap();
+    let two = runtime
+        .request(second.signal.request_id().unwrap())
+        .unwrap();
     assert_eq!(one.status, RequestStatus::Completed);
     assert!(two.started_at.unwrap() >= one.finished_at.unwrap());
 
@@ -318,7 +322,7 @@ impl motet_providers::LlmClient for TypingModel {
     async fn stream(
         &self,
         _req: motet_directives::LlmRequest,
-    ) -> Result<motet_providers::LlmStream, ProviderError> {
+    ) -> Result<motet_providers::LlmEvents, ProviderError> {
         use motet_providers::LlmEvent;
         let mut events: Vec<LlmEvent> = ["Hel", "lo ", "world"]
             .into_iter()
@@ -352,7 +356,7 @@ async fn a_request_streams_its_deltas_then_its_reply() {
         .await
         .unwrap();
     let mut request = agent
-        .start(
+        .submit(
             "type",
             AskOptions {
                 stream: true,
@@ -369,7 +373,7 @@ async fn a_request_streams_its_deltas_then_its_reply() {
     assert_eq!(pieces, ["Hel", "lo ", "world"]);
     let reply = request.wait().await.unwrap();
     assert_eq!(
-        reply.data_as::<ReactCompleted>().unwrap().answer,
+        reply.signal.data_as::<ReactCompleted>().unwrap().answer,
         "Hello world"
     );
     runtime.shutdown().await;
@@ -386,7 +390,7 @@ impl motet_providers::LlmClient for CutOnceModel {
     async fn stream(
         &self,
         _req: motet_directives::LlmRequest,
-    ) -> Result<motet_providers::LlmStream, ProviderError> {
+    ) -> Result<motet_providers::LlmEvents, ProviderError> {
         use motet_providers::LlmEvent;
         let text = |piece: &str| {
             Ok(LlmEvent::TextDelta {
@@ -428,7 +432,7 @@ async fn a_call_cut_after_it_streamed_is_discarded_before_its_retry_streams() {
         stream: true,
         ..AskOptions::default()
     };
-    let mut request = agent.start("type", options).await.unwrap();
+    let mut request = agent.submit("type", options).await.unwrap();
     let mut seen = Vec::new();
     while let Some(delta) = request.next_delta().await {
         seen.push((delta.call_id, delta.kind, delta.delta));
@@ -447,7 +451,7 @@ async fn a_call_cut_after_it_streamed_is_discarded_before_its_retry_streams() {
     assert_ne!(seen[1].0, seen[2].0);
     let reply = request.wait().await.unwrap();
     assert_eq!(
-        reply.data_as::<ReactCompleted>().unwrap().answer,
+        reply.signal.data_as::<ReactCompleted>().unwrap().answer,
         "Hello world"
     );
     runtime.shutdown().await;
@@ -465,7 +469,7 @@ async fn a_started_request_can_be_cancelled() {
         .spawn(AgentSpec::new("slow", react("openai:gpt-5.2", &tools)))
         .await
         .unwrap();
-    let request = agent.start("think", AskOptions::default()).await.unwrap();
+    let request = agent.submit("think", AskOptions::default()).await.unwrap();
     tokio::time::timeout(Duration::from_secs(5), model.started.notified())
         .await
         .unwrap();
@@ -496,10 +500,7 @@ async fn the_interrupt_policy_cancels_the_running_request_for_the_new_one() {
         )
         .await
         .unwrap();
-    let (first, second) = tokio::join!(
-        agent.ask("old question", AskOptions::default()),
-        agent.ask("new question", AskOptions::default())
-    );
+    let (first, second) = tokio::join!(agent.ask("old question"), agent.ask("new question"));
     match first {
         Err(AskError::Failed { reply }) => {
             let data = reply.data_as::<serde_json::Value>().unwrap().to_string();
@@ -507,7 +508,12 @@ async fn the_interrupt_policy_cancels_the_running_request_for_the_new_one() {
         }
         other => panic!("{other:?}"),
     }
-    let answer = second.unwrap().data_as::<ReactCompleted>().unwrap().answer;
+    let answer = second
+        .unwrap()
+        .signal
+        .data_as::<ReactCompleted>()
+        .unwrap()
+        .answer;
     assert!(answer.ends_with("new question"), "{answer}");
     runtime.shutdown().await;
 }

@@ -57,7 +57,7 @@ async fn an_overload_costs_the_clients_retries_and_no_more() {
         timeout: Duration::from_secs(60),
         ..AskOptions::default()
     };
-    let Err(AskError::Failed { reply }) = agent.ask("hello", options).await else {
+    let Err(AskError::Failed { reply }) = agent.ask_with("hello", options).await else {
         panic!("an overloaded server must fail the request");
     };
     let failed: ReactFailed = reply.data_as().unwrap();

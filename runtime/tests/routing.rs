@@ -8,11 +8,11 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use motet_agents::REACT_COMPLETED;
-use motet_runtime::agent::{AgentSpec, AskOptions, Runtime};
+use motet_agents::AGENT_COMPLETED;
+use motet_runtime::agent::{AgentSpec, Runtime};
 use motet_runtime::testing::ScriptedModel;
 
-/// Remembers the types of the signals it gets; answers `react.input` "report" with them, and
+/// Remembers the types of the signals it gets; answers `agent.request` "report" with them, and
 /// "cast:<group>" by emitting `news.flash` to that group.
 struct Recorder;
 
@@ -31,12 +31,12 @@ impl motet_agents::Strategy for Recorder {
     ) -> Result<Vec<motet_directives::Directive>, motet_agents::StrategyError> {
         use motet_directives::{Directive, Emit, EmitTarget, Reply};
         let ty = signal.signal_type().as_str().to_owned();
-        let Ok(input) = signal.data_as::<motet_agents::ReactInput>() else {
+        let Ok(input) = signal.data_as::<motet_agents::AgentRequest>() else {
             seen.push(ty);
             return Ok(Vec::new());
         };
         let reply = |data: serde_json::Value| {
-            motet_signals::Signal::builder(REACT_COMPLETED, "recorder")
+            motet_signals::Signal::builder(AGENT_COMPLETED, "recorder")
                 .caused_by(signal)
                 .with_data(data)
                 .build()
@@ -61,8 +61,8 @@ impl motet_agents::Strategy for Recorder {
 }
 
 async fn report(agent: &motet_runtime::agent::AgentHandle) -> Vec<String> {
-    let reply = agent.ask("report", AskOptions::default()).await.unwrap();
-    reply.data_as().unwrap()
+    let reply = agent.ask("report").await.unwrap();
+    reply.signal.data_as().unwrap()
 }
 
 #[tokio::test]
@@ -98,10 +98,7 @@ async fn agents_receive_what_they_subscribe_to_and_what_their_group_is_sent() {
             .publish(&motet_signals::Signal::builder(ty, "test").build().unwrap());
     }
     // A group emit from another agent reaches both members.
-    caster
-        .ask("cast:desk", AskOptions::default())
-        .await
-        .unwrap();
+    caster.ask("cast:desk").await.unwrap();
     let mut sports_seen = Vec::new();
     let mut all_seen = Vec::new();
     for _ in 0..100 {
@@ -154,7 +151,7 @@ impl motet_agents::Strategy for Coordinator {
             }
             let sum: u64 = state.results.drain(..).sum();
             let request = state.request.take().unwrap();
-            let done = motet_signals::Signal::builder(REACT_COMPLETED, "coord")
+            let done = motet_signals::Signal::builder(AGENT_COMPLETED, "coord")
                 .with_request_id(request)
                 .with_data(sum)
                 .build()
@@ -226,9 +223,9 @@ async fn a_coordinator_fans_work_out_over_the_bus_and_gathers_the_answers() {
         .spawn(AgentSpec::new("coord", Coordinator { workers: WORKERS }))
         .await
         .unwrap();
-    let reply = coord.ask("fan", AskOptions::default()).await.unwrap();
+    let reply = coord.ask("fan").await.unwrap();
     let expected: u64 = (0..WORKERS as u64).map(|k| k * k).sum();
-    assert_eq!(reply.data_as::<u64>().unwrap(), expected);
+    assert_eq!(reply.signal.data_as::<u64>().unwrap(), expected);
     // Every task went over the bus, and so did the reply.
     assert_eq!(runtime.bus().stats().published as usize, WORKERS + 1);
     runtime.shutdown().await;

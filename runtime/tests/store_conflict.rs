@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use motet_agents::{EntryBody, ReAct, ReActConfig, ReactCompleted};
+use motet_agents::{EntryBody, ReAct, ReActConfig};
 use motet_directives::{AssistantMessage, LlmResponse, Message, Usage};
 use motet_runtime::agent::{AgentSpec, AskOptions, Runtime};
 use motet_runtime::store::{MemoryStore, ThreadStore};
@@ -37,20 +37,11 @@ async fn a_question_after_another_writer_is_decided_on_the_stored_thread() {
     let (runtime_a, a) = process(store.clone(), model_a.clone()).await;
     let (runtime_b, b) = process(store.clone(), model_b).await;
 
-    let answer = |reply: motet_signals::Signal| reply.data_as::<ReactCompleted>().unwrap().answer;
-    assert_eq!(
-        answer(a.ask("q1", AskOptions::default()).await.unwrap()),
-        "a1"
-    );
-    assert_eq!(
-        answer(b.ask("q2", AskOptions::default()).await.unwrap()),
-        "a2"
-    );
+    let answer = |reply: motet_runtime::agent::Answer| reply.text;
+    assert_eq!(answer(a.ask("q1").await.unwrap()), "a1");
+    assert_eq!(answer(b.ask("q2").await.unwrap()), "a2");
     // A still holds the thread as it was after q1: its commit is stale.
-    assert_eq!(
-        answer(a.ask("q3", AskOptions::default()).await.unwrap()),
-        "a3"
-    );
+    assert_eq!(answer(a.ask("q3").await.unwrap()), "a3");
 
     let stored = store.load("a/default").await.unwrap().unwrap();
     let questions: Vec<&str> = stored
@@ -89,7 +80,7 @@ impl motet_providers::LlmClient for GatedModel {
     async fn stream(
         &self,
         req: motet_directives::LlmRequest,
-    ) -> Result<motet_providers::LlmStream, motet_providers::ProviderError> {
+    ) -> Result<motet_providers::LlmEvents, motet_providers::ProviderError> {
         self.started.notify_one();
         if let Ok(permit) = self.gate.acquire().await {
             permit.forget();
@@ -121,25 +112,19 @@ async fn a_question_meeting_another_writers_request_in_flight_is_refused_uncommi
     });
     let (runtime_a, a) = process(store.clone(), model_a.clone()).await;
     let (runtime_b, b) = process(store.clone(), model_b.clone()).await;
-    let answer = |reply: motet_signals::Signal| reply.data_as::<ReactCompleted>().unwrap().answer;
-    assert_eq!(
-        answer(a.ask("q1", AskOptions::default()).await.unwrap()),
-        "a1"
-    );
-    assert_eq!(
-        answer(b.ask("q2", AskOptions::default()).await.unwrap()),
-        "a2"
-    );
+    let answer = |reply: motet_runtime::agent::Answer| reply.text;
+    assert_eq!(answer(a.ask("q1").await.unwrap()), "a1");
+    assert_eq!(answer(b.ask("q2").await.unwrap()), "a2");
     // B's next question is committed and waits for its model; A still holds the thread as
     // it was after q1.
-    let in_flight = b.start("q3", AskOptions::default()).await.unwrap();
+    let in_flight = b.submit("q3", AskOptions::default()).await.unwrap();
     tokio::time::timeout(
         std::time::Duration::from_secs(5),
         model_b.started.notified(),
     )
     .await
     .unwrap();
-    let refused = a.ask("q4", AskOptions::default()).await;
+    let refused = a.ask("q4").await;
     let reply = match refused {
         Err(motet_runtime::agent::AskError::Failed { reply }) => reply,
         other => panic!("{other:?}"),
@@ -170,10 +155,7 @@ async fn a_question_meeting_another_writers_request_in_flight_is_refused_uncommi
         ["q1", "= a1", "q2", "= a2", "q3", "= a3"]
     );
     // A's next question, after B's request ended, goes through on the stored thread.
-    assert_eq!(
-        answer(a.ask("q5", AskOptions::default()).await.unwrap()),
-        "a5"
-    );
+    assert_eq!(answer(a.ask("q5").await.unwrap()), "a5");
     let stored = store.load("a/default").await.unwrap().unwrap();
     assert_eq!(
         questions(&stored),
@@ -192,7 +174,7 @@ async fn a_request_whose_answer_cannot_be_stored_is_recorded_failed() {
         inner: ScriptedModel::new([says("a1")]),
     });
     let (runtime, agent) = process(store.clone(), model.clone()).await;
-    let request = agent.start("q1", AskOptions::default()).await.unwrap();
+    let request = agent.submit("q1", AskOptions::default()).await.unwrap();
     let id = request.id().to_owned();
     tokio::time::timeout(std::time::Duration::from_secs(5), model.started.notified())
         .await

@@ -9,7 +9,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use motet_agents::{REACT_COMPLETED, ReAct, ReactCompleted};
+use motet_agents::{AGENT_COMPLETED, ReAct, ReactCompleted};
 use motet_runtime::agent::{AgentSpec, AskError, AskOptions, Runtime};
 use motet_runtime::testing::ScriptedModel;
 
@@ -47,7 +47,7 @@ impl motet_agents::Strategy for Fragile {
         signal: &motet_signals::Signal,
         env: &dyn motet_agents::Env,
     ) -> Result<Vec<motet_directives::Directive>, motet_agents::StrategyError> {
-        if let Ok(input) = signal.data_as::<motet_agents::ReactInput>()
+        if let Ok(input) = signal.data_as::<motet_agents::AgentRequest>()
             && input.query == "boom"
         {
             panic!("a bug in the strategy");
@@ -74,14 +74,14 @@ async fn a_panicking_strategy_restarts_its_thread_and_the_ask_gets_a_typed_error
         timeout: Duration::from_secs(5),
         ..AskOptions::default()
     };
-    agent.ask("first", options()).await.unwrap();
-    let err = agent.ask("boom", options()).await.unwrap_err();
+    agent.ask_with("first", options()).await.unwrap();
+    let err = agent.ask_with("boom", options()).await.unwrap_err();
     assert!(matches!(err, AskError::AgentRestarted { .. }), "{err:?}");
     // The thread was restarted from the store: the next ask is answered, with the history
     // committed before the failure.
     let mut answered = None;
     for _ in 0..50 {
-        match agent.ask("hello", options()).await {
+        match agent.ask_with("hello", options()).await {
             Ok(reply) => {
                 answered = Some(reply);
                 break;
@@ -91,7 +91,7 @@ async fn a_panicking_strategy_restarts_its_thread_and_the_ask_gets_a_typed_error
     }
     let reply = answered.expect("answered after the restart");
     assert_eq!(
-        reply.data_as::<ReactCompleted>().unwrap().answer,
+        reply.signal.data_as::<ReactCompleted>().unwrap().answer,
         "first|hello"
     );
     assert_eq!(runtime.agent_count(), 1);
@@ -124,7 +124,7 @@ async fn past_its_restart_intensity_the_agent_is_stopped() {
         timeout: Duration::from_secs(5),
         ..AskOptions::default()
     };
-    assert!(agent.ask("boom", options()).await.is_err());
+    assert!(agent.ask_with("boom", options()).await.is_err());
     // Wait for the restart, then fail again: one restart too many.
     for _ in 0..50 {
         if runtime.thread_count() == 1 {
@@ -132,7 +132,7 @@ async fn past_its_restart_intensity_the_agent_is_stopped() {
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let _ = agent.ask("boom", options()).await;
+    let _ = agent.ask_with("boom", options()).await;
     for _ in 0..100 {
         if runtime.agent_count() == 0 {
             break;
@@ -140,7 +140,7 @@ async fn past_its_restart_intensity_the_agent_is_stopped() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert_eq!(runtime.agent_count(), 0, "the agent was stopped");
-    let err = agent.ask("hello", options()).await.unwrap_err();
+    let err = agent.ask_with("hello", options()).await.unwrap_err();
     assert!(matches!(err, AskError::AgentStopped { .. }), "{err:?}");
     runtime.shutdown().await;
 }
@@ -160,7 +160,7 @@ async fn restarts_and_a_stopped_agent_are_published_on_the_bus() {
         timeout: Duration::from_secs(5),
         ..AskOptions::default()
     };
-    let err = agent.ask("boom", options.clone()).await.unwrap_err();
+    let err = agent.ask_with("boom", options.clone()).await.unwrap_err();
     assert!(matches!(err, AskError::AgentRestarted { .. }), "{err:?}");
     let restarted = rx.recv_timeout(Duration::from_secs(5)).unwrap();
     assert_eq!(restarted.signal_type().as_str(), THREAD_RESTARTED);
@@ -175,7 +175,7 @@ async fn restarts_and_a_stopped_agent_are_published_on_the_bus() {
         failure.error
     );
     // A second failure is past the intensity: the agent stops, and says so.
-    let _ = agent.ask("boom", options).await;
+    let _ = agent.ask_with("boom", options).await;
     let stopped = rx.recv_timeout(Duration::from_secs(5)).unwrap();
     assert_eq!(stopped.signal_type().as_str(), AGENT_STOPPED);
     assert_eq!(stopped.data_as::<ThreadFailure>().unwrap().agent, "fragile");
@@ -209,7 +209,7 @@ impl motet_agents::Strategy for Boss {
         use motet_runtime::agent::{CHILD_STARTED, ChildEvent};
         let reply = |request: &str, data: serde_json::Value| {
             Directive::Reply(Reply::completed(
-                motet_signals::Signal::builder(REACT_COMPLETED, "boss")
+                motet_signals::Signal::builder(AGENT_COMPLETED, "boss")
                     .with_request_id(request)
                     .with_data(data)
                     .build()
@@ -232,7 +232,7 @@ impl motet_agents::Strategy for Boss {
                 Ok(vec![reply(&request, serde_json::json!(signal.source()))])
             }
             _ => {
-                let input: motet_agents::ReactInput = signal.data_as().unwrap();
+                let input: motet_agents::AgentRequest = signal.data_as().unwrap();
                 let request = signal.request_id().unwrap().to_owned();
                 if input.query == "boom" {
                     panic!("a bug in the boss");
@@ -306,18 +306,18 @@ async fn a_parent_spawns_a_child_kind_talks_to_it_and_stops_it() {
         .build()
         .unwrap();
     let boss = runtime.spawn(AgentSpec::new("boss", Boss)).await.unwrap();
-    let reply = boss.ask("hire", AskOptions::default()).await.unwrap();
-    assert_eq!(reply.data_as::<String>().unwrap(), "worker.sums");
+    let reply = boss.ask("hire").await.unwrap();
+    assert_eq!(reply.signal.data_as::<String>().unwrap(), "worker.sums");
     assert!(
         runtime.agent("boss/w1").is_some(),
         "the child is named <parent>/<tag>"
     );
     assert_eq!(runtime.agent_count(), 2);
-    let reply = boss.ask("fire", AskOptions::default()).await.unwrap();
-    assert_eq!(reply.data_as::<String>().unwrap(), "fired");
+    let reply = boss.ask("fire").await.unwrap();
+    assert_eq!(reply.signal.data_as::<String>().unwrap(), "fired");
     assert_eq!(runtime.agent_count(), 1);
     // Stopping the parent stops its children too.
-    boss.ask("hire", AskOptions::default()).await.unwrap();
+    boss.ask("hire").await.unwrap();
     assert_eq!(runtime.agent_count(), 2);
     runtime.stop_agent("boss");
     assert_eq!(runtime.agent_count(), 0);
@@ -347,13 +347,13 @@ async fn a_parent_stopped_past_its_restart_intensity_takes_its_children_along() 
         ))
         .await
         .unwrap();
-    boss.ask("hire", AskOptions::default()).await.unwrap();
+    boss.ask("hire").await.unwrap();
     assert_eq!(runtime.agent_count(), 2);
     let options = AskOptions {
         timeout: Duration::from_secs(5),
         ..AskOptions::default()
     };
-    assert!(boss.ask("boom", options).await.is_err());
+    assert!(boss.ask_with("boom", options).await.is_err());
     for _ in 0..100 {
         if runtime.agent_count() == 0 {
             break;

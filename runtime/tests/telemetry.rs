@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use motet_agents::{ReAct, ReActConfig, ReactCompleted};
 use motet_providers::{ApiKey, Dialect, HttpClient};
-use motet_runtime::agent::{AgentHandle, AgentSpec, AskOptions, Runtime};
+use motet_runtime::agent::{AgentHandle, AgentSpec, Runtime};
 use motet_runtime::telemetry::{self, Protocol, Telemetry};
 use motet_runtime::testing::otlp::{OtlpReceiver, ReceivedSpan};
 use motet_runtime::tool::{ToolError, ToolSet, tool_fn};
@@ -150,10 +150,11 @@ async fn agents(model_url: &str) -> (Runtime, AgentHandle) {
                     let worker = worker.clone();
                     async move {
                         let reply = worker
-                            .ask(args.question, AskOptions::default())
+                            .ask(args.question)
                             .await
                             .map_err(|e| ToolError::failed(e.to_string()))?;
                         let done: ReactCompleted = reply
+                            .signal
                             .data_as()
                             .map_err(|e| ToolError::failed(e.to_string()))?;
                         Ok::<_, ToolError>(done.answer)
@@ -169,7 +170,7 @@ async fn agents(model_url: &str) -> (Runtime, AgentHandle) {
                 "boss",
                 ReAct::new(
                     ReActConfig::new("openai:fake-model".parse().unwrap())
-                        .with_tools(tools.tools()),
+                        .with_tools(tools.definitions()),
                 ),
             )
             .with_tools(tools),
@@ -204,8 +205,8 @@ async fn a_request_across_two_agents_is_one_trace_exported_over_grpc() {
     let (runtime, boss) = agents(&model_url).await;
 
     let question = "Ask the worker: what is six times seven?";
-    let reply = boss.ask(question, AskOptions::default()).await.unwrap();
-    let done: ReactCompleted = reply.data_as().unwrap();
+    let reply = boss.ask(question).await.unwrap();
+    let done: ReactCompleted = reply.signal.data_as().unwrap();
     assert_eq!(done.answer, "42");
     guard.flush().unwrap();
     let spans = receiver
@@ -315,9 +316,7 @@ async fn a_request_across_two_agents_is_one_trace_exported_over_grpc() {
     // Content on: prompts, completions and tool arguments are recorded.
     receiver.clear();
     telemetry::set_capture_content(true);
-    boss.ask("Ask again: six times seven?", AskOptions::default())
-        .await
-        .unwrap();
+    boss.ask("Ask again: six times seven?").await.unwrap();
     guard.flush().unwrap();
     let spans = receiver
         .wait_for(Duration::from_secs(10), |s| {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use motet_agents::{ReAct, ReActConfig};
 use motet_directives::{AssistantMessage, LlmResponse, Usage};
-use motet_runtime::agent::{AgentSpec, AskOptions, Runtime};
+use motet_runtime::agent::{AgentSpec, Runtime};
 use motet_runtime::telemetry::Telemetry;
 use motet_runtime::testing::ScriptedModel;
 use motet_runtime::testing::otlp::OtlpReceiver;
@@ -51,7 +51,7 @@ async fn spans_are_exported_over_http_protobuf_from_the_environment() {
         ))
         .await
         .unwrap();
-    agent.ask("hi", AskOptions::default()).await.unwrap();
+    agent.ask("hi").await.unwrap();
     runtime.shutdown().await;
     guard.shutdown().unwrap();
 

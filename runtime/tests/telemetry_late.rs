@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use motet_agents::{ReAct, ReActConfig};
 use motet_directives::{AssistantMessage, LlmResponse, Usage};
-use motet_runtime::agent::{AgentSpec, AskOptions, Runtime};
+use motet_runtime::agent::{AgentSpec, Runtime};
 use motet_runtime::telemetry::Telemetry;
 use motet_runtime::testing::ScriptedModel;
 use motet_runtime::testing::otlp::OtlpReceiver;
@@ -39,7 +39,7 @@ async fn a_runtime_used_before_init_reports_to_the_provider_installed_later() {
         .await
         .unwrap();
     // Before any telemetry: the metrics of this request go nowhere.
-    agent.ask("one", AskOptions::default()).await.unwrap();
+    agent.ask("one").await.unwrap();
 
     let receiver = OtlpReceiver::start().await.unwrap();
     let endpoint = receiver.grpc_endpoint();
@@ -53,7 +53,7 @@ async fn a_runtime_used_before_init_reports_to_the_provider_installed_later() {
     })
     .await
     .unwrap();
-    agent.ask("two", AskOptions::default()).await.unwrap();
+    agent.ask("two").await.unwrap();
     runtime.shutdown().await;
     tokio::task::spawn_blocking(move || guard.shutdown().unwrap())
         .await

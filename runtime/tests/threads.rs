@@ -9,9 +9,9 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use motet_agents::{REACT_COMPLETED, ReactCompleted};
+use motet_agents::{AGENT_COMPLETED, ReactCompleted};
 use motet_directives::{AssistantBlock, AssistantMessage, Message, ToolArgs, Usage};
-use motet_runtime::agent::{AgentSpec, AskError, AskOptions, Runtime};
+use motet_runtime::agent::{AgentSpec, AskError, Runtime};
 use motet_runtime::testing::ScriptedModel;
 
 use common::*;
@@ -49,7 +49,7 @@ impl motet_agents::Strategy for Notes {
         use motet_directives::{CallId, Directive, Reply, Summarize};
         let done = |data: serde_json::Value, request: &str| {
             Directive::Reply(Reply::completed(
-                motet_signals::Signal::builder(REACT_COMPLETED, "notes")
+                motet_signals::Signal::builder(AGENT_COMPLETED, "notes")
                     .with_request_id(request)
                     .with_data(data)
                     .build()
@@ -60,7 +60,7 @@ impl motet_agents::Strategy for Notes {
             let request = state.waiting.take().unwrap();
             return Ok(vec![done(serde_json::json!(result.content), &request)]);
         }
-        let input: motet_agents::ReactInput = signal.data_as().unwrap();
+        let input: motet_agents::AgentRequest = signal.data_as().unwrap();
         let request = signal.request_id().unwrap().to_owned();
         if input.query == "summarize" {
             state.waiting = Some(request);
@@ -91,11 +91,11 @@ async fn summarize_calls_the_model_over_the_thread_range() {
         .build()
         .unwrap();
     let agent = runtime.spawn(AgentSpec::new("notes", Notes)).await.unwrap();
-    agent.ask("buy milk", AskOptions::default()).await.unwrap();
-    agent.ask("call Rome", AskOptions::default()).await.unwrap();
-    let reply = agent.ask("summarize", AskOptions::default()).await.unwrap();
+    agent.ask("buy milk").await.unwrap();
+    agent.ask("call Rome").await.unwrap();
+    let reply = agent.ask("summarize").await.unwrap();
     assert_eq!(
-        reply.data_as::<String>().unwrap(),
+        reply.signal.data_as::<String>().unwrap(),
         "Two notes: buy milk, call Rome."
     );
     let requests = model.requests();
@@ -248,7 +248,7 @@ async fn a_thread_left_mid_request_is_resumed_without_running_a_tool_twice() {
     assert_eq!(request.id(), "req-lost");
     let reply = request.wait().await.unwrap();
     assert_eq!(
-        reply.data_as::<ReactCompleted>().unwrap().answer,
+        reply.signal.data_as::<ReactCompleted>().unwrap().answer,
         "add 2 and 3"
     );
     // `add` is not declared idempotent: it was answered with an error, not run again.
@@ -279,6 +279,7 @@ async fn a_thread_left_mid_request_is_resumed_without_running_a_tool_twice() {
             .wait()
             .await
             .unwrap()
+            .signal
             .data_as::<ReactCompleted>()
             .unwrap()
             .answer,
@@ -366,7 +367,7 @@ async fn an_unreadable_thread_fails_closed_and_is_never_replaced() {
         .await
         .unwrap();
     for _ in 0..2 {
-        match agent.ask("hello", on("broken")).await {
+        match agent.ask_with("hello", on("broken")).await {
             Err(AskError::ThreadUnavailable {
                 thread, message, ..
             }) => {
@@ -399,8 +400,14 @@ async fn a_thread_range_is_summarized_on_request_and_projected_in_its_place() {
         .spawn(AgentSpec::new("geo", react("openai:gpt-5.2", &tools)))
         .await
         .unwrap();
-    agent.ask("capital of Italy?", on("trip")).await.unwrap();
-    agent.ask("capital of France?", on("trip")).await.unwrap();
+    agent
+        .ask_with("capital of Italy?", on("trip"))
+        .await
+        .unwrap();
+    agent
+        .ask_with("capital of France?", on("trip"))
+        .await
+        .unwrap();
     let long = Duration::from_secs(5);
 
     // A range outside the thread is refused with a typed failure and changes nothing.
@@ -445,7 +452,10 @@ async fn a_thread_range_is_summarized_on_request_and_projected_in_its_place() {
     );
 
     // The next call sees the summary, not the summarized turns.
-    agent.ask("capital of Germany?", on("trip")).await.unwrap();
+    agent
+        .ask_with("capital of Germany?", on("trip"))
+        .await
+        .unwrap();
     let next = &model.requests()[3];
     let shown = format!("{:?}", next.messages);
     assert!(shown.contains("They asked for two capitals."), "{shown}");

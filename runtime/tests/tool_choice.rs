@@ -45,7 +45,7 @@ fn multiply(calls: Arc<AtomicU32>) -> Arc<ToolSet> {
 fn config(model: &str, tools: &ToolSet, choice: ToolChoice) -> ReActConfig {
     let mut config = ReActConfig::new(model.parse().unwrap())
         .with_system_prompt("Answer with the tool's result in one short sentence.")
-        .with_tools(tools.tools())
+        .with_tools(tools.definitions())
         .with_tool_choice(choice)
         .with_max_iterations(3);
     config.options.max_tokens = Some(48);
@@ -96,8 +96,11 @@ async fn the_model_is_made_to_call_first_and_then_may_answer() {
         .spawn(AgentSpec::new("calc", react).with_tools(tools))
         .await
         .unwrap();
-    let reply = agent.ask("17 * 23?", options()).await.unwrap();
-    assert_eq!(reply.data_as::<ReactCompleted>().unwrap().answer, "391");
+    let reply = agent.ask_with("17 * 23?", options()).await.unwrap();
+    assert_eq!(
+        reply.signal.data_as::<ReactCompleted>().unwrap().answer,
+        "391"
+    );
     assert_eq!(calls.load(Ordering::Relaxed), 1);
     let choices: Vec<ToolChoice> = model
         .requests()
@@ -125,8 +128,8 @@ async fn with_the_real_model_a_forced_call_runs_the_tool_then_the_request_ends()
         .spawn(AgentSpec::new("reset", react).with_tools(tools))
         .await
         .unwrap();
-    let reply = agent.ask(question, options()).await.unwrap();
-    let done: ReactCompleted = reply.data_as().unwrap();
+    let reply = agent.ask_with(question, options()).await.unwrap();
+    let done: ReactCompleted = reply.signal.data_as().unwrap();
     assert!(calls.load(Ordering::Relaxed) >= 1, "the tool never ran");
     assert!(done.iterations >= 2, "{done:?}");
     println!(
@@ -146,7 +149,7 @@ async fn with_the_real_model_a_forced_call_runs_the_tool_then_the_request_ends()
         .spawn(AgentSpec::new("forced", react).with_tools(tools))
         .await
         .unwrap();
-    let Err(AskError::Failed { reply }) = agent.ask(question, options()).await else {
+    let Err(AskError::Failed { reply }) = agent.ask_with(question, options()).await else {
         panic!("a request forced to call a tool on every call should not complete");
     };
     let failed: ReactFailed = reply.data_as().unwrap();

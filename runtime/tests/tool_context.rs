@@ -52,8 +52,9 @@ async fn a_tool_is_told_its_agent_thread_and_request() {
         turn(vec![AssistantBlock::text("done")]),
     ]);
     let runtime = Runtime::builder().llm(Arc::new(model)).build().unwrap();
-    let react =
-        ReAct::new(ReActConfig::new("openai:gpt-5.2".parse().unwrap()).with_tools(tools.tools()));
+    let react = ReAct::new(
+        ReActConfig::new("openai:gpt-5.2".parse().unwrap()).with_tools(tools.definitions()),
+    );
     let agent = runtime
         .spawn(AgentSpec::new("clerk", react).with_tools(tools))
         .await
@@ -62,10 +63,13 @@ async fn a_tool_is_told_its_agent_thread_and_request() {
         thread_id: Some("ledger".into()),
         ..AskOptions::default()
     };
-    let request = agent.start("who am I?", options).await.unwrap();
+    let request = agent.submit("who am I?", options).await.unwrap();
     let id = request.id().to_owned();
     let reply = request.wait().await.unwrap();
-    assert_eq!(reply.data_as::<ReactCompleted>().unwrap().answer, "done");
+    assert_eq!(
+        reply.signal.data_as::<ReactCompleted>().unwrap().answer,
+        "done"
+    );
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].tool_call_id(), "tc_7");

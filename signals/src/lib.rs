@@ -2,7 +2,7 @@
 //!
 //! A [`Signal`] is a CloudEvents 1.0 envelope with motet's extensions (correlation, causation,
 //! thread and request ids, W3C trace context). Types are dot-separated segments
-//! (`react.input`, `llm.result`); a [`Router`] matches them against [`Pattern`]s with `*` (one
+//! (`agent.request`, `llm.result`); a [`Router`] matches them against [`Pattern`]s with `*` (one
 //! segment) and `**` (zero or more); a [`Bus`] delivers published signals to subscribers without
 //! ever blocking the publisher, and counts what it could not deliver.
 //!

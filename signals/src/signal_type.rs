@@ -41,7 +41,7 @@ fn check_literal(input: &str, segment: &str, index: usize) -> Result<(), SignalE
     }
 }
 
-/// A validated, dot-separated signal type such as `react.input` or `agent.worker.done`.
+/// A validated, dot-separated signal type such as `agent.request` or `agent.worker.done`.
 ///
 /// One or more segments separated by `.`; a segment is one or more Unicode alphanumeric
 /// characters, `_` or `-`. Empty segments (leading, trailing or double dots), whitespace, `*` and

@@ -52,7 +52,7 @@ fn delivers_to_matching_subscribers_only() {
         }
     );
     bus.publish(&signal("task.7.done"));
-    bus.publish(&signal("react.input"));
+    bus.publish(&signal("agent.request"));
     assert_eq!(
         *log.lock().unwrap(),
         [

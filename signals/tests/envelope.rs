@@ -31,7 +31,7 @@ struct Input {
 
 #[test]
 fn motet_signal_round_trips_with_every_extension() {
-    let signal = Signal::builder("react.input", "motet://agents/planner")
+    let signal = Signal::builder("agent.request", "motet://agents/planner")
         .with_id("0190c5a8-0000-7000-8000-000000000001")
         .with_time(Some("2026-11-23T00:00:00.123Z".parse().unwrap()))
         .with_subject("thread-9")
@@ -61,7 +61,7 @@ fn motet_signal_round_trips_with_every_extension() {
 
     let value: Value = serde_json::from_str(&signal.to_json().unwrap()).unwrap();
     assert_eq!(value["specversion"], "1.0");
-    assert_eq!(value["type"], "react.input");
+    assert_eq!(value["type"], "agent.request");
     assert_eq!(value["datacontenttype"], "application/json");
     assert_eq!(value["correlationid"], "corr-1");
     assert_eq!(value["causationid"], "cause-1");
@@ -112,7 +112,7 @@ fn builder_defaults_to_a_fresh_time_ordered_uuid_v7_and_now() {
 
 #[test]
 fn caused_by_threads_correlation_and_trace_through() {
-    let input = Signal::builder("react.input", "user")
+    let input = Signal::builder("agent.request", "user")
         .with_thread_id("t1")
         .with_request_id("r1")
         .with_trace(TraceContext {

@@ -31,7 +31,7 @@ fn hits(pattern: &str, signal_type: &str) -> bool {
 fn valid_types() {
     for ok in [
         "a",
-        "react.input",
+        "agent.request",
         "agent.worker.17.done",
         "tool_call.re-sult",
         "café.commandé",

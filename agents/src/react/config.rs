@@ -34,7 +34,7 @@ pub struct ReActConfig {
     pub context_policy: Option<ContextPolicy>,
     /// Source of emitted signals.
     pub source: String,
-    /// Where `react.completed` / `react.failed` go (default: the bus).
+    /// Where `agent.completed` / `agent.failed` go (default: the bus).
     pub reply_to: EmitTarget,
     /// The model for summaries (the agent's model when `None`).
     pub summary_model: Option<ModelRef>,

@@ -12,60 +12,8 @@ pub use motet_directives::results::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::policy::PolicyOverride;
-
-/// A user query starts a request: [`ReactInput`].
-pub const REACT_INPUT: &str = "react.input";
-/// Cancels the active request: [`ReactCancel`].
-pub const REACT_CANCEL: &str = "react.cancel";
-/// Carries on with what a thread restored from storage still owes: [`ReactResume`].
-pub const REACT_RESUME: &str = "react.resume";
-/// Summarizes a range of the thread on request: [`ReactSummarize`]. Answered with
-/// `react.completed` (the summary is the answer) or `react.failed`.
-pub const REACT_SUMMARIZE: &str = "react.summarize";
-/// Emitted when a request completes: [`ReactCompleted`].
-pub const REACT_COMPLETED: &str = "react.completed";
-/// Emitted when a request fails or is cancelled: [`ReactFailed`].
-pub const REACT_FAILED: &str = "react.failed";
-
-/// Data of `react.summarize`: summarize entries `from_seq..=to_seq` into one summary entry,
-/// which the projection then shows in their place.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReactSummarize {
-    /// First entry covered.
-    pub from_seq: u64,
-    /// Last entry covered (inclusive).
-    pub to_seq: u64,
-}
-
-/// Data of `react.input`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ReactInput {
-    /// What the user asks.
-    pub query: String,
-    /// Changes to the context policy for this request only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub context_policy: Option<PolicyOverride>,
-}
-
-/// Data of `react.resume`: what the runtime knows that the pure strategy does not.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReactResume {
-    /// Tools safe to run twice: a call of one whose result is missing is run again (same
-    /// tool-call id); any other gets an error result saying it may or may not have run.
-    #[serde(default)]
-    pub idempotent_tools: Vec<String>,
-}
-
-/// Data of `react.cancel`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReactCancel {
-    /// Why, for the failure report.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-}
-
-/// Data of `react.completed`.
+/// Data of ReAct's `agent.completed`: the protocol's [`AgentCompleted`](crate::AgentCompleted)
+/// fields (`answer`, `usage`) and more.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReactCompleted {
     /// The request.
@@ -84,7 +32,7 @@ pub struct ReactCompleted {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum FailureReason {
-    /// `react.cancel` stopped it.
+    /// `agent.cancel` stopped it.
     Cancelled {
         /// The reason given, if any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -140,7 +88,7 @@ impl std::fmt::Display for FailureReason {
     }
 }
 
-/// Data of `react.failed`.
+/// Data of `agent.failed`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReactFailed {
     /// The request.

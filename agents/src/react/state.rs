@@ -97,7 +97,7 @@ pub struct PendingSummary {
     pub from_seq: u64,
     /// Last entry covered.
     pub to_seq: u64,
-    /// The `react.summarize` request that asked for it, answered when it arrives (`None` for
+    /// The `agent.summarize` request that asked for it, answered when it arrives (`None` for
     /// a summary the strategy asked for itself).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,

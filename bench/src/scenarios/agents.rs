@@ -4,7 +4,7 @@
 //!   divided by N) — against bare ractor actors holding the same state (`floor_ractor`).
 //! - `ping`: request → reply round trips through an agent's mailbox as signals (an ask and the
 //!   reply signal), against a bare ractor `call` (`floor_ractor`).
-//! - `react`: one ask end to end — `react.input`, an LLM call that asks for a tool, the tool,
+//! - `react`: one ask end to end — `agent.request`, an LLM call that asks for a tool, the tool,
 //!   an LLM call that answers — with an in-process zero-latency model, at 1 agent and at 1,000
 //!   agents asked at once (`agents_1000`), against the same loop by hand: the strategy, model
 //!   and tool called directly, no actors (`floor_loop`).
@@ -16,8 +16,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use motet_agents::{
-    Env, FixedEnv, LLM_RESULT, LlmResult, REACT_INPUT, ReAct, ReActConfig, ReActState, ReactInput,
-    Strategy, TOOL_RESULT, ToolResultSignal,
+    AGENT_REQUEST, AgentRequest, Env, FixedEnv, LLM_RESULT, LlmResult, ReAct, ReActConfig,
+    ReActState, Strategy, TOOL_RESULT, ToolResultSignal,
 };
 use motet_directives::{
     AssistantBlock, AssistantMessage, Directive, LlmResponse, StopReason, ToolArgs, ToolCallView,
@@ -77,7 +77,7 @@ fn react(tools: &ToolSet) -> Option<ReAct> {
     Some(ReAct::new(
         ReActConfig::new("openai:gpt-5.2".parse().ok()?)
             .with_system_prompt("You add numbers.")
-            .with_tools(tools.tools()),
+            .with_tools(tools.definitions()),
     ))
 }
 

@@ -2,7 +2,7 @@
 //! condition for a provider's prompt cache to hit — over a simulated 500-turn conversation with
 //! a tool call per turn, under an 8k budget.
 //!
-//! The real ReAct strategy runs the conversation: each turn is `react.input`, an `llm.result`
+//! The real ReAct strategy runs the conversation: each turn is `agent.request`, an `llm.result`
 //! asking for one tool, its `tool.result`, and an `llm.result` with the answer (two LLM calls a
 //! turn, 1,000 in all), with seeded sizes. `stable` is the default window mode (a boundary
 //! committed on overflow, leaving the history at 0.7 of the budget); `sliding` is the seeds'
@@ -14,7 +14,7 @@
 use std::time::Instant;
 
 use motet_agents::{
-    ContextPolicy, FixedEnv, LlmResult, REACT_INPUT, ReAct, ReActConfig, ReactInput, Strategy,
+    AGENT_REQUEST, AgentRequest, ContextPolicy, FixedEnv, LlmResult, ReAct, ReActConfig, Strategy,
     TOOL_RESULT, ToolResultSignal, WindowMode,
 };
 use motet_directives::{
@@ -75,11 +75,11 @@ fn simulate(window: WindowMode, low_water: f64) -> (Tally, std::time::Duration) 
     let start = Instant::now();
     for turn in 0..TURNS {
         let request = format!("r{turn}");
-        let input = ReactInput {
+        let input = AgentRequest {
             query: format!("question {turn}: {}", words(&mut rng, 20, 120)),
             context_policy: None,
         };
-        let mut inbound = signal(&env, REACT_INPUT, &request, &input);
+        let mut inbound = signal(&env, AGENT_REQUEST, &request, &input);
         // Feed the strategy until the turn completes, answering each directive.
         while let Some(sig) = inbound.take() {
             let Ok(directives) = react.handle(&mut state, &sig, &env) else {

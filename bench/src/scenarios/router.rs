@@ -22,7 +22,7 @@ const SEED: u64 = 0x5167_4e41;
 const ROUTES_PER_PREFIX: usize = 10;
 
 const CORE_ROUTES: &[&str] = &[
-    "react.input",
+    "agent.request",
     "llm.result",
     "llm.*",
     "tool.result",
@@ -38,7 +38,7 @@ const CORE_TYPES: &[&str] = &[
     "agent.worker.17.done",
     "llm.result",
     "tool.result",
-    "react.input",
+    "agent.request",
     "task.3.assigned",
 ];
 

@@ -211,7 +211,7 @@ impl Chat {
             stream: true,
             ..AskOptions::default()
         };
-        let mut request = match self.agent.start(question, options).await {
+        let mut request = match self.agent.submit(question, options).await {
             Ok(request) => request,
             Err(e) => {
                 self.status = format!("failed: {}", agent::ask_failure(e, &self.settings));

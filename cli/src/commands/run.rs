@@ -38,7 +38,7 @@ pub async fn run(
     };
     let outcome = async {
         let request = agent
-            .start(question, options)
+            .submit(question, options)
             .await
             .map_err(|e| agent::ask_failure(e, settings))?;
         let thread = request.thread().to_owned();

@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use super::server::RequestPolicy;
+use super::actor::RequestPolicy;
 
 /// What to do with a request that arrives.
 #[derive(Debug, PartialEq, Eq)]

@@ -9,9 +9,21 @@ use motet_signals::Signal;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RuntimeError {
-    /// No LLM client was configured.
-    #[error("the runtime needs an LLM client: call RuntimeBuilder::llm")]
-    NoLlmClient,
+    /// No LLM client was given and none could be configured from the environment.
+    #[error("no LLM client: {message} (give one with RuntimeBuilder::llm)")]
+    NoLlmClient {
+        /// Why the environment's providers could not be configured.
+        message: String,
+    },
+    /// An agent description is not a valid agent (a model ref that does not parse, two tools
+    /// of one name).
+    #[error("agent `{name}` is not valid: {message}")]
+    InvalidSpec {
+        /// The agent.
+        name: String,
+        /// What is wrong.
+        message: String,
+    },
     /// An agent with this name is already running.
     #[error("an agent named `{name}` is already running")]
     NameTaken {
@@ -66,7 +78,7 @@ pub enum AskError {
         /// Its error.
         message: String,
     },
-    /// The agent replied with a failure signal (e.g. `react.failed`); its data says why.
+    /// The agent replied with a failure signal (e.g. `agent.failed`); its data says why.
     #[error("the request failed: {}", reply.signal_type().as_str())]
     Failed {
         /// The failure signal.

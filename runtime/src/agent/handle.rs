@@ -1,154 +1,22 @@
-//! An [`AgentHandle`] to ask a running agent things, and the [`Request`] an ask starts.
+//! An [`AgentHandle`]: ask a running agent, submit requests to it, read and reset its threads.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use motet_agents::{
-    Env, REACT_CANCEL, REACT_INPUT, REACT_RESUME, REACT_SUMMARIZE, ReactCompleted, ReactInput,
-    ReactResume, ReactSummarize,
+    AGENT_REQUEST, AGENT_RESUME, AGENT_SUMMARIZE, AgentRequest, AgentResume, AgentSummarize, Env,
 };
-use motet_signals::{Bus, Delivery, Pattern, Signal, Subscription};
+use motet_signals::Signal;
 use ractor::ActorRef;
 use tokio::sync::oneshot;
 
+use super::actor::ThreadMsg;
 use super::env::SystemEnv;
 use super::errors::{AskError, RuntimeError};
-use super::registry::Services;
+use super::registry::RuntimeCore;
 use super::requests::RequestRecord;
-use super::server::AgentMsg;
 use super::spec::AskOptions;
-
-/// A request on its way: await its reply, cancel it, or read its deltas.
-pub struct Request {
-    id: String,
-    thread: String,
-    agent: AgentHandle,
-    answer: oneshot::Receiver<Result<Signal, AskError>>,
-    /// The reply, when it arrived while deltas were read.
-    ready: Option<Result<Result<Signal, AskError>, oneshot::error::RecvError>>,
-    timeout: Duration,
-    /// Whether the request outlives a timed-out wait.
-    keep_running: bool,
-    deltas: Option<Deltas>,
-}
-
-impl std::fmt::Debug for Request {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Request")
-            .field("id", &self.id)
-            .field("thread", &self.thread)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Request {
-    /// The request id (see [`Runtime::request`](super::Runtime::request) for its status).
-    pub fn id(&self) -> &str {
-        &self.id
-    }
-
-    /// The thread it runs on.
-    pub fn thread(&self) -> &str {
-        &self.thread
-    }
-
-    /// The next text or reasoning fragment the model wrote for this request, while it runs;
-    /// `None` when the request was not started with [`AskOptions::stream`] or no more will come
-    /// (the reply is then ready).
-    pub async fn next_delta(&mut self) -> Option<super::events::LlmDelta> {
-        let deltas = self.deltas.as_mut()?;
-        if let Ok(delta) = deltas.rx.try_recv() {
-            return Some(delta);
-        }
-        if self.ready.is_some() {
-            return None;
-        }
-        tokio::select! {
-            biased;
-            delta = deltas.rx.recv() => delta,
-            // The reply came: whatever was written is already in the channel.
-            reply = &mut self.answer => {
-                self.ready = Some(reply);
-                deltas.rx.try_recv().ok()
-            }
-        }
-    }
-
-    /// Asks the agent to stop working on the request (`react.cancel`); its LLM calls are
-    /// aborted and [`Request::wait`] returns the failure reply.
-    ///
-    /// # Errors
-    /// [`RuntimeError::NotRunning`] when the agent has stopped.
-    pub async fn cancel(&self, reason: impl Into<String>) -> Result<(), RuntimeError> {
-        let signal = Signal::builder(REACT_CANCEL, "motet.ask")
-            .with_id(SystemEnv.fresh_id("sig"))
-            .with_request_id(&self.id)
-            .with_thread_id(&self.thread)
-            .with_data(motet_agents::ReactCancel {
-                reason: Some(reason.into()),
-            })
-            .build()
-            .map_err(|_| RuntimeError::NotRunning {
-                name: self.agent.name.clone(),
-            })?;
-        self.agent.send(signal).await
-    }
-
-    /// Waits for the reply (up to the ask's timeout).
-    ///
-    /// # Errors
-    /// As [`AgentHandle::ask`].
-    pub async fn wait(mut self) -> Result<Signal, AskError> {
-        let received = match self.ready.take() {
-            Some(received) => received,
-            None => match tokio::time::timeout(self.timeout, &mut self.answer).await {
-                Ok(received) => received,
-                Err(_) => {
-                    if !self.keep_running {
-                        let why = format!("no answer within {} s", self.timeout.as_secs_f64());
-                        if let Err(error) = self.cancel(why).await {
-                            tracing::debug!(%error, request = %self.id, "a timed-out request could not be cancelled");
-                        }
-                    }
-                    return Err(AskError::Timeout(self.timeout));
-                }
-            },
-        };
-        self.agent.interpret(received)
-    }
-}
-
-/// The `llm.delta` signals of one request, from the bus.
-struct Deltas {
-    rx: tokio::sync::mpsc::UnboundedReceiver<super::events::LlmDelta>,
-    _subscription: Option<Subscription>,
-}
-
-impl Deltas {
-    fn subscribe(bus: &Bus, request_id: &str) -> Self {
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        let id = request_id.to_owned();
-        let pattern = super::events::LLM_DELTA.parse::<Pattern>();
-        let subscription = pattern.ok().map(|pattern| {
-            bus.subscribe(pattern, move |signal: &Signal| {
-                if signal.request_id() != Some(id.as_str()) {
-                    return Delivery::Delivered;
-                }
-                match signal.data_as::<super::events::LlmDelta>() {
-                    Ok(delta) => match tx.send(delta) {
-                        Ok(()) => Delivery::Delivered,
-                        Err(_) => Delivery::Closed,
-                    },
-                    Err(_) => Delivery::Delivered,
-                }
-            })
-        });
-        Self {
-            rx,
-            _subscription: subscription,
-        }
-    }
-}
+use super::ticket::{Answer, Deltas, Ticket};
 
 /// The id of every agent's default thread.
 pub const DEFAULT_THREAD: &str = "default";
@@ -160,7 +28,7 @@ pub const NEW_THREAD: &str = "new";
 #[derive(Clone)]
 pub struct AgentHandle {
     pub(crate) name: String,
-    pub(crate) services: Arc<Services>,
+    pub(crate) core: Arc<RuntimeCore>,
 }
 
 /// How an ask sees a thread that could not be reached.
@@ -193,17 +61,26 @@ impl AgentHandle {
         &self.name
     }
 
-    /// Sends `query` as a `react.input` request and waits for the reply signal.
+    /// Asks `query` on the agent's default thread and waits (up to 30 s) for the answer.
     ///
     /// # Errors
-    /// [`AskError::Failed`] when the agent replies with its failure type (the signal's data
-    /// says why), [`AskError::Timeout`], [`AskError::AgentStopped`], [`AskError::Strategy`].
-    pub async fn ask(
+    /// [`AskError::Failed`] when the agent replies with a failure (its signal's data says why),
+    /// [`AskError::Timeout`], [`AskError::AgentStopped`], [`AskError::Strategy`].
+    pub async fn ask(&self, query: impl Into<String>) -> Result<Answer, AskError> {
+        self.ask_with(query, AskOptions::default()).await
+    }
+
+    /// Asks `query` with `options` (thread, timeout, streaming, context policy) and waits for
+    /// the answer.
+    ///
+    /// # Errors
+    /// As [`AgentHandle::ask`].
+    pub async fn ask_with(
         &self,
         query: impl Into<String>,
         options: AskOptions,
-    ) -> Result<Signal, AskError> {
-        self.start(query, options).await?.wait().await
+    ) -> Result<Answer, AskError> {
+        self.submit(query, options).await?.wait().await
     }
 
     /// Summarizes entries `from_seq..=to_seq` of thread `thread_id` (the default thread for
@@ -222,47 +99,46 @@ impl AgentHandle {
         timeout: Duration,
     ) -> Result<String, AskError> {
         let env = SystemEnv;
-        let mut builder = Signal::builder(REACT_SUMMARIZE, "motet.handle")
+        let mut builder = Signal::builder(AGENT_SUMMARIZE, "motet.handle")
             .with_id(env.fresh_id("sig"))
             .with_request_id(env.fresh_id("req"))
-            .with_data(ReactSummarize { from_seq, to_seq });
+            .with_data(AgentSummarize { from_seq, to_seq });
         if let Some(thread) = thread_id {
             builder = builder.with_thread_id(thread);
         }
         let signal = builder.build().map_err(|e| AskError::Send {
             message: e.to_string(),
         })?;
+        let request = signal.request_id().unwrap_or_default().to_owned();
+        let thread = signal.thread_id().unwrap_or(DEFAULT_THREAD).to_owned();
         let reply = self.request(signal, timeout).await?;
-        let done: ReactCompleted = reply.data_as().map_err(|e| AskError::Send {
-            message: format!("the summary reply could not be read: {e}"),
-        })?;
-        Ok(done.answer)
+        Ok(Answer::of(reply, &thread, &request).text)
     }
 
-    /// Sends `query` as a `react.input` request and returns at once: the [`Request`] can be
+    /// Submits `query` as an `agent.request` and returns at once: the [`Ticket`] can be
     /// awaited, cancelled, and (with [`AskOptions::stream`]) read delta by delta while the
     /// model writes.
     ///
     /// # Errors
     /// [`AskError::AgentStopped`] when the agent is not running.
-    pub async fn start(
+    pub async fn submit(
         &self,
         query: impl Into<String>,
         options: AskOptions,
-    ) -> Result<Request, AskError> {
+    ) -> Result<Ticket, AskError> {
         let env = SystemEnv;
         let request_id = env.fresh_id("req");
         let wanted = options.thread_id.clone();
         let (actor, thread) = self
-            .services
+            .core
             .thread_actor(&self.name, options.thread_id)
             .await
             .map_err(|e| unreachable_thread(&self.name, wanted.as_deref(), e))?;
-        let signal = Signal::builder(REACT_INPUT, "motet.ask")
+        let signal = Signal::builder(AGENT_REQUEST, "motet.ask")
             .with_id(env.fresh_id("sig"))
             .with_request_id(&request_id)
             .with_thread_id(&thread)
-            .with_data(ReactInput {
+            .with_data(AgentRequest {
                 query: query.into(),
                 context_policy: options.context_policy,
             })
@@ -274,14 +150,14 @@ impl AgentHandle {
         // Subscribed before the request is sent, so no delta is missed.
         let deltas = options
             .stream
-            .then(|| Deltas::subscribe(&self.services.bus, &request_id));
+            .then(|| Deltas::subscribe(&self.core.bus, &request_id));
         let (reply, answer) = oneshot::channel();
         actor
-            .cast(AgentMsg::Ask { signal, reply })
+            .cast(ThreadMsg::Ask { signal, reply })
             .map_err(|_| AskError::AgentStopped {
                 agent: self.name.clone(),
             })?;
-        Ok(Request {
+        Ok(Ticket {
             id: request_id,
             thread,
             agent: self.clone(),
@@ -300,7 +176,7 @@ impl AgentHandle {
     /// As [`AgentHandle::ask`].
     pub async fn request(&self, signal: Signal, timeout: Duration) -> Result<Signal, AskError> {
         let (actor, _) = self
-            .services
+            .core
             .thread_actor(&self.name, signal.thread_id().map(str::to_owned))
             .await
             .map_err(|_| AskError::AgentStopped {
@@ -311,13 +187,13 @@ impl AgentHandle {
 
     async fn request_on(
         &self,
-        actor: &ActorRef<AgentMsg>,
+        actor: &ActorRef<ThreadMsg>,
         signal: Signal,
         timeout: Duration,
     ) -> Result<Signal, AskError> {
         let (reply, answer) = oneshot::channel();
         actor
-            .cast(AgentMsg::Ask {
+            .cast(ThreadMsg::Ask {
                 signal: traced(signal),
                 reply,
             })
@@ -340,18 +216,16 @@ impl AgentHandle {
     }
 
     /// What a received (or lost) reply means.
-    fn interpret(
+    pub(crate) fn interpret(
         &self,
         received: Result<Result<Signal, AskError>, oneshot::error::RecvError>,
     ) -> Result<Signal, AskError> {
         match received {
             // The thread's state went away without answering: it failed. The agent still
             // running means it was restarted.
-            Err(_) if self.services.agents.contains_key(&self.name) => {
-                Err(AskError::AgentRestarted {
-                    agent: self.name.clone(),
-                })
-            }
+            Err(_) if self.core.agents.contains_key(&self.name) => Err(AskError::AgentRestarted {
+                agent: self.name.clone(),
+            }),
             Err(_) => Err(AskError::AgentStopped {
                 agent: self.name.clone(),
             }),
@@ -373,9 +247,9 @@ impl AgentHandle {
         &self,
         thread_id: Option<&str>,
         timeout: Duration,
-    ) -> Result<Option<Request>, AskError> {
+    ) -> Result<Option<Ticket>, AskError> {
         let family = self
-            .services
+            .core
             .agents
             .get(&self.name)
             .map(|f| f.value().clone())
@@ -403,17 +277,17 @@ impl AgentHandle {
             return Ok(None);
         };
         let (actor, thread_id) = self
-            .services
+            .core
             .thread_actor(&self.name, thread_id.map(str::to_owned))
             .await
             .map_err(|_| AskError::AgentStopped {
                 agent: self.name.clone(),
             })?;
-        let signal = Signal::builder(REACT_RESUME, "motet.resume")
+        let signal = Signal::builder(AGENT_RESUME, "motet.resume")
             .with_id(SystemEnv.fresh_id("sig"))
             .with_request_id(&request_id)
             .with_thread_id(&thread_id)
-            .with_data(ReactResume {
+            .with_data(AgentResume {
                 idempotent_tools: family.idempotent_tools(),
             })
             .build()
@@ -422,14 +296,14 @@ impl AgentHandle {
             })?;
         let (reply, answer) = oneshot::channel();
         actor
-            .cast(AgentMsg::Ask {
+            .cast(ThreadMsg::Ask {
                 signal: traced(signal),
                 reply,
             })
             .map_err(|_| AskError::AgentStopped {
                 agent: self.name.clone(),
             })?;
-        Ok(Some(Request {
+        Ok(Some(Ticket {
             id: request_id,
             thread: thread_id,
             agent: self.clone(),
@@ -443,7 +317,7 @@ impl AgentHandle {
 
     /// This agent's requests, oldest first (finished ones are kept up to a bound).
     pub fn requests(&self) -> Vec<RequestRecord> {
-        self.services.requests.of_agent(&self.name)
+        self.core.requests.of_agent(&self.name)
     }
 
     /// Forgets conversation thread `thread_id` (the default thread for `None`): its actor is
@@ -454,7 +328,7 @@ impl AgentHandle {
     pub async fn reset_thread(&self, thread_id: Option<&str>) -> Result<(), RuntimeError> {
         let thread_id = thread_id.unwrap_or(DEFAULT_THREAD).to_owned();
         let running = self
-            .services
+            .core
             .agents
             .get(&self.name)
             .and_then(|family| family.remove_thread(&thread_id));
@@ -466,9 +340,9 @@ impl AgentHandle {
                 )
                 .await;
         }
-        self.services
+        self.core
             .store
-            .delete(&super::server::store_id(&self.name, &thread_id))
+            .delete(&super::actor::store_id(&self.name, &thread_id))
             .await
             .map(|_| ())
             .map_err(|e| RuntimeError::Store {
@@ -487,7 +361,7 @@ impl AgentHandle {
         thread_id: Option<&str>,
     ) -> Result<Option<motet_agents::Thread>, RuntimeError> {
         let family = self
-            .services
+            .core
             .agents
             .get(&self.name)
             .map(|f| f.value().clone())
@@ -497,15 +371,15 @@ impl AgentHandle {
         let thread_id = thread_id.unwrap_or(DEFAULT_THREAD).to_owned();
         if let Some(actor) = family.thread(&thread_id) {
             let (tx, rx) = oneshot::channel();
-            if actor.cast(AgentMsg::GetThread(tx)).is_ok()
+            if actor.cast(ThreadMsg::GetThread(tx)).is_ok()
                 && let Ok(thread) = rx.await
             {
                 return Ok(thread);
             }
         }
-        self.services
+        self.core
             .store
-            .load(&super::server::store_id(&self.name, &thread_id))
+            .load(&super::actor::store_id(&self.name, &thread_id))
             .await
             .map_err(|e| RuntimeError::Store {
                 message: e.to_string(),
@@ -518,11 +392,11 @@ impl AgentHandle {
     /// [`RuntimeError::NotRunning`] when the agent has stopped.
     pub async fn send(&self, signal: Signal) -> Result<(), RuntimeError> {
         let (actor, _) = self
-            .services
+            .core
             .thread_actor(&self.name, signal.thread_id().map(str::to_owned))
             .await?;
         actor
-            .cast(AgentMsg::Signal(traced(signal)))
+            .cast(ThreadMsg::Signal(traced(signal)))
             .map_err(|_| RuntimeError::NotRunning {
                 name: self.name.clone(),
             })

@@ -1,22 +1,22 @@
-//! What every agent of a runtime shares (`Services`: the agents by name, the bus, the store,
+//! What every agent of a runtime shares (`RuntimeCore`: the agents by name, the bus, the store,
 //! the LLM client and its limits, groups, kinds, requests) and one agent's threads behind a
-//! strategy-free face (`Family`).
+//! strategy-free face (`RunningAgent`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use dashmap::DashMap;
-use motet_agents::{Env, REACT_CANCEL, REACT_INPUT, REACT_SUMMARIZE, Strategy};
+use motet_agents::{Env, Strategy};
 use motet_providers::LlmClient;
 use motet_signals::{Bus, Delivery, Signal, Subscription};
 use ractor::{Actor, ActorRef};
 
+use super::actor::{LiveAgent, ThreadActor, ThreadMsg};
 use super::env::SystemEnv;
 use super::errors::RuntimeError;
 use super::handle::{DEFAULT_THREAD, NEW_THREAD};
 use super::requests::Requests;
-use super::server::{AgentConfig, AgentMsg, AgentServer};
 use super::spec::AgentSpec;
 use crate::store::ThreadStore;
 use crate::supervisor::Intensity;
@@ -27,12 +27,12 @@ use crate::supervisor::Intensity;
 pub(crate) type Registry<K, V> = DashMap<K, V, foldhash::fast::RandomState>;
 
 /// What every agent of a runtime shares.
-pub(crate) struct Services {
+pub(crate) struct RuntimeCore {
     pub(crate) llm: Arc<dyn LlmClient>,
     pub(crate) bus: Arc<Bus>,
     /// The registry, first level: the agents by name. Each agent holds the second: its running
-    /// threads by thread id (`Family::thread`), so (agent, thread id) → the owning actor.
-    pub(crate) agents: Registry<String, Arc<dyn Family>>,
+    /// threads by thread id (`RunningAgent::thread`), so (agent, thread id) → the owning actor.
+    pub(crate) agents: Registry<String, Arc<dyn RunningAgent>>,
     /// The registry the other way round for supervised threads, so the supervisor finds a
     /// failed actor's (agent, thread) at once.
     pub(crate) thread_keys: Registry<ractor::ActorId, (String, String)>,
@@ -58,7 +58,7 @@ pub(crate) struct Services {
     pub(crate) delta_type: Option<motet_signals::SignalType>,
 }
 
-impl Services {
+impl RuntimeCore {
     /// Whether anyone subscribed to `llm.delta`.
     pub(crate) fn wants_deltas(&self) -> bool {
         self.delta_type
@@ -73,8 +73,8 @@ impl Services {
         // Every thread start asks; all but the first of each timeout get their answer here,
         // without the lock.
         let period_ns = u64::try_from(period.as_nanos()).unwrap_or(u64::MAX);
-        let swept = |services: &Self| {
-            let current = services
+        let swept = |core: &Self| {
+            let current = core
                 .idle_period_ns
                 .load(std::sync::atomic::Ordering::Acquire);
             current != 0 && current <= period_ns
@@ -92,19 +92,19 @@ impl Services {
         if let Some(old) = sweep.take() {
             old.abort();
         }
-        let services = Arc::downgrade(self);
+        let core = Arc::downgrade(self);
         let task = tokio::spawn(async move {
             let mut tick = tokio::time::interval(period);
             tick.tick().await;
             loop {
                 tick.tick().await;
-                let Some(services) = services.upgrade() else {
+                let Some(core) = core.upgrade() else {
                     break;
                 };
-                let threads = services.all_threads();
-                drop(services);
+                let threads = core.all_threads();
+                drop(core);
                 for thread in threads {
-                    let _ = thread.cast(AgentMsg::IdleCheck);
+                    let _ = thread.cast(ThreadMsg::IdleCheck);
                 }
             }
         });
@@ -114,9 +114,9 @@ impl Services {
     }
 }
 
-impl Services {
+impl RuntimeCore {
     /// Removes the agent `name` from the registry and ends its bus subscriptions.
-    pub(crate) fn remove_agent(&self, name: &str) -> Option<Arc<dyn Family>> {
+    pub(crate) fn remove_agent(&self, name: &str) -> Option<Arc<dyn RunningAgent>> {
         let (_, family) = self.agents.remove(name)?;
         family.end_subscriptions();
         Some(family)
@@ -124,7 +124,7 @@ impl Services {
 
     /// Forgets the supervised thread actor `id`, returning its (agent, thread) when it was
     /// registered. (The reverse entry is written when the thread joins the supervisor,
-    /// `AgentServer::supervise`.)
+    /// `ThreadActor::supervise`.)
     pub(crate) fn forget_thread(&self, id: ractor::ActorId) -> Option<(String, String)> {
         let (_, key) = self.thread_keys.remove(&id)?;
         if let Some(family) = self.agents.get(&key.0).map(|f| f.value().clone()) {
@@ -134,8 +134,8 @@ impl Services {
     }
 
     /// Every running thread actor of every agent.
-    pub(crate) fn all_threads(&self) -> Vec<ActorRef<AgentMsg>> {
-        let families: Vec<Arc<dyn Family>> =
+    pub(crate) fn all_threads(&self) -> Vec<ActorRef<ThreadMsg>> {
+        let families: Vec<Arc<dyn RunningAgent>> =
             self.agents.iter().map(|e| e.value().clone()).collect();
         families.iter().flat_map(|f| f.threads()).collect()
     }
@@ -156,7 +156,7 @@ impl Services {
         self: &Arc<Self>,
         agent: &str,
         thread: Option<String>,
-    ) -> Result<(ActorRef<AgentMsg>, String), RuntimeError> {
+    ) -> Result<(ActorRef<ThreadMsg>, String), RuntimeError> {
         let family = self
             .agents
             .get(agent)
@@ -188,15 +188,15 @@ impl Services {
 
 /// A bus delivery to an agent's default thread: cast at once when the thread runs, or after
 /// starting it. Never blocks the publisher.
-fn deliver_to(services: &std::sync::Weak<Services>, agent: &str, signal: &Signal) -> Delivery {
-    let Some(services) = services.upgrade() else {
+fn deliver_to(core: &std::sync::Weak<RuntimeCore>, agent: &str, signal: &Signal) -> Delivery {
+    let Some(core) = core.upgrade() else {
         return Delivery::Closed;
     };
-    let Some(family) = services.agents.get(agent).map(|f| f.value().clone()) else {
+    let Some(family) = core.agents.get(agent).map(|f| f.value().clone()) else {
         return Delivery::Closed;
     };
     if let Some(actor) = family.thread(DEFAULT_THREAD) {
-        return match actor.cast(AgentMsg::Signal(signal.clone())) {
+        return match actor.cast(ThreadMsg::Signal(signal.clone())) {
             Ok(()) => Delivery::Delivered,
             Err(_) => Delivery::Closed,
         };
@@ -204,14 +204,14 @@ fn deliver_to(services: &std::sync::Weak<Services>, agent: &str, signal: &Signal
     let signal = signal.clone();
     let agent = agent.to_owned();
     tokio::spawn(async move {
-        if let Ok((actor, _)) = services.thread_actor(&agent, None).await {
-            let _ = actor.cast(AgentMsg::Signal(signal));
+        if let Ok((actor, _)) = core.thread_actor(&agent, None).await {
+            let _ = actor.cast(ThreadMsg::Signal(signal));
         }
     });
     Delivery::Delivered
 }
 
-impl Services {
+impl RuntimeCore {
     /// The agents of group `name`.
     pub(crate) fn group_members(&self, name: &str) -> Vec<String> {
         self.groups
@@ -223,7 +223,7 @@ impl Services {
 
 /// Starts an agent from its spec, as a child of `parent` when given.
 pub(crate) async fn register_agent<S>(
-    services: &Arc<Services>,
+    core: &Arc<RuntimeCore>,
     spec: AgentSpec<S>,
     parent: Option<Parent>,
 ) -> Result<(), RuntimeError>
@@ -232,13 +232,10 @@ where
     S::State: Send + Sync + 'static,
 {
     let name = spec.name;
-    let config = Arc::new(AgentConfig {
+    let config = Arc::new(LiveAgent {
         name: name.clone(),
         strategy: spec.strategy,
         tools: spec.tools,
-        request_type: REACT_INPUT,
-        cancel_type: REACT_CANCEL,
-        summarize_type: REACT_SUMMARIZE,
         policy: spec.policy,
         idle_timeout: spec.idle_timeout,
         parent,
@@ -251,22 +248,22 @@ where
     // start its default thread first and the thread needs no lookup before it starts. The lock
     // is new: `try_lock` cannot fail.
     let spawning = config.spawning.try_lock().ok();
-    match services.agents.entry(name.clone()) {
+    match core.agents.entry(name.clone()) {
         dashmap::Entry::Occupied(_) => return Err(RuntimeError::NameTaken { name }),
         dashmap::Entry::Vacant(slot) => {
             slot.insert(config.clone());
         }
     }
     // The default thread starts now, so a spawn that cannot start fails here. The agent's type
-    // is known here, so it starts without going through `dyn Family`.
+    // is known here, so it starts without going through `dyn RunningAgent`.
     match config
         .clone()
-        .spawn(services.clone(), DEFAULT_THREAD.to_owned())
+        .spawn(core.clone(), DEFAULT_THREAD.to_owned())
         .await
     {
         Ok(actor) => config.insert_thread(DEFAULT_THREAD.to_owned(), actor),
         Err(error) => {
-            services.remove_agent(&name);
+            core.remove_agent(&name);
             return Err(error);
         }
     }
@@ -276,19 +273,19 @@ where
             .subscriptions
             .into_iter()
             .map(|pattern| {
-                let weak = Arc::downgrade(services);
+                let weak = Arc::downgrade(core);
                 let agent = name.clone();
-                services.bus.subscribe(pattern, move |signal: &Signal| {
+                core.bus.subscribe(pattern, move |signal: &Signal| {
                     deliver_to(&weak, &agent, signal)
                 })
             })
             .collect();
-        if let Some(family) = services.agents.get(&name) {
+        if let Some(family) = core.agents.get(&name) {
             family.keep_subscriptions(subscriptions);
         }
     }
     for group in spec.groups {
-        services.groups.entry(group).or_default().push(name.clone());
+        core.groups.entry(group).or_default().push(name.clone());
     }
     Ok(())
 }
@@ -303,7 +300,7 @@ pub(crate) struct Parent {
 /// Starts an agent of a registered kind under a name, with its configuration.
 pub(crate) type KindFactory = Arc<
     dyn Fn(
-            Arc<Services>,
+            Arc<RuntimeCore>,
             String,
             &serde_json::Value,
             Option<Parent>,
@@ -312,7 +309,7 @@ pub(crate) type KindFactory = Arc<
         + Sync,
 >;
 
-impl Services {
+impl RuntimeCore {
     /// Stops the agent `name` and, first, every agent it started (children, recursively).
     pub(crate) fn stop_agent(&self, name: &str, reason: &str) {
         let children: Vec<String> = self
@@ -336,7 +333,7 @@ impl Services {
 
 /// One agent's threads, whatever its strategy type.
 #[async_trait::async_trait]
-pub(crate) trait Family: Send + Sync {
+pub(crate) trait RunningAgent: Send + Sync {
     fn spawning(&self) -> &tokio::sync::Mutex<()>;
     fn intensity(&self) -> Intensity;
     fn keep_subscriptions(&self, subscriptions: Vec<Subscription>);
@@ -345,26 +342,26 @@ pub(crate) trait Family: Send + Sync {
     fn parent(&self) -> Option<&Parent>;
     fn idempotent_tools(&self) -> Vec<String>;
     /// The running actor of thread `id`.
-    fn thread(&self, id: &str) -> Option<ActorRef<AgentMsg>>;
+    fn thread(&self, id: &str) -> Option<ActorRef<ThreadMsg>>;
     /// Records the running actor of thread `id`.
-    fn insert_thread(&self, id: String, actor: ActorRef<AgentMsg>);
+    fn insert_thread(&self, id: String, actor: ActorRef<ThreadMsg>);
     /// Removes thread `id` from the agent's running threads, returning its actor.
-    fn remove_thread(&self, id: &str) -> Option<ActorRef<AgentMsg>>;
+    fn remove_thread(&self, id: &str) -> Option<ActorRef<ThreadMsg>>;
     /// Forgets thread `id` when `actor` is still the one running it.
     fn forget_thread(&self, id: &str, actor: ractor::ActorId);
     /// The actors of the agent's running threads.
-    fn threads(&self) -> Vec<ActorRef<AgentMsg>>;
+    fn threads(&self) -> Vec<ActorRef<ThreadMsg>>;
     /// How many threads of the agent are running.
     fn thread_count(&self) -> usize;
     async fn spawn_thread(
         self: Arc<Self>,
-        services: Arc<Services>,
+        core: Arc<RuntimeCore>,
         thread_id: String,
-    ) -> Result<ActorRef<AgentMsg>, RuntimeError>;
+    ) -> Result<ActorRef<ThreadMsg>, RuntimeError>;
 }
 
 #[async_trait::async_trait]
-impl<S> Family for AgentConfig<S>
+impl<S> RunningAgent for LiveAgent<S>
 where
     S: Strategy + Send + Sync + 'static,
     S::State: Send + Sync + 'static,
@@ -394,15 +391,15 @@ where
         }
     }
 
-    fn thread(&self, id: &str) -> Option<ActorRef<AgentMsg>> {
+    fn thread(&self, id: &str) -> Option<ActorRef<ThreadMsg>> {
         self.running_threads().get(id).cloned()
     }
 
-    fn insert_thread(&self, id: String, actor: ActorRef<AgentMsg>) {
+    fn insert_thread(&self, id: String, actor: ActorRef<ThreadMsg>) {
         self.running_threads().insert(id, actor);
     }
 
-    fn remove_thread(&self, id: &str) -> Option<ActorRef<AgentMsg>> {
+    fn remove_thread(&self, id: &str) -> Option<ActorRef<ThreadMsg>> {
         self.running_threads().remove(id)
     }
 
@@ -413,7 +410,7 @@ where
         }
     }
 
-    fn threads(&self) -> Vec<ActorRef<AgentMsg>> {
+    fn threads(&self) -> Vec<ActorRef<ThreadMsg>> {
         self.running_threads().values().cloned().collect()
     }
 
@@ -431,14 +428,14 @@ where
 
     async fn spawn_thread(
         self: Arc<Self>,
-        services: Arc<Services>,
+        core: Arc<RuntimeCore>,
         thread_id: String,
-    ) -> Result<ActorRef<AgentMsg>, RuntimeError> {
-        self.spawn(services, thread_id).await
+    ) -> Result<ActorRef<ThreadMsg>, RuntimeError> {
+        self.spawn(core, thread_id).await
     }
 }
 
-impl<S> AgentConfig<S>
+impl<S> LiveAgent<S>
 where
     S: Strategy + Send + Sync + 'static,
     S::State: Send + Sync + 'static,
@@ -447,13 +444,13 @@ where
     /// the thread joins the supervisor with the first message it handles).
     async fn spawn(
         self: Arc<Self>,
-        services: Arc<Services>,
+        core: Arc<RuntimeCore>,
         thread_id: String,
-    ) -> Result<ActorRef<AgentMsg>, RuntimeError> {
-        let server = AgentServer {
+    ) -> Result<ActorRef<ThreadMsg>, RuntimeError> {
+        let server = ThreadActor {
             agent: self.clone(),
             thread_id,
-            services,
+            core,
         };
         let (actor, _join) =
             Actor::spawn(None, server, ())

@@ -6,14 +6,14 @@ use std::time::Duration;
 
 use dashmap::DashMap;
 use motet_agents::Strategy;
-use motet_providers::LlmClient;
+use motet_providers::{LlmClient, Providers};
 use motet_signals::Bus;
 
 use super::errors::RuntimeError;
 use super::handle::AgentHandle;
-use super::registry::{KindFactory, Registry, Services, register_agent};
+use super::registry::{KindFactory, Registry, RuntimeCore, register_agent};
 use super::requests::{RequestRecord, Requests};
-use super::spec::{AgentSpec, DEFAULT_LLM_CONCURRENCY};
+use super::spec::{AgentSpec, DEFAULT_LLM_CONCURRENCY, IntoSpec};
 use crate::store::{MemoryStore, ThreadStore};
 
 /// Builds a [`Runtime`].
@@ -28,10 +28,10 @@ pub struct RuntimeBuilder {
 }
 
 impl RuntimeBuilder {
-    /// The LLM client agents' `LlmStream` directives go through (a
-    /// [`motet_providers::Providers`] in production).
-    pub fn llm(mut self, client: Arc<dyn LlmClient>) -> Self {
-        self.llm = Some(client);
+    /// The LLM client agents' LLM calls go through. By default the providers configured
+    /// from the environment ([`Providers::from_env`]: keys, base URLs, limits).
+    pub fn llm(mut self, client: impl LlmClient + 'static) -> Self {
+        self.llm = Some(Arc::new(client));
         self
     }
 
@@ -66,7 +66,7 @@ impl RuntimeBuilder {
         S::State: Send + Sync + 'static,
         F: Fn(&serde_json::Value) -> Result<AgentSpec<S>, String> + Send + Sync + 'static,
     {
-        let start: KindFactory = Arc::new(move |services, name, config, parent| {
+        let start: KindFactory = Arc::new(move |core, name, config, parent| {
             let spec = factory(config);
             Box::pin(async move {
                 let mut spec = spec.map_err(|message| RuntimeError::SpawnFailed {
@@ -74,7 +74,7 @@ impl RuntimeBuilder {
                     message,
                 })?;
                 spec.name = name;
-                register_agent(&services, spec, parent).await
+                register_agent(&core, spec, parent).await
             })
         });
         self.kinds.insert(kind.into(), start);
@@ -90,11 +90,20 @@ impl RuntimeBuilder {
     /// The runtime.
     ///
     /// # Errors
-    /// [`RuntimeError::NoLlmClient`] when no client was given.
+    /// [`RuntimeError::NoLlmClient`] when no client was given and the environment's providers
+    /// cannot be configured (a malformed limit variable).
     pub fn build(self) -> Result<Runtime, RuntimeError> {
+        let llm = match self.llm {
+            Some(llm) => llm,
+            None => Arc::new(
+                Providers::from_env().map_err(|e| RuntimeError::NoLlmClient {
+                    message: e.to_string(),
+                })?,
+            ),
+        };
         Ok(Runtime {
-            services: Arc::new(Services {
-                llm: self.llm.ok_or(RuntimeError::NoLlmClient)?,
+            core: Arc::new(RuntimeCore {
+                llm,
                 bus: self.bus.unwrap_or_default(),
                 agents: Registry::default(),
                 thread_keys: Registry::default(),
@@ -122,7 +131,7 @@ impl RuntimeBuilder {
 /// Many agents in one process.
 #[derive(Clone)]
 pub struct Runtime {
-    services: Arc<Services>,
+    core: Arc<RuntimeCore>,
 }
 
 impl Runtime {
@@ -133,46 +142,46 @@ impl Runtime {
 
     /// The bus agents publish on.
     pub fn bus(&self) -> &Arc<Bus> {
-        &self.services.bus
+        &self.core.bus
     }
 
-    /// Starts an agent.
+    /// Starts an agent: an [`AgentSpec`] around any strategy, or a
+    /// [`ReActAgent`](super::ReActAgent).
     ///
     /// # Errors
+    /// [`RuntimeError::InvalidSpec`] when the description is not a valid agent,
     /// [`RuntimeError::NameTaken`] when an agent of that name runs,
     /// [`RuntimeError::SpawnFailed`] when its actor cannot start.
-    pub async fn spawn<S>(&self, spec: AgentSpec<S>) -> Result<AgentHandle, RuntimeError>
+    pub async fn spawn<S>(&self, spec: impl IntoSpec<S>) -> Result<AgentHandle, RuntimeError>
     where
         S: Strategy + Send + Sync + 'static,
         S::State: Send + Sync + 'static,
     {
+        let spec = spec.into_spec()?;
         let name = spec.name.clone();
-        register_agent(&self.services, spec, None).await?;
+        register_agent(&self.core, spec, None).await?;
         Ok(AgentHandle {
             name,
-            services: self.services.clone(),
+            core: self.core.clone(),
         })
     }
 
     /// The running agent named `name`.
     pub fn agent(&self, name: &str) -> Option<AgentHandle> {
-        self.services
-            .agents
-            .contains_key(name)
-            .then(|| AgentHandle {
-                name: name.to_owned(),
-                services: self.services.clone(),
-            })
+        self.core.agents.contains_key(name).then(|| AgentHandle {
+            name: name.to_owned(),
+            core: self.core.clone(),
+        })
     }
 
     /// How many agents are running.
     pub fn agent_count(&self) -> usize {
-        self.services.agents.len()
+        self.core.agents.len()
     }
 
     /// How many conversation threads are running (each is one actor).
     pub fn thread_count(&self) -> usize {
-        self.services
+        self.core
             .agents
             .iter()
             .map(|e| e.value().thread_count())
@@ -181,22 +190,22 @@ impl Runtime {
 
     /// What became of request `id` (any agent): status, timestamps, result.
     pub fn request(&self, id: &str) -> Option<RequestRecord> {
-        self.services.requests.get(id)
+        self.core.requests.get(id)
     }
 
     /// Stops an agent, its children and their threads.
     pub fn stop_agent(&self, name: &str) {
-        self.services.stop_agent(name, "stopped by the application");
+        self.core.stop_agent(name, "stopped by the application");
     }
 
     /// Stops every agent and waits for each thread to finish the message it is handling.
     pub async fn shutdown(&self) {
-        let threads = self.services.all_threads();
-        for agent in self.services.agents.iter() {
+        let threads = self.core.all_threads();
+        for agent in self.core.agents.iter() {
             agent.value().end_subscriptions();
         }
-        self.services.agents.clear();
-        self.services.groups.clear();
+        self.core.agents.clear();
+        self.core.groups.clear();
         // All at once: each stops when its current message is handled.
         let stopping = threads.iter().map(|thread| {
             thread.stop_and_wait(
@@ -205,15 +214,15 @@ impl Runtime {
             )
         });
         futures::future::join_all(stopping).await;
-        self.services.thread_keys.clear();
-        if let Some(supervisor) = self.services.supervisor.get() {
+        self.core.thread_keys.clear();
+        if let Some(supervisor) = self.core.supervisor.get() {
             supervisor.stop(None);
         }
-        if let Ok(mut sweep) = self.services.idle_sweep.lock()
+        if let Ok(mut sweep) = self.core.idle_sweep.lock()
             && let Some(task) = sweep.take()
         {
             task.abort();
-            self.services
+            self.core
                 .idle_period_ns
                 .store(0, std::sync::atomic::Ordering::Release);
         }

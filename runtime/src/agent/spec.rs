@@ -6,7 +6,8 @@ use std::time::Duration;
 use motet_agents::{PolicyOverride, Strategy};
 use motet_signals::Pattern;
 
-use super::server::RequestPolicy;
+use super::actor::RequestPolicy;
+use super::errors::RuntimeError;
 use crate::supervisor::Intensity;
 use crate::tool::ToolSet;
 
@@ -20,7 +21,7 @@ pub struct AskOptions {
     /// How long to wait for the reply. Default 30 s. A request not answered in time is
     /// cancelled, unless `keep_running`.
     pub timeout: Duration,
-    /// Deliver the model's text as it is written ([`Request::next_delta`](super::Request::next_delta)). Default false.
+    /// Deliver the model's text as it is written ([`Ticket::next_delta`](super::Ticket::next_delta)). Default false.
     pub stream: bool,
     /// Leave the request running when the wait times out (its end is then seen with
     /// [`Runtime::request`](super::Runtime::request)). Default false.
@@ -52,8 +53,7 @@ pub struct AgentSpec<S> {
 }
 
 impl<S: Strategy> AgentSpec<S> {
-    /// An agent named `name` running `strategy`, with no tools, replying with
-    /// `react.completed` / `react.failed`.
+    /// An agent named `name` running `strategy`, with no tools.
     pub fn new(name: impl Into<String>, strategy: S) -> Self {
         Self {
             name: name.into(),
@@ -101,10 +101,28 @@ impl<S: Strategy> AgentSpec<S> {
         self
     }
 
-    /// The tools this agent may call.
-    pub fn with_tools(mut self, tools: Arc<ToolSet>) -> Self {
-        self.tools = Some(tools);
+    /// The tools this agent runs for its strategy's `ToolExec` directives (a [`ToolSet`], or
+    /// one shared in an `Arc`). The strategy offers their definitions to the model itself
+    /// ([`ToolSet::definitions`]); [`ReActAgent`](super::ReActAgent) does both from one list.
+    pub fn with_tools(mut self, tools: impl Into<Arc<ToolSet>>) -> Self {
+        self.tools = Some(tools.into());
         self
+    }
+}
+
+/// What [`Runtime::spawn`](super::Runtime::spawn) starts: an [`AgentSpec`], or a description
+/// that becomes one ([`ReActAgent`](super::ReActAgent)).
+pub trait IntoSpec<S> {
+    /// The spec.
+    ///
+    /// # Errors
+    /// [`RuntimeError::InvalidSpec`] when the description is not a valid agent.
+    fn into_spec(self) -> Result<AgentSpec<S>, RuntimeError>;
+}
+
+impl<S> IntoSpec<S> for AgentSpec<S> {
+    fn into_spec(self) -> Result<AgentSpec<S>, RuntimeError> {
+        Ok(self)
     }
 }
 

@@ -18,12 +18,12 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use motet_signals::Signal;
 
 use super::events::{AGENT_STOPPED, THREAD_RESTARTED, ThreadFailure};
-use super::registry::Services;
+use super::registry::RuntimeCore;
 use crate::supervisor::{Decision, ExitReason, Restart, RestartHistory, RestartStrategy, decide};
 
 /// The supervisor actor. Its only messages are supervision events.
 pub(crate) struct ThreadSupervisor {
-    pub(crate) services: Weak<Services>,
+    pub(crate) core: Weak<RuntimeCore>,
 }
 
 /// Restart histories per agent, on the supervisor's monotonic clock.
@@ -54,15 +54,15 @@ impl Actor for ThreadSupervisor {
         event: SupervisionEvent,
         state: &mut SupervisorState,
     ) -> Result<(), ActorProcessingErr> {
-        let Some(services) = self.services.upgrade() else {
+        let Some(core) = self.core.upgrade() else {
             return Ok(());
         };
         match event {
             SupervisionEvent::ActorFailed(cell, error) => {
-                let Some((agent, thread)) = services.forget_thread(cell.get_id()) else {
+                let Some((agent, thread)) = core.forget_thread(cell.get_id()) else {
                     return Ok(());
                 };
-                let Some(family) = services.agents.get(&agent).map(|f| f.value().clone()) else {
+                let Some(family) = core.agents.get(&agent).map(|f| f.value().clone()) else {
                     return Ok(());
                 };
                 let now_ms = u64::try_from(state.started.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -87,12 +87,12 @@ impl Actor for ThreadSupervisor {
                         );
                         match family
                             .clone()
-                            .spawn_thread(services.clone(), thread.clone())
+                            .spawn_thread(core.clone(), thread.clone())
                             .await
                         {
                             Ok(actor) => {
                                 family.insert_thread(thread.clone(), actor);
-                                publish(&services, THREAD_RESTARTED, agent, thread, &error);
+                                publish(&core, THREAD_RESTARTED, agent, thread, &error);
                             }
                             Err(spawn_error) => {
                                 tracing::error!(%agent, %thread, %spawn_error, "could not restart an agent thread");
@@ -103,13 +103,13 @@ impl Actor for ThreadSupervisor {
                     Decision::Escalate { restarts } => {
                         tracing::error!(%agent, restarts, %error, "agent threads failed too often; stopping the agent");
                         // As any stop: its children first, its groups, then its threads.
-                        services.stop_agent(&agent, "restart intensity exceeded");
-                        publish(&services, AGENT_STOPPED, agent, thread, &error);
+                        core.stop_agent(&agent, "restart intensity exceeded");
+                        publish(&core, AGENT_STOPPED, agent, thread, &error);
                     }
                 }
             }
             SupervisionEvent::ActorTerminated(cell, _, _) => {
-                services.forget_thread(cell.get_id());
+                core.forget_thread(cell.get_id());
             }
             _ => {}
         }
@@ -119,7 +119,7 @@ impl Actor for ThreadSupervisor {
 
 /// Tells the bus that a thread of `agent` failed: `kind` is what became of it.
 fn publish(
-    services: &Services,
+    core: &RuntimeCore,
     kind: &str,
     agent: String,
     thread: String,
@@ -135,19 +135,18 @@ fn publish(
         .build()
     {
         Ok(signal) => {
-            services.bus.publish(&signal);
+            core.bus.publish(&signal);
         }
         Err(error) => tracing::error!(%error, kind, "could not build a supervision signal"),
     }
 }
 
-/// Hands the supervisor of `services`, starting it on first use.
-pub(crate) async fn supervisor(services: &Arc<Services>) -> Result<ActorRef<()>, String> {
-    services
-        .supervisor
+/// Hands the supervisor of `core`, starting it on first use.
+pub(crate) async fn supervisor(core: &Arc<RuntimeCore>) -> Result<ActorRef<()>, String> {
+    core.supervisor
         .get_or_try_init(|| async {
             let handler = ThreadSupervisor {
-                services: Arc::downgrade(services),
+                core: Arc::downgrade(core),
             };
             Actor::spawn(None, handler, ())
                 .await

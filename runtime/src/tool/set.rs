@@ -81,7 +81,7 @@ impl ToolSet {
     }
 
     /// The tool definitions to offer the model: cached, in registration order.
-    pub fn tools(&self) -> ToolDefs {
+    pub fn definitions(&self) -> ToolDefs {
         Arc::clone(&self.view.defs)
     }
 
@@ -224,8 +224,8 @@ impl ToolDispatcher for ToolSet {
         self.dispatch_with(call, ctx).await
     }
 
-    fn tools(&self) -> ToolDefs {
-        ToolSet::tools(self)
+    fn definitions(&self) -> ToolDefs {
+        ToolSet::definitions(self)
     }
 }
 

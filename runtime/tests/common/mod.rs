@@ -38,7 +38,7 @@ pub(crate) fn react(model: &str, tools: &ToolSet) -> ReAct {
     ReAct::new(
         ReActConfig::new(model.parse().unwrap())
             .with_system_prompt("You are a calculator.")
-            .with_tools(tools.tools())
+            .with_tools(tools.definitions())
             // Whole history in every call (no turn cap), so answers show what a thread holds.
             .with_context_policy(ContextPolicy::new().with_keep_last_turns(0)),
     )
@@ -71,7 +71,7 @@ impl motet_providers::LlmClient for EchoModel {
     async fn stream(
         &self,
         req: motet_directives::LlmRequest,
-    ) -> Result<motet_providers::LlmStream, ProviderError> {
+    ) -> Result<motet_providers::LlmEvents, ProviderError> {
         tokio::time::sleep(self.delay).await;
         let seen: Vec<&str> = req
             .messages
@@ -107,7 +107,7 @@ impl motet_providers::LlmClient for HangingModel {
     async fn stream(
         &self,
         _req: motet_directives::LlmRequest,
-    ) -> Result<motet_providers::LlmStream, ProviderError> {
+    ) -> Result<motet_providers::LlmEvents, ProviderError> {
         let flag = DropFlag(self.dropped.clone());
         self.started.notify_one();
         Ok(Box::pin(futures::stream::unfold(flag, |flag| async move {
@@ -142,6 +142,6 @@ pub(crate) async fn answer(
     query: &str,
     thread: &str,
 ) -> String {
-    let reply = agent.ask(query, on(thread)).await.unwrap();
-    reply.data_as::<ReactCompleted>().unwrap().answer
+    let reply = agent.ask_with(query, on(thread)).await.unwrap();
+    reply.signal.data_as::<ReactCompleted>().unwrap().answer
 }

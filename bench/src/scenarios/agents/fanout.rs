@@ -49,7 +49,7 @@ impl Strategy for Coordinator {
             state.answers = 0;
             let request = state.request.take().unwrap_or_default();
             let done = build(
-                Signal::builder(motet_agents::REACT_COMPLETED, "coord").with_request_id(request),
+                Signal::builder(motet_agents::AGENT_COMPLETED, "coord").with_request_id(request),
             )?;
             return Ok(vec![Directive::Reply(motet_directives::Reply::completed(
                 done,
@@ -118,9 +118,9 @@ async fn fanout() -> Option<Vec<Report>> {
         timeout: Duration::from_secs(120),
         ..AskOptions::default()
     };
-    coord.ask("warm up", options()).await.ok()?;
+    coord.ask_with("warm up", options()).await.ok()?;
     let start = Instant::now();
-    coord.ask("fan", options()).await.ok()?;
+    coord.ask_with("fan", options()).await.ok()?;
     let ours = start.elapsed();
     runtime.shutdown().await;
 

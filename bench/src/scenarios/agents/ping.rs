@@ -20,11 +20,11 @@ impl Strategy for Echo {
         signal: &Signal,
         _env: &dyn Env,
     ) -> Result<Vec<Directive>, motet_agents::StrategyError> {
-        let reply = Signal::builder(motet_agents::REACT_COMPLETED, "echo")
+        let reply = Signal::builder(motet_agents::AGENT_COMPLETED, "echo")
             .caused_by(signal)
             .build()
             .map_err(|e| motet_agents::StrategyError::Emit {
-                signal_type: "react.completed".into(),
+                signal_type: "agent.completed".into(),
                 message: e.to_string(),
             })?;
         Ok(vec![Directive::Reply(motet_directives::Reply::completed(
@@ -45,7 +45,7 @@ async fn ping() -> Vec<Report> {
     };
     let start = Instant::now();
     for _ in 0..PINGS {
-        if agent.ask("ping", AskOptions::default()).await.is_err() {
+        if agent.ask("ping").await.is_err() {
             return Vec::new();
         }
     }

@@ -17,7 +17,7 @@ impl motet_providers::LlmClient for ZeroModel {
     async fn stream(
         &self,
         req: motet_directives::LlmRequest,
-    ) -> Result<motet_providers::LlmStream, motet_providers::ProviderError> {
+    ) -> Result<motet_providers::LlmEvents, motet_providers::ProviderError> {
         let asks = matches!(
             req.messages.last(),
             Some(motet_directives::Message::User { .. })
@@ -39,9 +39,7 @@ async fn react_runtime(agents: usize, requests_per_agent: usize) -> Option<Durat
     }
     let start = Instant::now();
     for _ in 0..requests_per_agent {
-        let asks = handles
-            .iter()
-            .map(|h| h.ask("What is 2 + 3?", AskOptions::default()));
+        let asks = handles.iter().map(|h| h.ask("What is 2 + 3?"));
         for reply in futures::future::join_all(asks).await {
             reply.ok()?;
         }
@@ -59,10 +57,10 @@ async fn react_floor(requests: usize) -> Option<Duration> {
     let mut state = strategy.init(&env);
     let start = Instant::now();
     for n in 0..requests {
-        let input = Signal::builder(REACT_INPUT, "bench")
+        let input = Signal::builder(AGENT_REQUEST, "bench")
             .with_id(env.fresh_id("sig"))
             .with_request_id(format!("req-{n}"))
-            .with_data(ReactInput {
+            .with_data(AgentRequest {
                 query: "What is 2 + 3?".into(),
                 context_policy: None,
             })
@@ -168,14 +166,14 @@ fn span_floor(dispatch: &tracing::Dispatch) -> Duration {
                 drop(span.enter());
             };
             for (name, kind) in [
-                ("handle react.input", "internal"),
+                ("handle agent.request", "internal"),
                 ("chat gpt-5.2", "client"),
                 ("handle llm.result", "internal"),
                 ("execute_tool add", "internal"),
                 ("handle tool.result", "internal"),
                 ("chat gpt-5.2", "client"),
                 ("handle llm.result", "internal"),
-                ("emit react.completed", "internal"),
+                ("emit agent.completed", "internal"),
             ] {
                 child(name, kind);
             }

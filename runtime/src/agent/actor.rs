@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use motet_agents::{Env, Strategy};
+use motet_agents::{Env, Strategy, protocol};
 use motet_directives::{ModelRef, ReplyStatus};
 use motet_signals::Signal;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
@@ -15,7 +15,7 @@ use tokio::task::AbortHandle;
 use super::book::{Admission, RequestBook};
 use super::env::SystemEnv;
 use super::errors::AskError;
-use super::registry::{Family, Parent, Services};
+use super::registry::{Parent, RunningAgent, RuntimeCore};
 use super::requests::RequestStatus;
 use super::trace;
 use crate::store::{ThreadHeader, ThreadMeta};
@@ -30,7 +30,7 @@ use execute::failure_text;
 
 /// What an agent's mailbox receives.
 #[derive(Debug)]
-pub enum AgentMsg {
+pub enum ThreadMsg {
     /// A signal for the strategy.
     Signal(Signal),
     /// A signal for the strategy whose reply (a signal of one of the reply types carrying the
@@ -49,24 +49,17 @@ pub enum AgentMsg {
 
 /// The actor hosting one conversation thread of an agent: the strategy, its state for that
 /// thread, and the execution of its directives.
-pub struct AgentServer<S: Strategy> {
-    pub(super) agent: Arc<AgentConfig<S>>,
+pub struct ThreadActor<S: Strategy> {
+    pub(super) agent: Arc<LiveAgent<S>>,
     pub(super) thread_id: String,
-    pub(super) services: Arc<Services>,
+    pub(super) core: Arc<RuntimeCore>,
 }
 
 /// What every thread of one agent shares.
-pub(crate) struct AgentConfig<S> {
+pub(crate) struct LiveAgent<S> {
     pub(crate) name: String,
     pub(crate) strategy: S,
     pub(crate) tools: Option<Arc<ToolSet>>,
-    /// The signal type that starts a request (`react.input`).
-    pub(crate) request_type: &'static str,
-    /// The signal type that cancels the running request (`react.cancel`).
-    pub(crate) cancel_type: &'static str,
-    /// The signal type that asks for a summary of a range (`react.summarize`); it queues
-    /// like a request, so a summary never lands in the middle of one.
-    pub(crate) summarize_type: &'static str,
     pub(crate) policy: RequestPolicy,
     /// Stop a thread's actor after this long without messages (it comes back from the store).
     pub(crate) idle_timeout: Option<std::time::Duration>,
@@ -80,15 +73,15 @@ pub(crate) struct AgentConfig<S> {
     pub(crate) subscriptions: std::sync::Mutex<Vec<motet_signals::Subscription>>,
     /// The agent's running threads by thread id: the registry's second level.
     pub(crate) threads:
-        std::sync::Mutex<HashMap<String, ActorRef<AgentMsg>, foldhash::fast::RandomState>>,
+        std::sync::Mutex<HashMap<String, ActorRef<ThreadMsg>, foldhash::fast::RandomState>>,
 }
 
-impl<S> AgentConfig<S> {
+impl<S> LiveAgent<S> {
     /// The running threads, locked. Nothing panics while holding the lock (map operations
     /// only), so a poisoned lock still holds a consistent map.
     pub(crate) fn running_threads(
         &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<String, ActorRef<AgentMsg>, foldhash::fast::RandomState>>
+    ) -> std::sync::MutexGuard<'_, HashMap<String, ActorRef<ThreadMsg>, foldhash::fast::RandomState>>
     {
         self.threads
             .lock()
@@ -97,7 +90,7 @@ impl<S> AgentConfig<S> {
 }
 
 /// The actor's state: the strategy's state plus what the runtime tracks for it.
-pub struct ServerState<S: Strategy> {
+pub struct ThreadState<S: Strategy> {
     /// Whether the thread has joined the runtime's supervisor (on its first message).
     supervised: bool,
     strategy: S::State,
@@ -131,22 +124,22 @@ struct RequestTrace {
     llm_calls: u32,
 }
 
-impl<S> Actor for AgentServer<S>
+impl<S> Actor for ThreadActor<S>
 where
     S: Strategy + Send + Sync + 'static,
     S::State: Send + Sync + 'static,
 {
-    type Msg = AgentMsg;
-    type State = ServerState<S>;
+    type Msg = ThreadMsg;
+    type State = ThreadState<S>;
     type Arguments = ();
 
     async fn pre_start(
         &self,
-        _myself: ActorRef<AgentMsg>,
+        _myself: ActorRef<ThreadMsg>,
         _args: (),
-    ) -> Result<ServerState<S>, ActorProcessingErr> {
+    ) -> Result<ThreadState<S>, ActorProcessingErr> {
         let env = SystemEnv;
-        let store = &self.services.store;
+        let store = &self.core.store;
         // A thread that was never stored starts fresh and is written to the store with its
         // first entries, so agents that are spawned and never asked cost the store nothing.
         let store_id = self.store_id();
@@ -162,9 +155,9 @@ where
             ),
         };
         if let Some(idle) = self.agent.idle_timeout {
-            self.services.watch_idle(idle);
+            self.core.watch_idle(idle);
         }
-        Ok(ServerState {
+        Ok(ThreadState {
             supervised: false,
             strategy,
             stored_rev,
@@ -183,8 +176,8 @@ where
 
     async fn post_stop(
         &self,
-        myself: ActorRef<AgentMsg>,
-        state: &mut ServerState<S>,
+        myself: ActorRef<ThreadMsg>,
+        state: &mut ThreadState<S>,
     ) -> Result<(), ActorProcessingErr> {
         for (_, schedule) in state.schedules.drain() {
             schedule.abort();
@@ -200,18 +193,18 @@ where
                 agent: self.agent.name.clone(),
             }));
         }
-        self.services.thread_keys.remove(&myself.get_id());
+        self.core.thread_keys.remove(&myself.get_id());
         self.agent.forget_thread(&self.thread_id, myself.get_id());
         Ok(())
     }
 
     async fn handle(
         &self,
-        myself: ActorRef<AgentMsg>,
-        msg: AgentMsg,
-        state: &mut ServerState<S>,
+        myself: ActorRef<ThreadMsg>,
+        msg: ThreadMsg,
+        state: &mut ThreadState<S>,
     ) -> Result<(), ActorProcessingErr> {
-        if !state.supervised && !matches!(msg, AgentMsg::IdleCheck) {
+        if !state.supervised && !matches!(msg, ThreadMsg::IdleCheck) {
             if let Err(error) = self.supervise(&myself).await {
                 // Unsupervised, nobody would restart it: leave the registry now, so the next
                 // signal for this thread starts a fresh actor.
@@ -221,7 +214,7 @@ where
             state.supervised = true;
         }
         let signal = match msg {
-            AgentMsg::IdleCheck => {
+            ThreadMsg::IdleCheck => {
                 let idle = self.agent.idle_timeout.unwrap_or(std::time::Duration::MAX);
                 let quiet = state.book.is_quiet()
                     && state.pending.is_empty()
@@ -235,12 +228,12 @@ where
                 }
                 return Ok(());
             }
-            AgentMsg::GetThread(reply) => {
+            ThreadMsg::GetThread(reply) => {
                 let _ = reply.send(self.agent.strategy.thread(&state.strategy).cloned());
                 return Ok(());
             }
-            AgentMsg::Signal(signal) => signal,
-            AgentMsg::Ask { signal, reply } => {
+            ThreadMsg::Signal(signal) => signal,
+            ThreadMsg::Ask { signal, reply } => {
                 match signal.request_id() {
                     Some(request) => {
                         state.pending.insert(request.to_owned(), reply);
@@ -277,7 +270,7 @@ pub enum RequestPolicy {
     /// Wait for the running one to finish, then run (requests on a thread run in order).
     #[default]
     Queue,
-    /// Hand it to the strategy at once (ReAct answers `react.failed` with reason `busy`).
+    /// Hand it to the strategy at once (ReAct answers `agent.failed` with reason `busy`).
     Reject,
     /// Cancel the running one, then run this one.
     Interrupt,
@@ -286,15 +279,19 @@ pub enum RequestPolicy {
 /// The type of the note a fired schedule leaves in the mailbox so its handle is dropped.
 const SCHEDULE_FIRED: &str = "motet.schedule.fired";
 
-impl<S> AgentServer<S>
+impl<S> ThreadActor<S>
 where
     S: Strategy + Send + Sync + 'static,
     S::State: Send + Sync + 'static,
 {
     /// Lets a signal through to the strategy, or queues it while another request runs.
-    async fn admit(&self, myself: &ActorRef<AgentMsg>, state: &mut ServerState<S>, signal: Signal) {
-        let kind = signal.signal_type().as_str();
-        let is_request = kind == self.agent.request_type || kind == self.agent.summarize_type;
+    async fn admit(
+        &self,
+        myself: &ActorRef<ThreadMsg>,
+        state: &mut ThreadState<S>,
+        signal: Signal,
+    ) {
+        let is_request = protocol::starts_request(signal.signal_type().as_str());
         let now = state.env.now_ms();
         if is_request
             && let Some(id) = signal.request_id()
@@ -315,7 +312,7 @@ where
         };
         let admission = match state.book.admit(&id, signal, self.agent.policy) {
             Admission::Interrupt { running, item } => {
-                let cancel = Signal::builder(self.agent.cancel_type, self.source())
+                let cancel = Signal::builder(protocol::AGENT_CANCEL, self.source())
                     .with_id(state.env.fresh_id("sig"))
                     .with_request_id(running)
                     .with_thread_id(&self.thread_id)
@@ -329,7 +326,7 @@ where
             admission => admission,
         };
         let record = |queued| {
-            self.services
+            self.core
                 .requests
                 .arrived(&id, &self.agent.name, &self.thread_id, queued, now);
         };
@@ -349,7 +346,7 @@ where
     }
 
     /// One signal through the strategy, and its directives executed.
-    async fn step(&self, myself: &ActorRef<AgentMsg>, state: &mut ServerState<S>, signal: Signal) {
+    async fn step(&self, myself: &ActorRef<ThreadMsg>, state: &mut ThreadState<S>, signal: Signal) {
         let request_span = signal
             .request_id()
             .and_then(|r| state.spans.get(r))
@@ -363,7 +360,7 @@ where
         // A new request whose commit finds the thread moved on (another process wrote it) is
         // decided again once, on the stored thread: its question was not committed, and
         // nothing of the request has run yet.
-        let mut reload = signal.signal_type().as_str() == self.agent.request_type;
+        let mut reload = signal.signal_type().as_str() == protocol::AGENT_REQUEST;
         let directives = loop {
             let directives = match self.agent.strategy.handle(
                 &mut state.strategy,
@@ -427,7 +424,7 @@ where
     /// running aborted, the next request let in, and its asker answered.
     fn answer(
         &self,
-        state: &mut ServerState<S>,
+        state: &mut ThreadState<S>,
         request: &str,
         status: ReplyStatus,
         signal: &Signal,
@@ -436,12 +433,9 @@ where
             ReplyStatus::Completed => (RequestStatus::Completed, None),
             ReplyStatus::Failed => (RequestStatus::Failed, Some(failure_text(signal))),
         };
-        self.services.requests.finished(
-            request,
-            recorded,
-            Some(signal.clone()),
-            state.env.now_ms(),
-        );
+        self.core
+            .requests
+            .finished(request, recorded, Some(signal.clone()), state.env.now_ms());
         self.end_request_span(
             state,
             request,
@@ -466,13 +460,13 @@ where
     /// closes with `kind`, it is no longer the running one, and its asker gets `failure`.
     fn abandon(
         &self,
-        state: &mut ServerState<S>,
+        state: &mut ThreadState<S>,
         request: &str,
         kind: &'static str,
         message: &str,
         failure: AskError,
     ) {
-        self.services
+        self.core
             .requests
             .finished(request, RequestStatus::Failed, None, state.env.now_ms());
         self.end_request_span(state, request, Some((kind, message)));
@@ -484,8 +478,8 @@ where
 
     /// Replaces the strategy's state with one restored from the stored thread (another writer
     /// moved it on); nothing changes when it cannot be loaded.
-    async fn reload(&self, state: &mut ServerState<S>) {
-        if let Ok(Some(thread)) = self.services.store.load(&self.store_id()).await {
+    async fn reload(&self, state: &mut ThreadState<S>) {
+        if let Ok(Some(thread)) = self.core.store.load(&self.store_id()).await {
             state.stored_rev = thread.entry_count() as u64;
             state.stored = true;
             state.strategy = self.agent.strategy.reload(&state.env, thread);
@@ -493,14 +487,14 @@ where
     }
 
     /// Appends the entries the strategy added since the last commit.
-    async fn persist(&self, state: &mut ServerState<S>) -> Result<(), crate::store::StoreError> {
+    async fn persist(&self, state: &mut ThreadState<S>) -> Result<(), crate::store::StoreError> {
         let Some(thread) = self.agent.strategy.thread(&state.strategy) else {
             return Ok(());
         };
         if thread.entry_count() as u64 <= state.stored_rev {
             return Ok(());
         }
-        let store = &self.services.store;
+        let store = &self.core.store;
         if state.stored {
             state.stored_rev = store.commit(thread, state.stored_rev).await?;
             return Ok(());
@@ -515,7 +509,7 @@ where
                 ("thread".to_owned(), serde_json::json!(self.thread_id)),
                 (
                     "request_type".to_owned(),
-                    serde_json::json!(self.agent.request_type),
+                    serde_json::json!(protocol::AGENT_REQUEST),
                 ),
             ]
             .into_iter()
@@ -532,7 +526,7 @@ where
     /// given) and counts the request.
     fn end_request_span(
         &self,
-        state: &mut ServerState<S>,
+        state: &mut ThreadState<S>,
         request: &str,
         failure: Option<(&'static str, &str)>,
     ) {
@@ -562,11 +556,11 @@ where
     /// run nothing that can fail (its `pre_start` failing fails the spawn itself), and an agent
     /// spawned and never asked costs no supervision link. Linking a running actor also spares
     /// the supervisor an `ActorStarted` event per thread.
-    async fn supervise(&self, myself: &ActorRef<AgentMsg>) -> Result<(), ActorProcessingErr> {
-        let supervisor = super::supervise::supervisor(&self.services)
+    async fn supervise(&self, myself: &ActorRef<ThreadMsg>) -> Result<(), ActorProcessingErr> {
+        let supervisor = super::supervise::supervisor(&self.core)
             .await
             .map_err(ActorProcessingErr::from)?;
-        self.services.thread_keys.insert(
+        self.core.thread_keys.insert(
             myself.get_id(),
             (self.agent.name.clone(), self.thread_id.clone()),
         );
@@ -581,7 +575,7 @@ where
     }
 
     /// Remembers a call made for the request `cause` belongs to, dropping finished ones.
-    fn track(&self, state: &mut ServerState<S>, cause: &Signal, call: AbortHandle) {
+    fn track(&self, state: &mut ThreadState<S>, cause: &Signal, call: AbortHandle) {
         if let Some(request) = cause.request_id() {
             let calls = state.calls.entry(request.to_owned()).or_default();
             calls.retain(|c| !c.is_finished());

@@ -7,7 +7,7 @@ use motet_directives::results::{LlmError, LlmErrorKind};
 use motet_providers::{BlockAssembler, LlmEvent, ProviderError};
 use motet_signals::Signal;
 
-use crate::agent::registry::Services;
+use crate::agent::registry::RuntimeCore;
 use crate::agent::trace;
 use tracing::Instrument as _;
 
@@ -57,7 +57,7 @@ pub(super) fn transcript(entries: &[motet_agents::Entry]) -> String {
 /// Streams one call inside its `chat` span, recording the response (or error) and the GenAI
 /// metrics when it ends.
 pub(super) async fn stream_call(
-    services: &Services,
+    core: &RuntimeCore,
     request: motet_directives::LlmRequest,
     source: &str,
     cause: &Signal,
@@ -66,7 +66,7 @@ pub(super) async fn stream_call(
 ) -> Result<motet_directives::LlmResponse, CallFailure> {
     let model = request.model.clone();
     let started = std::time::Instant::now();
-    let outcome = stream_events(services, request, source, cause, call_id)
+    let outcome = stream_events(core, request, source, cause, call_id)
         .instrument(span.clone())
         .await;
     let error;
@@ -100,34 +100,34 @@ impl From<ProviderError> for CallFailure {
 /// while they arrive (only when someone subscribed to that type), and the events are
 /// assembled into the response.
 async fn stream_events(
-    services: &Services,
+    core: &RuntimeCore,
     request: motet_directives::LlmRequest,
     source: &str,
     cause: &Signal,
     call_id: &CallId,
 ) -> Result<motet_directives::LlmResponse, CallFailure> {
-    let _permit = services.permit(request.model.provider()).await;
-    let mut events = services
+    let _permit = core.permit(request.model.provider()).await;
+    let mut events = core
         .llm
         .stream(request)
         .await
         .map_err(|error| CallFailure {
             error,
-            retried: services.llm.retries_before_content(),
+            retried: core.llm.retries_before_content(),
         })?;
-    let publish = services.wants_deltas();
+    let publish = core.wants_deltas();
     let mut shown = false;
     let outcome = assemble(&mut events, |kind, delta| {
         if publish {
             shown = true;
-            publish_delta(services, source, cause, call_id, kind, delta);
+            publish_delta(core, source, cause, call_id, kind, delta);
         }
     })
     .await;
     if outcome.is_err() && shown {
         // What was shown of this call is not an answer: say so before the failure (and any
         // retry, which streams again from the start) reaches the strategy.
-        publish_delta(services, source, cause, call_id, DeltaKind::Discard, "");
+        publish_delta(core, source, cause, call_id, DeltaKind::Discard, "");
     }
     Ok(outcome?)
 }
@@ -135,7 +135,7 @@ async fn stream_events(
 /// Assembles a call's events into its response, handing each text and reasoning fragment to
 /// `fragment` as it arrives.
 async fn assemble(
-    events: &mut motet_providers::LlmStream,
+    events: &mut motet_providers::LlmEvents,
     mut fragment: impl FnMut(DeltaKind, &str),
 ) -> Result<motet_directives::LlmResponse, ProviderError> {
     use futures::StreamExt as _;
@@ -154,7 +154,7 @@ async fn assemble(
 
 /// Publishes one `llm.delta` on the bus.
 fn publish_delta(
-    services: &Services,
+    core: &RuntimeCore,
     source: &str,
     cause: &Signal,
     call_id: &CallId,
@@ -171,7 +171,7 @@ fn publish_delta(
         .with_data(data)
         .build()
     {
-        services.bus.publish(&signal);
+        core.bus.publish(&signal);
     }
 }
 

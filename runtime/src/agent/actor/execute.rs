@@ -25,10 +25,10 @@ use crate::tool::output::panic_message;
 use tracing::Instrument as _;
 
 use super::llm::{CallFailure, SUMMARY_INSTRUCTIONS, llm_error, stream_call, transcript};
-use super::{AgentMsg, AgentServer, SCHEDULE_FIRED, ServerState};
+use super::{SCHEDULE_FIRED, ThreadActor, ThreadMsg, ThreadState};
 use crate::agent::events::{CHILD_FAILED, CHILD_STARTED, ChildEvent};
 
-impl<S> AgentServer<S>
+impl<S> ThreadActor<S>
 where
     S: Strategy + Send + Sync + 'static,
     S::State: Send + Sync + 'static,
@@ -37,8 +37,8 @@ where
     /// as a signal.
     pub(super) fn execute(
         &self,
-        myself: &ActorRef<AgentMsg>,
-        state: &mut ServerState<S>,
+        myself: &ActorRef<ThreadMsg>,
+        state: &mut ThreadState<S>,
         cause: &Signal,
         directive: Directive,
         parent: Option<tracing::Id>,
@@ -54,20 +54,14 @@ where
                     None => 0,
                 };
                 let span = trace::chat_span(&call.request, parent, iteration);
-                let services = self.services.clone();
+                let core = self.core.clone();
                 let me = myself.clone();
                 let task_cause = cause.clone();
                 let source = self.source();
                 let task = tokio::spawn(async move {
                     let call_id = call.call_id;
-                    let streamed = stream_call(
-                        &services,
-                        call.request,
-                        &source,
-                        &task_cause,
-                        &call_id,
-                        span,
-                    );
+                    let streamed =
+                        stream_call(&core, call.request, &source, &task_cause, &call_id, span);
                     // A panic in the call (a provider's bug, a client's) must still answer the
                     // strategy, or the request waits for a result that never comes.
                     let outcome = AssertUnwindSafe(streamed)
@@ -162,7 +156,7 @@ where
                     .map(|thread| transcript(thread.slice(summarize.from_seq, summarize.to_seq)))
                     .unwrap_or_default();
                 let model = summarize.model.clone().or_else(|| state.last_model.clone());
-                let services = self.services.clone();
+                let core = self.core.clone();
                 let me = myself.clone();
                 let task_cause = cause.clone();
                 let source = self.source();
@@ -185,7 +179,7 @@ where
                                 vec![Message::system(instructions), Message::user(transcript)],
                             );
                             let chat = trace::chat_span(&request, span.id(), 0);
-                            stream_call(&services, request, &source, &task_cause, &call_id, chat)
+                            stream_call(&core, request, &source, &task_cause, &call_id, chat)
                                 .await
                                 .map(|response| response.message.to_string())
                                 .map_err(|failure| failure.error.to_string())
@@ -224,14 +218,14 @@ where
                 }
                 match emit.target {
                     EmitTarget::Bus => {
-                        self.services.bus.publish(&signal);
+                        self.core.bus.publish(&signal);
                     }
                     EmitTarget::Agent(name) => {
-                        let services = self.services.clone();
+                        let core = self.core.clone();
                         let from = self.agent.name.clone();
                         tokio::spawn(async move {
                             let thread = signal.thread_id().map(str::to_owned);
-                            match services.thread_actor(&name, thread).await {
+                            match core.thread_actor(&name, thread).await {
                                 Ok((actor, _)) => deliver(&actor, signal),
                                 Err(error) => {
                                     tracing::warn!(agent = %from, to = %name, %error, "emit to an agent dropped");
@@ -243,12 +237,9 @@ where
                     // parent is whoever asked (the reply above).
                     EmitTarget::Parent => {
                         if let Some(parent) = self.agent.parent.clone() {
-                            let services = self.services.clone();
+                            let core = self.core.clone();
                             tokio::spawn(async move {
-                                match services
-                                    .thread_actor(&parent.agent, Some(parent.thread))
-                                    .await
-                                {
+                                match core.thread_actor(&parent.agent, Some(parent.thread)).await {
                                     Ok((actor, _)) => deliver(&actor, signal),
                                     Err(error) => {
                                         tracing::warn!(parent = %parent.agent, %error, "emit to a parent dropped");
@@ -258,10 +249,10 @@ where
                         }
                     }
                     EmitTarget::Group(group) => {
-                        let services = self.services.clone();
+                        let core = self.core.clone();
                         tokio::spawn(async move {
-                            for member in services.group_members(&group) {
-                                match services.thread_actor(&member, None).await {
+                            for member in core.group_members(&group) {
+                                match core.thread_actor(&member, None).await {
                                     Ok((actor, _)) => deliver(&actor, signal.clone()),
                                     Err(error) => {
                                         tracing::warn!(%group, %member, %error, "emit to a group member dropped");
@@ -289,7 +280,7 @@ where
                         tracing::warn!(agent = %self.agent.name, signal = %signal.signal_type().as_str(), "a reply without a request id answers nobody; it is only published");
                     }
                 }
-                self.services.bus.publish(&signal);
+                self.core.bus.publish(&signal);
             }
             Directive::Schedule(schedule) => {
                 let me = myself.clone();
@@ -333,7 +324,7 @@ where
                     .unwrap_or_else(|| format!("{}/{}", self.agent.name, spawn.tag));
                 state.children.insert(spawn.tag.clone(), name.clone());
                 let span = trace::directive_span("spawn", &name, parent);
-                let services = self.services.clone();
+                let core = self.core.clone();
                 let me = myself.clone();
                 let task_cause = cause.clone();
                 let source = self.source();
@@ -343,15 +334,10 @@ where
                 };
                 tokio::spawn(
                     async move {
-                        let started = match services.kinds.get(&spawn.spec.kind) {
+                        let started = match core.kinds.get(&spawn.spec.kind) {
                             Some(start) => {
-                                start(
-                                    services.clone(),
-                                    name.clone(),
-                                    &spawn.spec.config,
-                                    Some(parent),
-                                )
-                                .await
+                                start(core.clone(), name.clone(), &spawn.spec.config, Some(parent))
+                                    .await
                             }
                             None => Err(RuntimeError::SpawnFailed {
                                 name: name.clone(),
@@ -389,7 +375,7 @@ where
                 );
             }
             Directive::StopChild(stop) => match state.children.remove(&stop.tag) {
-                Some(name) => self.services.stop_agent(&name, &stop.reason),
+                Some(name) => self.core.stop_agent(&name, &stop.reason),
                 None => {
                     tracing::warn!(agent = %self.agent.name, tag = %stop.tag, "no child with that tag");
                 }
@@ -404,12 +390,15 @@ pub(super) fn failure_text(reply: &Signal) -> String {
     reply
         .data_as::<serde_json::Value>()
         .ok()
-        .and_then(|data| data.get("reason").map(ToString::to_string))
+        .and_then(|data| {
+            let why = data.get("reason").or_else(|| data.get("message"))?;
+            Some(why.as_str().map_or_else(|| why.to_string(), str::to_owned))
+        })
         .unwrap_or_else(|| reply.signal_type().as_str().to_owned())
 }
 
-pub(super) fn deliver(to: &ActorRef<AgentMsg>, signal: Signal) {
-    if let Err(error) = to.cast(AgentMsg::Signal(signal)) {
+pub(super) fn deliver(to: &ActorRef<ThreadMsg>, signal: Signal) {
+    if let Err(error) = to.cast(ThreadMsg::Signal(signal)) {
         tracing::debug!(%error, "a result arrived after its agent stopped");
     }
 }

@@ -1,0 +1,229 @@
+//! What an ask gives back: a [`Ticket`] for a request on its way (await it, cancel it, read
+//! its deltas) and the [`Answer`] it ends with.
+
+use std::time::Duration;
+
+use motet_agents::{AGENT_CANCEL, AgentCancel, AgentCompleted, Env};
+use motet_directives::Usage;
+use motet_signals::{Bus, Delivery, Pattern, Signal, Subscription};
+use tokio::sync::oneshot;
+
+use super::env::SystemEnv;
+use super::errors::{AskError, RuntimeError};
+use super::events::{LLM_DELTA, LlmDelta};
+use super::handle::AgentHandle;
+
+/// A request's answer: the reply's text and usage, where it ran, and the reply itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    /// The answer's text: the reply's `answer` field (every `agent.completed` has one), else
+    /// the reply's data when it is a string, else its data as JSON text.
+    pub text: String,
+    /// What the request's LLM calls used, as the reply reports it.
+    pub usage: Usage,
+    /// The thread the request ran on.
+    pub thread: String,
+    /// The request's id (see [`Runtime::request`](super::Runtime::request)).
+    pub request_id: String,
+    /// The reply signal, for strategies that say more than a text (decode it with
+    /// [`Signal::data_as`]).
+    pub signal: Signal,
+}
+
+impl Answer {
+    /// The answer `reply` carries, for the request `request_id` on `thread`.
+    pub(crate) fn of(reply: Signal, thread: &str, request_id: &str) -> Self {
+        let (text, usage) = match reply.data_as::<AgentCompleted>() {
+            Ok(done) => (done.answer, done.usage),
+            Err(_) => match reply.data_as::<serde_json::Value>() {
+                Ok(serde_json::Value::String(text)) => (text, Usage::default()),
+                Ok(serde_json::Value::Null) | Err(_) => (String::new(), Usage::default()),
+                Ok(other) => (other.to_string(), Usage::default()),
+            },
+        };
+        Self {
+            text,
+            usage,
+            thread: thread.to_owned(),
+            request_id: request_id.to_owned(),
+            signal: reply,
+        }
+    }
+}
+
+impl std::fmt::Display for Answer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// A request on its way: await its answer, cancel it, or read its deltas.
+pub struct Ticket {
+    pub(crate) id: String,
+    pub(crate) thread: String,
+    pub(crate) agent: AgentHandle,
+    pub(crate) answer: oneshot::Receiver<Result<Signal, AskError>>,
+    /// The reply, when it arrived while deltas were read.
+    pub(crate) ready: Option<Result<Result<Signal, AskError>, oneshot::error::RecvError>>,
+    pub(crate) timeout: Duration,
+    /// Whether the request outlives a timed-out wait.
+    pub(crate) keep_running: bool,
+    pub(crate) deltas: Option<Deltas>,
+}
+
+impl std::fmt::Debug for Ticket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ticket")
+            .field("id", &self.id)
+            .field("thread", &self.thread)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Ticket {
+    /// The request id (see [`Runtime::request`](super::Runtime::request) for its status).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The thread it runs on.
+    pub fn thread(&self) -> &str {
+        &self.thread
+    }
+
+    /// The next text or reasoning fragment the model wrote for this request, while it runs;
+    /// `None` when the request was not submitted with [`AskOptions::stream`](super::AskOptions::stream)
+    /// or no more will come (the answer is then ready).
+    pub async fn next_delta(&mut self) -> Option<LlmDelta> {
+        let deltas = self.deltas.as_mut()?;
+        if let Ok(delta) = deltas.rx.try_recv() {
+            return Some(delta);
+        }
+        if self.ready.is_some() {
+            return None;
+        }
+        tokio::select! {
+            biased;
+            delta = deltas.rx.recv() => delta,
+            // The reply came: whatever was written is already in the channel.
+            reply = &mut self.answer => {
+                self.ready = Some(reply);
+                deltas.rx.try_recv().ok()
+            }
+        }
+    }
+
+    /// Asks the agent to stop working on the request (`agent.cancel`); its LLM calls and
+    /// tools are aborted and [`Ticket::wait`] returns the failure reply.
+    ///
+    /// # Errors
+    /// [`RuntimeError::NotRunning`] when the agent has stopped.
+    pub async fn cancel(&self, reason: impl Into<String>) -> Result<(), RuntimeError> {
+        let signal = Signal::builder(AGENT_CANCEL, "motet.ask")
+            .with_id(SystemEnv.fresh_id("sig"))
+            .with_request_id(&self.id)
+            .with_thread_id(&self.thread)
+            .with_data(AgentCancel {
+                reason: Some(reason.into()),
+            })
+            .build()
+            .map_err(|_| RuntimeError::NotRunning {
+                name: self.agent.name.clone(),
+            })?;
+        self.agent.send(signal).await
+    }
+
+    /// Waits for the answer (up to the ask's timeout; a request not answered in time is
+    /// cancelled unless it was asked to keep running).
+    ///
+    /// # Errors
+    /// As [`AgentHandle::ask`].
+    pub async fn wait(mut self) -> Result<Answer, AskError> {
+        let received = match self.ready.take() {
+            Some(received) => received,
+            None => match tokio::time::timeout(self.timeout, &mut self.answer).await {
+                Ok(received) => received,
+                Err(_) => {
+                    if !self.keep_running {
+                        let why = format!("no answer within {} s", self.timeout.as_secs_f64());
+                        if let Err(error) = self.cancel(why).await {
+                            tracing::debug!(%error, request = %self.id, "a timed-out request could not be cancelled");
+                        }
+                    }
+                    return Err(AskError::Timeout(self.timeout));
+                }
+            },
+        };
+        let reply = self.agent.interpret(received)?;
+        Ok(Answer::of(reply, &self.thread, &self.id))
+    }
+}
+
+/// The `llm.delta` signals of one request, from the bus.
+pub(crate) struct Deltas {
+    rx: tokio::sync::mpsc::UnboundedReceiver<LlmDelta>,
+    _subscription: Option<Subscription>,
+}
+
+impl Deltas {
+    pub(crate) fn subscribe(bus: &Bus, request_id: &str) -> Self {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let id = request_id.to_owned();
+        let pattern = LLM_DELTA.parse::<Pattern>();
+        let subscription = pattern.ok().map(|pattern| {
+            bus.subscribe(pattern, move |signal: &Signal| {
+                if signal.request_id() != Some(id.as_str()) {
+                    return Delivery::Delivered;
+                }
+                match signal.data_as::<LlmDelta>() {
+                    Ok(delta) => match tx.send(delta) {
+                        Ok(()) => Delivery::Delivered,
+                        Err(_) => Delivery::Closed,
+                    },
+                    Err(_) => Delivery::Delivered,
+                }
+            })
+        });
+        Self {
+            rx,
+            _subscription: subscription,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(data: serde_json::Value) -> Signal {
+        Signal::builder("agent.completed", "test")
+            .with_id("s")
+            .with_data(data)
+            .build()
+            .expect("a valid signal")
+    }
+
+    #[test]
+    fn an_answer_reads_the_protocols_fields_and_falls_back_to_the_data() {
+        let react = reply(serde_json::json!({
+            "request_id": "r", "answer": "391", "iterations": 2,
+            "usage": {"input_tokens": 5, "output_tokens": 3},
+        }));
+        let answer = Answer::of(react, "t", "r");
+        assert_eq!(answer.text, "391");
+        assert_eq!(answer.usage.output_tokens, 3);
+        assert_eq!(
+            (answer.thread.as_str(), answer.request_id.as_str()),
+            ("t", "r")
+        );
+
+        assert_eq!(
+            Answer::of(reply(serde_json::json!("plain")), "t", "r").text,
+            "plain"
+        );
+        assert_eq!(
+            Answer::of(reply(serde_json::json!({"count": 3})), "t", "r").text,
+            r#"{"count":3}"#
+        );
+    }
+}
