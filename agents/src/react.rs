@@ -409,9 +409,10 @@ impl ReAct {
         step: &Step<'_>,
         resume: AgentResume,
     ) -> Result<Vec<Directive>, StrategyError> {
-        if state.active_request().is_some() {
-            return Ok(Vec::new());
-        }
+        // The runtime resumes a request only when it does not run it: one the state shows
+        // running stopped with the process, and is rebuilt from the thread.
+        state.request = None;
+        state.status = Status::Idle;
         let entries = state.thread.to_list();
         let Some(at) = entries.iter().rposition(|e| {
             matches!(
@@ -837,20 +838,32 @@ impl Strategy for ReAct {
         ReActState::new(Thread::new(thread_id, env.now_ms()))
     }
 
-    fn restore(&self, _env: &dyn Env, thread: Thread) -> ReActState {
-        // Idle between requests: nothing was in flight when the thread was put away.
+    fn restore(&self, _env: &dyn Env, saved: ReActState) -> ReActState {
+        // The thread is the request's state: a request that was running when the thread
+        // stopped is rebuilt from it by `agent.resume`; until then the thread takes requests.
+        let mut state = ReActState::new(saved.thread);
+        state.context_policy = saved.context_policy;
+        state.ignored = saved.ignored;
+        state
+    }
+
+    fn restore_thread(&self, _env: &dyn Env, thread: Thread) -> ReActState {
         ReActState::new(thread)
     }
 
-    fn reload(&self, _env: &dyn Env, thread: Thread) -> ReActState {
-        let elsewhere = unfinished_request(thread.to_list());
-        let mut state = ReActState::new(thread);
+    fn reload(&self, env: &dyn Env, saved: ReActState) -> ReActState {
+        let elsewhere = unfinished_request(saved.thread.to_list());
+        let mut state = self.restore(env, saved);
         state.elsewhere = elsewhere;
         state
     }
 
     fn thread<'a>(&self, state: &'a ReActState) -> Option<&'a Thread> {
         Some(&state.thread)
+    }
+
+    fn thread_mut<'a>(&self, state: &'a mut ReActState) -> Option<&'a mut Thread> {
+        Some(&mut state.thread)
     }
 
     fn handle(

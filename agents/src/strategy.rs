@@ -13,11 +13,18 @@ use crate::error::StrategyError;
 /// back as signals. Replaying the same signals with the same environment gives the same state
 /// and directives.
 ///
-/// A strategy that wraps another must forward [`Strategy::init_for_thread`],
-/// [`Strategy::restore`], [`Strategy::reload`] and [`Strategy::thread`] too: their defaults keep no thread, so a
-/// wrapper that forgets them has its threads neither stored nor restored.
+/// # Durability
+/// The runtime stores the whole state at every commit point (with the thread's new entries, in
+/// one write), so every strategy — with or without a [`Thread`] — comes back after a crash, a
+/// restart or an idle stop as it committed: [`Strategy::restore`] gets that state. Nothing has
+/// to be forwarded for this: a wrapper that implements only `init` and `handle` is durable too.
+/// [`Strategy::thread`] and [`Strategy::thread_mut`] are an index and an optimisation: a
+/// state's Thread is then stored as entries (listed, exported and summarized by the runtime)
+/// instead of inside the snapshot, which stays small however long the conversation grows.
+///
+/// [`Thread`]: crate::Thread
 pub trait Strategy {
-    /// The agent's state; serializable so the runtime can persist and reload it.
+    /// The agent's state; serializable so the runtime can store it and bring it back.
     type State: Clone + Serialize + DeserializeOwned;
 
     /// A fresh state.
@@ -31,25 +38,43 @@ pub trait Strategy {
         self.init(env)
     }
 
-    /// A state around a thread loaded from storage (an agent thread coming back after it was
-    /// stopped). By default a fresh state for that thread id, so strategies that keep no
+    /// The state a thread comes back with after a stop (idle, a crash, a restart): `saved` is
+    /// the state of its last commit, its Thread in place. By default exactly that. Work in
+    /// flight at the stop is gone (its results will never come); a request the state shows
+    /// running is carried on when the runtime sends `agent.resume`
+    /// ([`Runtime::recover`](https://docs.rs/motet-runtime)).
+    fn restore(&self, env: &dyn Env, saved: Self::State) -> Self::State {
+        let _ = env;
+        saved
+    }
+
+    /// A state around a thread stored without a state (written by an older version, or
+    /// imported): by default a fresh state for that thread id, so strategies that keep no
     /// Thread ignore it; strategies that keep one resume from it.
-    fn restore(&self, env: &dyn Env, thread: crate::Thread) -> Self::State {
+    fn restore_thread(&self, env: &dyn Env, thread: crate::Thread) -> Self::State {
         self.init_for_thread(env, thread.id())
     }
 
-    /// A state around the stored thread after another writer moved it on while this agent
-    /// held an older copy (two processes on one thread); the signal that met the conflict is
-    /// then handled again on it. The other writer may be in the middle of a request: a
-    /// strategy that runs one request at a time refuses the next one, as it would within one
-    /// process. By default [`Strategy::restore`].
-    fn reload(&self, env: &dyn Env, thread: crate::Thread) -> Self::State {
-        self.restore(env, thread)
+    /// The stored state after another writer moved the thread on while this agent held an
+    /// older copy (two processes on one thread); the signal that met the conflict is then
+    /// handled again on it. The other writer may be in the middle of a request: a strategy
+    /// that runs one request at a time refuses the next one, as it would within one process.
+    /// By default [`Strategy::restore`].
+    fn reload(&self, env: &dyn Env, saved: Self::State) -> Self::State {
+        self.restore(env, saved)
     }
 
-    /// The conversation thread this state keeps, if any: the runtime reads it to answer a
-    /// `Summarize` directive. By default none.
+    /// The conversation thread this state keeps, if any: the runtime stores its entries and
+    /// answers `Summarize` directives from it. By default none.
     fn thread<'a>(&self, state: &'a Self::State) -> Option<&'a crate::Thread> {
+        let _ = state;
+        None
+    }
+
+    /// The same thread, to swap: the runtime takes it out while it snapshots the rest of the
+    /// state and puts the stored one back when the thread comes back. By default none (the
+    /// thread, if any, is then stored inside the snapshot as well).
+    fn thread_mut<'a>(&self, state: &'a mut Self::State) -> Option<&'a mut crate::Thread> {
         let _ = state;
         None
     }

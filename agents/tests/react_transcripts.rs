@@ -776,7 +776,7 @@ fn a_restored_state_keeps_its_thread_and_is_idle() {
     let env = FixedEnv::new(7);
     let mut thread = motet_agents::Thread::new("t1", 0);
     thread.append(&env, motet_agents::NewEntry::user("earlier question"));
-    let state = react.restore(&env, thread.clone());
+    let state = react.restore_thread(&env, thread.clone());
     assert_eq!(react.thread(&state), Some(&thread));
     assert!(state.active_request().is_none());
 }
@@ -799,7 +799,7 @@ fn restored(entries: Vec<motet_agents::NewEntry>) -> (ReAct, ReActState, FixedEn
     for entry in entries {
         thread.append(&env, entry);
     }
-    let state = react.restore(&env, thread);
+    let state = react.restore_thread(&env, thread);
     (react, state, env)
 }
 
@@ -1002,7 +1002,7 @@ fn resume_keeps_the_tool_choice_where_the_request_was() {
         for entry in entries {
             thread.append(&env, entry);
         }
-        let mut state = react.restore(&env, thread);
+        let mut state = react.restore_thread(&env, thread);
         let directives = react.handle(&mut state, &resume_signal(&[]), &env).unwrap();
         choices(&directives)
     };
@@ -1063,7 +1063,7 @@ fn a_call_running_at_every_stop_is_not_run_again() {
             text.contains(&format!("re-run {rerun} of at most 2")),
             "{text}"
         );
-        state = react.restore(&env, state.thread.clone());
+        state = react.restore_thread(&env, state.thread.clone());
     }
     // The third time it gets an error result the model reads, and the request goes on.
     let directives = react
@@ -1260,7 +1260,7 @@ fn a_reloaded_thread_refuses_a_question_while_its_last_request_is_unfinished() {
             thread.append(&env, entry);
         }
         let before = thread.entry_count();
-        let mut state = react.reload(&env, thread.clone());
+        let mut state = react.reload(&env, ReActState::new(thread.clone()));
         let directives = react
             .handle(&mut state, &input_signal("req-2", "next"), &env)
             .unwrap();
@@ -1301,7 +1301,7 @@ fn a_reloaded_thread_refuses_a_question_while_its_last_request_is_unfinished() {
             ),
         }
         // Restored (the agent coming back, not a conflict), the question is decided.
-        let mut restored = react.restore(&env, thread);
+        let mut restored = react.restore_thread(&env, thread);
         let directives = react
             .handle(&mut restored, &input_signal("req-2", "next"), &env)
             .unwrap();

@@ -53,16 +53,24 @@ impl Strategy for Worker {
         self.0.init_for_thread(env, thread)
     }
 
-    fn restore(&self, env: &dyn Env, thread: Thread) -> ReActState {
-        self.0.restore(env, thread)
+    fn restore(&self, env: &dyn Env, saved: ReActState) -> ReActState {
+        self.0.restore(env, saved)
     }
 
-    fn reload(&self, env: &dyn Env, thread: Thread) -> ReActState {
-        self.0.reload(env, thread)
+    fn restore_thread(&self, env: &dyn Env, thread: Thread) -> ReActState {
+        self.0.restore_thread(env, thread)
+    }
+
+    fn reload(&self, env: &dyn Env, saved: ReActState) -> ReActState {
+        self.0.reload(env, saved)
     }
 
     fn thread<'a>(&self, state: &'a ReActState) -> Option<&'a Thread> {
         self.0.thread(state)
+    }
+
+    fn thread_mut<'a>(&self, state: &'a mut ReActState) -> Option<&'a mut Thread> {
+        self.0.thread_mut(state)
     }
 
     #[allow(clippy::panic)] // crashing is what chaos is for

@@ -208,6 +208,27 @@ pub trait ThreadStore: Send + Sync {
     /// [`StoreError::NotFound`]; undecodable meta is an error naming the thread.
     async fn get_meta(&self, thread_id: &str) -> Result<Option<ThreadMeta>, StoreError>;
 
+    /// Appends `entries` if the thread is still at `expected_rev` and, in the same write,
+    /// replaces the agent state stored with it (opaque text to the store; the runtime writes
+    /// JSON). Returns the new rev. With no entries it only checks the rev and stores the state.
+    ///
+    /// # Errors
+    /// As for [`append`](Self::append): nothing is written on a conflict.
+    async fn append_with_state(
+        &self,
+        thread_id: &str,
+        entries: &[Entry],
+        expected_rev: u64,
+        state: &str,
+    ) -> Result<u64, StoreError>;
+
+    /// The agent state last stored with the thread, or `None` when none was (a thread written
+    /// before states were stored, or by another program).
+    ///
+    /// # Errors
+    /// [`StoreError::NotFound`]; storage failures.
+    async fn load_state(&self, thread_id: &str) -> Result<Option<String>, StoreError>;
+
     /// Appends the entries of `thread` that the store does not hold yet, given the rev the
     /// store had when the caller last saw it; returns the new rev.
     ///

@@ -29,16 +29,16 @@ impl motet_agents::Strategy for Fragile {
         self.0.init_for_thread(env, thread)
     }
 
-    fn restore(&self, env: &dyn motet_agents::Env, thread: motet_agents::Thread) -> Self::State {
-        self.0.restore(env, thread)
-    }
-
-    fn reload(&self, env: &dyn motet_agents::Env, thread: motet_agents::Thread) -> Self::State {
-        self.0.reload(env, thread)
+    fn restore(&self, env: &dyn motet_agents::Env, saved: Self::State) -> Self::State {
+        self.0.restore(env, saved)
     }
 
     fn thread<'a>(&self, state: &'a Self::State) -> Option<&'a motet_agents::Thread> {
         self.0.thread(state)
+    }
+
+    fn thread_mut<'a>(&self, state: &'a mut Self::State) -> Option<&'a mut motet_agents::Thread> {
+        self.0.thread_mut(state)
     }
 
     fn handle(

@@ -327,6 +327,23 @@ impl motet_runtime::store::ThreadStore for DamagedStore {
     ) -> Result<u64, motet_runtime::store::StoreError> {
         self.0.append(thread_id, entries, expected_rev).await
     }
+    async fn append_with_state(
+        &self,
+        thread_id: &str,
+        entries: &[motet_agents::Entry],
+        expected_rev: u64,
+        state: &str,
+    ) -> Result<u64, motet_runtime::store::StoreError> {
+        self.0
+            .append_with_state(thread_id, entries, expected_rev, state)
+            .await
+    }
+    async fn load_state(
+        &self,
+        thread_id: &str,
+    ) -> Result<Option<String>, motet_runtime::store::StoreError> {
+        self.0.load_state(thread_id).await
+    }
     async fn summary(
         &self,
         thread_id: &str,

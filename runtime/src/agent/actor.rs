@@ -18,13 +18,15 @@ use super::errors::AskError;
 use super::registry::{Parent, RunningAgent, RuntimeCore};
 use super::requests::RequestStatus;
 use super::trace;
-use crate::store::{ThreadHeader, ThreadMeta};
 use crate::supervisor::Intensity;
 use crate::telemetry::instruments;
 use crate::tool::ToolSet;
 
 mod execute;
 mod llm;
+mod persist;
+
+pub(crate) use persist::open_request;
 
 use execute::failure_text;
 
@@ -112,6 +114,8 @@ pub struct ThreadState<S: Strategy> {
     stored: bool,
     /// Entries of the strategy's thread already in the store.
     stored_rev: u64,
+    /// The state snapshot last stored (or the fresh state's, before the first write).
+    saved: Option<String>,
     /// When the thread last handled a message (for the idle timeout).
     last_active: std::time::Instant,
     /// The open `invoke_agent` span of each request this thread has admitted, by request id.
@@ -139,29 +143,18 @@ where
         _args: (),
     ) -> Result<ThreadState<S>, ActorProcessingErr> {
         let env = SystemEnv;
-        let store = &self.core.store;
         // A thread that was never stored starts fresh and is written to the store with its
-        // first entries, so agents that are spawned and never asked cost the store nothing.
-        let store_id = self.store_id();
-        let (strategy, stored_rev, stored) = match store.load(&store_id).await? {
-            Some(thread) => {
-                let rev = thread.entry_count() as u64;
-                (self.agent.strategy.restore(&env, thread), rev, true)
-            }
-            None => (
-                self.agent.strategy.init_for_thread(&env, &store_id),
-                0,
-                false,
-            ),
-        };
+        // first change, so agents that are spawned and never asked cost the store nothing.
+        let loaded = self.starting_state().await?;
         if let Some(idle) = self.agent.idle_timeout {
             self.core.watch_idle(idle);
         }
         Ok(ThreadState {
             supervised: false,
-            strategy,
-            stored_rev,
-            stored,
+            strategy: loaded.strategy,
+            stored_rev: loaded.rev,
+            stored: loaded.stored,
+            saved: loaded.saved,
             children: HashMap::new(),
             last_active: std::time::Instant::now(),
             env,
@@ -335,6 +328,8 @@ where
                 record(true);
                 instruments().queue_depth.add(1, &[]);
             }
+            // Its asker is among the pending ones: the running request's reply answers it.
+            Admission::Joined => {}
             // `readmit` never interrupts; were it to, the request still runs rather than vanish.
             Admission::Run(signal)
             | Admission::Pass(signal)
@@ -381,9 +376,14 @@ where
                     return;
                 }
             };
-            // The commit point: what the strategy appended is stored before any directive that
-            // depends on it runs.
-            match self.persist(state).await {
+            // The commit point: what the strategy changed is stored before any directive that
+            // depends on it runs, with the request still open after them.
+            let open = state
+                .book
+                .running()
+                .filter(|running| !replies_to(&directives, running))
+                .map(str::to_owned);
+            match self.persist(state, open.as_deref()).await {
                 Ok(()) => break directives,
                 Err(
                     crate::store::StoreError::Conflict { .. }
@@ -476,52 +476,6 @@ where
         }
     }
 
-    /// Replaces the strategy's state with one restored from the stored thread (another writer
-    /// moved it on); nothing changes when it cannot be loaded.
-    async fn reload(&self, state: &mut ThreadState<S>) {
-        if let Ok(Some(thread)) = self.core.store.load(&self.store_id()).await {
-            state.stored_rev = thread.entry_count() as u64;
-            state.stored = true;
-            state.strategy = self.agent.strategy.reload(&state.env, thread);
-        }
-    }
-
-    /// Appends the entries the strategy added since the last commit.
-    async fn persist(&self, state: &mut ThreadState<S>) -> Result<(), crate::store::StoreError> {
-        let Some(thread) = self.agent.strategy.thread(&state.strategy) else {
-            return Ok(());
-        };
-        if thread.entry_count() as u64 <= state.stored_rev {
-            return Ok(());
-        }
-        let store = &self.core.store;
-        if state.stored {
-            state.stored_rev = store.commit(thread, state.stored_rev).await?;
-            return Ok(());
-        }
-        // The thread's first write: the thread, what the agent needs to come back (who runs
-        // it, with which request convention) and its first entries, all at once — a crash
-        // never leaves a thread without its entries or its meta.
-        let meta = ThreadMeta {
-            policy: None,
-            strategy_config_id: Some(self.agent.name.clone()),
-            extra: [
-                ("thread".to_owned(), serde_json::json!(self.thread_id)),
-                (
-                    "request_type".to_owned(),
-                    serde_json::json!(protocol::AGENT_REQUEST),
-                ),
-            ]
-            .into_iter()
-            .collect(),
-        };
-        state.stored_rev = store
-            .create_with(&ThreadHeader::of(thread), Some(&meta), thread.to_list())
-            .await?;
-        state.stored = true;
-        Ok(())
-    }
-
     /// Closes a request's `invoke_agent` span (marked failed with `(error type, text)` when
     /// given) and counts the request.
     fn end_request_span(
@@ -586,6 +540,13 @@ where
     fn source(&self) -> String {
         format!("motet.agent.{}", self.agent.name)
     }
+}
+
+/// Whether `directives` end the request `request`.
+fn replies_to(directives: &[motet_directives::Directive], request: &str) -> bool {
+    directives.iter().any(|d| {
+        matches!(d, motet_directives::Directive::Reply(reply) if reply.signal.request_id() == Some(request))
+    })
 }
 
 /// The store id of `thread` of `agent`.

@@ -16,6 +16,8 @@ pub(crate) enum Admission<T> {
     Pass(T),
     /// It waits behind the running request.
     Queued,
+    /// It is the running request already (a resume of it): whoever asked waits for its reply.
+    Joined,
     /// Cancel the running request first, then admit this one again with [`RequestBook::readmit`].
     Interrupt {
         /// The request to cancel.
@@ -48,6 +50,9 @@ impl<T> RequestBook<T> {
             self.running = Some(id.to_owned());
             return Admission::Run(item);
         };
+        if running == id {
+            return Admission::Joined;
+        }
         match policy {
             RequestPolicy::Queue => {
                 self.queue.push_back(item);
@@ -85,7 +90,6 @@ impl<T> RequestBook<T> {
     }
 
     /// The running request.
-    #[cfg(test)]
     pub(crate) fn running(&self) -> Option<&str> {
         self.running.as_deref()
     }
@@ -192,5 +196,21 @@ mod tests {
         book.admit("r1", "one", RequestPolicy::Queue);
         assert!(!book.finished("nobody"));
         assert_eq!(book.running(), Some("r1"));
+    }
+
+    #[test]
+    fn a_request_that_arrives_again_while_it_runs_joins_it() {
+        for policy in [
+            RequestPolicy::Queue,
+            RequestPolicy::Reject,
+            RequestPolicy::Interrupt,
+        ] {
+            let mut book = book();
+            assert_eq!(book.admit("r1", "first", policy), Admission::Run("first"));
+            assert_eq!(book.admit("r1", "resume", policy), Admission::Joined);
+            assert_eq!(book.running(), Some("r1"));
+            assert!(book.finished("r1"));
+            assert_eq!(book.next(), None, "{policy:?}: nothing was queued");
+        }
     }
 }

@@ -234,11 +234,13 @@ impl AgentHandle {
         }
     }
 
-    /// Carries on with what thread `thread_id` (the default thread for `None`) still owes after
-    /// the process stopped in the middle of a request: from the last committed entry, an LLM
-    /// call, or the tool calls whose results are missing — idempotent tools run again with the
-    /// same tool-call id, others get an error result saying they may or may not have run. Returns
-    /// the resumed request to await, or `None` when the thread owes nothing it can name.
+    /// Carries on with the request thread `thread_id` (the default thread for `None`) was in
+    /// the middle of when its process stopped: the request its last commit left running, or
+    /// else the one its last turn belongs to. The strategy gets `agent.resume` for it (ReAct
+    /// makes the LLM call that is owed, or runs the tool calls whose results are missing —
+    /// idempotent tools again with the same tool-call id, others get an error result saying
+    /// they may or may not have run). Returns the resumed request to await, or `None` when the
+    /// thread owes nothing it can name.
     ///
     /// # Errors
     /// [`AskError::AgentStopped`] when the agent is not running; store failures as
@@ -248,47 +250,63 @@ impl AgentHandle {
         thread_id: Option<&str>,
         timeout: Duration,
     ) -> Result<Option<Ticket>, AskError> {
-        let family = self
+        let thread_id = thread_id.unwrap_or(DEFAULT_THREAD);
+        let store_error = |e: crate::store::StoreError| AskError::Store {
+            message: e.to_string(),
+        };
+        let store_id = super::actor::store_id(&self.name, thread_id);
+        let open = match self.core.store.load_state(&store_id).await {
+            Ok(saved) => saved.as_deref().and_then(super::actor::open_request),
+            Err(crate::store::StoreError::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(store_error(e)),
+        };
+        let request_id = match open {
+            Some(request) => request,
+            None => {
+                let thread = self
+                    .get_thread(Some(thread_id))
+                    .await
+                    .map_err(|e| AskError::Store {
+                        message: e.to_string(),
+                    })?;
+                match thread.as_ref().and_then(last_turn_request) {
+                    Some(request) => request,
+                    None => return Ok(None),
+                }
+            }
+        };
+        self.resume_request(thread_id, &request_id, timeout)
+            .await
+            .map(Some)
+    }
+
+    /// Sends `agent.resume` for `request_id` on `thread_id`.
+    pub(crate) async fn resume_request(
+        &self,
+        thread_id: &str,
+        request_id: &str,
+        timeout: Duration,
+    ) -> Result<Ticket, AskError> {
+        let stopped = || AskError::AgentStopped {
+            agent: self.name.clone(),
+        };
+        let running = self
             .core
             .agents
             .get(&self.name)
             .map(|f| f.value().clone())
-            .ok_or_else(|| AskError::AgentStopped {
-                agent: self.name.clone(),
-            })?;
-        let thread = self
-            .get_thread(thread_id)
-            .await
-            .map_err(|e| AskError::Store {
-                message: e.to_string(),
-            })?;
-        let Some(thread) = thread else {
-            return Ok(None);
-        };
-        let owed = thread.to_list().iter().rev().find(|e| {
-            matches!(
-                e.body,
-                motet_agents::EntryBody::User { .. }
-                    | motet_agents::EntryBody::Assistant { .. }
-                    | motet_agents::EntryBody::ToolResult { .. }
-            )
-        });
-        let Some(request_id) = owed.and_then(|e| e.refs.request_id.clone()) else {
-            return Ok(None);
-        };
+            .ok_or_else(stopped)?;
         let (actor, thread_id) = self
             .core
-            .thread_actor(&self.name, thread_id.map(str::to_owned))
+            .thread_actor(&self.name, Some(thread_id.to_owned()))
             .await
-            .map_err(|_| AskError::AgentStopped {
-                agent: self.name.clone(),
-            })?;
+            .map_err(|e| unreachable_thread(&self.name, Some(thread_id), e))?;
         let signal = Signal::builder(AGENT_RESUME, "motet.resume")
             .with_id(SystemEnv.fresh_id("sig"))
-            .with_request_id(&request_id)
+            .with_request_id(request_id)
             .with_thread_id(&thread_id)
             .with_data(AgentResume {
-                idempotent_tools: family.idempotent_tools(),
+                idempotent_tools: running.idempotent_tools(),
             })
             .build()
             .map_err(|e| AskError::Send {
@@ -300,11 +318,9 @@ impl AgentHandle {
                 signal: traced(signal),
                 reply,
             })
-            .map_err(|_| AskError::AgentStopped {
-                agent: self.name.clone(),
-            })?;
-        Ok(Some(Ticket {
-            id: request_id,
+            .map_err(|_| stopped())?;
+        Ok(Ticket {
+            id: request_id.to_owned(),
             thread: thread_id,
             agent: self.clone(),
             answer,
@@ -312,7 +328,7 @@ impl AgentHandle {
             timeout,
             keep_running: false,
             deltas: None,
-        }))
+        })
     }
 
     /// This agent's requests, oldest first (finished ones are kept up to a bound).
@@ -401,6 +417,23 @@ impl AgentHandle {
                 name: self.name.clone(),
             })
     }
+}
+
+/// The request the last turn of `thread` (a question, an answer, a tool result) belongs to.
+fn last_turn_request(thread: &motet_agents::Thread) -> Option<String> {
+    thread
+        .to_list()
+        .iter()
+        .rev()
+        .find(|e| {
+            matches!(
+                e.body,
+                motet_agents::EntryBody::User { .. }
+                    | motet_agents::EntryBody::Assistant { .. }
+                    | motet_agents::EntryBody::ToolResult { .. }
+            )
+        })
+        .and_then(|e| e.refs.request_id.clone())
 }
 
 /// `signal` carrying the caller's current span as its trace context (unless it already names

@@ -11,6 +11,7 @@ use motet_signals::Bus;
 
 use super::errors::RuntimeError;
 use super::handle::AgentHandle;
+use super::ticket::Ticket;
 use super::registry::{KindFactory, Registry, RuntimeCore, register_agent};
 use super::requests::{RequestRecord, Requests};
 use super::spec::{AgentSpec, DEFAULT_LLM_CONCURRENCY, IntoSpec};
@@ -191,6 +192,44 @@ impl Runtime {
     /// What became of request `id` (any agent): status, timestamps, result.
     pub fn request(&self, id: &str) -> Option<RequestRecord> {
         self.core.requests.get(id)
+    }
+
+    /// Resumes every thread of the running agents whose last commit was in the middle of a
+    /// request — its process stopped there (a crash, a kill, a deploy). Each gets
+    /// `agent.resume` for that request, as [`AgentHandle::resume`] sends it; the tickets
+    /// await their answers (waiting up to `timeout`). Not done unasked: call it at boot, once
+    /// the agents are spawned. Threads of agents not running are left as they are.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Store`] when the store cannot be listed or read.
+    pub async fn recover(&self, timeout: Duration) -> Result<Vec<Ticket>, RuntimeError> {
+        let store = &self.core.store;
+        let store_error = |e: crate::store::StoreError| RuntimeError::Store {
+            message: e.to_string(),
+        };
+        let mut resumed = Vec::new();
+        for summary in store.list().await.map_err(store_error)? {
+            let Some(meta) = store.get_meta(&summary.id).await.map_err(store_error)? else {
+                continue;
+            };
+            let (Some(agent), Some(thread)) = (
+                meta.strategy_config_id.as_deref().and_then(|a| self.agent(a)),
+                meta.extra.get("thread").and_then(|t| t.as_str()),
+            ) else {
+                continue;
+            };
+            let saved = store.load_state(&summary.id).await.map_err(store_error)?;
+            let Some(request) = saved.as_deref().and_then(super::actor::open_request) else {
+                continue;
+            };
+            match agent.resume_request(thread, &request, timeout).await {
+                Ok(ticket) => resumed.push(ticket),
+                Err(error) => {
+                    tracing::warn!(agent = %agent.name(), %thread, %request, %error, "a thread owing work could not be resumed");
+                }
+            }
+        }
+        Ok(resumed)
     }
 
     /// Stops an agent, its children and their threads.

@@ -17,6 +17,8 @@ use super::{
 struct Stored {
     summary: ThreadSummary,
     meta: Option<ThreadMeta>,
+    /// The agent state stored with the last commit.
+    state: Option<String>,
     entries: Vec<(u64, String)>,
     /// Creation order, for `list`.
     order: u64,
@@ -76,6 +78,7 @@ impl Inner {
                     latest_boundary_seq: None,
                 },
                 meta: None,
+                state: None,
                 entries: Vec::new(),
                 order,
             },
@@ -176,6 +179,30 @@ impl ThreadStore for MemoryStore {
             .unwrap_or(usize::MAX)
             .min(stored.entries.len());
         decode_entries(thread_id, &stored.entries[start..])
+    }
+
+    async fn append_with_state(
+        &self,
+        thread_id: &str,
+        entries: &[Entry],
+        expected_rev: u64,
+        state: &str,
+    ) -> Result<u64, StoreError> {
+        let (encoded, totals) = encode_entries(thread_id, entries, expected_rev)?;
+        let mut inner = self.lock();
+        let rev = inner.append(thread_id, encoded, &totals, expected_rev)?;
+        if let Some(stored) = inner.threads.get_mut(thread_id) {
+            stored.state = Some(state.to_owned());
+        }
+        Ok(rev)
+    }
+
+    async fn load_state(&self, thread_id: &str) -> Result<Option<String>, StoreError> {
+        self.lock()
+            .threads
+            .get(thread_id)
+            .map(|stored| stored.state.clone())
+            .ok_or_else(|| not_found(thread_id))
     }
 
     async fn append(

@@ -615,12 +615,15 @@ impl Inner {
         decode_entries(thread_id, &rows)
     }
 
+    /// Appends the entries at `expected_rev` and, when given, replaces the thread's state, in
+    /// one transaction.
     fn append(
         &self,
         thread_id: &str,
         encoded: &[super::EncodedEntry],
         totals: &super::AppendTotals,
         expected_rev: u64,
+        state: Option<&str>,
     ) -> Result<u64, StoreError> {
         let err = thread_err(&self.path, thread_id);
         let mut conn = lock(&self.writer);
@@ -630,6 +633,13 @@ impl Inner {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(&err)?;
         let rev = append_in(&tx, thread_id, encoded, totals, expected_rev, &err)?;
+        if let Some(state) = state {
+            tx.execute(
+                "UPDATE threads SET state = ?2 WHERE id = ?1",
+                params![thread_id, state],
+            )
+            .map_err(&err)?;
+        }
         tx.commit().map_err(&err)?;
         Ok(rev)
     }
@@ -838,8 +848,36 @@ impl ThreadStore for SqliteStore {
         // Encode on the caller's thread; only the transaction runs on the blocking pool.
         let (encoded, totals) = encode_entries(thread_id, entries, expected_rev)?;
         let id = thread_id.to_owned();
-        self.run(move |inner| inner.append(&id, &encoded, &totals, expected_rev))
+        self.run(move |inner| inner.append(&id, &encoded, &totals, expected_rev, None))
             .await
+    }
+
+    async fn append_with_state(
+        &self,
+        thread_id: &str,
+        entries: &[Entry],
+        expected_rev: u64,
+        state: &str,
+    ) -> Result<u64, StoreError> {
+        let (encoded, totals) = encode_entries(thread_id, entries, expected_rev)?;
+        let id = thread_id.to_owned();
+        let state = state.to_owned();
+        self.run(move |inner| inner.append(&id, &encoded, &totals, expected_rev, Some(&state)))
+            .await
+    }
+
+    async fn load_state(&self, thread_id: &str) -> Result<Option<String>, StoreError> {
+        let id = thread_id.to_owned();
+        self.run(move |inner| {
+            let row: Option<Option<String>> = lock(&inner.reader)
+                .query_row("SELECT state FROM threads WHERE id = ?1", [&id], |row| {
+                    row.get(0)
+                })
+                .optional()
+                .map_err(thread_err(&inner.path, &id))?;
+            row.ok_or(StoreError::NotFound { thread_id: id })
+        })
+        .await
     }
 
     async fn summary(&self, thread_id: &str) -> Result<Option<ThreadSummary>, StoreError> {

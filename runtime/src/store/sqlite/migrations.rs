@@ -40,8 +40,12 @@ CREATE TABLE entries (
 ) WITHOUT ROWID;
 ";
 
+/// Version 2: the agent state stored with each commit (`threads.state`, JSON the runtime writes;
+/// NULL for threads written before it or by another program).
+const V2: &str = "ALTER TABLE threads ADD COLUMN state TEXT;";
+
 /// Every migration, in order.
-pub(super) const MIGRATIONS: &[&str] = &[V1];
+pub(super) const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// The schema version this build writes and reads.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

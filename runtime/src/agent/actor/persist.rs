@@ -1,0 +1,254 @@
+//! The commit point and the way back: what a thread actor writes to the store after each step
+//! (its strategy's new thread entries and a snapshot of the whole state, in one write) and how
+//! it reads them back when it starts again or another writer moved the thread on.
+
+use motet_agents::{Strategy, Thread, protocol};
+use serde::{Deserialize, Serialize};
+
+use super::{ThreadActor, ThreadState};
+use crate::store::{StoreError, ThreadHeader, ThreadMeta};
+
+/// What is stored beside a thread's entries: the strategy's state at the last commit (its
+/// Thread taken out, stored as the entries), the rev it goes with, and the request that was
+/// running then (the one a recovery resumes).
+#[derive(Serialize)]
+struct SnapshotOut<'a, T> {
+    rev: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    request: Option<&'a str>,
+    state: &'a T,
+}
+
+/// A stored snapshot, read back.
+#[derive(Deserialize)]
+pub(crate) struct Snapshot<T> {
+    pub(crate) rev: u64,
+    #[serde(default)]
+    pub(crate) request: Option<String>,
+    pub(crate) state: T,
+}
+
+/// The request that was running when the thread last committed, read from stored state text
+/// without knowing the strategy's state type.
+pub(crate) fn open_request(saved: &str) -> Option<String> {
+    serde_json::from_str::<Snapshot<serde::de::IgnoredAny>>(saved)
+        .ok()
+        .and_then(|s| s.request)
+}
+
+/// A thread as stored: the state put together from its entries and its snapshot (or, for a
+/// thread stored without one, from its entries alone: `saved` is then `None`).
+pub(super) struct Stored<T> {
+    state: T,
+    rev: u64,
+    saved: Option<String>,
+}
+
+/// How a thread comes back from the store.
+pub(super) struct Loaded<T> {
+    pub(super) strategy: T,
+    pub(super) rev: u64,
+    pub(super) stored: bool,
+    /// The snapshot text as stored, so an unchanged state is not written again.
+    pub(super) saved: Option<String>,
+}
+
+/// How many times a load is tried again when the thread changes between reading its entries
+/// and reading its state (another process committing at that moment).
+const LOAD_ATTEMPTS: usize = 3;
+
+impl<S> ThreadActor<S>
+where
+    S: Strategy + Send + Sync + 'static,
+    S::State: Send + Sync + 'static,
+{
+    /// The thread as stored: its entries and the state committed with them, put together. A
+    /// thread never stored is `None`; a state that cannot be read is an error (the thread is
+    /// never replaced by a fresh one).
+    pub(super) async fn load(&self) -> Result<Option<Stored<S::State>>, StoreError> {
+        let store = &self.core.store;
+        let id = self.store_id();
+        for _ in 0..LOAD_ATTEMPTS {
+            let Some(thread) = store.load(&id).await? else {
+                return Ok(None);
+            };
+            let rev = thread.entry_count() as u64;
+            let Some(saved) = store.load_state(&id).await? else {
+                let state = self.agent.strategy.restore_thread(&SYSTEM_ENV, thread);
+                return Ok(Some(Stored {
+                    state,
+                    rev,
+                    saved: None,
+                }));
+            };
+            let snapshot: Snapshot<S::State> =
+                serde_json::from_str(&saved).map_err(|e| StoreError::CorruptThread {
+                    thread_id: id.clone(),
+                    reason: format!("the agent state does not fit the strategy: {e}"),
+                })?;
+            if snapshot.rev != rev {
+                continue;
+            }
+            let mut state = snapshot.state;
+            if let Some(slot) = self.agent.strategy.thread_mut(&mut state) {
+                *slot = thread;
+            }
+            return Ok(Some(Stored {
+                state,
+                rev,
+                saved: Some(saved),
+            }));
+        }
+        Err(StoreError::CorruptThread {
+            thread_id: id,
+            reason: format!("it changed under each of {LOAD_ATTEMPTS} reads"),
+        })
+    }
+
+    /// The state a starting thread actor begins with.
+    pub(super) async fn starting_state(&self) -> Result<Loaded<S::State>, StoreError> {
+        let env = SYSTEM_ENV;
+        Ok(match self.load().await? {
+            Some(stored) => Loaded {
+                strategy: match stored.saved {
+                    Some(_) => self.agent.strategy.restore(&env, stored.state),
+                    None => stored.state,
+                },
+                rev: stored.rev,
+                stored: true,
+                saved: stored.saved,
+            },
+            None => Loaded {
+                strategy: self.agent.strategy.init_for_thread(&env, &self.store_id()),
+                rev: 0,
+                stored: false,
+                saved: None,
+            },
+        })
+    }
+
+    /// Replaces the strategy's state with the stored one (another writer moved the thread
+    /// on); nothing changes when it cannot be loaded.
+    pub(super) async fn reload(&self, state: &mut ThreadState<S>) {
+        if let Ok(Some(stored)) = self.load().await {
+            state.stored_rev = stored.rev;
+            state.stored = true;
+            state.strategy = match stored.saved {
+                Some(_) => self.agent.strategy.reload(&state.env, stored.state),
+                None => stored.state,
+            };
+            state.saved = stored.saved;
+        }
+    }
+
+    /// Writes what the step changed: the entries the strategy's thread gained and the state's
+    /// snapshot (with `open`, the request still running after the step), in one write; nothing
+    /// when neither changed.
+    pub(super) async fn persist(
+        &self,
+        state: &mut ThreadState<S>,
+        open: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let id = self.store_id();
+        let entry_count = self
+            .agent
+            .strategy
+            .thread(&state.strategy)
+            .map_or(0, |t| t.entry_count() as u64);
+        let rev = entry_count.max(state.stored_rev);
+        let snapshot = self.snapshot(&mut state.strategy, rev, open)?;
+        if entry_count <= state.stored_rev {
+            if state.saved.is_none() && !state.stored {
+                // Never stored: the state a fresh thread starts with needs no write.
+                let mut fresh = self.agent.strategy.init_for_thread(&state.env, &id);
+                state.saved = Some(self.snapshot(&mut fresh, 0, None)?);
+            }
+            if state.saved.as_deref() == Some(snapshot.as_str()) {
+                return Ok(());
+            }
+        }
+        let store = &self.core.store;
+        let thread = self.agent.strategy.thread(&state.strategy);
+        let entries = thread.map_or(&[][..], |t| {
+            let from = usize::try_from(state.stored_rev)
+                .unwrap_or(usize::MAX)
+                .min(t.entry_count());
+            &t.to_list()[from..]
+        });
+        if !state.stored {
+            // The thread's first write: the thread, who runs it and its first entries at
+            // once — a crash never leaves a thread without its entries or its meta.
+            // Stored under the agent's thread, whatever id the strategy gave its Thread.
+            let header = match thread {
+                Some(thread) => ThreadHeader {
+                    id: id.clone(),
+                    ..ThreadHeader::of(thread)
+                },
+                None => ThreadHeader::new(id.clone(), motet_agents::Env::now_ms(&state.env)),
+            };
+            let created = store
+                .create_with(&header, Some(&self.meta()), entries)
+                .await?;
+            state.stored_rev = store
+                .append_with_state(&id, &[], created, &snapshot)
+                .await?;
+            state.stored = true;
+        } else {
+            state.stored_rev = store
+                .append_with_state(&id, entries, state.stored_rev, &snapshot)
+                .await?;
+        }
+        state.saved = Some(snapshot);
+        Ok(())
+    }
+
+    /// The state as stored: its Thread swapped out for an empty one while it is written (the
+    /// entries are stored on their own), so a snapshot stays small however long the thread.
+    fn snapshot(
+        &self,
+        strategy: &mut S::State,
+        rev: u64,
+        request: Option<&str>,
+    ) -> Result<String, StoreError> {
+        let encode = |state: &S::State| {
+            serde_json::to_string(&SnapshotOut {
+                rev,
+                request,
+                state,
+            })
+            .map_err(|e| StoreError::Encode {
+                thread_id: self.store_id(),
+                reason: format!("the agent state: {e}"),
+            })
+        };
+        let Some(slot) = self.agent.strategy.thread_mut(strategy) else {
+            return encode(strategy);
+        };
+        let placeholder = Thread::new(slot.id().to_owned(), slot.created_at());
+        let thread = std::mem::replace(slot, placeholder);
+        let encoded = encode(strategy);
+        if let Some(slot) = self.agent.strategy.thread_mut(strategy) {
+            *slot = thread;
+        }
+        encoded
+    }
+
+    /// What the agent needs to come back: who runs the thread, with which request type.
+    fn meta(&self) -> ThreadMeta {
+        ThreadMeta {
+            policy: None,
+            strategy_config_id: Some(self.agent.name.clone()),
+            extra: [
+                ("thread".to_owned(), serde_json::json!(self.thread_id)),
+                (
+                    "request_type".to_owned(),
+                    serde_json::json!(protocol::AGENT_REQUEST),
+                ),
+            ]
+            .into_iter()
+            .collect(),
+        }
+    }
+}
+
+const SYSTEM_ENV: super::SystemEnv = super::SystemEnv;
