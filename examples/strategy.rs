@@ -1,0 +1,156 @@
+//! A strategy of one's own, nothing from ReAct: a unit converter that asks the model once with
+//! one tool on offer, runs the call the model makes, and replies with the tool's output.
+//!
+//! `cargo run --example strategy -- "How many miles is 42 km?"`, with the model in
+//! `MOTET_MODEL` as for `examples/agent.rs`: `openai:gpt-5.2` with `OPENAI_API_KEY`, or
+//! `openai-compat:local` with `MOTET_OPENAI_COMPAT_BASE_URL=http://127.0.0.1:8089/v1`.
+
+use motet::agents::protocol;
+use motet::directives::results::Outcome;
+use motet::directives::{CallId, LlmRequest, LlmStream, Message, ToolDefs, ToolExec, Usage};
+use motet::prelude::*;
+
+/// Asks the model once, offering `tools`; answers with what the tool it calls says.
+struct Converter {
+    model: ModelRef,
+    tools: ToolDefs,
+}
+
+/// What the running request waits for: the LLM call or tool run with this id.
+#[derive(Clone, Default, serde::Serialize, serde::Deserialize)]
+struct Waiting {
+    call: Option<CallId>,
+    usage: Usage,
+}
+
+impl Strategy for Converter {
+    type State = Waiting;
+
+    fn init(&self, _env: &dyn Env) -> Waiting {
+        Waiting::default()
+    }
+
+    fn handle(
+        &self,
+        state: &mut Waiting,
+        signal: &Signal,
+        env: &dyn Env,
+    ) -> Result<Vec<Directive>, StrategyError> {
+        let directive = match Input::of(signal)? {
+            Input::Request(request) => {
+                let call_id = CallId::new(env.fresh_id("call"));
+                let messages = vec![
+                    Message::system("Convert units with the `convert` tool."),
+                    Message::user(request.query),
+                ];
+                let request =
+                    LlmRequest::new(self.model.clone(), messages).with_tools(self.tools.clone());
+                *state = Waiting {
+                    call: Some(call_id.clone()),
+                    usage: Usage::default(),
+                };
+                Directive::LlmStream(LlmStream { call_id, request })
+            }
+            // The result of a call the request no longer waits for (it was cancelled).
+            Input::Outcome(outcome) if state.call.as_ref() != Some(outcome.call_id()) => {
+                return Ok(Vec::new());
+            }
+            Input::Outcome(Outcome::Llm(result)) => {
+                let (message, usage) = (result.response.message, result.response.usage);
+                let Some(call) = message.tool_calls().next() else {
+                    // The model answered without the tool: its text is the answer.
+                    let reply = protocol::completed(signal, env, message.to_string(), usage)?;
+                    return Ok(vec![state.end(reply)]);
+                };
+                let call_id = CallId::new(env.fresh_id("tool"));
+                *state = Waiting {
+                    call: Some(call_id.clone()),
+                    usage,
+                };
+                Directive::ToolExec(ToolExec {
+                    call_id,
+                    tool_call_id: call.id.to_owned(),
+                    name: call.name.to_owned(),
+                    args: call.args.clone(),
+                })
+            }
+            Input::Outcome(Outcome::Tool(done)) if done.result.is_error => {
+                state.end(protocol::failed(signal, env, done.result.content)?)
+            }
+            Input::Outcome(Outcome::Tool(done)) => {
+                let reply = protocol::completed(signal, env, done.result.content, state.usage)?;
+                state.end(reply)
+            }
+            Input::Outcome(Outcome::LlmFailed(failure)) => {
+                state.end(protocol::failed(signal, env, failure.error.message)?)
+            }
+            Input::Cancel(cancel) if state.call.is_some() => {
+                let why = cancel.reason.unwrap_or_else(|| "cancelled".into());
+                state.end(protocol::failed(signal, env, why)?)
+            }
+            // Every request must be answered, even one this strategy does not serve.
+            Input::Summarize(_) | Input::Resume(_) => {
+                protocol::failed(signal, env, "the converter keeps no history")?
+            }
+            _ => return Ok(Vec::new()),
+        };
+        Ok(vec![directive])
+    }
+}
+
+impl Waiting {
+    /// The request is over: `reply` answers it, and nothing is awaited any more.
+    fn end(&mut self, reply: Directive) -> Directive {
+        *self = Waiting::default();
+        reply
+    }
+}
+
+/// A length to convert.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Length {
+    value: f64,
+    /// One of m, km, ft, mi.
+    from: String,
+    /// One of m, km, ft, mi.
+    to: String,
+}
+
+/// Metres in one `unit`.
+fn metres(unit: &str) -> Result<f64, ToolError> {
+    match unit {
+        "m" => Ok(1.0),
+        "km" => Ok(1000.0),
+        "ft" => Ok(0.3048),
+        "mi" => Ok(1609.344),
+        other => Err(ToolError::invalid_args(format!("unknown unit `{other}`"))),
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let _telemetry = motet::telemetry::init()?;
+    let model = std::env::var("MOTET_MODEL")
+        .map_err(|_| "set MOTET_MODEL, e.g. openai:gpt-5.2 or openai-compat:local")?;
+    let question = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "How many miles is 42 km?".into());
+
+    let convert = tool_fn("convert", "Converts a length.", |l: Length| async move {
+        let result = l.value * metres(&l.from)? / metres(&l.to)?;
+        Ok(format!("{} {} = {result:.2} {}", l.value, l.from, l.to))
+    });
+    let tools = ToolSet::builder().tool(convert).build()?;
+    let converter = Converter {
+        model: model.parse()?,
+        tools: tools.definitions(),
+    };
+    let runtime = Runtime::builder().build()?;
+    let agent = runtime
+        .spawn(AgentSpec::new("converter", converter).with_tools(tools))
+        .await?;
+    println!("{}", agent.ask(question).await?);
+
+    runtime.shutdown().await;
+    Ok(())
+}
