@@ -263,12 +263,12 @@ impl AgentHandle {
         let request_id = match open {
             Some(request) => request,
             None => {
-                let thread = self
-                    .get_thread(Some(thread_id))
-                    .await
-                    .map_err(|e| AskError::Store {
-                        message: e.to_string(),
-                    })?;
+                let thread =
+                    self.get_thread(Some(thread_id))
+                        .await
+                        .map_err(|e| AskError::Store {
+                            message: e.to_string(),
+                        })?;
                 match thread.as_ref().and_then(last_turn_request) {
                     Some(request) => request,
                     None => return Ok(None),

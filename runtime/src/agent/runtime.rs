@@ -11,10 +11,10 @@ use motet_signals::Bus;
 
 use super::errors::RuntimeError;
 use super::handle::AgentHandle;
-use super::ticket::Ticket;
 use super::registry::{KindFactory, Registry, RuntimeCore, register_agent};
 use super::requests::{RequestRecord, Requests};
 use super::spec::{AgentSpec, DEFAULT_LLM_CONCURRENCY, IntoSpec};
+use super::ticket::Ticket;
 use crate::store::{MemoryStore, ThreadStore};
 
 /// Builds a [`Runtime`].
@@ -213,7 +213,9 @@ impl Runtime {
                 continue;
             };
             let (Some(agent), Some(thread)) = (
-                meta.strategy_config_id.as_deref().and_then(|a| self.agent(a)),
+                meta.strategy_config_id
+                    .as_deref()
+                    .and_then(|a| self.agent(a)),
                 meta.extra.get("thread").and_then(|t| t.as_str()),
             ) else {
                 continue;
