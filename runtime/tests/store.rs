@@ -321,7 +321,55 @@ async fn create_with_is_all_or_nothing(store: &dyn ThreadStore) {
     assert_eq!(store.summary("thread_h").await.unwrap().unwrap().rev, 4);
 }
 
+async fn state_commits_with_its_entries_or_not_at_all(store: &dyn ThreadStore) {
+    let env = FixedEnv::new(0);
+    let thread = conversation(&env, "thread_s");
+    let entries = thread.to_list();
+    store.create(&ThreadHeader::of(&thread)).await.unwrap();
+    assert_eq!(store.load_state("thread_s").await.unwrap(), None);
+    let rev = store
+        .append_with_state("thread_s", &entries[..2], 0, r#"{"n":1}"#)
+        .await
+        .unwrap();
+    assert_eq!(rev, 2);
+    assert_eq!(
+        store.load_state("thread_s").await.unwrap().as_deref(),
+        Some(r#"{"n":1}"#)
+    );
+    // A stale writer's entries and state are both refused.
+    let err = store
+        .append_with_state("thread_s", &entries[..2], 0, r#"{"n":2}"#)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::Conflict { current: 2, .. }),
+        "{err}"
+    );
+    assert_eq!(
+        store.load_state("thread_s").await.unwrap().as_deref(),
+        Some(r#"{"n":1}"#)
+    );
+    // No entries: only the state changes, and a plain append keeps it.
+    assert_eq!(
+        store
+            .append_with_state("thread_s", &[], 2, r#"{"n":3}"#)
+            .await
+            .unwrap(),
+        2
+    );
+    store.append("thread_s", &entries[2..3], 2).await.unwrap();
+    assert_eq!(
+        store.load_state("thread_s").await.unwrap().as_deref(),
+        Some(r#"{"n":3}"#)
+    );
+    assert!(matches!(
+        store.load_state("no_such_thread").await,
+        Err(StoreError::NotFound { .. })
+    ));
+}
+
 async fn whole_suite(store: Arc<dyn ThreadStore>) {
+    state_commits_with_its_entries_or_not_at_all(store.as_ref()).await;
     round_trip_keeps_everything(store.as_ref()).await;
     create_twice_is_refused(store.as_ref()).await;
     stale_rev_is_a_conflict_and_writes_nothing(store.as_ref()).await;
