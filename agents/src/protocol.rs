@@ -11,10 +11,9 @@
 //!
 //! Requests, summaries and resumes carry a request id; the runtime admits them one at a time
 //! per thread (queueing, refusing or interrupting as the agent's request policy says). A
-//! strategy ends a request with [`Directive::Reply`](motet_directives::Directive::Reply) —
-//! [`completed`] or [`failed`] build it — and the runtime answers the caller with it. By
-//! convention the reply is an `agent.completed` carrying at least [`AgentCompleted`]'s fields,
-//! or an `agent.failed`; any signal may be a reply.
+//! strategy ends a request with `Directive::Reply` — [`completed`] or [`failed`] build it —
+//! and the runtime answers the caller with it. By convention the reply is an `agent.completed`
+//! carrying at least [`AgentCompleted`]'s fields, or an `agent.failed`; any signal may be one.
 //!
 //! [`Input::of`] decodes what arrives, so a strategy matches on types, not strings.
 //!

@@ -11,21 +11,27 @@
 //! order ([`RequestPolicy::Queue`], the default; `Reject` hands them to the strategy, which
 //! answers busy; `Interrupt` cancels the running one). Every agent has a default thread
 //! ([`DEFAULT_THREAD`]); the thread id [`NEW_THREAD`] starts a fresh one. Threads are stored
-//! under `<agent>/<thread>` in the runtime's [`crate::store::ThreadStore`]: what a strategy
-//! appends is committed before that step's directives run, and a thread actor stopped when
-//! idle comes back from the store on its next signal.
+//! under `<agent>/<thread>` in the runtime's [`crate::store::ThreadStore`]: what a step changed
+//! — new thread entries and a snapshot of the strategy's whole state — is committed before that
+//! step's directives run, and a thread actor stopped when idle, restarted after a crash or
+//! started in a new process comes back from the store as it committed.
 //!
-//! An [`AgentHandle::ask`] sends a `agent.request` signal with a fresh request id and waits for
-//! the agent to emit a reply for it: the first emitted signal carrying that request id whose
-//! type is one of the spec's reply types (`agent.completed` / `agent.failed` by default).
+//! [`AgentHandle::ask`] sends an `agent.request` (`motet_agents::protocol`) with a fresh request
+//! id and waits for the strategy's `Directive::Reply` for it, returned as an [`Answer`].
 //!
 //! # Layout
-//! - `env` — [`SystemEnv`]: the clock and UUIDv7 ids the pure strategy is given.
-//! - `server` — [`ThreadActor`], its messages and the directive executor.
+//! - `runtime` — [`Runtime`], [`RuntimeBuilder`]; `spec` — [`AgentSpec`], [`AskOptions`],
+//!   [`IntoSpec`]; `react` — [`ReActAgent`], a ReAct agent in one chain.
+//! - `handle` — [`AgentHandle`]; `ticket` — [`Ticket`] (a submitted request) and [`Answer`].
+//! - `registry` — what every agent of a runtime shares, and each agent's threads.
+//! - `actor` — [`ThreadActor`]: admission, the strategy step and the commit point; `actor/`
+//!   holds the directive executor (`execute`), LLM calls (`llm`), the store side (`persist`)
+//!   and the end of a request (`finish`).
+//! - `book` — the pure request book: which request runs, which wait, what a newcomer does.
 //! - `supervise` — the supervisor of thread actors: restart on failure within the agent's
 //!   restart intensity, stop the agent past it.
 //! - `requests` — request tracking: [`RequestRecord`] with status, timestamps and result.
-//! - `handle` — [`Runtime`], [`AgentSpec`], [`AgentHandle`], [`AskOptions`], [`AskError`].
+//! - `errors`, `events`, `env` ([`SystemEnv`]), `trace` (the GenAI spans).
 //!
 //! Directives executed so far: `LlmStream` (through the runtime's [`LlmClient`]), `ToolExec`
 //! (through the agent's [`crate::tool::ToolSet`]), `Summarize` (an LLM call over the thread's

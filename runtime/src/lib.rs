@@ -1,7 +1,7 @@
 //! The runtime: supervised agent actors that execute the directives their strategies return.
 //!
 //! # Layout
-//! - [`agent`] — [`agent::Runtime`], [`agent::ThreadActor`] (a ractor actor per agent), asks,
+//! - [`agent`] — [`agent::Runtime`], [`agent::ThreadActor`] (a ractor actor per conversation thread), asks,
 //!   and the execution of directives.
 //! - [`store`] — thread persistence: the `ThreadStore` trait, in-memory and SQLite stores.
 //! - [`supervisor`] — OTP restart strategies, restart types and intensity; the restart decision

@@ -1,12 +1,13 @@
 //! The actor that hosts one thread of an agent: requests admitted through the book, each signal
-//! stepped through the strategy, the thread committed before its directives run (execute.rs
-//! carries them out, llm.rs runs the LLM calls), failures torn down in one place.
+//! stepped through the strategy, what the step changed committed before its directives run
+//! (persist.rs), the directives carried out (execute.rs; llm.rs runs the LLM calls), and every
+//! ending of a request torn down in one place (finish.rs).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use motet_agents::{Env, Strategy, protocol};
-use motet_directives::{ModelRef, ReplyStatus};
+use motet_directives::ModelRef;
 use motet_signals::Signal;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::sync::oneshot;
@@ -16,19 +17,17 @@ use super::book::{Admission, RequestBook};
 use super::env::SystemEnv;
 use super::errors::AskError;
 use super::registry::{Parent, RunningAgent, RuntimeCore};
-use super::requests::RequestStatus;
 use super::trace;
 use crate::supervisor::Intensity;
 use crate::telemetry::instruments;
 use crate::tool::ToolSet;
 
 mod execute;
+mod finish;
 mod llm;
 mod persist;
 
 pub(crate) use persist::open_request;
-
-use execute::failure_text;
 
 /// What an agent's mailbox receives.
 #[derive(Debug)]
@@ -417,90 +416,6 @@ where
         let parent = request_span.or_else(|| handling.id());
         for directive in directives {
             self.execute(myself, state, &signal, directive, parent.clone());
-        }
-    }
-
-    /// Ends `request` with the strategy's reply: recorded, its span closed, its calls still
-    /// running aborted, the next request let in, and its asker answered.
-    fn answer(
-        &self,
-        state: &mut ThreadState<S>,
-        request: &str,
-        status: ReplyStatus,
-        signal: &Signal,
-    ) {
-        let (recorded, failure) = match status {
-            ReplyStatus::Completed => (RequestStatus::Completed, None),
-            ReplyStatus::Failed => (RequestStatus::Failed, Some(failure_text(signal))),
-        };
-        self.core
-            .requests
-            .finished(request, recorded, Some(signal.clone()), state.env.now_ms());
-        self.end_request_span(
-            state,
-            request,
-            failure.as_deref().map(|text| ("request_failed", text)),
-        );
-        state.book.finished(request);
-        if let Some(calls) = state.calls.remove(request) {
-            calls.iter().for_each(AbortHandle::abort);
-        }
-        if let Some(asker) = state.pending.remove(request) {
-            let answer = match status {
-                ReplyStatus::Completed => Ok(signal.clone()),
-                ReplyStatus::Failed => Err(AskError::Failed {
-                    reply: Box::new(signal.clone()),
-                }),
-            };
-            let _ = asker.send(answer);
-        }
-    }
-
-    /// Ends `request` on a failure before its directives ran: it is recorded failed, its span
-    /// closes with `kind`, it is no longer the running one, and its asker gets `failure`.
-    fn abandon(
-        &self,
-        state: &mut ThreadState<S>,
-        request: &str,
-        kind: &'static str,
-        message: &str,
-        failure: AskError,
-    ) {
-        self.core
-            .requests
-            .finished(request, RequestStatus::Failed, None, state.env.now_ms());
-        self.end_request_span(state, request, Some((kind, message)));
-        state.book.finished(request);
-        if let Some(reply) = state.pending.remove(request) {
-            let _ = reply.send(Err(failure));
-        }
-    }
-
-    /// Closes a request's `invoke_agent` span (marked failed with `(error type, text)` when
-    /// given) and counts the request.
-    fn end_request_span(
-        &self,
-        state: &mut ThreadState<S>,
-        request: &str,
-        failure: Option<(&'static str, &str)>,
-    ) {
-        let status = if failure.is_some() {
-            "failed"
-        } else {
-            "completed"
-        };
-        instruments().requests.add(
-            1,
-            &[opentelemetry::KeyValue::new("motet.request.status", status)],
-        );
-        let Some(open) = state.spans.remove(request) else {
-            return;
-        };
-        if let Some((error_type, text)) = failure {
-            trace::failed(&open.span, error_type, text);
-            instruments()
-                .errors
-                .add(1, &[opentelemetry::KeyValue::new("error.type", error_type)]);
         }
     }
 

@@ -24,7 +24,7 @@ pub const DEFAULT_MAX_OUTPUT: usize = 32 * 1024;
 ///
 /// Cheap to clone (one `Arc`): many agents share one set, each through its own
 /// [`restrict`](Self::restrict)ed view. Tools are offered in registration order, and
-/// [`tools`](Self::tools) returns the same cached list every time, so a request's tool
+/// [`definitions`](Self::definitions) returns the same cached list every time, so a request's tool
 /// definitions (and the provider's prompt cache) stay stable.
 #[derive(Clone)]
 pub struct ToolSet {

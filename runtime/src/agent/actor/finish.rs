@@ -1,0 +1,104 @@
+//! How a request ends: answered with the strategy's reply, or abandoned on a failure before its
+//! directives ran — recorded, its span closed, the book told, its calls aborted, its asker
+//! answered. One place, so every ending tears down the same things.
+
+use motet_agents::{Env, Strategy};
+use motet_directives::ReplyStatus;
+use motet_signals::Signal;
+use tokio::task::AbortHandle;
+
+use super::execute::failure_text;
+use super::{ThreadActor, ThreadState, trace};
+use crate::agent::errors::AskError;
+use crate::agent::requests::RequestStatus;
+use crate::telemetry::instruments;
+
+impl<S> ThreadActor<S>
+where
+    S: Strategy + Send + Sync + 'static,
+    S::State: Send + Sync + 'static,
+{
+    /// Ends `request` with the strategy's reply: recorded, its span closed, its calls still
+    /// running aborted, the next request let in, and its asker answered.
+    pub(super) fn answer(
+        &self,
+        state: &mut ThreadState<S>,
+        request: &str,
+        status: ReplyStatus,
+        signal: &Signal,
+    ) {
+        let (recorded, failure) = match status {
+            ReplyStatus::Completed => (RequestStatus::Completed, None),
+            ReplyStatus::Failed => (RequestStatus::Failed, Some(failure_text(signal))),
+        };
+        self.core
+            .requests
+            .finished(request, recorded, Some(signal.clone()), state.env.now_ms());
+        self.end_request_span(
+            state,
+            request,
+            failure.as_deref().map(|text| ("request_failed", text)),
+        );
+        state.book.finished(request);
+        if let Some(calls) = state.calls.remove(request) {
+            calls.iter().for_each(AbortHandle::abort);
+        }
+        if let Some(asker) = state.pending.remove(request) {
+            let answer = match status {
+                ReplyStatus::Completed => Ok(signal.clone()),
+                ReplyStatus::Failed => Err(AskError::Failed {
+                    reply: Box::new(signal.clone()),
+                }),
+            };
+            let _ = asker.send(answer);
+        }
+    }
+
+    /// Ends `request` on a failure before its directives ran: it is recorded failed, its span
+    /// closes with `kind`, it is no longer the running one, and its asker gets `failure`.
+    pub(super) fn abandon(
+        &self,
+        state: &mut ThreadState<S>,
+        request: &str,
+        kind: &'static str,
+        message: &str,
+        failure: AskError,
+    ) {
+        self.core
+            .requests
+            .finished(request, RequestStatus::Failed, None, state.env.now_ms());
+        self.end_request_span(state, request, Some((kind, message)));
+        state.book.finished(request);
+        if let Some(reply) = state.pending.remove(request) {
+            let _ = reply.send(Err(failure));
+        }
+    }
+
+    /// Closes a request's `invoke_agent` span (marked failed with `(error type, text)` when
+    /// given) and counts the request.
+    fn end_request_span(
+        &self,
+        state: &mut ThreadState<S>,
+        request: &str,
+        failure: Option<(&'static str, &str)>,
+    ) {
+        let status = if failure.is_some() {
+            "failed"
+        } else {
+            "completed"
+        };
+        instruments().requests.add(
+            1,
+            &[opentelemetry::KeyValue::new("motet.request.status", status)],
+        );
+        let Some(open) = state.spans.remove(request) else {
+            return;
+        };
+        if let Some((error_type, text)) = failure {
+            trace::failed(&open.span, error_type, text);
+            instruments()
+                .errors
+                .add(1, &[opentelemetry::KeyValue::new("error.type", error_type)]);
+        }
+    }
+}
