@@ -57,16 +57,20 @@ mod supervise;
 mod ticket;
 mod trace;
 
-pub use actor::{RequestPolicy, ThreadActor, ThreadMsg};
+pub use actor::{ThreadActor, ThreadMsg};
+pub use book::RequestPolicy;
 pub use env::SystemEnv;
 pub use errors::{AskError, RuntimeError};
 pub use events::{
     AGENT_STOPPED, CHILD_FAILED, CHILD_STARTED, ChildEvent, DeltaKind, LLM_DELTA, LlmDelta,
     THREAD_RESTARTED, ThreadFailure,
 };
-pub use handle::{AgentHandle, DEFAULT_THREAD, NEW_THREAD};
+pub use handle::AgentHandle;
 pub use react::ReActAgent;
 pub use requests::{FINISHED_REQUESTS_KEPT, RequestRecord, RequestStatus};
 pub use runtime::{Runtime, RuntimeBuilder};
-pub use spec::{AgentSpec, AskOptions, DEFAULT_IDLE_TIMEOUT, DEFAULT_LLM_CONCURRENCY, IntoSpec};
+pub use spec::{
+    AgentSpec, AskOptions, DEFAULT_IDLE_TIMEOUT, DEFAULT_LLM_CONCURRENCY, DEFAULT_THREAD, IntoSpec,
+    NEW_THREAD,
+};
 pub use ticket::{Answer, Ticket};

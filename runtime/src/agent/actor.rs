@@ -13,7 +13,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 
-use super::book::{Admission, RequestBook};
+use super::book::{Admission, RequestBook, RequestPolicy};
 use super::env::SystemEnv;
 use super::errors::AskError;
 use super::registry::{Parent, RunningAgent, RuntimeCore};
@@ -254,18 +254,6 @@ where
         }
         Ok(())
     }
-}
-
-/// What happens to a request that arrives while another runs on the same thread.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum RequestPolicy {
-    /// Wait for the running one to finish, then run (requests on a thread run in order).
-    #[default]
-    Queue,
-    /// Hand it to the strategy at once (ReAct answers `agent.failed` with reason `busy`).
-    Reject,
-    /// Cancel the running one, then run this one.
-    Interrupt,
 }
 
 /// The type of the note a fired schedule leaves in the mailbox so its handle is dropped.

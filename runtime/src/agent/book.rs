@@ -4,7 +4,17 @@
 
 use std::collections::VecDeque;
 
-use super::actor::RequestPolicy;
+/// What happens to a request that arrives while another runs on the same thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RequestPolicy {
+    /// Wait for the running one to finish, then run (requests on a thread run in order).
+    #[default]
+    Queue,
+    /// Hand it to the strategy at once (ReAct answers `agent.failed` with reason `busy`).
+    Reject,
+    /// Cancel the running one, then run this one.
+    Interrupt,
+}
 
 /// What to do with a request that arrives.
 #[derive(Debug, PartialEq, Eq)]

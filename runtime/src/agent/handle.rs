@@ -15,14 +15,8 @@ use super::env::SystemEnv;
 use super::errors::{AskError, RuntimeError};
 use super::registry::RuntimeCore;
 use super::requests::RequestRecord;
-use super::spec::AskOptions;
-use super::ticket::{Answer, Deltas, Ticket};
-
-/// The id of every agent's default thread.
-pub const DEFAULT_THREAD: &str = "default";
-
-/// The thread id that asks for a fresh thread.
-pub const NEW_THREAD: &str = "new";
+use super::spec::{AskOptions, DEFAULT_THREAD};
+use super::ticket::{Answer, Deltas, Ticket, interpret, traced};
 
 /// A running agent.
 #[derive(Clone)]
@@ -160,7 +154,8 @@ impl AgentHandle {
         Ok(Ticket {
             id: request_id,
             thread,
-            agent: self.clone(),
+            agent: self.name.clone(),
+            core: self.core.clone(),
             answer,
             ready: None,
             timeout: options.timeout,
@@ -211,26 +206,7 @@ impl AgentHandle {
     ) -> Result<Signal, AskError> {
         match tokio::time::timeout(timeout, answer).await {
             Err(_) => Err(AskError::Timeout(timeout)),
-            Ok(received) => self.interpret(received),
-        }
-    }
-
-    /// What a received (or lost) reply means.
-    pub(crate) fn interpret(
-        &self,
-        received: Result<Result<Signal, AskError>, oneshot::error::RecvError>,
-    ) -> Result<Signal, AskError> {
-        match received {
-            // The thread's state went away without answering: it failed. The agent still
-            // running means it was restarted.
-            Err(_) if self.core.agents.contains_key(&self.name) => Err(AskError::AgentRestarted {
-                agent: self.name.clone(),
-            }),
-            Err(_) => Err(AskError::AgentStopped {
-                agent: self.name.clone(),
-            }),
-            // The strategy's reply: a failure arrives as `AskError::Failed` already.
-            Ok(reply) => reply,
+            Ok(received) => interpret(&self.core, &self.name, received),
         }
     }
 
@@ -322,7 +298,8 @@ impl AgentHandle {
         Ok(Ticket {
             id: request_id.to_owned(),
             thread: thread_id,
-            agent: self.clone(),
+            agent: self.name.clone(),
+            core: self.core.clone(),
             answer,
             ready: None,
             timeout,
@@ -434,17 +411,4 @@ fn last_turn_request(thread: &motet_agents::Thread) -> Option<String> {
             )
         })
         .and_then(|e| e.refs.request_id.clone())
-}
-
-/// `signal` carrying the caller's current span as its trace context (unless it already names
-/// one), so the agent's work continues the caller's trace.
-fn traced(signal: Signal) -> Signal {
-    if signal.trace().traceparent.is_some() {
-        return signal;
-    }
-    let context = crate::telemetry::context_of(&tracing::Span::current());
-    match context.traceparent {
-        Some(_) => signal.with_trace(context),
-        None => signal,
-    }
 }

@@ -15,9 +15,8 @@ use ractor::{Actor, ActorRef};
 use super::actor::{LiveAgent, ThreadActor, ThreadMsg};
 use super::env::SystemEnv;
 use super::errors::RuntimeError;
-use super::handle::{DEFAULT_THREAD, NEW_THREAD};
 use super::requests::Requests;
-use super::spec::AgentSpec;
+use super::spec::{AgentSpec, DEFAULT_THREAD, NEW_THREAD};
 use crate::store::ThreadStore;
 use crate::supervisor::Intensity;
 

@@ -46,7 +46,7 @@ pub const FINISHED_REQUESTS_KEPT: usize = 10_000;
 /// The runtime's request records.
 #[derive(Default)]
 pub(crate) struct Requests {
-    records: super::registry::Registry<String, RequestRecord>,
+    records: dashmap::DashMap<String, RequestRecord, foldhash::fast::RandomState>,
     finished: Mutex<VecDeque<String>>,
 }
 

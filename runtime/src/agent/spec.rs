@@ -6,7 +6,7 @@ use std::time::Duration;
 use motet_agents::{PolicyOverride, Strategy};
 use motet_signals::Pattern;
 
-use super::actor::RequestPolicy;
+use super::book::RequestPolicy;
 use super::errors::RuntimeError;
 use crate::supervisor::Intensity;
 use crate::tool::ToolSet;
@@ -125,6 +125,12 @@ impl<S> IntoSpec<S> for AgentSpec<S> {
         Ok(self)
     }
 }
+
+/// The id of every agent's default thread.
+pub const DEFAULT_THREAD: &str = "default";
+
+/// The thread id that asks for a fresh thread.
+pub const NEW_THREAD: &str = "new";
 
 /// How long a thread actor waits without messages before it is stopped (10 minutes).
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);

@@ -1,6 +1,7 @@
 //! What an ask gives back: a [`Ticket`] for a request on its way (await it, cancel it, read
 //! its deltas) and the [`Answer`] it ends with.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use motet_agents::{AGENT_CANCEL, AgentCancel, AgentCompleted, Env};
@@ -8,10 +9,11 @@ use motet_directives::Usage;
 use motet_signals::{Bus, Delivery, Pattern, Signal, Subscription};
 use tokio::sync::oneshot;
 
+use super::actor::ThreadMsg;
 use super::env::SystemEnv;
 use super::errors::{AskError, RuntimeError};
 use super::events::{LLM_DELTA, LlmDelta};
-use super::handle::AgentHandle;
+use super::registry::RuntimeCore;
 
 /// A request's answer: the reply's text and usage, where it ran, and the reply itself.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,7 +63,9 @@ impl std::fmt::Display for Answer {
 pub struct Ticket {
     pub(crate) id: String,
     pub(crate) thread: String,
-    pub(crate) agent: AgentHandle,
+    /// The agent it was submitted to.
+    pub(crate) agent: String,
+    pub(crate) core: Arc<RuntimeCore>,
     pub(crate) answer: oneshot::Receiver<Result<Signal, AskError>>,
     /// The reply, when it arrived while deltas were read.
     pub(crate) ready: Option<Result<Result<Signal, AskError>, oneshot::error::RecvError>>,
@@ -128,16 +132,24 @@ impl Ticket {
             })
             .build()
             .map_err(|_| RuntimeError::NotRunning {
-                name: self.agent.name.clone(),
+                name: self.agent.clone(),
             })?;
-        self.agent.send(signal).await
+        let (actor, _) = self
+            .core
+            .thread_actor(&self.agent, Some(self.thread.clone()))
+            .await?;
+        actor
+            .cast(ThreadMsg::Signal(traced(signal)))
+            .map_err(|_| RuntimeError::NotRunning {
+                name: self.agent.clone(),
+            })
     }
 
     /// Waits for the answer (up to the ask's timeout; a request not answered in time is
     /// cancelled unless it was asked to keep running).
     ///
     /// # Errors
-    /// As [`AgentHandle::ask`].
+    /// As [`AgentHandle::ask`](super::AgentHandle::ask).
     pub async fn wait(mut self) -> Result<Answer, AskError> {
         let received = match self.ready.take() {
             Some(received) => received,
@@ -154,7 +166,7 @@ impl Ticket {
                 }
             },
         };
-        let reply = self.agent.interpret(received)?;
+        let reply = interpret(&self.core, &self.agent, received)?;
         Ok(Answer::of(reply, &self.thread, &self.id))
     }
 }
@@ -188,6 +200,39 @@ impl Deltas {
             rx,
             _subscription: subscription,
         }
+    }
+}
+
+/// What a received (or lost) reply to an ask of `agent` means.
+pub(crate) fn interpret(
+    core: &RuntimeCore,
+    agent: &str,
+    received: Result<Result<Signal, AskError>, oneshot::error::RecvError>,
+) -> Result<Signal, AskError> {
+    match received {
+        // The thread's state went away without answering: it failed. The agent still running
+        // means it was restarted.
+        Err(_) if core.agents.contains_key(agent) => Err(AskError::AgentRestarted {
+            agent: agent.to_owned(),
+        }),
+        Err(_) => Err(AskError::AgentStopped {
+            agent: agent.to_owned(),
+        }),
+        // The strategy's reply: a failure arrives as `AskError::Failed` already.
+        Ok(reply) => reply,
+    }
+}
+
+/// `signal` carrying the caller's current span as its trace context (unless it already names
+/// one), so the agent's work continues the caller's trace.
+pub(crate) fn traced(signal: Signal) -> Signal {
+    if signal.trace().traceparent.is_some() {
+        return signal;
+    }
+    let context = crate::telemetry::context_of(&tracing::Span::current());
+    match context.traceparent {
+        Some(_) => signal.with_trace(context),
+        None => signal,
     }
 }
 
