@@ -15,6 +15,10 @@
 //! Without `OTEL_EXPORTER_OTLP_ENDPOINT` (or [`Telemetry::with_endpoint`]) nothing is exported
 //! and the cost is that of `tracing` alone. The span tree, attribute names and metrics are
 //! described in docs/observability.md.
+//!
+//! Why one file of ~730 lines: setup (`Telemetry`, the exporters, the guard that flushes them),
+//! trace-context propagation and the metric instruments share the process-wide provider state
+//! that `init` installs and the guard tears down; split apart, that state would be crate-wide.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};

@@ -14,6 +14,10 @@
 //!
 //! An append has returned only once its transaction committed at the configured
 //! [`Durability`]; see docs/persistence.md for what each setting survives and what it costs.
+//!
+//! Why one file of ~970 lines: opening (pragmas, migrations, read-only mode), the write
+//! transactions and the row codecs all work on the private connection pair and its error
+//! mapping; split by concern, those would have to be visible to the whole crate.
 
 mod migrations;
 
