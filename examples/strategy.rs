@@ -4,6 +4,7 @@
 //! `cargo run --example strategy -- "How many miles is 42 km?"`, with the model in
 //! `MOTET_MODEL` as for `examples/agent.rs`: `openai:gpt-5.2` with `OPENAI_API_KEY`, or
 //! `openai-compat:local` with `MOTET_OPENAI_COMPAT_BASE_URL=http://127.0.0.1:8089/v1`.
+//! tests/strategy.rs drives this very strategy with a scripted model.
 
 use motet::agents::protocol;
 use motet::directives::results::Outcome;
@@ -11,14 +12,14 @@ use motet::directives::{CallId, LlmRequest, LlmStream, Message, ToolDefs, ToolEx
 use motet::prelude::*;
 
 /// Asks the model once, offering `tools`; answers with what the tool it calls says.
-struct Converter {
-    model: ModelRef,
-    tools: ToolDefs,
+pub(crate) struct Converter {
+    pub(crate) model: ModelRef,
+    pub(crate) tools: ToolDefs,
 }
 
 /// What the running request waits for: the LLM call or tool run with this id.
 #[derive(Clone, Default, serde::Serialize, serde::Deserialize)]
-struct Waiting {
+pub(crate) struct Waiting {
     call: Option<CallId>,
     usage: Usage,
 }
@@ -108,16 +109,16 @@ impl Waiting {
 
 /// A length to convert.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Length {
-    value: f64,
+pub(crate) struct Length {
+    pub(crate) value: f64,
     /// One of m, km, ft, mi.
-    from: String,
+    pub(crate) from: String,
     /// One of m, km, ft, mi.
-    to: String,
+    pub(crate) to: String,
 }
 
 /// Metres in one `unit`.
-fn metres(unit: &str) -> Result<f64, ToolError> {
+pub(crate) fn metres(unit: &str) -> Result<f64, ToolError> {
     match unit {
         "m" => Ok(1.0),
         "km" => Ok(1000.0),
