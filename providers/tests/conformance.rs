@@ -420,6 +420,50 @@ fn anthropic_thinking_keeps_its_signature_byte_for_byte() {
     );
 }
 
+/// Server-side compaction ran before the answer: `message_start` reports the compaction
+/// iteration's 55,096 cache reads, `message_delta` the answer's own counts with
+/// `cache_read_input_tokens: 0`, and `usage.iterations` lists both. What was used is the sum
+/// of the iterations, read out of the recording.
+#[test]
+fn anthropic_compaction_usage_sums_the_iterations_and_keeps_the_cache_reads() {
+    let name = "anthropic/compaction-iterations-cache-read-sonnet-4.6.sse";
+    let raw = bytes(name);
+    let r = assembled(Dialect::Anthropic, name);
+    assert_eq!(
+        kinds(&r),
+        ["text"],
+        "the compaction block is not ours to keep"
+    );
+    assert_eq!(r.message.to_string(), "Hello! \u{1F44B}");
+    assert_eq!(r.message.stop_reason, StopReason::EndTurn);
+    let delta = payloads(&raw)
+        .into_iter()
+        .find(|p| p["type"] == "message_delta")
+        .expect("message_delta");
+    let iterations = delta["usage"]["iterations"].as_array().expect("iterations");
+    assert_eq!(iterations.len(), 2);
+    let sum = |field: &str| -> u64 { iterations.iter().filter_map(|i| i[field].as_u64()).sum() };
+    assert_eq!(
+        (
+            sum("input_tokens"),
+            sum("output_tokens"),
+            sum("cache_read_input_tokens")
+        ),
+        (281, 91, 55_096)
+    );
+    assert_eq!(
+        r.usage,
+        Usage {
+            input_tokens: 281 + 55_096,
+            output_tokens: 91,
+            cache_read_tokens: 55_096,
+            cache_write_tokens: 0,
+            reasoning_tokens: 0,
+        }
+    );
+    assert_eq!(r.model.as_deref(), Some("claude-sonnet-4-6"));
+}
+
 #[test]
 fn anthropic_llama_cpp_recordings() {
     let parallel = assembled(Dialect::Anthropic, "llama-cpp/messages_parallel_stream.sse");

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
 
-use motet_directives::{AssistantBlock, ProviderMeta, StopReason};
+use motet_directives::{AssistantBlock, ProviderMeta, StopReason, Usage};
 use motet_providers::{Dialect, ProviderError, transcript};
 use serde_json::{Value, json};
 
@@ -317,6 +317,35 @@ fn anthropic_redacted_thinking_is_kept_as_is_and_usage_counts_the_cache() {
     assert_eq!(r.usage.cache_read_tokens, 5);
     assert_eq!(r.usage.cache_write_tokens, 2);
     assert_eq!(r.usage.output_tokens, 42);
+}
+
+/// `message_delta` repeats the input and cache counts as `0` (seen in real streams: a
+/// compaction stream reads 55,096 cached tokens in `message_start` and reports
+/// `cache_read_input_tokens: 0` in `message_delta`); Anthropic documents its counts as
+/// cumulative, so a later zero is "nothing new", never a reset. Built by hand from that shape.
+#[test]
+fn anthropic_a_zero_in_message_delta_keeps_message_start_counts() {
+    let events = vec![
+        start("claude-sonnet-4-5"),
+        block_start(0, json!({"type": "text", "text": "Hi"})),
+        block_stop(0),
+        (
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"input_tokens": 0, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0, "output_tokens": 42}}),
+        ),
+        ("message_stop", json!({"type": "message_stop"})),
+    ];
+    let r = transcript::assemble(Dialect::Anthropic, &sse(&events)).expect("assembles");
+    assert_eq!(
+        r.usage,
+        Usage {
+            input_tokens: 17,
+            output_tokens: 42,
+            cache_read_tokens: 5,
+            cache_write_tokens: 2,
+            reasoning_tokens: 0,
+        }
+    );
 }
 
 #[test]

@@ -5,8 +5,9 @@
 //! [`ProviderMeta::Anthropic`]; `redacted_thinking` carries its `data` in
 //! `content_block_start` and no deltas; `tool_use` arguments come as `input_json_delta`
 //! fragments (the first often `""`; nothing at all means `{}`). `message_delta` carries the
-//! stop reason and cumulative usage; `message_stop` ends a whole stream, and a stream that
-//! ends before it is truncated. Block types this decoder does not know (server tools, web
+//! stop reason and cumulative usage (see [`Decoder::usage`] for how its counts are merged with
+//! `message_start`'s); `message_stop` ends a whole stream, and a stream that ends before it is
+//! truncated. Block types this decoder does not know (server tools, web
 //! search results) are skipped with their deltas.
 
 use std::collections::HashMap;
@@ -36,13 +37,39 @@ enum Block {
     Skipped,
 }
 
-/// Anthropic's token counts as last reported.
-#[derive(Debug, Default)]
+/// Anthropic's token counts, in Anthropic's terms (`input` is the uncached input only).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 struct Counts {
     input: u64,
     output: u64,
     cache_read: u64,
     cache_write: u64,
+}
+
+impl Counts {
+    /// The sum of the per-iteration counts of `usage.iterations`.
+    fn of_iterations(iterations: &[WireIteration]) -> Self {
+        iterations.iter().fold(Self::default(), |sum, i| Self {
+            input: sum.input.saturating_add(i.input_tokens.unwrap_or(0)),
+            output: sum.output.saturating_add(i.output_tokens.unwrap_or(0)),
+            cache_read: sum
+                .cache_read
+                .saturating_add(i.cache_read_input_tokens.unwrap_or(0)),
+            cache_write: sum
+                .cache_write
+                .saturating_add(i.cache_creation_input_tokens.unwrap_or(0)),
+        })
+    }
+
+    /// The larger of each count.
+    fn max(self, other: Self) -> Self {
+        Self {
+            input: self.input.max(other.input),
+            output: self.output.max(other.output),
+            cache_read: self.cache_read.max(other.cache_read),
+            cache_write: self.cache_write.max(other.cache_write),
+        }
+    }
 }
 
 impl Block {
@@ -63,7 +90,10 @@ pub(crate) struct Decoder {
     blocks: HashMap<u64, Block>,
     /// What `blocks` holds, kept as they change.
     held: usize,
+    /// The top-level counts as merged so far.
     counts: Counts,
+    /// The sum over the last `usage.iterations` seen, if any came.
+    iterations: Option<Counts>,
     stop_reason: Option<StopReason>,
     stopped: bool,
 }
@@ -73,30 +103,57 @@ impl Decoder {
         Self::default()
     }
 
-    /// Folds a usage report in: each field present replaces the one before (Anthropic's
-    /// counts are cumulative), and the event carries the totals. Anthropic counts uncached
-    /// input apart from cache reads and writes; our `input_tokens` includes them.
+    /// Folds a usage report in; the event carries the totals so far.
+    ///
+    /// The counts are cumulative, so a later report replaces an earlier one, with one
+    /// exception: `message_delta` repeats the input and cache fields as `0` when it has nothing
+    /// new to say about them, so a later zero never erases an earlier non-zero input, cache read
+    /// or cache write count (a real stream reads 55,096 cached tokens in `message_start` and
+    /// reports `cache_read_input_tokens: 0` at its end). Output only grows, so it always
+    /// replaces.
+    ///
+    /// When Anthropic ran more than one sampling iteration for the request (server-side
+    /// compaction, server tool loops) it lists each in `usage.iterations`; the top-level counts
+    /// then leave out the compaction iterations, and what was used and billed is the sum of
+    /// all iterations. The last list seen is summed; each total is the larger of that sum and
+    /// the top-level count, so a list that omits a field costs nothing.
+    ///
+    /// Anthropic counts uncached input apart from cache reads and writes; our `input_tokens`
+    /// includes them.
     fn usage(&mut self, wire: &WireUsage, out: &mut Vec<LlmEvent>) {
         let counts = &mut self.counts;
-        for (field, value) in [
-            (&mut counts.input, wire.input_tokens),
-            (&mut counts.output, wire.output_tokens),
-            (&mut counts.cache_read, wire.cache_read_input_tokens),
-            (&mut counts.cache_write, wire.cache_creation_input_tokens),
+        for (field, value, zero_keeps) in [
+            (&mut counts.input, wire.input_tokens, true),
+            (&mut counts.output, wire.output_tokens, false),
+            (&mut counts.cache_read, wire.cache_read_input_tokens, true),
+            (
+                &mut counts.cache_write,
+                wire.cache_creation_input_tokens,
+                true,
+            ),
         ] {
-            if let Some(value) = value {
-                *field = value;
+            match value {
+                Some(0) if zero_keeps => {}
+                Some(value) => *field = value,
+                None => {}
             }
         }
+        if let Some(iterations) = &wire.iterations {
+            self.iterations = Some(Counts::of_iterations(iterations));
+        }
+        let total = match self.iterations {
+            Some(iterations) => iterations.max(self.counts),
+            None => self.counts,
+        };
         out.push(LlmEvent::Usage {
             usage: Usage {
-                input_tokens: counts
+                input_tokens: total
                     .input
-                    .saturating_add(counts.cache_read)
-                    .saturating_add(counts.cache_write),
-                output_tokens: counts.output,
-                cache_read_tokens: counts.cache_read,
-                cache_write_tokens: counts.cache_write,
+                    .saturating_add(total.cache_read)
+                    .saturating_add(total.cache_write),
+                output_tokens: total.output,
+                cache_read_tokens: total.cache_read,
+                cache_write_tokens: total.cache_write,
                 reasoning_tokens: 0,
             },
         });
@@ -381,6 +438,23 @@ struct WireMessage {
 
 #[derive(Debug, Default, Deserialize)]
 struct WireUsage {
+    #[serde(default, deserialize_with = "crate::count::option")]
+    input_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "crate::count::option")]
+    output_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "crate::count::option")]
+    cache_read_input_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "crate::count::option")]
+    cache_creation_input_tokens: Option<u64>,
+    /// One entry per sampling iteration (`type` `compaction` or `message`), when there were
+    /// several.
+    #[serde(default)]
+    iterations: Option<Vec<WireIteration>>,
+}
+
+/// The usage of one sampling iteration: the same counts as [`WireUsage`].
+#[derive(Debug, Default, Deserialize)]
+struct WireIteration {
     #[serde(default, deserialize_with = "crate::count::option")]
     input_tokens: Option<u64>,
     #[serde(default, deserialize_with = "crate::count::option")]
