@@ -78,12 +78,30 @@ impl BodyDecoder {
 
     /// Ends the body.
     ///
+    /// A body that stops in the middle of a line may have cut its last event short: the SSE
+    /// rules would drop that line without a word, and with it whatever it carried (OpenAI's
+    /// usage chunk comes after the finish reason, so the answer would look whole without it).
+    /// The line is read as if it had ended instead; if its event is then not what the dialect
+    /// expects (JSON cut in half), the stream was truncated. A last line that is whole but for
+    /// its line end (`data: [DONE]` with nothing after it) loses nothing and is read as sent.
+    ///
     /// # Errors
     /// As [`push`](Self::push), and [`ProviderError::StreamTruncated`] when the dialect's
-    /// terminator or finish reason never came.
+    /// terminator or finish reason never came, or the body ended inside an event.
     pub fn finish(&mut self) -> Result<(), ProviderError> {
+        let cut = self.sse.has_unfinished_line();
+        if cut {
+            self.sse.push(b"\n", &mut self.frames)?;
+        }
         self.sse.finish(&mut self.frames)?;
-        self.decode_frames()?;
+        match self.decode_frames() {
+            Err(ProviderError::Protocol { message }) if cut => {
+                return Err(ProviderError::StreamTruncated {
+                    reason: format!("the stream ended inside its last event ({message})"),
+                });
+            }
+            other => other?,
+        }
         let from = self.events.len();
         self.decoder.finish(&mut self.events)?;
         self.charge(from)

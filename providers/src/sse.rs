@@ -157,6 +157,12 @@ impl SseDecoder {
         !self.line.is_empty() || self.has_data || !self.event.is_empty()
     }
 
+    /// Whether bytes of a line that has not ended are held: at the end of a body, the body
+    /// stopped in the middle of a line (and [`finish`](Self::finish) would discard it).
+    pub fn has_unfinished_line(&self) -> bool {
+        !self.line.is_empty()
+    }
+
     fn grow(&mut self, bytes: &[u8]) -> Result<(), ProviderError> {
         self.check_size(self.line.len() + bytes.len())?;
         self.line.extend_from_slice(bytes);

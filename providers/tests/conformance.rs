@@ -225,6 +225,84 @@ fn assemble_ok(dialect: Dialect, name: &str) {
     assert!(!r.message.blocks.is_empty(), "{name}");
 }
 
+/// `raw` up to the middle of its last `data:` line that carries JSON: a body that broke off
+/// inside its last event.
+fn cut_inside_last_event(raw: &[u8]) -> &[u8] {
+    let text = String::from_utf8_lossy(raw);
+    let start = text.rfind("data: {").expect("a JSON data line");
+    let end = text[start..]
+        .find(['\r', '\n'])
+        .map_or(raw.len(), |e| start + e);
+    &raw[..start + (end - start) / 2]
+}
+
+/// The body ends halfway through the usage chunk that follows the finish reason: the answer
+/// looks whole, and the SSE rules would drop the cut line without a word, taking the usage with
+/// it. That is a truncation (retried like one), whole and fed byte by byte.
+#[test]
+fn chat_a_body_cut_inside_its_usage_chunk_is_truncated_not_an_answer_without_usage() {
+    let raw = bytes("openai-chat/text-usage-gpt-5.sse");
+    let cut = cut_inside_last_event(&raw);
+    assert!(
+        payloads(&raw)
+            .last()
+            .is_some_and(|p| p["usage"].is_object()),
+        "the last JSON event of the recording is its usage chunk"
+    );
+    for (how, result) in [
+        ("whole", transcript::assemble(Dialect::OpenAiChat, cut)),
+        (
+            "byte by byte",
+            transcript::assemble_chunked(Dialect::OpenAiChat, cut.chunks(1)),
+        ),
+    ] {
+        assert!(
+            matches!(result, Err(ProviderError::StreamTruncated { ref reason }) if reason.contains("inside its last event")),
+            "{how}: {result:?}"
+        );
+    }
+    // Whole but for the line end of its last line (`data: [DONE]` and nothing after): nothing
+    // is lost, and the answer is the recording's.
+    let unterminated = raw.strip_suffix(b"\n\n").expect("ends with a blank line");
+    assert_eq!(
+        transcript::assemble(Dialect::OpenAiChat, unterminated),
+        transcript::assemble(Dialect::OpenAiChat, &raw)
+    );
+}
+
+/// Every dialect ends its body through the same path: a recording of each, cut inside its last
+/// event, is a truncation, never an answer.
+#[test]
+fn every_dialect_cut_inside_its_last_event_is_truncated() {
+    for (dialect, name) in [
+        (
+            Dialect::OpenAiChat,
+            "openai-chat/parallel-tool-calls-gpt-4o.sse",
+        ),
+        (
+            Dialect::OpenAiResponses,
+            "openai-responses/text-gpt-4o-mini.sse",
+        ),
+        (
+            Dialect::Anthropic,
+            "anthropic/parallel-tool-use-sonnet-4.sse",
+        ),
+        (Dialect::Gemini, "gemini/text-usage-gemini-2.0-flash.sse"),
+    ] {
+        let raw = bytes(name);
+        let cut = cut_inside_last_event(&raw);
+        for result in [
+            transcript::assemble(dialect, cut),
+            transcript::assemble_chunked(dialect, cut.chunks(1)),
+        ] {
+            assert!(
+                matches!(result, Err(ProviderError::StreamTruncated { .. })),
+                "{name}: {result:?}"
+            );
+        }
+    }
+}
+
 // ---------------------------------------------------------------- OpenAI Responses
 
 #[test]
