@@ -170,6 +170,25 @@ fn chat_text_with_reasoning_usage_gpt_5() {
     assert_eq!(r.usage, usage(176, 228, 192));
 }
 
+/// Azure OpenAI opens with a chunk that carries only `prompt_filter_results`, with `id` and
+/// `model` empty: the model and id come from the first chunk that names them.
+#[test]
+fn chat_azure_prompt_filter_chunk_does_not_blank_the_model() {
+    let name = "openai-chat/azure-prompt-filter-first-chunk-o4-mini.sse";
+    let raw = bytes(name);
+    let first = &payloads(&raw)[0];
+    assert_eq!((&first["id"], &first["model"]), (&json!(""), &json!("")));
+    assert_eq!(first["choices"], json!([]));
+    let r = assembled(Dialect::OpenAiChat, name);
+    assert_eq!(r.message.to_string(), "Oi!");
+    assert_eq!(r.message.stop_reason, StopReason::EndTurn);
+    assert_eq!(r.model.as_deref(), Some("o4-mini-2025-04-16"));
+    let id = strings_under(&raw, "id").remove(0);
+    assert!(id.starts_with("chatcmpl-"), "{id}");
+    assert_eq!(r.response_id.as_deref(), Some(id.as_str()));
+    assert_eq!(r.usage, usage(19, 149, 128));
+}
+
 #[test]
 fn chat_llama_cpp_recordings() {
     let text = assembled(Dialect::OpenAiChat, "llama-cpp/chat_auto_text_stream.sse");

@@ -66,6 +66,27 @@ fn chat_without_a_finish_reason_is_truncated() {
     assert_eq!(r.message.to_string(), "Hello");
 }
 
+/// Azure's prompt-filter chunk (`choices: []`, `id` and `model` empty; recorded in
+/// fixtures/openai-chat/azure-prompt-filter-first-chunk-o4-mini.sse), then a content chunk that
+/// names no model either (built by hand): the model is taken from the first chunk that names
+/// it, the id likewise, and neither is ever "".
+#[test]
+fn chat_model_and_id_come_from_the_first_chunk_that_names_them() {
+    let body = chat(
+        &[
+            json!({"choices": [], "created": 0, "id": "", "model": "", "object": "", "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": {}}]}),
+            json!({"id": "", "model": "", "choices": [{"index": 0, "delta": {"content": "Hel"}, "finish_reason": null}]}),
+            json!({"id": "chatcmpl-1", "model": "", "choices": [{"index": 0, "delta": {"content": "lo"}, "finish_reason": null}]}),
+            json!({"id": "chatcmpl-1", "model": "gpt-4o-2024-08-06", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+        ],
+        true,
+    );
+    let r = transcript::assemble(Dialect::OpenAiChat, &body).expect("whole");
+    assert_eq!(r.message.to_string(), "Hello");
+    assert_eq!(r.model.as_deref(), Some("gpt-4o-2024-08-06"));
+    assert_eq!(r.response_id.as_deref(), Some("chatcmpl-1"));
+}
+
 #[test]
 fn chat_servers_that_omit_ids_or_reuse_index_zero_never_merge_two_calls() {
     // No ids at all, both calls on index 0: the second name starts a second call.

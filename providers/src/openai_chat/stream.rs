@@ -7,6 +7,10 @@
 //! carrying a different id — or, without ids, a new name — starts a new call. Calls complete at
 //! the `finish_reason`; the usage chunk (`stream_options.include_usage`) follows it.
 //!
+//! Azure OpenAI opens with a chunk that carries only `prompt_filter_results` (`choices: []`,
+//! `id` and `model` empty): the response's id and model are each taken from the first chunk
+//! where they are not empty, so an answer never reports the model `""`.
+//!
 //! The stream is whole once a `finish_reason` came: `[DONE]` normally follows, but a missing
 //! `[DONE]` after the finish reason is tolerated (some compatible servers close without it and
 //! nothing is lost); no finish reason at all is [`ProviderError::StreamTruncated`]. Anything
@@ -39,7 +43,12 @@ struct OpenCall {
 /// Decodes one Chat Completions response stream.
 #[derive(Debug, Default)]
 pub(crate) struct Decoder {
+    /// Whether `Started` went out: at the first chunk that names a model or an id, or that
+    /// carries content.
     started: bool,
+    /// Whether the model and the id were reported (in `Started` or after it).
+    model_known: bool,
+    id_known: bool,
     reasoning: Option<String>,
     reasoning_count: usize,
     /// Open calls by index. A map without order: replacing the call at one index must not
@@ -55,6 +64,29 @@ pub(crate) struct Decoder {
 impl Decoder {
     pub(crate) fn new() -> Self {
         Self::default()
+    }
+
+    /// Reports the model and id of `chunk` that were not known yet. `Started` waits for a
+    /// chunk that names one of them or carries content (Azure's prompt-filter chunk names
+    /// neither); a model or id first named after it follows in a second `Started`, up to the
+    /// finish reason (the assembler takes nothing but usage after it).
+    fn started_with(&mut self, chunk: &Chunk, out: &mut Vec<LlmEvent>) {
+        let named = |field: &Option<String>, known: bool| {
+            field.as_ref().filter(|v| !known && !v.is_empty()).cloned()
+        };
+        let model = named(&chunk.model, self.model_known);
+        let response_id = named(&chunk.id, self.id_known);
+        let content = !chunk.choices.is_empty() || chunk.usage.is_some();
+        if self.finished || (self.started && model.is_none() && response_id.is_none()) {
+            return;
+        }
+        if !self.started && !content && model.is_none() && response_id.is_none() {
+            return;
+        }
+        self.started = true;
+        self.model_known |= model.is_some();
+        self.id_known |= response_id.is_some();
+        out.push(LlmEvent::Started { model, response_id });
     }
 
     fn close_reasoning(&mut self, out: &mut Vec<LlmEvent>) {
@@ -185,13 +217,7 @@ impl StreamDecoder for Decoder {
         if chunk.error.is_some() {
             return Err(super::classify_error(0, data));
         }
-        if !self.started {
-            self.started = true;
-            out.push(LlmEvent::Started {
-                model: chunk.model,
-                response_id: chunk.id,
-            });
-        }
+        self.started_with(&chunk, out);
         for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
             if self.finished {
                 return Err(ProviderError::Protocol {
