@@ -90,11 +90,7 @@ impl BodyDecoder {
     /// terminator or finish reason never came, or the body ended inside an event.
     pub fn finish(&mut self) -> Result<(), ProviderError> {
         let cut = self.sse.has_unfinished_line();
-        if cut {
-            self.sse.push(b"\n", &mut self.frames)?;
-        }
-        self.sse.finish(&mut self.frames)?;
-        match self.decode_frames() {
+        match self.decode_last_frames(cut) {
             Err(ProviderError::Protocol { message }) if cut => {
                 return Err(ProviderError::StreamTruncated {
                     reason: format!("the stream ended inside its last event ({message})"),
@@ -118,6 +114,16 @@ impl BodyDecoder {
     /// still open.
     pub fn held_bytes(&self) -> usize {
         self.handed_out.saturating_add(self.decoder.held_bytes())
+    }
+
+    /// Ends the SSE framing (a `cut` last line read as if it had ended) and decodes what it
+    /// held.
+    fn decode_last_frames(&mut self, cut: bool) -> Result<(), ProviderError> {
+        if cut {
+            self.sse.push(b"\n", &mut self.frames)?;
+        }
+        self.sse.finish(&mut self.frames)?;
+        self.decode_frames()
     }
 
     fn decode_frames(&mut self) -> Result<(), ProviderError> {

@@ -280,6 +280,17 @@ fn chat_a_body_cut_inside_its_usage_chunk_is_truncated_not_an_answer_without_usa
             "{how}: {result:?}"
         );
     }
+    // Cut in the middle of a UTF-8 character (`°` in a content delta): a truncation too, not a
+    // line that is not UTF-8.
+    let degree = raw
+        .windows(2)
+        .position(|w| w == "°".as_bytes())
+        .expect("a degree sign");
+    let result = transcript::assemble(Dialect::OpenAiChat, &raw[..=degree]);
+    assert!(
+        matches!(result, Err(ProviderError::StreamTruncated { .. })),
+        "{result:?}"
+    );
     // Whole but for the line end of its last line (`data: [DONE]` and nothing after): nothing
     // is lost, and the answer is the recording's.
     let unterminated = raw.strip_suffix(b"\n\n").expect("ends with a blank line");
