@@ -60,19 +60,24 @@ impl ToolArgs {
         Self(Repr::Text(text.into_boxed_str()))
     }
 
-    /// Why the arguments are not an object a tool can read — the JSON parser's message, that
-    /// they nest deeper than [`Self::MAX_DEPTH`], or that they are not an object — or `None`
-    /// when they are one.
+    /// Why the arguments are not an object a tool can read — that they are not valid JSON
+    /// (with the JSON parser's message), that they nest deeper than [`Self::MAX_DEPTH`], or
+    /// that they are not an object — or `None` when they are one.
+    ///
+    /// The tool set sends this to the model as an error result, so text that is not JSON or
+    /// not an object is quoted after `received:`: the model sees what it wrote beside what is
+    /// wrong with it and can correct the call rather than guess. Text nested too deep is not
+    /// quoted: it is long, and its problem is its depth, not a place in it.
     pub fn problem(&self) -> Option<String> {
         let Repr::Text(text) = &self.0 else {
             return None;
         };
         Some(match serde_json::from_str::<de::IgnoredAny>(text) {
-            Err(e) => e.to_string(),
+            Err(e) => format!("not valid JSON: {e}; received: {text}"),
             Ok(_) if nests_deeper_than(text, Self::MAX_DEPTH) => {
                 format!("tool arguments nest deeper than {} levels", Self::MAX_DEPTH)
             }
-            Ok(_) => "expected a JSON object".to_owned(),
+            Ok(_) => format!("expected a JSON object; received: {text}"),
         })
     }
 

@@ -48,16 +48,6 @@ pub enum StreamAssemblyError {
         /// The key.
         key: String,
     },
-    /// A tool call's assembled arguments are not JSON.
-    #[error("the arguments of tool call `{id}` ({name}) are not JSON: {reason}")]
-    InvalidArgs {
-        /// The call id.
-        id: String,
-        /// The tool.
-        name: String,
-        /// What the JSON parser said.
-        reason: String,
-    },
     /// The output token limit cut a tool call short.
     #[error("max tokens reached in the middle of tool call `{tool}`")]
     MaxTokensInToolCall {
@@ -241,8 +231,9 @@ impl BlockAssembler {
     /// [`StreamAssemblyError::NotDone`] when no `Done` came;
     /// [`StreamAssemblyError::MaxTokensInToolCall`] when the output limit cut a tool call
     /// (the partial call is not handed out); [`StreamAssemblyError::Unfinished`] for a block
-    /// still open at the end; [`StreamAssemblyError::InvalidArgs`] for arguments that are not
-    /// JSON.
+    /// still open at the end. Arguments that are not JSON are not an error: the call keeps them
+    /// verbatim (see [`ToolArgs`]), and the tool set answers it with an error result the model
+    /// can read and correct.
     pub fn finish(mut self) -> Result<LlmResponse, StreamAssemblyError> {
         let stop_reason = self
             .stop_reason
@@ -290,15 +281,12 @@ impl BlockAssembler {
                     args,
                     meta,
                     ..
-                } => {
-                    let args = tool_args(&id, &name, &args)?;
-                    AssistantBlock::ToolUse {
-                        id,
-                        name,
-                        args,
-                        meta,
-                    }
-                }
+                } => AssistantBlock::ToolUse {
+                    id,
+                    name,
+                    args: tool_args(args),
+                    meta,
+                },
             });
         }
         Ok(LlmResponse {
@@ -357,18 +345,14 @@ impl BlockAssembler {
     }
 }
 
-/// The assembled argument text as [`ToolArgs`]: empty means `{}`; text that is not JSON is a
-/// protocol error (a JSON value that is not an object is kept, and the tool reports it).
-fn tool_args(id: &str, name: &str, text: &str) -> Result<ToolArgs, StreamAssemblyError> {
+/// The assembled argument text as [`ToolArgs`]: empty means `{}`; anything else is kept byte
+/// for byte, JSON or not. A model's broken arguments (`{"a": 1, "b": ` cut off, `{'a': 1}`)
+/// once failed the whole response as a protocol error that no retry could fix; kept, they
+/// reach the tool set, which answers the call with an error result quoting them, so the model
+/// can see its mistake and call again.
+fn tool_args(text: String) -> ToolArgs {
     if text.trim().is_empty() {
-        return Ok(ToolArgs::empty_object());
+        return ToolArgs::empty_object();
     }
-    serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(|e| {
-        StreamAssemblyError::InvalidArgs {
-            id: id.to_owned(),
-            name: name.to_owned(),
-            reason: e.to_string(),
-        }
-    })?;
-    Ok(ToolArgs::from_text(text))
+    ToolArgs::from_text(text)
 }

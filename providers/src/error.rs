@@ -63,8 +63,9 @@ pub enum ProviderError {
         /// What was missing.
         reason: String,
     },
-    /// The provider sent something that does not follow its protocol (bad JSON, a delta for an
-    /// unknown block, tool arguments that are not JSON after assembly).
+    /// The provider sent something that does not follow its protocol (an event that is not
+    /// JSON, a delta for an unknown block). A model's tool arguments that are not JSON are not
+    /// one: the call keeps them verbatim and its tool answers with an error result.
     #[error("protocol error: {message}")]
     Protocol {
         /// What was wrong.
