@@ -60,6 +60,8 @@ fn assistant_parts<'a>(message: &'a AssistantMessage, parts: &mut Vec<&'a str>) 
                 parts.push(name);
                 parts.push(args.get());
             }
+            // A server-side item (web search results, an MCP listing) is resent whole.
+            AssistantBlock::Opaque { item, .. } => parts.push(item),
             _ => {}
         }
         meta_parts(block.meta(), parts);
@@ -118,7 +120,7 @@ mod tests {
     }
 
     #[test]
-    fn assistant_turn_counts_text_args_and_meta() {
+    fn assistant_turn_counts_text_args_meta_and_opaque_items() {
         let message = AssistantMessage {
             blocks: vec![
                 AssistantBlock::reasoning(
@@ -128,6 +130,7 @@ mod tests {
                     }),
                 ),
                 AssistantBlock::tool_use("id", "name", ToolArgs::from_text("{}")),
+                AssistantBlock::opaque("openai", "o".repeat(40)),
             ],
             stop_reason: motet_directives::StopReason::ToolUse,
         };
@@ -135,11 +138,11 @@ mod tests {
             message: message.clone(),
             usage: Usage::default(),
         };
-        // 40 + 40 + 2 + 4 + 2 = 88 bytes -> 22 + 10.
-        assert_eq!(estimate_body(&Heuristic, &body), 32);
+        // 40 + 40 + 2 + 4 + 2 + 40 = 128 bytes -> 32 + 10.
+        assert_eq!(estimate_body(&Heuristic, &body), 42);
         assert_eq!(
             estimate_message(&Heuristic, &Message::Assistant(message)),
-            32
+            42
         );
         let results = Message::ToolResults {
             results: vec![ToolResult::ok("abcd", "efgh"), ToolResult::ok("a", "b")],

@@ -24,6 +24,9 @@ pub fn entry(entry: &Entry) -> String {
                     AssistantBlock::ToolUse { id, name, args, .. } => {
                         format!("assistant calls {name}({args}) [{id}]")
                     }
+                    AssistantBlock::Opaque { provider, item } => {
+                        format!("assistant ({provider} item): {item}")
+                    }
                     _ => "assistant: (a block this version cannot show)".to_owned(),
                 });
             }

@@ -41,6 +41,14 @@ pub enum ProviderMeta {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         encrypted_content: Option<String>,
     },
+    /// OpenAI Responses assistant `message` item's `phase` (`commentary` or `final_answer`,
+    /// kept verbatim), which OpenAI asks to be resent on every assistant message of a
+    /// follow-up request. On the text block of that message; each message item is its own block.
+    #[serde(rename = "openai_message")]
+    OpenAiMessage {
+        /// The phase, as the API named it.
+        phase: String,
+    },
 }
 
 impl ProviderMeta {
@@ -49,7 +57,7 @@ impl ProviderMeta {
         match self {
             Self::Anthropic { .. } | Self::AnthropicRedacted { .. } => "anthropic",
             Self::Gemini { .. } => "gemini",
-            Self::OpenAi { .. } => "openai",
+            Self::OpenAi { .. } | Self::OpenAiMessage { .. } => "openai",
         }
     }
 }
@@ -88,6 +96,15 @@ pub enum AssistantBlock {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         meta: Option<ProviderMeta>,
     },
+    /// An output item motet does not model (OpenAI Responses `web_search_call`, `mcp_call`,
+    /// `code_interpreter_call`, …), kept so the next request can send it back. Only the
+    /// provider that produced it replays it; every other provider skips it.
+    Opaque {
+        /// The provider family that produced it (see [`ProviderMeta::family`]).
+        provider: String,
+        /// The item's JSON text, byte for byte as the provider sent it.
+        item: String,
+    },
 }
 
 impl AssistantBlock {
@@ -117,12 +134,21 @@ impl AssistantBlock {
         }
     }
 
+    /// An opaque provider item, kept as its JSON text.
+    pub fn opaque(provider: impl Into<String>, item: impl Into<String>) -> Self {
+        Self::Opaque {
+            provider: provider.into(),
+            item: item.into(),
+        }
+    }
+
     /// The provider meta of this block, if any.
     pub fn meta(&self) -> Option<&ProviderMeta> {
         match self {
             Self::Text { meta, .. } | Self::Reasoning { meta, .. } | Self::ToolUse { meta, .. } => {
                 meta.as_ref()
             }
+            Self::Opaque { .. } => None,
         }
     }
 

@@ -65,6 +65,9 @@ fn metas() -> Vec<ProviderMeta> {
             id: "rs_68a2".into(),
             encrypted_content: None,
         },
+        ProviderMeta::OpenAiMessage {
+            phase: "commentary".into(),
+        },
     ]
 }
 
@@ -77,6 +80,10 @@ fn provider_meta_every_variant_with_its_wire_names() {
     assert!(shapes[2].get("thoughtSignature").is_some());
     assert_eq!(shapes[3]["provider"], "openai");
     assert!(shapes[4].get("encrypted_content").is_none());
+    assert_eq!(
+        shapes[5],
+        json!({"provider": "openai_message", "phase": "commentary"})
+    );
     for meta in metas() {
         round_trip(&meta);
     }
@@ -148,6 +155,66 @@ fn blocks_messages_and_turns() {
         let text = round_trip(message);
         assert!(text.contains(&format!(r#""role":"{}""#, message.role())));
     }
+}
+
+/// A Responses turn with a commentary message, a server-side item motet does not model, and the
+/// final answer: the phases and the item's exact JSON text survive a store round trip.
+#[test]
+fn openai_message_phase_and_opaque_items_round_trip() {
+    let item = r#"{"id":"ws_1","type":"web_search_call","status":"completed","action":{"type":"search","query":"caf\u00e9  hours"}}"#;
+    let phased = |text: &str, phase: &str| AssistantBlock::Text {
+        text: text.into(),
+        meta: Some(ProviderMeta::OpenAiMessage {
+            phase: phase.into(),
+        }),
+    };
+    let turn = AssistantMessage {
+        blocks: vec![
+            phased("Let me look that up.", "commentary"),
+            AssistantBlock::opaque("openai", item),
+            phased("It opens at nine.", "final_answer"),
+        ],
+        stop_reason: StopReason::EndTurn,
+    };
+    let text = round_trip(&Message::Assistant(turn.clone()));
+    let back: Message = serde_json::from_str(&text).unwrap();
+    let Message::Assistant(back) = back else {
+        panic!("not an assistant turn: {back:?}");
+    };
+    let AssistantBlock::Opaque {
+        provider,
+        item: kept,
+    } = &back.blocks[1]
+    else {
+        panic!("opaque block lost: {back:?}");
+    };
+    assert_eq!((provider.as_str(), kept.as_str()), ("openai", item));
+    assert_eq!(back.blocks[1].meta(), None);
+    assert_eq!(
+        json_of(&back.blocks[1]),
+        json!({"block_type": "opaque", "provider": "openai", "item": item})
+    );
+    assert_eq!(back, turn);
+    assert_eq!(back.to_string(), "Let me look that up.It opens at nine.");
+}
+
+/// Threads stored before phases and opaque items existed still load, unchanged.
+#[test]
+fn stored_blocks_without_phase_still_load() {
+    let stored = r#"{"role":"assistant","blocks":[{"block_type":"text","text":"hi"},{"block_type":"reasoning","text":"r","meta":{"provider":"openai","id":"rs_1","encrypted_content":"enc"}}],"stop_reason":"end_turn"}"#;
+    let message: Message = serde_json::from_str(stored).unwrap();
+    let Message::Assistant(turn) = &message else {
+        panic!("not an assistant turn: {message:?}");
+    };
+    assert_eq!(turn.blocks[0], AssistantBlock::text("hi"));
+    assert_eq!(
+        turn.blocks[1].meta(),
+        Some(&ProviderMeta::OpenAi {
+            id: "rs_1".into(),
+            encrypted_content: Some("enc".into()),
+        })
+    );
+    assert_eq!(serde_json::to_string(&message).unwrap(), stored);
 }
 
 #[test]

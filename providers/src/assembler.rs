@@ -89,6 +89,10 @@ enum Slot {
         meta: Option<ProviderMeta>,
         complete: bool,
     },
+    Opaque {
+        provider: String,
+        item: String,
+    },
 }
 
 /// Builds one [`LlmResponse`] from a stream of [`LlmEvent`]s.
@@ -126,7 +130,7 @@ impl BlockAssembler {
         Self::default()
     }
 
-    /// Whether any content (text, reasoning or a tool call) has arrived.
+    /// Whether any content (text, reasoning, a tool call or an opaque item) has arrived.
     pub fn has_content(&self) -> bool {
         !self.order.is_empty()
     }
@@ -219,6 +223,9 @@ impl BlockAssembler {
                     *complete = true;
                 }
             }
+            LlmEvent::Opaque { provider, item } => {
+                self.start(Slot::Opaque { provider, item });
+            }
             LlmEvent::Usage { usage } => self.usage = usage,
             LlmEvent::Done { stop_reason } => self.stop_reason = Some(stop_reason),
         }
@@ -287,6 +294,7 @@ impl BlockAssembler {
                     args: tool_args(args),
                     meta,
                 },
+                Slot::Opaque { provider, item } => AssistantBlock::Opaque { provider, item },
             });
         }
         Ok(LlmResponse {

@@ -79,6 +79,15 @@ pub enum LlmEvent {
         /// Provider meta known at the end.
         meta: Option<ProviderMeta>,
     },
+    /// A whole output item motet does not model (an OpenAI Responses `web_search_call`,
+    /// `mcp_call`, …): one [`motet_directives::AssistantBlock::Opaque`] in its place among the
+    /// other blocks, replayed only to the provider that produced it.
+    Opaque {
+        /// The provider family (`openai`).
+        provider: String,
+        /// The item's JSON text, exactly as received.
+        item: String,
+    },
     /// Token usage so far: cumulative totals, replacing any earlier update.
     Usage {
         /// The totals.
@@ -116,6 +125,7 @@ impl LlmEvent {
             LlmEvent::ToolCallComplete { args, meta: m, .. } => {
                 args.as_ref().map_or(0, String::len) + meta(m)
             }
+            LlmEvent::Opaque { provider, item } => provider.len() + item.len() + BLOCK_BYTES,
             LlmEvent::Started { .. } | LlmEvent::Usage { .. } | LlmEvent::Done { .. } => 0,
         }
     }
@@ -131,6 +141,7 @@ fn meta_bytes(meta: &ProviderMeta) -> usize {
             id,
             encrypted_content,
         } => id.len() + encrypted_content.as_ref().map_or(0, String::len),
+        ProviderMeta::OpenAiMessage { phase } => phase.len(),
         // A kind added later: its size written out.
         other => serde_json::to_string(other).map_or(0, |text| text.len()),
     }

@@ -77,6 +77,9 @@ pub fn events_of(response: LlmResponse) -> Vec<LlmEvent> {
                     meta: None,
                 });
             }
+            AssistantBlock::Opaque { provider, item } => {
+                events.push(LlmEvent::Opaque { provider, item });
+            }
             // Block kinds added later have no events here yet.
             _ => {}
         }

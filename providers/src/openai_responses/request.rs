@@ -16,6 +16,10 @@
 //! - Item ids of function calls (`fc_…`) and messages (`msg_…`) are not sent: with
 //!   `store: false` and encrypted reasoning they are optional, and calls are paired with their
 //!   outputs by `call_id`.
+//! - An assistant text block carrying `ProviderMeta::OpenAiMessage` was one message item of its
+//!   own: it is sent as one, with its `phase`, which OpenAI asks to see again on every assistant
+//!   message. Opaque OpenAI blocks (`web_search_call`, `mcp_call`, … items) are sent back as
+//!   the item they were, in place; other providers' opaque blocks are dropped.
 //! - Tool results become `function_call_output` items. The API has no error flag, so a failed
 //!   tool's text is sent as `Error: <text>` (as in Chat Completions) for the model to read.
 //! - `include: ["reasoning.encrypted_content"]` is requested when reasoning effort is set or the
@@ -31,12 +35,16 @@ use motet_directives::{
     ToolChoice as OurToolChoice,
 };
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::error::ProviderError;
 
 use super::wire::{
     FunctionTool, InputContent, InputItem, ReasoningConfig, Request, SummaryText, ToolChoice,
 };
+
+/// The provider family whose opaque items this dialect replays.
+const OPENAI: &str = "openai";
 
 /// What the API calls the encrypted reasoning state in `include`.
 const INCLUDE_ENCRYPTED_REASONING: &str = "reasoning.encrypted_content";
@@ -49,10 +57,12 @@ pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
             Message::System { content } => input.push(InputItem::Message {
                 role: "developer",
                 content: vec![InputContent::InputText { text: content }],
+                phase: None,
             }),
             Message::User { content } => input.push(InputItem::Message {
                 role: "user",
                 content: vec![InputContent::InputText { text: content }],
+                phase: None,
             }),
             Message::Assistant(turn) => render_assistant(turn, &mut input),
             Message::ToolResults { results } => {
@@ -122,19 +132,34 @@ pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
 
 /// One assistant turn as input items, in block order.
 fn render_assistant<'a>(turn: &'a AssistantMessage, input: &mut Vec<InputItem<'a>>) {
+    // The assistant message being gathered: its `output_text` parts and its phase.
     let mut text: Vec<InputContent<'a>> = Vec::new();
-    let flush = |text: &mut Vec<InputContent<'a>>, input: &mut Vec<InputItem<'a>>| {
+    let mut phase: Option<&'a str> = None;
+    let flush = |text: &mut Vec<InputContent<'a>>,
+                 phase: &mut Option<&'a str>,
+                 input: &mut Vec<InputItem<'a>>| {
         if !text.is_empty() {
             input.push(InputItem::Message {
                 role: "assistant",
                 content: std::mem::take(text),
+                phase: phase.take(),
             });
         }
+        *phase = None;
     };
     for block in &turn.blocks {
         match block {
-            AssistantBlock::Text { text: part, .. } if !part.is_empty() => {
+            AssistantBlock::Text { text: part, meta } if !part.is_empty() => {
+                let block_phase = match meta {
+                    Some(ProviderMeta::OpenAiMessage { phase }) => Some(phase.as_str()),
+                    _ => None,
+                };
+                // A phased block was one message item of its own; only phaseless text merges.
+                if block_phase.is_some() || phase.is_some() {
+                    flush(&mut text, &mut phase, input);
+                }
                 text.push(InputContent::OutputText { text: part });
+                phase = block_phase;
             }
             AssistantBlock::Reasoning {
                 text: summary,
@@ -144,7 +169,7 @@ fn render_assistant<'a>(turn: &'a AssistantMessage, input: &mut Vec<InputItem<'a
                         encrypted_content: Some(encrypted_content),
                     }),
             } => {
-                flush(&mut text, input);
+                flush(&mut text, &mut phase, input);
                 let summary = if summary.is_empty() {
                     Vec::new()
                 } else {
@@ -160,19 +185,27 @@ fn render_assistant<'a>(turn: &'a AssistantMessage, input: &mut Vec<InputItem<'a
                 });
             }
             AssistantBlock::ToolUse { id, name, args, .. } => {
-                flush(&mut text, input);
+                flush(&mut text, &mut phase, input);
                 input.push(InputItem::FunctionCall {
                     call_id: id,
                     name,
                     arguments: args.get(),
                 });
             }
-            // Empty text, another provider's reasoning, or OpenAI reasoning that cannot be
-            // replayed.
+            AssistantBlock::Opaque { provider, item } if provider == OPENAI => {
+                flush(&mut text, &mut phase, input);
+                match serde_json::from_str::<&RawValue>(item) {
+                    Ok(item) => input.push(InputItem::Opaque(item)),
+                    // Only a damaged store gets here; the API would reject the item anyway.
+                    Err(e) => tracing::warn!("skipping an unreadable stored Responses item: {e}"),
+                }
+            }
+            // Empty text, another provider's reasoning or item, or OpenAI reasoning that cannot
+            // be replayed.
             _ => {}
         }
     }
-    flush(&mut text, input);
+    flush(&mut text, &mut phase, input);
 }
 
 fn effort_name(effort: ReasoningEffort) -> &'static str {

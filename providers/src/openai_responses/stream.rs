@@ -15,7 +15,13 @@
 //!   `function_call_arguments.done`, or on `output_item.done` when the server (llama.cpp) sends no
 //!   `arguments.done`.
 //! - message item → `TextDelta`s of its `output_text`. Refusal content is text too (the model's
-//!   words to the user) and turns the stop reason into [`StopReason::Refusal`].
+//!   words to the user) and turns the stop reason into [`StopReason::Refusal`]. A message with a
+//!   `phase` (`commentary` / `final_answer`, read from `output_item.added`, or from `.done` when
+//!   no text came before it) puts `ProviderMeta::OpenAiMessage { phase }` on its first delta,
+//!   which starts a text block of its own: two phased messages stay two blocks.
+//! - any other item (`web_search_call`, `mcp_call`, `code_interpreter_call`, …) → one
+//!   `LlmEvent::Opaque` holding the item's JSON text exactly as `output_item.done` delivered it,
+//!   in its place among the other blocks; the request replays it verbatim.
 //! - `response.completed` → usage and `Done` (`ToolUse` when a function call was emitted);
 //!   `response.incomplete` → `MaxTokens` (`max_output_tokens`), `ContentFilter`
 //!   (`content_filter`) or the reason verbatim; `error` and `response.failed` → the typed error.
@@ -31,7 +37,9 @@ use crate::event::{BLOCK_BYTES, LlmEvent};
 use crate::sse::SseEvent;
 
 use super::error::classify_api_error;
-use super::wire::{ApiError, ContentPart, ErrorEvent, OutputItem, ResponseObject, StreamEvent};
+use super::wire::{
+    ApiError, ContentPart, ErrorEvent, ItemDone, OutputItem, ResponseObject, StreamEvent,
+};
 
 /// Separates the parts of a multi-part reasoning summary.
 const SUMMARY_PART_SEPARATOR: &str = "\n\n";
@@ -78,6 +86,10 @@ enum ItemKind {
     Message {
         /// Whether text of this message was emitted already (by deltas).
         has_text: bool,
+        /// The message's `phase`, put on its first text delta.
+        phase: Option<String>,
+        /// Whether a non-empty delta (the one that carries the phase) went out.
+        started: bool,
     },
 }
 
@@ -129,8 +141,32 @@ impl Decoder {
         }
         self.push_item(Item {
             id: id.to_owned(),
-            kind: ItemKind::Message { has_text: false },
+            kind: ItemKind::Message {
+                has_text: false,
+                phase: None,
+                started: false,
+            },
         })
+    }
+
+    /// Records the phase of message `at`, unless its text (and so its block) already started.
+    fn set_phase(&mut self, at: usize, phase: Option<String>) {
+        let Some(new) = phase else {
+            return;
+        };
+        if let Some(Item {
+            kind:
+                ItemKind::Message {
+                    phase: phase @ None,
+                    started: false,
+                    ..
+                },
+            ..
+        }) = self.items.get_mut(at)
+        {
+            self.held += new.len();
+            *phase = Some(new);
+        }
     }
 
     /// The function call item `item_id`, started now if it was not announced yet.
@@ -265,17 +301,29 @@ impl Decoder {
 
     fn text(&mut self, item_id: &str, delta: &str, out: &mut Vec<LlmEvent>) {
         let at = self.message(item_id);
+        let mut meta = None;
         if let Some(Item {
-            kind: ItemKind::Message { has_text },
+            kind:
+                ItemKind::Message {
+                    has_text,
+                    phase,
+                    started,
+                },
             ..
         }) = self.items.get_mut(at)
         {
             *has_text = true;
+            if !delta.is_empty() && !*started {
+                *started = true;
+                meta = phase
+                    .clone()
+                    .map(|phase| ProviderMeta::OpenAiMessage { phase });
+            }
         }
         if !delta.is_empty() {
             out.push(LlmEvent::TextDelta {
                 delta: delta.to_owned(),
-                meta: None,
+                meta,
             });
         }
     }
@@ -287,7 +335,7 @@ impl Decoder {
         let streamed = matches!(
             self.items.get(at),
             Some(Item {
-                kind: ItemKind::Message { has_text: true },
+                kind: ItemKind::Message { has_text: true, .. },
                 ..
             })
         );
@@ -323,9 +371,11 @@ impl Decoder {
                     });
                 }
             }
-            OutputItem::Message { id, .. } => {
-                self.message(&id);
+            OutputItem::Message { id, phase, .. } => {
+                let at = self.message(&id);
+                self.set_phase(at, phase);
             }
+            // Kept whole when it is done.
             OutputItem::Other => {}
         }
     }
@@ -358,7 +408,9 @@ impl Decoder {
                 let at = self.function_call(&item_id, &call_id, &name, out);
                 self.complete_call(at, arguments, out);
             }
-            OutputItem::Message { id, content } => {
+            OutputItem::Message { id, content, phase } => {
+                let at = self.message(&id);
+                self.set_phase(at, phase);
                 for part in content {
                     match part {
                         ContentPart::OutputText { text } => {
@@ -372,8 +424,22 @@ impl Decoder {
                     }
                 }
             }
+            // Read again whole by `decode`, which has the event's text.
             OutputItem::Other => {}
         }
+    }
+
+    /// An item motet does not model, kept as the exact JSON text of `output_item.done`'s `item`.
+    fn opaque(data: &str, out: &mut Vec<LlmEvent>) -> Result<(), ProviderError> {
+        let done: ItemDone<'_> =
+            serde_json::from_str(data).map_err(|e| ProviderError::Protocol {
+                message: format!("unreadable Responses output item: {e}"),
+            })?;
+        out.push(LlmEvent::Opaque {
+            provider: "openai".to_owned(),
+            item: done.item.get().to_owned(),
+        });
+        Ok(())
     }
 
     /// Closes reasoning items the server never finished, so their blocks are not left open.
@@ -493,6 +559,9 @@ impl StreamDecoder for Decoder {
                 }
             }
             StreamEvent::OutputItemAdded { item } => self.item_added(item, out),
+            StreamEvent::OutputItemDone {
+                item: OutputItem::Other,
+            } => Self::opaque(data, out)?,
             StreamEvent::OutputItemDone { item } => self.item_done(item, out),
             StreamEvent::ReasoningSummaryPartAdded {
                 item_id,

@@ -7,6 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 // ---------------------------------------------------------------------------------------------
 // Request
@@ -45,6 +46,9 @@ pub(super) enum InputItem<'a> {
     Message {
         role: &'static str,
         content: Vec<InputContent<'a>>,
+        /// An assistant message's `phase` (`commentary`, `final_answer`), as it was received.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        phase: Option<&'a str>,
     },
     /// A reasoning item replayed statelessly.
     Reasoning {
@@ -64,6 +68,9 @@ pub(super) enum InputItem<'a> {
         call_id: &'a str,
         output: std::borrow::Cow<'a, str>,
     },
+    /// An output item motet does not model, sent back as it was received.
+    #[serde(untagged)]
+    Opaque(&'a RawValue),
 }
 
 /// One content part of an input message.
@@ -222,9 +229,22 @@ pub(super) enum OutputItem {
         id: String,
         #[serde(default)]
         content: Vec<ContentPart>,
+        /// `commentary` or `final_answer` (gpt-5.3 and later); absent on older models.
+        #[serde(default)]
+        phase: Option<String>,
     },
+    /// Anything else (`web_search_call`, `mcp_call`, …): read again whole, as [`ItemDone`].
     #[serde(other)]
     Other,
+}
+
+/// `response.output_item.done` read for its item's exact JSON text. A separate, untagged
+/// struct because a borrowed [`RawValue`] cannot sit inside the internally tagged
+/// [`StreamEvent`] (serde buffers those).
+#[derive(Debug, Deserialize)]
+pub(super) struct ItemDone<'a> {
+    #[serde(borrow)]
+    pub(super) item: &'a RawValue,
 }
 
 /// A reasoning summary part of a finished reasoning item.
