@@ -53,6 +53,9 @@ pub enum ThreadMsg {
 pub struct ThreadActor<S: Strategy> {
     pub(super) agent: Arc<LiveAgent<S>>,
     pub(super) thread_id: String,
+    /// The thread's id in the store (and in the strategy's Thread): `<agent>/<thread>`, so two
+    /// agents' threads of the same name never share a history. Made once: every commit uses it.
+    pub(super) store_id: String,
     pub(super) core: Arc<RuntimeCore>,
 }
 
@@ -423,12 +426,6 @@ where
         );
         myself.get_cell().link(supervisor.get_cell());
         Ok(())
-    }
-
-    /// The thread's id in the store (and in the strategy's Thread): `<agent>/<thread>`, so two
-    /// agents' threads of the same name never share a history.
-    fn store_id(&self) -> String {
-        store_id(&self.agent.name, &self.thread_id)
     }
 
     /// Remembers a call made for the request `cause` belongs to, dropping finished ones.

@@ -447,6 +447,7 @@ where
         thread_id: String,
     ) -> Result<ActorRef<ThreadMsg>, RuntimeError> {
         let server = ThreadActor {
+            store_id: super::actor::store_id(&self.name, &thread_id),
             agent: self.clone(),
             thread_id,
             core,

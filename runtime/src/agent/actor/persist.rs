@@ -67,13 +67,13 @@ where
     /// never replaced by a fresh one).
     pub(super) async fn load(&self) -> Result<Option<Stored<S::State>>, StoreError> {
         let store = &self.core.store;
-        let id = self.store_id();
+        let id = &self.store_id;
         for _ in 0..LOAD_ATTEMPTS {
-            let Some(thread) = store.load(&id).await? else {
+            let Some(thread) = store.load(id).await? else {
                 return Ok(None);
             };
             let rev = thread.entry_count() as u64;
-            let Some(saved) = store.load_state(&id).await? else {
+            let Some(saved) = store.load_state(id).await? else {
                 let state = self.agent.strategy.restore_thread(&SYSTEM_ENV, thread);
                 return Ok(Some(Stored {
                     state,
@@ -100,7 +100,7 @@ where
             }));
         }
         Err(StoreError::CorruptThread {
-            thread_id: id,
+            thread_id: id.clone(),
             reason: format!("it changed under each of {LOAD_ATTEMPTS} reads"),
         })
     }
@@ -119,7 +119,7 @@ where
                 saved: stored.saved,
             },
             None => Loaded {
-                strategy: self.agent.strategy.init_for_thread(&env, &self.store_id()),
+                strategy: self.agent.strategy.init_for_thread(&env, &self.store_id),
                 rev: 0,
                 stored: false,
                 saved: None,
@@ -149,7 +149,7 @@ where
         state: &mut ThreadState<S>,
         open: Option<&str>,
     ) -> Result<(), StoreError> {
-        let id = self.store_id();
+        let id = &self.store_id;
         let entry_count = self
             .agent
             .strategy
@@ -160,7 +160,7 @@ where
         if entry_count <= state.stored_rev {
             if state.saved.is_none() && !state.stored {
                 // Never stored: the state a fresh thread starts with needs no write.
-                let mut fresh = self.agent.strategy.init_for_thread(&state.env, &id);
+                let mut fresh = self.agent.strategy.init_for_thread(&state.env, id);
                 state.saved = Some(self.snapshot(&mut fresh, 0, None)?);
             }
             if state.saved.as_deref() == Some(snapshot.as_str()) {
@@ -189,13 +189,11 @@ where
             let created = store
                 .create_with(&header, Some(&self.meta()), entries)
                 .await?;
-            state.stored_rev = store
-                .append_with_state(&id, &[], created, &snapshot)
-                .await?;
+            state.stored_rev = store.append_with_state(id, &[], created, &snapshot).await?;
             state.stored = true;
         } else {
             state.stored_rev = store
-                .append_with_state(&id, entries, state.stored_rev, &snapshot)
+                .append_with_state(id, entries, state.stored_rev, &snapshot)
                 .await?;
         }
         state.saved = Some(snapshot);
@@ -217,7 +215,7 @@ where
                 state,
             })
             .map_err(|e| StoreError::Encode {
-                thread_id: self.store_id(),
+                thread_id: self.store_id.clone(),
                 reason: format!("the agent state: {e}"),
             })
         };
