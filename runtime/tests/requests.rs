@@ -19,17 +19,7 @@ use common::*;
 
 #[tokio::test]
 async fn requests_on_different_threads_never_see_each_other() {
-    let runtime = Runtime::builder()
-        .llm(Arc::new(EchoModel {
-            delay: Duration::from_millis(5),
-        }))
-        .build()
-        .unwrap();
-    let tools = calculator();
-    let agent = runtime
-        .spawn(AgentSpec::new("echo", react("openai:gpt-5.2", &tools)))
-        .await
-        .unwrap();
+    let (runtime, agent) = echo_agent(Duration::from_millis(5), |spec| spec).await;
     // 100 concurrent asks on 100 threads, then a second round on the same threads.
     for round in 0..2 {
         let asks = (0..100).map(|t| {
@@ -67,17 +57,7 @@ async fn requests_on_different_threads_never_see_each_other() {
 
 #[tokio::test]
 async fn asks_on_one_thread_queue_and_run_in_order() {
-    let runtime = Runtime::builder()
-        .llm(Arc::new(EchoModel {
-            delay: Duration::from_millis(20),
-        }))
-        .build()
-        .unwrap();
-    let tools = calculator();
-    let agent = runtime
-        .spawn(AgentSpec::new("echo", react("openai:gpt-5.2", &tools)))
-        .await
-        .unwrap();
+    let (runtime, agent) = echo_agent(Duration::from_millis(20), |spec| spec).await;
     // All sent at once (join_all polls them in order, so they arrive m0, m1, ...): each
     // arrives while the one before it runs.
     let asks = (0..5).map(|n| agent.ask(format!("m{n}")));
@@ -101,29 +81,14 @@ async fn asks_on_one_thread_queue_and_run_in_order() {
 
 #[tokio::test]
 async fn the_reject_policy_answers_busy() {
-    let runtime = Runtime::builder()
-        .llm(Arc::new(EchoModel {
-            delay: Duration::from_millis(200),
-        }))
-        .build()
-        .unwrap();
-    let tools = calculator();
-    let agent = runtime
-        .spawn(
-            AgentSpec::new("echo", react("openai:gpt-5.2", &tools))
-                .with_request_policy(RequestPolicy::Reject),
-        )
-        .await
-        .unwrap();
+    let (runtime, agent) = echo_agent(Duration::from_millis(200), |spec| {
+        spec.with_request_policy(RequestPolicy::Reject)
+    })
+    .await;
     // join! polls in order: "slow" reaches the agent first and runs while "impatient" arrives.
     let (first, second) = tokio::join!(agent.ask("slow"), agent.ask("impatient"));
-    match second {
-        Err(AskError::Failed { reply }) => {
-            let data = reply.data_as::<serde_json::Value>().unwrap().to_string();
-            assert!(data.contains("busy"), "{data}");
-        }
-        other => panic!("{other:?}"),
-    }
+    let data = failure_data(second);
+    assert!(data.contains("busy"), "{data}");
     assert!(first.is_ok());
     runtime.shutdown().await;
 }
@@ -274,17 +239,7 @@ async fn cancelling_a_request_closes_its_provider_connection() {
 #[tokio::test]
 async fn requests_are_tracked_and_threads_can_be_reset() {
     use motet_runtime::agent::RequestStatus;
-    let runtime = Runtime::builder()
-        .llm(Arc::new(EchoModel {
-            delay: Duration::from_millis(30),
-        }))
-        .build()
-        .unwrap();
-    let tools = calculator();
-    let agent = runtime
-        .spawn(AgentSpec::new("echo", react("openai:gpt-5.2", &tools)))
-        .await
-        .unwrap();
+    let (runtime, agent) = echo_agent(Duration::from_millis(30), |spec| spec).await;
     let (first, second) = tokio::join!(agent.ask("one"), agent.ask("two"));
     let first = first.unwrap();
     let second = second.unwrap();
@@ -474,40 +429,20 @@ async fn a_started_request_can_be_cancelled() {
         .await
         .unwrap();
     request.cancel("changed my mind").await.unwrap();
-    match request.wait().await {
-        Err(AskError::Failed { reply }) => {
-            let data = reply.data_as::<serde_json::Value>().unwrap().to_string();
-            assert!(data.contains("changed my mind"), "{data}");
-        }
-        other => panic!("{other:?}"),
-    }
+    let data = failure_data(request.wait().await);
+    assert!(data.contains("changed my mind"), "{data}");
     runtime.shutdown().await;
 }
 
 #[tokio::test]
 async fn the_interrupt_policy_cancels_the_running_request_for_the_new_one() {
-    let runtime = Runtime::builder()
-        .llm(Arc::new(EchoModel {
-            delay: Duration::from_millis(200),
-        }))
-        .build()
-        .unwrap();
-    let tools = calculator();
-    let agent = runtime
-        .spawn(
-            AgentSpec::new("echo", react("openai:gpt-5.2", &tools))
-                .with_request_policy(RequestPolicy::Interrupt),
-        )
-        .await
-        .unwrap();
+    let (runtime, agent) = echo_agent(Duration::from_millis(200), |spec| {
+        spec.with_request_policy(RequestPolicy::Interrupt)
+    })
+    .await;
     let (first, second) = tokio::join!(agent.ask("old question"), agent.ask("new question"));
-    match first {
-        Err(AskError::Failed { reply }) => {
-            let data = reply.data_as::<serde_json::Value>().unwrap().to_string();
-            assert!(data.contains("interrupted"), "{data}");
-        }
-        other => panic!("{other:?}"),
-    }
+    let data = failure_data(first);
+    assert!(data.contains("interrupted"), "{data}");
     let answer = second
         .unwrap()
         .signal

@@ -10,7 +10,7 @@ use std::time::Duration;
 use motet_agents::{ContextPolicy, ReAct, ReActConfig, ReactCompleted};
 use motet_directives::{AssistantBlock, AssistantMessage, LlmResponse, Message, Usage};
 use motet_providers::ProviderError;
-use motet_runtime::agent::{AskOptions, Runtime};
+use motet_runtime::agent::{AgentHandle, AgentSpec, Answer, AskError, AskOptions, Runtime};
 use motet_runtime::tool::{ToolError, ToolSet, tool_fn};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -128,6 +128,34 @@ pub(crate) fn echo_runtime(store: Arc<dyn motet_runtime::store::ThreadStore>) ->
         .store(store)
         .build()
         .unwrap()
+}
+
+/// A runtime whose model echoes after `delay`, and a ReAct calculator agent `echo` on it, its
+/// spec shaped by `spec` (a request policy, say).
+pub(crate) async fn echo_agent(
+    delay: Duration,
+    spec: impl FnOnce(AgentSpec<ReAct>) -> AgentSpec<ReAct>,
+) -> (Runtime, AgentHandle) {
+    let runtime = Runtime::builder().llm(EchoModel { delay }).build().unwrap();
+    let tools = calculator();
+    let agent = runtime
+        .spawn(spec(AgentSpec::new(
+            "echo",
+            react("openai:gpt-5.2", &tools),
+        )))
+        .await
+        .unwrap();
+    (runtime, agent)
+}
+
+/// The data of a failed reply, as JSON text; anything but a failed reply fails the test.
+pub(crate) fn failure_data(result: Result<Answer, AskError>) -> String {
+    match result {
+        Err(AskError::Failed { reply }) => {
+            reply.data_as::<serde_json::Value>().unwrap().to_string()
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 pub(crate) fn on(thread: &str) -> AskOptions {
