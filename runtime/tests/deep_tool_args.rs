@@ -5,11 +5,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use motet_agents::{AGENT_COMPLETED, ContextPolicy, EntryBody, ReAct, ReActConfig, ReactCompleted};
-use motet_directives::{AssistantBlock, AssistantMessage, LlmResponse, Message, ToolArgs, Usage};
+use common::{first_call_args, first_tool_result};
+use motet_agents::{AGENT_COMPLETED, ContextPolicy, ReAct, ReActConfig, ReactCompleted};
+use motet_directives::{AssistantBlock, AssistantMessage, LlmResponse, ToolArgs, Usage};
 use motet_providers::ProviderError;
 use motet_runtime::agent::{AgentSpec, AskOptions, Runtime};
 use motet_runtime::store::{SqliteStore, ThreadStore};
@@ -95,14 +98,7 @@ async fn ask_with_args(args: &str) -> (motet_directives::ToolResult, String) {
     assert_eq!(done.answer, "Done.");
     let requests = model.requests();
     assert_eq!(requests.len(), 2);
-    let result = requests[1]
-        .messages
-        .iter()
-        .find_map(|m| match m {
-            Message::ToolResults { results } => results.first().cloned(),
-            _ => None,
-        })
-        .expect("a tool result in the second request");
+    let result = first_tool_result(&requests[1]);
     runtime.shutdown().await;
 
     let store = SqliteStore::open(&path).await.unwrap();
@@ -111,16 +107,7 @@ async fn ask_with_args(args: &str) -> (motet_directives::ToolResult, String) {
         .await
         .unwrap()
         .expect("the thread is stored");
-    let stored = thread
-        .to_list()
-        .iter()
-        .find_map(|entry| match &entry.body {
-            EntryBody::Assistant { message, .. } => {
-                message.tool_calls().next().map(|c| c.args.get().to_owned())
-            }
-            _ => None,
-        })
-        .expect("the call is in the thread");
+    let stored = first_call_args(&thread);
     (result, stored)
 }
 

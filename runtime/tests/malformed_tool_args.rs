@@ -13,9 +13,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::{AddArgs, react, turn};
-use motet_agents::{AGENT_COMPLETED, EntryBody, ReactCompleted};
-use motet_directives::{AssistantBlock, Message, ToolArgs, ToolResult};
+use common::{AddArgs, first_call_args, first_tool_result, react, turn};
+use motet_agents::{AGENT_COMPLETED, ReactCompleted};
+use motet_directives::{AssistantBlock, ToolArgs, ToolResult};
 use motet_runtime::agent::{AgentSpec, AskOptions, Runtime};
 use motet_runtime::store::{MemoryStore, ThreadStore};
 use motet_runtime::testing::ScriptedModel;
@@ -74,28 +74,14 @@ async fn ask_with_broken_args(raw: &str) -> (ToolResult, String) {
     assert_eq!(runs.load(Ordering::SeqCst), 0, "the tool never ran");
     let requests = model.requests();
     assert_eq!(requests.len(), 2);
-    let result = requests[1]
-        .messages
-        .iter()
-        .find_map(|m| match m {
-            Message::ToolResults { results } => results.first().cloned(),
-            _ => None,
-        })
-        .expect("a tool result in the second request");
-    let stored = store
-        .load("calc/default")
-        .await
-        .unwrap()
-        .expect("the thread is stored")
-        .to_list()
-        .iter()
-        .find_map(|entry| match &entry.body {
-            EntryBody::Assistant { message, .. } => {
-                message.tool_calls().next().map(|c| c.args.get().to_owned())
-            }
-            _ => None,
-        })
-        .expect("the call is in the thread");
+    let result = first_tool_result(&requests[1]);
+    let stored = first_call_args(
+        &store
+            .load("calc/default")
+            .await
+            .unwrap()
+            .expect("the thread is stored"),
+    );
     runtime.shutdown().await;
     (result, stored)
 }

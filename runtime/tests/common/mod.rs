@@ -158,6 +158,34 @@ pub(crate) fn failure_data(result: Result<Answer, AskError>) -> String {
     }
 }
 
+/// The first tool result `request` shows the model.
+pub(crate) fn first_tool_result(
+    request: &motet_directives::LlmRequest,
+) -> motet_directives::ToolResult {
+    request
+        .messages
+        .iter()
+        .find_map(|m| match m {
+            Message::ToolResults { results } => results.first().cloned(),
+            _ => None,
+        })
+        .expect("a tool result in the request")
+}
+
+/// The arguments of the first tool call in `thread`, as stored.
+pub(crate) fn first_call_args(thread: &motet_agents::Thread) -> String {
+    thread
+        .to_list()
+        .iter()
+        .find_map(|entry| match &entry.body {
+            motet_agents::EntryBody::Assistant { message, .. } => {
+                message.tool_calls().next().map(|c| c.args.get().to_owned())
+            }
+            _ => None,
+        })
+        .expect("the call is in the thread")
+}
+
 pub(crate) fn on(thread: &str) -> AskOptions {
     AskOptions {
         thread_id: Some(thread.to_owned()),
