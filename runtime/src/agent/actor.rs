@@ -3,7 +3,7 @@
 //! (persist.rs), the directives carried out (execute.rs; llm.rs runs the LLM calls), and every
 //! ending of a request torn down in one place (finish.rs).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use motet_agents::{Env, Strategy, protocol};
@@ -23,6 +23,8 @@ use crate::telemetry::instruments;
 use crate::tool::ToolSet;
 
 mod execute;
+
+use execute::deliver;
 mod finish;
 mod llm;
 mod persist;
@@ -108,6 +110,9 @@ pub struct ThreadState<S: Strategy> {
     /// LLM calls in flight, by request id: aborted (closing their connections) when the
     /// request ends, so a cancelled request stops streaming.
     calls: HashMap<String, Vec<AbortHandle>>,
+    /// Results of work that finished as it started (execute.rs, `Run::Inline`), handled
+    /// before the actor reads its mailbox again.
+    ready: VecDeque<Signal>,
     /// The model of the last LLM call: summaries use it when their directive names none.
     last_model: Option<ModelRef>,
     /// Children started with `Spawn`, by tag.
@@ -162,6 +167,7 @@ where
             env,
             book: RequestBook::default(),
             calls: HashMap::new(),
+            ready: VecDeque::new(),
             last_model: None,
             pending: HashMap::new(),
             schedules: HashMap::new(),
@@ -250,14 +256,33 @@ where
         }
         state.last_active = std::time::Instant::now();
         self.admit(&myself, state, signal).await;
-        // A request that finished lets the next queued one in.
-        while let Some(next) = state.book.next() {
-            instruments().queue_depth.add(-1, &[]);
-            self.admit(&myself, state, next).await;
+        let mut inline = 0;
+        loop {
+            // A request that finished lets the next queued one in.
+            while let Some(next) = state.book.next() {
+                instruments().queue_depth.add(-1, &[]);
+                self.admit(&myself, state, next).await;
+            }
+            let Some(result) = state.ready.pop_front() else {
+                break;
+            };
+            inline += 1;
+            if inline > INLINE_STEPS {
+                // Fair to the mailbox: a chain of work that never waits yields to it now and
+                // then, its results queued behind whatever arrived meanwhile.
+                deliver(&myself, result);
+                state.ready.drain(..).for_each(|r| deliver(&myself, r));
+                break;
+            }
+            self.admit(&myself, state, result).await;
         }
         Ok(())
     }
 }
+
+/// How many results of inline work one message may handle before the rest go through the
+/// mailbox (a ReAct request with one tool per turn is two per LLM call).
+const INLINE_STEPS: usize = 64;
 
 /// The type of the note a fired schedule leaves in the mailbox so its handle is dropped.
 const SCHEDULE_FIRED: &str = "motet.schedule.fired";
@@ -405,8 +430,9 @@ where
         // Directive spans hang off the request's span (a flat, readable tree), or off this
         // signal's span when it belongs to no request of this thread.
         let parent = request_span.or_else(|| handling.id());
+        let run = execute::Run::for_step(&directives);
         for directive in directives {
-            self.execute(myself, state, &signal, directive, parent.clone());
+            self.execute(myself, state, &signal, directive, parent.clone(), run);
         }
     }
 

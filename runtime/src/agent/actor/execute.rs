@@ -1,7 +1,9 @@
 //! Carrying out the directives a strategy returns: one arm per directive kind, each starting
 //! the work and sending its result back to the thread's actor as a signal.
 
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 
 use futures::FutureExt as _;
 
@@ -42,6 +44,7 @@ where
         cause: &Signal,
         directive: Directive,
         parent: Option<tracing::Id>,
+        run: Run,
     ) {
         match directive {
             Directive::LlmStream(call) => {
@@ -55,10 +58,9 @@ where
                 };
                 let span = trace::chat_span(&call.request, parent, iteration);
                 let core = self.core.clone();
-                let me = myself.clone();
                 let task_cause = cause.clone();
                 let source = self.source();
-                let task = tokio::spawn(async move {
+                let work = Box::pin(async move {
                     let call_id = call.call_id;
                     let streamed =
                         stream_call(&core, call.request, &source, &task_cause, &call_id, span);
@@ -77,7 +79,7 @@ where
                                 retried: false,
                             })
                         });
-                    let signal = match outcome {
+                    match outcome {
                         Ok(response) => result_signal(
                             LLM_RESULT,
                             &source,
@@ -93,14 +95,12 @@ where
                                 error: llm_error(&error.error, error.retried),
                             },
                         ),
-                    };
-                    deliver(&me, signal);
+                    }
                 });
-                self.track(state, cause, task.abort_handle());
+                self.start(myself, state, cause, work, run);
             }
             Directive::ToolExec(exec) => {
                 let tools = self.agent.tools.clone();
-                let me = myself.clone();
                 let task_cause = cause.clone();
                 let source = self.source();
                 let span =
@@ -111,7 +111,7 @@ where
                 if let Some(request) = cause.request_id() {
                     ctx = ctx.with_request_id(request);
                 }
-                let task = tokio::spawn(async move {
+                let work = Box::pin(async move {
                     let result = match &tools {
                         Some(tools) => {
                             let view = ToolCallView {
@@ -134,7 +134,7 @@ where
                             ),
                         ),
                     };
-                    let signal = result_signal(
+                    result_signal(
                         TOOL_RESULT,
                         &source,
                         &task_cause,
@@ -142,11 +142,10 @@ where
                             call_id: exec.call_id,
                             result,
                         },
-                    );
-                    deliver(&me, signal);
+                    )
                 });
                 // Cancelling the request aborts the tool too (dropping its future).
-                self.track(state, cause, task.abort_handle());
+                self.start(myself, state, cause, work, run);
             }
             Directive::Summarize(summarize) => {
                 let transcript = self
@@ -381,6 +380,68 @@ where
                 }
             },
         }
+    }
+}
+
+impl<S> ThreadActor<S>
+where
+    S: Strategy + Send + Sync + 'static,
+    S::State: Send + Sync + 'static,
+{
+    /// Starts a directive's work. Run [`Run::Inline`], it is polled once here, on the actor's
+    /// own task: work that is done at once (a tool that never waits, a model that answers from
+    /// memory) hands its result to this actor's next step without a task or a mailbox trip,
+    /// which on a multi-threaded runtime would each be a chance for tokio to move the chain to
+    /// another worker. Work that must wait goes on as a task of its own, so the actor keeps
+    /// reading its mailbox (a cancel, another request) meanwhile; its result comes back as a
+    /// message, and cancelling the request aborts it.
+    fn start(
+        &self,
+        myself: &ActorRef<ThreadMsg>,
+        state: &mut ThreadState<S>,
+        cause: &Signal,
+        mut work: Work,
+        run: Run,
+    ) {
+        if run == Run::Inline
+            && let Some(signal) = (&mut work).now_or_never()
+        {
+            state.ready.push_back(signal);
+            return;
+        }
+        let me = myself.clone();
+        let task = tokio::spawn(async move { deliver(&me, work.await) });
+        self.track(state, cause, task.abort_handle());
+    }
+}
+
+/// A directive's work: the result signal it ends with.
+type Work = Pin<Box<dyn Future<Output = Signal> + Send>>;
+
+/// Where a directive's work starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Run {
+    /// Polled once on the actor's task; a task of its own only if it must wait. For a step's
+    /// only piece of work: nothing else could run meanwhile.
+    Inline,
+    /// A task of its own from the start. For each of several pieces of work one step starts
+    /// (parallel tool calls), so they run side by side, on both workers if need be.
+    Task,
+}
+
+impl Run {
+    /// How the work of a step returning `directives` starts.
+    pub(super) fn for_step(directives: &[Directive]) -> Self {
+        let work = directives
+            .iter()
+            .filter(|d| {
+                matches!(
+                    d,
+                    Directive::LlmStream(_) | Directive::ToolExec(_) | Directive::Summarize(_)
+                )
+            })
+            .count();
+        if work == 1 { Self::Inline } else { Self::Task }
     }
 }
 
