@@ -77,5 +77,6 @@ pub use react::{
 };
 pub use strategy::Strategy;
 pub use thread::{
-    Entry, EntryBody, EntryKind, ForkOrigin, NewEntry, RefKey, Refs, Thread, ThreadStats,
+    Entry, EntryBody, EntryKind, ForkOrigin, NewEntry, RefKey, Refs, Thread, ThreadHead,
+    ThreadStats,
 };

@@ -223,7 +223,7 @@ struct Walk {
 }
 
 fn walk(
-    entries: &[crate::thread::Entry],
+    entries: &[std::sync::Arc<crate::thread::Entry>],
     start: usize,
     policy: &ContextPolicy,
     available: u64,

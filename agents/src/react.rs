@@ -762,7 +762,7 @@ impl ReAct {
 
 /// The request `entries` show begun and not ended: its last turn (a question, tool calls, or
 /// their results) awaits the model, and no failure of that request follows it.
-fn unfinished_request(entries: &[crate::thread::Entry]) -> Option<String> {
+fn unfinished_request(entries: &[std::sync::Arc<crate::thread::Entry>]) -> Option<String> {
     let last = entries.iter().rposition(|e| {
         matches!(
             e.body,
@@ -789,7 +789,7 @@ const RERUN_NOTE: &str = "re-running";
 
 /// How many times a resume has already re-run the tool call `tool_call_id` (the notes it
 /// committed before each re-run, among `entries`).
-fn reruns_of(entries: &[crate::thread::Entry], tool_call_id: &str) -> u32 {
+fn reruns_of(entries: &[std::sync::Arc<crate::thread::Entry>], tool_call_id: &str) -> u32 {
     let reruns = entries
         .iter()
         .filter(|e| e.refs.tool_call_id.as_deref() == Some(tool_call_id))
@@ -799,7 +799,7 @@ fn reruns_of(entries: &[crate::thread::Entry], tool_call_id: &str) -> u32 {
 }
 
 /// The tool calls the model made in `request_id`'s turns among `entries`.
-fn tool_calls_in(entries: &[crate::thread::Entry], request_id: &str) -> u32 {
+fn tool_calls_in(entries: &[std::sync::Arc<crate::thread::Entry>], request_id: &str) -> u32 {
     let calls = entries
         .iter()
         .filter(|e| e.refs.request_id.as_deref() == Some(request_id))

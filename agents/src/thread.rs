@@ -4,10 +4,14 @@
 //! are appended. Nothing is ever rewritten: summaries and window boundaries are entries too.
 //! The thread keeps a small index (the latest summary and boundary) so a projection finds its
 //! window without scanning the log.
+//!
+//! Entries are held behind `Arc`: once appended an entry never changes, so the thread, a store
+//! that keeps entries in memory, a fork and a copy of the thread all share one copy of each.
 
 mod entry;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use motet_directives::Usage;
 use serde::{Deserialize, Serialize};
@@ -44,7 +48,7 @@ pub struct ForkOrigin {
 pub struct Thread {
     id: String,
     rev: u64,
-    entries: Vec<Entry>,
+    entries: Vec<Arc<Entry>>,
     created_at: u64,
     updated_at: u64,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -89,10 +93,28 @@ impl From<ThreadRepr> for Thread {
             latest_boundary: None,
         };
         for entry in repr.entries {
-            thread.push_indexed(entry);
+            thread.push_indexed(Arc::new(entry));
         }
         thread
     }
+}
+
+/// What a store keeps of a thread besides its entries: enough to rebuild the [`Thread`]
+/// around entries it already holds ([`Thread::from_entries`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadHead {
+    /// The thread's id.
+    pub id: String,
+    /// The stored revision.
+    pub rev: u64,
+    /// When it was created (Unix milliseconds).
+    pub created_at: u64,
+    /// When its last entry was committed (Unix milliseconds).
+    pub updated_at: u64,
+    /// Application metadata.
+    pub metadata: BTreeMap<String, serde_json::Value>,
+    /// The thread it was forked from.
+    pub parent: Option<ForkOrigin>,
 }
 
 impl Thread {
@@ -110,6 +132,29 @@ impl Thread {
             latest_summary: None,
             latest_boundary: None,
         }
+    }
+
+    /// The thread `head` describes, holding `entries` (oldest first) without copying them: a
+    /// store that keeps entries in memory hands back the very entries it was given. An entry
+    /// whose seq is not its position is given its position (copied, only then).
+    pub fn from_entries(head: ThreadHead, entries: impl IntoIterator<Item = Arc<Entry>>) -> Self {
+        let entries = entries.into_iter();
+        let mut thread = Thread {
+            id: head.id,
+            rev: head.rev,
+            entries: Vec::with_capacity(entries.size_hint().0),
+            created_at: head.created_at,
+            updated_at: head.updated_at,
+            metadata: head.metadata,
+            parent: head.parent,
+            stats: ThreadStats::default(),
+            latest_summary: None,
+            latest_boundary: None,
+        };
+        for entry in entries {
+            thread.push_indexed(entry);
+        }
+        thread
     }
 
     /// An empty thread with a fresh `thread_…` id and the environment's time.
@@ -167,13 +212,15 @@ impl Thread {
             refs: new.refs,
         };
         self.updated_at = self.updated_at.max(at);
-        self.push_indexed(entry)
+        self.push_indexed(Arc::new(entry))
     }
 
     /// Pushes an entry whose seq is its position, updating stats and the index.
-    fn push_indexed(&mut self, mut entry: Entry) -> &Entry {
+    fn push_indexed(&mut self, mut entry: Arc<Entry>) -> &Entry {
         let index = self.entries.len();
-        entry.seq = index as u64;
+        if entry.seq != index as u64 {
+            Arc::make_mut(&mut entry).seq = index as u64;
+        }
         match &entry.body {
             EntryBody::Summary { .. } => self.latest_summary = Some(index),
             EntryBody::Boundary { .. } => self.latest_boundary = Some(index),
@@ -238,16 +285,19 @@ impl Thread {
 
     /// The newest entry.
     pub fn last(&self) -> Option<&Entry> {
-        self.entries.last()
+        self.entries.last().map(|e| &**e)
     }
 
     /// The entry with this sequence number.
     pub fn get_entry(&self, seq: u64) -> Option<&Entry> {
-        usize::try_from(seq).ok().and_then(|i| self.entries.get(i))
+        usize::try_from(seq)
+            .ok()
+            .and_then(|i| self.entries.get(i))
+            .map(|e| &**e)
     }
 
-    /// All entries, oldest first.
-    pub fn to_list(&self) -> &[Entry] {
+    /// All entries, oldest first (shared: cloning one is a reference count).
+    pub fn to_list(&self) -> &[Arc<Entry>] {
         &self.entries
     }
 
@@ -256,7 +306,10 @@ impl Thread {
         &'a self,
         kinds: &'a [EntryKind],
     ) -> impl Iterator<Item = &'a Entry> + 'a {
-        self.entries.iter().filter(|e| kinds.contains(&e.kind()))
+        self.entries
+            .iter()
+            .map(|e| &**e)
+            .filter(|e| kinds.contains(&e.kind()))
     }
 
     /// Entries whose ref `key` equals `value`, oldest first.
@@ -267,11 +320,12 @@ impl Thread {
     ) -> impl Iterator<Item = &'a Entry> + 'a {
         self.entries
             .iter()
+            .map(|e| &**e)
             .filter(move |e| e.refs.get(key).as_deref() == Some(value))
     }
 
     /// Entries with `from <= seq <= to` (empty when the range is empty or outside the thread).
-    pub fn slice(&self, from: u64, to: u64) -> &[Entry] {
+    pub fn slice(&self, from: u64, to: u64) -> &[Arc<Entry>] {
         let len = self.entries.len();
         let start = usize::try_from(from).unwrap_or(len).min(len);
         let end = usize::try_from(to)
@@ -312,12 +366,16 @@ impl Thread {
 
     /// The latest summary entry.
     pub fn latest_summary(&self) -> Option<&Entry> {
-        self.latest_summary.and_then(|i| self.entries.get(i))
+        self.latest_summary
+            .and_then(|i| self.entries.get(i))
+            .map(|e| &**e)
     }
 
     /// The latest window boundary entry.
     pub fn latest_boundary(&self) -> Option<&Entry> {
-        self.latest_boundary.and_then(|i| self.entries.get(i))
+        self.latest_boundary
+            .and_then(|i| self.entries.get(i))
+            .map(|e| &**e)
     }
 }
 

@@ -28,6 +28,7 @@ mod memory;
 mod sqlite;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use motet_agents::{Entry, EntryBody, ForkOrigin, Thread};
@@ -142,7 +143,7 @@ pub trait ThreadStore: Send + Sync {
         &self,
         header: &ThreadHeader,
         meta: Option<&ThreadMeta>,
-        entries: &[Entry],
+        entries: &[Arc<Entry>],
     ) -> Result<u64, StoreError> {
         self.create(header).await?;
         if let Some(meta) = meta {
@@ -162,7 +163,7 @@ pub trait ThreadStore: Send + Sync {
     ///
     /// # Errors
     /// [`StoreError::NotFound`]; read failures as for [`load`](Self::load).
-    async fn load_after(&self, thread_id: &str, rev: u64) -> Result<Vec<Entry>, StoreError>;
+    async fn load_after(&self, thread_id: &str, rev: u64) -> Result<Vec<Arc<Entry>>, StoreError>;
 
     /// Appends `entries` atomically if the thread is still at `expected_rev`; returns the new
     /// rev. The entries must continue the thread: seqs `expected_rev`, `expected_rev + 1`, ...
@@ -174,7 +175,7 @@ pub trait ThreadStore: Send + Sync {
     async fn append(
         &self,
         thread_id: &str,
-        entries: &[Entry],
+        entries: &[Arc<Entry>],
         expected_rev: u64,
     ) -> Result<u64, StoreError>;
 
@@ -217,7 +218,7 @@ pub trait ThreadStore: Send + Sync {
     async fn append_with_state(
         &self,
         thread_id: &str,
-        entries: &[Entry],
+        entries: &[Arc<Entry>],
         expected_rev: u64,
         state: &str,
     ) -> Result<u64, StoreError>;
@@ -262,13 +263,13 @@ pub(crate) struct AppendTotals {
     pub(crate) latest_boundary_seq: Option<u64>,
 }
 
-/// Checks that `entries` continue a thread at `expected_rev` and encodes them.
-pub(crate) fn encode_entries(
+/// Checks that `entries` continue a thread at `expected_rev`; returns what they add to its
+/// totals.
+pub(crate) fn check_entries(
     thread_id: &str,
-    entries: &[Entry],
+    entries: &[Arc<Entry>],
     expected_rev: u64,
-) -> Result<(Vec<EncodedEntry>, AppendTotals), StoreError> {
-    let mut encoded = Vec::with_capacity(entries.len());
+) -> Result<AppendTotals, StoreError> {
     let mut totals = AppendTotals::default();
     for (offset, entry) in entries.iter().enumerate() {
         let expected = expected_rev + offset as u64;
@@ -287,6 +288,19 @@ pub(crate) fn encode_entries(
         }
         totals.estimated_tokens += u64::from(entry.tokens);
         totals.max_at = totals.max_at.max(entry.at);
+    }
+    Ok(totals)
+}
+
+/// Checks that `entries` continue a thread at `expected_rev` and encodes them.
+pub(crate) fn encode_entries(
+    thread_id: &str,
+    entries: &[Arc<Entry>],
+    expected_rev: u64,
+) -> Result<(Vec<EncodedEntry>, AppendTotals), StoreError> {
+    let totals = check_entries(thread_id, entries, expected_rev)?;
+    let mut encoded = Vec::with_capacity(entries.len());
+    for entry in entries {
         let json = serde_json::to_string(entry).map_err(|e| StoreError::Encode {
             thread_id: thread_id.to_owned(),
             reason: format!("entry seq {}: {e}", entry.seq),
@@ -381,10 +395,10 @@ fn first_bad_entry(thread_id: &str, entries: &[(u64, String)]) -> Option<StoreEr
 pub(crate) fn decode_entries(
     thread_id: &str,
     rows: &[(u64, String)],
-) -> Result<Vec<Entry>, StoreError> {
+) -> Result<Vec<Arc<Entry>>, StoreError> {
     rows.iter()
         .map(|(seq, json)| match serde_json::from_str::<Entry>(json) {
-            Ok(entry) if entry.seq == *seq => Ok(entry),
+            Ok(entry) if entry.seq == *seq => Ok(Arc::new(entry)),
             Ok(entry) => Err(StoreError::CorruptEntry {
                 thread_id: thread_id.to_owned(),
                 seq: *seq,

@@ -91,10 +91,11 @@ async fn stale_rev_is_a_conflict_and_writes_nothing(store: &dyn ThreadStore) {
     store.create(&ThreadHeader::of(&thread)).await.unwrap();
     assert_eq!(store.append("thread_c", &entries[..3], 0).await.unwrap(), 3);
     // Another writer, also at rev 3, wants its own entry at seq 3; this one commits first.
-    let mut theirs = entries[3].clone();
+    let mut theirs = (*entries[3]).clone();
     theirs.body = EntryBody::Note {
         text: "not this one".into(),
     };
+    let theirs = std::sync::Arc::new(theirs);
     assert_eq!(store.append("thread_c", &entries[3..], 3).await.unwrap(), 4);
     let err = store.append("thread_c", &[theirs], 3).await.unwrap_err();
     assert!(

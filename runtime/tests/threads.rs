@@ -316,13 +316,13 @@ impl motet_runtime::store::ThreadStore for DamagedStore {
         &self,
         thread_id: &str,
         rev: u64,
-    ) -> Result<Vec<motet_agents::Entry>, motet_runtime::store::StoreError> {
+    ) -> Result<Vec<std::sync::Arc<motet_agents::Entry>>, motet_runtime::store::StoreError> {
         self.0.load_after(thread_id, rev).await
     }
     async fn append(
         &self,
         thread_id: &str,
-        entries: &[motet_agents::Entry],
+        entries: &[std::sync::Arc<motet_agents::Entry>],
         expected_rev: u64,
     ) -> Result<u64, motet_runtime::store::StoreError> {
         self.0.append(thread_id, entries, expected_rev).await
@@ -330,7 +330,7 @@ impl motet_runtime::store::ThreadStore for DamagedStore {
     async fn append_with_state(
         &self,
         thread_id: &str,
-        entries: &[motet_agents::Entry],
+        entries: &[std::sync::Arc<motet_agents::Entry>],
         expected_rev: u64,
         state: &str,
     ) -> Result<u64, motet_runtime::store::StoreError> {

@@ -37,7 +37,7 @@ impl Group {
 /// Yields the groups of `entries[start..end]` newest first, reading only as far back as it is
 /// asked to.
 pub(crate) struct GroupsRev<'a> {
-    entries: &'a [Entry],
+    entries: &'a [std::sync::Arc<Entry>],
     start: usize,
     next: usize,
     show_messages: [bool; 2],
@@ -48,7 +48,11 @@ pub(crate) struct GroupsRev<'a> {
 }
 
 impl<'a> GroupsRev<'a> {
-    pub(crate) fn new(entries: &'a [Entry], start: usize, policy: &ContextPolicy) -> Self {
+    pub(crate) fn new(
+        entries: &'a [std::sync::Arc<Entry>],
+        start: usize,
+        policy: &ContextPolicy,
+    ) -> Self {
         let show_assistant = policy.includes(EntryKind::Assistant);
         Self {
             entries,

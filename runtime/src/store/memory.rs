@@ -1,25 +1,28 @@
 //! An in-memory [`ThreadStore`] for tests and throwaway sessions: the same semantics as SQLite,
 //! nothing survives the process.
+//!
+//! It keeps the entries it is given, not their JSON: an agent's thread and the store share one
+//! copy of each entry (`Arc`), and a thread loaded back holds those same entries. Nothing is
+//! encoded or decoded; the SQLite store's tests cover what survives encoding.
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
-use motet_agents::{Entry, Thread};
+use motet_agents::{Entry, Thread, ThreadHead};
 
 use super::{
-    StoreError, StoredHead, ThreadHeader, ThreadMeta, ThreadStore, ThreadSummary, assemble_thread,
-    decode_entries, encode_entries,
+    AppendTotals, StoreError, ThreadHeader, ThreadMeta, ThreadStore, ThreadSummary, check_entries,
 };
 
-/// One stored thread: its summary, meta and entries as JSON text.
+/// One stored thread: its summary, meta and entries (shared with the threads that hold them).
 #[derive(Debug)]
 struct Stored {
     summary: ThreadSummary,
     meta: Option<ThreadMeta>,
     /// The agent state stored with the last commit.
     state: Option<String>,
-    entries: Vec<(u64, String)>,
+    entries: Vec<Arc<Entry>>,
     /// Creation order, for `list`.
     order: u64,
 }
@@ -30,8 +33,7 @@ struct Inner {
     created: u64,
 }
 
-/// Threads in a map behind a mutex. Entries are kept as the JSON they would be stored as, so
-/// loading exercises the same decoding as the SQLite store.
+/// Threads in a map behind a mutex.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     inner: Mutex<Inner>,
@@ -89,8 +91,8 @@ impl Inner {
     fn append(
         &mut self,
         thread_id: &str,
-        encoded: Vec<super::EncodedEntry>,
-        totals: &super::AppendTotals,
+        entries: &[Arc<Entry>],
+        totals: &AppendTotals,
         expected_rev: u64,
     ) -> Result<u64, StoreError> {
         let stored = self
@@ -105,10 +107,10 @@ impl Inner {
                 current: s.rev,
             });
         }
-        if encoded.is_empty() {
+        if entries.is_empty() {
             return Ok(s.rev);
         }
-        s.rev += encoded.len() as u64;
+        s.rev += entries.len() as u64;
         s.entry_count = s.rev;
         s.usage += totals.usage;
         s.estimated_tokens += totals.estimated_tokens;
@@ -116,9 +118,7 @@ impl Inner {
         s.latest_summary_seq = totals.latest_summary_seq.or(s.latest_summary_seq);
         s.latest_boundary_seq = totals.latest_boundary_seq.or(s.latest_boundary_seq);
         let rev = s.rev;
-        stored
-            .entries
-            .extend(encoded.into_iter().map(|e| (e.seq, e.json)));
+        stored.entries.extend_from_slice(entries);
         Ok(rev)
     }
 }
@@ -139,13 +139,13 @@ impl ThreadStore for MemoryStore {
         &self,
         header: &ThreadHeader,
         meta: Option<&ThreadMeta>,
-        entries: &[Entry],
+        entries: &[Arc<Entry>],
     ) -> Result<u64, StoreError> {
-        let (encoded, totals) = encode_entries(&header.id, entries, 0)?;
+        let totals = check_entries(&header.id, entries, 0)?;
         // Under one lock, after every check: all of it or none of it.
         let mut inner = self.lock();
         inner.create(header)?;
-        let rev = inner.append(&header.id, encoded, &totals, 0)?;
+        let rev = inner.append(&header.id, entries, &totals, 0)?;
         if let Some(stored) = inner.threads.get_mut(&header.id) {
             stored.meta = meta.cloned();
         }
@@ -158,18 +158,21 @@ impl ThreadStore for MemoryStore {
             return Ok(None);
         };
         let s = &stored.summary;
-        let head = StoredHead {
-            id: &s.id,
+        let head = ThreadHead {
+            id: s.id.clone(),
             rev: s.rev,
             created_at: s.created_at,
             updated_at: s.updated_at,
-            metadata: &s.metadata,
-            parent: s.parent.as_ref(),
+            metadata: s.metadata.clone(),
+            parent: s.parent.clone(),
         };
-        assemble_thread(&head, &stored.entries).map(Some)
+        Ok(Some(Thread::from_entries(
+            head,
+            stored.entries.iter().cloned(),
+        )))
     }
 
-    async fn load_after(&self, thread_id: &str, rev: u64) -> Result<Vec<Entry>, StoreError> {
+    async fn load_after(&self, thread_id: &str, rev: u64) -> Result<Vec<Arc<Entry>>, StoreError> {
         let inner = self.lock();
         let stored = inner
             .threads
@@ -178,19 +181,19 @@ impl ThreadStore for MemoryStore {
         let start = usize::try_from(rev)
             .unwrap_or(usize::MAX)
             .min(stored.entries.len());
-        decode_entries(thread_id, &stored.entries[start..])
+        Ok(stored.entries[start..].to_vec())
     }
 
     async fn append_with_state(
         &self,
         thread_id: &str,
-        entries: &[Entry],
+        entries: &[Arc<Entry>],
         expected_rev: u64,
         state: &str,
     ) -> Result<u64, StoreError> {
-        let (encoded, totals) = encode_entries(thread_id, entries, expected_rev)?;
+        let totals = check_entries(thread_id, entries, expected_rev)?;
         let mut inner = self.lock();
-        let rev = inner.append(thread_id, encoded, &totals, expected_rev)?;
+        let rev = inner.append(thread_id, entries, &totals, expected_rev)?;
         if let Some(stored) = inner.threads.get_mut(thread_id) {
             stored.state = Some(state.to_owned());
         }
@@ -208,13 +211,12 @@ impl ThreadStore for MemoryStore {
     async fn append(
         &self,
         thread_id: &str,
-        entries: &[Entry],
+        entries: &[Arc<Entry>],
         expected_rev: u64,
     ) -> Result<u64, StoreError> {
-        // Encoding happens outside the lock, as it does for SQLite.
-        let (encoded, totals) = encode_entries(thread_id, entries, expected_rev)?;
+        let totals = check_entries(thread_id, entries, expected_rev)?;
         self.lock()
-            .append(thread_id, encoded, &totals, expected_rev)
+            .append(thread_id, entries, &totals, expected_rev)
     }
 
     async fn summary(&self, thread_id: &str) -> Result<Option<ThreadSummary>, StoreError> {

@@ -598,7 +598,7 @@ impl Inner {
         assemble_thread(&head, &entries).map(Some)
     }
 
-    fn load_after(&self, thread_id: &str, rev: u64) -> Result<Vec<Entry>, StoreError> {
+    fn load_after(&self, thread_id: &str, rev: u64) -> Result<Vec<Arc<Entry>>, StoreError> {
         let err = thread_err(&self.path, thread_id);
         let mut conn = lock(&self.reader);
         let tx = conn.transaction().map_err(&err)?;
@@ -824,7 +824,7 @@ impl ThreadStore for SqliteStore {
         &self,
         header: &ThreadHeader,
         meta: Option<&ThreadMeta>,
-        entries: &[Entry],
+        entries: &[Arc<Entry>],
     ) -> Result<u64, StoreError> {
         let row = NewThreadRow::of(header)?;
         let meta = meta.map(|m| encode_json(&row.id, m)).transpose()?;
@@ -838,7 +838,7 @@ impl ThreadStore for SqliteStore {
         self.run(move |inner| inner.load(&id)).await
     }
 
-    async fn load_after(&self, thread_id: &str, rev: u64) -> Result<Vec<Entry>, StoreError> {
+    async fn load_after(&self, thread_id: &str, rev: u64) -> Result<Vec<Arc<Entry>>, StoreError> {
         let id = thread_id.to_owned();
         self.run(move |inner| inner.load_after(&id, rev)).await
     }
@@ -846,7 +846,7 @@ impl ThreadStore for SqliteStore {
     async fn append(
         &self,
         thread_id: &str,
-        entries: &[Entry],
+        entries: &[Arc<Entry>],
         expected_rev: u64,
     ) -> Result<u64, StoreError> {
         // Encode on the caller's thread; only the transaction runs on the blocking pool.
@@ -859,7 +859,7 @@ impl ThreadStore for SqliteStore {
     async fn append_with_state(
         &self,
         thread_id: &str,
-        entries: &[Entry],
+        entries: &[Arc<Entry>],
         expected_rev: u64,
         state: &str,
     ) -> Result<u64, StoreError> {

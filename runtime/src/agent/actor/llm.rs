@@ -19,7 +19,7 @@ keep the user's goals, decisions, facts learned (with numbers and names), tool r
 still matter, and open questions. Write plain prose, no preamble.";
 
 /// A range of thread entries as a plain transcript for a summary call.
-pub(super) fn transcript(entries: &[motet_agents::Entry]) -> String {
+pub(super) fn transcript(entries: &[std::sync::Arc<motet_agents::Entry>]) -> String {
     use motet_agents::EntryBody;
     let mut out = String::new();
     for entry in entries {
