@@ -11,12 +11,17 @@
 //! `{"scenario": "...", "variant": "...", "n": ..., "ns_per_op": ..., "ops_per_sec": ...}`
 //! plus scenario-specific fields.
 
+mod alloc;
 mod report;
 mod scenarios;
 
 use std::process::ExitCode;
 
 use report::Report;
+
+/// Counts heap bytes while the `memory` scenario asks it to; otherwise `System` as is.
+#[global_allocator]
+static ALLOC: alloc::Counting = alloc::Counting;
 
 fn main() -> ExitCode {
     // A telemetry variant of `react`, run in a process of its own by the parent (hidden).

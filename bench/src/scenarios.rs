@@ -25,6 +25,7 @@ pub(crate) const ALL: &[(&str, RunFn)] = &[
     ("ping", agents::run_ping),
     ("react", agents::run_react),
     ("fanout", agents::run_fanout),
+    ("memory", agents::run_memory),
 ];
 
 pub(crate) use agents::react_child;

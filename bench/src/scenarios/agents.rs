@@ -11,6 +11,10 @@
 //! - `fanout`: a coordinator publishes one task per worker on the bus to 10,000 subscribed
 //!   worker agents, each answers the coordinator, which replies when all are in: wall time,
 //!   against 10,000 bare ractor `call`s issued at once (`floor_ractor`).
+//! - `memory`: heap bytes per agent — 2,000 ReAct agents just spawned, holding a 20-message
+//!   conversation, and idle (thread actors stopped, conversation in the store), with the
+//!   in-memory and the SQLite store — against the bare messages in a `Vec`
+//!   (`floor_messages`) and bare ractor actors holding them (`floor_actor_*`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -32,11 +36,13 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use crate::report::{Report, round2};
 
 mod fanout;
+mod memory;
 mod ping;
 mod react;
 mod spawn;
 
 pub(crate) use fanout::run_fanout;
+pub(crate) use memory::run_memory;
 pub(crate) use ping::run_ping;
 pub(crate) use react::{react_child, run_react};
 pub(crate) use spawn::run_spawn;
@@ -97,6 +103,27 @@ fn tool_turn() -> LlmResponse {
 
 fn answer_turn() -> LlmResponse {
     LlmResponse::new(AssistantMessage::text("5"), Usage::default())
+}
+
+/// A zero-latency model: it asks for the tool when the conversation ends with the user's
+/// question and answers once the tool's result is in. Stateless, so any number of agents can
+/// share it.
+struct ZeroModel;
+
+#[async_trait::async_trait]
+impl motet_providers::LlmClient for ZeroModel {
+    async fn stream(
+        &self,
+        req: motet_directives::LlmRequest,
+    ) -> Result<motet_providers::LlmEvents, motet_providers::ProviderError> {
+        let asks = matches!(
+            req.messages.last(),
+            Some(motet_directives::Message::User { .. })
+        );
+        let response = if asks { tool_turn() } else { answer_turn() };
+        let events = motet_runtime::testing::events_of(response);
+        Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))))
+    }
 }
 
 /// A bare actor with the state an agent thread holds, for the spawn floor.

@@ -7,27 +7,6 @@
 )]
 use super::*;
 
-/// A zero-latency model: it asks for the tool when the conversation ends with the user's
-/// question and answers once the tool's result is in. Stateless, so any number of agents can
-/// share it.
-struct ZeroModel;
-
-#[async_trait::async_trait]
-impl motet_providers::LlmClient for ZeroModel {
-    async fn stream(
-        &self,
-        req: motet_directives::LlmRequest,
-    ) -> Result<motet_providers::LlmEvents, motet_providers::ProviderError> {
-        let asks = matches!(
-            req.messages.last(),
-            Some(motet_directives::Message::User { .. })
-        );
-        let response = if asks { tool_turn() } else { answer_turn() };
-        let events = motet_runtime::testing::events_of(response);
-        Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))))
-    }
-}
-
 async fn react_runtime(agents: usize, requests_per_agent: usize) -> Option<Duration> {
     let tools = tools()?;
     let strategy = react(&tools)?;
