@@ -268,6 +268,41 @@ async fn requests_are_tracked_and_threads_can_be_reset() {
     runtime.shutdown().await;
 }
 
+#[tokio::test]
+async fn only_the_last_finished_requests_are_kept_with_their_replies() {
+    use motet_runtime::agent::RequestStatus;
+    let runtime = Runtime::builder()
+        .llm(EchoModel::default())
+        .keep_finished_requests(2)
+        .build()
+        .unwrap();
+    let tools = calculator();
+    let agent = runtime
+        .spawn(AgentSpec::new("echo", react("openai:gpt-5.2", &tools)))
+        .await
+        .unwrap();
+    let mut ids = Vec::new();
+    for question in ["one", "two", "three"] {
+        ids.push(agent.ask(question).await.unwrap().request_id);
+    }
+    assert!(
+        runtime.request(&ids[0]).is_none(),
+        "the oldest is forgotten"
+    );
+    for id in &ids[1..] {
+        let record = runtime.request(id).unwrap();
+        assert_eq!(record.status, RequestStatus::Completed);
+        assert_eq!(
+            (record.agent.as_str(), record.thread.as_str()),
+            ("echo", "default")
+        );
+        assert_eq!(record.result.unwrap().request_id(), Some(id.as_str()));
+    }
+    let kept: Vec<String> = agent.requests().into_iter().map(|r| r.id).collect();
+    assert_eq!(kept, ids[1..]);
+    runtime.shutdown().await;
+}
+
 /// Streams its answer in three pieces, a little apart.
 #[derive(Clone, Default)]
 struct TypingModel;

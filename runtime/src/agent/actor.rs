@@ -54,7 +54,7 @@ pub enum ThreadMsg {
 /// thread, and the execution of its directives.
 pub struct ThreadActor<S: Strategy> {
     pub(super) agent: Arc<LiveAgent<S>>,
-    pub(super) thread_id: String,
+    pub(super) thread_id: Arc<str>,
     /// The thread's id in the store (and in the strategy's Thread): `<agent>/<thread>`, so two
     /// agents' threads of the same name never share a history. Made once: every commit uses it.
     pub(super) store_id: String,
@@ -63,7 +63,7 @@ pub struct ThreadActor<S: Strategy> {
 
 /// What every thread of one agent shares.
 pub(crate) struct LiveAgent<S> {
-    pub(crate) name: String,
+    pub(crate) name: Arc<str>,
     pub(crate) strategy: S,
     pub(crate) tools: Option<Arc<ToolSet>>,
     pub(crate) policy: RequestPolicy,
@@ -191,7 +191,7 @@ where
         }
         for (_, reply) in state.pending.drain() {
             let _ = reply.send(Err(AskError::AgentStopped {
-                agent: self.agent.name.clone(),
+                agent: self.agent.name.to_string(),
             }));
         }
         self.core.thread_keys.remove(&myself.get_id());
@@ -323,7 +323,7 @@ where
                 let cancel = Signal::builder(protocol::AGENT_CANCEL, self.source())
                     .with_id(state.env.fresh_id("sig"))
                     .with_request_id(running)
-                    .with_thread_id(&self.thread_id)
+                    .with_thread_id(&*self.thread_id)
                     .with_data(serde_json::json!({"reason": "interrupted by a newer request"}))
                     .build();
                 if let Ok(cancel) = cancel {
@@ -448,7 +448,7 @@ where
             .map_err(ActorProcessingErr::from)?;
         self.core.thread_keys.insert(
             myself.get_id(),
-            (self.agent.name.clone(), self.thread_id.clone()),
+            (self.agent.name.to_string(), self.thread_id.to_string()),
         );
         myself.get_cell().link(supervisor.get_cell());
         Ok(())

@@ -232,7 +232,7 @@ where
 {
     let name = spec.name;
     let config = Arc::new(LiveAgent {
-        name: name.clone(),
+        name: Arc::from(name.as_str()),
         strategy: spec.strategy,
         tools: spec.tools,
         policy: spec.policy,
@@ -449,14 +449,14 @@ where
         let server = ThreadActor {
             store_id: super::actor::store_id(&self.name, &thread_id),
             agent: self.clone(),
-            thread_id,
+            thread_id: thread_id.into(),
             core,
         };
         let (actor, _join) =
             Actor::spawn(None, server, ())
                 .await
                 .map_err(|e| RuntimeError::SpawnFailed {
-                    name: self.name.clone(),
+                    name: self.name.to_string(),
                     message: e.to_string(),
                 })?;
         Ok(actor)

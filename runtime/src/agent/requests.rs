@@ -2,7 +2,7 @@
 //! timestamps and result, readable while it runs and after it ends.
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use motet_signals::Signal;
 
@@ -40,57 +40,105 @@ pub struct RequestRecord {
     pub result: Option<Signal>,
 }
 
-/// How many finished requests are remembered (the oldest are forgotten first).
-pub const FINISHED_REQUESTS_KEPT: usize = 10_000;
+/// How many finished requests a runtime remembers by default (the oldest are forgotten first;
+/// [`RuntimeBuilder::keep_finished_requests`](super::RuntimeBuilder::keep_finished_requests)).
+/// A record holds the reply signal, a few KB: the log is bounded by count, whatever the number
+/// of agents.
+pub const FINISHED_REQUESTS_KEPT: usize = 1_000;
+
+/// One request as kept: the agent's and thread's names shared with the other requests of the
+/// same thread, the id shared with the log of finished requests.
+#[derive(Debug)]
+struct Kept {
+    agent: Arc<str>,
+    thread: Arc<str>,
+    status: RequestStatus,
+    submitted_at: u64,
+    started_at: Option<u64>,
+    finished_at: Option<u64>,
+    result: Option<Signal>,
+}
+
+impl Kept {
+    fn record(&self, id: &str) -> RequestRecord {
+        RequestRecord {
+            id: id.to_owned(),
+            agent: self.agent.as_ref().to_owned(),
+            thread: self.thread.as_ref().to_owned(),
+            status: self.status,
+            submitted_at: self.submitted_at,
+            started_at: self.started_at,
+            finished_at: self.finished_at,
+            result: self.result.clone(),
+        }
+    }
+}
 
 /// The runtime's request records.
-#[derive(Default)]
 pub(crate) struct Requests {
-    records: dashmap::DashMap<String, RequestRecord, foldhash::fast::RandomState>,
-    finished: Mutex<VecDeque<String>>,
+    records: dashmap::DashMap<Arc<str>, Kept, foldhash::fast::RandomState>,
+    finished: Mutex<VecDeque<Arc<str>>>,
+    keep: usize,
 }
 
 impl Requests {
+    /// Records that remember the last `keep` finished requests.
+    pub(crate) fn keeping(keep: usize) -> Self {
+        Self {
+            records: dashmap::DashMap::default(),
+            finished: Mutex::new(VecDeque::new()),
+            keep,
+        }
+    }
+
     pub(crate) fn get(&self, id: &str) -> Option<RequestRecord> {
-        self.records.get(id).map(|r| r.value().clone())
+        self.records.get(id).map(|r| r.value().record(id))
     }
 
     pub(crate) fn of_agent(&self, agent: &str) -> Vec<RequestRecord> {
         let mut all: Vec<RequestRecord> = self
             .records
             .iter()
-            .filter(|r| r.value().agent == agent)
-            .map(|r| r.value().clone())
+            .filter(|r| r.value().agent.as_ref() == agent)
+            .map(|r| r.value().record(r.key()))
             .collect();
         all.sort_by_key(|r| (r.submitted_at, r.started_at.unwrap_or(u64::MAX)));
         all
     }
 
-    /// A request arrived (queued or running).
-    pub(crate) fn arrived(&self, id: &str, agent: &str, thread: &str, queued: bool, now: u64) {
+    /// A request arrived (queued or running) on `thread` of `agent`.
+    pub(crate) fn arrived(
+        &self,
+        id: &str,
+        agent: &Arc<str>,
+        thread: &Arc<str>,
+        queued: bool,
+        now: u64,
+    ) {
         let status = if queued {
             RequestStatus::Queued
         } else {
             RequestStatus::Running
         };
-        self.records
-            .entry(id.to_owned())
-            .and_modify(|r| {
-                r.status = status;
-                if !queued {
-                    r.started_at.get_or_insert(now);
-                }
-            })
-            .or_insert_with(|| RequestRecord {
-                id: id.to_owned(),
-                agent: agent.to_owned(),
-                thread: thread.to_owned(),
+        if let Some(mut kept) = self.records.get_mut(id) {
+            kept.status = status;
+            if !queued {
+                kept.started_at.get_or_insert(now);
+            }
+            return;
+        }
+        self.records.insert(
+            Arc::from(id),
+            Kept {
+                agent: agent.clone(),
+                thread: thread.clone(),
                 status,
                 submitted_at: now,
                 started_at: (!queued).then_some(now),
                 finished_at: None,
                 result: None,
-            });
+            },
+        );
     }
 
     /// A request ended.
@@ -101,19 +149,20 @@ impl Requests {
         result: Option<Signal>,
         now: u64,
     ) {
-        let Some(mut record) = self.records.get_mut(id) else {
+        let Some(mut kept) = self.records.get_mut(id) else {
             return;
         };
-        if record.finished_at.is_some() {
+        if kept.finished_at.is_some() {
             return;
         }
-        record.status = status;
-        record.finished_at = Some(now);
-        record.result = result;
-        drop(record);
+        kept.status = status;
+        kept.finished_at = Some(now);
+        kept.result = result;
+        let key = kept.key().clone();
+        drop(kept);
         if let Ok(mut finished) = self.finished.lock() {
-            finished.push_back(id.to_owned());
-            while finished.len() > FINISHED_REQUESTS_KEPT {
+            finished.push_back(key);
+            while finished.len() > self.keep {
                 if let Some(old) = finished.pop_front() {
                     self.records.remove(&old);
                 }

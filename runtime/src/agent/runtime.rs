@@ -12,7 +12,7 @@ use motet_signals::Bus;
 use super::errors::RuntimeError;
 use super::handle::AgentHandle;
 use super::registry::{KindFactory, Registry, RuntimeCore, register_agent};
-use super::requests::{RequestRecord, Requests};
+use super::requests::{FINISHED_REQUESTS_KEPT, RequestRecord, Requests};
 use super::spec::{AgentSpec, DEFAULT_LLM_CONCURRENCY, IntoSpec};
 use super::ticket::Ticket;
 use crate::store::{MemoryStore, ThreadStore};
@@ -26,6 +26,7 @@ pub struct RuntimeBuilder {
     default_limit: Option<usize>,
     store: Option<Arc<dyn ThreadStore>>,
     kinds: HashMap<String, KindFactory>,
+    keep_finished: Option<usize>,
 }
 
 impl RuntimeBuilder {
@@ -82,6 +83,14 @@ impl RuntimeBuilder {
         self
     }
 
+    /// How many finished requests [`Runtime::request`] and [`AgentHandle::requests`] still
+    /// show, with their replies (the oldest are forgotten first). Default
+    /// [`FINISHED_REQUESTS_KEPT`]; running and queued requests are always shown.
+    pub fn keep_finished_requests(mut self, requests: usize) -> Self {
+        self.keep_finished = Some(requests);
+        self
+    }
+
     /// The bus `Emit` directives publish on; a fresh one by default.
     pub fn bus(mut self, bus: Arc<Bus>) -> Self {
         self.bus = Some(bus);
@@ -120,7 +129,7 @@ impl RuntimeBuilder {
                     .store
                     .unwrap_or_else(|| Arc::new(MemoryStore::new()) as Arc<dyn ThreadStore>),
                 kinds: self.kinds,
-                requests: Requests::default(),
+                requests: Requests::keeping(self.keep_finished.unwrap_or(FINISHED_REQUESTS_KEPT)),
                 idle_sweep: std::sync::Mutex::new(None),
                 idle_period_ns: std::sync::atomic::AtomicU64::new(0),
                 delta_type: super::events::LLM_DELTA.parse().ok(),

@@ -106,8 +106,8 @@ where
                 let span =
                     trace::tool_span(&exec.name, &exec.tool_call_id, exec.args.get(), parent);
                 let mut ctx = ToolContext::new(exec.tool_call_id.as_str())
-                    .with_agent_id(self.agent.name.as_str())
-                    .with_thread_id(self.thread_id.as_str());
+                    .with_agent_id(&*self.agent.name)
+                    .with_thread_id(&*self.thread_id);
                 if let Some(request) = cause.request_id() {
                     ctx = ctx.with_request_id(request);
                 }
@@ -328,8 +328,8 @@ where
                 let task_cause = cause.clone();
                 let source = self.source();
                 let parent = Parent {
-                    agent: self.agent.name.clone(),
-                    thread: self.thread_id.clone(),
+                    agent: self.agent.name.to_string(),
+                    thread: self.thread_id.to_string(),
                 };
                 tokio::spawn(
                     async move {

@@ -235,7 +235,7 @@ where
     fn meta(&self) -> ThreadMeta {
         ThreadMeta {
             policy: None,
-            strategy_config_id: Some(self.agent.name.clone()),
+            strategy_config_id: Some(self.agent.name.to_string()),
             extra: [
                 ("thread".to_owned(), serde_json::json!(self.thread_id)),
                 (
