@@ -125,6 +125,12 @@ pub struct ThreadState<S: Strategy> {
     saved: Option<String>,
     /// When the thread last handled a message (for the idle timeout).
     last_active: std::time::Instant,
+    /// Set when the idle timeout closed the mailbox: what is still in it is held for the
+    /// successor (`held`), never run here.
+    retiring: bool,
+    /// Messages that reached the mailbox before it closed, handed to the successor in order
+    /// when this actor stops (`RuntimeCore::succeed`).
+    held: Vec<ThreadMsg>,
     /// The open `invoke_agent` span of each request this thread has admitted, by request id.
     spans: HashMap<String, RequestTrace>,
 }
@@ -164,6 +170,8 @@ where
             saved: loaded.saved,
             children: HashMap::new(),
             last_active: std::time::Instant::now(),
+            retiring: false,
+            held: Vec::new(),
             env,
             book: RequestBook::default(),
             calls: HashMap::new(),
@@ -195,7 +203,14 @@ where
             }));
         }
         self.core.thread_keys.remove(&myself.get_id());
-        self.agent.forget_thread(&self.thread_id, myself.get_id());
+        if state.held.is_empty() {
+            self.agent.forget_thread(&self.thread_id, myself.get_id());
+        } else {
+            let held = std::mem::take(&mut state.held);
+            self.core
+                .succeed(&self.agent.name, &self.thread_id, myself.get_id(), held)
+                .await;
+        }
         Ok(())
     }
 
@@ -205,6 +220,16 @@ where
         msg: ThreadMsg,
         state: &mut ThreadState<S>,
     ) -> Result<(), ActorProcessingErr> {
+        if state.retiring {
+            match msg {
+                ThreadMsg::IdleCheck => {}
+                ThreadMsg::GetThread(reply) => {
+                    let _ = reply.send(self.agent.strategy.thread(&state.strategy).cloned());
+                }
+                msg => state.held.push(msg),
+            }
+            return Ok(());
+        }
         if !state.supervised && !matches!(msg, ThreadMsg::IdleCheck) {
             if let Err(error) = self.supervise(&myself).await {
                 // Unsupervised, nobody would restart it: leave the registry now, so the next
@@ -225,7 +250,13 @@ where
                         .all(|c| c.iter().all(AbortHandle::is_finished))
                     && state.schedules.is_empty();
                 if quiet && state.last_active.elapsed() >= idle {
-                    myself.stop(Some("idle".to_owned()));
+                    // Closing the mailbox rather than stopping at once: whatever a sender put
+                    // in it before it closed is handed to the thread's next actor, and a sender
+                    // that finds it closed waits for that actor (`RuntimeCore::send`).
+                    state.retiring = true;
+                    if myself.drain().is_err() {
+                        myself.stop(Some("idle".to_owned()));
+                    }
                 }
                 return Ok(());
             }

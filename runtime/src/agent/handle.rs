@@ -7,7 +7,6 @@ use motet_agents::{
     AGENT_REQUEST, AGENT_RESUME, AGENT_SUMMARIZE, AgentRequest, AgentResume, AgentSummarize, Env,
 };
 use motet_signals::Signal;
-use ractor::ActorRef;
 use tokio::sync::oneshot;
 
 use super::actor::ThreadMsg;
@@ -123,11 +122,7 @@ impl AgentHandle {
         let env = SystemEnv;
         let request_id = env.fresh_id("req");
         let wanted = options.thread_id.clone();
-        let (actor, thread) = self
-            .core
-            .thread_actor(&self.name, options.thread_id)
-            .await
-            .map_err(|e| unreachable_thread(&self.name, wanted.as_deref(), e))?;
+        let thread = RuntimeCore::thread_id(options.thread_id.as_deref());
         let signal = Signal::builder(AGENT_REQUEST, "motet.ask")
             .with_id(env.fresh_id("sig"))
             .with_request_id(&request_id)
@@ -146,11 +141,10 @@ impl AgentHandle {
             .stream
             .then(|| Deltas::subscribe(&self.core.bus, &request_id));
         let (reply, answer) = oneshot::channel();
-        actor
-            .cast(ThreadMsg::Ask { signal, reply })
-            .map_err(|_| AskError::AgentStopped {
-                agent: self.name.clone(),
-            })?;
+        self.core
+            .send(&self.name, &thread, ThreadMsg::Ask { signal, reply })
+            .await
+            .map_err(|e| unreachable_thread(&self.name, wanted.as_deref(), e))?;
         Ok(Ticket {
             id: request_id,
             thread,
@@ -170,28 +164,15 @@ impl AgentHandle {
     /// # Errors
     /// As [`AgentHandle::ask`].
     pub async fn request(&self, signal: Signal, timeout: Duration) -> Result<Signal, AskError> {
-        let (actor, _) = self
-            .core
-            .thread_actor(&self.name, signal.thread_id().map(str::to_owned))
-            .await
-            .map_err(|_| AskError::AgentStopped {
-                agent: self.name.clone(),
-            })?;
-        self.request_on(&actor, signal, timeout).await
-    }
-
-    async fn request_on(
-        &self,
-        actor: &ActorRef<ThreadMsg>,
-        signal: Signal,
-        timeout: Duration,
-    ) -> Result<Signal, AskError> {
+        let thread = RuntimeCore::thread_id(signal.thread_id());
         let (reply, answer) = oneshot::channel();
-        actor
-            .cast(ThreadMsg::Ask {
-                signal: traced(signal),
-                reply,
-            })
+        let ask = ThreadMsg::Ask {
+            signal: traced(signal),
+            reply,
+        };
+        self.core
+            .send(&self.name, &thread, ask)
+            .await
             .map_err(|_| AskError::AgentStopped {
                 agent: self.name.clone(),
             })?;
@@ -272,11 +253,8 @@ impl AgentHandle {
             .get(&self.name)
             .map(|f| f.value().clone())
             .ok_or_else(stopped)?;
-        let (actor, thread_id) = self
-            .core
-            .thread_actor(&self.name, Some(thread_id.to_owned()))
-            .await
-            .map_err(|e| unreachable_thread(&self.name, Some(thread_id), e))?;
+        let wanted = thread_id;
+        let thread_id = RuntimeCore::thread_id(Some(thread_id));
         let signal = Signal::builder(AGENT_RESUME, "motet.resume")
             .with_id(SystemEnv.fresh_id("sig"))
             .with_request_id(request_id)
@@ -289,12 +267,14 @@ impl AgentHandle {
                 message: e.to_string(),
             })?;
         let (reply, answer) = oneshot::channel();
-        actor
-            .cast(ThreadMsg::Ask {
-                signal: traced(signal),
-                reply,
-            })
-            .map_err(|_| stopped())?;
+        let ask = ThreadMsg::Ask {
+            signal: traced(signal),
+            reply,
+        };
+        self.core
+            .send(&self.name, &thread_id, ask)
+            .await
+            .map_err(|e| unreachable_thread(&self.name, Some(wanted), e))?;
         Ok(Ticket {
             id: request_id.to_owned(),
             thread: thread_id,
@@ -384,15 +364,10 @@ impl AgentHandle {
     /// # Errors
     /// [`RuntimeError::NotRunning`] when the agent has stopped.
     pub async fn send(&self, signal: Signal) -> Result<(), RuntimeError> {
-        let (actor, _) = self
-            .core
-            .thread_actor(&self.name, signal.thread_id().map(str::to_owned))
-            .await?;
-        actor
-            .cast(ThreadMsg::Signal(traced(signal)))
-            .map_err(|_| RuntimeError::NotRunning {
-                name: self.name.clone(),
-            })
+        let thread = RuntimeCore::thread_id(signal.thread_id());
+        self.core
+            .send(&self.name, &thread, ThreadMsg::Signal(traced(signal)))
+            .await
     }
 }
 

@@ -149,44 +149,136 @@ impl RuntimeCore {
         semaphore.acquire_owned().await.ok()
     }
 
-    /// The actor that owns `thread` of `agent` (its default thread when `None`, a fresh one for
-    /// `"new"`), started on first use.
-    pub(crate) async fn thread_actor(
-        self: &Arc<Self>,
-        agent: &str,
-        thread: Option<String>,
-    ) -> Result<(ActorRef<ThreadMsg>, String), RuntimeError> {
-        let family = self
-            .agents
-            .get(agent)
-            .map(|f| f.value().clone())
-            .ok_or_else(|| RuntimeError::NotRunning {
-                name: agent.to_owned(),
-            })?;
-        let thread = match thread.as_deref() {
+    /// The thread id a caller means: the default thread for `None`, a fresh id for `"new"`.
+    pub(crate) fn thread_id(wanted: Option<&str>) -> String {
+        match wanted {
             None => DEFAULT_THREAD.to_owned(),
             Some(NEW_THREAD) => SystemEnv.fresh_id("thread"),
             Some(id) => id.to_owned(),
+        }
+    }
+
+    /// Sends `msg` to thread `thread` of `agent`, starting the thread's actor when none runs.
+    ///
+    /// An actor on its way out (draining after its idle timeout, or failed) turns the message
+    /// away; it is then sent again, to the actor that comes after once the old one has left the
+    /// registry (the messages it still held are handed to that successor first, see
+    /// `ThreadActor::post_stop`), so a message is never lost to an actor that was stopping and
+    /// one sender's messages keep their order.
+    ///
+    /// # Errors
+    /// [`RuntimeError::NotRunning`] when the agent is not (or no longer) registered, or its
+    /// thread would not take the message for [`SEND_PATIENCE`]; [`RuntimeError::SpawnFailed`]
+    /// when the thread's actor cannot start.
+    pub(crate) async fn send(
+        self: &Arc<Self>,
+        agent: &str,
+        thread: &str,
+        mut msg: ThreadMsg,
+    ) -> Result<(), RuntimeError> {
+        let not_running = || RuntimeError::NotRunning {
+            name: agent.to_owned(),
         };
-        if let Some(actor) = family.thread(&thread) {
-            return Ok((actor, thread));
+        let deadline = tokio::time::Instant::now() + SEND_PATIENCE;
+        loop {
+            let family = self
+                .agents
+                .get(agent)
+                .map(|f| f.value().clone())
+                .ok_or_else(not_running)?;
+            let actor = self.thread_actor(&family, thread).await?;
+            match actor.cast(msg) {
+                Ok(()) => return Ok(()),
+                Err(ractor::MessagingErr::SendErr(back)) => msg = back,
+                Err(_) => return Err(not_running()),
+            }
+            // Wait for the leaving actor to leave the registry, then send again.
+            let mut pause = std::time::Duration::from_micros(50);
+            while family
+                .thread(thread)
+                .is_some_and(|a| a.get_id() == actor.get_id())
+            {
+                if tokio::time::Instant::now() >= deadline {
+                    return Err(not_running());
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(std::time::Duration::from_millis(10));
+            }
+        }
+    }
+
+    /// The running actor of `thread` of `family`'s agent, started when none runs.
+    async fn thread_actor(
+        self: &Arc<Self>,
+        family: &Arc<dyn RunningAgent>,
+        thread: &str,
+    ) -> Result<ActorRef<ThreadMsg>, RuntimeError> {
+        if let Some(actor) = family.thread(thread) {
+            return Ok(actor);
         }
         // One spawn per thread even when many asks race for it.
         let _guard = family.spawning().lock().await;
-        if let Some(actor) = family.thread(&thread) {
-            return Ok((actor, thread));
+        if let Some(actor) = family.thread(thread) {
+            return Ok(actor);
         }
         let actor = family
             .clone()
-            .spawn_thread(self.clone(), thread.clone())
+            .spawn_thread(self.clone(), thread.to_owned())
             .await?;
-        family.insert_thread(thread.clone(), actor.clone());
-        Ok((actor, thread))
+        family.insert_thread(thread.to_owned(), actor.clone());
+        Ok(actor)
+    }
+
+    /// Starts the successor of the thread actor `leaving` and hands it `held`, the messages
+    /// `leaving` received before it closed its mailbox, in order, before any sender waiting for
+    /// `leaving` to go can reach the successor.
+    pub(crate) async fn succeed(
+        self: &Arc<Self>,
+        agent: &str,
+        thread: &str,
+        leaving: ractor::ActorId,
+        held: Vec<ThreadMsg>,
+    ) {
+        let Some(family) = self.agents.get(agent).map(|f| f.value().clone()) else {
+            return;
+        };
+        let _guard = family.spawning().lock().await;
+        let successor = match family.thread(thread) {
+            Some(actor) if actor.get_id() != leaving => Ok(actor),
+            _ => {
+                family
+                    .clone()
+                    .spawn_thread(self.clone(), thread.to_owned())
+                    .await
+            }
+        };
+        match successor {
+            Ok(actor) => {
+                let mut lost = 0;
+                for msg in held {
+                    if actor.cast(msg).is_err() {
+                        lost += 1;
+                    }
+                }
+                if lost > 0 {
+                    tracing::warn!(%agent, %thread, lost, "messages for a stopping thread could not be handed on");
+                }
+                family.insert_thread(thread.to_owned(), actor);
+            }
+            Err(error) => {
+                family.forget_thread(thread, leaving);
+                tracing::error!(%agent, %thread, %error, "could not start a thread to take the messages its stopping actor held");
+            }
+        }
     }
 }
 
-/// A bus delivery to an agent's default thread: cast at once when the thread runs, or after
-/// starting it. Never blocks the publisher.
+/// How long [`RuntimeCore::send`] waits for a thread whose actor is stopping.
+pub(crate) const SEND_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A bus delivery to an agent's default thread: cast at once when the thread runs and takes
+/// it, else sent on a task (starting the thread, or waiting for a stopping actor's successor).
+/// Never blocks the publisher.
 fn deliver_to(core: &std::sync::Weak<RuntimeCore>, agent: &str, signal: &Signal) -> Delivery {
     let Some(core) = core.upgrade() else {
         return Delivery::Closed;
@@ -194,17 +286,19 @@ fn deliver_to(core: &std::sync::Weak<RuntimeCore>, agent: &str, signal: &Signal)
     let Some(family) = core.agents.get(agent).map(|f| f.value().clone()) else {
         return Delivery::Closed;
     };
-    if let Some(actor) = family.thread(DEFAULT_THREAD) {
-        return match actor.cast(ThreadMsg::Signal(signal.clone())) {
-            Ok(()) => Delivery::Delivered,
-            Err(_) => Delivery::Closed,
-        };
-    }
-    let signal = signal.clone();
+    let msg = ThreadMsg::Signal(signal.clone());
+    let msg = match family.thread(DEFAULT_THREAD) {
+        Some(actor) => match actor.cast(msg) {
+            Ok(()) => return Delivery::Delivered,
+            Err(ractor::MessagingErr::SendErr(back)) => back,
+            Err(_) => return Delivery::Closed,
+        },
+        None => msg,
+    };
     let agent = agent.to_owned();
     tokio::spawn(async move {
-        if let Ok((actor, _)) = core.thread_actor(&agent, None).await {
-            let _ = actor.cast(ThreadMsg::Signal(signal));
+        if let Err(error) = core.send(&agent, DEFAULT_THREAD, msg).await {
+            tracing::debug!(%agent, %error, "a bus delivery to an agent was dropped");
         }
     });
     Delivery::Delivered

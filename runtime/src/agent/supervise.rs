@@ -85,11 +85,19 @@ impl Actor for ThreadSupervisor {
                                 agent.clone(),
                             )],
                         );
-                        match family
-                            .clone()
-                            .spawn_thread(core.clone(), thread.clone())
-                            .await
-                        {
+                        // A message sent since the failure may have started the thread again
+                        // already (`RuntimeCore::send`): that actor is the restart.
+                        let _spawning = family.spawning().lock().await;
+                        let restarted = match family.thread(&thread) {
+                            Some(actor) => Ok(actor),
+                            None => {
+                                family
+                                    .clone()
+                                    .spawn_thread(core.clone(), thread.clone())
+                                    .await
+                            }
+                        };
+                        match restarted {
                             Ok(actor) => {
                                 family.insert_thread(thread.clone(), actor);
                                 publish(&core, THREAD_RESTARTED, agent, thread, &error);

@@ -134,15 +134,9 @@ impl Ticket {
             .map_err(|_| RuntimeError::NotRunning {
                 name: self.agent.clone(),
             })?;
-        let (actor, _) = self
-            .core
-            .thread_actor(&self.agent, Some(self.thread.clone()))
-            .await?;
-        actor
-            .cast(ThreadMsg::Signal(traced(signal)))
-            .map_err(|_| RuntimeError::NotRunning {
-                name: self.agent.clone(),
-            })
+        self.core
+            .send(&self.agent, &self.thread, ThreadMsg::Signal(traced(signal)))
+            .await
     }
 
     /// Waits for the answer (up to the ask's timeout; a request not answered in time is

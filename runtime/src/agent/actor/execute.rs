@@ -19,7 +19,8 @@ use ractor::ActorRef;
 use serde::Serialize;
 
 use crate::agent::errors::RuntimeError;
-use crate::agent::registry::Parent;
+use crate::agent::registry::{Parent, RuntimeCore};
+use crate::agent::spec::DEFAULT_THREAD;
 use crate::agent::trace;
 use crate::telemetry::context_of;
 use crate::tool::ToolContext;
@@ -223,12 +224,10 @@ where
                         let core = self.core.clone();
                         let from = self.agent.name.clone();
                         tokio::spawn(async move {
-                            let thread = signal.thread_id().map(str::to_owned);
-                            match core.thread_actor(&name, thread).await {
-                                Ok((actor, _)) => deliver(&actor, signal),
-                                Err(error) => {
-                                    tracing::warn!(agent = %from, to = %name, %error, "emit to an agent dropped");
-                                }
+                            let thread = RuntimeCore::thread_id(signal.thread_id());
+                            let msg = ThreadMsg::Signal(signal);
+                            if let Err(error) = core.send(&name, &thread, msg).await {
+                                tracing::warn!(agent = %from, to = %name, %error, "emit to an agent dropped");
                             }
                         });
                     }
@@ -238,11 +237,11 @@ where
                         if let Some(parent) = self.agent.parent.clone() {
                             let core = self.core.clone();
                             tokio::spawn(async move {
-                                match core.thread_actor(&parent.agent, Some(parent.thread)).await {
-                                    Ok((actor, _)) => deliver(&actor, signal),
-                                    Err(error) => {
-                                        tracing::warn!(parent = %parent.agent, %error, "emit to a parent dropped");
-                                    }
+                                let msg = ThreadMsg::Signal(signal);
+                                if let Err(error) =
+                                    core.send(&parent.agent, &parent.thread, msg).await
+                                {
+                                    tracing::warn!(parent = %parent.agent, %error, "emit to a parent dropped");
                                 }
                             });
                         }
@@ -251,11 +250,9 @@ where
                         let core = self.core.clone();
                         tokio::spawn(async move {
                             for member in core.group_members(&group) {
-                                match core.thread_actor(&member, None).await {
-                                    Ok((actor, _)) => deliver(&actor, signal.clone()),
-                                    Err(error) => {
-                                        tracing::warn!(%group, %member, %error, "emit to a group member dropped");
-                                    }
+                                let msg = ThreadMsg::Signal(signal.clone());
+                                if let Err(error) = core.send(&member, DEFAULT_THREAD, msg).await {
+                                    tracing::warn!(%group, %member, %error, "emit to a group member dropped");
                                 }
                             }
                         });
@@ -324,13 +321,15 @@ where
                 state.children.insert(spawn.tag.clone(), name.clone());
                 let span = trace::directive_span("spawn", &name, parent);
                 let core = self.core.clone();
-                let me = myself.clone();
                 let task_cause = cause.clone();
                 let source = self.source();
                 let parent = Parent {
                     agent: self.agent.name.to_string(),
                     thread: self.thread_id.to_string(),
                 };
+                // The result goes through the registry, not to this actor directly: a child
+                // may take longer to start than this thread stays running.
+                let home = parent.clone();
                 tokio::spawn(
                     async move {
                         let started = match core.kinds.get(&spawn.spec.kind) {
@@ -368,7 +367,10 @@ where
                                 },
                             ),
                         };
-                        deliver(&me, signal);
+                        let msg = ThreadMsg::Signal(signal);
+                        if let Err(error) = core.send(&home.agent, &home.thread, msg).await {
+                            tracing::debug!(%error, "a child's start was reported after its parent stopped");
+                        }
                     }
                     .instrument(span),
                 );
