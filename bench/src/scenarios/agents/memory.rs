@@ -16,20 +16,21 @@
 //!   (`SqliteStore` in a fresh temporary folder): ReAct agents just spawned on a fresh runtime
 //!   with the zero-latency model, each thread actor running, never asked.
 //! - `<store>_conversation`: the same agents after five asks each (all agents asked at once,
-//!   round by round), counted from before spawning, with `vs_floor` against
-//!   `floor_actor_conversation`. It includes what the runtime keeps of the requests: a record
-//!   per finished request, up to `FINISHED_REQUESTS_KEPT` (10,000 — exactly the 2,000 × 5
-//!   asks here). `entries` reports how many User, Assistant and ToolResult entries one
-//!   agent's thread holds (20 expected), `thread_entries` all its entries. `threads_running`
-//!   says how many thread actors were still running when it was measured: with SQLite a round
-//!   of asks outlasts the idle timeout, so most have stopped and been started again, and the
-//!   figure is closer to `sqlite_idle` than to "its actor running". `asks_lost` counts asks
-//!   lost to a thread actor stopping for idleness as they arrived, and asked again (see
-//!   [`ask_again_if_lost`]).
-//! - `<store>_idle`: the same agents once the idle timeout (200 ms) has stopped every thread
-//!   actor: registered, not running. With the memory store the conversations are still here,
-//!   in the store's memory; `heap_bytes_per_agent_minus_messages` takes the bare messages off.
-//!   With SQLite they are on disk (and in SQLite's page cache, which is counted).
+//!   round by round), every thread actor still running (the idle timeout, 3 s, outlasts a
+//!   round), counted from before spawning, with `vs_floor` against `floor_actor_conversation`.
+//!   It includes what the runtime keeps of the requests: a record per finished request, the
+//!   last `FINISHED_REQUESTS_KEPT` (1,000) of them, whatever the number of agents. `entries`
+//!   reports how many User, Assistant and ToolResult entries one agent's thread holds (20
+//!   expected), `thread_entries` all its entries (ReAct adds a window boundary).
+//!   `threads_running` says how many thread actors ran when it was measured.
+//! - `<store>_idle`: the same agents once the idle timeout has stopped every thread actor:
+//!   registered, not running. `heap_bytes_per_agent` is everything since before spawning: with
+//!   the memory store the conversations are still here, in the store's memory
+//!   (`heap_bytes_per_agent_minus_messages` takes the bare messages off); with SQLite they are
+//!   on disk, and in SQLite's page cache, which is counted. `agent_bytes` is what the idle
+//!   agents themselves hold: the heap freed by removing them (`Runtime::stop_agent`), which
+//!   leaves the request log, the store and its cache behind
+//!   (`runtime_and_store_bytes_per_agent`). The ≤ 1 KB target is for `agent_bytes`.
 //!
 //! Every runtime figure includes the caller's `AgentHandle` per agent (a name and an `Arc`).
 
@@ -41,7 +42,6 @@ use super::*;
 
 use motet_agents::EntryBody;
 use motet_directives::{Message, ToolResult};
-use motet_runtime::agent::{AgentHandle, AskError};
 use motet_runtime::store::{MemoryStore, SqliteStore, ThreadStore};
 
 use crate::alloc::{counting, live_bytes};
@@ -50,8 +50,9 @@ use crate::alloc::{counting, live_bytes};
 const MEMORY: usize = 2_000;
 /// Asks per agent: four messages each.
 const ASKS: usize = 5;
-/// The idle timeout of the agents: how soon an idle agent's thread actor stops.
-const IDLE: Duration = Duration::from_millis(200);
+/// The idle timeout of the agents: longer than a round of asks takes (about 1.5 s with SQLite
+/// syncing every commit), so every thread actor runs when the conversation is measured.
+const IDLE: Duration = Duration::from_secs(3);
 
 /// The conversation one agent holds after [`ASKS`] asks, as bare messages.
 fn conversation() -> Vec<Message> {
@@ -188,25 +189,6 @@ fn conversation_entries(thread: &motet_agents::Thread) -> usize {
         .count()
 }
 
-/// Asks `agent` the question, and again (up to 3 times, 10 ms apart) when the ask is lost to an
-/// idle stop: the thread actor, stopping for idleness, was still registered when the ask looked
-/// it up, so the ask either reached a stopped actor (`AskError::AgentStopped`, though the agent
-/// is registered) or sat in the mailbox of a stopping one (`AskError::AgentRestarted`); either
-/// way the request never ran. Returns how many times it asked again.
-async fn ask_again_if_lost(agent: &AgentHandle) -> Result<u64, AskError> {
-    let mut again = 0;
-    loop {
-        match agent.ask("What is 2 + 3?").await {
-            Ok(_) => return Ok(again),
-            Err(AskError::AgentRestarted { .. } | AskError::AgentStopped { .. }) if again < 3 => {
-                again += 1;
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-            Err(e) => return Err(e),
-        }
-    }
-}
-
 /// The three figures of one store, on a fresh runtime: agents just spawned, after the
 /// conversation, and idle.
 async fn agents_on(
@@ -242,24 +224,14 @@ async fn agents_on(
     let empty_running = runtime.thread_count();
 
     let asked = Instant::now();
-    let mut lost = 0u64;
     for _ in 0..ASKS {
-        let asks = handles.iter().map(ask_again_if_lost);
+        let asks = handles.iter().map(|h| h.ask("What is 2 + 3?"));
         for reply in futures::future::join_all(asks).await {
-            match reply {
-                Ok(again) => lost += again,
-                Err(e) => {
-                    eprintln!("motet-bench: memory/{store_name}: an ask failed: {e}");
-                    return None;
-                }
+            if let Err(e) = reply {
+                eprintln!("motet-bench: memory/{store_name}: an ask failed: {e}");
+                return None;
             }
         }
-    }
-    if lost > 0 {
-        eprintln!(
-            "motet-bench: memory/{store_name}: {lost} asks were lost to an idle stop and \
-             asked again"
-        );
     }
     let (talk_heap, talk_rss) = (mark.heap_per_agent(), mark.rss_per_agent());
     let talk_time = asked.elapsed();
@@ -295,12 +267,27 @@ async fn agents_on(
         );
     }
 
+    // What the idle agents themselves hold is what removing them frees: the request log, the
+    // store and SQLite's page cache stay behind.
+    let names: Vec<String> = handles.iter().map(|h| h.name().to_owned()).collect();
     drop(handles);
+    for name in &names {
+        runtime.stop_agent(name);
+    }
+    let removed = Instant::now();
+    while (runtime.agent_count() > 0 || runtime.thread_count() > 0)
+        && removed.elapsed() < Duration::from_secs(10)
+    {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let left_heap = mark.heap_per_agent();
     runtime.shutdown().await;
 
     let n = MEMORY as u64;
     let mut idle = Report::new("memory", format!("{store_name}_idle"), n, idle_time)
         .with("heap_bytes_per_agent", idle_heap)
+        .with("agent_bytes", idle_heap - left_heap)
+        .with("runtime_and_store_bytes_per_agent", left_heap)
         .with("threads_running", idle_running as u64);
     if store_name == "memory" {
         idle = idle.with(
@@ -323,7 +310,6 @@ async fn agents_on(
             )
             .with("entries", entries as u64)
             .with("thread_entries", thread_entries as u64)
-            .with("asks_lost", lost)
             .with("threads_running", talk_running as u64),
         idle,
     ])
