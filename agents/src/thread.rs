@@ -201,8 +201,14 @@ impl Thread {
         count
     }
 
-    fn push_new(&mut self, env: &dyn Env, new: NewEntry, estimator: &dyn TokenEstimator) -> &Entry {
+    fn push_new(
+        &mut self,
+        env: &dyn Env,
+        mut new: NewEntry,
+        estimator: &dyn TokenEstimator,
+    ) -> &Entry {
         let at = env.now_ms();
+        new.body.shrink_to_fit();
         let entry = Entry {
             id: env.fresh_id("entry"),
             seq: self.entries.len() as u64,

@@ -172,6 +172,28 @@ pub struct AssistantMessage {
 }
 
 impl AssistantMessage {
+    /// Gives back the room its blocks and their text grew while the turn was assembled or
+    /// decoded (a vector grown by pushes holds room for four blocks): a turn kept in a thread
+    /// holds what it says and no more.
+    pub fn shrink_to_fit(&mut self) {
+        self.blocks.shrink_to_fit();
+        for block in &mut self.blocks {
+            match block {
+                AssistantBlock::Text { text, .. } | AssistantBlock::Reasoning { text, .. } => {
+                    text.shrink_to_fit();
+                }
+                AssistantBlock::ToolUse { id, name, .. } => {
+                    id.shrink_to_fit();
+                    name.shrink_to_fit();
+                }
+                AssistantBlock::Opaque { provider, item } => {
+                    provider.shrink_to_fit();
+                    item.shrink_to_fit();
+                }
+            }
+        }
+    }
+
     /// A turn of plain text that ended normally.
     pub fn text(text: impl Into<String>) -> Self {
         Self {

@@ -162,6 +162,27 @@ pub struct Refs {
     pub parent_call_id: Option<String>,
 }
 
+impl EntryBody {
+    /// Gives back the room its text and vectors grew while they were built or decoded: an
+    /// entry is kept for the life of its thread, so it holds what it says and no more.
+    pub(crate) fn shrink_to_fit(&mut self) {
+        match self {
+            Self::User { content } | Self::System { content } | Self::Summary { content, .. } => {
+                content.shrink_to_fit();
+            }
+            Self::Assistant { message, .. } => message.shrink_to_fit(),
+            Self::ToolResult { name, result } => {
+                name.shrink_to_fit();
+                result.tool_use_id.shrink_to_fit();
+                result.content.shrink_to_fit();
+            }
+            Self::Note { text } => text.shrink_to_fit(),
+            Self::Error { message } => message.shrink_to_fit(),
+            _ => {}
+        }
+    }
+}
+
 impl Refs {
     /// Refs of one request.
     pub fn request(request_id: impl Into<String>) -> Self {

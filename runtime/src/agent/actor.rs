@@ -122,7 +122,7 @@ pub struct ThreadState<S: Strategy> {
     /// Entries of the strategy's thread already in the store.
     stored_rev: u64,
     /// The state snapshot last stored (or the fresh state's, before the first write).
-    saved: Option<String>,
+    saved: Option<persist::Fingerprint>,
     /// When the thread last handled a message (for the idle timeout).
     last_active: std::time::Instant,
     /// Set when the idle timeout closed the mailbox: what is still in it is held for the
@@ -158,7 +158,8 @@ where
         let env = SystemEnv;
         // A thread that was never stored starts fresh and is written to the store with its
         // first change, so agents that are spawned and never asked cost the store nothing.
-        let loaded = self.starting_state().await?;
+        // Boxed, as `handle`'s work is: an idle actor's task holds only what it needs.
+        let loaded = Box::pin(self.starting_state()).await?;
         if let Some(idle) = self.agent.idle_timeout {
             self.core.watch_idle(idle);
         }
@@ -215,6 +216,25 @@ where
     }
 
     async fn handle(
+        &self,
+        myself: ActorRef<ThreadMsg>,
+        msg: ThreadMsg,
+        state: &mut ThreadState<S>,
+    ) -> Result<(), ActorProcessingErr> {
+        // The work of one message is a large future (a step, its commit, inline work); boxed,
+        // it takes memory while it runs, rather than in every actor's task all the time.
+        Box::pin(self.receive(myself, msg, state)).await
+    }
+}
+
+impl<S> ThreadActor<S>
+where
+    S: Strategy + Send + Sync + 'static,
+    S::State: Send + Sync + 'static,
+{
+    /// One message: a signal admitted and stepped, an ask recorded, an idle check, a copy of
+    /// the thread.
+    async fn receive(
         &self,
         myself: ActorRef<ThreadMsg>,
         msg: ThreadMsg,

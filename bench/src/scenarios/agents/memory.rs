@@ -189,6 +189,21 @@ fn conversation_entries(thread: &motet_agents::Thread) -> usize {
         .count()
 }
 
+/// Waits until the live heap stops shrinking (two readings 50 ms apart within 0.1%), at most
+/// 2 s.
+async fn settle() {
+    let started = Instant::now();
+    let mut last = live_bytes();
+    while started.elapsed() < Duration::from_secs(2) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let now = live_bytes();
+        if (last - now).abs() <= last.abs() / 1000 {
+            return;
+        }
+        last = now;
+    }
+}
+
 /// The three figures of one store, on a fresh runtime: agents just spawned, after the
 /// conversation, and idle.
 async fn agents_on(
@@ -252,6 +267,7 @@ async fn agents_on(
         );
     }
     let thread_entries = thread.entry_count();
+
     drop(thread);
 
     let waited = Instant::now();
@@ -259,6 +275,9 @@ async fn agents_on(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let idle_running = runtime.thread_count();
+    // A stopped actor's memory is freed a little after it leaves the registry (its task ends,
+    // the supervisor handles its exit): let the heap settle before reading it.
+    settle().await;
     let idle_heap = mark.heap_per_agent();
     let idle_time = waited.elapsed();
     if idle_running > 0 {
@@ -280,6 +299,7 @@ async fn agents_on(
     {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    settle().await;
     let left_heap = mark.heap_per_agent();
     runtime.shutdown().await;
 

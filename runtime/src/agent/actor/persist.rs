@@ -49,8 +49,29 @@ pub(super) struct Loaded<T> {
     pub(super) strategy: T,
     pub(super) rev: u64,
     pub(super) stored: bool,
-    /// The snapshot text as stored, so an unchanged state is not written again.
-    pub(super) saved: Option<String>,
+    /// The fingerprint of the snapshot as stored, so an unchanged state is not written again.
+    pub(super) saved: Option<Fingerprint>,
+}
+
+/// What a thread actor remembers of the snapshot it last stored: its length and two 64-bit
+/// hashes, not the text, which would be a second copy of it beside the store's (hundreds of
+/// bytes per running thread). Two snapshots that differ and still match in length and both
+/// hashes would skip one write of the state; the entries are written regardless.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Fingerprint {
+    len: usize,
+    hashes: [u64; 2],
+}
+
+impl Fingerprint {
+    pub(super) fn of(snapshot: &str) -> Self {
+        use std::hash::BuildHasher as _;
+        let hash = |seed| foldhash::quality::FixedState::with_seed(seed).hash_one(snapshot);
+        Self {
+            len: snapshot.len(),
+            hashes: [hash(0x6d6f_7465_745f_3031), hash(0x6d6f_7465_745f_3032)],
+        }
+    }
 }
 
 /// How many times a load is tried again when the thread changes between reading its entries
@@ -116,7 +137,7 @@ where
                 },
                 rev: stored.rev,
                 stored: true,
-                saved: stored.saved,
+                saved: stored.saved.as_deref().map(Fingerprint::of),
             },
             None => Loaded {
                 strategy: self.agent.strategy.init_for_thread(&env, &self.store_id),
@@ -137,7 +158,7 @@ where
                 Some(_) => self.agent.strategy.reload(&state.env, stored.state),
                 None => stored.state,
             };
-            state.saved = stored.saved;
+            state.saved = stored.saved.as_deref().map(Fingerprint::of);
         }
     }
 
@@ -157,13 +178,14 @@ where
             .map_or(0, |t| t.entry_count() as u64);
         let rev = entry_count.max(state.stored_rev);
         let snapshot = self.snapshot(&mut state.strategy, rev, open)?;
+        let print = Fingerprint::of(&snapshot);
         if entry_count <= state.stored_rev {
             if state.saved.is_none() && !state.stored {
                 // Never stored: the state a fresh thread starts with needs no write.
                 let mut fresh = self.agent.strategy.init_for_thread(&state.env, id);
-                state.saved = Some(self.snapshot(&mut fresh, 0, None)?);
+                state.saved = Some(Fingerprint::of(&self.snapshot(&mut fresh, 0, None)?));
             }
-            if state.saved.as_deref() == Some(snapshot.as_str()) {
+            if state.saved == Some(print) {
                 return Ok(());
             }
         }
@@ -196,7 +218,7 @@ where
                 .append_with_state(id, entries, state.stored_rev, &snapshot)
                 .await?;
         }
-        state.saved = Some(snapshot);
+        state.saved = Some(print);
         Ok(())
     }
 
