@@ -290,28 +290,60 @@ fn react_tracing() -> Vec<Report> {
     ]
 }
 
-async fn react_bench() -> Vec<Report> {
-    // The asker as a task on the runtime, as a server's request handler is; then from the
-    // thread that entered the runtime (`block_on`, as `#[tokio::main]` code is), where every ask
-    // and every reply crosses between that thread and a worker.
-    let one = tokio::spawn(react_runtime(1, REACT_ONE))
-        .await
-        .ok()
-        .flatten();
-    let from_main = react_runtime(1, REACT_ONE).await;
-    let current = std::thread::spawn(|| {
-        tokio::runtime::Builder::new_current_thread()
+/// The hand-off floor: a task asking a bare ractor actor `REACT_ONE` times (`call`, a reply
+/// port), on a multi-threaded runtime of `workers` workers of its own. A motet request on
+/// which all work is done at once is one such round trip (the ask and its reply), so the
+/// difference between 2 workers and 1 here is what tokio's second worker costs any actor
+/// round trip, whatever the actor does.
+fn handoff_floor(workers: usize) -> Option<Duration> {
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
             .enable_all()
             .build()
+            .ok()?;
+        rt.block_on(async {
+            tokio::spawn(async {
+                let tools = tools()?;
+                let strategy = react(&tools)?;
+                let state = strategy.init_for_thread(&FixedEnv::new(0), "bare");
+                let (bare, join) = Actor::spawn(None, Bare, state).await.ok()?;
+                for _ in 0..REACT_ONE / 10 {
+                    bare.call(BareMsg::Ping, None).await.ok()?;
+                }
+                let start = Instant::now();
+                for _ in 0..REACT_ONE {
+                    bare.call(BareMsg::Ping, None).await.ok()?;
+                }
+                let elapsed = start.elapsed();
+                stop_all(vec![(bare, join)]).await;
+                Some(elapsed)
+            })
+            .await
             .ok()
-            .and_then(|rt| rt.block_on(react_runtime(1, REACT_ONE)))
+            .flatten()
+        })
     })
     .join()
     .ok()
-    .flatten();
-    // The multi-threaded scheduler with one worker, asked from a task on it: the same code as
-    // `motet` without a second worker to steal the next task of the chain.
-    let one_worker = std::thread::spawn(|| {
+    .flatten()
+}
+
+/// Rounds of `motet` and `one_worker`, alternating.
+const ROUNDS: usize = 5;
+
+/// The median of `rounds`, or `None` when any failed.
+fn median(rounds: Vec<Option<Duration>>) -> Option<Duration> {
+    let mut rounds: Vec<Duration> = rounds.into_iter().collect::<Option<_>>()?;
+    rounds.sort_unstable();
+    rounds.get(rounds.len() / 2).copied()
+}
+
+/// One round of `one_worker`: the multi-threaded scheduler with one worker, asked from a task
+/// on it — the same code as `motet` without a second worker to take the next task of the
+/// chain.
+fn one_worker_round() -> Option<Duration> {
+    std::thread::spawn(|| {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -326,9 +358,45 @@ async fn react_bench() -> Vec<Report> {
     })
     .join()
     .ok()
+    .flatten()
+}
+
+async fn react_bench() -> Vec<Report> {
+    // The asker as a task on the runtime, as a server's request handler is; then from the
+    // thread that entered the runtime (`block_on`, as `#[tokio::main]` code is), where every ask
+    // and every reply crosses between that thread and a worker.
+    //
+    // `motet` and `one_worker` are compared as a ratio, and this machine's pace drifts within
+    // a run: they are measured in alternating rounds and compared by their medians.
+    let mut ones = Vec::with_capacity(ROUNDS);
+    let mut one_workers = Vec::with_capacity(ROUNDS);
+    for _ in 0..ROUNDS {
+        ones.push(
+            tokio::spawn(react_runtime(1, REACT_ONE))
+                .await
+                .ok()
+                .flatten(),
+        );
+        one_workers.push(one_worker_round());
+    }
+    let one = median(ones);
+    let one_worker = median(one_workers);
+    let from_main = react_runtime(1, REACT_ONE).await;
+    let current = std::thread::spawn(|| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .ok()
+            .and_then(|rt| rt.block_on(react_runtime(1, REACT_ONE)))
+    })
+    .join()
+    .ok()
     .flatten();
     let many = react_runtime(REACT_MANY, 2).await;
     let floor = tokio::spawn(react_floor(REACT_ONE)).await.ok().flatten();
+    let (Some(handoff_1), Some(handoff_2)) = (handoff_floor(1), handoff_floor(2)) else {
+        return Vec::new();
+    };
     let (Some(one), Some(from_main), Some(many), Some(floor), Some(current), Some(one_worker)) =
         (one, from_main, many, floor, current, one_worker)
     else {
@@ -363,6 +431,35 @@ async fn react_bench() -> Vec<Report> {
                 "us_over_floor_per_llm_call",
                 round2((per(one_worker, REACT_ONE) - floor_us) / 2.0),
             ),
+        // `motet` against `one_worker`, medians of alternating rounds.
+        Report::new("react", "two_workers_vs_one", REACT_ONE as u64, one)
+            .with("rounds", ROUNDS as u64)
+            .with(
+                "ratio",
+                round2(one.as_secs_f64() / one_worker.as_secs_f64()),
+            )
+            .with(
+                "us_added_per_request",
+                round2(per(one, REACT_ONE) - per(one_worker, REACT_ONE)),
+            ),
+        Report::new(
+            "react",
+            "floor_handoff_1_worker",
+            REACT_ONE as u64,
+            handoff_1,
+        )
+        .with("us_per_request", round2(per(handoff_1, REACT_ONE))),
+        Report::new(
+            "react",
+            "floor_handoff_2_workers",
+            REACT_ONE as u64,
+            handoff_2,
+        )
+        .with("us_per_request", round2(per(handoff_2, REACT_ONE)))
+        .with(
+            "us_added_per_request",
+            round2(per(handoff_2, REACT_ONE) - per(handoff_1, REACT_ONE)),
+        ),
         Report::new("react", "agents_1000", (REACT_MANY * 2) as u64, many)
             .with("us_per_request", round2(per(many, REACT_MANY * 2))),
         Report::new("react", "floor_loop", REACT_ONE as u64, floor)
