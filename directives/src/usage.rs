@@ -86,6 +86,9 @@ pub enum StopReason {
     Refusal,
     /// The request was cancelled before the turn finished.
     Cancelled,
+    /// The provider paused a long turn (Anthropic's `pause_turn`, while its server tools run):
+    /// the turn is sent back as it is to let the model continue it.
+    PauseTurn,
     /// Anything else, verbatim.
     Other(String),
 }
@@ -101,6 +104,7 @@ impl StopReason {
             Self::ContentFilter => "content_filter",
             Self::Refusal => "refusal",
             Self::Cancelled => "cancelled",
+            Self::PauseTurn => "pause_turn",
             Self::Other(other) => other,
         }
     }
@@ -116,6 +120,7 @@ impl From<String> for StopReason {
             "content_filter" => Self::ContentFilter,
             "refusal" => Self::Refusal,
             "cancelled" => Self::Cancelled,
+            "pause_turn" => Self::PauseTurn,
             _ => Self::Other(value),
         }
     }

@@ -377,7 +377,7 @@ fn usage_stop_reasons_and_responses() {
         StopReason::ContentFilter,
         StopReason::Refusal,
         StopReason::Cancelled,
-        StopReason::Other("pause_turn".into()),
+        StopReason::PauseTurn,
         StopReason::Other("SAFETY".into()),
     ] {
         let text = round_trip(&reason);

@@ -230,9 +230,13 @@ impl HttpClient {
     }
 
     /// One attempt: send, check the status, read up to the first content event.
-    async fn attempt(&self, body: &serde_json::Value, req: &LlmRequest) -> Attempt {
+    async fn attempt(&self, body: &bytes::Bytes, req: &LlmRequest) -> Attempt {
         let target = endpoint(self.dialect, &self.base_url, self.key.as_ref(), req);
-        let mut builder = self.http.post(&target.url).json(body);
+        let mut builder = self
+            .http
+            .post(&target.url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.clone());
         for (name, value) in &target.headers {
             builder = builder.header(*name, value);
         }
@@ -302,7 +306,8 @@ impl LlmClient for HttpClient {
 
     async fn stream(&self, req: LlmRequest) -> Result<LlmEvents, ProviderError> {
         models::validate(&req)?;
-        let body = self.dialect.render(&req)?;
+        // Encoded once: every retry sends the same bytes.
+        let body = bytes::Bytes::from(self.dialect.encode(&req)?);
         let mut attempt_no = 0;
         loop {
             let (error, failure, hints) = match self.attempt(&body, &req).await {

@@ -69,6 +69,22 @@ impl Dialect {
         }
     }
 
+    /// The request body as sent: [`Dialect::render`]'s body as JSON text, except that blocks
+    /// kept opaquely (`AssistantBlock::Opaque`) go back byte for byte as they were received,
+    /// which a `Value` (its keys sorted, its numbers reparsed) cannot promise.
+    ///
+    /// # Errors
+    /// As for [`Dialect::render`].
+    pub fn encode(self, req: &LlmRequest) -> Result<Vec<u8>, ProviderError> {
+        check_named_tool(req)?;
+        match self {
+            Dialect::OpenAiChat => openai_chat::request::encode(req),
+            Dialect::OpenAiResponses => openai_responses::request::encode(req),
+            Dialect::Anthropic => anthropic::request::encode(req),
+            Dialect::Gemini => gemini::request::encode(req),
+        }
+    }
+
     /// The typed error for an HTTP error response of this dialect (anything that looks like an
     /// API key is removed from its message).
     pub fn classify_error(self, status: u16, body: &str) -> ProviderError {

@@ -17,6 +17,11 @@ const DEFAULT_MAX_TOKENS: u32 = 4096;
 /// The beta that lets Claude think between tool calls.
 const INTERLEAVED_THINKING: &str = "interleaved-thinking-2025-05-14";
 
+/// The request body as sent (see [`crate::Dialect::encode`]).
+pub(crate) fn encode(req: &LlmRequest) -> Result<Vec<u8>, ProviderError> {
+    crate::body::to_json(&render(req)?)
+}
+
 /// Renders the streaming request body.
 pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
     let mut system = Vec::new();

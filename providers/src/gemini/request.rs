@@ -40,6 +40,11 @@ use super::wire::{
 /// Google's documented placeholder for calls that have no signature of their own.
 pub(crate) const PLACEHOLDER_SIGNATURE: &str = "skip_thought_signature_validator";
 
+/// The request body as sent (see [`crate::Dialect::encode`]).
+pub(crate) fn encode(req: &LlmRequest) -> Result<Vec<u8>, ProviderError> {
+    crate::body::to_json(&render(req)?)
+}
+
 /// Renders the full streaming request body (the model and `alt=sse` go in the URL).
 pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
     let mut system = Vec::new();

@@ -5,6 +5,11 @@ use serde_json::{Map, Value, json};
 
 use crate::error::ProviderError;
 
+/// The request body as sent (see [`crate::Dialect::encode`]).
+pub(crate) fn encode(req: &LlmRequest) -> Result<Vec<u8>, ProviderError> {
+    crate::body::to_json(&render(req)?)
+}
+
 /// Renders the streaming request body.
 ///
 /// The output limit goes in `max_completion_tokens` for OpenAI itself (its reasoning models

@@ -49,6 +49,11 @@ const OPENAI: &str = "openai";
 /// What the API calls the encrypted reasoning state in `include`.
 const INCLUDE_ENCRYPTED_REASONING: &str = "reasoning.encrypted_content";
 
+/// The request body as sent (see [`crate::Dialect::encode`]).
+pub(crate) fn encode(req: &LlmRequest) -> Result<Vec<u8>, ProviderError> {
+    crate::body::to_json(&render(req)?)
+}
+
 /// Renders the full streaming request body.
 pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
     let mut input = Vec::with_capacity(req.messages.len());
