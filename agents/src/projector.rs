@@ -290,7 +290,17 @@ fn render(thread: &Thread, group: &Group, out: &mut Vec<Message>) {
         EntryBody::User { content } => out.push(Message::user(content.clone())),
         EntryBody::System { content } => out.push(Message::system(content.clone())),
         EntryBody::Assistant { message, .. } => {
-            out.push(Message::Assistant(message.clone()));
+            match out.last_mut() {
+                // A turn the provider paused and the model continued is one turn, as the
+                // model wrote it: the continuation's blocks follow the paused ones.
+                Some(Message::Assistant(paused))
+                    if paused.stop_reason == motet_directives::StopReason::PauseTurn =>
+                {
+                    paused.blocks.extend(message.blocks.iter().cloned());
+                    paused.stop_reason = message.stop_reason.clone();
+                }
+                _ => out.push(Message::Assistant(message.clone())),
+            }
             if !group.results.is_empty() {
                 let results: Vec<ToolResult> = group
                     .results

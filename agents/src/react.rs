@@ -18,8 +18,8 @@ mod signals;
 mod state;
 
 use motet_directives::{
-    CallId, Directive, Emit, EmitTarget, LlmRequest, LlmStream, Reply, Summarize, ToolExec,
-    ToolResult, Usage,
+    CallId, Directive, Emit, EmitTarget, LlmRequest, LlmStream, Reply, StopReason, Summarize,
+    ToolExec, ToolResult, Usage,
 };
 use motet_signals::Signal;
 use serde::Serialize;
@@ -276,9 +276,17 @@ impl ReAct {
             .call_ids
             .make_unique(&state.thread, &mut message, step.env);
         if !message.has_tool_calls() {
-            let answer = message.to_string();
+            let paused = message.stop_reason == StopReason::PauseTurn;
+            let answer =
+                paused_text(state.thread.to_list(), &request.request_id) + &message.to_string();
             let entry = NewEntry::assistant(message, result.response.usage).with_refs(refs);
             state.thread.append(step.env, entry);
+            if paused {
+                // The provider paused the turn (its server tools are still at work): the
+                // next call sends the turn back as it is, and the model continues it. The
+                // continuation is one more call of the request, under `max_iterations`.
+                return self.next_iteration(state, step);
+            }
             return self.complete(state, step, answer);
         }
         let mut directives = Vec::new();
@@ -449,10 +457,16 @@ impl ReAct {
         request.tool_calls = tool_calls_in(&entries[..=turn], &request.request_id);
         request.iteration = iteration;
         request.turn_call = turn_call.map(CallId::new);
+        if message.stop_reason == StopReason::PauseTurn && !message.has_tool_calls() {
+            // A paused turn the stop interrupted: the model continues it.
+            state.request = Some(request);
+            return self.next_iteration(state, step);
+        }
         if !message.has_tool_calls() {
             // Answered before the stop: say so again for whoever resumed.
+            let answer = paused_text(&entries[..turn], &request.request_id) + &message.to_string();
             state.request = Some(request);
-            return self.complete(state, step, message.to_string());
+            return self.complete(state, step, answer);
         }
         let answered: std::collections::HashSet<&str> = entries[turn + 1..]
             .iter()
@@ -772,6 +786,7 @@ fn unfinished_request(entries: &[std::sync::Arc<crate::thread::Entry>]) -> Optio
     let request = entries[last].refs.request_id.as_deref()?;
     if let EntryBody::Assistant { message, .. } = &entries[last].body
         && !message.has_tool_calls()
+        && message.stop_reason != StopReason::PauseTurn
     {
         return None;
     }
@@ -782,6 +797,36 @@ fn unfinished_request(entries: &[std::sync::Arc<crate::thread::Entry>]) -> Optio
             && e.refs.call_id.is_none()
     });
     (!failed).then(|| request.to_owned())
+}
+
+/// The text of the paused turns of `request` that `entries` end with (a turn the provider
+/// paused, `StopReason::PauseTurn`, then continued): the beginning of the answer its
+/// continuation ends.
+fn paused_text(entries: &[std::sync::Arc<crate::thread::Entry>], request: &str) -> String {
+    let paused: Vec<&crate::thread::Entry> = entries
+        .iter()
+        .rev()
+        .filter(|e| {
+            matches!(
+                e.body,
+                EntryBody::User { .. } | EntryBody::Assistant { .. } | EntryBody::ToolResult { .. }
+            )
+        })
+        .map(|e| &**e)
+        .take_while(|e| {
+            e.refs.request_id.as_deref() == Some(request)
+                && matches!(&e.body, EntryBody::Assistant { message, .. }
+                    if message.stop_reason == StopReason::PauseTurn && !message.has_tool_calls())
+        })
+        .collect();
+    paused
+        .iter()
+        .rev()
+        .filter_map(|e| match &e.body {
+            EntryBody::Assistant { message, .. } => Some(message.to_string()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// How the note that a resume re-runs a tool call begins.
