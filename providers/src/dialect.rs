@@ -85,6 +85,35 @@ impl Dialect {
         }
     }
 
+    /// Whether this dialect sends back blocks kept opaquely for `provider` (the `provider` of
+    /// an `AssistantBlock::Opaque`): only to the API that produced them.
+    pub fn replays_opaque(self, provider: &str) -> bool {
+        matches!(
+            (self, provider),
+            (Dialect::OpenAiResponses, "openai")
+                | (Dialect::Anthropic, "anthropic")
+                | (Dialect::Gemini, "gemini")
+        )
+    }
+
+    /// How many blocks of `req`'s assistant turns this dialect leaves out because they were
+    /// kept opaquely for another provider (a server tool's call and result, a compaction): the
+    /// model does not see them, and the runtime says so on the call's span.
+    pub fn unreplayed_blocks(self, req: &LlmRequest) -> usize {
+        req.messages
+            .iter()
+            .filter_map(|m| match m {
+                motet_directives::Message::Assistant(turn) => Some(turn),
+                _ => None,
+            })
+            .flat_map(|turn| &turn.blocks)
+            .filter(|b| {
+                matches!(b, motet_directives::AssistantBlock::Opaque { provider, .. }
+                    if !self.replays_opaque(provider))
+            })
+            .count()
+    }
+
     /// The typed error for an HTTP error response of this dialect (anything that looks like an
     /// API key is removed from its message).
     pub fn classify_error(self, status: u16, body: &str) -> ProviderError {
@@ -137,5 +166,42 @@ impl FromStr for Dialect {
                     "unknown dialect `{s}` (expected openai-chat, openai-responses, anthropic or gemini)"
                 ),
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use motet_directives::{AssistantBlock, AssistantMessage, LlmRequest, Message, StopReason};
+
+    use super::Dialect;
+
+    fn opaque(provider: &str) -> AssistantBlock {
+        AssistantBlock::Opaque {
+            provider: provider.into(),
+            item: r#"{"type":"x"}"#.into(),
+        }
+    }
+
+    #[test]
+    fn opaque_blocks_go_back_only_to_the_api_that_made_them() {
+        let turn = AssistantMessage {
+            blocks: vec![
+                opaque("anthropic"),
+                AssistantBlock::text("a"),
+                opaque("openai"),
+                opaque("gemini"),
+                opaque("anthropic"),
+            ],
+            stop_reason: StopReason::EndTurn,
+        };
+        let Ok(model) = "openai:gpt-5.2".parse() else {
+            panic!("a model ref");
+        };
+        let req = LlmRequest::new(model, vec![Message::user("q"), Message::Assistant(turn)]);
+        let dropped = |d: Dialect| d.unreplayed_blocks(&req);
+        assert_eq!(dropped(Dialect::Anthropic), 2);
+        assert_eq!(dropped(Dialect::OpenAiResponses), 3);
+        assert_eq!(dropped(Dialect::Gemini), 3);
+        assert_eq!(dropped(Dialect::OpenAiChat), 4);
     }
 }
