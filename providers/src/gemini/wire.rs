@@ -189,14 +189,21 @@ pub(super) struct Candidate {
     pub(super) index: Option<u32>,
 }
 
-/// A candidate's content.
+/// A candidate's content. Each part is kept as the bytes Gemini sent: the decoder reads the
+/// ones it models into [`WirePart`] and passes the others on untouched.
 #[derive(Debug, Deserialize)]
 pub(super) struct WireContent {
     #[serde(default)]
-    pub(super) parts: Vec<WirePart>,
+    pub(super) parts: Vec<Box<RawValue>>,
 }
 
-/// One streamed part.
+/// The fields of a part that motet reads: a part holding any other field (`executableCode`,
+/// `codeExecutionResult`, `inlineData`, …) is kept opaquely instead.
+pub(super) const MODELED_PART_FIELDS: [&str; 4] =
+    ["text", "thought", "thoughtSignature", "functionCall"];
+
+/// One streamed part of a kind motet models: text, thought text, a function call, or a bare
+/// signature.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct WirePart {
