@@ -28,7 +28,16 @@ pub(super) struct Request<'a> {
 #[derive(Debug, Serialize)]
 pub(super) struct Content<'a> {
     pub(super) role: &'static str,
-    pub(super) parts: Vec<Part<'a>>,
+    pub(super) parts: Vec<ContentPart<'a>>,
+}
+
+/// A part of a turn: one motet models, or one Gemini sent that motet keeps as it came
+/// (`executableCode`, `codeExecutionResult`, kinds added later), written back as those bytes.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(super) enum ContentPart<'a> {
+    Known(Part<'a>),
+    Opaque(&'a RawValue),
 }
 
 /// `systemInstruction`: a content without a role.
