@@ -664,11 +664,50 @@ mod tests {
     }
 
     #[test]
+    fn odd_parts_are_kept_whole_in_place() {
+        // Not an object, a known field of the wrong type, a call without a name, and a
+        // thought-marked part of an unknown kind: none is read in part, none is dropped.
+        let odd = [
+            "5",
+            r#"{"text": 5}"#,
+            r#"{"functionCall": {"args": {}}}"#,
+            r#"{"thought": true, "inlineData": {"mimeType": "image/png", "data": "iVBO"}}"#,
+        ];
+        let text = chunks(&[
+            r#"{"candidates":[{"content":{"parts":[{"text":"Think","thought":true}],"role":"model"}}]}"#,
+            &format!(
+                r#"{{"candidates":[{{"content":{{"parts":[{}],"role":"model"}},"finishReason":"STOP"}}]}}"#,
+                odd.join(",")
+            ),
+        ]);
+        let (events, end) = decode_text(&text);
+        end.unwrap();
+        let after_thought: Vec<_> = events
+            .iter()
+            .skip_while(|e| !matches!(e, LlmEvent::ReasoningComplete { .. }))
+            .skip(1)
+            .filter(|e| !matches!(e, LlmEvent::Done { .. }))
+            .cloned()
+            .collect();
+        let expected: Vec<_> = odd
+            .iter()
+            .map(|item| LlmEvent::Opaque {
+                provider: "gemini".into(),
+                item: (*item).into(),
+            })
+            .collect();
+        assert_eq!(after_thought, expected);
+        assert_eq!(done(&events), Some(&StopReason::EndTurn));
+    }
+
+    #[test]
     fn cut_or_corrupted_events_never_panic() {
         for name in [
             "parallel-function-calls-thought-signature-gemini-3.1-pro.sse",
             "thought-part-function-call-gemini-2.5-pro.sse",
             "text-usage-gemini-2.0-flash.sse",
+            "code-execution-thought-signature-gemini-3-flash.sse",
+            "code-execution-thought-parts-gemini-2.5-pro.sse",
         ] {
             let events = sse_events(&fixture(name));
             for cut_event in 0..events.len() {
