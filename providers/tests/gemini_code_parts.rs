@@ -394,6 +394,23 @@ fn a_turn_whose_signature_rode_on_a_code_part_gets_no_placeholder() {
         parts[1].get("thoughtSignature").is_none(),
         "Gemini signed this turn on its code part; no signature is invented for the call"
     );
+
+    // Without a signature anywhere, the turn's first call gets the placeholder as before.
+    let unsigned = r#"{"executableCode": {"language": "PYTHON","code": "print(2)"}}"#;
+    let raw = stream_of(&[
+        unsigned,
+        r#"{"functionCall": {"name": "weather","args": {"city": "Rome"}}}"#,
+    ]);
+    let response = transcript::assemble(Dialect::Gemini, &raw).unwrap();
+    let value = Dialect::Gemini
+        .render(&next_request(&response.message))
+        .unwrap();
+    let parts = &value["contents"][1]["parts"];
+    assert!(parts[0].get("thoughtSignature").is_none());
+    assert_eq!(
+        parts[1]["thoughtSignature"],
+        "skip_thought_signature_validator"
+    );
 }
 
 #[test]

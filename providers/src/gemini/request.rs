@@ -21,8 +21,8 @@
 //!   call's id, and `{"output": text}` or, for a failed tool, `{"error": text}`.
 //! - Opaque Gemini blocks (parts motet does not model: `executableCode`, `codeExecutionResult`,
 //!   …) go back in the model turn in their place, as the bytes Gemini sent, thought signature
-//!   included; other providers' opaque blocks are dropped. A turn holding one is Gemini's own, so
-//!   it never gets the placeholder signature.
+//!   included; other providers' opaque blocks are dropped. A signature inside such a part counts
+//!   as the turn's signature: its calls then get no placeholder.
 //! - `args` must be a JSON object: arguments that are not one are sent as `{}`. [`encode`]
 //!   writes the arguments and opaque parts byte for byte; [`render`]'s `Value` parses them, so
 //!   there whitespace and key order do not survive.
@@ -40,7 +40,7 @@ use super::PROVIDER;
 use super::wire::{
     Args, Content, ContentPart, EmptyObject, FunctionCall, FunctionCallingConfig,
     FunctionDeclaration, FunctionResponse, GenerationConfig, Part, Request, ResponseBody,
-    SystemInstruction, ThinkingConfig, Tool, ToolConfig,
+    SignatureProbe, SystemInstruction, ThinkingConfig, Tool, ToolConfig,
 };
 
 /// Google's documented placeholder for calls that have no signature of their own.
@@ -233,8 +233,9 @@ fn model_parts(turn: &AssistantMessage) -> Vec<ContentPart<'_>> {
             AssistantBlock::Opaque { provider, item } if provider == PROVIDER => {
                 match serde_json::from_str::<&RawValue>(item) {
                     Ok(raw) => {
-                        // Gemini wrote this turn: its signatures, wherever they are, are its own.
-                        signed = true;
+                        // A signature Gemini put on a code part signs the turn as well as one
+                        // on a call would.
+                        signed |= carries_signature(raw);
                         parts.push(ContentPart::Opaque(raw));
                     }
                     // Only a damaged store gets here; Gemini would reject the part anyway.
@@ -250,6 +251,12 @@ fn model_parts(turn: &AssistantMessage) -> Vec<ContentPart<'_>> {
         part.thought_signature = Some(PLACEHOLDER_SIGNATURE);
     }
     parts
+}
+
+/// Whether a stored Gemini part carries a thought signature of its own.
+fn carries_signature(part: &RawValue) -> bool {
+    serde_json::from_str::<SignatureProbe>(part.get())
+        .is_ok_and(|probe| probe.thought_signature.is_some())
 }
 
 /// The name of the call `id`, searched in the assistant turns before a result.

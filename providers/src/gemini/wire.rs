@@ -40,6 +40,14 @@ pub(super) enum ContentPart<'a> {
     Opaque(&'a RawValue),
 }
 
+/// Reads only whether a stored part carries a `thoughtSignature` of its own.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct SignatureProbe {
+    #[serde(default)]
+    pub(super) thought_signature: Option<serde::de::IgnoredAny>,
+}
+
 /// `systemInstruction`: a content without a role.
 #[derive(Debug, Serialize)]
 pub(super) struct SystemInstruction<'a> {
