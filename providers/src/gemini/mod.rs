@@ -3,7 +3,9 @@
 //!
 //! # Layout
 //! - `request` — our [`motet_directives::LlmRequest`] rendered as a `GenerateContentRequest`,
-//!   with thought signatures replayed on the `functionCall` and `text` parts they came on.
+//!   with thought signatures replayed on the `functionCall` and `text` parts they came on, and
+//!   the parts motet does not model (`executableCode`, `codeExecutionResult`, …) written back
+//!   byte for byte.
 //! - `stream` — `GenerateContentResponse` chunks (CRLF-separated SSE, no end sentinel,
 //!   cumulative `usageMetadata` on every chunk) turned into [`crate::LlmEvent`]s.
 //! - `error` — Google API error bodies (`{"error": {code, message, status, details}}`) and
@@ -16,3 +18,6 @@ pub(crate) mod stream;
 mod wire;
 
 pub(crate) use error::classify_error;
+
+/// The provider family of the opaque blocks this dialect produces and replays.
+pub(crate) const PROVIDER: &str = "gemini";

@@ -19,34 +19,49 @@
 //! - Tool results are a `user` content of `functionResponse` parts (never with a signature),
 //!   named after the call they answer — found in the preceding assistant turns — with the
 //!   call's id, and `{"output": text}` or, for a failed tool, `{"error": text}`.
-//! - `args` must be a JSON object: arguments that are not one are sent as `{}`. Because this
-//!   function returns a `serde_json::Value`, arguments are parsed into it; whitespace and key
-//!   order of the original bytes do not survive (the bytes are kept in the Thread).
+//! - Opaque Gemini blocks (parts motet does not model: `executableCode`, `codeExecutionResult`,
+//!   …) go back in the model turn in their place, as the bytes Gemini sent, thought signature
+//!   included; other providers' opaque blocks are dropped. A signature inside such a part counts
+//!   as the turn's signature: its calls then get no placeholder.
+//! - `args` must be a JSON object: arguments that are not one are sent as `{}`. [`encode`]
+//!   writes the arguments and opaque parts byte for byte; [`render`]'s `Value` parses them, so
+//!   there whitespace and key order do not survive.
 
 use motet_directives::{
     AssistantBlock, AssistantMessage, LlmRequest, Message, ProviderMeta, ReasoningEffort,
     ToolChoice,
 };
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::error::ProviderError;
 
+use super::PROVIDER;
 use super::wire::{
-    Args, Content, EmptyObject, FunctionCall, FunctionCallingConfig, FunctionDeclaration,
-    FunctionResponse, GenerationConfig, Part, Request, ResponseBody, SystemInstruction,
-    ThinkingConfig, Tool, ToolConfig,
+    Args, Content, ContentPart, EmptyObject, FunctionCall, FunctionCallingConfig,
+    FunctionDeclaration, FunctionResponse, GenerationConfig, Part, Request, ResponseBody,
+    SignatureProbe, SystemInstruction, ThinkingConfig, Tool, ToolConfig,
 };
 
 /// Google's documented placeholder for calls that have no signature of their own.
 pub(crate) const PLACEHOLDER_SIGNATURE: &str = "skip_thought_signature_validator";
 
-/// The request body as sent (see [`crate::Dialect::encode`]).
+/// The request body as sent (see [`crate::Dialect::encode`]): the typed body serialized
+/// directly, so raw arguments and opaque parts go out byte for byte.
 pub(crate) fn encode(req: &LlmRequest) -> Result<Vec<u8>, ProviderError> {
-    crate::body::to_json(&render(req)?)
+    crate::body::to_json(&body(req)?)
 }
 
-/// Renders the full streaming request body (the model and `alt=sse` go in the URL).
+/// Renders the full streaming request body (the model and `alt=sse` go in the URL) as a
+/// `Value`: the same body as [`encode`], with raw JSON parsed.
 pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
+    serde_json::to_value(body(req)?).map_err(|e| ProviderError::Protocol {
+        message: format!("could not render the Gemini request: {e}"),
+    })
+}
+
+/// The typed body, borrowing from the request.
+fn body(req: &LlmRequest) -> Result<Request<'_>, ProviderError> {
     let mut system = Vec::new();
     let mut contents = Vec::with_capacity(req.messages.len());
     for (at, message) in req.messages.iter().enumerate() {
@@ -54,7 +69,7 @@ pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
             Message::System { content } => system.push(text_part(content)),
             Message::User { content } => contents.push(Content {
                 role: "user",
-                parts: vec![text_part(content)],
+                parts: vec![ContentPart::Known(text_part(content))],
             }),
             Message::Assistant(turn) => {
                 let parts = model_parts(turn);
@@ -90,14 +105,14 @@ pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
                             error: None,
                         }
                     };
-                    parts.push(Part {
+                    parts.push(ContentPart::Known(Part {
                         function_response: Some(FunctionResponse {
                             name,
                             response,
                             id: Some(&result.tool_use_id),
                         }),
                         ..Part::default()
-                    });
+                    }));
                 }
                 if !parts.is_empty() {
                     contents.push(Content {
@@ -139,15 +154,12 @@ pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
         }
     });
 
-    let body = Request {
+    Ok(Request {
         contents,
         system_instruction: (!system.is_empty()).then_some(SystemInstruction { parts: system }),
         tools,
         tool_config,
         generation_config: generation_config(req),
-    };
-    serde_json::to_value(&body).map_err(|e| ProviderError::Protocol {
-        message: format!("could not render the Gemini request: {e}"),
     })
 }
 
@@ -166,7 +178,7 @@ fn gemini_signature(meta: Option<&ProviderMeta>) -> Option<&str> {
 }
 
 /// The parts of one assistant turn, in block order.
-fn model_parts(turn: &AssistantMessage) -> Vec<Part<'_>> {
+fn model_parts(turn: &AssistantMessage) -> Vec<ContentPart<'_>> {
     let mut parts = Vec::with_capacity(turn.blocks.len());
     let mut first_call = None;
     let mut signed = false;
@@ -178,21 +190,21 @@ fn model_parts(turn: &AssistantMessage) -> Vec<Part<'_>> {
                     continue;
                 }
                 signed |= signature.is_some();
-                parts.push(Part {
+                parts.push(ContentPart::Known(Part {
                     text: Some(text),
                     thought_signature: signature,
                     ..Part::default()
-                });
+                }));
             }
             AssistantBlock::Reasoning { text, meta } => {
                 if let Some(signature) = gemini_signature(meta.as_ref()) {
                     signed = true;
-                    parts.push(Part {
+                    parts.push(ContentPart::Known(Part {
                         text: Some(text),
                         thought: Some(true),
                         thought_signature: Some(signature),
                         ..Part::default()
-                    });
+                    }));
                 }
             }
             AssistantBlock::ToolUse {
@@ -208,7 +220,7 @@ fn model_parts(turn: &AssistantMessage) -> Vec<Part<'_>> {
                     Some(raw) => Args::Raw(raw),
                     None => Args::Empty(EmptyObject {}),
                 };
-                parts.push(Part {
+                parts.push(ContentPart::Known(Part {
                     function_call: Some(FunctionCall {
                         name,
                         args,
@@ -216,16 +228,35 @@ fn model_parts(turn: &AssistantMessage) -> Vec<Part<'_>> {
                     }),
                     thought_signature: signature,
                     ..Part::default()
-                });
+                }));
             }
-            // Blocks a later version adds have nothing Gemini could read.
+            AssistantBlock::Opaque { provider, item } if provider == PROVIDER => {
+                match serde_json::from_str::<&RawValue>(item) {
+                    Ok(raw) => {
+                        // A signature Gemini put on a code part signs the turn as well as one
+                        // on a call would.
+                        signed |= carries_signature(raw);
+                        parts.push(ContentPart::Opaque(raw));
+                    }
+                    // Only a damaged store gets here; Gemini would reject the part anyway.
+                    Err(e) => tracing::warn!("skipping an unreadable stored Gemini part: {e}"),
+                }
+            }
+            // Another provider's opaque item, or blocks a later version adds: nothing Gemini
+            // could read.
             _ => {}
         }
     }
-    if !signed && let Some(part) = first_call.and_then(|at| parts.get_mut(at)) {
+    if !signed && let Some(ContentPart::Known(part)) = first_call.and_then(|at| parts.get_mut(at)) {
         part.thought_signature = Some(PLACEHOLDER_SIGNATURE);
     }
     parts
+}
+
+/// Whether a stored Gemini part carries a thought signature of its own.
+fn carries_signature(part: &RawValue) -> bool {
+    serde_json::from_str::<SignatureProbe>(part.get())
+        .is_ok_and(|probe| probe.thought_signature.is_some())
 }
 
 /// The name of the call `id`, searched in the assistant turns before a result.

@@ -12,6 +12,12 @@
 //! - a `functionCall` part is a whole call: `ToolCallStart` (with the part's signature, if any)
 //!   and `ToolCallComplete` with the arguments exactly as sent. Gemini 3 gives calls an `id`;
 //!   for older models ids `call_1`, `call_2`, … are made up, deterministic within the stream.
+//! - any other part — `executableCode`, `codeExecutionResult` (the code execution tool, marked
+//!   `thought: true` by Gemini 2.5), `inlineData`, kinds added later, or a part that cannot be
+//!   read as one of the above — is an `LlmEvent::Opaque` of provider `gemini` holding the part's
+//!   JSON exactly as received, in its place among the parts. Its `thoughtSignature` stays inside
+//!   it: such a part is never taken for a signature-only part, so the signature is not lent to
+//!   the text that follows.
 //!
 //! `usageMetadata` is repeated on every chunk, cumulative: each change becomes a `Usage` event.
 //! Output tokens count the thinking tokens too (`candidatesTokenCount + thoughtsTokenCount`,
@@ -24,17 +30,20 @@
 //! was truncated. A blocked prompt (`promptFeedback.blockReason`) is
 //! [`ProviderError::ContentFiltered`].
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 use motet_directives::{ProviderMeta, StopReason, Usage};
+use serde::de::IgnoredAny;
+use serde_json::value::RawValue;
 
 use crate::decoder::StreamDecoder;
 use crate::error::ProviderError;
 use crate::event::LlmEvent;
 use crate::sse::SseEvent;
 
+use super::PROVIDER;
 use super::error::classify_api_error;
-use super::wire::{Chunk, UsageMetadata, WireFunctionCall, WirePart};
+use super::wire::{Chunk, MODELED_PART_FIELDS, UsageMetadata, WireFunctionCall, WirePart};
 
 /// Decodes one Gemini stream.
 #[derive(Debug, Default)]
@@ -122,7 +131,17 @@ impl Decoder {
         id
     }
 
-    fn part(&mut self, part: WirePart, out: &mut Vec<LlmEvent>) {
+    /// One part, in its place: text, a thought, a call or a bare signature when it holds only
+    /// fields motet reads, an [`LlmEvent::Opaque`] of the bytes Gemini sent otherwise.
+    fn part(&mut self, raw: Box<RawValue>, out: &mut Vec<LlmEvent>) {
+        let Some(part) = modeled(&raw) else {
+            self.close_thought(None, out);
+            out.push(LlmEvent::Opaque {
+                provider: PROVIDER.to_owned(),
+                item: Box::<str>::from(raw).into_string(),
+            });
+            return;
+        };
         if part.thought == Some(true) {
             self.thought(part, out);
             return;
@@ -138,6 +157,9 @@ impl Decoder {
             self.call(call, thought_signature, out);
             return;
         }
+        // Only a part with nothing but (empty) text and a signature gets here — a code part
+        // carrying a signature went out opaquely above, its signature inside it — so an empty
+        // delta keeps the signature without lending it to the text that follows.
         let text = text.unwrap_or_default();
         if text.is_empty() && thought_signature.is_none() {
             return;
@@ -181,6 +203,19 @@ impl Decoder {
             other => StopReason::Other(other.to_owned()),
         }
     }
+}
+
+/// The part read as one motet models, or `None` when it holds any other field (or is not a
+/// readable part at all): such a part is kept whole rather than read in part.
+fn modeled(raw: &RawValue) -> Option<WirePart> {
+    let fields: BTreeMap<String, IgnoredAny> = serde_json::from_str(raw.get()).ok()?;
+    if !fields
+        .keys()
+        .all(|field| MODELED_PART_FIELDS.contains(&field.as_str()))
+    {
+        return None;
+    }
+    serde_json::from_str(raw.get()).ok()
 }
 
 fn gemini_meta(thought_signature: String) -> ProviderMeta {
@@ -629,11 +664,50 @@ mod tests {
     }
 
     #[test]
+    fn odd_parts_are_kept_whole_in_place() {
+        // Not an object, a known field of the wrong type, a call without a name, and a
+        // thought-marked part of an unknown kind: none is read in part, none is dropped.
+        let odd = [
+            "5",
+            r#"{"text": 5}"#,
+            r#"{"functionCall": {"args": {}}}"#,
+            r#"{"thought": true, "inlineData": {"mimeType": "image/png", "data": "iVBO"}}"#,
+        ];
+        let text = chunks(&[
+            r#"{"candidates":[{"content":{"parts":[{"text":"Think","thought":true}],"role":"model"}}]}"#,
+            &format!(
+                r#"{{"candidates":[{{"content":{{"parts":[{}],"role":"model"}},"finishReason":"STOP"}}]}}"#,
+                odd.join(",")
+            ),
+        ]);
+        let (events, end) = decode_text(&text);
+        end.unwrap();
+        let after_thought: Vec<_> = events
+            .iter()
+            .skip_while(|e| !matches!(e, LlmEvent::ReasoningComplete { .. }))
+            .skip(1)
+            .filter(|e| !matches!(e, LlmEvent::Done { .. }))
+            .cloned()
+            .collect();
+        let expected: Vec<_> = odd
+            .iter()
+            .map(|item| LlmEvent::Opaque {
+                provider: "gemini".into(),
+                item: (*item).into(),
+            })
+            .collect();
+        assert_eq!(after_thought, expected);
+        assert_eq!(done(&events), Some(&StopReason::EndTurn));
+    }
+
+    #[test]
     fn cut_or_corrupted_events_never_panic() {
         for name in [
             "parallel-function-calls-thought-signature-gemini-3.1-pro.sse",
             "thought-part-function-call-gemini-2.5-pro.sse",
             "text-usage-gemini-2.0-flash.sse",
+            "code-execution-thought-signature-gemini-3-flash.sse",
+            "code-execution-thought-parts-gemini-2.5-pro.sse",
         ] {
             let events = sse_events(&fixture(name));
             for cut_event in 0..events.len() {

@@ -28,7 +28,24 @@ pub(super) struct Request<'a> {
 #[derive(Debug, Serialize)]
 pub(super) struct Content<'a> {
     pub(super) role: &'static str,
-    pub(super) parts: Vec<Part<'a>>,
+    pub(super) parts: Vec<ContentPart<'a>>,
+}
+
+/// A part of a turn: one motet models, or one Gemini sent that motet keeps as it came
+/// (`executableCode`, `codeExecutionResult`, kinds added later), written back as those bytes.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(super) enum ContentPart<'a> {
+    Known(Part<'a>),
+    Opaque(&'a RawValue),
+}
+
+/// Reads only whether a stored part carries a `thoughtSignature` of its own.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct SignatureProbe {
+    #[serde(default)]
+    pub(super) thought_signature: Option<serde::de::IgnoredAny>,
 }
 
 /// `systemInstruction`: a content without a role.
@@ -189,14 +206,21 @@ pub(super) struct Candidate {
     pub(super) index: Option<u32>,
 }
 
-/// A candidate's content.
+/// A candidate's content. Each part is kept as the bytes Gemini sent: the decoder reads the
+/// ones it models into [`WirePart`] and passes the others on untouched.
 #[derive(Debug, Deserialize)]
 pub(super) struct WireContent {
     #[serde(default)]
-    pub(super) parts: Vec<WirePart>,
+    pub(super) parts: Vec<Box<RawValue>>,
 }
 
-/// One streamed part.
+/// The fields of a part that motet reads: a part holding any other field (`executableCode`,
+/// `codeExecutionResult`, `inlineData`, …) is kept opaquely instead.
+pub(super) const MODELED_PART_FIELDS: [&str; 4] =
+    ["text", "thought", "thoughtSignature", "functionCall"];
+
+/// One streamed part of a kind motet models: text, thought text, a function call, or a bare
+/// signature.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct WirePart {
