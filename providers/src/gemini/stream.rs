@@ -205,14 +205,21 @@ impl Decoder {
     }
 }
 
-/// The part read as one motet models, or `None` when it holds any other field (or is not a
-/// readable part at all): such a part is kept whole rather than read in part.
+/// The part read as one motet models, or `None` to keep it whole.
+///
+/// A part holds one kind of data (`text`, `functionCall`, `executableCode`, `inlineData`, …)
+/// beside metadata (`thought`, `thoughtSignature`, …). Text and calls are read whatever
+/// metadata comes with them — an answer's text never disappears into an opaque block because
+/// Gemini added a field to it (a field motet does not know is then not sent back). A part with
+/// no data but a signature is a bare signature. Any other data kind, or a part that does not
+/// read, is kept whole.
 fn modeled(raw: &RawValue) -> Option<WirePart> {
     let fields: BTreeMap<String, IgnoredAny> = serde_json::from_str(raw.get()).ok()?;
-    if !fields
+    let has = |field: &str| fields.contains_key(field);
+    let bare_signature = fields
         .keys()
-        .all(|field| MODELED_PART_FIELDS.contains(&field.as_str()))
-    {
+        .all(|field| MODELED_PART_FIELDS.contains(&field.as_str()));
+    if !(has("text") || has("functionCall") || bare_signature) {
         return None;
     }
     serde_json::from_str(raw.get()).ok()
@@ -698,6 +705,22 @@ mod tests {
             .collect();
         assert_eq!(after_thought, expected);
         assert_eq!(done(&events), Some(&StopReason::EndTurn));
+    }
+
+    #[test]
+    fn answer_text_with_a_field_motet_does_not_know_is_still_text() {
+        let text = chunks(&[
+            r#"{"candidates":[{"content":{"parts":[{"text":"Paris","partMetadata":{"k":1}}],"role":"model"},"finishReason":"STOP"}]}"#,
+        ]);
+        let (events, end) = decode_text(&text);
+        end.unwrap();
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, LlmEvent::TextDelta { delta, .. } if delta == "Paris")),
+            "{events:?}"
+        );
+        assert!(!events.iter().any(|e| matches!(e, LlmEvent::Opaque { .. })));
     }
 
     #[test]
