@@ -460,3 +460,41 @@ fn another_providers_opaque_blocks_are_not_sent() {
     assert!(!sent.contains("web_search_call"));
     assert!(sent.contains(FUTURE_BLOCK));
 }
+
+/// `motet-transcript` prints the opaque blocks in their place.
+#[test]
+fn the_transcript_tool_prints_opaque_blocks_in_order() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_motet-transcript"))
+        .args([
+            "--dialect",
+            "anthropic",
+            &format!("{FIXTURES}/mcp-tool-use-sonnet-4.5.sse"),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let blocks: Vec<(&str, Option<&str>)> = printed["message"]["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|block| {
+            (
+                block["block_type"].as_str().unwrap(),
+                block["item"].as_str(),
+            )
+        })
+        .collect();
+    let response =
+        transcript::assemble(Dialect::Anthropic, &bytes("mcp-tool-use-sonnet-4.5.sse")).unwrap();
+    let items = opaque_items(&response);
+    assert_eq!(
+        blocks,
+        [
+            ("reasoning", None),
+            ("opaque", Some(items[0])),
+            ("opaque", Some(items[1])),
+            ("text", None)
+        ]
+    );
+}

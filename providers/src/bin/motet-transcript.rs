@@ -13,7 +13,7 @@ const USAGE: &str =
 
 Parses a recorded server-sent-event response body (`-` reads standard input) and prints the
 assembled response as JSON: blocks in order (block_type text / reasoning / tool_use, with any
-provider meta), stop_reason, usage, model and response id. A stream motet cannot accept prints
+provider meta, or opaque: a block motet keeps as the provider's JSON text), stop_reason, usage, model and response id. A stream motet cannot accept prints
 its typed error and exits with 1; bad arguments exit with 2.";
 
 fn main() -> ExitCode {
