@@ -414,12 +414,15 @@ fn deltas_into_an_unknown_block_set_its_fields_in_place() {
             r#"{"type":"input_json_delta","partial_json":"\"x\"}"}"#,
             r#"{"type":"summary_delta","summary":"one, "}"#,
             r#"{"type":"summary_delta","summary":"two"}"#,
+            r#"{"type":"citations_delta","citation":{"url":"https://a.example", "n":1.0}}"#,
         ],
     );
     let response = transcript::assemble(Dialect::Anthropic, &body).unwrap();
     assert_eq!(
         opaque_items(&response),
-        [r#"{"type":"future_call","id":"f_1","input":{"q": "x"},"summary":"one, two","n":7}"#]
+        [
+            r#"{"type":"future_call","id":"f_1","input":{"q": "x"},"summary":"one, two","n":7,"citations":[{"url":"https://a.example", "n":1.0}]}"#
+        ]
     );
 }
 

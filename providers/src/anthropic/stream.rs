@@ -22,9 +22,10 @@
 //!   order, the other fields' values byte for byte (only the spacing between them and the
 //!   escapes in keys are rewritten). An `input_json_delta` (`server_tool_use`, `mcp_tool_use`)
 //!   sets `input` to the concatenated `partial_json` text, which must be JSON (nothing or only
-//!   `""` keeps the start's `input`); any other delta (`compaction_delta` has `content`) appends
-//!   each of its string fields to the block's field of that name (a `null` or absent field
-//!   starts empty). A delta with a field that is not a string is a protocol error.
+//!   `""` keeps the start's `input`); a `citations_delta` appends its `citation` to `citations`;
+//!   any other delta (`compaction_delta` has `content`) appends each of its string fields to
+//!   the block's field of that name (a `null` or absent field starts empty). A delta with a
+//!   field that is not a string is a protocol error.
 //!
 //! Blocks end in `index` order (Anthropic closes each block before it starts the next), so
 //! each opaque block takes its place among the others.
@@ -65,6 +66,8 @@ struct Opaque {
     start: String,
     /// The `input_json_delta` text so far.
     input: String,
+    /// The `citation`s of `citations_delta`s, as received.
+    citations: Vec<Box<RawValue>>,
     /// The string fields other deltas appended to, in the order they first came.
     appended: Vec<(String, String)>,
 }
@@ -74,38 +77,50 @@ impl Opaque {
         Self {
             start,
             input: String::new(),
+            citations: Vec::new(),
             appended: Vec::new(),
         }
     }
 
     /// Applies a delta; returns the bytes it added.
     fn apply(&mut self, index: u64, delta: &str) -> Result<usize, ProviderError> {
-        let delta: IndexMap<String, Value> = serde_json::from_str(delta).map_err(|e| {
+        let delta: IndexMap<String, Box<RawValue>> = serde_json::from_str(delta).map_err(|e| {
             protocol(format!(
                 "a delta for content block {index} is malformed: {e}"
             ))
         })?;
-        let kind = delta.get("type").and_then(Value::as_str).unwrap_or("");
-        if kind == "input_json_delta" {
-            let json = delta
-                .get("partial_json")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            self.input.push_str(json);
-            return Ok(json.len());
+        let text = |raw: &RawValue| serde_json::from_str::<String>(raw.get()).ok();
+        let kind = delta
+            .get("type")
+            .and_then(|raw| text(raw))
+            .unwrap_or_default();
+        match (kind.as_str(), delta.get("citation")) {
+            ("input_json_delta", _) => {
+                let json = delta
+                    .get("partial_json")
+                    .and_then(|raw| text(raw))
+                    .unwrap_or_default();
+                self.input.push_str(&json);
+                return Ok(json.len());
+            }
+            ("citations_delta", Some(citation)) => {
+                self.citations.push(citation.clone());
+                return Ok(citation.get().len());
+            }
+            _ => {}
         }
         let mut added = 0;
-        for (field, value) in delta.iter().filter(|(field, _)| *field != "type") {
-            let Value::String(more) = value else {
+        for (field, raw) in delta.iter().filter(|(field, _)| *field != "type") {
+            let Some(more) = text(raw) else {
                 return Err(protocol(format!(
                     "a `{kind}` delta for content block {index} has a `{field}` that is not text"
                 )));
             };
-            match self.appended.iter_mut().find(|(name, _)| name == field) {
-                Some((_, text)) => text.push_str(more),
-                None => self.appended.push((field.clone(), more.clone())),
-            }
             added += more.len();
+            match self.appended.iter_mut().find(|(name, _)| name == field) {
+                Some((_, text)) => text.push_str(&more),
+                None => self.appended.push((field.clone(), more)),
+            }
         }
         Ok(added)
     }
@@ -113,7 +128,7 @@ impl Opaque {
     /// The block as the non-streaming API would return it.
     fn into_item(self, index: u64) -> Result<String, ProviderError> {
         let streamed_input = !self.input.trim().is_empty();
-        if !streamed_input && self.appended.is_empty() {
+        if !streamed_input && self.citations.is_empty() && self.appended.is_empty() {
             return Ok(self.start);
         }
         let unreadable = |e: serde_json::Error| {
@@ -128,6 +143,17 @@ impl Opaque {
                 ))
             })?;
             block.insert("input".to_owned(), input);
+        }
+        if !self.citations.is_empty() {
+            let mut citations = match block.get("citations") {
+                Some(raw) => serde_json::from_str::<Option<Vec<Box<RawValue>>>>(raw.get())
+                    .map_err(unreadable)?
+                    .unwrap_or_default(),
+                None => Vec::new(),
+            };
+            citations.extend(self.citations);
+            let citations = serde_json::value::to_raw_value(&citations).map_err(unreadable)?;
+            block.insert("citations".to_owned(), citations);
         }
         for (field, more) in self.appended {
             let before = match block.get(&field) {
@@ -145,6 +171,7 @@ impl Opaque {
     fn held_bytes(&self) -> usize {
         self.start.len()
             + self.input.len()
+            + self.citations.iter().map(|c| c.get().len()).sum::<usize>()
             + self
                 .appended
                 .iter()
