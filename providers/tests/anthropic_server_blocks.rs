@@ -501,3 +501,19 @@ fn the_transcript_tool_prints_opaque_blocks_in_order() {
         ]
     );
 }
+
+#[test]
+fn an_opaque_block_never_stopped_is_a_protocol_error() {
+    let whole = String::from_utf8(stream_with(FUTURE_BLOCK, &[])).unwrap();
+    let unstopped = whole.replacen(
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+        "",
+        1,
+    );
+    assert_ne!(unstopped, whole);
+    let result = transcript::assemble(Dialect::Anthropic, unstopped.as_bytes());
+    assert!(
+        matches!(result, Err(ProviderError::Protocol { .. })),
+        "{result:?}"
+    );
+}

@@ -28,7 +28,9 @@
 //!   field that is not a string is a protocol error.
 //!
 //! Blocks end in `index` order (Anthropic closes each block before it starts the next), so
-//! each opaque block takes its place among the others.
+//! each opaque block takes its place among the others. An opaque block still open at
+//! `message_stop` is a protocol error, as an unfinished tool call is: the turn would be sent
+//! back without it.
 
 use std::collections::HashMap;
 
@@ -552,6 +554,16 @@ impl StreamDecoder for Decoder {
             "message_stop" => {
                 if self.stop_reason.is_none() {
                     return Err(protocol("message_stop without a stop reason".into()));
+                }
+                // Its item would be lost, and the turn replayed without it.
+                let mut open = self
+                    .blocks
+                    .iter()
+                    .filter(|(_, b)| matches!(b, Block::Opaque(_)));
+                if let Some((index, _)) = open.next() {
+                    return Err(protocol(format!(
+                        "message_stop while content block {index} is still open"
+                    )));
                 }
                 self.stopped = true;
             }
