@@ -517,3 +517,52 @@ fn an_opaque_block_never_stopped_is_a_protocol_error() {
         "{result:?}"
     );
 }
+
+/// After the pause, pydantic-ai sent the turn back (prompt, then the paused assistant turn,
+/// nothing after it) and Anthropic continued it: the recorded continuation request. Our
+/// replay of the assembled turn carries the same blocks in the same order: the same types,
+/// ids, tool inputs and thinking. (Not every field is compared: the cassette stores request
+/// bodies normalized, e.g. an en dash in a search result title became a hyphen, and
+/// pydantic-ai left out the `caller` fields we send back as received.)
+#[test]
+fn the_paused_turn_replays_as_the_continuation_anthropic_accepted() {
+    let response = transcript::assemble(
+        Dialect::Anthropic,
+        &bytes("pause-turn-web-search-sonnet-4.5.sse"),
+    )
+    .unwrap();
+    let recorded: Value = serde_json::from_slice(&bytes(
+        "pause-turn-web-search-sonnet-4.5.continued.request.json",
+    ))
+    .unwrap();
+    let recorded_messages = recorded["body"]["messages"].as_array().unwrap();
+    let request = LlmRequest::new(
+        "anthropic:claude-sonnet-4-5".parse().unwrap(),
+        vec![
+            Message::user(recorded_messages[0]["content"][0]["text"].as_str().unwrap()),
+            Message::Assistant(response.message),
+        ],
+    );
+    let sent: Value =
+        serde_json::from_slice(&Dialect::Anthropic.encode(&request).unwrap()).unwrap();
+    assert_eq!(sent["messages"].as_array().unwrap().len(), 2);
+    let summary = |blocks: &Value| -> Vec<[Value; 5]> {
+        blocks
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| {
+                [
+                    b["type"].clone(),
+                    b["id"].clone(),
+                    b["tool_use_id"].clone(),
+                    b["input"].clone(),
+                    b["signature"].clone(),
+                ]
+            })
+            .collect()
+    };
+    let ours = summary(&sent["messages"][1]["content"]);
+    assert_eq!(ours.len(), 25);
+    assert_eq!(ours, summary(&recorded_messages[1]["content"]));
+}
