@@ -539,8 +539,8 @@ fn anthropic_compaction_usage_sums_the_iterations_and_keeps_the_cache_reads() {
     let r = assembled(Dialect::Anthropic, name);
     assert_eq!(
         kinds(&r),
-        ["text"],
-        "the compaction block is not ours to keep"
+        ["other", "text"],
+        "the compaction block is kept opaquely (tests/anthropic_server_blocks.rs)"
     );
     assert_eq!(r.message.to_string(), "Hello! \u{1F44B}");
     assert_eq!(r.message.stop_reason, StopReason::EndTurn);

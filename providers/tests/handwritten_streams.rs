@@ -444,7 +444,8 @@ fn anthropic_truncation_unknown_blocks_and_garbage() {
         transcript::assemble(Dialect::Anthropic, &body),
         Err(ProviderError::Protocol { .. })
     ));
-    // Server-tool blocks we do not read are skipped with their deltas.
+    // Server-tool blocks are kept opaquely, their streamed input in place
+    // (tests/anthropic_server_blocks.rs).
     let mut events = vec![
         start("claude-sonnet-4-5"),
         block_start(
@@ -461,5 +462,14 @@ fn anthropic_truncation_unknown_blocks_and_garbage() {
     ];
     events.extend(message_end("end_turn"));
     let r = transcript::assemble(Dialect::Anthropic, &sse(&events)).expect("assembles");
-    assert_eq!(r.message.blocks, [AssistantBlock::text("Found it.")]);
+    assert_eq!(
+        r.message.blocks,
+        [
+            AssistantBlock::opaque(
+                "anthropic",
+                r#"{"id":"srvtoolu_1","name":"web_search","type":"server_tool_use","input":{"query": "x"}}"#
+            ),
+            AssistantBlock::text("Found it.")
+        ]
+    );
 }

@@ -3,10 +3,12 @@
 //! # Layout
 //! - `request` — our [`motet_directives::LlmRequest`] rendered as a Messages body: thinking
 //!   blocks replayed with their signature, redacted thinking replayed as is, tool results as
-//!   `tool_result` blocks of a user turn; the headers a request needs (`anthropic-version`,
-//!   the interleaved-thinking beta when thinking is on).
+//!   `tool_result` blocks of a user turn, blocks kept opaquely sent back byte for byte; the
+//!   headers a request needs (`anthropic-version`, the interleaved-thinking beta when thinking
+//!   is on).
 //! - `stream` — `message_start` … `message_stop` events turned into [`crate::LlmEvent`]s,
-//!   blocks keyed by their `index`.
+//!   blocks keyed by their `index`; server tool calls and results, MCP blocks, compaction and
+//!   block types it does not know kept opaquely.
 //! - `error` — `{"type": "error", "error": {type, message}}` bodies and in-stream `error`
 //!   events as [`crate::ProviderError`].
 

@@ -5,10 +5,18 @@
 //! `redacted_thinking` block with its data; reasoning from another provider (no Anthropic
 //! meta) is dropped, since Anthropic would reject it unsigned. Text and tool calls are always
 //! kept. Tool results become `tool_result` blocks of a user turn, in order.
+//!
+//! Blocks kept opaquely from an Anthropic stream (`AssistantBlock::Opaque` with provider
+//! `anthropic`: server tool calls and their results, MCP calls, compaction, …) go back in their
+//! place among the turn's blocks; [`encode`] writes their JSON text byte for byte, [`render`]
+//! parses it into the `Value`. Another provider's opaque blocks are dropped.
 
 use motet_directives::{AssistantBlock, LlmRequest, Message, ProviderMeta, ToolChoice};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
+use super::stream::ANTHROPIC;
 use crate::error::ProviderError;
 
 /// The output limit when the request sets none (the API requires one).
@@ -19,29 +27,89 @@ const INTERLEAVED_THINKING: &str = "interleaved-thinking-2025-05-14";
 
 /// The request body as sent (see [`crate::Dialect::encode`]).
 pub(crate) fn encode(req: &LlmRequest) -> Result<Vec<u8>, ProviderError> {
-    crate::body::to_json(&render(req)?)
+    crate::body::to_json(&body(req))
 }
 
-/// Renders the streaming request body.
+/// Renders the streaming request body, opaque blocks parsed.
 pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
+    serde_json::to_value(body(req)).map_err(|e| ProviderError::Protocol {
+        message: format!("the request body could not be rendered: {e}"),
+    })
+}
+
+/// The body: everything but the messages as a `Value` map, the messages typed so that opaque
+/// blocks stay JSON text.
+struct Body<'a> {
+    fields: Map<String, Value>,
+    messages: Vec<Turn<'a>>,
+}
+
+impl Serialize for Body<'_> {
+    /// Keys in the order a `Value` body has them (sorted), `messages` among them.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.fields.len() + 1))?;
+        let mut messages = Some(&self.messages);
+        for (key, value) in &self.fields {
+            if key.as_str() > "messages"
+                && let Some(messages) = messages.take()
+            {
+                map.serialize_entry("messages", messages)?;
+            }
+            map.serialize_entry(key, value)?;
+        }
+        if let Some(messages) = messages {
+            map.serialize_entry("messages", messages)?;
+        }
+        map.end()
+    }
+}
+
+/// One message; its keys in sorted order, as a `Value` would have them.
+#[derive(serde::Serialize)]
+struct Turn<'a> {
+    content: Content<'a>,
+    role: &'static str,
+}
+
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum Content<'a> {
+    Text(&'a str),
+    Blocks(Vec<Part<'a>>),
+}
+
+/// One content block.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum Part<'a> {
+    Built(Value),
+    /// An opaque block's JSON text, written as it is.
+    Kept(&'a RawValue),
+}
+
+fn body(req: &LlmRequest) -> Body<'_> {
     let mut system = Vec::new();
     let mut messages = Vec::with_capacity(req.messages.len());
     for message in &req.messages {
         match message {
             Message::System { content } => system.push(content.as_str()),
-            Message::User { content } => {
-                messages.push(json!({"role": "user", "content": content}));
-            }
+            Message::User { content } => messages.push(Turn {
+                content: Content::Text(content),
+                role: "user",
+            }),
             Message::Assistant(turn) => {
                 let content = assistant_blocks(&turn.blocks);
                 // A turn with nothing Anthropic can read (only another provider's reasoning)
                 // would be an empty assistant turn, which the API rejects.
                 if !content.is_empty() {
-                    messages.push(json!({"role": "assistant", "content": content}));
+                    messages.push(Turn {
+                        content: Content::Blocks(content),
+                        role: "assistant",
+                    });
                 }
             }
             Message::ToolResults { results } => {
-                let content: Vec<Value> = results
+                let content = results
                     .iter()
                     .map(|r| {
                         let mut block = json!({
@@ -52,10 +120,13 @@ pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
                         if r.is_error {
                             block["is_error"] = json!(true);
                         }
-                        block
+                        Part::Built(block)
                     })
                     .collect();
-                messages.push(json!({"role": "user", "content": content}));
+                messages.push(Turn {
+                    content: Content::Blocks(content),
+                    role: "user",
+                });
             }
         }
     }
@@ -72,7 +143,6 @@ pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
     if !system.is_empty() {
         body.insert("system".into(), json!(system.join("\n\n")));
     }
-    body.insert("messages".into(), Value::Array(messages));
     if !req.tools.is_empty() {
         let tools: Vec<Value> = req
             .tools
@@ -113,42 +183,62 @@ pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
         body.insert("stop_sequences".into(), json!(options.stop));
     }
     body.insert("stream".into(), json!(true));
-    Ok(Value::Object(body))
+    Body {
+        fields: body,
+        messages,
+    }
 }
 
-fn assistant_blocks(blocks: &[AssistantBlock]) -> Vec<Value> {
+fn assistant_blocks(blocks: &[AssistantBlock]) -> Vec<Part<'_>> {
     blocks
         .iter()
         .filter_map(|block| match block {
-            // The API rejects empty text blocks.
-            AssistantBlock::Text { text, .. } if text.is_empty() => None,
-            AssistantBlock::Text { text, .. } => Some(json!({"type": "text", "text": text})),
-            AssistantBlock::Reasoning { text, meta } => match meta {
-                Some(ProviderMeta::Anthropic { signature }) => Some(json!({
-                    "type": "thinking",
-                    "thinking": text,
-                    "signature": signature,
-                })),
-                Some(ProviderMeta::AnthropicRedacted { data }) => {
-                    Some(json!({"type": "redacted_thinking", "data": data}))
-                }
-                _ => None,
-            },
-            AssistantBlock::ToolUse { id, name, args, .. } => {
-                // `input` must be an object; arguments that were not one were answered with an
-                // error result already, and replay as `{}`.
-                let input = match args.as_raw() {
-                    Some(raw) if args.is_object() => {
-                        serde_json::from_str::<Value>(raw.get()).unwrap_or_else(|_| json!({}))
+            AssistantBlock::Opaque { provider, item } if provider == ANTHROPIC => {
+                match serde_json::from_str::<&RawValue>(item) {
+                    Ok(item) => Some(Part::Kept(item)),
+                    // Only a damaged store gets here; the API would reject the block anyway.
+                    Err(e) => {
+                        tracing::warn!("skipping an unreadable stored Anthropic block: {e}");
+                        None
                     }
-                    _ => json!({}),
-                };
-                Some(json!({"type": "tool_use", "id": id, "name": name, "input": input}))
+                }
             }
-            // Block kinds added to the vocabulary later have no Anthropic form yet.
-            _ => None,
+            block => built_block(block).map(Part::Built),
         })
         .collect()
+}
+
+/// A modeled block in its Anthropic form, if it has one.
+fn built_block(block: &AssistantBlock) -> Option<Value> {
+    match block {
+        // The API rejects empty text blocks.
+        AssistantBlock::Text { text, .. } if text.is_empty() => None,
+        AssistantBlock::Text { text, .. } => Some(json!({"type": "text", "text": text})),
+        AssistantBlock::Reasoning { text, meta } => match meta {
+            Some(ProviderMeta::Anthropic { signature }) => Some(json!({
+                "type": "thinking",
+                "thinking": text,
+                "signature": signature,
+            })),
+            Some(ProviderMeta::AnthropicRedacted { data }) => {
+                Some(json!({"type": "redacted_thinking", "data": data}))
+            }
+            _ => None,
+        },
+        AssistantBlock::ToolUse { id, name, args, .. } => {
+            // `input` must be an object; arguments that were not one were answered with an
+            // error result already, and replay as `{}`.
+            let input = match args.as_raw() {
+                Some(raw) if args.is_object() => {
+                    serde_json::from_str::<Value>(raw.get()).unwrap_or_else(|_| json!({}))
+                }
+                _ => json!({}),
+            };
+            Some(json!({"type": "tool_use", "id": id, "name": name, "input": input}))
+        }
+        // Another provider's opaque blocks, and block kinds added to the vocabulary later.
+        _ => None,
+    }
 }
 
 /// Headers this request needs besides authentication: `anthropic-version`, and the

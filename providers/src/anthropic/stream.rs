@@ -7,14 +7,38 @@
 //! fragments (the first often `""`; nothing at all means `{}`). `message_delta` carries the
 //! stop reason and cumulative usage (see [`Decoder::usage`] for how its counts are merged with
 //! `message_start`'s); `message_stop` ends a whole stream, and a stream that ends before it is
-//! truncated. Block types this decoder does not know (server tools, web
-//! search results) are skipped with their deltas.
+//! truncated. `pause_turn` (a long server-tool turn paused, to be continued by sending it back)
+//! is [`StopReason::PauseTurn`].
+//!
+//! # Blocks kept opaquely
+//! Every other block type — `server_tool_use`, `web_search_tool_result`,
+//! `web_fetch_tool_result`, the code execution results, `mcp_tool_use`, `mcp_tool_result`,
+//! `container_upload`, `compaction`, and types added after this was written — becomes one
+//! [`LlmEvent::Opaque`] (`provider` `anthropic`) when it stops, so it can be sent back as the
+//! API returned it. Its `item` is the block as the non-streaming API would return it:
+//! - nothing streamed into the block: the `content_block` object of `content_block_start`,
+//!   its JSON text byte for byte;
+//! - deltas streamed into it: that object with each streamed field set, in the object's key
+//!   order, the other fields' values byte for byte (only the spacing between them and the
+//!   escapes in keys are rewritten). An `input_json_delta` (`server_tool_use`, `mcp_tool_use`)
+//!   sets `input` to the concatenated `partial_json` text, which must be JSON (nothing or only
+//!   `""` keeps the start's `input`); a `citations_delta` appends its `citation` to `citations`;
+//!   any other delta (`compaction_delta` has `content`) appends each of its string fields to
+//!   the block's field of that name (a `null` or absent field starts empty). A delta with a
+//!   field that is not a string is a protocol error.
+//!
+//! Blocks end in `index` order (Anthropic closes each block before it starts the next), so
+//! each opaque block takes its place among the others. An opaque block still open at
+//! `message_stop` is a protocol error, as an unfinished tool call is: the turn would be sent
+//! back without it.
 
 use std::collections::HashMap;
 
+use indexmap::IndexMap;
 use motet_directives::{ProviderMeta, StopReason, Usage};
 use serde::Deserialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::decoder::StreamDecoder;
 use crate::error::ProviderError;
@@ -33,8 +57,129 @@ enum Block {
     Tool {
         id: String,
     },
-    /// A block type we do not read.
-    Skipped,
+    /// A block kept opaquely (see the module doc).
+    Opaque(Opaque),
+}
+
+/// An opaque block being received: its start and what has streamed into it.
+#[derive(Debug)]
+struct Opaque {
+    /// The `content_block` JSON text of `content_block_start`.
+    start: String,
+    /// The `input_json_delta` text so far.
+    input: String,
+    /// The `citation`s of `citations_delta`s, as received.
+    citations: Vec<Box<RawValue>>,
+    /// The string fields other deltas appended to, in the order they first came.
+    appended: Vec<(String, String)>,
+}
+
+impl Opaque {
+    fn new(start: String) -> Self {
+        Self {
+            start,
+            input: String::new(),
+            citations: Vec::new(),
+            appended: Vec::new(),
+        }
+    }
+
+    /// Applies a delta; returns the bytes it added.
+    fn apply(&mut self, index: u64, delta: &str) -> Result<usize, ProviderError> {
+        let delta: IndexMap<String, Box<RawValue>> = serde_json::from_str(delta).map_err(|e| {
+            protocol(format!(
+                "a delta for content block {index} is malformed: {e}"
+            ))
+        })?;
+        let text = |raw: &RawValue| serde_json::from_str::<String>(raw.get()).ok();
+        let kind = delta
+            .get("type")
+            .and_then(|raw| text(raw))
+            .unwrap_or_default();
+        match (kind.as_str(), delta.get("citation")) {
+            ("input_json_delta", _) => {
+                let json = delta
+                    .get("partial_json")
+                    .and_then(|raw| text(raw))
+                    .unwrap_or_default();
+                self.input.push_str(&json);
+                return Ok(json.len());
+            }
+            ("citations_delta", Some(citation)) => {
+                self.citations.push(citation.clone());
+                return Ok(citation.get().len());
+            }
+            _ => {}
+        }
+        let mut added = 0;
+        for (field, raw) in delta.iter().filter(|(field, _)| *field != "type") {
+            let Some(more) = text(raw) else {
+                return Err(protocol(format!(
+                    "a `{kind}` delta for content block {index} has a `{field}` that is not text"
+                )));
+            };
+            added += more.len();
+            match self.appended.iter_mut().find(|(name, _)| name == field) {
+                Some((_, text)) => text.push_str(&more),
+                None => self.appended.push((field.clone(), more)),
+            }
+        }
+        Ok(added)
+    }
+
+    /// The block as the non-streaming API would return it.
+    fn into_item(self, index: u64) -> Result<String, ProviderError> {
+        let streamed_input = !self.input.trim().is_empty();
+        if !streamed_input && self.citations.is_empty() && self.appended.is_empty() {
+            return Ok(self.start);
+        }
+        let unreadable = |e: serde_json::Error| {
+            protocol(format!("content block {index} cannot be rebuilt: {e}"))
+        };
+        let mut block: IndexMap<String, Box<RawValue>> =
+            serde_json::from_str(&self.start).map_err(unreadable)?;
+        if streamed_input {
+            let input = RawValue::from_string(self.input.trim().to_owned()).map_err(|e| {
+                protocol(format!(
+                    "the streamed input of content block {index} is not JSON: {e}"
+                ))
+            })?;
+            block.insert("input".to_owned(), input);
+        }
+        if !self.citations.is_empty() {
+            let mut citations = match block.get("citations") {
+                Some(raw) => serde_json::from_str::<Option<Vec<Box<RawValue>>>>(raw.get())
+                    .map_err(unreadable)?
+                    .unwrap_or_default(),
+                None => Vec::new(),
+            };
+            citations.extend(self.citations);
+            let citations = serde_json::value::to_raw_value(&citations).map_err(unreadable)?;
+            block.insert("citations".to_owned(), citations);
+        }
+        for (field, more) in self.appended {
+            let before = match block.get(&field) {
+                Some(raw) => serde_json::from_str::<Option<String>>(raw.get())
+                    .map_err(unreadable)?
+                    .unwrap_or_default(),
+                None => String::new(),
+            };
+            let text = serde_json::value::to_raw_value(&(before + &more)).map_err(unreadable)?;
+            block.insert(field, text);
+        }
+        serde_json::to_string(&block).map_err(unreadable)
+    }
+
+    fn held_bytes(&self) -> usize {
+        self.start.len()
+            + self.input.len()
+            + self.citations.iter().map(|c| c.get().len()).sum::<usize>()
+            + self
+                .appended
+                .iter()
+                .map(|(field, text)| field.len() + text.len())
+                .sum::<usize>()
+    }
 }
 
 /// Anthropic's token counts, in Anthropic's terms (`input` is the uncached input only).
@@ -79,7 +224,8 @@ impl Block {
             + match self {
                 Block::Thinking { key, signature } => key.len() + signature.len(),
                 Block::Tool { id } => id.len(),
-                Block::Text | Block::Redacted | Block::Skipped => 0,
+                Block::Opaque(opaque) => opaque.held_bytes(),
+                Block::Text | Block::Redacted => 0,
             }
     }
 }
@@ -162,11 +308,16 @@ impl Decoder {
     fn block_start(
         &mut self,
         index: u64,
-        block: Value,
+        raw: &RawValue,
         out: &mut Vec<LlmEvent>,
     ) -> Result<(), ProviderError> {
         if self.blocks.contains_key(&index) {
             return Err(protocol(format!("content block {index} started twice")));
+        }
+        let block: Value = serde_json::from_str(raw.get())
+            .map_err(|e| protocol(format!("content block {index} is unreadable: {e}")))?;
+        if !block.is_object() {
+            return Err(protocol(format!("content block {index} is not an object")));
         }
         let text_field = |name: &str| block.get(name).and_then(Value::as_str).unwrap_or("");
         let kind = block.get("type").and_then(Value::as_str).unwrap_or("");
@@ -223,7 +374,7 @@ impl Decoder {
                 });
                 Block::Tool { id: id.to_owned() }
             }
-            _ => Block::Skipped,
+            _ => Block::Opaque(Opaque::new(raw.get().to_owned())),
         };
         self.held += entry.held_bytes();
         self.blocks.insert(index, entry);
@@ -233,13 +384,19 @@ impl Decoder {
     fn block_delta(
         &mut self,
         index: u64,
-        delta: WireDelta,
+        raw: &RawValue,
         out: &mut Vec<LlmEvent>,
     ) -> Result<(), ProviderError> {
         let block = self
             .blocks
             .get_mut(&index)
             .ok_or_else(|| protocol(format!("a delta for content block {index}, never started")))?;
+        if let Block::Opaque(opaque) = block {
+            self.held += opaque.apply(index, raw.get())?;
+            return Ok(());
+        }
+        let delta = serde_json::from_str::<WireDelta>(raw.get())
+            .map_err(|e| protocol(format!("a content_block_delta is malformed: {e}")))?;
         match (block, delta.kind.as_str()) {
             (Block::Text, "text_delta") => {
                 if let Some(text) = delta.text.filter(|t| !t.is_empty()) {
@@ -270,8 +427,8 @@ impl Decoder {
                     });
                 }
             }
-            // Citations and the deltas of skipped blocks carry nothing we keep.
-            (_, "citations_delta") | (Block::Skipped, _) => {}
+            // Citations of text blocks are not kept (text blocks carry no citations yet).
+            (_, "citations_delta") => {}
             (_, other) => {
                 return Err(protocol(format!(
                     "a `{other}` delta does not fit content block {index}"
@@ -298,11 +455,18 @@ impl Decoder {
                 args: None,
                 meta: None,
             }),
-            Block::Text | Block::Redacted | Block::Skipped => {}
+            Block::Opaque(opaque) => out.push(LlmEvent::Opaque {
+                provider: ANTHROPIC.to_owned(),
+                item: opaque.into_item(index)?,
+            }),
+            Block::Text | Block::Redacted => {}
         }
         Ok(())
     }
 }
+
+/// The provider family of the blocks this dialect keeps opaquely.
+pub(crate) const ANTHROPIC: &str = "anthropic";
 
 fn protocol(message: String) -> ProviderError {
     ProviderError::Protocol { message }
@@ -315,6 +479,7 @@ fn stop_reason(reason: &str) -> StopReason {
         "max_tokens" => StopReason::MaxTokens,
         "stop_sequence" => StopReason::StopSequence,
         "refusal" => StopReason::Refusal,
+        "pause_turn" => StopReason::PauseTurn,
         other => StopReason::Other(other.to_owned()),
     }
 }
@@ -324,7 +489,7 @@ impl StreamDecoder for Decoder {
         if event.data.trim().is_empty() {
             return Ok(());
         }
-        let wire: WireEvent = serde_json::from_str(&event.data)
+        let wire: WireEvent<'_> = serde_json::from_str(&event.data)
             .map_err(|e| protocol(format!("an Anthropic event is not valid JSON: {e}")))?;
         if self.stopped && wire.kind != "ping" {
             return Err(protocol(format!(
@@ -347,14 +512,18 @@ impl StreamDecoder for Decoder {
                 let index = wire
                     .index
                     .ok_or_else(|| protocol("content_block_start without an index".into()))?;
-                self.block_start(index, wire.content_block.unwrap_or(Value::Null), out)?;
+                let block = wire.content_block.ok_or_else(|| {
+                    protocol(format!("content_block_start {index} has no content_block"))
+                })?;
+                self.block_start(index, block, out)?;
             }
             "content_block_delta" => {
                 let index = wire
                     .index
                     .ok_or_else(|| protocol("content_block_delta without an index".into()))?;
-                let delta = serde_json::from_value::<WireDelta>(wire.delta.unwrap_or(Value::Null))
-                    .map_err(|e| protocol(format!("a content_block_delta is malformed: {e}")))?;
+                let delta = wire
+                    .delta
+                    .ok_or_else(|| protocol(format!("content_block_delta {index} has no delta")))?;
                 self.block_delta(index, delta, out)?;
             }
             "content_block_stop" => {
@@ -367,12 +536,12 @@ impl StreamDecoder for Decoder {
                 if let Some(usage) = &wire.usage {
                     self.usage(usage, out);
                 }
-                let reason = wire
+                // A delta without a readable stop reason says nothing about the end.
+                let delta = wire
                     .delta
-                    .as_ref()
-                    .and_then(|d| d.get("stop_reason"))
-                    .and_then(Value::as_str);
-                if let Some(reason) = reason {
+                    .and_then(|raw| serde_json::from_str::<WireMessageDelta>(raw.get()).ok())
+                    .unwrap_or_default();
+                if let Some(reason) = delta.stop_reason.as_deref() {
                     let reason = stop_reason(reason);
                     if self.stop_reason.is_none() {
                         out.push(LlmEvent::Done {
@@ -385,6 +554,16 @@ impl StreamDecoder for Decoder {
             "message_stop" => {
                 if self.stop_reason.is_none() {
                     return Err(protocol("message_stop without a stop reason".into()));
+                }
+                // Its item would be lost, and the turn replayed without it.
+                let mut open = self
+                    .blocks
+                    .iter()
+                    .filter(|(_, b)| matches!(b, Block::Opaque(_)));
+                if let Some((index, _)) = open.next() {
+                    return Err(protocol(format!(
+                        "message_stop while content block {index} is still open"
+                    )));
                 }
                 self.stopped = true;
             }
@@ -410,20 +589,37 @@ impl StreamDecoder for Decoder {
     }
 }
 
+/// One stream event; blocks and deltas are kept as JSON text, so an opaque block's bytes
+/// survive.
 #[derive(Debug, Deserialize)]
-struct WireEvent {
+struct WireEvent<'a> {
     #[serde(rename = "type")]
     kind: String,
     #[serde(default)]
     index: Option<u64>,
     #[serde(default)]
     message: Option<WireMessage>,
-    #[serde(default)]
-    content_block: Option<Value>,
-    #[serde(default)]
-    delta: Option<Value>,
+    #[serde(default, borrow)]
+    content_block: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    delta: Option<&'a RawValue>,
     #[serde(default)]
     usage: Option<WireUsage>,
+}
+
+/// The `delta` of `message_delta`.
+#[derive(Debug, Default, Deserialize)]
+struct WireMessageDelta {
+    #[serde(default, deserialize_with = "lenient_text")]
+    stop_reason: Option<String>,
+}
+
+/// A string, or nothing when the field holds anything else.
+fn lenient_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::String(text) => Some(text),
+        _ => None,
+    })
 }
 
 #[derive(Debug, Default, Deserialize)]
