@@ -151,6 +151,38 @@ fn the_next_request_resends_each_phase_and_item_in_order() {
     assert!(body["input"][0].get("phase").is_none());
 }
 
+/// What the client sends holds each item as the exact text received — its escapes, non-ASCII,
+/// key order and spacing — in output order around the reasoning item and the messages.
+#[test]
+fn the_encoded_request_carries_each_item_byte_for_byte() {
+    let response = assemble_both_ways(&phased_stream());
+    let req = LlmRequest::new(
+        "openai-responses:gpt-5.4".parse().unwrap(),
+        vec![
+            Message::user("When does Le Nord open?"),
+            Message::Assistant(response.message),
+            Message::user("Thanks."),
+        ],
+    );
+    let sent = String::from_utf8(Dialect::OpenAiResponses.encode(&req).unwrap()).unwrap();
+    let at = |needle: &str| {
+        sent.find(needle)
+            .unwrap_or_else(|| panic!("{needle} is not in the request as sent: {sent}"))
+    };
+    let order = [
+        at(MCP_LIST_TOOLS),
+        at(r#""id":"rs_1""#),
+        at("Let me search."),
+        at(WEB_SEARCH),
+        at("It opens at nine."),
+        at("Thanks."),
+    ];
+    assert!(order.is_sorted(), "out of order {order:?}: {sent}");
+    // The bytes sent are the body `render` describes.
+    let sent: Value = serde_json::from_str(&sent).unwrap();
+    assert_eq!(sent, Dialect::OpenAiResponses.render(&req).unwrap());
+}
+
 #[test]
 fn phaseless_text_still_merges_and_carries_no_phase() {
     let turn = AssistantMessage {
