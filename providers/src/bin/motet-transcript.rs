@@ -12,8 +12,9 @@ const USAGE: &str =
     "usage: motet-transcript --dialect <openai-chat|openai-responses|anthropic|gemini> FILE
 
 Parses a recorded server-sent-event response body (`-` reads standard input) and prints the
-assembled response as JSON: blocks in order (block_type text / reasoning / tool_use, with any
-provider meta), stop_reason, usage, model and response id. A stream motet cannot accept prints
+assembled response as JSON: blocks in order (block_type text / reasoning / tool_use / opaque,
+with any provider meta; an opaque block's item is the provider's JSON text as received),
+stop_reason, usage, model and response id. A stream motet cannot accept prints
 its typed error and exits with 1; bad arguments exit with 2.";
 
 fn main() -> ExitCode {
