@@ -218,7 +218,9 @@ fn phaseless_text_still_merges_and_carries_no_phase() {
 /// only on `output_item.done`: the block must still carry it. The decoder cannot do this alone
 /// today — the text block started (without meta) on the first delta, and no event sets a text
 /// block's meta afterwards — so this waits for that event (see the `phase` note in
-/// src/openai_responses/stream.rs). Real OpenAI streams send the phase on `.added`.
+/// src/openai_responses/stream.rs). Real OpenAI streams send the phase on `.added`. Even with
+/// it, two such messages back to back would share one block (their deltas merge), so the
+/// messages here are apart.
 #[test]
 #[ignore = "needs an event that sets a text block's meta at its end (BlockAssembler)"]
 fn phase_named_only_after_the_text_streamed_is_kept() {
@@ -227,6 +229,7 @@ fn phase_named_only_after_the_text_streamed_is_kept() {
         r#"{"type":"response.output_text.delta","item_id":"msg_1","content_index":0,"delta":"Let me "}"#,
         r#"{"type":"response.output_text.delta","item_id":"msg_1","content_index":0,"delta":"look."}"#,
         r#"{"type":"response.output_item.done","item":{"id":"msg_1","type":"message","role":"assistant","phase":"commentary","content":[{"type":"output_text","text":"Let me look."}]}}"#,
+        r#"{"type":"response.output_item.done","item":{"id":"ws_1","type":"web_search_call","status":"completed"}}"#,
         r#"{"type":"response.output_item.added","item":{"id":"msg_2","type":"message","role":"assistant","content":[]}}"#,
         r#"{"type":"response.output_text.delta","item_id":"msg_2","content_index":0,"delta":"Nine."}"#,
         r#"{"type":"response.output_item.done","item":{"id":"msg_2","type":"message","role":"assistant","phase":"final_answer","content":[{"type":"output_text","text":"Nine."}]}}"#,
@@ -237,6 +240,10 @@ fn phase_named_only_after_the_text_streamed_is_kept() {
         response.message.blocks,
         [
             phased("Let me look.", "commentary"),
+            AssistantBlock::opaque(
+                "openai",
+                r#"{"id":"ws_1","type":"web_search_call","status":"completed"}"#
+            ),
             phased("Nine.", "final_answer")
         ]
     );
