@@ -1,10 +1,10 @@
 //! OpenAI Responses message `phase` and output items motet does not model (issue 18).
 //!
-//! The streams are built by hand from the documented event shapes: no public recording of a
-//! Responses stream with `phase` was found (only hand-written test data in other projects), so
-//! the `phase` field sits where OpenAI's API reference puts it, on the `message` item of
-//! `response.output_item.added` and `.done`. Each stream is fed whole and byte by byte; the
-//! assembled turn is then rendered into the next request.
+//! Most streams are built by hand from the documented event shapes, with the `phase` field
+//! where OpenAI's API reference puts it, on the `message` item of `response.output_item.added`
+//! and `.done`; two recorded gpt-5.5 turns (tests/fixtures/openai-responses/phase-*.sse, from
+//! pydantic-ai) show the real server doing just that. Each stream is fed whole and byte by
+//! byte; the assembled turn is then rendered into the next request.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
 
@@ -151,6 +151,38 @@ fn the_next_request_resends_each_phase_and_item_in_order() {
     assert!(body["input"][0].get("phase").is_none());
 }
 
+/// What the client sends holds each item as the exact text received — its escapes, non-ASCII,
+/// key order and spacing — in output order around the reasoning item and the messages.
+#[test]
+fn the_encoded_request_carries_each_item_byte_for_byte() {
+    let response = assemble_both_ways(&phased_stream());
+    let req = LlmRequest::new(
+        "openai-responses:gpt-5.4".parse().unwrap(),
+        vec![
+            Message::user("When does Le Nord open?"),
+            Message::Assistant(response.message),
+            Message::user("Thanks."),
+        ],
+    );
+    let sent = String::from_utf8(Dialect::OpenAiResponses.encode(&req).unwrap()).unwrap();
+    let at = |needle: &str| {
+        sent.find(needle)
+            .unwrap_or_else(|| panic!("{needle} is not in the request as sent: {sent}"))
+    };
+    let order = [
+        at(MCP_LIST_TOOLS),
+        at(r#""id":"rs_1""#),
+        at("Let me search."),
+        at(WEB_SEARCH),
+        at("It opens at nine."),
+        at("Thanks."),
+    ];
+    assert!(order.is_sorted(), "out of order {order:?}: {sent}");
+    // The bytes sent are the body `render` describes.
+    let sent: Value = serde_json::from_str(&sent).unwrap();
+    assert_eq!(sent, Dialect::OpenAiResponses.render(&req).unwrap());
+}
+
 #[test]
 fn phaseless_text_still_merges_and_carries_no_phase() {
     let turn = AssistantMessage {
@@ -180,6 +212,118 @@ fn phaseless_text_still_merges_and_carries_no_phase() {
         ]),
         "another provider's opaque item is not sent"
     );
+}
+
+/// A server that announces a message without its phase, streams its text, and names the phase
+/// only on `output_item.done`: the block must still carry it. The decoder cannot do this alone
+/// today — the text block started (without meta) on the first delta, and no event sets a text
+/// block's meta afterwards — so this waits for that event (see the `phase` note in
+/// src/openai_responses/stream.rs). Real OpenAI streams send the phase on `.added`. Even with
+/// it, two such messages back to back would share one block (their deltas merge), so the
+/// messages here are apart.
+#[test]
+#[ignore = "needs an event that sets a text block's meta at its end (BlockAssembler)"]
+fn phase_named_only_after_the_text_streamed_is_kept() {
+    let body = sse(&[
+        r#"{"type":"response.output_item.added","item":{"id":"msg_1","type":"message","role":"assistant","content":[]}}"#,
+        r#"{"type":"response.output_text.delta","item_id":"msg_1","content_index":0,"delta":"Let me "}"#,
+        r#"{"type":"response.output_text.delta","item_id":"msg_1","content_index":0,"delta":"look."}"#,
+        r#"{"type":"response.output_item.done","item":{"id":"msg_1","type":"message","role":"assistant","phase":"commentary","content":[{"type":"output_text","text":"Let me look."}]}}"#,
+        r#"{"type":"response.output_item.done","item":{"id":"ws_1","type":"web_search_call","status":"completed"}}"#,
+        r#"{"type":"response.output_item.added","item":{"id":"msg_2","type":"message","role":"assistant","content":[]}}"#,
+        r#"{"type":"response.output_text.delta","item_id":"msg_2","content_index":0,"delta":"Nine."}"#,
+        r#"{"type":"response.output_item.done","item":{"id":"msg_2","type":"message","role":"assistant","phase":"final_answer","content":[{"type":"output_text","text":"Nine."}]}}"#,
+        r#"{"type":"response.completed","response":{"status":"completed"}}"#,
+    ]);
+    let response = assemble_both_ways(&body);
+    assert_eq!(
+        response.message.blocks,
+        [
+            phased("Let me look.", "commentary"),
+            AssistantBlock::opaque(
+                "openai",
+                r#"{"id":"ws_1","type":"web_search_call","status":"completed"}"#
+            ),
+            phased("Nine.", "final_answer")
+        ]
+    );
+}
+
+/// The message items of a recording's `output_item.done` events: (text, phase).
+fn recorded_messages(raw: &[u8]) -> Vec<(String, String)> {
+    String::from_utf8_lossy(raw)
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .map(|data| serde_json::from_str::<Value>(data).unwrap())
+        .filter(|event| {
+            event["type"] == "response.output_item.done" && event["item"]["type"] == "message"
+        })
+        .map(|event| {
+            let item = &event["item"];
+            let text = item["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|part| part["text"].as_str())
+                .collect();
+            (text, item["phase"].as_str().unwrap().to_owned())
+        })
+        .collect()
+}
+
+/// Two recorded gpt-5.5 turns: a commentary message before a function call, then the final
+/// answer. Each phase lands on its text block and goes back in the next request.
+#[test]
+fn recorded_phases_land_on_their_blocks_and_are_sent_back() {
+    let fixtures = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/openai-responses"
+    );
+    for name in [
+        "phase-commentary-function-call-gpt-5.5",
+        "phase-final-answer-gpt-5.5",
+    ] {
+        let raw = std::fs::read(format!("{fixtures}/{name}.sse")).unwrap();
+        let expected = recorded_messages(&raw);
+        assert!(!expected.is_empty(), "{name}");
+        let response = assemble_both_ways(&raw);
+        let texts: Vec<(String, String)> = response
+            .message
+            .blocks
+            .iter()
+            .filter_map(|block| match block {
+                AssistantBlock::Text {
+                    text,
+                    meta: Some(ProviderMeta::OpenAiMessage { phase }),
+                } => Some((text.clone(), phase.clone())),
+                AssistantBlock::Text { text, meta } => panic!("{name}: {text:?} has {meta:?}"),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(texts, expected, "{name}");
+
+        let req = LlmRequest::new(
+            "openai-responses:gpt-5.5".parse().unwrap(),
+            vec![
+                Message::user("What is the capital of PotatoLand?"),
+                Message::Assistant(response.message),
+            ],
+        );
+        let body = Dialect::OpenAiResponses.render(&req).unwrap();
+        let sent: Vec<(String, String)> = body["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|item| item["role"] == "assistant")
+            .map(|item| {
+                (
+                    item["content"][0]["text"].as_str().unwrap().to_owned(),
+                    item["phase"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        assert_eq!(sent, expected, "{name}");
+    }
 }
 
 /// A server that announces the message without its phase and sends the text only whole, in

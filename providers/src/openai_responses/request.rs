@@ -50,12 +50,24 @@ const OPENAI: &str = "openai";
 const INCLUDE_ENCRYPTED_REASONING: &str = "reasoning.encrypted_content";
 
 /// The request body as sent (see [`crate::Dialect::encode`]).
+///
+/// The typed body is serialized directly, so an opaque item (a `&RawValue`) is written as the
+/// exact text it was received as. Going through [`render`]'s `Value` would parse it again:
+/// keys sorted, escapes normalized, numbers reparsed.
 pub(crate) fn encode(req: &LlmRequest) -> Result<Vec<u8>, ProviderError> {
-    crate::body::to_json(&render(req)?)
+    crate::body::to_json(&body(req))
 }
 
-/// Renders the full streaming request body.
+/// The full streaming request body as a `Value`, for reading and comparing. Opaque items are
+/// equal in meaning but not byte for byte what [`encode`] sends.
 pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
+    serde_json::to_value(body(req)).map_err(|e| ProviderError::Protocol {
+        message: format!("could not render the Responses request: {e}"),
+    })
+}
+
+/// The typed request body, borrowing from `req`.
+fn body(req: &LlmRequest) -> Request<'_> {
     let mut input = Vec::with_capacity(req.messages.len());
     for message in &req.messages {
         match message {
@@ -116,7 +128,7 @@ pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
         Vec::new()
     };
 
-    let body = Request {
+    Request {
         model,
         input,
         parallel_tool_calls: options.parallel_tool_calls.filter(|_| !tools.is_empty()),
@@ -129,10 +141,7 @@ pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
         include,
         store: false,
         stream: true,
-    };
-    serde_json::to_value(&body).map_err(|e| ProviderError::Protocol {
-        message: format!("could not render the Responses request: {e}"),
-    })
+    }
 }
 
 /// One assistant turn as input items, in block order.

@@ -150,22 +150,38 @@ impl Decoder {
     }
 
     /// Records the phase of message `at`, unless its text (and so its block) already started.
+    ///
+    /// A phase named only after the text streamed (on `output_item.done`) is lost: the block
+    /// began without meta on the first delta and no event sets a text block's meta afterwards.
+    /// Holding every phaseless message's text back until its `.done` would stop text streaming
+    /// for all models that never send a phase; OpenAI's own servers send it on `.added`.
     fn set_phase(&mut self, at: usize, phase: Option<String>) {
         let Some(new) = phase else {
             return;
         };
-        if let Some(Item {
-            kind:
-                ItemKind::Message {
-                    phase: phase @ None,
-                    started: false,
-                    ..
-                },
-            ..
-        }) = self.items.get_mut(at)
-        {
-            self.held += new.len();
-            *phase = Some(new);
+        match self.items.get_mut(at) {
+            Some(Item {
+                kind:
+                    ItemKind::Message {
+                        phase: phase @ None,
+                        started: false,
+                        ..
+                    },
+                ..
+            }) => {
+                self.held += new.len();
+                *phase = Some(new);
+            }
+            Some(Item {
+                id,
+                kind:
+                    ItemKind::Message {
+                        phase: None,
+                        started: true,
+                        ..
+                    },
+            }) => tracing::debug!("message {id} named its phase {new} after its text: not kept"),
+            _ => {}
         }
     }
 
