@@ -223,6 +223,14 @@ impl BlockAssembler {
                     *complete = true;
                 }
             }
+            LlmEvent::TextMeta { meta } => {
+                if let Some(Slot::Text {
+                    meta: slot @ None, ..
+                }) = self.order.last().and_then(|&k| self.blocks.get_mut(k))
+                {
+                    *slot = Some(meta);
+                }
+            }
             LlmEvent::Opaque { provider, item } => {
                 self.start(Slot::Opaque { provider, item });
             }

@@ -79,6 +79,13 @@ pub enum LlmEvent {
         /// Provider meta known at the end.
         meta: Option<ProviderMeta>,
     },
+    /// The provider meta of the text block just streamed, known only once its text is over (an
+    /// OpenAI Responses message whose `phase` is named on `output_item.done`): it lands on the
+    /// last block when that is text without meta of its own.
+    TextMeta {
+        /// The meta.
+        meta: ProviderMeta,
+    },
     /// A whole output item motet does not model (an OpenAI Responses `web_search_call`,
     /// `mcp_call`, …): one [`motet_directives::AssistantBlock::Opaque`] in its place among the
     /// other blocks, replayed only to the provider that produced it.
@@ -125,6 +132,7 @@ impl LlmEvent {
             LlmEvent::ToolCallComplete { args, meta: m, .. } => {
                 args.as_ref().map_or(0, String::len) + meta(m)
             }
+            LlmEvent::TextMeta { meta } => meta_bytes(meta),
             LlmEvent::Opaque { provider, item } => provider.len() + item.len() + BLOCK_BYTES,
             LlmEvent::Started { .. } | LlmEvent::Usage { .. } | LlmEvent::Done { .. } => 0,
         }

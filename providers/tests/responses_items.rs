@@ -222,7 +222,6 @@ fn phaseless_text_still_merges_and_carries_no_phase() {
 /// it, two such messages back to back would share one block (their deltas merge), so the
 /// messages here are apart.
 #[test]
-#[ignore = "needs an event that sets a text block's meta at its end (BlockAssembler)"]
 fn phase_named_only_after_the_text_streamed_is_kept() {
     let body = sse(&[
         r#"{"type":"response.output_item.added","item":{"id":"msg_1","type":"message","role":"assistant","content":[]}}"#,

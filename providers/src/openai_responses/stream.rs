@@ -59,6 +59,9 @@ pub(crate) struct Decoder {
     held: usize,
     saw_function_call: bool,
     saw_refusal: bool,
+    /// Whether the last block emitted is text and, if one message alone wrote it, that
+    /// message's position: a phase named late can only land on a block its message owns.
+    last_text: Option<Option<usize>>,
 }
 
 #[derive(Debug)]
@@ -109,6 +112,7 @@ impl Decoder {
             return at;
         }
         out.push(LlmEvent::ReasoningStart { key: id.to_owned() });
+        self.last_text = None;
         self.push_item(Item {
             id: id.to_owned(),
             kind: ItemKind::Reasoning {
@@ -149,39 +153,34 @@ impl Decoder {
         })
     }
 
-    /// Records the phase of message `at`, unless its text (and so its block) already started.
-    ///
-    /// A phase named only after the text streamed (on `output_item.done`) is lost: the block
-    /// began without meta on the first delta and no event sets a text block's meta afterwards.
-    /// Holding every phaseless message's text back until its `.done` would stop text streaming
-    /// for all models that never send a phase; OpenAI's own servers send it on `.added`.
-    fn set_phase(&mut self, at: usize, phase: Option<String>) {
+    /// Records the phase of message `at`. A phase named after the message's text started (on
+    /// `output_item.done`) is put on its block by a `TextMeta`, when that block is the last one
+    /// and holds this message's text alone.
+    fn set_phase(&mut self, at: usize, phase: Option<String>, out: &mut Vec<LlmEvent>) {
         let Some(new) = phase else {
             return;
         };
-        match self.items.get_mut(at) {
-            Some(Item {
-                kind:
-                    ItemKind::Message {
-                        phase: phase @ None,
-                        started: false,
-                        ..
-                    },
-                ..
-            }) => {
+        let owns_last_block = self.last_text == Some(Some(at));
+        if let Some(Item {
+            id,
+            kind: ItemKind::Message { phase, started, .. },
+        }) = self.items.get_mut(at)
+        {
+            if phase.is_some() {
+                return;
+            }
+            if !*started {
                 self.held += new.len();
                 *phase = Some(new);
+            } else if owns_last_block {
+                self.held += new.len();
+                *phase = Some(new.clone());
+                out.push(LlmEvent::TextMeta {
+                    meta: ProviderMeta::OpenAiMessage { phase: new },
+                });
+            } else {
+                tracing::debug!("message {id} named its phase {new} after its text: not kept");
             }
-            Some(Item {
-                id,
-                kind:
-                    ItemKind::Message {
-                        phase: None,
-                        started: true,
-                        ..
-                    },
-            }) => tracing::debug!("message {id} named its phase {new} after its text: not kept"),
-            _ => {}
         }
     }
 
@@ -197,6 +196,7 @@ impl Decoder {
             return at;
         }
         let call_id = self.unique_call_id(call_id);
+        self.last_text = None;
         out.push(LlmEvent::ToolCallStart {
             id: call_id.clone(),
             name: name.to_owned(),
@@ -318,6 +318,7 @@ impl Decoder {
     fn text(&mut self, item_id: &str, delta: &str, out: &mut Vec<LlmEvent>) {
         let at = self.message(item_id);
         let mut meta = None;
+        let mut first = false;
         if let Some(Item {
             kind:
                 ItemKind::Message {
@@ -331,12 +332,20 @@ impl Decoder {
             *has_text = true;
             if !delta.is_empty() && !*started {
                 *started = true;
+                first = true;
                 meta = phase
                     .clone()
                     .map(|phase| ProviderMeta::OpenAiMessage { phase });
             }
         }
         if !delta.is_empty() {
+            if first {
+                self.last_text = Some(match (&meta, self.last_text) {
+                    // Merged into the text before it.
+                    (None, Some(_)) => None,
+                    _ => Some(at),
+                });
+            }
             out.push(LlmEvent::TextDelta {
                 delta: delta.to_owned(),
                 meta,
@@ -389,7 +398,7 @@ impl Decoder {
             }
             OutputItem::Message { id, phase, .. } => {
                 let at = self.message(&id);
-                self.set_phase(at, phase);
+                self.set_phase(at, phase, out);
             }
             // Kept whole when it is done.
             OutputItem::Other => {}
@@ -426,7 +435,7 @@ impl Decoder {
             }
             OutputItem::Message { id, content, phase } => {
                 let at = self.message(&id);
-                self.set_phase(at, phase);
+                self.set_phase(at, phase, out);
                 for part in content {
                     match part {
                         ContentPart::OutputText { text } => {
@@ -446,11 +455,12 @@ impl Decoder {
     }
 
     /// An item motet does not model, kept as the exact JSON text of `output_item.done`'s `item`.
-    fn opaque(data: &str, out: &mut Vec<LlmEvent>) -> Result<(), ProviderError> {
+    fn opaque(&mut self, data: &str, out: &mut Vec<LlmEvent>) -> Result<(), ProviderError> {
         let done: ItemDone<'_> =
             serde_json::from_str(data).map_err(|e| ProviderError::Protocol {
                 message: format!("unreadable Responses output item: {e}"),
             })?;
+        self.last_text = None;
         out.push(LlmEvent::Opaque {
             provider: "openai".to_owned(),
             item: done.item.get().to_owned(),
@@ -577,7 +587,7 @@ impl StreamDecoder for Decoder {
             StreamEvent::OutputItemAdded { item } => self.item_added(item, out),
             StreamEvent::OutputItemDone {
                 item: OutputItem::Other,
-            } => Self::opaque(data, out)?,
+            } => self.opaque(data, out)?,
             StreamEvent::OutputItemDone { item } => self.item_done(item, out),
             StreamEvent::ReasoningSummaryPartAdded {
                 item_id,
