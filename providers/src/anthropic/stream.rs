@@ -193,7 +193,7 @@ struct Counts {
 
 impl Counts {
     /// The sum of the per-iteration counts of `usage.iterations`.
-    fn of_iterations(iterations: &[WireIteration]) -> Self {
+    fn of_iterations(iterations: &[WireUsage]) -> Self {
         iterations.iter().fold(Self::default(), |sum, i| Self {
             input: sum.input.saturating_add(i.input_tokens.unwrap_or(0)),
             output: sum.output.saturating_add(i.output_tokens.unwrap_or(0)),
@@ -643,22 +643,9 @@ struct WireUsage {
     #[serde(default, deserialize_with = "crate::count::option")]
     cache_creation_input_tokens: Option<u64>,
     /// One entry per sampling iteration (`type` `compaction` or `message`), when there were
-    /// several.
+    /// several: the same counts as the top level (an iteration lists no iterations of its own).
     #[serde(default)]
-    iterations: Option<Vec<WireIteration>>,
-}
-
-/// The usage of one sampling iteration: the same counts as [`WireUsage`].
-#[derive(Debug, Default, Deserialize)]
-struct WireIteration {
-    #[serde(default, deserialize_with = "crate::count::option")]
-    input_tokens: Option<u64>,
-    #[serde(default, deserialize_with = "crate::count::option")]
-    output_tokens: Option<u64>,
-    #[serde(default, deserialize_with = "crate::count::option")]
-    cache_read_input_tokens: Option<u64>,
-    #[serde(default, deserialize_with = "crate::count::option")]
-    cache_creation_input_tokens: Option<u64>,
+    iterations: Option<Vec<WireUsage>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -227,6 +227,13 @@ where
     }
 }
 
+/// How many results of inline work one message may handle before the rest go through the
+/// mailbox (a ReAct request with one tool per turn is two per LLM call).
+const INLINE_STEPS: usize = 64;
+
+/// The type of the note a fired schedule leaves in the mailbox so its handle is dropped.
+const SCHEDULE_FIRED: &str = "motet.schedule.fired";
+
 impl<S> ThreadActor<S>
 where
     S: Strategy + Send + Sync + 'static,
@@ -329,20 +336,6 @@ where
         }
         Ok(())
     }
-}
-
-/// How many results of inline work one message may handle before the rest go through the
-/// mailbox (a ReAct request with one tool per turn is two per LLM call).
-const INLINE_STEPS: usize = 64;
-
-/// The type of the note a fired schedule leaves in the mailbox so its handle is dropped.
-const SCHEDULE_FIRED: &str = "motet.schedule.fired";
-
-impl<S> ThreadActor<S>
-where
-    S: Strategy + Send + Sync + 'static,
-    S::State: Send + Sync + 'static,
-{
     /// Lets a signal through to the strategy, or queues it while another request runs.
     async fn admit(
         &self,

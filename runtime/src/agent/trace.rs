@@ -81,9 +81,11 @@ pub(crate) fn chat_span(request: &LlmRequest, parent: Option<Id>, iteration: u32
     );
     // Blocks kept for another provider (its server tools' calls and results) are not sent:
     // say how many, so a trace shows what the model did not see.
-    if let Ok(dialect) = motet_providers::models::dialect_for(&request.model) {
+    if !span.is_disabled()
+        && let Ok(dialect) = motet_providers::models::dialect_for(&request.model)
+    {
         let dropped = dialect.unreplayed_blocks(request);
-        if dropped > 0 && !span.is_disabled() {
+        if dropped > 0 {
             span.set_attribute("motet.replay.dropped_blocks", dropped as i64);
             tracing::info!(parent: &span, dropped, "blocks kept for another provider are not sent to this one");
         }

@@ -383,13 +383,7 @@ where
             },
         }
     }
-}
 
-impl<S> ThreadActor<S>
-where
-    S: Strategy + Send + Sync + 'static,
-    S::State: Send + Sync + 'static,
-{
     /// Starts a directive's work. Run [`Run::Inline`], it is polled once here, on the actor's
     /// own task: work that is done at once (a tool that never waits, a model that answers from
     /// memory) hands its result to this actor's next step without a task or a mailbox trip,
