@@ -10,6 +10,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
 
+mod common;
+
 use std::collections::HashMap;
 
 use motet_directives::{AssistantBlock, LlmRequest, LlmResponse, Message, StopReason};
@@ -17,14 +19,13 @@ use motet_providers::{Dialect, ProviderError, transcript};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/anthropic");
 const GOLDEN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/anthropic");
 
 /// The block types the decoder models; every other one is opaque.
 const MODELED: [&str; 4] = ["text", "thinking", "redacted_thinking", "tool_use"];
 
 fn bytes(name: &str) -> Vec<u8> {
-    std::fs::read(format!("{FIXTURES}/{name}")).unwrap_or_else(|e| panic!("{name}: {e}"))
+    common::fixture(&format!("anthropic/{name}"))
 }
 
 /// One block as the recording describes it.
@@ -467,16 +468,7 @@ fn another_providers_opaque_blocks_are_not_sent() {
 /// `motet-transcript` prints the opaque blocks in their place.
 #[test]
 fn the_transcript_tool_prints_opaque_blocks_in_order() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_motet-transcript"))
-        .args([
-            "--dialect",
-            "anthropic",
-            &format!("{FIXTURES}/mcp-tool-use-sonnet-4.5.sse"),
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let printed = common::transcript_json("anthropic", "anthropic/mcp-tool-use-sonnet-4.5.sse");
     let blocks: Vec<(&str, Option<&str>)> = printed["message"]["blocks"]
         .as_array()
         .unwrap()

@@ -11,6 +11,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
 
+mod common;
+
 use motet_directives::{
     AssistantBlock, AssistantMessage, LlmRequest, LlmResponse, Message, ProviderMeta, StopReason,
 };
@@ -18,13 +20,11 @@ use motet_providers::{Dialect, transcript};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/gemini");
-
 const GEMINI_3: &str = "code-execution-thought-signature-gemini-3-flash.sse";
 const GEMINI_2_5: &str = "code-execution-thought-parts-gemini-2.5-pro.sse";
 
 fn bytes(name: &str) -> Vec<u8> {
-    std::fs::read(format!("{FIXTURES}/{name}")).unwrap_or_else(|e| panic!("{name}: {e}"))
+    common::fixture(&format!("gemini/{name}"))
 }
 
 /// The candidate parts of every recorded chunk, in order, each as the exact text it had in the
@@ -415,17 +415,7 @@ fn a_turn_whose_signature_rode_on_a_code_part_gets_no_placeholder() {
 
 #[test]
 fn motet_transcript_prints_the_code_parts_in_order() {
-    let path = format!("{FIXTURES}/{GEMINI_3}");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_motet-transcript"))
-        .args(["--dialect", "gemini", &path])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let printed = common::transcript_json("gemini", &format!("gemini/{GEMINI_3}"));
     let blocks = printed["message"]["blocks"].as_array().unwrap();
     let kinds: Vec<&str> = blocks
         .iter()

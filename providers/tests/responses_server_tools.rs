@@ -9,15 +9,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
 
+mod common;
+
 use motet_directives::{AssistantBlock, LlmRequest, LlmResponse, Message, ProviderMeta};
 use motet_providers::{Dialect, transcript};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-const FIXTURES: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/openai-responses"
-);
 const GOLDEN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/openai_responses");
 
 /// The recordings, with the model each request names.
@@ -32,8 +30,7 @@ const RECORDINGS: [(&str, &str); 4] = [
 ];
 
 fn recording(name: &str) -> Vec<u8> {
-    let path = format!("{FIXTURES}/{name}.sse");
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    common::fixture(&format!("openai-responses/{name}.sse"))
 }
 
 /// One `response.output_item.done` payload, its item kept as the text it was sent as.
@@ -357,20 +354,7 @@ fn other_dialects_are_sent_none_of_the_openai_items() {
 #[test]
 fn motet_transcript_prints_the_items_in_order() {
     let (name, _) = RECORDINGS[2];
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_motet-transcript"))
-        .args([
-            "--dialect",
-            "openai-responses",
-            &format!("{FIXTURES}/{name}.sse"),
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let json = common::transcript_json("openai-responses", &format!("openai-responses/{name}.sse"));
     let printed: Vec<Recorded> = json["message"]["blocks"]
         .as_array()
         .unwrap()
