@@ -118,17 +118,21 @@ fn phases_and_opaque_items_keep_their_blocks_in_output_order() {
     assert_eq!(opaque, [MCP_LIST_TOOLS, WEB_SEARCH]);
 }
 
-#[test]
-fn the_next_request_resends_each_phase_and_item_in_order() {
-    let response = assemble_both_ways(&phased_stream());
-    let req = LlmRequest::new(
+/// The request after `turn`: the question before it, the turn, a thank-you.
+fn next_request(turn: AssistantMessage) -> LlmRequest {
+    LlmRequest::new(
         "openai-responses:gpt-5.4".parse().unwrap(),
         vec![
             Message::user("When does Le Nord open?"),
-            Message::Assistant(response.message),
+            Message::Assistant(turn),
             Message::user("Thanks."),
         ],
-    );
+    )
+}
+
+#[test]
+fn the_next_request_resends_each_phase_and_item_in_order() {
+    let req = next_request(assemble_both_ways(&phased_stream()).message);
     let body = Dialect::OpenAiResponses.render(&req).unwrap();
     let item = |text: &str| serde_json::from_str::<Value>(text).unwrap();
     assert_eq!(
@@ -155,15 +159,7 @@ fn the_next_request_resends_each_phase_and_item_in_order() {
 /// key order and spacing — in output order around the reasoning item and the messages.
 #[test]
 fn the_encoded_request_carries_each_item_byte_for_byte() {
-    let response = assemble_both_ways(&phased_stream());
-    let req = LlmRequest::new(
-        "openai-responses:gpt-5.4".parse().unwrap(),
-        vec![
-            Message::user("When does Le Nord open?"),
-            Message::Assistant(response.message),
-            Message::user("Thanks."),
-        ],
-    );
+    let req = next_request(assemble_both_ways(&phased_stream()).message);
     let sent = String::from_utf8(Dialect::OpenAiResponses.encode(&req).unwrap()).unwrap();
     let at = |needle: &str| {
         sent.find(needle)
