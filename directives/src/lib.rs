@@ -16,6 +16,7 @@
 //! - `tool` — [`ToolArgs`], [`ToolCallView`], [`ToolResult`], [`ToolDef`], [`ToolChoice`].
 //! - `usage` — [`Usage`], [`StopReason`], [`LlmResponse`].
 //! - `request` — [`LlmRequest`], [`LlmOptions`], [`ModelRef`].
+//! - `hosted` — [`HostedTool`] (web search, code execution, remote MCP servers) and [`Secret`].
 //! - `directive` — [`Directive`] and one payload struct per variant.
 //! - [`results`] — what comes back: the result signal of each directive, typed, and
 //!   [`results::Outcome`] to decode one.
@@ -41,6 +42,7 @@
 
 mod directive;
 mod error;
+mod hosted;
 mod message;
 mod request;
 pub mod results;
@@ -52,6 +54,7 @@ pub use directive::{
     Schedule, ScheduleId, Spawn, Stop, StopChild, Summarize, ToolExec,
 };
 pub use error::DirectiveError;
+pub use hosted::{HostedTool, McpApproval, McpServer, Secret, UserLocation, WebSearch};
 pub use message::{AssistantBlock, AssistantMessage, Message, ProviderMeta};
 pub use request::{LlmOptions, LlmRequest, ModelRef, ReasoningEffort};
 pub use tool::{ToolArgs, ToolCallIter, ToolCallView, ToolChoice, ToolDef, ToolDefs, ToolResult};

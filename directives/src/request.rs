@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::DirectiveError;
+use crate::hosted::{HostedTool, Secret};
 use crate::message::Message;
 use crate::tool::{ToolChoice, ToolDef};
 
@@ -131,6 +132,28 @@ pub struct LlmOptions {
     /// Whether the model may call several tools in one turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallel_tool_calls: Option<bool>,
+    /// Tools the provider runs itself (web search, code execution, remote MCP servers), offered
+    /// next to [`LlmRequest::tools`]. A dialect or model that cannot run one refuses the request
+    /// before anything is sent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosted_tools: Vec<HostedTool>,
+}
+
+impl LlmOptions {
+    /// Offers this hosted tool too.
+    pub fn with_hosted_tool(mut self, tool: HostedTool) -> Self {
+        self.hosted_tools.push(tool);
+        self
+    }
+
+    /// The MCP servers' authorization tokens that are set (not withheld), for scrubbing them
+    /// out of anything a provider echoes back.
+    pub fn mcp_tokens(&self) -> impl Iterator<Item = &str> {
+        self.hosted_tools.iter().filter_map(|tool| match tool {
+            HostedTool::McpServer(server) => server.authorization.as_ref().and_then(Secret::expose),
+            _ => None,
+        })
+    }
 }
 
 /// One LLM call, provider-agnostic: the providers crate renders it into a dialect.

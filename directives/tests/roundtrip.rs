@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use motet_directives::{
     AssistantBlock, AssistantMessage, CallId, CancelSchedule, ChildSpec, Directive, Emit,
-    EmitTarget, LlmOptions, LlmRequest, LlmResponse, LlmStream, Message, ModelRef, ProviderMeta,
-    ReasoningEffort, Schedule, ScheduleId, Spawn, Stop, StopChild, StopReason, Summarize, ToolArgs,
-    ToolChoice, ToolDef, ToolExec, ToolResult, Usage,
+    EmitTarget, HostedTool, LlmOptions, LlmRequest, LlmResponse, LlmStream, McpServer, Message,
+    ModelRef, ProviderMeta, ReasoningEffort, Schedule, ScheduleId, Spawn, Stop, StopChild,
+    StopReason, Summarize, ToolArgs, ToolChoice, ToolDef, ToolExec, ToolResult, Usage, WebSearch,
 };
 use motet_signals::Signal;
 use serde::Serialize;
@@ -408,6 +408,13 @@ fn request() -> LlmRequest {
         reasoning_effort: Some(ReasoningEffort::High),
         thinking_budget: Some(1024),
         parallel_tool_calls: Some(true),
+        hosted_tools: vec![
+            HostedTool::WebSearch(WebSearch::default().with_allowed_domains(["example.com"])),
+            HostedTool::CodeExecution,
+            HostedTool::McpServer(
+                McpServer::new("docs", "https://mcp.example.com/mcp").with_allowed_tools(["ask"]),
+            ),
+        ],
     })
 }
 

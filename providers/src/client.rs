@@ -318,8 +318,11 @@ impl LlmClient for HttpClient {
                     (error, failure, hints)
                 }
             };
-            // Scrubbed before it is logged or returned: a provider may echo a key.
-            let error = error.redacted_with(self.key.as_ref());
+            // Scrubbed before it is logged or returned: a provider may echo a key, or an MCP
+            // server's token it could not use.
+            let error = error
+                .redacted_with(self.key.as_ref())
+                .without_secrets(req.options.mcp_tokens());
             match self
                 .retry
                 .decide(attempt_no, failure, hints, fastrand::f64())

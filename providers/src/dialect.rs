@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::decoder::StreamDecoder;
 use crate::error::ProviderError;
-use crate::{anthropic, gemini, openai_chat, openai_responses};
+use crate::{anthropic, gemini, hosted, openai_chat, openai_responses};
 
 /// A wire protocol a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -58,9 +58,11 @@ impl Dialect {
     ///
     /// # Errors
     /// [`ProviderError::InvalidRequest`] or [`ProviderError::Config`] when the request cannot
-    /// be expressed in this dialect, or its `tool_choice` names a tool it does not offer.
+    /// be expressed in this dialect, or its `tool_choice` names a tool it does not offer;
+    /// [`ProviderError::UnsupportedHostedTool`] for a hosted tool the dialect does not have.
     pub fn render(self, req: &LlmRequest) -> Result<Value, ProviderError> {
         check_named_tool(req)?;
+        hosted::check_dialect(self, req)?;
         match self {
             Dialect::OpenAiChat => openai_chat::request::render(req),
             Dialect::OpenAiResponses => openai_responses::request::render(req),
@@ -77,6 +79,7 @@ impl Dialect {
     /// As for [`Dialect::render`].
     pub fn encode(self, req: &LlmRequest) -> Result<Vec<u8>, ProviderError> {
         check_named_tool(req)?;
+        hosted::check_dialect(self, req)?;
         match self {
             Dialect::OpenAiChat => openai_chat::request::encode(req),
             Dialect::OpenAiResponses => openai_responses::request::encode(req),

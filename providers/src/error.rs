@@ -98,6 +98,18 @@ pub enum ProviderError {
         /// Why.
         reason: String,
     },
+    /// A hosted tool (web search, code execution, a remote MCP server) that the dialect or the
+    /// model cannot run, or cannot run with the options asked for; refused before anything is
+    /// sent, never dropped in silence.
+    #[error("{dialect} cannot run the hosted tool `{tool}`: {reason}")]
+    UnsupportedHostedTool {
+        /// The dialect the request would be sent in.
+        dialect: crate::Dialect,
+        /// The tool's kind: `web_search`, `code_execution`, `mcp_server`.
+        tool: &'static str,
+        /// Why, naming the model or the option when one is the reason.
+        reason: String,
+    },
     /// The response passed [`Limits::max_response_bytes`](crate::Limits) (text, reasoning,
     /// tool calls and the provider data kept with them); the stream was stopped there.
     #[error(
@@ -193,6 +205,15 @@ impl ProviderError {
     /// The same error with anything that looks like an API key removed from its message.
     pub(crate) fn redacted(self) -> Self {
         self.map_message(|m| redact_keys(&m))
+    }
+
+    /// The same error with every run of 8 or more characters of each of `secrets` (the MCP
+    /// servers' tokens a request carried) removed from its message: a provider may quote a
+    /// token it failed to use.
+    pub(crate) fn without_secrets<'a>(self, secrets: impl IntoIterator<Item = &'a str>) -> Self {
+        secrets.into_iter().fold(self, |error, secret| {
+            error.map_message(|m| redact_secret(&m, secret))
+        })
     }
 
     /// [`redacted`](Self::redacted), and the configured `key` itself wherever it shows, whatever

@@ -32,7 +32,9 @@
 //! - [`config`] — [`ApiKey`] (never printed), [`ProvidersConfig`] from the environment.
 //! - [`models`] — model refs to dialects, the capability table, request validation.
 //! - [`retry`] — [`RetryPolicy`].
-//! - `endpoint` — URLs and headers per dialect.
+//! - `endpoint` — URLs and headers per dialect (beta headers included).
+//! - `hosted` — which hosted tools (web search, code execution, remote MCP servers) each
+//!   dialect and model can run.
 //! - `testing` (feature `test-utils`) — a hostile provider: a scripted loopback HTTP server.
 
 mod anthropic;
@@ -47,6 +49,7 @@ mod endpoint;
 mod error;
 mod event;
 mod gemini;
+mod hosted;
 pub mod models;
 mod openai_chat;
 mod openai_responses;

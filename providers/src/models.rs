@@ -18,6 +18,7 @@ use motet_directives::{LlmRequest, ModelRef};
 
 use crate::dialect::Dialect;
 use crate::error::ProviderError;
+use crate::hosted;
 
 /// What a model can do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,14 +111,20 @@ pub fn capabilities(model: &ModelRef) -> Option<ModelCaps> {
 ///
 /// Asking for thinking or reasoning (`thinking_budget`, `reasoning_effort`) requires a model
 /// that can replay it across turns, and for OpenAI the Responses API: Chat Completions cannot
-/// carry reasoning back.
+/// carry reasoning back. Hosted tools must be ones the dialect has, with options it can
+/// express, and — for models whose provider documents it — ones the model can run
+/// (docs/providers.md, "Hosted tools").
 ///
 /// # Errors
-/// [`ProviderError::UnsupportedModel`] with the reason, or [`ProviderError::Config`] for an
-/// unknown provider.
+/// [`ProviderError::UnsupportedModel`] with the reason,
+/// [`ProviderError::UnsupportedHostedTool`] naming the tool and why,
+/// [`ProviderError::InvalidRequest`] for a hosted tool asked for twice or an MCP server
+/// without its name, URL or token, or [`ProviderError::Config`] for an unknown provider.
 pub fn validate(req: &LlmRequest) -> Result<(), ProviderError> {
     let model = &req.model;
-    dialect_for(model)?;
+    let dialect = dialect_for(model)?;
+    hosted::check_dialect(dialect, req)?;
+    hosted::check_model(dialect, req)?;
     let wants_reasoning =
         req.options.thinking_budget.is_some() || req.options.reasoning_effort.is_some();
     if !wants_reasoning {

@@ -10,8 +10,14 @@
 //! `anthropic`: server tool calls and their results, MCP calls, compaction, …) go back in their
 //! place among the turn's blocks; [`encode`] writes their JSON text byte for byte, [`render`]
 //! parses it into the `Value`. Another provider's opaque blocks are dropped.
+//!
+//! Hosted tools: web search (`web_search_20250305`) and code execution
+//! (`code_execution_20250825`, with its beta) go in `tools` after the function tools; remote
+//! MCP servers in the top-level `mcp_servers` (with the `mcp-client-2025-04-04` beta).
 
-use motet_directives::{AssistantBlock, LlmRequest, Message, ProviderMeta, ToolChoice};
+use motet_directives::{
+    AssistantBlock, HostedTool, LlmRequest, Message, ProviderMeta, Secret, ToolChoice, UserLocation,
+};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
@@ -24,6 +30,16 @@ const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 /// The beta that lets Claude think between tool calls.
 const INTERLEAVED_THINKING: &str = "interleaved-thinking-2025-05-14";
+
+/// The web search tool's version.
+const WEB_SEARCH: &str = "web_search_20250305";
+
+/// The code execution tool's version (bash and file editing in a sandbox), and its beta.
+const CODE_EXECUTION: &str = "code_execution_20250825";
+const CODE_EXECUTION_BETA: &str = "code-execution-2025-08-25";
+
+/// The beta of the MCP connector (`mcp_servers`).
+const MCP_CLIENT_BETA: &str = "mcp-client-2025-04-04";
 
 /// The request body as sent (see [`crate::Dialect::encode`]).
 pub(crate) fn encode(req: &LlmRequest) -> Result<Vec<u8>, ProviderError> {
@@ -143,18 +159,19 @@ fn body(req: &LlmRequest) -> Body<'_> {
     if !system.is_empty() {
         body.insert("system".into(), json!(system.join("\n\n")));
     }
-    if !req.tools.is_empty() {
-        let tools: Vec<Value> = req
-            .tools
-            .iter()
-            .map(|t| {
-                json!({
-                    "name": t.name,
-                    "description": t.description,
-                    "input_schema": t.parameters,
-                })
+    let tools: Vec<Value> = req
+        .tools
+        .iter()
+        .map(|t| {
+            json!({
+                "name": t.name,
+                "description": t.description,
+                "input_schema": t.parameters,
             })
-            .collect();
+        })
+        .chain(options.hosted_tools.iter().filter_map(hosted_tool))
+        .collect();
+    if !tools.is_empty() {
         body.insert("tools".into(), Value::Array(tools));
         let mut choice = match &req.tool_choice {
             ToolChoice::Auto => json!({"type": "auto"}),
@@ -166,6 +183,10 @@ fn body(req: &LlmRequest) -> Body<'_> {
             choice["disable_parallel_tool_use"] = json!(true);
         }
         body.insert("tool_choice".into(), choice);
+    }
+    let servers: Vec<Value> = options.hosted_tools.iter().filter_map(mcp_server).collect();
+    if !servers.is_empty() {
+        body.insert("mcp_servers".into(), Value::Array(servers));
     }
     if let Some(budget) = thinking {
         body.insert(
@@ -241,12 +262,90 @@ fn built_block(block: &AssistantBlock) -> Option<Value> {
     }
 }
 
-/// Headers this request needs besides authentication: `anthropic-version`, and the
-/// interleaved-thinking beta when thinking is on.
+/// A hosted tool's entry in `tools`; MCP servers go in `mcp_servers` instead.
+fn hosted_tool(tool: &HostedTool) -> Option<Value> {
+    match tool {
+        HostedTool::WebSearch(search) => {
+            let mut entry = json!({"type": WEB_SEARCH, "name": "web_search"});
+            if let Some(max_uses) = search.max_uses {
+                entry["max_uses"] = json!(max_uses);
+            }
+            if !search.allowed_domains.is_empty() {
+                entry["allowed_domains"] = json!(search.allowed_domains);
+            }
+            if !search.blocked_domains.is_empty() {
+                entry["blocked_domains"] = json!(search.blocked_domains);
+            }
+            if let Some(location) = &search.user_location {
+                entry["user_location"] = user_location(location);
+            }
+            Some(entry)
+        }
+        HostedTool::CodeExecution => {
+            Some(json!({"type": CODE_EXECUTION, "name": "code_execution"}))
+        }
+        HostedTool::McpServer(_) => None,
+    }
+}
+
+/// `{"type": "approximate", …}` with the parts that are set.
+fn user_location(location: &UserLocation) -> Value {
+    let mut entry = json!({"type": "approximate"});
+    for (key, part) in [
+        ("city", &location.city),
+        ("region", &location.region),
+        ("country", &location.country),
+        ("timezone", &location.timezone),
+    ] {
+        if let Some(part) = part {
+            entry[key] = json!(part);
+        }
+    }
+    entry
+}
+
+/// An MCP server's entry in `mcp_servers`, its token included: this is the wire body.
+fn mcp_server(tool: &HostedTool) -> Option<Value> {
+    let HostedTool::McpServer(server) = tool else {
+        return None;
+    };
+    let mut entry = json!({"type": "url", "url": server.url, "name": server.name});
+    if let Some(token) = server.authorization.as_ref().and_then(Secret::expose) {
+        entry["authorization_token"] = json!(token);
+    }
+    if let Some(allowed) = &server.allowed_tools {
+        entry["tool_configuration"] = json!({
+            "enabled": !allowed.is_empty(),
+            "allowed_tools": allowed,
+        });
+    }
+    Some(entry)
+}
+
+/// Headers this request needs besides authentication: `anthropic-version`, and one
+/// `anthropic-beta` header naming, comma-separated, the betas its features need
+/// (interleaved thinking, code execution, the MCP connector).
 pub(crate) fn extra_headers(req: &LlmRequest) -> Vec<(&'static str, String)> {
     let mut headers = vec![("anthropic-version", "2023-06-01".to_owned())];
-    if req.options.thinking_budget.is_some() {
-        headers.push(("anthropic-beta", INTERLEAVED_THINKING.to_owned()));
+    let hosted = &req.options.hosted_tools;
+    let betas: Vec<&str> = [
+        (req.options.thinking_budget.is_some(), INTERLEAVED_THINKING),
+        (
+            hosted
+                .iter()
+                .any(|t| matches!(t, HostedTool::CodeExecution)),
+            CODE_EXECUTION_BETA,
+        ),
+        (
+            hosted.iter().any(|t| matches!(t, HostedTool::McpServer(_))),
+            MCP_CLIENT_BETA,
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(wanted, beta)| wanted.then_some(beta))
+    .collect();
+    if !betas.is_empty() {
+        headers.push(("anthropic-beta", betas.join(",")));
     }
     headers
 }

@@ -23,13 +23,17 @@
 //!   …) go back in the model turn in their place, as the bytes Gemini sent, thought signature
 //!   included; other providers' opaque blocks are dropped. A signature inside such a part counts
 //!   as the turn's signature: its calls then get no placeholder.
+//! - Hosted tools are built-in tools, one `tools` entry each: `{"googleSearch": {}}`,
+//!   `{"codeExecution": {}}`. Next to function declarations, `toolConfig` also sets
+//!   `includeServerSideToolInvocations` (Gemini 3's tool context circulation; the tool call and
+//!   response parts it streams are kept opaquely and replayed).
 //! - `args` must be a JSON object: arguments that are not one are sent as `{}`. [`encode`]
 //!   writes the arguments and opaque parts byte for byte; [`render`]'s `Value` parses them, so
 //!   there whitespace and key order do not survive.
 
 use motet_directives::{
-    AssistantBlock, AssistantMessage, LlmRequest, Message, ProviderMeta, ReasoningEffort,
-    ToolChoice,
+    AssistantBlock, AssistantMessage, HostedTool, LlmRequest, Message, ProviderMeta,
+    ReasoningEffort, ToolChoice,
 };
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -124,10 +128,9 @@ fn body(req: &LlmRequest) -> Result<Request<'_>, ProviderError> {
         }
     }
 
-    let tools = if req.tools.is_empty() {
-        Vec::new()
-    } else {
-        vec![Tool {
+    let mut tools = Vec::new();
+    if !req.tools.is_empty() {
+        tools.push(Tool {
             function_declarations: req
                 .tools
                 .iter()
@@ -137,9 +140,13 @@ fn body(req: &LlmRequest) -> Result<Request<'_>, ProviderError> {
                     parameters_json_schema: &tool.parameters,
                 })
                 .collect(),
-        }]
-    };
-    let tool_config = (!tools.is_empty()).then(|| {
+            ..Tool::default()
+        });
+    }
+    let hosted = &req.options.hosted_tools;
+    tools.extend(hosted.iter().filter_map(built_in_tool));
+    // A function calling config without function declarations is rejected.
+    let tool_config = (!req.tools.is_empty()).then(|| {
         let (mode, allowed_function_names) = match &req.tool_choice {
             ToolChoice::Auto => ("AUTO", Vec::new()),
             ToolChoice::None => ("NONE", Vec::new()),
@@ -151,6 +158,7 @@ fn body(req: &LlmRequest) -> Result<Request<'_>, ProviderError> {
                 mode,
                 allowed_function_names,
             },
+            include_server_side_tool_invocations: (!hosted.is_empty()).then_some(true),
         }
     });
 
@@ -161,6 +169,22 @@ fn body(req: &LlmRequest) -> Result<Request<'_>, ProviderError> {
         tool_config,
         generation_config: generation_config(req),
     })
+}
+
+/// A hosted tool as a Gemini built-in tool: `{"googleSearch": {}}`, `{"codeExecution": {}}`.
+/// Gemini has no MCP servers and no search options; the dialect check refused those already.
+fn built_in_tool<'a>(tool: &HostedTool) -> Option<Tool<'a>> {
+    match tool {
+        HostedTool::WebSearch(_) => Some(Tool {
+            google_search: Some(EmptyObject {}),
+            ..Tool::default()
+        }),
+        HostedTool::CodeExecution => Some(Tool {
+            code_execution: Some(EmptyObject {}),
+            ..Tool::default()
+        }),
+        HostedTool::McpServer(_) => None,
+    }
 }
 
 fn text_part(text: &str) -> Part<'_> {

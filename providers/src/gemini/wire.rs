@@ -110,11 +110,17 @@ pub(super) struct ResponseBody<'a> {
     pub(super) error: Option<&'a str>,
 }
 
-/// `tools[]`: one entry holding every function declaration.
-#[derive(Debug, Serialize)]
+/// One entry of `tools[]`: every function declaration, or one built-in tool (`googleSearch`,
+/// `codeExecution`, each `{}`).
+#[derive(Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct Tool<'a> {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(super) function_declarations: Vec<FunctionDeclaration<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) google_search: Option<EmptyObject>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) code_execution: Option<EmptyObject>,
 }
 
 /// A function the model may call. `parametersJsonSchema` takes JSON Schema as is; the older
@@ -132,6 +138,9 @@ pub(super) struct FunctionDeclaration<'a> {
 #[serde(rename_all = "camelCase")]
 pub(super) struct ToolConfig<'a> {
     pub(super) function_calling_config: FunctionCallingConfig<'a>,
+    /// Gemini 3's tool context circulation, which function tools next to built-in tools need.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) include_server_side_tool_invocations: Option<bool>,
 }
 
 /// `toolConfig.functionCallingConfig`: `AUTO`, `ANY` or `NONE`, optionally restricted.

@@ -27,12 +27,16 @@
 //!   models reject it. `reasoning: {effort, summary: "auto"}` is sent only when effort is set.
 //! - The Responses API has no stop sequences and no thinking token budget; those options are
 //!   not sent.
+//! - Hosted tools go in `tools` after the function tools: `web_search` (with `filters` and
+//!   `user_location`), `code_interpreter` in an `auto` container, `mcp` servers with their
+//!   label, URL, allowed tools, `require_approval` and `authorization`. `tool_choice` and
+//!   `parallel_tool_calls` are sent whenever `tools` is not empty.
 
 use std::borrow::Cow;
 
 use motet_directives::{
-    AssistantBlock, AssistantMessage, LlmRequest, Message, ProviderMeta, ReasoningEffort,
-    ToolChoice as OurToolChoice,
+    AssistantBlock, AssistantMessage, HostedTool, LlmRequest, McpApproval, Message, ProviderMeta,
+    ReasoningEffort, Secret, ToolChoice as OurToolChoice,
 };
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -40,7 +44,8 @@ use serde_json::value::RawValue;
 use crate::error::ProviderError;
 
 use super::wire::{
-    FunctionTool, InputContent, InputItem, ReasoningConfig, Request, SummaryText, ToolChoice,
+    Container, InputContent, InputItem, Location, ReasoningConfig, Request, SearchFilters,
+    SummaryText, Token, Tool, ToolChoice,
 };
 
 /// The provider family whose opaque items this dialect replays.
@@ -95,16 +100,16 @@ fn body(req: &LlmRequest) -> Request<'_> {
         }
     }
 
-    let tools: Vec<FunctionTool<'_>> = req
+    let tools: Vec<Tool<'_>> = req
         .tools
         .iter()
-        .map(|tool| FunctionTool {
-            kind: "function",
+        .map(|tool| Tool::Function {
             name: &tool.name,
             description: &tool.description,
             parameters: &tool.parameters,
             strict: false,
         })
+        .chain(req.options.hosted_tools.iter().map(hosted_tool))
         .collect();
     let tool_choice = (!tools.is_empty()).then(|| match &req.tool_choice {
         OurToolChoice::Auto => ToolChoice::Mode("auto"),
@@ -141,6 +146,41 @@ fn body(req: &LlmRequest) -> Request<'_> {
         include,
         store: false,
         stream: true,
+    }
+}
+
+/// A hosted tool's entry in `tools`, next to the function tools.
+fn hosted_tool(tool: &HostedTool) -> Tool<'_> {
+    match tool {
+        HostedTool::WebSearch(search) => Tool::WebSearch {
+            filters: (!search.allowed_domains.is_empty()).then_some(SearchFilters {
+                allowed_domains: &search.allowed_domains,
+            }),
+            user_location: search.user_location.as_ref().map(|l| Location {
+                kind: "approximate",
+                city: l.city.as_deref(),
+                region: l.region.as_deref(),
+                country: l.country.as_deref(),
+                timezone: l.timezone.as_deref(),
+            }),
+        },
+        HostedTool::CodeExecution => Tool::CodeInterpreter {
+            container: Container { kind: "auto" },
+        },
+        HostedTool::McpServer(server) => Tool::Mcp {
+            server_label: &server.name,
+            server_url: &server.url,
+            allowed_tools: server.allowed_tools.as_deref(),
+            require_approval: match server.approval {
+                McpApproval::Never => "never",
+                McpApproval::Always => "always",
+            },
+            authorization: server
+                .authorization
+                .as_ref()
+                .and_then(Secret::expose)
+                .map(Token),
+        },
     }
 }
 

@@ -19,7 +19,7 @@ pub(super) struct Request<'a> {
     pub(super) model: &'a str,
     pub(super) input: Vec<InputItem<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub(super) tools: Vec<FunctionTool<'a>>,
+    pub(super) tools: Vec<Tool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) tool_choice: Option<ToolChoice<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -91,17 +91,78 @@ pub(super) struct SummaryText<'a> {
     pub(super) text: &'a str,
 }
 
-/// A function tool. Flat, unlike Chat Completions' `{"type":"function","function":{…}}`.
+/// One entry of `tools`: a function, or a tool OpenAI runs itself.
 #[derive(Debug, Serialize)]
-pub(super) struct FunctionTool<'a> {
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(super) enum Tool<'a> {
+    /// A function tool. Flat, unlike Chat Completions' `{"type":"function","function":{…}}`.
+    Function {
+        name: &'a str,
+        description: &'a str,
+        parameters: &'a Value,
+        /// The Responses API makes function tools strict unless told otherwise, which rejects
+        /// any schema that is not closed (`additionalProperties: false`, every property
+        /// required).
+        strict: bool,
+    },
+    /// Web search (the generally available `web_search`, not `web_search_preview`).
+    WebSearch {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        filters: Option<SearchFilters<'a>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        user_location: Option<Location<'a>>,
+    },
+    /// Code interpreter, in a container OpenAI creates for the call.
+    CodeInterpreter { container: Container },
+    /// A remote MCP server.
+    Mcp {
+        server_label: &'a str,
+        server_url: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        allowed_tools: Option<&'a [String]>,
+        require_approval: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        authorization: Option<Token<'a>>,
+    },
+}
+
+/// `filters` of a web search.
+#[derive(Debug, Serialize)]
+pub(super) struct SearchFilters<'a> {
+    pub(super) allowed_domains: &'a [String],
+}
+
+/// `user_location`: `{"type": "approximate", …}` with the parts that are set.
+#[derive(Debug, Serialize)]
+pub(super) struct Location<'a> {
     #[serde(rename = "type")]
     pub(super) kind: &'static str,
-    pub(super) name: &'a str,
-    pub(super) description: &'a str,
-    pub(super) parameters: &'a Value,
-    /// The Responses API makes function tools strict unless told otherwise, which rejects any
-    /// schema that is not closed (`additionalProperties: false`, every property required).
-    pub(super) strict: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) city: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) region: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) country: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) timezone: Option<&'a str>,
+}
+
+/// A code interpreter's `container`: `{"type": "auto"}`.
+#[derive(Debug, Serialize)]
+pub(super) struct Container {
+    #[serde(rename = "type")]
+    pub(super) kind: &'static str,
+}
+
+/// An MCP server's token: written as it is into the body, `[redacted]` when debug-printed.
+#[derive(Serialize)]
+#[serde(transparent)]
+pub(super) struct Token<'a>(pub(super) &'a str);
+
+impl std::fmt::Debug for Token<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[redacted]")
+    }
 }
 
 /// `tool_choice`: a mode string or one named function.
