@@ -107,6 +107,14 @@ fn dialect_lacks(dialect: Dialect, req: &LlmRequest, tool: &HostedTool) -> Optio
                 )
             })
         }
+        (Dialect::Anthropic, HostedTool::WebSearch(search))
+            if !search.allowed_domains.is_empty() && !search.blocked_domains.is_empty() =>
+        {
+            Some(
+                "Anthropic's web_search takes allowed_domains or blocked_domains, not both"
+                    .to_owned(),
+            )
+        }
         (Dialect::Anthropic, HostedTool::McpServer(server))
             if server.approval == McpApproval::Always =>
         {

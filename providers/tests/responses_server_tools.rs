@@ -138,8 +138,10 @@ fn assembled_cut_at(name: &str, cuts: impl IntoIterator<Item = usize>) -> LlmRes
 /// Where a cut can change what a server-side item becomes: every byte boundary of the
 /// `output_item.done` event that delivers each server-side item (the text kept and replayed),
 /// and the few boundaries around every other event's start.
-/// Cutting all of a 100 KB recording at every boundary takes minutes in a debug build; that
-/// sweep is [`every_recording_cut_at_every_byte_boundary`], run with `--ignored`.
+/// Every boundary of every recording is a read boundary in
+/// [`every_recording_fed_one_byte_per_read_assembles_as_fed_whole`]; cutting all of a 100 KB
+/// recording in two at every boundary takes minutes in a debug build, and that sweep is
+/// [`every_recording_cut_at_every_byte_boundary`], run with `--ignored`.
 fn cuts_around_items(raw: &[u8]) -> Vec<usize> {
     let ids: Vec<String> = recorded_items(raw)
         .into_iter()
@@ -228,9 +230,29 @@ fn the_file_search_recording_assembles_the_same_cut_at_every_byte_boundary() {
     );
 }
 
-/// Every recording cut in two at every byte boundary: about a quarter of an hour in a debug
-/// build, so run on demand (`cargo test -p motet-providers --test responses_server_tools --
-/// --ignored`).
+/// Every recording fed one byte per read: every byte boundary is then a read boundary (an SSE
+/// line, a JSON string, a UTF-8 character split across reads), in one linear pass.
+#[test]
+fn every_recording_fed_one_byte_per_read_assembles_as_fed_whole() {
+    for (name, _) in RECORDINGS {
+        let raw = recording(name);
+        let whole = transcript::assemble(Dialect::OpenAiResponses, &raw)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let bytewise = transcript::assemble_chunked(Dialect::OpenAiResponses, raw.chunks(1))
+            .unwrap_or_else(|e| panic!("{name}, byte by byte: {e}"));
+        assert_eq!(bytewise, whole, "{name}: differs fed byte by byte");
+        assert_eq!(
+            blocks_as_recorded(&bytewise),
+            recorded_items(&raw),
+            "{name}"
+        );
+    }
+}
+
+/// Every recording cut in two at every byte boundary: the boundaries the byte-by-byte test
+/// covers, each with the rest of the body arriving in one large read. Quadratic — about a
+/// quarter of an hour in a debug build — so run on demand (`cargo test -p motet-providers
+/// --test responses_server_tools -- --ignored`).
 #[test]
 #[ignore = "minutes of CPU: run with --ignored"]
 fn every_recording_cut_at_every_byte_boundary() {
