@@ -2,9 +2,10 @@
 //! compaction, block types added after the decoder was written — kept opaquely and sent back
 //! byte for byte.
 //!
-//! Real recordings (pydantic-ai cassettes, see fixtures/README.md) are assembled whole and cut
-//! in two at every byte boundary (the three over 16 KB at every 7th, 13th and 997th, to keep
-//! the debug build's run under a minute: each cut assembles the whole body); each opaque item is compared with the block the recording
+//! Real recordings (pydantic-ai cassettes, see fixtures/README.md) are assembled whole, fed one
+//! byte per read (so every byte boundary is a read boundary), and cut in two at every byte
+//! boundary (the three over 16 KB at every 7th, 13th and 997th, to keep the debug build's run
+//! under a minute: each cut assembles the whole body); each opaque item is compared with the block the recording
 //! itself describes (its `content_block_start`, with the streamed deltas applied by the small
 //! replay in [`recorded_blocks`]), and the next request is checked to carry each item's text.
 
@@ -105,11 +106,14 @@ fn recorded_blocks(raw: &[u8]) -> Vec<Recorded> {
         .collect()
 }
 
-/// The recording assembled whole, and cut in two at every `stride`-th byte boundary (every
+/// The recording assembled whole, fed one byte per read (every byte boundary a read
+/// boundary, in one linear pass), and cut in two at every `stride`-th byte boundary (every
 /// boundary when `stride` is 1): all give the same response.
 fn assemble_cut_everywhere(name: &str, stride: usize) -> LlmResponse {
     let raw = bytes(name);
     let whole = transcript::assemble(Dialect::Anthropic, &raw).unwrap();
+    let bytewise = transcript::assemble_chunked(Dialect::Anthropic, raw.chunks(1));
+    assert_eq!(bytewise.as_ref(), Ok(&whole), "{name}: fed byte by byte");
     for i in (0..=raw.len()).step_by(stride) {
         let cut = transcript::assemble_chunked(Dialect::Anthropic, [&raw[..i], &raw[i..]]);
         assert_eq!(cut.as_ref(), Ok(&whole), "{name}: cut at byte {i}");
