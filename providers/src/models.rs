@@ -12,7 +12,8 @@
 //! The capability table covers the current models of each provider; dated snapshots match by
 //! prefix (`claude-sonnet-4-5-20250929` is `claude-sonnet-4-5`), the longest prefix winning.
 //! A model not in the table is not refused: plain chat works with any model the endpoint
-//! accepts; only asking a *known* model for reasoning it cannot replay is an error.
+//! accepts; only asking a *known* model for reasoning it cannot replay, or for a hosted tool
+//! its provider documents it lacks (the rules are in the `hosted` module), is an error.
 
 use motet_directives::{LlmRequest, ModelRef};
 
