@@ -280,6 +280,7 @@ impl HttpClient {
             first_read: Some(self.timeouts.first_byte),
             ended: false,
             key: self.key.clone(),
+            mcp_tokens: req.options.mcp_tokens().map(str::to_owned).collect(),
         };
         let mut ready = VecDeque::new();
         loop {
@@ -365,6 +366,8 @@ struct Reader {
     ended: bool,
     /// The key the call was made with, to scrub from a failure mid-stream.
     key: Option<ApiKey>,
+    /// The MCP servers' tokens the request carried, scrubbed likewise.
+    mcp_tokens: Vec<String>,
 }
 
 impl Reader {
@@ -411,7 +414,9 @@ impl Reader {
                         Ok(Some(batch)) => ready.extend(batch),
                         Ok(None) => return None,
                         Err(e) => {
-                            let e = e.redacted_with(reader.key.as_ref());
+                            let e = e
+                                .redacted_with(reader.key.as_ref())
+                                .without_secrets(reader.mcp_tokens.iter().map(String::as_str));
                             return Some((Err(e), (reader, ready, true)));
                         }
                     }

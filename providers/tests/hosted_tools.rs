@@ -688,6 +688,26 @@ fn a_provider_error_quoting_the_token_is_scrubbed_and_chat_completions_sends_not
                 message.contains("rejected token [redacted]"),
                 "{dialect}: {message}"
             );
+
+            // And in an error event after content, once the stream is flowing.
+            let mut events = wire::opening(dialect);
+            events.push(wire::text(dialect, "Asking the server…"));
+            events.push(wire::error_event(dialect, &echo));
+            let server = HostileServer::start([Reply::events(events)]).await.unwrap();
+            let req = request(
+                wire::model(dialect),
+                vec![HostedTool::McpServer(deepwiki())],
+            );
+            let error = client_for(dialect, &server)
+                .complete(req)
+                .await
+                .unwrap_err();
+            let message = error.to_string();
+            assert!(!message.contains(&TOKEN[4..]), "{dialect}: {message}");
+            assert!(
+                message.contains("rejected token [redacted]"),
+                "{dialect}: {message}"
+            );
         }
 
         let server = HostileServer::start([Reply::events(wire::answer(Dialect::OpenAiChat, "ok"))])
