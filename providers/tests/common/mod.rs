@@ -4,6 +4,8 @@
 #![allow(dead_code, reason = "each test file uses some of these")]
 #![allow(clippy::unwrap_used, clippy::panic)] // a failed expectation is a failed test
 
+pub(crate) mod hosted;
+
 use serde_json::Value;
 
 /// The recordings' folder.
