@@ -42,8 +42,8 @@ pub struct RequestRecord {
 
 /// How many finished requests a runtime remembers by default (the oldest are forgotten first;
 /// [`RuntimeBuilder::keep_finished_requests`](super::RuntimeBuilder::keep_finished_requests)).
-/// A record holds the reply signal, a few KB: the log is bounded by count, whatever the number
-/// of agents.
+/// A finished record keeps its reply as compact JSON (a few hundred bytes, where the signal's
+/// JSON tree takes a few KB): the log is bounded by count, whatever the number of agents.
 pub const FINISHED_REQUESTS_KEPT: usize = 1_000;
 
 /// One request as kept: the agent's and thread's names shared with the other requests of the
@@ -56,7 +56,33 @@ struct Kept {
     submitted_at: u64,
     started_at: Option<u64>,
     finished_at: Option<u64>,
-    result: Option<Signal>,
+    result: Option<Reply>,
+}
+
+/// A finished request's reply as kept: its JSON text, read back into a signal when asked for
+/// (rarely, next to holding every reply's tree of maps for as long as the log remembers it); the
+/// signal itself when it cannot be written as JSON.
+#[derive(Debug)]
+enum Reply {
+    Json(Box<str>),
+    Signal(Signal),
+}
+
+impl Reply {
+    fn keep(signal: Signal) -> Self {
+        match signal.to_json() {
+            Ok(json) => Self::Json(json.into_boxed_str()),
+            Err(_) => Self::Signal(signal),
+        }
+    }
+
+    fn signal(&self) -> Option<Signal> {
+        match self {
+            // Written by `Signal::to_json` above, so it reads back; `None` only if it did not.
+            Self::Json(json) => Signal::from_json(json).ok(),
+            Self::Signal(signal) => Some(signal.clone()),
+        }
+    }
 }
 
 impl Kept {
@@ -69,7 +95,7 @@ impl Kept {
             submitted_at: self.submitted_at,
             started_at: self.started_at,
             finished_at: self.finished_at,
-            result: self.result.clone(),
+            result: self.result.as_ref().and_then(Reply::signal),
         }
     }
 }
@@ -157,7 +183,7 @@ impl Requests {
         }
         kept.status = status;
         kept.finished_at = Some(now);
-        kept.result = result;
+        kept.result = result.map(Reply::keep);
         let key = kept.key().clone();
         drop(kept);
         if let Ok(mut finished) = self.finished.lock() {
@@ -168,5 +194,41 @@ impl Requests {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_finished_request_reads_back_its_reply_as_it_was() {
+        let requests = Requests::keeping(2);
+        let (agent, thread): (Arc<str>, Arc<str>) = (Arc::from("a"), Arc::from("t"));
+        let reply = Signal::builder("agent.completed", "motet.react")
+            .with_request_id("r1")
+            .with_thread_id("t")
+            .with_data(serde_json::json!({"answer": "5", "usage": {"input_tokens": 3}}))
+            .with_extension("tenant", serde_json::json!("acme"))
+            .build()
+            .expect("a valid signal");
+        requests.arrived("r1", &agent, &thread, false, 1);
+        requests.finished("r1", RequestStatus::Completed, Some(reply.clone()), 2);
+        let record = requests.get("r1").expect("kept");
+        assert_eq!(record.status, RequestStatus::Completed);
+        assert_eq!(record.finished_at, Some(2));
+        assert_eq!(record.result, Some(reply));
+    }
+
+    #[test]
+    fn the_oldest_finished_requests_are_forgotten_first() {
+        let requests = Requests::keeping(2);
+        let (agent, thread): (Arc<str>, Arc<str>) = (Arc::from("a"), Arc::from("t"));
+        for (n, id) in ["r1", "r2", "r3"].into_iter().enumerate() {
+            requests.arrived(id, &agent, &thread, false, n as u64);
+            requests.finished(id, RequestStatus::Failed, None, n as u64);
+        }
+        assert!(requests.get("r1").is_none());
+        assert!(requests.get("r2").is_some() && requests.get("r3").is_some());
     }
 }
