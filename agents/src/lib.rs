@@ -77,6 +77,6 @@ pub use react::{
 };
 pub use strategy::Strategy;
 pub use thread::{
-    Entry, EntryBody, EntryKind, ForkOrigin, NewEntry, RefKey, Refs, Thread, ThreadHead,
+    Entry, EntryBody, EntryId, EntryKind, ForkOrigin, NewEntry, RefKey, Refs, Thread, ThreadHead,
     ThreadStats,
 };

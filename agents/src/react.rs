@@ -17,6 +17,8 @@ mod config;
 mod signals;
 mod state;
 
+use std::sync::Arc;
+
 use motet_directives::{
     CallId, Directive, Emit, EmitTarget, LlmRequest, LlmStream, Reply, StopReason, Summarize,
     ToolExec, ToolResult, Usage,
@@ -93,7 +95,7 @@ impl ReAct {
         let refused = if input.query.trim().is_empty() {
             Some(FailureReason::EmptyQuery)
         } else {
-            let active = state.active_request().map(|a| a.request_id.clone());
+            let active = state.active_request().map(|a| a.request_id.to_string());
             active
                 .or(elsewhere)
                 .map(|active_request_id| FailureReason::Busy { active_request_id })
@@ -106,7 +108,8 @@ impl ReAct {
             };
             return self.reply(state, step, AGENT_FAILED, &request_id, failed);
         }
-        let refs = Refs::request(&request_id);
+        let request_id: Arc<str> = request_id.into();
+        let refs = Refs::request(request_id.clone());
         state
             .thread
             .append(step.env, NewEntry::user(input.query).with_refs(refs));
@@ -152,11 +155,11 @@ impl ReAct {
         );
         let call_id = CallId::new(step.env.fresh_id("call"));
         let ids = ProjectionIds {
-            request_id: Some(request.request_id.clone()),
+            request_id: Some(request.request_id.to_string()),
             call_id: Some(call_id.as_str().to_owned()),
         };
-        let refs = Refs::request(&request.request_id)
-            .with_call_id(call_id.as_str())
+        let refs = Refs::request(request.request_id.clone())
+            .with_call_id(call_id.shared())
             .with_iteration(request.iteration);
         let mut directives = Vec::new();
         let projection = match self.project(&state.thread, &policy, &ids) {
@@ -265,8 +268,8 @@ impl ReAct {
         };
         request.llm_call = None;
         request.usage += result.response.usage;
-        let refs = Refs::request(&request.request_id)
-            .with_call_id(result.call_id.as_str())
+        let refs = Refs::request(request.request_id.clone())
+            .with_call_id(result.call_id.shared())
             .with_iteration(request.iteration);
         let mut message = result.response.message;
         // Gemini makes ids up per response (`call_1` each turn), as do OpenAI-compatible
@@ -330,7 +333,7 @@ impl ReAct {
         };
         request.llm_call = None;
         let note = format!("llm call {} failed: {}", failed.call_id, failed.error);
-        let refs = Refs::request(&request.request_id).with_call_id(failed.call_id.as_str());
+        let refs = Refs::request(request.request_id.clone()).with_call_id(failed.call_id.shared());
         // Our token estimate undershot the model's count: halve this request's input budget and
         // project again (the window moves, committing a boundary in stable mode).
         let shrink = failed.error.kind == LlmErrorKind::ContextLength;
@@ -393,11 +396,11 @@ impl ReAct {
             tool_use_id: tool.tool_call_id.clone(),
             ..result
         };
-        let mut refs = Refs::request(&request.request_id)
-            .with_call_id(call_id.as_str())
+        let mut refs = Refs::request(request.request_id.clone())
+            .with_call_id(call_id.shared())
             .with_tool_call_id(tool.tool_call_id.as_str())
             .with_iteration(request.iteration);
-        refs.parent_call_id = request.turn_call.as_ref().map(|c| c.as_str().to_owned());
+        refs.parent_call_id = request.turn_call.as_ref().map(CallId::shared);
         let entry = NewEntry::tool_result(tool.name.clone(), result).with_refs(refs);
         let all_done = request.tools.iter().all(|t| t.done);
         state.thread.append(step.env, entry);
@@ -434,7 +437,7 @@ impl ReAct {
             .refs
             .request_id
             .clone()
-            .unwrap_or_else(|| step.request_id());
+            .unwrap_or_else(|| step.request_id().into());
         let Some(turn) = entries[..=at]
             .iter()
             .rposition(|e| matches!(e.body, EntryBody::Assistant { .. } | EntryBody::User { .. }))
@@ -485,11 +488,11 @@ impl ReAct {
         for (tool_call_id, name, args) in missing {
             let call_id = CallId::new(step.env.fresh_id("tool"));
             let reruns = reruns_of(&entries[turn + 1..], &tool_call_id);
-            let mut refs = Refs::request(&request.request_id)
-                .with_call_id(call_id.as_str())
+            let mut refs = Refs::request(request.request_id.clone())
+                .with_call_id(call_id.shared())
                 .with_tool_call_id(tool_call_id.as_str())
                 .with_iteration(request.iteration);
-            refs.parent_call_id = request.turn_call.as_ref().map(|c| c.as_str().to_owned());
+            refs.parent_call_id = request.turn_call.as_ref().map(CallId::shared);
             let idempotent = resume.idempotent_tools.contains(&name);
             if idempotent && reruns < self.config.max_tool_reruns {
                 // Committed before the call runs: if the agent stops again while it runs,
@@ -571,10 +574,10 @@ impl ReAct {
         };
         let pending = state.summaries.remove(position);
         let refs = match &pending.request_id {
-            Some(request_id) => Refs::request(request_id),
+            Some(request_id) => Refs::request(request_id.as_str()),
             None => Refs::default(),
         }
-        .with_call_id(call_id.as_str());
+        .with_call_id(call_id.shared());
         let entry = match &content {
             Ok(content) => NewEntry::summary(pending.from_seq, pending.to_seq, content.clone()),
             Err(message) => NewEntry::new(EntryBody::Error {
@@ -665,7 +668,7 @@ impl ReAct {
             return Ok(Vec::new());
         };
         let completed = ReactCompleted {
-            request_id: request.request_id.clone(),
+            request_id: request.request_id.to_string(),
             answer,
             usage: request.usage,
             thread_usage: state.thread.usage(),
@@ -695,11 +698,11 @@ impl ReAct {
         if state.status == Status::AwaitingTools {
             for tool in request.tools.iter_mut().filter(|t| !t.done) {
                 tool.done = true;
-                let mut refs = Refs::request(&request.request_id)
-                    .with_call_id(tool.call_id.as_str())
+                let mut refs = Refs::request(request.request_id.clone())
+                    .with_call_id(tool.call_id.shared())
                     .with_tool_call_id(tool.tool_call_id.as_str())
                     .with_iteration(request.iteration);
-                refs.parent_call_id = request.turn_call.as_ref().map(|c| c.as_str().to_owned());
+                refs.parent_call_id = request.turn_call.as_ref().map(CallId::shared);
                 let result =
                     ToolResult::error(tool.tool_call_id.clone(), format!("not run: {why}"));
                 entries.push(NewEntry::tool_result(tool.name.clone(), result).with_refs(refs));
@@ -709,10 +712,10 @@ impl ReAct {
             NewEntry::new(EntryBody::Error {
                 message: why.clone(),
             })
-            .with_refs(Refs::request(&request.request_id)),
+            .with_refs(Refs::request(request.request_id.clone())),
         );
         let failed = ReactFailed {
-            request_id: request.request_id.clone(),
+            request_id: request.request_id.to_string(),
             reason: reason.clone(),
             usage: request.usage,
         };
@@ -865,7 +868,7 @@ fn ignore(
 ) -> Vec<Directive> {
     state.ignored += 1;
     let text = format!("ignored {signal_type} for call {call_id}: unknown, stale or duplicate");
-    let refs = Refs::default().with_call_id(call_id.as_str());
+    let refs = Refs::default().with_call_id(call_id.shared());
     state
         .thread
         .append(step.env, NewEntry::note(text).with_refs(refs));

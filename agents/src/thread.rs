@@ -9,6 +9,7 @@
 //! that keeps entries in memory, a fork and a copy of the thread all share one copy of each.
 
 mod entry;
+mod entry_id;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use motet_directives::Usage;
 use serde::{Deserialize, Serialize};
 
 pub use entry::{Entry, EntryBody, EntryKind, NewEntry, RefKey, Refs};
+pub use entry_id::EntryId;
 
 use crate::env::Env;
 use crate::error::ThreadError;
@@ -210,7 +212,7 @@ impl Thread {
         let at = env.now_ms();
         new.body.shrink_to_fit();
         let entry = Entry {
-            id: env.fresh_id("entry"),
+            id: EntryId::new(env.fresh_id("entry")),
             seq: self.entries.len() as u64,
             at,
             tokens: estimate_body(estimator, &new.body),
@@ -424,7 +426,10 @@ mod tests {
         assert_eq!(thread.rev(), 2);
         let seqs: Vec<u64> = thread.to_list().iter().map(|e| e.seq).collect();
         assert_eq!(seqs, [0, 1, 2]);
-        assert_eq!(thread.get_entry(1).map(|e| e.id.as_str()), Some("entry_2"));
+        assert_eq!(
+            thread.get_entry(1).map(|e| e.id.to_string()).as_deref(),
+            Some("entry_2")
+        );
         assert_eq!(thread.get_entry(0).map(|e| e.at), Some(100));
         assert_eq!(thread.last().map(|e| e.at), Some(110));
         assert_eq!(thread.updated_at(), 110);

@@ -813,7 +813,7 @@ fn resume_after_the_user_message_owes_an_llm_call() {
         matches!(directives.as_slice(), [Directive::LlmStream(_)]),
         "{directives:?}"
     );
-    assert_eq!(state.active_request().unwrap().request_id, "req-9");
+    assert_eq!(&*state.active_request().unwrap().request_id, "req-9");
 }
 
 #[test]
@@ -1407,5 +1407,5 @@ fn resume_after_a_paused_turn_continues_it() {
         describe_message(call.request.messages.last().unwrap()),
         "A:Searching. "
     );
-    assert_eq!(state.active_request().unwrap().request_id, "req-9");
+    assert_eq!(&*state.active_request().unwrap().request_id, "req-9");
 }

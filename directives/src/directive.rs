@@ -5,6 +5,7 @@
 //! strategy can match a result to its request and ignore stale or duplicated ones.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use motet_signals::Signal;
@@ -16,17 +17,22 @@ use crate::tool::ToolArgs;
 /// Correlates a directive with the signal that reports its result.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct CallId(String);
+pub struct CallId(Arc<str>);
 
 impl CallId {
     /// A call id (the strategy takes fresh ones from its environment).
-    pub fn new(id: impl Into<String>) -> Self {
+    pub fn new(id: impl Into<Arc<str>>) -> Self {
         Self(id.into())
     }
 
     /// The id as text.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// The id's text, shared rather than copied (what a thread entry's refs hold).
+    pub fn shared(&self) -> Arc<str> {
+        Arc::clone(&self.0)
     }
 }
 

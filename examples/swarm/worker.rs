@@ -97,13 +97,13 @@ impl Strategy for Worker {
                 continue;
             };
             let report = ToolReport {
-                request_id: request_id.clone(),
+                request_id: request_id.to_string(),
                 tool: name.clone(),
                 output: result.content.clone(),
                 is_error: result.is_error,
             };
             let signal = Signal::builder(TOOL_REPORT, "worker")
-                .with_request_id(request_id)
+                .with_request_id(request_id.as_ref())
                 .with_data(report)
                 .build()
                 .map_err(|e| StrategyError::Emit {

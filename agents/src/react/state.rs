@@ -1,5 +1,7 @@
 //! The ReAct strategy's state: the thread, the active request and what it waits for.
 
+use std::sync::Arc;
+
 use motet_directives::{CallId, Usage};
 use serde::{Deserialize, Serialize};
 
@@ -49,8 +51,8 @@ pub struct PendingTool {
 /// The request being run, or the last one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RequestState {
-    /// The request's id.
-    pub request_id: String,
+    /// The request's id (shared with the refs of the request's entries).
+    pub request_id: Arc<str>,
     /// LLM calls made so far (the current one included).
     pub iteration: u32,
     /// The LLM call in flight.
@@ -73,7 +75,7 @@ pub struct RequestState {
 
 impl RequestState {
     /// A request that has not called the LLM yet.
-    pub fn new(request_id: impl Into<String>, policy_override: Option<PolicyOverride>) -> Self {
+    pub fn new(request_id: impl Into<Arc<str>>, policy_override: Option<PolicyOverride>) -> Self {
         Self {
             request_id: request_id.into(),
             iteration: 0,

@@ -1,7 +1,11 @@
 //! One entry of a thread: its kind and payload, its correlation refs, its token estimate.
 
+use std::sync::Arc;
+
 use motet_directives::{AssistantMessage, ToolResult, Usage};
 use motet_signals::Signal;
+
+use super::EntryId;
 use serde::{Deserialize, Serialize};
 
 /// What an entry records, with its payload. Serialized as `{"kind": ..., "payload": {...}}`.
@@ -143,23 +147,26 @@ impl EntryKind {
 
 /// Correlation refs (seed 001 §6.1): which request, LLM call, tool call and iteration an entry
 /// belongs to.
+///
+/// The ids are shared text: every entry of a request holds the request's one id, and a call's
+/// entries hold the call's ([`CallId::shared`](motet_directives::CallId::shared)), so a long thread does not keep a copy per entry.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Refs {
     /// The outer ask.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub request_id: Option<String>,
+    pub request_id: Option<Arc<str>>,
     /// The directive call this entry came from (LLM call or tool run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub call_id: Option<String>,
+    pub call_id: Option<Arc<str>>,
     /// The model's id of the tool call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_call_id: Option<String>,
+    pub tool_call_id: Option<Arc<str>>,
     /// The ReAct iteration (1 for the first LLM call of a request).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iteration: Option<u32>,
     /// The call that caused this one (a tool run's LLM call).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent_call_id: Option<String>,
+    pub parent_call_id: Option<Arc<str>>,
 }
 
 impl EntryBody {
@@ -185,7 +192,7 @@ impl EntryBody {
 
 impl Refs {
     /// Refs of one request.
-    pub fn request(request_id: impl Into<String>) -> Self {
+    pub fn request(request_id: impl Into<Arc<str>>) -> Self {
         Self {
             request_id: Some(request_id.into()),
             ..Self::default()
@@ -193,13 +200,13 @@ impl Refs {
     }
 
     /// Sets the call id.
-    pub fn with_call_id(mut self, call_id: impl Into<String>) -> Self {
+    pub fn with_call_id(mut self, call_id: impl Into<Arc<str>>) -> Self {
         self.call_id = Some(call_id.into());
         self
     }
 
     /// Sets the tool call id.
-    pub fn with_tool_call_id(mut self, tool_call_id: impl Into<String>) -> Self {
+    pub fn with_tool_call_id(mut self, tool_call_id: impl Into<Arc<str>>) -> Self {
         self.tool_call_id = Some(tool_call_id.into());
         self
     }
@@ -211,7 +218,7 @@ impl Refs {
     }
 
     /// Sets the parent call id.
-    pub fn with_parent_call_id(mut self, parent_call_id: impl Into<String>) -> Self {
+    pub fn with_parent_call_id(mut self, parent_call_id: impl Into<Arc<str>>) -> Self {
         self.parent_call_id = Some(parent_call_id.into());
         self
     }
@@ -224,11 +231,11 @@ impl Refs {
     /// The value of one ref, as text.
     pub fn get(&self, key: RefKey) -> Option<String> {
         match key {
-            RefKey::RequestId => self.request_id.clone(),
-            RefKey::CallId => self.call_id.clone(),
-            RefKey::ToolCallId => self.tool_call_id.clone(),
+            RefKey::RequestId => self.request_id.as_deref().map(str::to_owned),
+            RefKey::CallId => self.call_id.as_deref().map(str::to_owned),
+            RefKey::ToolCallId => self.tool_call_id.as_deref().map(str::to_owned),
             RefKey::Iteration => self.iteration.map(|i| i.to_string()),
-            RefKey::ParentCallId => self.parent_call_id.clone(),
+            RefKey::ParentCallId => self.parent_call_id.as_deref().map(str::to_owned),
         }
     }
 }
@@ -252,7 +259,7 @@ pub enum RefKey {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
     /// Unique entry id (from the environment).
-    pub id: String,
+    pub id: EntryId,
     /// Position in the thread, from 0, without gaps.
     pub seq: u64,
     /// When it was committed, in Unix milliseconds.

@@ -385,5 +385,5 @@ fn last_turn_request(thread: &motet_agents::Thread) -> Option<String> {
                     | motet_agents::EntryBody::ToolResult { .. }
             )
         })
-        .and_then(|e| e.refs.request_id.clone())
+        .and_then(|e| e.refs.request_id.as_deref().map(str::to_owned))
 }

@@ -1,0 +1,150 @@
+//! An entry's id, held in 16 bytes when it is the runtime's kind.
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// The prefix of the ids the runtime gives entries (`entry_` and a UUID's 32 lowercase hex
+/// digits).
+const PREFIX: &str = "entry_";
+
+/// An entry's id, unique within its thread and in practice everywhere.
+///
+/// The runtime's ids (`entry_` followed by a UUIDv7's 32 lowercase hex digits) are held as the
+/// UUID's 128 bits rather than as 38 bytes of text, since every entry of every thread has one; any
+/// other id (a test environment's `entry_1`, an imported thread's) is kept as it is. Either way it
+/// reads, prints, compares and serializes as its text.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct EntryId(Repr);
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Repr {
+    /// `entry_` and these 128 bits in hex (kept as two halves: an `u128` would align the id
+    /// to 16 bytes and make it 32 long).
+    Uuid([u64; 2]),
+    /// Any other text.
+    Text(Box<str>),
+}
+
+impl EntryId {
+    /// The id `text`.
+    pub fn new(text: impl Into<String>) -> Self {
+        let text = text.into();
+        match uuid_bits(&text) {
+            Some(bits) => Self(Repr::Uuid([(bits >> 64) as u64, bits as u64])),
+            None => Self(Repr::Text(text.into_boxed_str())),
+        }
+    }
+}
+
+/// The 128 bits of `entry_<32 lowercase hex digits>`; `None` for any other text, which then
+/// stays text (so every id prints back exactly as it was given).
+fn uuid_bits(text: &str) -> Option<u128> {
+    let hex = text.strip_prefix(PREFIX)?;
+    let lower_hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+    if hex.len() != 32 || !hex.bytes().all(lower_hex) {
+        return None;
+    }
+    u128::from_str_radix(hex, 16).ok()
+}
+
+impl fmt::Display for EntryId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            Repr::Uuid([high, low]) => write!(f, "{PREFIX}{high:016x}{low:016x}"),
+            Repr::Text(text) => f.write_str(text),
+        }
+    }
+}
+
+impl fmt::Debug for EntryId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "\"{self}\"")
+    }
+}
+
+impl PartialEq<str> for EntryId {
+    fn eq(&self, other: &str) -> bool {
+        match &self.0 {
+            Repr::Text(text) => text.as_ref() == other,
+            Repr::Uuid(_) => self.to_string() == other,
+        }
+    }
+}
+
+impl PartialEq<&str> for EntryId {
+    fn eq(&self, other: &&str) -> bool {
+        self == *other
+    }
+}
+
+impl From<String> for EntryId {
+    fn from(text: String) -> Self {
+        Self::new(text)
+    }
+}
+
+impl From<&str> for EntryId {
+    fn from(text: &str) -> Self {
+        Self::new(text)
+    }
+}
+
+impl Serialize for EntryId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for EntryId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(Self::new)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_runtime_ids_are_held_as_bits_and_read_back_exactly() {
+        let text = "entry_01a20ca9539e7113934776dfd4e3a401";
+        let id = EntryId::new(text);
+        assert!(matches!(id.0, Repr::Uuid(_)));
+        assert_eq!(id.to_string(), text);
+        assert_eq!(id, text);
+        assert_eq!(
+            serde_json::to_string(&id).ok().as_deref(),
+            Some(format!("\"{text}\"").as_str())
+        );
+        let back: EntryId = serde_json::from_str(&format!("\"{text}\"")).expect("a string");
+        assert_eq!(back, id);
+        // Leading zeros survive.
+        let zeros = "entry_00000000000000000000000000000001";
+        assert_eq!(EntryId::new(zeros).to_string(), zeros);
+    }
+
+    #[test]
+    fn any_other_id_stays_text() {
+        for text in [
+            "entry_1",
+            "entry_01A20CA9539E7113934776DFD4E3A401",
+            "entry_01a20ca9539e7113934776dfd4e3a40",
+            "entry_01a20ca9539e7113934776dfd4e3a4011",
+            "entry_01a20ca9539e7113934776dfd4e3a40g",
+            "entry_+1a20ca9539e7113934776dfd4e3a401",
+            "call_01a20ca9539e7113934776dfd4e3a401",
+            "",
+        ] {
+            let id = EntryId::new(text);
+            assert!(matches!(id.0, Repr::Text(_)), "{text}");
+            assert_eq!(id.to_string(), text);
+            assert_eq!(id, text);
+        }
+    }
+
+    #[test]
+    fn an_id_is_no_bigger_than_a_string() {
+        assert_eq!(size_of::<EntryId>(), size_of::<String>());
+    }
+}
