@@ -67,7 +67,9 @@ impl PartialEq<str> for EntryId {
     fn eq(&self, other: &str) -> bool {
         match &self.0 {
             Repr::Text(text) => text.as_ref() == other,
-            Repr::Uuid(_) => self.to_string() == other,
+            Repr::Uuid([high, low]) => {
+                uuid_bits(other) == Some((u128::from(*high) << 64) | u128::from(*low))
+            }
         }
     }
 }
