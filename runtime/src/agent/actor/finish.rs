@@ -2,6 +2,9 @@
 //! directives ran — recorded, its span closed, the book told, its calls aborted, its asker
 //! answered. One place, so every ending tears down the same things.
 
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hash};
+
 use motet_agents::{Env, Strategy};
 use motet_directives::ReplyStatus;
 use motet_signals::Signal;
@@ -52,6 +55,7 @@ where
             };
             let _ = asker.send(answer);
         }
+        release_room(state);
     }
 
     /// Ends `request` on a failure before its directives ran: it is recorded failed, its span
@@ -72,6 +76,7 @@ where
         if let Some(reply) = state.pending.remove(request) {
             let _ = reply.send(Err(failure));
         }
+        release_room(state);
     }
 
     /// Closes a request's `invoke_agent` span (marked failed with `(error type, text)` when
@@ -100,5 +105,23 @@ where
                 .errors
                 .add(1, &[opentelemetry::KeyValue::new("error.type", error_type)]);
         }
+    }
+}
+
+/// Gives back the room of the per-request maps a request emptied: each keeps its capacity
+/// otherwise, a few hundred bytes per thread between requests, which a conversing thread would
+/// hold for as long as it runs.
+fn release_room<S: Strategy>(state: &mut ThreadState<S>) {
+    fn shrink<K: Eq + Hash, V, H: BuildHasher>(map: &mut HashMap<K, V, H>) {
+        if map.is_empty() {
+            map.shrink_to_fit();
+        }
+    }
+    shrink(&mut state.pending);
+    shrink(&mut state.calls);
+    shrink(&mut state.spans);
+    shrink(&mut state.schedules);
+    if state.ready.is_empty() {
+        state.ready.shrink_to_fit();
     }
 }
