@@ -19,7 +19,8 @@ use super::{
 #[derive(Debug)]
 struct Stored {
     summary: ThreadSummary,
-    meta: Option<ThreadMeta>,
+    /// The meta as JSON: read back on recovery only, and a fraction of the map's memory.
+    meta: Option<Box<str>>,
     /// The agent state stored with the last commit.
     state: Option<String>,
     entries: Vec<Arc<Entry>>,
@@ -29,7 +30,8 @@ struct Stored {
 
 #[derive(Debug, Default)]
 struct Inner {
-    threads: BTreeMap<String, Stored>,
+    /// Boxed: a map node holds eleven values, most of them room until it fills.
+    threads: BTreeMap<String, Box<Stored>>,
     created: u64,
 }
 
@@ -65,7 +67,7 @@ impl Inner {
         let order = self.created;
         self.threads.insert(
             header.id.clone(),
-            Stored {
+            Box::new(Stored {
                 summary: ThreadSummary {
                     id: header.id.clone(),
                     created_at: header.created_at,
@@ -83,7 +85,7 @@ impl Inner {
                 state: None,
                 entries: Vec::new(),
                 order,
-            },
+            }),
         );
         Ok(())
     }
@@ -142,12 +144,13 @@ impl ThreadStore for MemoryStore {
         entries: &[Arc<Entry>],
     ) -> Result<u64, StoreError> {
         let totals = check_entries(&header.id, entries, 0)?;
+        let meta = meta.map(|m| encode_meta(&header.id, m)).transpose()?;
         // Under one lock, after every check: all of it or none of it.
         let mut inner = self.lock();
         inner.create(header)?;
         let rev = inner.append(&header.id, entries, &totals, 0)?;
         if let Some(stored) = inner.threads.get_mut(&header.id) {
-            stored.meta = meta.cloned();
+            stored.meta = meta;
         }
         Ok(rev)
     }
@@ -229,7 +232,7 @@ impl ThreadStore for MemoryStore {
 
     async fn list(&self) -> Result<Vec<ThreadSummary>, StoreError> {
         let inner = self.lock();
-        let mut stored: Vec<&Stored> = inner.threads.values().collect();
+        let mut stored: Vec<&Stored> = inner.threads.values().map(AsRef::as_ref).collect();
         stored.sort_by_key(|s| (s.summary.created_at, s.order));
         Ok(stored.into_iter().map(|s| s.summary.clone()).collect())
     }
@@ -239,12 +242,13 @@ impl ThreadStore for MemoryStore {
     }
 
     async fn put_meta(&self, thread_id: &str, meta: &ThreadMeta) -> Result<(), StoreError> {
+        let meta = encode_meta(thread_id, meta)?;
         let mut inner = self.lock();
         let stored = inner
             .threads
             .get_mut(thread_id)
             .ok_or_else(|| not_found(thread_id))?;
-        stored.meta = Some(meta.clone());
+        stored.meta = Some(meta);
         Ok(())
     }
 
@@ -254,6 +258,24 @@ impl ThreadStore for MemoryStore {
             .threads
             .get(thread_id)
             .ok_or_else(|| not_found(thread_id))?;
-        Ok(stored.meta.clone())
+        let Some(meta) = &stored.meta else {
+            return Ok(None);
+        };
+        serde_json::from_str(meta)
+            .map(Some)
+            .map_err(|e| StoreError::CorruptThread {
+                thread_id: thread_id.to_owned(),
+                reason: format!("its meta: {e}"),
+            })
     }
+}
+
+/// A thread's meta as the store keeps it.
+fn encode_meta(thread_id: &str, meta: &ThreadMeta) -> Result<Box<str>, StoreError> {
+    serde_json::to_string(meta)
+        .map(String::into_boxed_str)
+        .map_err(|e| StoreError::Encode {
+            thread_id: thread_id.to_owned(),
+            reason: e.to_string(),
+        })
 }
