@@ -102,6 +102,15 @@ fn client_for(dialect: Dialect, server: &HostileServer) -> HttpClient {
     })
 }
 
+/// The error of a request with the deepwiki MCP server, sent to `server` as `dialect`.
+async fn mcp_call_failing(dialect: Dialect, server: &HostileServer) -> ProviderError {
+    let req = request(
+        wire::model(dialect),
+        vec![HostedTool::McpServer(deepwiki())],
+    );
+    client_for(dialect, server).complete(req).await.unwrap_err()
+}
+
 #[test]
 fn a_provider_error_quoting_the_token_is_scrubbed_and_chat_completions_sends_nothing() {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -114,14 +123,7 @@ fn a_provider_error_quoting_the_token_is_scrubbed_and_chat_completions_sends_not
             let server = HostileServer::start([Reply::json(400, wire::error_body(dialect, &echo))])
                 .await
                 .unwrap();
-            let req = request(
-                wire::model(dialect),
-                vec![HostedTool::McpServer(deepwiki())],
-            );
-            let error = client_for(dialect, &server)
-                .complete(req)
-                .await
-                .unwrap_err();
+            let error = mcp_call_failing(dialect, &server).await;
             let message = error.to_string();
             assert!(
                 matches!(error, ProviderError::InvalidRequest { status: 400, .. }),
@@ -138,15 +140,7 @@ fn a_provider_error_quoting_the_token_is_scrubbed_and_chat_completions_sends_not
             events.push(wire::text(dialect, "Asking the server…"));
             events.push(wire::error_event(dialect, &echo));
             let server = HostileServer::start([Reply::events(events)]).await.unwrap();
-            let req = request(
-                wire::model(dialect),
-                vec![HostedTool::McpServer(deepwiki())],
-            );
-            let error = client_for(dialect, &server)
-                .complete(req)
-                .await
-                .unwrap_err();
-            let message = error.to_string();
+            let message = mcp_call_failing(dialect, &server).await.to_string();
             assert!(!message.contains(&TOKEN[4..]), "{dialect}: {message}");
             assert!(
                 message.contains("rejected token [redacted]"),
