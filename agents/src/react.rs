@@ -548,7 +548,11 @@ impl ReAct {
         step: &Step<'_>,
         cancel: AgentCancel,
     ) -> Result<Vec<Directive>, StrategyError> {
-        if state.active_request().is_none() {
+        // A cancel names its request; one naming another (queued, ended, unknown) is not the
+        // active request's to obey.
+        let named = step.cause.request_id();
+        let active = state.active_request().map(|r| r.request_id.clone());
+        if active.is_none() || named.is_some_and(|id| Some(id) != active.as_deref()) {
             let call_id = CallId::new("-");
             return Ok(ignore(state, step, AGENT_CANCEL, &call_id));
         }

@@ -484,6 +484,28 @@ fn cancel_closes_pending_calls_so_the_history_stays_whole() {
 }
 
 #[test]
+fn a_cancel_naming_another_request_leaves_the_active_one_running() {
+    let mut h = Harness::new(calculator());
+    h.ask("r1", "q");
+    // A cancel of a request that is not running (one queued behind r1, say) is noted, not
+    // obeyed.
+    h.request = "r2".into();
+    h.script(&[("agent.cancel", to_value(&AgentCancel::default()), &[])]);
+    assert_eq!(h.state.status, Status::AwaitingLlm);
+    assert_eq!(h.state.ignored, 1);
+    h.request = "r1".into();
+    h.script(&[
+        (
+            "llm.result",
+            llm_text("call_1", "done"),
+            &["reply agent.completed r1 answer=done"],
+        ),
+        ("agent.cancel", to_value(&AgentCancel::default()), &[]),
+    ]);
+    assert_eq!(h.state.status, Status::Completed);
+}
+
+#[test]
 fn max_iterations_fails_the_request() {
     let mut h = Harness::new(calculator().with_max_iterations(2));
     h.ask("r1", "loop");

@@ -151,3 +151,47 @@ async fn a_wait_that_times_out_can_leave_its_request_running() {
     assert!(!model.dropped.load(Ordering::SeqCst));
     runtime.shutdown().await;
 }
+
+#[tokio::test]
+async fn cancelling_a_queued_request_ends_it_and_leaves_the_running_one_alone() {
+    let model = HangingModel::default();
+    let (runtime, agent) = silent_agent(&model).await;
+    let running = agent.submit("first", AskOptions::default()).await.unwrap();
+    let queued = agent.submit("second", AskOptions::default()).await.unwrap();
+    let (running_id, queued_id) = (running.id().to_owned(), queued.id().to_owned());
+    for _ in 0..100 {
+        if runtime.request(&queued_id).map(|r| r.status) == Some(RequestStatus::Queued) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        runtime.request(&queued_id).unwrap().status,
+        RequestStatus::Queued
+    );
+
+    queued.cancel("not this one").await.unwrap();
+    let answer = tokio::time::timeout(Duration::from_secs(5), queued.wait())
+        .await
+        .expect("the cancelled request is answered at once");
+    let Err(AskError::Failed { reply }) = answer else {
+        panic!("expected a failure reply, got {answer:?}");
+    };
+    let data: serde_json::Value = reply.data_as().unwrap();
+    assert!(data.to_string().contains("not this one"), "{data}");
+    assert_eq!(
+        runtime.request(&queued_id).unwrap().status,
+        RequestStatus::Failed
+    );
+    // The running request was not the one cancelled: it still waits for its model.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        runtime.request(&running_id).unwrap().status,
+        RequestStatus::Running
+    );
+    assert!(
+        !model.dropped.load(Ordering::SeqCst),
+        "the running call was aborted"
+    );
+    runtime.shutdown().await;
+}

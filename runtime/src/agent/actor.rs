@@ -343,6 +343,14 @@ where
         state: &mut ThreadState<S>,
         signal: Signal,
     ) {
+        if signal.signal_type().as_str() == protocol::AGENT_CANCEL
+            && let Some(id) = signal.request_id()
+            && state.book.withdraw(id).is_some()
+        {
+            instruments().queue_depth.add(-1, &[]);
+            self.cancel_queued(state, &signal);
+            return;
+        }
         let is_request = protocol::starts_request(signal.signal_type().as_str());
         let now = state.env.now_ms();
         if is_request

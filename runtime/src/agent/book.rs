@@ -41,7 +41,8 @@ pub(crate) enum Admission<T> {
 #[derive(Debug)]
 pub(crate) struct RequestBook<T> {
     running: Option<String>,
-    queue: VecDeque<T>,
+    /// The waiting requests by id, in arrival order.
+    queue: VecDeque<(String, T)>,
 }
 
 impl<T> Default for RequestBook<T> {
@@ -65,7 +66,7 @@ impl<T> RequestBook<T> {
         }
         match policy {
             RequestPolicy::Queue => {
-                self.queue.push_back(item);
+                self.queue.push_back((id.to_owned(), item));
                 Admission::Queued
             }
             RequestPolicy::Reject => Admission::Pass(item),
@@ -96,7 +97,14 @@ impl<T> RequestBook<T> {
         if self.running.is_some() {
             return None;
         }
-        self.queue.pop_front()
+        self.queue.pop_front().map(|(_, item)| item)
+    }
+
+    /// Takes request `id` out of the queue (it was cancelled before its turn); `None` when it
+    /// is not waiting (running, ended or unknown).
+    pub(crate) fn withdraw(&mut self, id: &str) -> Option<T> {
+        let at = self.queue.iter().position(|(queued, _)| queued == id)?;
+        self.queue.remove(at).map(|(_, item)| item)
     }
 
     /// The running request.
@@ -116,6 +124,21 @@ mod tests {
 
     fn book() -> RequestBook<&'static str> {
         RequestBook::default()
+    }
+
+    #[test]
+    fn a_withdrawn_request_leaves_the_queue_and_the_others_keep_their_order() {
+        let mut book = book();
+        book.admit("r1", "one", RequestPolicy::Queue);
+        book.admit("r2", "two", RequestPolicy::Queue);
+        book.admit("r3", "three", RequestPolicy::Queue);
+        assert_eq!(book.withdraw("r2"), Some("two"));
+        assert_eq!(book.withdraw("r2"), None, "once");
+        assert_eq!(book.withdraw("r1"), None, "the running one is not waiting");
+        assert_eq!(book.withdraw("r9"), None);
+        assert!(book.finished("r1"));
+        assert_eq!(book.next(), Some("three"));
+        assert_eq!(book.next(), None, "nothing else waits");
     }
 
     #[test]

@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash};
 
-use motet_agents::{Env, Strategy};
-use motet_directives::ReplyStatus;
+use motet_agents::{AgentCancel, Env, Strategy, protocol};
+use motet_directives::{Directive, ReplyStatus};
 use motet_signals::Signal;
 use tokio::task::AbortHandle;
 
@@ -56,6 +56,31 @@ where
             let _ = asker.send(answer);
         }
         release_room(state);
+    }
+
+    /// Ends the queued request `cancel` names (taken out of the book already): the strategy
+    /// never saw it, so the runtime answers it, an `agent.failed` saying it was cancelled
+    /// before it ran.
+    pub(super) fn cancel_queued(&self, state: &mut ThreadState<S>, cancel: &Signal) {
+        let Some(request) = cancel.request_id() else {
+            return;
+        };
+        let reason = cancel
+            .data_as::<AgentCancel>()
+            .ok()
+            .and_then(|c| c.reason)
+            .unwrap_or_else(|| "no reason given".to_owned());
+        let why = format!("cancelled before it ran: {reason}");
+        match protocol::failed(cancel, &state.env, why.as_str()) {
+            Ok(Directive::Reply(reply)) => self.answer(state, request, reply.status, &reply.signal),
+            // `failed` builds a reply, or fails for a cancel naming no request (ruled out above).
+            _ => {
+                let failure = AskError::Strategy {
+                    message: why.clone(),
+                };
+                self.abandon(state, request, "cancelled", &why, failure);
+            }
+        }
     }
 
     /// Ends `request` on a failure before its directives ran: it is recorded failed, its span
