@@ -102,8 +102,9 @@ impl Dialect {
     /// How many blocks of `req`'s assistant turns this dialect leaves out, whole or in part,
     /// because they were kept for another provider: blocks kept opaquely (a server tool's call
     /// and result, a compaction), and text blocks whose citations it does not send (the text
-    /// goes, the citations do not). The model does not see them, and the runtime says so on
-    /// the call's span.
+    /// goes, the citations do not; Anthropic itself takes no empty text block, so citations
+    /// without text go nowhere). The model does not see them, and the runtime says so on the
+    /// call's span.
     pub fn unreplayed_blocks(self, req: &LlmRequest) -> usize {
         req.messages
             .iter()
@@ -115,9 +116,9 @@ impl Dialect {
             .filter(|block| match block {
                 AssistantBlock::Opaque { provider, .. } => !self.replays_opaque(provider),
                 AssistantBlock::Text {
+                    text,
                     meta: Some(meta @ ProviderMeta::AnthropicCitations { .. }),
-                    ..
-                } => !self.replays_opaque(meta.family()),
+                } => text.is_empty() || !self.replays_opaque(meta.family()),
                 _ => false,
             })
             .count()

@@ -458,7 +458,8 @@ fn cited_blocks_stay_apart_from_their_neighbours_and_keep_every_citation() {
     assert!(sent.contains(&expected), "{sent}");
 }
 
-/// Anthropic never sends one, but a citation without text is still kept, on an empty block.
+/// Anthropic never sends one, but a citation without text is still kept, on an empty block;
+/// it cannot be sent back (Anthropic refuses empty text), and that is counted.
 #[test]
 fn citations_without_text_are_a_block_of_their_own() {
     let deltas = [citations_delta(SEARCH)];
@@ -471,6 +472,10 @@ fn citations_without_text_are_a_block_of_their_own() {
         response.message.blocks,
         [AssistantBlock::text("A"), cited("", &[SEARCH])]
     );
+    // Anthropic takes no empty text block: the request leaves it out, and says so.
+    let request = next_request("anthropic:claude-sonnet-4-5", &response);
+    assert!(!anthropic_body(&response).contains("a.example"));
+    assert_eq!(Dialect::Anthropic.unreplayed_blocks(&request), 1);
 }
 
 #[test]
