@@ -49,13 +49,23 @@ pub enum ProviderMeta {
         /// The phase, as the API named it.
         phase: String,
     },
+    /// The citations of an Anthropic text block (web search results, documents), on that
+    /// block: Anthropic wants them back on the text they support. Each holds one citation's
+    /// JSON text exactly as the API sent it, so it goes back byte for byte; text rather than
+    /// parsed JSON, because a re-serialized citation could differ from what was received.
+    AnthropicCitations {
+        /// One JSON object text per citation, in the order they came.
+        citations: Vec<String>,
+    },
 }
 
 impl ProviderMeta {
     /// The provider family this meta belongs to: `anthropic`, `gemini` or `openai`.
     pub fn family(&self) -> &'static str {
         match self {
-            Self::Anthropic { .. } | Self::AnthropicRedacted { .. } => "anthropic",
+            Self::Anthropic { .. }
+            | Self::AnthropicRedacted { .. }
+            | Self::AnthropicCitations { .. } => "anthropic",
             Self::Gemini { .. } => "gemini",
             Self::OpenAi { .. } | Self::OpenAiMessage { .. } => "openai",
         }
@@ -67,7 +77,8 @@ impl ProviderMeta {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "block_type", rename_all = "snake_case")]
 pub enum AssistantBlock {
-    /// Visible text. Gemini may attach a thought signature to a text part.
+    /// Visible text. Gemini may attach a thought signature to a text part, Anthropic the
+    /// citations of the text ([`ProviderMeta::AnthropicCitations`]).
     Text {
         /// The text.
         text: String,

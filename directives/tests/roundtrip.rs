@@ -68,6 +68,12 @@ fn metas() -> Vec<ProviderMeta> {
         ProviderMeta::OpenAiMessage {
             phase: "commentary".into(),
         },
+        ProviderMeta::AnthropicCitations {
+            citations: vec![
+                r#"{ "type" : "web_search_result_location","cited_text":"caf\u00e9 \"Le Nord\"\n","n":1.50}"#.into(),
+                r#"{"type":"char_location","document_index":0}"#.into(),
+            ],
+        },
     ]
 }
 
@@ -83,6 +89,21 @@ fn provider_meta_every_variant_with_its_wire_names() {
     assert_eq!(
         shapes[5],
         json!({"provider": "openai_message", "phase": "commentary"})
+    );
+    assert_eq!(shapes[6]["provider"], "anthropic_citations");
+    assert!(shapes[6]["citations"][0].is_string());
+    let families: Vec<&str> = metas().iter().map(ProviderMeta::family).collect();
+    assert_eq!(
+        families,
+        [
+            "anthropic",
+            "anthropic",
+            "gemini",
+            "openai",
+            "openai",
+            "openai",
+            "anthropic"
+        ]
     );
     for meta in metas() {
         round_trip(&meta);

@@ -2,8 +2,9 @@
 //!
 //! Blocks live in a [`Slab`] and keep the order in which they *started*; open reasoning blocks
 //! and tool calls are found by key through [`IndexMap`]s (tool calls in emission order). Text
-//! deltas extend the last block while it is text; reasoning and tool calls reserve their slot
-//! at their start and are finalized into it later, in any order.
+//! deltas extend the last block while it is text, unless a [`LlmEvent::TextStart`] asked for a
+//! new one; reasoning and tool calls reserve their slot at their start and are finalized into
+//! it later, in any order.
 
 use indexmap::IndexMap;
 use motet_directives::{
@@ -118,6 +119,8 @@ pub struct BlockAssembler {
     reasoning: IndexMap<String, usize>,
     /// Every tool call by id, in emission order.
     tools: IndexMap<String, usize>,
+    /// A [`LlmEvent::TextStart`] came: the next text delta opens a block of its own.
+    text_started: bool,
     usage: Usage,
     model: Option<String>,
     response_id: Option<String>,
@@ -153,6 +156,7 @@ impl BlockAssembler {
                 self.model = model.or(self.model.take());
                 self.response_id = response_id.or(self.response_id.take());
             }
+            LlmEvent::TextStart => self.text_started = true,
             LlmEvent::TextDelta { delta, meta } => self.text(delta, meta),
             LlmEvent::ReasoningStart { key } => {
                 if self.reasoning.contains_key(&key) {
@@ -317,6 +321,8 @@ impl BlockAssembler {
     }
 
     fn start(&mut self, slot: Slot) -> usize {
+        // Whatever block comes next is not the text before it.
+        self.text_started = false;
         let key = self.blocks.insert(slot);
         self.order.push(key);
         key
@@ -324,6 +330,7 @@ impl BlockAssembler {
 
     fn text(&mut self, delta: String, meta: Option<ProviderMeta>) {
         if meta.is_none()
+            && !self.text_started
             && let Some(Slot::Text { text, .. }) =
                 self.order.last().and_then(|&k| self.blocks.get_mut(k))
         {

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use motet_directives::{LlmRequest, ToolChoice};
+use motet_directives::{AssistantBlock, LlmRequest, Message, ProviderMeta, ToolChoice};
 use serde_json::Value;
 
 use crate::decoder::StreamDecoder;
@@ -99,20 +99,27 @@ impl Dialect {
         )
     }
 
-    /// How many blocks of `req`'s assistant turns this dialect leaves out because they were
-    /// kept opaquely for another provider (a server tool's call and result, a compaction): the
-    /// model does not see them, and the runtime says so on the call's span.
+    /// How many blocks of `req`'s assistant turns this dialect leaves out, whole or in part,
+    /// because they were kept for another provider: blocks kept opaquely (a server tool's call
+    /// and result, a compaction), and text blocks whose citations it does not send (the text
+    /// goes, the citations do not; Anthropic itself takes no empty text block, so citations
+    /// without text go nowhere). The model does not see them, and the runtime says so on the
+    /// call's span.
     pub fn unreplayed_blocks(self, req: &LlmRequest) -> usize {
         req.messages
             .iter()
             .filter_map(|m| match m {
-                motet_directives::Message::Assistant(turn) => Some(turn),
+                Message::Assistant(turn) => Some(turn),
                 _ => None,
             })
             .flat_map(|turn| &turn.blocks)
-            .filter(|b| {
-                matches!(b, motet_directives::AssistantBlock::Opaque { provider, .. }
-                    if !self.replays_opaque(provider))
+            .filter(|block| match block {
+                AssistantBlock::Opaque { provider, .. } => !self.replays_opaque(provider),
+                AssistantBlock::Text {
+                    text,
+                    meta: Some(meta @ ProviderMeta::AnthropicCitations { .. }),
+                } => text.is_empty() || !self.replays_opaque(meta.family()),
+                _ => false,
             })
             .count()
     }
@@ -174,7 +181,9 @@ impl FromStr for Dialect {
 
 #[cfg(test)]
 mod tests {
-    use motet_directives::{AssistantBlock, AssistantMessage, LlmRequest, Message, StopReason};
+    use motet_directives::{
+        AssistantBlock, AssistantMessage, LlmRequest, Message, ProviderMeta, StopReason,
+    };
 
     use super::Dialect;
 
@@ -194,6 +203,13 @@ mod tests {
                 opaque("openai"),
                 opaque("gemini"),
                 opaque("anthropic"),
+                // Its text goes everywhere, its citations only back to Anthropic.
+                AssistantBlock::Text {
+                    text: "cited".into(),
+                    meta: Some(ProviderMeta::AnthropicCitations {
+                        citations: vec![r#"{"type":"char_location"}"#.into()],
+                    }),
+                },
             ],
             stop_reason: StopReason::EndTurn,
         };
@@ -203,8 +219,8 @@ mod tests {
         let req = LlmRequest::new(model, vec![Message::user("q"), Message::Assistant(turn)]);
         let dropped = |d: Dialect| d.unreplayed_blocks(&req);
         assert_eq!(dropped(Dialect::Anthropic), 2);
-        assert_eq!(dropped(Dialect::OpenAiResponses), 3);
-        assert_eq!(dropped(Dialect::Gemini), 3);
-        assert_eq!(dropped(Dialect::OpenAiChat), 4);
+        assert_eq!(dropped(Dialect::OpenAiResponses), 4);
+        assert_eq!(dropped(Dialect::Gemini), 4);
+        assert_eq!(dropped(Dialect::OpenAiChat), 5);
     }
 }

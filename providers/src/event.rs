@@ -11,8 +11,9 @@ pub(crate) const BLOCK_BYTES: usize = 128;
 ///
 /// A dialect decoder turns its provider's SSE events into these; the block assembler turns them
 /// into an ordered [`motet_directives::AssistantMessage`]. Blocks are ordered by when they
-/// *start*: text deltas extend the last block when it is text, reasoning and tool calls reserve a
-/// slot at their start and are finalized into it later, possibly out of order.
+/// *start*: text deltas extend the last block when it is text (unless a [`LlmEvent::TextStart`]
+/// came between), reasoning and tool calls reserve a slot at their start and are finalized into
+/// it later, possibly out of order.
 ///
 /// Keys (`key` of reasoning, `id` of tool calls) are unique within one stream; a decoder whose
 /// provider omits or reuses ids makes them unique, so two calls are never merged.
@@ -26,7 +27,13 @@ pub enum LlmEvent {
         /// The provider's response id.
         response_id: Option<String>,
     },
-    /// Visible text. Starts a new text block when the last block is not text or `meta` is set.
+    /// A text block starts: the next text delta opens a new block even when the last block is
+    /// text. For providers whose text blocks carry data of their own (Anthropic's citations),
+    /// so that two of their blocks are never joined into one; the deltas of providers that do
+    /// not send it join as before.
+    TextStart,
+    /// Visible text. Starts a new text block when the last block is not text, when `meta` is
+    /// set, or after a [`LlmEvent::TextStart`].
     TextDelta {
         /// The text fragment.
         delta: String,
@@ -80,8 +87,9 @@ pub enum LlmEvent {
         meta: Option<ProviderMeta>,
     },
     /// The provider meta of the text block just streamed, known only once its text is over (an
-    /// OpenAI Responses message whose `phase` is named on `output_item.done`): it lands on the
-    /// last block when that is text without meta of its own.
+    /// OpenAI Responses message whose `phase` is named on `output_item.done`, the citations of
+    /// an Anthropic text block at its `content_block_stop`): it lands on the last block when
+    /// that is text without meta of its own.
     TextMeta {
         /// The meta.
         meta: ProviderMeta,
@@ -133,6 +141,8 @@ impl LlmEvent {
                 args.as_ref().map_or(0, String::len) + meta(m)
             }
             LlmEvent::TextMeta { meta } => meta_bytes(meta),
+            // The block it may open.
+            LlmEvent::TextStart => BLOCK_BYTES,
             LlmEvent::Opaque { provider, item } => provider.len() + item.len() + BLOCK_BYTES,
             LlmEvent::Started { .. } | LlmEvent::Usage { .. } | LlmEvent::Done { .. } => 0,
         }
@@ -150,6 +160,7 @@ fn meta_bytes(meta: &ProviderMeta) -> usize {
             encrypted_content,
         } => id.len() + encrypted_content.as_ref().map_or(0, String::len),
         ProviderMeta::OpenAiMessage { phase } => phase.len(),
+        ProviderMeta::AnthropicCitations { citations } => citations.iter().map(String::len).sum(),
         // A kind added later: its size written out.
         other => serde_json::to_string(other).map_or(0, |text| text.len()),
     }

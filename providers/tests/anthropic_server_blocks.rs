@@ -86,6 +86,7 @@ fn recorded_blocks(raw: &[u8]) -> Vec<Recorded> {
                     "signature_delta" => {
                         append(&mut recorded.block, "signature", &delta["signature"])
                     }
+                    // Text blocks' citations: `anthropic_citations.rs`.
                     "citations_delta" => {}
                     other => panic!("a delta this replay does not know: {other}"),
                 }
@@ -136,8 +137,8 @@ fn opaque_items(response: &LlmResponse) -> Vec<&str> {
         .collect()
 }
 
-/// A block's kind, for comparing orders; consecutive text blocks are one (the assembler joins
-/// them).
+/// A block's kind, for comparing orders; consecutive text blocks count as one here (each
+/// Anthropic text block is a block of its own: `anthropic_citations.rs` checks them one by one).
 fn kind_of(block: &AssistantBlock) -> String {
     match block {
         AssistantBlock::Text { .. } => "text".into(),
@@ -178,8 +179,8 @@ fn check_recording(name: &str, stride: usize) -> (LlmResponse, Vec<String>) {
     let response = assemble_cut_everywhere(name, stride);
     let recorded = recorded_blocks(&bytes(name));
 
-    // Every block in its place: the recording's start order, text runs joined (a text block
-    // that streamed nothing leaves no block).
+    // Every block in its place: the recording's start order, text runs taken as one (a text
+    // block that streamed nothing leaves no block).
     let expected_order = collapse(
         recorded
             .iter()

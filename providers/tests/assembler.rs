@@ -174,6 +174,47 @@ fn a_text_delta_with_meta_starts_its_own_block() {
     );
 }
 
+/// After a `TextStart` the next delta opens a block, even after text; a `TextStart` without
+/// text leaves nothing; the meta that follows lands on the block it opened.
+#[test]
+fn a_text_start_opens_a_new_block_for_the_next_delta() {
+    let citations = ProviderMeta::AnthropicCitations {
+        citations: vec![r#"{"type":"char_location"}"#.into()],
+    };
+    let r = run(vec![
+        text("a"),
+        LlmEvent::TextStart,
+        text("b"),
+        text("c"),
+        LlmEvent::TextMeta {
+            meta: citations.clone(),
+        },
+        LlmEvent::TextStart,
+        LlmEvent::TextStart,
+        text("d"),
+        LlmEvent::TextStart,
+        start("call_1", "f"),
+        complete("call_1"),
+        text("e"),
+        LlmEvent::TextStart,
+        done(StopReason::EndTurn),
+    ])
+    .unwrap();
+    assert_eq!(
+        r.message.blocks,
+        [
+            AssistantBlock::text("a"),
+            AssistantBlock::Text {
+                text: "bc".into(),
+                meta: Some(citations)
+            },
+            AssistantBlock::text("d"),
+            AssistantBlock::tool_use("call_1", "f", ToolArgs::empty_object()),
+            AssistantBlock::text("e"),
+        ]
+    );
+}
+
 #[test]
 fn each_malformed_stream_is_its_own_error() {
     assert!(matches!(

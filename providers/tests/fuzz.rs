@@ -235,6 +235,9 @@ fn template(dialect: Dialect) -> Vec<WireEvent> {
             anthropic(json!({"type": "content_block_start", "index": 1,
                 "content_block": {"type": "text", "text": ""}})),
             anthropic(json!({"type": "content_block_delta", "index": 1,
+                "delta": {"type": "citations_delta", "citation": {"type": "web_search_result_location",
+                "url": "https://a.example", "cited_text": "Hi", "encrypted_index": "Eo8B"}}})),
+            anthropic(json!({"type": "content_block_delta", "index": 1,
                 "delta": {"type": "text_delta", "text": "Hi"}})),
             anthropic(json!({"type": "content_block_stop", "index": 1})),
             anthropic(json!({"type": "content_block_start", "index": 2,
@@ -676,6 +679,33 @@ fn growth_patterns() -> Vec<Growth> {
             |i| {
                 json!({"type": "content_block_start", "index": i,
                 "content_block": {"type": "web_search_tool_result", "tool_use_id": "s".repeat(100)}})
+            },
+        ),
+        growth(
+            "Anthropic citations of a text block never stopped",
+            Dialect::Anthropic,
+            vec![
+                json!({"type": "message_start", "message": {}}),
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            ],
+            |_| {
+                json!({"type": "content_block_delta", "index": 0,
+                "delta": {"type": "citations_delta", "citation": {"cited_text": "s".repeat(100)}}})
+            },
+        ),
+        growth(
+            "Anthropic text blocks of one character, each stopped",
+            Dialect::Anthropic,
+            vec![json!({"type": "message_start", "message": {}})],
+            // Units in pairs, a start and its stop: each text block is a block of its own, so
+            // it costs a block, not one byte.
+            |i| {
+                if i % 2 == 0 {
+                    json!({"type": "content_block_start", "index": i,
+                    "content_block": {"type": "text", "text": "x"}})
+                } else {
+                    json!({"type": "content_block_stop", "index": i - 1})
+                }
             },
         ),
         growth(

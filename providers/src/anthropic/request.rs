@@ -6,6 +6,11 @@
 //! meta) is dropped, since Anthropic would reject it unsigned. Text and tool calls are always
 //! kept. Tool results become `tool_result` blocks of a user turn, in order.
 //!
+//! A text block with [`ProviderMeta::AnthropicCitations`] goes back as a `text` block with its
+//! `citations`, each citation's JSON text written byte for byte by [`encode`] (parsed in
+//! [`render`]'s `Value`); Anthropic wants them on the text they support. Other dialects drop
+//! them and keep the text.
+//!
 //! Blocks kept opaquely from an Anthropic stream (`AssistantBlock::Opaque` with provider
 //! `anthropic`: server tool calls and their results, MCP calls, compaction, …) go back in their
 //! place among the turn's blocks; [`encode`] writes their JSON text byte for byte, [`render`]
@@ -101,6 +106,18 @@ enum Part<'a> {
     Built(Value),
     /// An opaque block's JSON text, written as it is.
     Kept(&'a RawValue),
+    /// A text block with its citations.
+    Cited(CitedText<'a>),
+}
+
+/// A `text` block with `citations`, each citation's JSON text written as it is; its keys in
+/// sorted order, as the built blocks have them.
+#[derive(serde::Serialize)]
+struct CitedText<'a> {
+    citations: Vec<&'a RawValue>,
+    text: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
 }
 
 fn body(req: &LlmRequest) -> Body<'_> {
@@ -224,9 +241,38 @@ fn assistant_blocks(blocks: &[AssistantBlock]) -> Vec<Part<'_>> {
                     }
                 }
             }
+            AssistantBlock::Text {
+                text,
+                meta: Some(ProviderMeta::AnthropicCitations { citations }),
+            } if !text.is_empty() => Some(cited_text(text, citations)),
             block => built_block(block).map(Part::Built),
         })
         .collect()
+}
+
+/// A text block with its citations; one that is not JSON (only a damaged store holds one) is
+/// left out, which the API would reject anyway.
+fn cited_text<'a>(text: &'a str, citations: &'a [String]) -> Part<'a> {
+    let citations: Vec<&RawValue> = citations
+        .iter()
+        .filter_map(
+            |citation| match serde_json::from_str::<&RawValue>(citation) {
+                Ok(citation) => Some(citation),
+                Err(e) => {
+                    tracing::warn!("skipping an unreadable stored Anthropic citation: {e}");
+                    None
+                }
+            },
+        )
+        .collect();
+    if citations.is_empty() {
+        return Part::Built(json!({"type": "text", "text": text}));
+    }
+    Part::Cited(CitedText {
+        citations,
+        text,
+        kind: "text",
+    })
 }
 
 /// A modeled block in its Anthropic form, if it has one.

@@ -1,14 +1,18 @@
 //! Messages stream events into [`LlmEvent`]s.
 //!
-//! Blocks are keyed by their `index`. `thinking` blocks gather their text and the
-//! `signature_delta` and complete at `content_block_stop` with the signature as
-//! [`ProviderMeta::Anthropic`]; `redacted_thinking` carries its `data` in
-//! `content_block_start` and no deltas; `tool_use` arguments come as `input_json_delta`
-//! fragments (the first often `""`; nothing at all means `{}`). `message_delta` carries the
-//! stop reason and cumulative usage (see [`Decoder::usage`] for how its counts are merged with
-//! `message_start`'s); `message_stop` ends a whole stream, and a stream that ends before it is
-//! truncated. `pause_turn` (a long server-tool turn paused, to be continued by sending it back)
-//! is [`StopReason::PauseTurn`].
+//! Blocks are keyed by their `index`. Each `text` block opens a text block of its own
+//! ([`LlmEvent::TextStart`]), its text streamed as it comes; its citations (a `citations` list
+//! in `content_block_start`, then one per `citations_delta`, interleaved with the text) are
+//! kept as each citation's JSON text, byte for byte, and put on the block at its
+//! `content_block_stop` as [`ProviderMeta::AnthropicCitations`] ([`LlmEvent::TextMeta`]).
+//! `thinking` blocks gather their text and the `signature_delta` and complete at
+//! `content_block_stop` with the signature as [`ProviderMeta::Anthropic`]; `redacted_thinking`
+//! carries its `data` in `content_block_start` and no deltas; `tool_use` arguments come as
+//! `input_json_delta` fragments (the first often `""`; nothing at all means `{}`).
+//! `message_delta` carries the stop reason and cumulative usage (see [`Decoder::usage`] for how
+//! its counts are merged with `message_start`'s); `message_stop` ends a whole stream, and a
+//! stream that ends before it is truncated. `pause_turn` (a long server-tool turn paused, to be
+//! continued by sending it back) is [`StopReason::PauseTurn`].
 //!
 //! # Blocks kept opaquely
 //! Every other block type — `server_tool_use`, `web_search_tool_result`,
@@ -28,9 +32,10 @@
 //!   field that is not a string is a protocol error.
 //!
 //! Blocks end in `index` order (Anthropic closes each block before it starts the next), so
-//! each opaque block takes its place among the others. An opaque block still open at
-//! `message_stop` is a protocol error, as an unfinished tool call is: the turn would be sent
-//! back without it.
+//! each opaque block takes its place among the others. An opaque block, or a text block with
+//! citations, still open at `message_stop` is a protocol error, as an unfinished tool call is:
+//! the turn would be sent back without it; so is a text block with citations that stops after
+//! another block started (its citations would land on the wrong text).
 
 use std::collections::HashMap;
 
@@ -47,7 +52,13 @@ use crate::sse::SseEvent;
 
 #[derive(Debug)]
 enum Block {
-    Text,
+    Text {
+        /// Whether any of its text has been handed out.
+        streamed: bool,
+        /// Each citation's JSON text, as received: those of `content_block_start`, then the
+        /// `citation` of each `citations_delta`.
+        citations: Vec<String>,
+    },
     Thinking {
         key: String,
         signature: String,
@@ -225,7 +236,8 @@ impl Block {
                 Block::Thinking { key, signature } => key.len() + signature.len(),
                 Block::Tool { id } => id.len(),
                 Block::Opaque(opaque) => opaque.held_bytes(),
-                Block::Text | Block::Redacted => 0,
+                Block::Text { citations, .. } => citations.iter().map(String::len).sum(),
+                Block::Redacted => 0,
             }
     }
 }
@@ -234,6 +246,9 @@ impl Block {
 #[derive(Debug, Default)]
 pub(crate) struct Decoder {
     blocks: HashMap<u64, Block>,
+    /// The index of the block that started last: a text block's citations land on the text
+    /// block the assembler holds last, which is that block's only while no other started.
+    last_started: Option<u64>,
     /// What `blocks` holds, kept as they change.
     held: usize,
     /// The top-level counts as merged so far.
@@ -323,6 +338,10 @@ impl Decoder {
         let kind = block.get("type").and_then(Value::as_str).unwrap_or("");
         let entry = match kind {
             "text" => {
+                // Each text block is a block of its own: one with citations must not share
+                // them with its neighbours' text.
+                out.push(LlmEvent::TextStart);
+                let citations = start_citations(index, raw)?;
                 let text = text_field("text");
                 if !text.is_empty() {
                     out.push(LlmEvent::TextDelta {
@@ -330,7 +349,10 @@ impl Decoder {
                         meta: None,
                     });
                 }
-                Block::Text
+                Block::Text {
+                    streamed: !text.is_empty(),
+                    citations,
+                }
             }
             "thinking" => {
                 let key = format!("thinking_{index}");
@@ -378,6 +400,7 @@ impl Decoder {
         };
         self.held += entry.held_bytes();
         self.blocks.insert(index, entry);
+        self.last_started = Some(index);
         Ok(())
     }
 
@@ -398,8 +421,9 @@ impl Decoder {
         let delta = serde_json::from_str::<WireDelta>(raw.get())
             .map_err(|e| protocol(format!("a content_block_delta is malformed: {e}")))?;
         match (block, delta.kind.as_str()) {
-            (Block::Text, "text_delta") => {
+            (Block::Text { streamed, .. }, "text_delta") => {
                 if let Some(text) = delta.text.filter(|t| !t.is_empty()) {
+                    *streamed = true;
                     out.push(LlmEvent::TextDelta {
                         delta: text,
                         meta: None,
@@ -427,8 +451,13 @@ impl Decoder {
                     });
                 }
             }
-            // Citations of text blocks are not kept (text blocks carry no citations yet).
-            (_, "citations_delta") => {}
+            // A delta without a citation has nothing to keep.
+            (Block::Text { citations, .. }, "citations_delta") => {
+                if let Some(citation) = delta.citation {
+                    self.held += citation.get().len();
+                    citations.push(citation.get().to_owned());
+                }
+            }
             (_, other) => {
                 return Err(protocol(format!(
                     "a `{other}` delta does not fit content block {index}"
@@ -459,10 +488,50 @@ impl Decoder {
                 provider: ANTHROPIC.to_owned(),
                 item: opaque.into_item(index)?,
             }),
-            Block::Text | Block::Redacted => {}
+            Block::Text {
+                streamed,
+                citations,
+            } => {
+                if citations.is_empty() {
+                    return Ok(());
+                }
+                if let Some(other) = self.last_started.filter(|&last| last != index) {
+                    return Err(protocol(format!(
+                        "text block {index} has citations but stopped after content block \
+                         {other} started, so they have no block to go to"
+                    )));
+                }
+                let meta = ProviderMeta::AnthropicCitations { citations };
+                out.push(if streamed {
+                    LlmEvent::TextMeta { meta }
+                } else {
+                    // Citations without text: a block of their own still holds them.
+                    LlmEvent::TextDelta {
+                        delta: String::new(),
+                        meta: Some(meta),
+                    }
+                });
+            }
+            Block::Redacted => {}
         }
         Ok(())
     }
+}
+
+/// The `citations` a text block starts with, each as its JSON text (`null`, an empty list or
+/// none at all: none).
+fn start_citations(index: u64, raw: &RawValue) -> Result<Vec<String>, ProviderError> {
+    let start: WireTextStart<'_> = serde_json::from_str(raw.get()).map_err(|e| {
+        protocol(format!(
+            "the citations of text block {index} are not a list: {e}"
+        ))
+    })?;
+    Ok(start
+        .citations
+        .unwrap_or_default()
+        .into_iter()
+        .map(|citation| citation.get().to_owned())
+        .collect())
 }
 
 /// The provider family of the blocks this dialect keeps opaquely.
@@ -555,11 +624,12 @@ impl StreamDecoder for Decoder {
                 if self.stop_reason.is_none() {
                     return Err(protocol("message_stop without a stop reason".into()));
                 }
-                // Its item would be lost, and the turn replayed without it.
-                let mut open = self
-                    .blocks
-                    .iter()
-                    .filter(|(_, b)| matches!(b, Block::Opaque(_)));
+                // Its item (or citations) would be lost, and the turn replayed without it.
+                let mut open = self.blocks.iter().filter(|(_, b)| match b {
+                    Block::Opaque(_) => true,
+                    Block::Text { citations, .. } => !citations.is_empty(),
+                    _ => false,
+                });
                 if let Some((index, _)) = open.next() {
                     return Err(protocol(format!(
                         "message_stop while content block {index} is still open"
@@ -648,8 +718,15 @@ struct WireUsage {
     iterations: Option<Vec<WireUsage>>,
 }
 
+/// The part of a text block's `content_block_start` read besides its text.
 #[derive(Debug, Deserialize)]
-struct WireDelta {
+struct WireTextStart<'a> {
+    #[serde(default, borrow)]
+    citations: Option<Vec<&'a RawValue>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireDelta<'a> {
     #[serde(rename = "type")]
     kind: String,
     #[serde(default)]
@@ -660,4 +737,7 @@ struct WireDelta {
     signature: Option<String>,
     #[serde(default)]
     partial_json: Option<String>,
+    /// The citation of a `citations_delta`, as received.
+    #[serde(default, borrow)]
+    citation: Option<&'a RawValue>,
 }
