@@ -14,10 +14,21 @@ pub fn entry(entry: &Entry) -> String {
         EntryBody::User { content } => format!("{head} user: {content}"),
         EntryBody::System { content } => format!("{head} system: {content}"),
         EntryBody::Assistant { message, usage } => {
-            let mut lines = Vec::new();
+            let mut lines: Vec<String> = Vec::new();
+            let mut after_text = false;
             for block in &message.blocks {
+                // Text blocks in a row read as one text (Anthropic sends an answer with
+                // citations as several blocks).
+                if let AssistantBlock::Text { text, .. } = block {
+                    match lines.last_mut().filter(|_| after_text) {
+                        Some(line) => line.push_str(text),
+                        None => lines.push(format!("assistant: {text}")),
+                    }
+                    after_text = true;
+                    continue;
+                }
+                after_text = false;
                 lines.push(match block {
-                    AssistantBlock::Text { text, .. } => format!("assistant: {text}"),
                     AssistantBlock::Reasoning { text, .. } => {
                         format!("assistant (thinking): {text}")
                     }
@@ -114,4 +125,37 @@ pub fn thread_table(threads: &[ThreadSummary]) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use motet::agents::{Env, FixedEnv, NewEntry, Thread};
+    use motet::directives::{AssistantMessage, StopReason, ToolArgs};
+
+    #[test]
+    fn text_blocks_in_a_row_read_as_one_line_and_other_blocks_keep_theirs() {
+        let env = FixedEnv::new(0);
+        let message = AssistantMessage {
+            blocks: vec![
+                AssistantBlock::text("The answer is "),
+                AssistantBlock::text("42"),
+                AssistantBlock::text("."),
+                AssistantBlock::tool_use("c1", "check", ToolArgs::from_text("{}")),
+                AssistantBlock::text("Checking."),
+            ],
+            stop_reason: StopReason::ToolUse,
+        };
+        let mut thread = Thread::new("t", env.now_ms());
+        thread.append(&env, NewEntry::assistant(message, Usage::default()));
+        let shown = thread
+            .to_list()
+            .first()
+            .map(|e| entry(e))
+            .unwrap_or_default();
+        assert_eq!(
+            shown,
+            "#0   assistant: The answer is 42.\n     assistant calls check({}) [c1]\n     assistant: Checking."
+        );
+    }
 }
