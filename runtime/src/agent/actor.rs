@@ -23,6 +23,7 @@ use crate::telemetry::instruments;
 use crate::tool::ToolSet;
 
 mod execute;
+mod few;
 
 use execute::deliver;
 mod finish;
@@ -104,7 +105,7 @@ pub struct ThreadState<S: Strategy> {
     /// The request the strategy is working on, and those waiting for it to finish.
     book: RequestBook<Signal>,
     /// Asks waiting for their reply, by request id.
-    pending: HashMap<String, oneshot::Sender<Result<Signal, AskError>>>,
+    pending: few::Few<oneshot::Sender<Result<Signal, AskError>>>,
     /// Scheduled signals not yet delivered, by schedule id.
     schedules: HashMap<String, AbortHandle>,
     /// LLM calls in flight, by request id: aborted (closing their connections) when the
@@ -132,7 +133,7 @@ pub struct ThreadState<S: Strategy> {
     /// when this actor stops (`RuntimeCore::succeed`).
     held: Vec<ThreadMsg>,
     /// The open `invoke_agent` span of each request this thread has admitted, by request id.
-    spans: HashMap<String, RequestTrace>,
+    spans: few::Few<RequestTrace>,
 }
 
 /// A request's span and how many LLM calls it has made.
@@ -178,9 +179,9 @@ where
             calls: HashMap::new(),
             ready: VecDeque::new(),
             last_model: None,
-            pending: HashMap::new(),
+            pending: few::Few::default(),
             schedules: HashMap::new(),
-            spans: HashMap::new(),
+            spans: few::Few::default(),
         })
     }
 

@@ -133,20 +133,15 @@ where
     }
 }
 
-/// Gives back the room of the per-request maps a request emptied: each keeps its capacity
-/// otherwise, a few hundred bytes per thread between requests, which a conversing thread would
-/// hold for as long as it runs.
+/// Gives back the room of the hash maps a request emptied: each keeps its capacity otherwise,
+/// which a conversing thread would hold for as long as it runs. (The asker and the span of a
+/// request are in [`Few`](super::few::Few)s, which keep nothing once empty.)
 fn release_room<S: Strategy>(state: &mut ThreadState<S>) {
     fn shrink<K: Eq + Hash, V, H: BuildHasher>(map: &mut HashMap<K, V, H>) {
         if map.is_empty() {
             map.shrink_to_fit();
         }
     }
-    shrink(&mut state.pending);
     shrink(&mut state.calls);
-    shrink(&mut state.spans);
     shrink(&mut state.schedules);
-    if state.ready.is_empty() {
-        state.ready.shrink_to_fit();
-    }
 }

@@ -1,0 +1,136 @@
+//! A map by request id for what a thread holds per open request: almost always one entry or
+//! none, so the one is held in place and a hash map is made only for more.
+
+use std::collections::HashMap;
+
+/// Values by request id. A thread holds the asker and the span of its running request, and
+/// rarely of several (queued or joined requests): one entry costs no allocation beyond its key,
+/// and when the last leaves nothing is kept (a `HashMap` keeps its room between requests, which
+/// a conversing thread would hold for as long as it runs).
+#[derive(Debug, Default)]
+pub(crate) enum Few<V> {
+    /// No entries.
+    #[default]
+    None,
+    /// One entry.
+    One(String, V),
+    /// Two or more (or, after removals, fewer until the last leaves).
+    Many(HashMap<String, V>),
+}
+
+impl<V> Few<V> {
+    /// Sets `key`'s value, returning the one it replaces.
+    pub(crate) fn insert(&mut self, key: String, value: V) -> Option<V> {
+        match self {
+            Self::None => {
+                *self = Self::One(key, value);
+                None
+            }
+            Self::One(held, old) if *held == key => Some(std::mem::replace(old, value)),
+            Self::One(..) => {
+                let Self::One(held, old) = std::mem::take(self) else {
+                    return None;
+                };
+                *self = Self::Many(HashMap::from([(held, old), (key, value)]));
+                None
+            }
+            Self::Many(map) => map.insert(key, value),
+        }
+    }
+
+    /// `key`'s value.
+    pub(crate) fn get(&self, key: &str) -> Option<&V> {
+        match self {
+            Self::One(held, value) if held == key => Some(value),
+            Self::Many(map) => map.get(key),
+            _ => None,
+        }
+    }
+
+    /// `key`'s value, to change.
+    pub(crate) fn get_mut(&mut self, key: &str) -> Option<&mut V> {
+        match self {
+            Self::One(held, value) if held == key => Some(value),
+            Self::Many(map) => map.get_mut(key),
+            _ => None,
+        }
+    }
+
+    /// Whether `key` has a value.
+    pub(crate) fn contains_key(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// Takes `key`'s value out.
+    pub(crate) fn remove(&mut self, key: &str) -> Option<V> {
+        match self {
+            Self::One(held, _) if held == key => match std::mem::take(self) {
+                Self::One(_, value) => Some(value),
+                _ => None,
+            },
+            Self::Many(map) => {
+                let value = map.remove(key);
+                if map.is_empty() {
+                    *self = Self::None;
+                }
+                value
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether there are no entries.
+    pub(crate) fn is_empty(&self) -> bool {
+        matches!(self, Self::None)
+    }
+
+    /// Takes every entry out.
+    pub(crate) fn drain(&mut self) -> Vec<(String, V)> {
+        match std::mem::take(self) {
+            Self::None => Vec::new(),
+            Self::One(key, value) => vec![(key, value)],
+            Self::Many(map) => map.into_iter().collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_entry_is_held_in_place_and_more_go_to_a_map_until_the_last_leaves() {
+        let mut few = Few::default();
+        assert!(few.is_empty());
+        assert_eq!(few.insert("r1".to_owned(), 1), None);
+        assert!(matches!(few, Few::One(..)));
+        assert_eq!(few.insert("r1".to_owned(), 2), Some(1));
+        assert_eq!(few.get("r1"), Some(&2));
+        assert_eq!(few.insert("r2".to_owned(), 3), None);
+        assert!(matches!(few, Few::Many(_)));
+        if let Some(v) = few.get_mut("r2") {
+            *v = 4;
+        }
+        assert!(few.contains_key("r1") && few.contains_key("r2") && !few.contains_key("r3"));
+        assert_eq!(few.remove("r1"), Some(2));
+        assert_eq!(few.remove("r1"), None);
+        assert!(!few.is_empty());
+        assert_eq!(few.remove("r2"), Some(4));
+        assert!(few.is_empty() && matches!(few, Few::None));
+        assert_eq!(few.remove("r2"), None);
+    }
+
+    #[test]
+    fn drain_takes_every_entry_and_leaves_none() {
+        let mut few = Few::default();
+        assert!(few.drain().is_empty());
+        few.insert("a".to_owned(), 1);
+        assert_eq!(few.drain(), [("a".to_owned(), 1)]);
+        few.insert("a".to_owned(), 1);
+        few.insert("b".to_owned(), 2);
+        let mut all = few.drain();
+        all.sort();
+        assert_eq!(all, [("a".to_owned(), 1), ("b".to_owned(), 2)]);
+        assert!(few.is_empty());
+    }
+}
