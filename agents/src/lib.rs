@@ -66,8 +66,9 @@ pub use projector::{
     project_with,
 };
 pub use protocol::{
-    AGENT_CANCEL, AGENT_COMPLETED, AGENT_FAILED, AGENT_REQUEST, AGENT_RESUME, AGENT_SUMMARIZE,
-    AgentCancel, AgentCompleted, AgentRequest, AgentResume, AgentSummarize, Input,
+    AGENT_CANCEL, AGENT_COMPLETED, AGENT_FAILED, AGENT_REQUEST, AGENT_RESUME, AGENT_STEER,
+    AGENT_SUMMARIZE, AgentCancel, AgentCompleted, AgentRequest, AgentResume, AgentSteer,
+    AgentSummarize, Input,
 };
 pub use react::{
     FailureReason, LLM_FAILED, LLM_RESULT, LlmError, LlmErrorKind, LlmFailed, LlmResult,

@@ -7,6 +7,7 @@
 //! | `agent.cancel` | a caller cancels, a wait times out, a newer request interrupts | [`AgentCancel`] |
 //! | `agent.summarize` | a caller asks for a summary of a range of the thread | [`AgentSummarize`] |
 //! | `agent.resume` | the runtime recovers a thread that stopped mid-request | [`AgentResume`] |
+//! | `agent.steer` | a caller corrects the course of the request it names ([`Ticket::steer`]) | [`AgentSteer`] |
 //! | `llm.result`, `tool.result`, ... | a directive's work is done | [`Outcome`] |
 //!
 //! Requests, summaries and resumes carry a request id; the runtime admits them one at a time
@@ -18,6 +19,7 @@
 //! [`Input::of`] decodes what arrives, so a strategy matches on types, not strings.
 //!
 //! [`AgentHandle::ask`]: https://docs.rs/motet-runtime
+//! [`Ticket::steer`]: https://docs.rs/motet-runtime
 //! [`Outcome`]: motet_directives::results::Outcome
 
 use motet_directives::results::Outcome;
@@ -38,6 +40,9 @@ pub const AGENT_CANCEL: &str = "agent.cancel";
 pub const AGENT_SUMMARIZE: &str = "agent.summarize";
 /// Carries on with what a thread that stopped mid-request still owes: [`AgentResume`].
 pub const AGENT_RESUME: &str = "agent.resume";
+/// Adds a user message to the request it names, taken in at its next turn boundary:
+/// [`AgentSteer`].
+pub const AGENT_STEER: &str = "agent.steer";
 /// The conventional reply of a request that succeeded: [`AgentCompleted`] (and more).
 pub const AGENT_COMPLETED: &str = "agent.completed";
 /// The conventional reply of a request that failed; its data says why.
@@ -59,6 +64,15 @@ pub struct AgentCancel {
     /// Why, for the failure report.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+}
+
+/// Data of `agent.steer`: what the person adds. The strategy takes it in as a user message at
+/// the request's next turn boundary — after the results of the tool calls it waits for, before
+/// its next LLM call — never between a tool call and its result; several keep their order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentSteer {
+    /// The message.
+    pub text: String,
 }
 
 /// Data of `agent.summarize`: summarize entries `from_seq..=to_seq` into one summary entry,
@@ -103,6 +117,8 @@ pub enum Input<'a> {
     Summarize(AgentSummarize),
     /// `agent.resume`.
     Resume(AgentResume),
+    /// `agent.steer`.
+    Steer(AgentSteer),
     /// The result of one of the strategy's directives.
     Outcome(Outcome),
     /// Anything else: a signal from the bus, another agent, a schedule.
@@ -125,6 +141,7 @@ impl<'a> Input<'a> {
             AGENT_CANCEL => Input::Cancel(decode_or_default(signal)?),
             AGENT_SUMMARIZE => Input::Summarize(decode(signal)?),
             AGENT_RESUME => Input::Resume(decode_or_default(signal)?),
+            AGENT_STEER => Input::Steer(decode(signal)?),
             _ => Input::Other(signal),
         })
     }

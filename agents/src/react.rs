@@ -37,8 +37,8 @@ pub use state::{PendingSummary, PendingTool, ReActState, RequestState, Status};
 use motet_directives::results::Outcome;
 
 use crate::protocol::{
-    AGENT_CANCEL, AGENT_COMPLETED, AGENT_FAILED, AgentCancel, AgentRequest, AgentResume,
-    AgentSummarize, Input,
+    AGENT_CANCEL, AGENT_COMPLETED, AGENT_FAILED, AGENT_STEER, AgentCancel, AgentRequest,
+    AgentResume, AgentSteer, AgentSummarize, Input,
 };
 
 use crate::env::Env;
@@ -123,6 +123,18 @@ impl ReAct {
         state: &mut ReActState,
         step: &Step<'_>,
     ) -> Result<Vec<Directive>, StrategyError> {
+        let Some(request) = state.request.as_mut() else {
+            return Ok(Vec::new());
+        };
+        // The turn boundary: what a person added since the last call goes in now, after the
+        // tool results, before the model is asked again.
+        if !request.steers.is_empty() {
+            let refs = Refs::request(request.request_id.clone()).with_iteration(request.iteration);
+            let steers = std::mem::take(&mut request.steers)
+                .into_iter()
+                .map(|text| NewEntry::user(text).with_refs(refs.clone()));
+            state.thread.append_all(step.env, steers);
+        }
         let Some(request) = state.request.as_mut() else {
             return Ok(Vec::new());
         };
@@ -290,6 +302,11 @@ impl ReAct {
                 // continuation is one more call of the request, under `max_iterations`.
                 return self.next_iteration(state, step);
             }
+            if state.request.as_ref().is_some_and(|r| !r.steers.is_empty()) {
+                // A person steered while the model answered: the answer stands in the
+                // thread, and the model is asked again with what they added.
+                return self.next_iteration(state, step);
+            }
             return self.complete(state, step, answer);
         }
         let mut directives = Vec::new();
@@ -422,7 +439,7 @@ impl ReAct {
     ) -> Result<Vec<Directive>, StrategyError> {
         // The runtime resumes a request only when it does not run it: one the state shows
         // running stopped with the process, and is rebuilt from the thread.
-        state.request = None;
+        let steered = state.request.take().map(|r| (r.request_id, r.steers));
         state.status = Status::Idle;
         let entries = state.thread.to_list();
         let Some(at) = entries.iter().rposition(|e| {
@@ -444,9 +461,16 @@ impl ReAct {
         else {
             return Ok(Vec::new());
         };
+        // What a person added to this request before the stop still waits for its turn.
+        let steers = steered
+            .filter(|(id, _)| *id == request_id)
+            .map(|(_, steers)| steers)
+            .unwrap_or_default();
         let (message, iteration, turn_call) = match &entries[turn].body {
             EntryBody::User { .. } => {
-                state.request = Some(RequestState::new(request_id, None));
+                let mut request = RequestState::new(request_id, None);
+                request.steers = steers;
+                state.request = Some(request);
                 return self.next_iteration(state, step);
             }
             EntryBody::Assistant { message, .. } => (
@@ -457,11 +481,17 @@ impl ReAct {
             _ => return Ok(Vec::new()),
         };
         let mut request = RequestState::new(request_id, None);
+        request.steers = steers;
         request.tool_calls = tool_calls_in(&entries[..=turn], &request.request_id);
         request.iteration = iteration;
         request.turn_call = turn_call.map(CallId::new);
         if message.stop_reason == StopReason::PauseTurn && !message.has_tool_calls() {
             // A paused turn the stop interrupted: the model continues it.
+            state.request = Some(request);
+            return self.next_iteration(state, step);
+        }
+        if !message.has_tool_calls() && !request.steers.is_empty() {
+            // Answered before the stop, and steered since: the model is asked again.
             state.request = Some(request);
             return self.next_iteration(state, step);
         }
@@ -540,6 +570,30 @@ impl ReAct {
         }
         state.status = Status::AwaitingTools;
         Ok(directives)
+    }
+
+    /// Keeps what a person added for the request's next turn boundary; a steer naming a
+    /// request that is not running (ended, queued, unknown) or saying nothing is noted and
+    /// left out.
+    fn on_steer(
+        &self,
+        state: &mut ReActState,
+        step: &Step<'_>,
+        steer: AgentSteer,
+    ) -> Vec<Directive> {
+        let named = step.cause.request_id();
+        let active = state
+            .request
+            .as_mut()
+            .filter(|_| state.status.is_active())
+            .filter(|r| named.is_none_or(|id| *id == *r.request_id));
+        match active {
+            Some(request) if !steer.text.trim().is_empty() => {
+                request.steers.push(steer.text);
+                Vec::new()
+            }
+            _ => ignore(state, step, AGENT_STEER, &CallId::new("-")),
+        }
     }
 
     fn on_cancel(
@@ -711,6 +765,13 @@ impl ReAct {
                     ToolResult::error(tool.tool_call_id.clone(), format!("not run: {why}"));
                 entries.push(NewEntry::tool_result(tool.name.clone(), result).with_refs(refs));
             }
+        }
+        // What a person added and the request never reached stays on record.
+        for text in std::mem::take(&mut request.steers) {
+            entries.push(
+                NewEntry::note(format!("steer not taken in ({why}): {text}"))
+                    .with_refs(Refs::request(request.request_id.clone())),
+            );
         }
         entries.push(
             NewEntry::new(EntryBody::Error {
@@ -896,6 +957,13 @@ impl Strategy for ReAct {
         let mut state = ReActState::new(saved.thread);
         state.context_policy = saved.context_policy;
         state.ignored = saved.ignored;
+        // Except what a person added to that request and it had not taken in yet: the thread
+        // does not hold it, so it is kept for `agent.resume` to carry over.
+        state.request = saved.request.filter(|r| !r.steers.is_empty()).map(|r| {
+            let mut kept = RequestState::new(r.request_id, None);
+            kept.steers = r.steers;
+            kept
+        });
         state
     }
 
@@ -929,6 +997,7 @@ impl Strategy for ReAct {
             Input::Request(request) => self.on_input(state, &step, request),
             Input::Resume(resume) => self.on_resume(state, &step, resume),
             Input::Cancel(cancel) => self.on_cancel(state, &step, cancel),
+            Input::Steer(steer) => Ok(self.on_steer(state, &step, steer)),
             Input::Summarize(range) => self.on_summarize(state, &step, range),
             Input::Outcome(Outcome::Llm(result)) => self.on_llm_result(state, &step, result),
             Input::Outcome(Outcome::LlmFailed(failed)) => self.on_llm_failed(state, &step, failed),

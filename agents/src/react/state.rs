@@ -71,6 +71,9 @@ pub struct RequestState {
     pub usage: Usage,
     /// The request's policy changes.
     pub policy_override: Option<PolicyOverride>,
+    /// Messages a person added (`agent.steer`) that wait for the next turn boundary, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steers: Vec<String>,
 }
 
 impl RequestState {
@@ -86,6 +89,7 @@ impl RequestState {
             tool_calls: 0,
             usage: Usage::default(),
             policy_override,
+            steers: Vec::new(),
         }
     }
 }

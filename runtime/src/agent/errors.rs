@@ -50,6 +50,20 @@ pub enum RuntimeError {
         /// The store's error.
         message: String,
     },
+    /// A steer must say something.
+    #[error("a steer of request {request} says nothing")]
+    EmptySteer {
+        /// The request.
+        request: String,
+    },
+    /// The request is not running, so there is nothing to steer (it waits its turn, or ended).
+    #[error("request {request} is {status:?}, not running: there is nothing to steer")]
+    RequestNotRunning {
+        /// The request.
+        request: String,
+        /// Where it is.
+        status: super::RequestStatus,
+    },
 }
 
 /// Why an ask got no answer.

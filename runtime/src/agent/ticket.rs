@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use motet_agents::{AGENT_CANCEL, AgentCancel, AgentCompleted, Env};
+use motet_agents::{AGENT_CANCEL, AGENT_STEER, AgentCancel, AgentCompleted, AgentSteer, Env};
 use motet_directives::Usage;
 use motet_signals::{Bus, Delivery, Pattern, Signal, Subscription};
 use tokio::sync::oneshot;
@@ -14,6 +14,7 @@ use super::env::SystemEnv;
 use super::errors::{AskError, RuntimeError};
 use super::events::{LLM_DELTA, LlmDelta};
 use super::registry::RuntimeCore;
+use super::requests::RequestStatus;
 
 /// A request's answer: the reply's text and usage, where it ran, and the reply itself.
 #[derive(Debug, Clone, PartialEq)]
@@ -130,6 +131,44 @@ impl Ticket {
             .with_data(AgentCancel {
                 reason: Some(reason.into()),
             })
+            .build()
+            .map_err(|_| RuntimeError::NotRunning {
+                name: self.agent.clone(),
+            })?;
+        self.core
+            .send(&self.agent, &self.thread, ThreadMsg::Signal(traced(signal)))
+            .await
+    }
+
+    /// Adds `text` to the running request as a user message (`agent.steer`), taken in at its
+    /// next turn boundary: after the results of the tool calls it waits for, before its next
+    /// LLM call (docs/runtime.md, "Steering"). Several steers keep their order; one that
+    /// arrives after the request ended is noted in the thread and not taken in.
+    ///
+    /// # Errors
+    /// [`RuntimeError::EmptySteer`] for blank text; [`RuntimeError::RequestNotRunning`] when
+    /// the request waits its turn or has ended; [`RuntimeError::NotRunning`] when the agent
+    /// has stopped.
+    pub async fn steer(&self, text: impl Into<String>) -> Result<(), RuntimeError> {
+        let text = text.into();
+        if text.trim().is_empty() {
+            return Err(RuntimeError::EmptySteer {
+                request: self.id.clone(),
+            });
+        }
+        if let Some(record) = self.core.requests.get(&self.id)
+            && record.status != RequestStatus::Running
+        {
+            return Err(RuntimeError::RequestNotRunning {
+                request: self.id.clone(),
+                status: record.status,
+            });
+        }
+        let signal = Signal::builder(AGENT_STEER, "motet.ask")
+            .with_id(SystemEnv.fresh_id("sig"))
+            .with_request_id(&self.id)
+            .with_thread_id(&self.thread)
+            .with_data(AgentSteer { text })
             .build()
             .map_err(|_| RuntimeError::NotRunning {
                 name: self.agent.clone(),

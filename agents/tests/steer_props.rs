@@ -1,0 +1,269 @@
+//! Steering under any interleaving: whatever order asks, steers, cancels, model answers and tool
+//! results arrive in, every call the model is sent holds each tool call followed at once by
+//! its result, the thread holds no user message between a turn's calls and their results, and
+//! every steer is taken in as a user message, still waits, or is on record as a note.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers: a failed unwrap is a failed test"
+)]
+
+use motet_agents::{
+    AgentCancel, AgentRequest, AgentSteer, EntryBody, FixedEnv, LlmResult, ReAct, ReActConfig,
+    ReActState, Strategy as _, ToolResultSignal,
+};
+use motet_directives::{
+    AssistantBlock, AssistantMessage, CallId, Directive, LlmResponse, Message, StopReason,
+    ToolArgs, ToolDef, ToolDefs, ToolResult, Usage,
+};
+use motet_signals::Signal;
+use proptest::prelude::*;
+use serde::Serialize;
+use serde_json::json;
+
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    Ask,
+    Steer,
+    Cancel,
+    /// The model answers the call in flight with this many tool calls (0: a text answer).
+    Answer(usize),
+    /// The tool result owed at this position (modulo how many are owed) arrives.
+    ToolResult(usize),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        1 => Just(Op::Ask),
+        3 => Just(Op::Steer),
+        1 => Just(Op::Cancel),
+        3 => (0usize..3).prop_map(Op::Answer),
+        4 => (0usize..3).prop_map(Op::ToolResult),
+    ]
+}
+
+/// The strategy, its state and what its directives left owed.
+struct World {
+    react: ReAct,
+    state: ReActState,
+    env: FixedEnv,
+    request: String,
+    requests: usize,
+    llm_call: Option<CallId>,
+    tools: Vec<(CallId, String)>,
+    steers: Vec<String>,
+    calls: Vec<Vec<Message>>,
+}
+
+impl World {
+    fn new() -> Self {
+        let tools: ToolDefs =
+            vec![ToolDef::new("calc", "Computes", json!({"type": "object"}))].into();
+        let react = ReAct::new(
+            ReActConfig::new("openai:gpt-5.2".parse().unwrap())
+                .with_tools(tools)
+                .with_max_iterations(50),
+        );
+        let env = FixedEnv::new(0);
+        let state = react.init(&env);
+        Self {
+            react,
+            state,
+            env,
+            request: "r0".into(),
+            requests: 0,
+            llm_call: None,
+            tools: Vec::new(),
+            steers: Vec::new(),
+            calls: Vec::new(),
+        }
+    }
+
+    fn send(&mut self, ty: &str, data: impl Serialize) {
+        let signal = Signal::builder(ty, "test")
+            .with_time(None)
+            .with_thread_id("th")
+            .with_request_id(self.request.as_str())
+            .with_data(data)
+            .build()
+            .unwrap();
+        for directive in self
+            .react
+            .handle(&mut self.state, &signal, &self.env)
+            .unwrap()
+        {
+            match directive {
+                Directive::LlmStream(stream) => {
+                    self.llm_call = Some(stream.call_id);
+                    self.calls.push(stream.request.messages);
+                }
+                Directive::ToolExec(exec) => self.tools.push((exec.call_id, exec.tool_call_id)),
+                Directive::Reply(_) => {
+                    self.llm_call = None;
+                    self.tools.clear();
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn apply(&mut self, op: Op) {
+        match op {
+            Op::Ask if !self.state.status.is_active() => {
+                self.requests += 1;
+                self.request = format!("r{}", self.requests);
+                let query = format!("question {}", self.requests);
+                self.send(
+                    "agent.request",
+                    AgentRequest {
+                        query,
+                        context_policy: None,
+                    },
+                );
+            }
+            Op::Ask => {}
+            Op::Steer => {
+                let text = format!("steer {}", self.steers.len());
+                self.steers.push(text.clone());
+                self.send("agent.steer", AgentSteer { text });
+            }
+            Op::Cancel => self.send("agent.cancel", AgentCancel::default()),
+            Op::Answer(n) => {
+                let Some(call) = self.llm_call.take() else {
+                    return;
+                };
+                let blocks: Vec<AssistantBlock> = (0..n)
+                    .map(|i| {
+                        let id = format!("tc_{}_{i}", self.calls.len());
+                        AssistantBlock::tool_use(id, "calc", ToolArgs::from_text("{}"))
+                    })
+                    .collect();
+                let message = if blocks.is_empty() {
+                    AssistantMessage::text("an answer")
+                } else {
+                    AssistantMessage {
+                        blocks,
+                        stop_reason: StopReason::ToolUse,
+                    }
+                };
+                self.send(
+                    "llm.result",
+                    LlmResult {
+                        call_id: call,
+                        response: LlmResponse::new(message, Usage::default()),
+                    },
+                );
+            }
+            Op::ToolResult(at) => {
+                if self.tools.is_empty() {
+                    return;
+                }
+                let (call_id, tool_call_id) = self.tools.remove(at % self.tools.len());
+                self.send(
+                    "tool.result",
+                    ToolResultSignal {
+                        call_id,
+                        result: ToolResult::ok(tool_call_id, "1"),
+                    },
+                );
+            }
+        }
+    }
+}
+
+/// Every assistant turn with tool calls is followed at once by the results of all of them.
+fn calls_have_their_results_next(messages: &[Message]) -> Result<(), String> {
+    for (at, message) in messages.iter().enumerate() {
+        let Message::Assistant(turn) = message else {
+            continue;
+        };
+        let ids: Vec<&str> = turn
+            .blocks
+            .iter()
+            .filter_map(|b| match b {
+                AssistantBlock::ToolUse { id, .. } => Some(id.as_str()),
+                _ => None,
+            })
+            .collect();
+        if ids.is_empty() {
+            continue;
+        }
+        let Some(Message::ToolResults { results }) = messages.get(at + 1) else {
+            return Err(format!(
+                "message {at}: calls {ids:?} not followed by their results"
+            ));
+        };
+        let answered: Vec<&str> = results.iter().map(|r| r.tool_use_id.as_str()).collect();
+        if ids.iter().any(|id| !answered.contains(id)) {
+            return Err(format!("message {at}: calls {ids:?}, results {answered:?}"));
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #[test]
+    fn no_interleaving_puts_a_steer_between_a_call_and_its_result(
+        ops in prop::collection::vec(op(), 1..60)
+    ) {
+        let mut world = World::new();
+        for op in ops {
+            world.apply(op);
+        }
+        for (n, messages) in world.calls.iter().enumerate() {
+            if let Err(why) = calls_have_their_results_next(messages) {
+                prop_assert!(false, "call {}: {}", n, why);
+            }
+        }
+        // And in the thread itself: no user message between a turn's tool calls and the last
+        // of their results.
+        let thread = world.state.thread.to_list();
+        let mut owed: Vec<String> = Vec::new();
+        for entry in thread {
+            match &entry.body {
+                EntryBody::Assistant { message, .. } => {
+                    owed = message
+                        .blocks
+                        .iter()
+                        .filter_map(|b| match b {
+                            AssistantBlock::ToolUse { id, .. } => Some(id.clone()),
+                            _ => None,
+                        })
+                        .collect();
+                }
+                EntryBody::ToolResult { result, .. } => owed.retain(|id| *id != result.tool_use_id),
+                EntryBody::User { content } => prop_assert!(
+                    owed.is_empty(),
+                    "user message {:?} at seq {} while {:?} are owed",
+                    content,
+                    entry.seq,
+                    owed
+                ),
+                _ => {}
+            }
+        }
+        // Every steer the active request accepted is in the thread as a user message or a note.
+        let thread = world.state.thread.to_list();
+        let recorded = |text: &str| thread.iter().any(|e| match &e.body {
+            EntryBody::User { content } => content == text,
+            EntryBody::Note { text: note } => note.ends_with(&format!(": {text}")),
+            _ => false,
+        });
+        let waiting: Vec<String> = world
+            .state
+            .request
+            .as_ref()
+            .map(|r| r.steers.clone())
+            .unwrap_or_default();
+        let ignored = usize::try_from(world.state.ignored).unwrap();
+        let lost: Vec<&String> = world
+            .steers
+            .iter()
+            .filter(|s| !recorded(s) && !waiting.contains(s))
+            .collect();
+        // A steer with no running request is ignored (and noted as ignored): those are the
+        // only ones neither taken in, nor waiting, nor noted as not taken in.
+        prop_assert!(lost.len() <= ignored, "lost {:?}, ignored {}", lost, ignored);
+    }
+}
