@@ -124,13 +124,19 @@ impl Ticket {
     /// # Errors
     /// [`RuntimeError::NotRunning`] when the agent has stopped.
     pub async fn cancel(&self, reason: impl Into<String>) -> Result<(), RuntimeError> {
-        let signal = Signal::builder(AGENT_CANCEL, "motet.ask")
+        let cancel = AgentCancel {
+            reason: Some(reason.into()),
+        };
+        self.tell(AGENT_CANCEL, cancel).await
+    }
+
+    /// Sends the request's thread a signal of type `ty` about this request.
+    async fn tell(&self, ty: &str, data: impl serde::Serialize) -> Result<(), RuntimeError> {
+        let signal = Signal::builder(ty, "motet.ask")
             .with_id(SystemEnv.fresh_id("sig"))
             .with_request_id(&self.id)
             .with_thread_id(&self.thread)
-            .with_data(AgentCancel {
-                reason: Some(reason.into()),
-            })
+            .with_data(data)
             .build()
             .map_err(|_| RuntimeError::NotRunning {
                 name: self.agent.clone(),
@@ -164,18 +170,7 @@ impl Ticket {
                 status: record.status,
             });
         }
-        let signal = Signal::builder(AGENT_STEER, "motet.ask")
-            .with_id(SystemEnv.fresh_id("sig"))
-            .with_request_id(&self.id)
-            .with_thread_id(&self.thread)
-            .with_data(AgentSteer { text })
-            .build()
-            .map_err(|_| RuntimeError::NotRunning {
-                name: self.agent.clone(),
-            })?;
-        self.core
-            .send(&self.agent, &self.thread, ThreadMsg::Signal(traced(signal)))
-            .await
+        self.tell(AGENT_STEER, AgentSteer { text }).await
     }
 
     /// Waits for the answer (up to the ask's timeout; a request not answered in time is
