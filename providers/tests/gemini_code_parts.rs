@@ -376,18 +376,24 @@ fn another_providers_opaque_blocks_are_not_sent_to_gemini() {
     );
 }
 
-#[test]
-fn a_turn_whose_signature_rode_on_a_code_part_gets_no_placeholder() {
-    let code = r#"{"executableCode": {"language": "PYTHON","code": "print(2)"},"thoughtSignature": "c2lnLWNhbGw="}"#;
+/// The parts of the assistant turn `code_part` and a `weather` call make, as the next request
+/// sends them back.
+fn replayed_parts(code_part: &str) -> serde_json::Value {
     let raw = stream_of(&[
-        code,
+        code_part,
         r#"{"functionCall": {"name": "weather","args": {"city": "Rome"}}}"#,
     ]);
     let response = transcript::assemble(Dialect::Gemini, &raw).unwrap();
     let value = Dialect::Gemini
         .render(&next_request(&response.message))
         .unwrap();
-    let parts = &value["contents"][1]["parts"];
+    value["contents"][1]["parts"].clone()
+}
+
+#[test]
+fn a_turn_whose_signature_rode_on_a_code_part_gets_no_placeholder() {
+    let code = r#"{"executableCode": {"language": "PYTHON","code": "print(2)"},"thoughtSignature": "c2lnLWNhbGw="}"#;
+    let parts = replayed_parts(code);
     assert_eq!(parts[0]["thoughtSignature"], "c2lnLWNhbGw=");
     assert_eq!(parts[1]["functionCall"]["name"], "weather");
     assert!(
@@ -397,15 +403,7 @@ fn a_turn_whose_signature_rode_on_a_code_part_gets_no_placeholder() {
 
     // Without a signature anywhere, the turn's first call gets the placeholder as before.
     let unsigned = r#"{"executableCode": {"language": "PYTHON","code": "print(2)"}}"#;
-    let raw = stream_of(&[
-        unsigned,
-        r#"{"functionCall": {"name": "weather","args": {"city": "Rome"}}}"#,
-    ]);
-    let response = transcript::assemble(Dialect::Gemini, &raw).unwrap();
-    let value = Dialect::Gemini
-        .render(&next_request(&response.message))
-        .unwrap();
-    let parts = &value["contents"][1]["parts"];
+    let parts = replayed_parts(unsigned);
     assert!(parts[0].get("thoughtSignature").is_none());
     assert_eq!(
         parts[1]["thoughtSignature"],

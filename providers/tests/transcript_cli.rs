@@ -3,29 +3,20 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
 
+mod common;
+
 use std::process::Command;
 
-use serde_json::Value;
+use common::{FIXTURES, transcript_json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_motet-transcript");
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 
 #[test]
 fn prints_the_assembled_response_as_json() {
-    let out = Command::new(BIN)
-        .args([
-            "--dialect",
-            "anthropic",
-            &format!("{FIXTURES}/anthropic/thinking-signature-tool-use-sonnet-4.sse"),
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let json = transcript_json(
+        "anthropic",
+        "anthropic/thinking-signature-tool-use-sonnet-4.sse",
     );
-    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
     let blocks = json["message"]["blocks"].as_array().unwrap();
     assert_eq!(blocks[0]["block_type"], "reasoning");
     assert_eq!(blocks[0]["meta"]["provider"], "anthropic");
