@@ -68,12 +68,12 @@ impl Strategy for Converter {
                     call: Some(call_id.clone()),
                     usage,
                 };
-                Directive::ToolExec(ToolExec {
+                Directive::ToolExec(ToolExec::new(
                     call_id,
-                    tool_call_id: call.id.to_owned(),
-                    name: call.name.to_owned(),
-                    args: call.args.clone(),
-                })
+                    call.id,
+                    call.name,
+                    call.args.clone(),
+                ))
             }
             Input::Outcome(Outcome::Tool(done)) if done.result.is_error => {
                 state.end(protocol::failed(signal, env, done.result.content)?)

@@ -24,8 +24,10 @@ pub use motet_runtime::telemetry;
 /// The names the README tour and the examples use, in one import: `use motet::prelude::*;`.
 /// Everything else is in the member crates ([`agents`], [`directives`], [`runtime`], ...).
 pub mod prelude {
-    pub use motet_agents::{Env, Input, ReAct, ReActConfig, Strategy, StrategyError, Thread};
-    pub use motet_directives::{Directive, ModelRef};
+    pub use motet_agents::{
+        Env, Input, ReAct, ReActConfig, Strategy, StrategyError, Thread, Waiting,
+    };
+    pub use motet_directives::{Approval, Directive, ModelRef, Response};
     pub use motet_providers::{LlmClient, Providers};
     pub use motet_runtime::agent::{
         AgentHandle, AgentSpec, Answer, AskError, AskOptions, ReActAgent, Runtime, RuntimeError,

@@ -66,15 +66,15 @@ pub use projector::{
     project_with,
 };
 pub use protocol::{
-    AGENT_CANCEL, AGENT_COMPLETED, AGENT_FAILED, AGENT_REQUEST, AGENT_RESUME, AGENT_STEER,
-    AGENT_SUMMARIZE, AgentCancel, AgentCompleted, AgentRequest, AgentResume, AgentSteer,
-    AgentSummarize, Input,
+    AGENT_CANCEL, AGENT_COMPLETED, AGENT_FAILED, AGENT_REQUEST, AGENT_RESPOND, AGENT_RESUME,
+    AGENT_STEER, AGENT_SUMMARIZE, AGENT_WAITING, AgentCancel, AgentCompleted, AgentRequest,
+    AgentRespond, AgentResume, AgentSteer, AgentSummarize, Input, Waiting,
 };
 pub use react::{
     FailureReason, LLM_FAILED, LLM_RESULT, LlmError, LlmErrorKind, LlmFailed, LlmResult,
     PendingSummary, PendingTool, ReAct, ReActConfig, ReActState, ReactCompleted, ReactFailed,
     RequestState, SUMMARY_FAILED, SUMMARY_RESULT, Status, SummaryFailed, SummaryResult,
-    TOOL_RESULT, ToolResultSignal,
+    TOOL_PAUSED, TOOL_RESULT, ToolPaused, ToolResultSignal,
 };
 pub use strategy::Strategy;
 pub use thread::{

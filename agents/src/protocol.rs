@@ -8,6 +8,7 @@
 //! | `agent.summarize` | a caller asks for a summary of a range of the thread | [`AgentSummarize`] |
 //! | `agent.resume` | the runtime recovers a thread that stopped mid-request | [`AgentResume`] |
 //! | `agent.steer` | a caller corrects the course of the request it names ([`Ticket::steer`]) | [`AgentSteer`] |
+//! | `agent.respond` | a person answers a tool call the request waits on ([`Ticket::respond`]) | [`AgentRespond`] |
 //! | `llm.result`, `tool.result`, ... | a directive's work is done | [`Outcome`] |
 //!
 //! Requests, summaries and resumes carry a request id; the runtime admits them one at a time
@@ -16,14 +17,19 @@
 //! and the runtime answers the caller with it. By convention the reply is an `agent.completed`
 //! carrying at least [`AgentCompleted`]'s fields, or an `agent.failed`; any signal may be one.
 //!
+//! A strategy whose tool call waits for a person (`tool.paused`) announces it with an
+//! `agent.waiting` signal ([`Waiting`]) and lists it through
+//! [`Strategy::waiting`](crate::Strategy::waiting), which the runtime stores at each commit.
+//!
 //! [`Input::of`] decodes what arrives, so a strategy matches on types, not strings.
 //!
 //! [`AgentHandle::ask`]: https://docs.rs/motet-runtime
 //! [`Ticket::steer`]: https://docs.rs/motet-runtime
+//! [`Ticket::respond`]: https://docs.rs/motet-runtime
 //! [`Outcome`]: motet_directives::results::Outcome
 
 use motet_directives::results::Outcome;
-use motet_directives::{Directive, Reply, Usage};
+use motet_directives::{Directive, Pause, Reply, Response, ToolArgs, Usage};
 use motet_signals::Signal;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -43,6 +49,11 @@ pub const AGENT_RESUME: &str = "agent.resume";
 /// Adds a user message to the request it names, taken in at its next turn boundary:
 /// [`AgentSteer`].
 pub const AGENT_STEER: &str = "agent.steer";
+/// A person answers a tool call the request it names waits on: [`AgentRespond`].
+pub const AGENT_RESPOND: &str = "agent.respond";
+/// Announces a tool call that waits for a person: [`Waiting`]. Published on the bus, with the
+/// request's id and thread.
+pub const AGENT_WAITING: &str = "agent.waiting";
 /// The conventional reply of a request that succeeded: [`AgentCompleted`] (and more).
 pub const AGENT_COMPLETED: &str = "agent.completed";
 /// The conventional reply of a request that failed; its data says why.
@@ -73,6 +84,46 @@ pub struct AgentCancel {
 pub struct AgentSteer {
     /// The message.
     pub text: String,
+}
+
+/// Data of `agent.respond`: a person's answer to the tool call `tool_call_id` of the request
+/// the signal names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentRespond {
+    /// The model's id of the call.
+    pub tool_call_id: String,
+    /// The answer.
+    pub response: Response,
+    /// Who answered, for the thread's record (`deadline` when the call's deadline did).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+}
+
+/// A tool call that waits for a person: announced as `agent.waiting`, listed by the runtime
+/// (per thread, per agent, runtime-wide) and answered with [`AgentRespond`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Waiting {
+    /// The agent (filled by the runtime; empty as a strategy writes it).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub agent: String,
+    /// The thread (filled by the runtime; empty as a strategy writes it).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub thread: String,
+    /// The request that waits.
+    pub request_id: String,
+    /// The model's id of the call.
+    pub tool_call_id: String,
+    /// The tool.
+    pub tool: String,
+    /// The arguments the model gave (a JSON object, as JSON text).
+    pub args: ToolArgs,
+    /// What the call waits for.
+    pub pause: Pause,
+    /// When the wait began (Unix milliseconds).
+    pub since_ms: u64,
+    /// When an unanswered approval expires (Unix milliseconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<u64>,
 }
 
 /// Data of `agent.summarize`: summarize entries `from_seq..=to_seq` into one summary entry,
@@ -119,6 +170,8 @@ pub enum Input<'a> {
     Resume(AgentResume),
     /// `agent.steer`.
     Steer(AgentSteer),
+    /// `agent.respond`.
+    Respond(AgentRespond),
     /// The result of one of the strategy's directives.
     Outcome(Outcome),
     /// Anything else: a signal from the bus, another agent, a schedule.
@@ -142,6 +195,7 @@ impl<'a> Input<'a> {
             AGENT_SUMMARIZE => Input::Summarize(decode(signal)?),
             AGENT_RESUME => Input::Resume(decode_or_default(signal)?),
             AGENT_STEER => Input::Steer(decode(signal)?),
+            AGENT_RESPOND => Input::Respond(decode(signal)?),
             _ => Input::Other(signal),
         })
     }

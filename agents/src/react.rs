@@ -14,6 +14,7 @@
 //! projecting again, so the next calls share their prefix.
 
 mod config;
+mod person;
 mod signals;
 mod state;
 
@@ -30,7 +31,7 @@ pub use config::ReActConfig;
 pub use signals::{
     FailureReason, LLM_FAILED, LLM_RESULT, LlmError, LlmErrorKind, LlmFailed, LlmResult,
     ReactCompleted, ReactFailed, SUMMARY_FAILED, SUMMARY_RESULT, SummaryFailed, SummaryResult,
-    TOOL_RESULT, ToolResultSignal,
+    TOOL_PAUSED, TOOL_RESULT, ToolPaused, ToolResultSignal,
 };
 pub use state::{PendingSummary, PendingTool, ReActState, RequestState, Status};
 
@@ -81,6 +82,15 @@ impl ReAct {
     /// The configuration.
     pub fn config(&self) -> &ReActConfig {
         &self.config
+    }
+
+    /// The source of the signals it sends (an empty one would make every signal fail to build
+    /// after the thread was already changed).
+    fn source(&self) -> &str {
+        match self.config.source.as_str() {
+            "" => "motet.react",
+            source => source,
+        }
     }
 
     fn on_input(
@@ -314,18 +324,15 @@ impl ReAct {
         for call in message.tool_calls() {
             request.tool_calls = request.tool_calls.saturating_add(1);
             let call_id = CallId::new(step.env.fresh_id("tool"));
-            request.tools.push(PendingTool {
-                call_id: call_id.clone(),
-                tool_call_id: call.id.to_owned(),
-                name: call.name.to_owned(),
-                done: false,
-            });
-            directives.push(Directive::ToolExec(ToolExec {
+            request
+                .tools
+                .push(PendingTool::new(call_id.clone(), call.id, call.name));
+            directives.push(Directive::ToolExec(ToolExec::new(
                 call_id,
-                tool_call_id: call.id.to_owned(),
-                name: call.name.to_owned(),
-                args: call.args.clone(),
-            }));
+                call.id,
+                call.name,
+                call.args.clone(),
+            )));
         }
         request.turn_call = Some(result.call_id);
         let entry = NewEntry::assistant(message, result.response.usage).with_refs(refs);
@@ -396,34 +403,45 @@ impl ReAct {
         call_id: &CallId,
         result: ToolResult,
     ) -> Result<Vec<Directive>, StrategyError> {
-        let awaiting = state.status == Status::AwaitingTools;
+        let awaiting = state.status.awaits_tools();
         let Some(request) = state.request.as_mut().filter(|_| awaiting) else {
             return Ok(ignore(state, step, TOOL_RESULT, call_id));
         };
+        // A call waiting for a person has no result to take until it runs again.
         let Some(tool) = request
             .tools
             .iter_mut()
-            .find(|t| &t.call_id == call_id && !t.done)
+            .find(|t| &t.call_id == call_id && !t.done && t.waiting.is_none())
         else {
             return Ok(ignore(state, step, TOOL_RESULT, call_id));
         };
         tool.done = true;
-        // The model's call id comes from our record, not from the tool's echo.
-        let result = ToolResult {
+        // The model's call id comes from our record, not from the tool's echo; the model reads
+        // that a person changed the arguments it asked for.
+        let mut result = ToolResult {
             tool_use_id: tool.tool_call_id.clone(),
             ..result
         };
-        let mut refs = Refs::request(request.request_id.clone())
-            .with_call_id(call_id.shared())
-            .with_tool_call_id(tool.tool_call_id.as_str())
-            .with_iteration(request.iteration);
-        refs.parent_call_id = request.turn_call.as_ref().map(CallId::shared);
+        if let (true, Some(args)) = (tool.edited, &tool.approved_args) {
+            result.content = format!(
+                "(run with arguments a person edited: {args})\n{}",
+                result.content
+            );
+        }
+        let refs = person::tool_refs(
+            &request.request_id,
+            request.iteration,
+            request.turn_call.as_ref(),
+            tool,
+        );
         let entry = NewEntry::tool_result(tool.name.clone(), result).with_refs(refs);
         let all_done = request.tools.iter().all(|t| t.done);
         state.thread.append(step.env, entry);
         if all_done {
+            state.status = Status::AwaitingTools;
             return self.next_iteration(state, step);
         }
+        state.settle();
         Ok(Vec::new())
     }
 
@@ -439,7 +457,7 @@ impl ReAct {
     ) -> Result<Vec<Directive>, StrategyError> {
         // The runtime resumes a request only when it does not run it: one the state shows
         // running stopped with the process, and is rebuilt from the thread.
-        let steered = state.request.take().map(|r| (r.request_id, r.steers));
+        let saved = state.request.take();
         state.status = Status::Idle;
         let entries = state.thread.to_list();
         let Some(at) = entries.iter().rposition(|e| {
@@ -461,10 +479,11 @@ impl ReAct {
         else {
             return Ok(Vec::new());
         };
-        // What a person added to this request before the stop still waits for its turn.
-        let steers = steered
-            .filter(|(id, _)| *id == request_id)
-            .map(|(_, steers)| steers)
+        // What a person added to this request before the stop still waits for its turn, and
+        // its calls that waited for a person (or were approved by one) still do (or were).
+        let (steers, saved_tools) = saved
+            .filter(|r| r.request_id == request_id)
+            .map(|r| (r.steers, r.tools))
             .unwrap_or_default();
         let (message, iteration, turn_call) = match &entries[turn].body {
             EntryBody::User { .. } => {
@@ -515,8 +534,21 @@ impl ReAct {
             .collect();
         let mut directives = Vec::new();
         let mut owed = Vec::new();
+        let mut announced = Vec::new();
         for (tool_call_id, name, args) in missing {
             let call_id = CallId::new(step.env.fresh_id("tool"));
+            let saved_tool = saved_tools.iter().find(|t| t.tool_call_id == tool_call_id);
+            if let Some(waiting) = saved_tool.and_then(|t| t.waiting.clone()) {
+                // Nothing ran (an approval), or its question stands: it waits on.
+                let mut tool = PendingTool::new(call_id, tool_call_id, name);
+                tool.waiting = Some(waiting.clone());
+                request.tools.push(tool);
+                announced.push(waiting);
+                continue;
+            }
+            // Approved before the stop: whatever runs again runs as the person approved it.
+            let approved = saved_tool.and_then(|t| Some((t.approved_args.clone()?, t.edited)));
+            let args = approved.as_ref().map_or(args, |(args, _)| args.clone());
             let reruns = reruns_of(&entries[turn + 1..], &tool_call_id);
             let mut refs = Refs::request(request.request_id.clone())
                 .with_call_id(call_id.shared())
@@ -533,18 +565,15 @@ impl ReAct {
                     self.config.max_tool_reruns
                 );
                 owed.push(NewEntry::note(note).with_refs(refs));
-                request.tools.push(PendingTool {
-                    call_id: call_id.clone(),
-                    tool_call_id: tool_call_id.clone(),
-                    name: name.clone(),
-                    done: false,
-                });
-                directives.push(Directive::ToolExec(ToolExec {
-                    call_id,
-                    tool_call_id,
-                    name,
-                    args,
-                }));
+                let mut tool = PendingTool::new(call_id.clone(), tool_call_id.as_str(), &*name);
+                let mut exec = ToolExec::new(call_id, tool_call_id, name, args);
+                if let Some((args, edited)) = approved {
+                    tool.approved_args = Some(args);
+                    tool.edited = edited;
+                    exec = exec.approved();
+                }
+                request.tools.push(tool);
+                directives.push(Directive::ToolExec(exec));
             } else {
                 let message = if idempotent {
                     format!(
@@ -569,6 +598,10 @@ impl ReAct {
             return self.next_iteration(state, step);
         }
         state.status = Status::AwaitingTools;
+        state.settle();
+        for waiting in &announced {
+            directives.extend(self.announce(state, step, waiting)?);
+        }
         Ok(directives)
     }
 
@@ -753,14 +786,29 @@ impl ReAct {
             other => format!("request failed: {other}"),
         };
         let mut entries = Vec::new();
-        if state.status == Status::AwaitingTools {
-            for tool in request.tools.iter_mut().filter(|t| !t.done) {
+        let mut timers = Vec::new();
+        if state.status.awaits_tools() {
+            for at in 0..request.tools.len() {
+                if request.tools[at].done {
+                    continue;
+                }
+                let tool = &mut request.tools[at];
+                let refs = person::tool_refs(
+                    &request.request_id,
+                    request.iteration,
+                    request.turn_call.as_ref(),
+                    tool,
+                );
                 tool.done = true;
-                let mut refs = Refs::request(request.request_id.clone())
-                    .with_call_id(tool.call_id.shared())
-                    .with_tool_call_id(tool.tool_call_id.as_str())
-                    .with_iteration(request.iteration);
-                refs.parent_call_id = request.turn_call.as_ref().map(CallId::shared);
+                if let Some(waiting) = tool.waiting.take()
+                    && waiting.deadline_ms.is_some()
+                {
+                    timers.push(Directive::CancelSchedule(
+                        motet_directives::CancelSchedule {
+                            schedule_id: person::deadline_id(&waiting.tool_call_id),
+                        },
+                    ));
+                }
                 let result =
                     ToolResult::error(tool.tool_call_id.clone(), format!("not run: {why}"));
                 entries.push(NewEntry::tool_result(tool.name.clone(), result).with_refs(refs));
@@ -790,7 +838,10 @@ impl ReAct {
             FailureReason::Cancelled { .. } => Status::Cancelled,
             _ => Status::Failed,
         };
-        self.reply(state, step, AGENT_FAILED, &request_id, failed)
+        let mut out = self.reply(state, step, AGENT_FAILED, &request_id, failed)?;
+        // The timers first: a deadline must not fire into the next request.
+        timers.append(&mut out);
+        Ok(timers)
     }
 
     /// Answers the request: a `Reply` (failed for `agent.failed`), and a copy to
@@ -809,12 +860,7 @@ impl ReAct {
             .thread_id()
             .unwrap_or(state.thread.id())
             .to_owned();
-        // An empty source would make the builder fail after the thread was already changed.
-        let source = match self.config.source.as_str() {
-            "" => "motet.react",
-            source => source,
-        };
-        let signal = Signal::builder(signal_type, source)
+        let signal = Signal::builder(signal_type, self.source())
             .with_id(step.env.fresh_id("sig"))
             .with_time(step.env.now())
             .caused_by(step.cause)
@@ -957,13 +1003,22 @@ impl Strategy for ReAct {
         let mut state = ReActState::new(saved.thread);
         state.context_policy = saved.context_policy;
         state.ignored = saved.ignored;
-        // Except what a person added to that request and it had not taken in yet: the thread
-        // does not hold it, so it is kept for `agent.resume` to carry over.
-        state.request = saved.request.filter(|r| !r.steers.is_empty()).map(|r| {
-            let mut kept = RequestState::new(r.request_id, None);
-            kept.steers = r.steers;
-            kept
-        });
+        // Except what a person did to that request that the thread does not hold — messages
+        // not taken in yet, calls waiting for them or approved by them — kept for
+        // `agent.resume` to carry over.
+        state.request = saved
+            .request
+            .map(|r| {
+                let mut kept = RequestState::new(r.request_id, None);
+                kept.steers = r.steers;
+                kept.tools = r
+                    .tools
+                    .into_iter()
+                    .filter(|t| !t.done && (t.waiting.is_some() || t.approved_args.is_some()))
+                    .collect();
+                kept
+            })
+            .filter(|r| !r.steers.is_empty() || !r.tools.is_empty());
         state
     }
 
@@ -982,6 +1037,10 @@ impl Strategy for ReAct {
         Some(&state.thread)
     }
 
+    fn waiting(&self, state: &ReActState) -> Vec<crate::protocol::Waiting> {
+        person::waiting_of(state)
+    }
+
     fn thread_mut<'a>(&self, state: &'a mut ReActState) -> Option<&'a mut Thread> {
         Some(&mut state.thread)
     }
@@ -998,11 +1057,15 @@ impl Strategy for ReAct {
             Input::Resume(resume) => self.on_resume(state, &step, resume),
             Input::Cancel(cancel) => self.on_cancel(state, &step, cancel),
             Input::Steer(steer) => Ok(self.on_steer(state, &step, steer)),
+            Input::Respond(respond) => self.on_respond(state, &step, respond),
             Input::Summarize(range) => self.on_summarize(state, &step, range),
             Input::Outcome(Outcome::Llm(result)) => self.on_llm_result(state, &step, result),
             Input::Outcome(Outcome::LlmFailed(failed)) => self.on_llm_failed(state, &step, failed),
             Input::Outcome(Outcome::Tool(tool)) => {
                 self.on_tool_result(state, &step, &tool.call_id, tool.result)
+            }
+            Input::Outcome(Outcome::ToolPaused(paused)) => {
+                self.on_tool_paused(state, &step, paused)
             }
             Input::Outcome(Outcome::Summary(summary)) => self.on_summary(
                 state,

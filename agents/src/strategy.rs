@@ -79,6 +79,14 @@ pub trait Strategy {
         None
     }
 
+    /// The tool calls this state waits on a person for (approvals, questions), in order. The
+    /// runtime stores them with every commit, so they are listed — and can be answered —
+    /// after a crash or a restart, without the thread running. By default none.
+    fn waiting(&self, state: &Self::State) -> Vec<crate::protocol::Waiting> {
+        let _ = state;
+        Vec::new()
+    }
+
     /// Handles one signal.
     ///
     /// # Errors

@@ -131,6 +131,34 @@ pub struct ToolExec {
     pub name: String,
     /// Raw arguments, parsed only by the tool.
     pub args: ToolArgs,
+    /// A person approved this call (as the args now stand): it runs even when its tool needs
+    /// approval. Never set it for a call nobody approved.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub approved: bool,
+}
+
+impl ToolExec {
+    /// A call of tool `name`, answering the model's call `tool_call_id`.
+    pub fn new(
+        call_id: CallId,
+        tool_call_id: impl Into<String>,
+        name: impl Into<String>,
+        args: ToolArgs,
+    ) -> Self {
+        Self {
+            call_id,
+            tool_call_id: tool_call_id.into(),
+            name: name.into(),
+            args,
+            approved: false,
+        }
+    }
+
+    /// The same call, approved by a person.
+    pub fn approved(mut self) -> Self {
+        self.approved = true;
+        self
+    }
 }
 
 /// Summarize entries `from_seq..=to_seq` of a thread (seed 001 §8).
@@ -288,5 +316,25 @@ mod millis {
 
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         u64::deserialize(d).map(Duration::from_millis)
+    }
+}
+
+/// Optional durations as whole milliseconds.
+pub(crate) mod opt_millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Duration>, D::Error> {
+        Option::<u64>::deserialize(d).map(|ms| ms.map(Duration::from_millis))
     }
 }

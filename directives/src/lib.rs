@@ -18,6 +18,8 @@
 //! - `request` — [`LlmRequest`], [`LlmOptions`], [`ModelRef`].
 //! - `hosted` — [`HostedTool`] (web search, code execution, remote MCP servers) and [`Secret`].
 //! - `directive` — [`Directive`] and one payload struct per variant.
+//! - `pause` — a call that waits for a person: [`Pause`] ([`Approval`] or a question) and the
+//!   [`Response`] that resumes it.
 //! - [`results`] — what comes back: the result signal of each directive, typed, and
 //!   [`results::Outcome`] to decode one.
 //! - `error` — [`DirectiveError`].
@@ -44,6 +46,7 @@ mod directive;
 mod error;
 mod hosted;
 mod message;
+mod pause;
 mod request;
 pub mod results;
 mod tool;
@@ -56,6 +59,7 @@ pub use directive::{
 pub use error::DirectiveError;
 pub use hosted::{HostedTool, McpApproval, McpServer, Secret, UserLocation, WebSearch};
 pub use message::{AssistantBlock, AssistantMessage, Message, ProviderMeta};
+pub use pause::{Approval, OnExpiry, Pause, Response};
 pub use request::{LlmOptions, LlmRequest, ModelRef, ReasoningEffort};
 pub use tool::{ToolArgs, ToolCallIter, ToolCallView, ToolChoice, ToolDef, ToolDefs, ToolResult};
 pub use usage::{LlmResponse, StopReason, Usage};

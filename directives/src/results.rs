@@ -8,14 +8,14 @@
 //! | directive | result |
 //! |---|---|
 //! | [`LlmStream`](crate::LlmStream) | `llm.result` ([`LlmResult`]) or `llm.failed` ([`LlmFailed`]) |
-//! | [`ToolExec`](crate::ToolExec) | `tool.result` ([`ToolResultSignal`]) |
+//! | [`ToolExec`](crate::ToolExec) | `tool.result` ([`ToolResultSignal`]), or `tool.paused` ([`ToolPaused`]) when the call waits for a person |
 //! | [`Summarize`](crate::Summarize) | `summary.result` ([`SummaryResult`]) or `summary.failed` ([`SummaryFailed`]) |
 //! | [`Schedule`](crate::Schedule) | the signal it carries, when it fires |
 
 use motet_signals::{Signal, SignalError};
 use serde::{Deserialize, Serialize};
 
-use crate::{CallId, LlmResponse, ToolResult};
+use crate::{CallId, LlmResponse, Pause, ToolArgs, ToolResult};
 
 /// An LLM call finished: [`LlmResult`].
 pub const LLM_RESULT: &str = "llm.result";
@@ -23,6 +23,9 @@ pub const LLM_RESULT: &str = "llm.result";
 pub const LLM_FAILED: &str = "llm.failed";
 /// A tool run finished (successfully or with an error result): [`ToolResultSignal`].
 pub const TOOL_RESULT: &str = "tool.result";
+/// A tool call waits for a person (an approval before it runs, or its tool's question):
+/// [`ToolPaused`].
+pub const TOOL_PAUSED: &str = "tool.paused";
 /// A summary was produced for a `Summarize` directive: [`SummaryResult`].
 pub const SUMMARY_RESULT: &str = "summary.result";
 /// A summary could not be produced: [`SummaryFailed`].
@@ -99,6 +102,23 @@ pub struct ToolResultSignal {
     pub result: ToolResult,
 }
 
+/// Data of `tool.paused`: the call did not run (an approval) or ran and asked instead of
+/// answering (a question); either way no `tool.result` follows until the strategy runs the call
+/// again approved, or answers it itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolPaused {
+    /// The `ToolExec` directive's call id.
+    pub call_id: CallId,
+    /// The model's id of the call.
+    pub tool_call_id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments the call was made with.
+    pub args: ToolArgs,
+    /// What it waits for.
+    pub pause: Pause,
+}
+
 /// Data of `summary.result`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SummaryResult {
@@ -126,6 +146,8 @@ pub enum Outcome {
     LlmFailed(LlmFailed),
     /// `tool.result`.
     Tool(ToolResultSignal),
+    /// `tool.paused`.
+    ToolPaused(ToolPaused),
     /// `summary.result`.
     Summary(SummaryResult),
     /// `summary.failed`.
@@ -142,6 +164,7 @@ impl Outcome {
             LLM_RESULT => signal.data_as().map(Self::Llm),
             LLM_FAILED => signal.data_as().map(Self::LlmFailed),
             TOOL_RESULT => signal.data_as().map(Self::Tool),
+            TOOL_PAUSED => signal.data_as().map(Self::ToolPaused),
             SUMMARY_RESULT => signal.data_as().map(Self::Summary),
             SUMMARY_FAILED => signal.data_as().map(Self::SummaryFailed),
             _ => return None,
@@ -155,6 +178,7 @@ impl Outcome {
             Self::Llm(r) => &r.call_id,
             Self::LlmFailed(r) => &r.call_id,
             Self::Tool(r) => &r.call_id,
+            Self::ToolPaused(r) => &r.call_id,
             Self::Summary(r) => &r.call_id,
             Self::SummaryFailed(r) => &r.call_id,
         }
@@ -166,6 +190,7 @@ impl Outcome {
             Self::Llm(_) => LLM_RESULT,
             Self::LlmFailed(_) => LLM_FAILED,
             Self::Tool(_) => TOOL_RESULT,
+            Self::ToolPaused(_) => TOOL_PAUSED,
             Self::Summary(_) => SUMMARY_RESULT,
             Self::SummaryFailed(_) => SUMMARY_FAILED,
         }

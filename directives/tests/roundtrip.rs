@@ -248,13 +248,10 @@ fn tool_args_object_text_is_kept_exactly_outside_blocks() {
     let back: ToolArgs = serde_json::from_str(&text).unwrap();
     assert_eq!(back.get(), raw);
     // Inside a plain struct (ToolExec) the bytes survive too.
-    let exec = ToolExec {
-        call_id: CallId::new("c1"),
-        tool_call_id: "t1".into(),
-        name: "add".into(),
-        args,
-    };
-    let back: ToolExec = serde_json::from_str(&serde_json::to_string(&exec).unwrap()).unwrap();
+    let exec = ToolExec::new(CallId::new("c1"), "t1", "add", args);
+    let json = serde_json::to_string(&exec).unwrap();
+    assert!(!json.contains("approved"), "{json}");
+    let back: ToolExec = serde_json::from_str(&json).unwrap();
     assert_eq!(back.args.get(), raw);
 }
 
@@ -473,12 +470,21 @@ fn every_directive_round_trips() {
             call_id: CallId::new("call_1"),
             request: request(),
         }),
-        Directive::ToolExec(ToolExec {
-            call_id: CallId::new("tool_1"),
-            tool_call_id: "toolu_1".into(),
-            name: "add".into(),
-            args: ToolArgs::from_text("{\"a\":1 "),
-        }),
+        Directive::ToolExec(ToolExec::new(
+            CallId::new("tool_1"),
+            "toolu_1",
+            "add",
+            ToolArgs::from_text("{\"a\":1 "),
+        )),
+        Directive::ToolExec(
+            ToolExec::new(
+                CallId::new("tool_2"),
+                "toolu_2",
+                "rm",
+                ToolArgs::empty_object(),
+            )
+            .approved(),
+        ),
         Directive::Summarize(Summarize {
             call_id: CallId::new("summary_1"),
             thread_id: "th_1".into(),
@@ -548,7 +554,23 @@ fn every_directive_round_trips() {
         let value: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(value["directive"], directive.kind(), "{text}");
     }
-    let schedule = json_of(&directives[11]);
+    let schedule = json_of(&directives[12]);
+    let approved: Vec<Value> = directives
+        .iter()
+        .map(|d| json_of(d).to_string())
+        .filter(|text| text.contains("toolu_"))
+        .map(|text| serde_json::from_str::<Value>(&text).unwrap())
+        .collect();
+    assert_eq!(approved.len(), 2);
+    assert!(
+        approved[0].to_string().contains("toolu_1")
+            && !approved[0].to_string().contains("approved")
+    );
+    assert!(
+        approved[1].to_string().contains(r#""approved":true"#),
+        "{}",
+        approved[1]
+    );
     assert_eq!(schedule["delay"], 1_500);
     assert_eq!(json_of(&CallId::new("x")), json!("x"));
 }

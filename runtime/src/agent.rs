@@ -48,6 +48,7 @@ mod env;
 mod errors;
 mod events;
 mod handle;
+mod person;
 mod react;
 mod registry;
 mod requests;
@@ -73,4 +74,4 @@ pub use spec::{
     AgentSpec, AskOptions, DEFAULT_IDLE_TIMEOUT, DEFAULT_LLM_CONCURRENCY, DEFAULT_THREAD, IntoSpec,
     NEW_THREAD,
 };
-pub use ticket::{Answer, Ticket};
+pub use ticket::{Answer, Ticket, TicketEvent};

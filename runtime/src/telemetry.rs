@@ -665,6 +665,11 @@ pub(crate) struct Instruments {
     pub(crate) restarts: Counter<u64>,
     /// `motet.queue.depth`: requests waiting behind a running one.
     pub(crate) queue_depth: UpDownCounter<i64>,
+    /// `motet.person.waiting`: tool calls waiting for a person now, by `motet.wait.kind`.
+    pub(crate) waiting: UpDownCounter<i64>,
+    /// `motet.person.wait.duration`: seconds a tool call waited for a person, by
+    /// `motet.wait.kind` and `motet.wait.outcome`.
+    pub(crate) wait_duration: Histogram<f64>,
 }
 
 impl Instruments {
@@ -704,6 +709,18 @@ impl Instruments {
             queue_depth: meter
                 .i64_up_down_counter("motet.queue.depth")
                 .with_description("Requests queued behind a running request on their thread")
+                .build(),
+            waiting: meter
+                .i64_up_down_counter("motet.person.waiting")
+                .with_description("Tool calls waiting for a person's approval or answer")
+                .build(),
+            wait_duration: meter
+                .f64_histogram("motet.person.wait.duration")
+                .with_unit("s")
+                .with_description("Time a tool call waited for a person")
+                .with_boundaries(vec![
+                    1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0, 14400.0, 86400.0, 604800.0,
+                ])
                 .build(),
         }
     }

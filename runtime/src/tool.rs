@@ -49,10 +49,10 @@ mod set;
 mod typed;
 
 use async_trait::async_trait;
-use motet_directives::{ToolArgs, ToolCallView, ToolDefs, ToolResult};
+use motet_directives::{Approval, ToolArgs, ToolCallView, ToolDefs, ToolResult};
 
 pub use error::{ToolError, ToolSetError};
-pub use set::{DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT, ToolSet, ToolSetBuilder};
+pub use set::{DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT, Ran, ToolSet, ToolSetBuilder};
 pub use typed::{TypedTool, schema_for, tool_fn};
 
 /// Something the model can call.
@@ -81,11 +81,20 @@ pub trait Tool: Send + Sync + 'static {
         false
     }
 
+    /// Whether a call with these arguments needs a person's approval before it runs, and
+    /// how it is gated (reason, deadline). Default: never. A [`ToolSetBuilder`] can require
+    /// approval for any tool without it implementing this.
+    fn approval(&self, args: &ToolArgs) -> Option<Approval> {
+        let _ = args;
+        None
+    }
+
     /// Runs the call on the model's raw arguments.
     ///
     /// # Errors
     /// [`ToolError::InvalidArgs`] when the arguments do not fit; [`ToolError::Failed`] for the
-    /// tool's own failures. Both reach the model as an error result.
+    /// tool's own failures. Both reach the model as an error result. [`ToolError::Question`]
+    /// to ask a person instead of answering.
     async fn call(&self, args: &ToolArgs, ctx: &ToolContext) -> Result<String, ToolError>;
 }
 

@@ -36,12 +36,12 @@ impl Strategy for Ticker {
         env: &dyn Env,
     ) -> Result<Vec<Directive>, StrategyError> {
         let tick = |env: &dyn Env| {
-            Directive::ToolExec(ToolExec {
-                call_id: CallId::new(env.fresh_id("tick")),
-                tool_call_id: env.fresh_id("call"),
-                name: "tick".into(),
-                args: ToolArgs::from_text("{}"),
-            })
+            Directive::ToolExec(ToolExec::new(
+                CallId::new(env.fresh_id("tick")),
+                env.fresh_id("call"),
+                "tick",
+                ToolArgs::from_text("{}"),
+            ))
         };
         Ok(match Input::of(signal)? {
             Input::Request(_) => {

@@ -8,7 +8,8 @@
 use motet_directives::Usage;
 pub use motet_directives::results::{
     LLM_FAILED, LLM_RESULT, LlmError, LlmErrorKind, LlmFailed, LlmResult, SUMMARY_FAILED,
-    SUMMARY_RESULT, SummaryFailed, SummaryResult, TOOL_RESULT, ToolResultSignal,
+    SUMMARY_RESULT, SummaryFailed, SummaryResult, TOOL_PAUSED, TOOL_RESULT, ToolPaused,
+    ToolResultSignal,
 };
 use serde::{Deserialize, Serialize};
 

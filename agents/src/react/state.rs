@@ -9,7 +9,9 @@ use crate::policy::{ContextPolicy, PolicyOverride};
 use crate::thread::Thread;
 
 /// Where the state machine is (seed 000/001):
-/// idle → awaiting_llm ⇄ awaiting_tools → completed | failed | cancelled.
+/// idle → awaiting_llm ⇄ awaiting_tools → completed | failed | cancelled, with
+/// awaiting_tools ⇄ awaiting_approval | awaiting_answer while the turn's only unfinished calls
+/// wait for a person.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
@@ -20,6 +22,10 @@ pub enum Status {
     AwaitingLlm,
     /// Waiting for the results of the last turn's tool calls.
     AwaitingTools,
+    /// Every unfinished tool call of the turn waits for a person, at least one for an approval.
+    AwaitingApproval,
+    /// Every unfinished tool call of the turn waits for a person's answer to its question.
+    AwaitingAnswer,
     /// The last request finished with an answer.
     Completed,
     /// The last request failed.
@@ -31,7 +37,15 @@ pub enum Status {
 impl Status {
     /// True while a request is running.
     pub fn is_active(self) -> bool {
-        matches!(self, Self::AwaitingLlm | Self::AwaitingTools)
+        self == Self::AwaitingLlm || self.awaits_tools()
+    }
+
+    /// True while the turn's tool calls are unfinished (running, or waiting for a person).
+    pub fn awaits_tools(self) -> bool {
+        matches!(
+            self,
+            Self::AwaitingTools | Self::AwaitingApproval | Self::AwaitingAnswer
+        )
     }
 }
 
@@ -46,6 +60,30 @@ pub struct PendingTool {
     pub name: String,
     /// True once its result (or failure) is committed.
     pub done: bool,
+    /// What it waits for from a person, while it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<crate::protocol::Waiting>,
+    /// The arguments a person approved it with (the model's, or edited), once approved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_args: Option<motet_directives::ToolArgs>,
+    /// True when the approved arguments are a person's edit, not the model's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub edited: bool,
+}
+
+impl PendingTool {
+    /// A call that was just asked for.
+    pub fn new(call_id: CallId, tool_call_id: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            call_id,
+            tool_call_id: tool_call_id.into(),
+            name: name.into(),
+            done: false,
+            waiting: None,
+            approved_args: None,
+            edited: false,
+        }
+    }
 }
 
 /// The request being run, or the last one.
@@ -220,5 +258,24 @@ impl ReActState {
     /// The running request, if any.
     pub fn active_request(&self) -> Option<&RequestState> {
         self.request.as_ref().filter(|_| self.status.is_active())
+    }
+
+    /// Where a turn with unfinished tool calls stands: running while any of them runs, else
+    /// waiting for a person (for an approval if any waits on one).
+    pub(crate) fn settle(&mut self) {
+        if !self.status.awaits_tools() {
+            return;
+        }
+        let Some(request) = self.request.as_ref() else {
+            return;
+        };
+        let open = || request.tools.iter().filter(|t| !t.done);
+        self.status = if open().any(|t| t.waiting.is_none()) || open().next().is_none() {
+            Status::AwaitingTools
+        } else if open().any(|t| t.waiting.as_ref().is_some_and(|w| w.pause.is_approval())) {
+            Status::AwaitingApproval
+        } else {
+            Status::AwaitingAnswer
+        };
     }
 }

@@ -29,8 +29,9 @@ use execute::deliver;
 mod finish;
 mod llm;
 mod persist;
+mod waits;
 
-pub(crate) use persist::open_request;
+pub(crate) use persist::{open_request, stored_waiting};
 
 /// What an agent's mailbox receives.
 #[derive(Debug)]
@@ -134,6 +135,8 @@ pub struct ThreadState<S: Strategy> {
     held: Vec<ThreadMsg>,
     /// The open `invoke_agent` span of each request this thread has admitted, by request id.
     spans: few::Few<RequestTrace>,
+    /// The tool calls waiting for a person, as last seen after a step.
+    waits: Vec<waits::OpenWait>,
 }
 
 /// A request's span and how many LLM calls it has made.
@@ -182,6 +185,7 @@ where
             pending: few::Few::default(),
             schedules: HashMap::new(),
             spans: few::Few::default(),
+            waits: Vec::new(),
         })
     }
 
@@ -451,8 +455,12 @@ where
                 .running()
                 .filter(|running| !replies_to(&directives, running))
                 .map(str::to_owned);
-            match self.persist(state, open.as_deref()).await {
-                Ok(()) => break directives,
+            let waiting = self.agent.strategy.waiting(&state.strategy);
+            match self.persist(state, open.as_deref(), &waiting).await {
+                Ok(()) => {
+                    self.watch_waits(state, &waiting, &signal);
+                    break directives;
+                }
                 Err(
                     crate::store::StoreError::Conflict { .. }
                     | crate::store::StoreError::AlreadyExists { .. },

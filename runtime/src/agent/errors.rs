@@ -64,6 +64,55 @@ pub enum RuntimeError {
         /// Where it is.
         status: super::RequestStatus,
     },
+    /// A response for a request that waits for no person.
+    #[error("request {request} waits for no person: there is nothing to answer")]
+    RequestNotPaused {
+        /// The request.
+        request: String,
+    },
+    /// A response naming a tool call the request never made or never paused.
+    #[error(
+        "request {request} has no tool call `{tool_call_id}` waiting for a person (it waits on: {})",
+        waiting.join(", ")
+    )]
+    UnknownCall {
+        /// The request.
+        request: String,
+        /// The call named.
+        tool_call_id: String,
+        /// The calls that do wait.
+        waiting: Vec<String>,
+    },
+    /// A response for a call that no longer waits: answered already (or ended with its
+    /// request), or one that ran without waiting.
+    #[error(
+        "tool call `{tool_call_id}` of request {request} does not wait for a person: it was answered already or has run"
+    )]
+    AlreadyAnswered {
+        /// The request.
+        request: String,
+        /// The call.
+        tool_call_id: String,
+    },
+    /// A response that does not fit what the call waits for (an approval for a question, an
+    /// answer for an approval).
+    #[error("tool call `{tool_call_id}` waits for {waits_for}; `{response}` does not answer it")]
+    WrongResponse {
+        /// The call.
+        tool_call_id: String,
+        /// What it waits for (`approval` or `question`).
+        waits_for: &'static str,
+        /// The response's kind.
+        response: &'static str,
+    },
+    /// Edited arguments that are not a JSON object.
+    #[error("the edited arguments of tool call `{tool_call_id}` are not a JSON object: {message}")]
+    InvalidEdit {
+        /// The call.
+        tool_call_id: String,
+        /// What is wrong with them.
+        message: String,
+    },
 }
 
 /// Why an ask got no answer.

@@ -155,6 +155,7 @@ impl AgentHandle {
             timeout: options.timeout,
             keep_running: options.keep_running,
             deltas,
+            waits: None,
         })
     }
 
@@ -285,7 +286,24 @@ impl AgentHandle {
             timeout,
             keep_running: false,
             deltas: None,
+            waits: None,
         })
+    }
+
+    /// The tool calls waiting for a person on thread `thread_id` of this agent (every thread
+    /// of it for `None`), as last committed: listed after a crash or a restart too, with no
+    /// thread running. Answer one with [`Runtime::respond`](super::Runtime::respond).
+    ///
+    /// # Errors
+    /// [`RuntimeError::Store`] when the store cannot be read.
+    pub async fn waiting(
+        &self,
+        thread_id: Option<&str>,
+    ) -> Result<Vec<motet_agents::Waiting>, RuntimeError> {
+        match thread_id {
+            Some(thread) => self.core.waits_of(&self.name, thread).await,
+            None => self.core.all_waits(Some(&self.name)).await,
+        }
     }
 
     /// This agent's requests, oldest first (finished ones are kept up to a bound).

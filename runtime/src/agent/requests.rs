@@ -13,10 +13,25 @@ pub enum RequestStatus {
     Queued,
     /// The strategy is working on it.
     Running,
+    /// It waits for a person to approve a tool call (its other calls may still run).
+    AwaitingApproval,
+    /// It waits for a person to answer a tool's question.
+    AwaitingAnswer,
     /// It ended with the agent's success reply.
     Completed,
     /// It ended with the agent's failure reply, or the strategy rejected it.
     Failed,
+}
+
+impl RequestStatus {
+    /// True while the strategy works on it or waits for a person on its behalf: it takes
+    /// steers, responses and cancels.
+    pub fn is_running(self) -> bool {
+        matches!(
+            self,
+            Self::Running | Self::AwaitingApproval | Self::AwaitingAnswer
+        )
+    }
 }
 
 /// One request, as the runtime saw it.
@@ -165,6 +180,16 @@ impl Requests {
                 result: None,
             },
         );
+    }
+
+    /// A running request started or stopped waiting for a person: `status` is `Running` or
+    /// one of the awaiting ones. A request not running is left as it is.
+    pub(crate) fn waits(&self, id: &str, status: RequestStatus) {
+        if let Some(mut kept) = self.records.get_mut(id)
+            && kept.status.is_running()
+        {
+            kept.status = status;
+        }
     }
 
     /// A request ended.

@@ -243,6 +243,38 @@ impl Runtime {
         Ok(resumed)
     }
 
+    /// Every tool call waiting for a person, on every stored thread, oldest first: listed
+    /// after a crash or a restart too, with no thread running (one store read per thread).
+    ///
+    /// # Errors
+    /// [`RuntimeError::Store`] when the store cannot be listed or read.
+    pub async fn waiting(&self) -> Result<Vec<motet_agents::Waiting>, RuntimeError> {
+        self.core.all_waits(None).await
+    }
+
+    /// Answers `waiting` (from [`waiting`](Self::waiting) or an `agent.waiting` signal) with
+    /// `response`, as [`Ticket::respond`] does. A request this runtime does not run — it
+    /// paused in a process that stopped, and [`recover`](Self::recover) was not called — is
+    /// resumed first; its answer then goes to the request records and the bus.
+    ///
+    /// # Errors
+    /// As [`Ticket::respond`].
+    pub async fn respond(
+        &self,
+        waiting: &motet_agents::Waiting,
+        response: motet_directives::Response,
+    ) -> Result<(), RuntimeError> {
+        self.core
+            .respond(
+                &waiting.agent,
+                &waiting.thread,
+                &waiting.request_id,
+                &waiting.tool_call_id,
+                response,
+            )
+            .await
+    }
+
     /// Stops an agent, its children and their threads.
     pub fn stop_agent(&self, name: &str) {
         self.core.stop_agent(name, "stopped by the application");

@@ -4,8 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use motet_agents::{AGENT_CANCEL, AGENT_STEER, AgentCancel, AgentCompleted, AgentSteer, Env};
-use motet_directives::Usage;
+use motet_agents::{
+    AGENT_CANCEL, AGENT_STEER, AGENT_WAITING, AgentCancel, AgentCompleted, AgentSteer, Env, Waiting,
+};
+use motet_directives::{Response, Usage};
 use motet_signals::{Bus, Delivery, Pattern, Signal, Subscription};
 use tokio::sync::oneshot;
 
@@ -14,7 +16,6 @@ use super::env::SystemEnv;
 use super::errors::{AskError, RuntimeError};
 use super::events::{LLM_DELTA, LlmDelta};
 use super::registry::RuntimeCore;
-use super::requests::RequestStatus;
 
 /// A request's answer: the reply's text and usage, where it ran, and the reply itself.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,6 +75,17 @@ pub struct Ticket {
     /// Whether the request outlives a timed-out wait.
     pub(crate) keep_running: bool,
     pub(crate) deltas: Option<Deltas>,
+    /// The calls of this request that wait for a person, once asked for.
+    pub(crate) waits: Option<Box<Waits>>,
+}
+
+/// What a ticket reports while its request runs ([`Ticket::next_event`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum TicketEvent {
+    /// A fragment the model wrote (with [`AskOptions::stream`](super::AskOptions::stream)).
+    Delta(LlmDelta),
+    /// A tool call now waits for a person: answer it with [`Ticket::respond`].
+    Waiting(Waiting),
 }
 
 impl std::fmt::Debug for Ticket {
@@ -116,6 +128,104 @@ impl Ticket {
                 deltas.rx.try_recv().ok()
             }
         }
+    }
+
+    /// The next fragment the model wrote, or the next tool call that waits for a person,
+    /// whichever comes first; `None` once the request has its answer.
+    pub async fn next_event(&mut self) -> Option<TicketEvent> {
+        self.next(true).await
+    }
+
+    /// The next tool call of this request that waits for a person (an approval, a tool's
+    /// question), one this ticket has not shown yet — including one that was waiting before
+    /// this was called; `None` once the request has its answer. Deltas are left for
+    /// [`next_delta`](Self::next_delta).
+    pub async fn next_waiting(&mut self) -> Option<Waiting> {
+        match self.next(false).await {
+            Some(TicketEvent::Waiting(waiting)) => Some(waiting),
+            _ => None,
+        }
+    }
+
+    async fn next(&mut self, deltas: bool) -> Option<TicketEvent> {
+        if self.waits.is_none() {
+            // Subscribed first, then the stored list read: a call that starts waiting in
+            // between is in one or the other (both, at worst: shown once).
+            let mut watch = Waits::subscribe(&self.core.bus, &self.id);
+            if let Ok(stored) = self.core.waits_of(&self.agent, &self.thread).await {
+                watch
+                    .backlog
+                    .extend(stored.into_iter().filter(|w| w.request_id == self.id));
+            }
+            self.waits = Some(Box::new(watch));
+        }
+        loop {
+            let watch = self.waits.as_mut()?;
+            if let Some(waiting) = watch.backlog.pop_front() {
+                if watch.first_time(&waiting) {
+                    return Some(TicketEvent::Waiting(self.placed(waiting)));
+                }
+                continue;
+            }
+            if deltas && let Some(delta) = self.deltas.as_mut().and_then(|d| d.rx.try_recv().ok()) {
+                return Some(TicketEvent::Delta(delta));
+            }
+            if self.ready.is_some() {
+                return None;
+            }
+            let watch = self.waits.as_mut()?;
+            let delta_rx = self.deltas.as_mut().filter(|_| deltas).map(|d| &mut d.rx);
+            tokio::select! {
+                biased;
+                Some(delta) = async { match delta_rx { Some(rx) => rx.recv().await, None => None } } => {
+                    return Some(TicketEvent::Delta(delta));
+                }
+                Some(waiting) = watch.rx.recv() => watch.backlog.push_back(waiting),
+                reply = &mut self.answer => self.ready = Some(reply),
+            }
+        }
+    }
+
+    /// `waiting` with the agent and thread of this ticket filled in.
+    fn placed(&self, mut waiting: Waiting) -> Waiting {
+        if waiting.agent.is_empty() {
+            waiting.agent.clone_from(&self.agent);
+        }
+        if waiting.thread.is_empty() {
+            waiting.thread.clone_from(&self.thread);
+        }
+        waiting
+    }
+
+    /// The tool calls of this request that wait for a person now, as last committed.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Store`] when the store cannot be read.
+    pub async fn waiting(&self) -> Result<Vec<Waiting>, RuntimeError> {
+        let mut all = self.core.waits_of(&self.agent, &self.thread).await?;
+        all.retain(|w| w.request_id == self.id);
+        Ok(all)
+    }
+
+    /// Answers the tool call `tool_call_id` this request waits on: approve it (as asked, or
+    /// with edited arguments), reject it with a reason the model reads, or answer the tool's
+    /// question (docs/runtime.md, "A person in the loop").
+    ///
+    /// # Errors
+    /// [`RuntimeError::RequestNotPaused`] when the request waits for nobody;
+    /// [`RuntimeError::UnknownCall`] for a call it does not wait on;
+    /// [`RuntimeError::AlreadyAnswered`] for one answered already;
+    /// [`RuntimeError::WrongResponse`] for an approval of a question or an answer to an
+    /// approval; [`RuntimeError::InvalidEdit`] for edited arguments that are not a JSON object;
+    /// [`RuntimeError::NotRunning`] when the agent has stopped.
+    pub async fn respond(
+        &self,
+        tool_call_id: &str,
+        response: Response,
+    ) -> Result<(), RuntimeError> {
+        self.core
+            .respond(&self.agent, &self.thread, &self.id, tool_call_id, response)
+            .await
     }
 
     /// Asks the agent to stop working on the request (`agent.cancel`); its LLM calls and
@@ -163,7 +273,7 @@ impl Ticket {
             });
         }
         if let Some(record) = self.core.requests.get(&self.id)
-            && record.status != RequestStatus::Running
+            && !record.status.is_running()
         {
             return Err(RuntimeError::RequestNotRunning {
                 request: self.id.clone(),
@@ -196,6 +306,51 @@ impl Ticket {
         };
         let reply = interpret(&self.core, &self.agent, received)?;
         Ok(Answer::of(reply, &self.thread, &self.id))
+    }
+}
+
+/// The `agent.waiting` signals of one request, from the bus, and the waits shown so far.
+pub(crate) struct Waits {
+    rx: tokio::sync::mpsc::UnboundedReceiver<Waiting>,
+    backlog: std::collections::VecDeque<Waiting>,
+    shown: Vec<(String, u64)>,
+    _subscription: Option<Subscription>,
+}
+
+impl Waits {
+    fn subscribe(bus: &Bus, request_id: &str) -> Self {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let id = request_id.to_owned();
+        let subscription = AGENT_WAITING.parse::<Pattern>().ok().map(|pattern| {
+            bus.subscribe(pattern, move |signal: &Signal| {
+                if signal.request_id() != Some(id.as_str()) {
+                    return Delivery::Delivered;
+                }
+                match signal.data_as::<Waiting>() {
+                    Ok(waiting) => match tx.send(waiting) {
+                        Ok(()) => Delivery::Delivered,
+                        Err(_) => Delivery::Closed,
+                    },
+                    Err(_) => Delivery::Delivered,
+                }
+            })
+        });
+        Self {
+            rx,
+            backlog: std::collections::VecDeque::new(),
+            shown: Vec::new(),
+            _subscription: subscription,
+        }
+    }
+
+    /// True the first time `waiting` is seen.
+    fn first_time(&mut self, waiting: &Waiting) -> bool {
+        let key = super::person::wait_key(waiting);
+        if self.shown.contains(&key) {
+            return false;
+        }
+        self.shown.push(key);
+        true
     }
 }
 

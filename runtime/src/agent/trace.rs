@@ -219,6 +219,46 @@ pub(crate) fn tool_finished(span: &Span, result: &ToolResult) {
     }
 }
 
+/// Marks a tool span as ending in a pause for a person (`approval` or `question`).
+pub(crate) fn tool_paused(span: &Span, kind: &'static str) {
+    if !span.is_disabled() {
+        span.set_attribute("motet.tool.paused", kind);
+    }
+}
+
+/// The span of one tool call's wait for a person, from when the thread saw it wait until a
+/// response (or the request's end) took it out of the waiting list.
+pub(crate) fn wait_span(
+    agent: &str,
+    thread: &str,
+    waiting: &motet_agents::Waiting,
+    parent: Option<Id>,
+) -> Span {
+    let kind = wait_kind(waiting);
+    tracing::info_span!(
+        parent: parent,
+        "wait",
+        otel.name = %format_args!("wait_for_person {}", waiting.tool),
+        motet.agent.id = agent,
+        motet.thread.id = thread,
+        motet.request.id = waiting.request_id.as_str(),
+        gen_ai.tool.name = waiting.tool.as_str(),
+        gen_ai.tool.call.id = waiting.tool_call_id.as_str(),
+        motet.wait.kind = kind,
+        motet.wait.since_ms = waiting.since_ms,
+        motet.wait.outcome = Empty,
+    )
+}
+
+/// `approval` or `question`.
+pub(crate) fn wait_kind(waiting: &motet_agents::Waiting) -> &'static str {
+    if waiting.pause.is_approval() {
+        "approval"
+    } else {
+        "question"
+    }
+}
+
 /// Marks `span` failed: status ERROR with `description`, and `error.type`.
 pub(crate) fn failed(span: &Span, error_type: &'static str, description: &str) {
     if span.is_disabled() {

@@ -54,6 +54,15 @@ pub enum ToolError {
         /// What went wrong, in the tool's words.
         message: String,
     },
+    /// The tool asks a person instead of answering: in an agent, the request pauses until
+    /// someone answers, and the answer is the call's result (docs/runtime.md, "A person in the
+    /// loop"). Where nobody can be asked ([`ToolSet::dispatch`](super::ToolSet::dispatch)),
+    /// it is an error result.
+    #[error("the tool asked a question nobody here can answer: {text}")]
+    Question {
+        /// The question, for the person.
+        text: String,
+    },
 }
 
 impl ToolError {
@@ -62,6 +71,11 @@ impl ToolError {
         Self::Failed {
             message: message.into(),
         }
+    }
+
+    /// A question for a person, instead of a result.
+    pub fn question(text: impl Into<String>) -> Self {
+        Self::Question { text: text.into() }
     }
 
     /// Arguments that do not fit the tool.
@@ -110,6 +124,12 @@ pub enum ToolSetError {
     /// An allowlist names a tool the set does not offer (a typo would silently hide a tool).
     #[error("the allowlist names `{name}`, which this tool set does not offer")]
     NotInSet {
+        /// The name.
+        name: String,
+    },
+    /// An approval rule names a tool the set does not hold (a typo would leave a tool ungated).
+    #[error("an approval rule names `{name}`, which this tool set does not hold")]
+    UngatedName {
         /// The name.
         name: String,
     },

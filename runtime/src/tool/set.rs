@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::FutureExt;
 use indexmap::IndexMap;
-use motet_directives::{ToolCallView, ToolDef, ToolDefs, ToolResult};
+use motet_directives::{Approval, ToolArgs, ToolCallView, ToolDef, ToolDefs, ToolResult};
 
 use super::output::{panic_message, truncate};
 use super::{Tool, ToolContext, ToolDispatcher, ToolError, ToolSetError};
@@ -34,8 +34,31 @@ pub struct ToolSet {
 /// Every registered tool and the limits, shared by all views.
 struct Registry {
     tools: IndexMap<String, Arc<dyn Tool>>,
+    /// The approval rules the set adds, by tool name (over the tools' own).
+    gates: IndexMap<String, Gate>,
     timeout: Duration,
     max_output: usize,
+}
+
+/// A predicate over a call's arguments: the approval the call needs, if any.
+type Rule = Arc<dyn Fn(&ToolArgs) -> Option<Approval> + Send + Sync>;
+
+/// Which calls of a tool need a person's approval.
+#[derive(Clone)]
+enum Gate {
+    /// Every call.
+    Always(Approval),
+    /// The calls the rule picks.
+    When(Rule),
+}
+
+/// How a call ended: a result, or a question for a person.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ran {
+    /// The result the model reads (an error result for any failure).
+    Result(ToolResult),
+    /// The tool asked a person instead of answering ([`ToolError::Question`]).
+    Question(String),
 }
 
 /// What one view offers: a subset of the registry (all of it for the unrestricted set).
@@ -105,6 +128,18 @@ impl ToolSet {
         self.view.offered[index].then_some(tool)
     }
 
+    /// Whether this call needs a person's approval before it runs: the set's rule for the tool
+    /// (from [`ToolSetBuilder::require_approval`]), else the tool's own [`Tool::approval`].
+    /// `None` for a tool the set does not offer (running it is an error result anyway).
+    pub fn approval(&self, call: ToolCallView<'_>) -> Option<Approval> {
+        let tool = self.get(call.name)?;
+        match self.view.registry.gates.get(call.name) {
+            Some(Gate::Always(approval)) => Some(approval.clone()),
+            Some(Gate::When(rule)) => rule(call.args),
+            None => tool.approval(call.args),
+        }
+    }
+
     /// How long one call may run.
     pub fn timeout(&self) -> Duration {
         self.view.registry.timeout
@@ -148,9 +183,28 @@ impl ToolSet {
     /// Runs a call in the given context and answers it: the tool's output, or an error result
     /// naming the tool and what went wrong. Either is cut to [`max_output`](Self::max_output).
     pub async fn dispatch_with(&self, call: ToolCallView<'_>, ctx: &ToolContext) -> ToolResult {
+        match self.run(call, ctx).await {
+            Ran::Result(result) => result,
+            Ran::Question(text) => {
+                let error = ToolError::Question { text };
+                ToolResult::error(
+                    call.id,
+                    truncate(
+                        format!("tool `{}` failed: {error}", call.name),
+                        self.max_output(),
+                    ),
+                )
+            }
+        }
+    }
+
+    /// Runs a call: its result, as [`dispatch_with`](Self::dispatch_with) gives it, or the
+    /// question the tool asked instead (for a runtime that can put it to a person).
+    pub async fn run(&self, call: ToolCallView<'_>, ctx: &ToolContext) -> Ran {
         let max_output = self.max_output();
-        match self.execute(call, ctx).await {
+        Ran::Result(match self.execute(call, ctx).await {
             Ok(output) => ToolResult::ok(call.id, output),
+            Err(ToolError::Question { text }) => return Ran::Question(text),
             Err(error) => {
                 let content = match &error {
                     ToolError::UnknownTool { .. } | ToolError::NotAllowed { .. } => {
@@ -160,7 +214,7 @@ impl ToolSet {
                 };
                 ToolResult::error(call.id, truncate(content, max_output))
             }
-        }
+        })
     }
 
     /// Runs a call: its output (already cut to [`max_output`](Self::max_output)) or why there
@@ -232,6 +286,7 @@ impl ToolDispatcher for ToolSet {
 /// Collects tools and limits for a [`ToolSet`].
 pub struct ToolSetBuilder {
     tools: Vec<Arc<dyn Tool>>,
+    gates: IndexMap<String, Gate>,
     timeout: Duration,
     max_output: usize,
 }
@@ -240,6 +295,7 @@ impl Default for ToolSetBuilder {
     fn default() -> Self {
         Self {
             tools: Vec::new(),
+            gates: IndexMap::new(),
             timeout: DEFAULT_TIMEOUT,
             max_output: DEFAULT_MAX_OUTPUT,
         }
@@ -270,6 +326,24 @@ impl ToolSetBuilder {
         self
     }
 
+    /// Every call of tool `name` waits for a person's approval before it runs (over the
+    /// tool's own [`Tool::approval`]). The tool must be added too, before or after.
+    pub fn require_approval(mut self, name: impl Into<String>, approval: Approval) -> Self {
+        self.gates.insert(name.into(), Gate::Always(approval));
+        self
+    }
+
+    /// The calls of tool `name` for which `rule` gives an approval wait for a person before
+    /// they run; the others run at once.
+    pub fn require_approval_when(
+        mut self,
+        name: impl Into<String>,
+        rule: impl Fn(&ToolArgs) -> Option<Approval> + Send + Sync + 'static,
+    ) -> Self {
+        self.gates.insert(name.into(), Gate::When(Arc::new(rule)));
+        self
+    }
+
     /// How long one call may run before it is cancelled and answered with a timeout error.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
@@ -286,7 +360,8 @@ impl ToolSetBuilder {
     ///
     /// # Errors
     /// [`ToolSetError::InvalidName`] for a name providers reject;
-    /// [`ToolSetError::DuplicateName`] when two tools share a name.
+    /// [`ToolSetError::DuplicateName`] when two tools share a name;
+    /// [`ToolSetError::UngatedName`] for an approval rule naming no tool of the set.
     pub fn build(self) -> Result<ToolSet, ToolSetError> {
         let mut tools = IndexMap::with_capacity(self.tools.len());
         for tool in self.tools {
@@ -299,9 +374,13 @@ impl ToolSetBuilder {
             }
             tools.insert(name, tool);
         }
+        if let Some(name) = self.gates.keys().find(|name| !tools.contains_key(*name)) {
+            return Err(ToolSetError::UngatedName { name: name.clone() });
+        }
         let offered = vec![true; tools.len()].into_boxed_slice();
         let registry = Arc::new(Registry {
             tools,
+            gates: self.gates,
             timeout: self.timeout,
             max_output: self.max_output,
         });

@@ -10,9 +10,11 @@ use futures::FutureExt as _;
 use motet_agents::Strategy;
 use motet_directives::results::{
     LLM_FAILED, LLM_RESULT, LlmFailed, LlmResult, SUMMARY_FAILED, SUMMARY_RESULT, SummaryFailed,
-    SummaryResult, TOOL_RESULT, ToolResultSignal,
+    SummaryResult, TOOL_PAUSED, TOOL_RESULT, ToolPaused, ToolResultSignal,
 };
-use motet_directives::{Directive, EmitTarget, LlmRequest, Message, ToolCallView, ToolResult};
+use motet_directives::{
+    Directive, EmitTarget, LlmRequest, Message, Pause, ToolCallView, ToolResult,
+};
 use motet_providers::ProviderError;
 use motet_signals::Signal;
 use ractor::ActorRef;
@@ -23,8 +25,8 @@ use crate::agent::registry::{Parent, RuntimeCore};
 use crate::agent::spec::DEFAULT_THREAD;
 use crate::agent::trace;
 use crate::telemetry::context_of;
-use crate::tool::ToolContext;
 use crate::tool::output::panic_message;
+use crate::tool::{Ran, ToolContext};
 use tracing::Instrument as _;
 
 use super::llm::{CallFailure, SUMMARY_INSTRUCTIONS, llm_error, stream_call, transcript};
@@ -113,37 +115,51 @@ where
                     ctx = ctx.with_request_id(request);
                 }
                 let work = Box::pin(async move {
-                    let result = match &tools {
+                    let view = ToolCallView {
+                        id: &exec.tool_call_id,
+                        name: &exec.name,
+                        args: &exec.args,
+                    };
+                    // Gated: it waits for a person before it runs (unless one approved it).
+                    let gate = match &tools {
+                        Some(tools) if !exec.approved => tools.approval(view),
+                        _ => None,
+                    };
+                    if let Some(approval) = gate {
+                        trace::tool_paused(&span, "approval");
+                        return paused(&source, &task_cause, exec, Pause::Approval(approval));
+                    }
+                    let ran = match &tools {
                         Some(tools) => {
-                            let view = ToolCallView {
-                                id: &exec.tool_call_id,
-                                name: &exec.name,
-                                args: &exec.args,
-                            };
-                            let result = tools
-                                .dispatch_with(view, &ctx)
-                                .instrument(span.clone())
-                                .await;
-                            trace::tool_finished(&span, &result);
-                            result
+                            let ran = tools.run(view, &ctx).instrument(span.clone()).await;
+                            if let Ran::Result(result) = &ran {
+                                trace::tool_finished(&span, result);
+                            }
+                            ran
                         }
-                        None => ToolResult::error(
+                        None => Ran::Result(ToolResult::error(
                             exec.tool_call_id.clone(),
                             format!(
                                 "no tools are available to this agent (asked for `{}`)",
                                 exec.name
                             ),
-                        ),
+                        )),
                     };
-                    result_signal(
-                        TOOL_RESULT,
-                        &source,
-                        &task_cause,
-                        ToolResultSignal {
-                            call_id: exec.call_id,
-                            result,
-                        },
-                    )
+                    match ran {
+                        Ran::Result(result) => result_signal(
+                            TOOL_RESULT,
+                            &source,
+                            &task_cause,
+                            ToolResultSignal {
+                                call_id: exec.call_id,
+                                result,
+                            },
+                        ),
+                        Ran::Question(text) => {
+                            trace::tool_paused(&span, "question");
+                            paused(&source, &task_cause, exec, Pause::Question { text })
+                        }
+                    }
                 });
                 // Cancelling the request aborts the tool too (dropping its future).
                 self.start(myself, state, cause, work, run);
@@ -452,6 +468,22 @@ pub(super) fn failure_text(reply: &Signal) -> String {
             Some(why.as_str().map_or_else(|| why.to_string(), str::to_owned))
         })
         .unwrap_or_else(|| reply.signal_type().as_str().to_owned())
+}
+
+/// `tool.paused` for `exec`: it waits for a person.
+fn paused(source: &str, cause: &Signal, exec: motet_directives::ToolExec, pause: Pause) -> Signal {
+    result_signal(
+        TOOL_PAUSED,
+        source,
+        cause,
+        ToolPaused {
+            call_id: exec.call_id,
+            tool_call_id: exec.tool_call_id,
+            name: exec.name,
+            args: exec.args,
+            pause,
+        },
+    )
 }
 
 pub(super) fn deliver(to: &ActorRef<ThreadMsg>, signal: Signal) {

@@ -2,20 +2,23 @@
 //! (its strategy's new thread entries and a snapshot of the whole state, in one write) and how
 //! it reads them back when it starts again or another writer moved the thread on.
 
-use motet_agents::{Strategy, Thread, protocol};
+use motet_agents::{Strategy, Thread, Waiting, protocol};
 use serde::{Deserialize, Serialize};
 
 use super::{ThreadActor, ThreadState};
 use crate::store::{StoreError, ThreadHeader, ThreadMeta};
 
 /// What is stored beside a thread's entries: the strategy's state at the last commit (its
-/// Thread taken out, stored as the entries), the rev it goes with, and the request that was
-/// running then (the one a recovery resumes).
+/// Thread taken out, stored as the entries), the rev it goes with, the request that was
+/// running then (the one a recovery resumes) and the tool calls that waited for a person
+/// (listed without the thread running).
 #[derive(Serialize)]
 struct SnapshotOut<'a, T> {
     rev: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     request: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    waiting: &'a [Waiting],
     state: &'a T,
 }
 
@@ -34,6 +37,22 @@ pub(crate) fn open_request(saved: &str) -> Option<String> {
     serde_json::from_str::<Snapshot<serde::de::IgnoredAny>>(saved)
         .ok()
         .and_then(|s| s.request)
+}
+
+/// The tool calls that waited for a person when the thread last committed, read from stored
+/// state text without knowing the strategy's state type.
+///
+/// # Errors
+/// The decoder's message when the text is not a snapshot.
+pub(crate) fn stored_waiting(saved: &str) -> Result<Vec<Waiting>, String> {
+    #[derive(Deserialize)]
+    struct Waits {
+        #[serde(default)]
+        waiting: Vec<Waiting>,
+    }
+    serde_json::from_str::<Waits>(saved)
+        .map(|s| s.waiting)
+        .map_err(|e| e.to_string())
 }
 
 /// A thread as stored: the state put together from its entries and its snapshot (or, for a
@@ -169,6 +188,7 @@ where
         &self,
         state: &mut ThreadState<S>,
         open: Option<&str>,
+        waiting: &[Waiting],
     ) -> Result<(), StoreError> {
         let id = &self.store_id;
         let entry_count = self
@@ -177,13 +197,13 @@ where
             .thread(&state.strategy)
             .map_or(0, |t| t.entry_count() as u64);
         let rev = entry_count.max(state.stored_rev);
-        let snapshot = self.snapshot(&mut state.strategy, rev, open)?;
+        let snapshot = self.snapshot(&mut state.strategy, rev, open, waiting)?;
         let print = Fingerprint::of(&snapshot);
         if entry_count <= state.stored_rev {
             if state.saved.is_none() && !state.stored {
                 // Never stored: the state a fresh thread starts with needs no write.
                 let mut fresh = self.agent.strategy.init_for_thread(&state.env, id);
-                state.saved = Some(Fingerprint::of(&self.snapshot(&mut fresh, 0, None)?));
+                state.saved = Some(Fingerprint::of(&self.snapshot(&mut fresh, 0, None, &[])?));
             }
             if state.saved == Some(print) {
                 return Ok(());
@@ -229,11 +249,13 @@ where
         strategy: &mut S::State,
         rev: u64,
         request: Option<&str>,
+        waiting: &[Waiting],
     ) -> Result<String, StoreError> {
         let encode = |state: &S::State| {
             serde_json::to_string(&SnapshotOut {
                 rev,
                 request,
+                waiting,
                 state,
             })
             .map_err(|e| StoreError::Encode {

@@ -1,7 +1,9 @@
-//! Steering under any interleaving: whatever order asks, steers, cancels, model answers and tool
-//! results arrive in, every call the model is sent holds each tool call followed at once by
-//! its result, the thread holds no user message between a turn's calls and their results, and
-//! every steer is taken in as a user message, still waits, or is on record as a note.
+//! A person in the loop under any interleaving: whatever order asks, steers, cancels, model
+//! answers, tool results, pauses for approval or a question, responses (fitting or not, twice,
+//! for unknown calls) and restarts arrive in, every call the model is sent holds each tool call
+//! followed at once by its result, the thread holds no user message between a turn's calls and
+//! their results, a request that ended leaves no call without its result, and every steer is
+//! taken in as a user message, still waits, or is on record as a note.
 
 #![allow(
     clippy::unwrap_used,
@@ -10,12 +12,12 @@
 )]
 
 use motet_agents::{
-    AgentCancel, AgentRequest, AgentSteer, EntryBody, FixedEnv, LlmResult, ReAct, ReActConfig,
-    ReActState, Strategy as _, ToolResultSignal,
+    AgentCancel, AgentRequest, AgentRespond, AgentResume, AgentSteer, EntryBody, FixedEnv,
+    LlmResult, ReAct, ReActConfig, ReActState, Strategy as _, ToolPaused, ToolResultSignal,
 };
 use motet_directives::{
-    AssistantBlock, AssistantMessage, CallId, Directive, LlmResponse, Message, StopReason,
-    ToolArgs, ToolDef, ToolDefs, ToolResult, Usage,
+    Approval, AssistantBlock, AssistantMessage, CallId, Directive, LlmResponse, Message, Pause,
+    Response, StopReason, ToolArgs, ToolDef, ToolDefs, ToolResult, Usage,
 };
 use motet_signals::Signal;
 use proptest::prelude::*;
@@ -31,6 +33,13 @@ enum Op {
     Answer(usize),
     /// The tool result owed at this position (modulo how many are owed) arrives.
     ToolResult(usize),
+    /// The call owed at this position pauses: for an approval (true) or with a question.
+    Pause(usize, bool),
+    /// A person responds to the paused call at this position (or to an unknown call when none
+    /// is paused): approve, edit, reject, answer — fitting or not.
+    Respond(usize, u8),
+    /// The process stops and comes back: the state as stored, restored, resumed.
+    Restart,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -40,6 +49,9 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Cancel),
         3 => (0usize..3).prop_map(Op::Answer),
         4 => (0usize..3).prop_map(Op::ToolResult),
+        2 => (0usize..3, any::<bool>()).prop_map(|(at, approval)| Op::Pause(at, approval)),
+        3 => (0usize..3, 0u8..4).prop_map(|(at, kind)| Op::Respond(at, kind)),
+        1 => Just(Op::Restart),
     ]
 }
 
@@ -52,6 +64,8 @@ struct World {
     requests: usize,
     llm_call: Option<CallId>,
     tools: Vec<(CallId, String)>,
+    /// Calls paused by the tool runner: the model's id, and whether for an approval.
+    paused: Vec<(String, bool)>,
     steers: Vec<String>,
     calls: Vec<Vec<Message>>,
 }
@@ -75,6 +89,7 @@ impl World {
             requests: 0,
             llm_call: None,
             tools: Vec::new(),
+            paused: Vec::new(),
             steers: Vec::new(),
             calls: Vec::new(),
         }
@@ -98,10 +113,14 @@ impl World {
                     self.llm_call = Some(stream.call_id);
                     self.calls.push(stream.request.messages);
                 }
-                Directive::ToolExec(exec) => self.tools.push((exec.call_id, exec.tool_call_id)),
+                Directive::ToolExec(exec) => {
+                    self.paused.retain(|(id, _)| *id != exec.tool_call_id);
+                    self.tools.push((exec.call_id, exec.tool_call_id));
+                }
                 Directive::Reply(_) => {
                     self.llm_call = None;
                     self.tools.clear();
+                    self.paused.clear();
                 }
                 _ => {}
             }
@@ -168,6 +187,76 @@ impl World {
                     },
                 );
             }
+            Op::Pause(at, approval) => {
+                if self.tools.is_empty() {
+                    return;
+                }
+                let (call_id, tool_call_id) = self.tools.remove(at % self.tools.len());
+                let pause = if approval {
+                    Pause::Approval(Approval::required())
+                } else {
+                    Pause::Question {
+                        text: "which?".into(),
+                    }
+                };
+                self.paused.push((tool_call_id.clone(), approval));
+                self.send(
+                    "tool.paused",
+                    ToolPaused {
+                        call_id,
+                        tool_call_id,
+                        name: "calc".into(),
+                        args: ToolArgs::from_text("{}"),
+                        pause,
+                    },
+                );
+            }
+            Op::Respond(at, kind) => {
+                let (tool_call_id, approval) = match self.paused.len() {
+                    0 => ("unknown".to_owned(), true),
+                    n => self.paused[at % n].clone(),
+                };
+                let response = match kind {
+                    0 => Response::Approve,
+                    1 => Response::Edit {
+                        args: r#"{"x": 1}"#.into(),
+                    },
+                    2 => Response::Reject {
+                        reason: "no".into(),
+                    },
+                    _ => Response::Answer { text: "42".into() },
+                };
+                let fits = kind == 2 || (kind < 2) == approval;
+                if fits && !matches!(response, Response::Approve | Response::Edit { .. }) {
+                    self.paused.retain(|(id, _)| *id != tool_call_id);
+                }
+                self.send(
+                    "agent.respond",
+                    AgentRespond {
+                        tool_call_id,
+                        response,
+                        by: None,
+                    },
+                );
+            }
+            Op::Restart => {
+                let saved: ReActState =
+                    serde_json::from_value(serde_json::to_value(&self.state).unwrap()).unwrap();
+                let active = self.state.status.is_active();
+                self.state = self.react.restore(&self.env, saved);
+                self.llm_call = None;
+                self.tools.clear();
+                if active {
+                    self.send(
+                        "agent.resume",
+                        AgentResume {
+                            idempotent_tools: vec!["calc".into()],
+                        },
+                    );
+                } else {
+                    self.paused.clear();
+                }
+            }
         }
     }
 }
@@ -204,7 +293,7 @@ fn calls_have_their_results_next(messages: &[Message]) -> Result<(), String> {
 
 proptest! {
     #[test]
-    fn no_interleaving_puts_a_steer_between_a_call_and_its_result(
+    fn no_interleaving_leaves_a_tool_call_without_its_result(
         ops in prop::collection::vec(op(), 1..60)
     ) {
         let mut world = World::new();
@@ -242,6 +331,27 @@ proptest! {
                 ),
                 _ => {}
             }
+        }
+        // A request that ended answered every call it made.
+        prop_assert!(
+            world.state.status.is_active() || owed.is_empty(),
+            "{:?} owed after the request ended ({:?})",
+            owed,
+            world.state.status
+        );
+        // What the state lists as waiting is exactly what waits, and only while it is active.
+        let listed: Vec<String> = world
+            .react
+            .waiting(&world.state)
+            .into_iter()
+            .map(|w| w.tool_call_id)
+            .collect();
+        if world.state.status.is_active() {
+            for id in &listed {
+                prop_assert!(owed.contains(id), "{} is listed but not owed", id);
+            }
+        } else {
+            prop_assert!(listed.is_empty(), "{:?} listed with no request", listed);
         }
         // Every steer the active request accepted is in the thread as a user message or a note.
         let thread = world.state.thread.to_list();

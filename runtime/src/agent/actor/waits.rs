@@ -1,0 +1,116 @@
+//! The tool calls a thread waits on a person for, as the runtime watches them: a span and a
+//! gauge while each waits, a duration when it ends, and the request's status
+//! (`awaiting_approval`, `awaiting_answer`) in the request records.
+//!
+//! The strategy says what waits ([`Strategy::waiting`]); after each commit the actor compares
+//! that with what it watched before. A wait the strategy no longer lists ended — answered by
+//! the step's `agent.respond` (its kind, or `deadline`), or with its request (`ended`).
+
+use motet_agents::{AGENT_RESPOND, AgentRespond, Strategy, Waiting};
+use motet_signals::Signal;
+use opentelemetry::KeyValue;
+
+use super::{ThreadActor, ThreadState};
+use crate::agent::requests::RequestStatus;
+use crate::agent::trace;
+use crate::telemetry::instruments;
+
+/// One wait being watched. Dropping it ends its span and takes it off the gauge.
+pub(super) struct OpenWait {
+    request_id: String,
+    tool_call_id: String,
+    kind: &'static str,
+    since_ms: u64,
+    span: tracing::Span,
+}
+
+impl Drop for OpenWait {
+    fn drop(&mut self) {
+        instruments()
+            .waiting
+            .add(-1, &[KeyValue::new("motet.wait.kind", self.kind)]);
+    }
+}
+
+impl<S> ThreadActor<S>
+where
+    S: Strategy + Send + Sync + 'static,
+    S::State: Send + Sync + 'static,
+{
+    /// Brings the watched waits in line with `waiting` after a step caused by `cause`.
+    pub(super) fn watch_waits(
+        &self,
+        state: &mut ThreadState<S>,
+        waiting: &[Waiting],
+        cause: &Signal,
+    ) {
+        if waiting.is_empty() && state.waits.is_empty() {
+            return;
+        }
+        let same = |open: &OpenWait, w: &Waiting| {
+            open.tool_call_id == w.tool_call_id && open.request_id == w.request_id
+        };
+        let response = (cause.signal_type().as_str() == AGENT_RESPOND)
+            .then(|| cause.data_as::<AgentRespond>().ok())
+            .flatten();
+        let now = motet_agents::Env::now_ms(&state.env);
+        let mut changed = Vec::new();
+        let (kept, ended): (Vec<OpenWait>, Vec<OpenWait>) = std::mem::take(&mut state.waits)
+            .into_iter()
+            .partition(|open| waiting.iter().any(|w| same(open, w)));
+        for open in ended {
+            let outcome = match &response {
+                Some(r) if r.tool_call_id == open.tool_call_id => match r.by.as_deref() {
+                    Some("deadline") => "deadline",
+                    _ => r.response.kind(),
+                },
+                _ => "ended",
+            };
+            let waited = now.saturating_sub(open.since_ms) as f64 / 1000.0;
+            instruments().wait_duration.record(
+                waited,
+                &[
+                    KeyValue::new("motet.wait.kind", open.kind),
+                    KeyValue::new("motet.wait.outcome", outcome),
+                ],
+            );
+            if !open.span.is_disabled() {
+                open.span.record("motet.wait.outcome", outcome);
+            }
+            changed.push(open.request_id.clone());
+        }
+        state.waits = kept;
+        for w in waiting {
+            if state.waits.iter().any(|open| same(open, w)) {
+                continue;
+            }
+            let parent = state.spans.get(&w.request_id).and_then(|t| t.span.id());
+            let span = trace::wait_span(&self.agent.name, &self.thread_id, w, parent);
+            let kind = trace::wait_kind(w);
+            instruments()
+                .waiting
+                .add(1, &[KeyValue::new("motet.wait.kind", kind)]);
+            state.waits.push(OpenWait {
+                request_id: w.request_id.clone(),
+                tool_call_id: w.tool_call_id.clone(),
+                kind,
+                since_ms: w.since_ms,
+                span,
+            });
+            changed.push(w.request_id.clone());
+        }
+        changed.sort();
+        changed.dedup();
+        for request in changed {
+            let waits = || waiting.iter().filter(|w| w.request_id == request);
+            let status = if waits().any(|w| w.pause.is_approval()) {
+                RequestStatus::AwaitingApproval
+            } else if waits().next().is_some() {
+                RequestStatus::AwaitingAnswer
+            } else {
+                RequestStatus::Running
+            };
+            self.core.requests.waits(&request, status);
+        }
+    }
+}

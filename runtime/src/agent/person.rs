@@ -1,0 +1,197 @@
+//! A person in the loop, from the caller's side: listing the tool calls that wait for a person
+//! (from the store, so they are listed after a crash or a restart without any thread running)
+//! and answering one (checked against that list first, so a wrong answer is a typed error, not
+//! a note in the thread).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use motet_agents::{AGENT_RESPOND, AgentRespond, Env as _, Waiting};
+use motet_directives::{Pause, Response, ToolArgs};
+use motet_signals::Signal;
+
+use super::actor::{ThreadMsg, store_id, stored_waiting};
+use super::env::SystemEnv;
+use super::errors::RuntimeError;
+use super::handle::AgentHandle;
+use super::registry::RuntimeCore;
+use super::ticket::traced;
+use crate::store::StoreError;
+
+/// How long a request resumed to take a response is awaited by nobody: its answer goes to the
+/// request records and the bus.
+const RESUMED_PATIENCE: Duration = Duration::from_secs(3600);
+
+fn store_error(e: StoreError) -> RuntimeError {
+    RuntimeError::Store {
+        message: e.to_string(),
+    }
+}
+
+impl RuntimeCore {
+    /// The calls waiting on thread `thread` of `agent`, as last committed.
+    pub(crate) async fn waits_of(
+        &self,
+        agent: &str,
+        thread: &str,
+    ) -> Result<Vec<Waiting>, RuntimeError> {
+        let saved = match self.store.load_state(&store_id(agent, thread)).await {
+            Ok(saved) => saved,
+            Err(StoreError::NotFound { .. }) => return Ok(Vec::new()),
+            Err(e) => return Err(store_error(e)),
+        };
+        let Some(saved) = saved else {
+            return Ok(Vec::new());
+        };
+        let mut waits = stored_waiting(&saved).map_err(|reason| RuntimeError::Store {
+            message: format!(
+                "the stored state of thread `{thread}` of agent `{agent}` cannot be read: {reason}"
+            ),
+        })?;
+        for w in &mut waits {
+            agent.clone_into(&mut w.agent);
+            thread.clone_into(&mut w.thread);
+        }
+        Ok(waits)
+    }
+
+    /// The calls waiting on every stored thread (of `agent` only, when given), oldest first.
+    pub(crate) async fn all_waits(
+        &self,
+        agent: Option<&str>,
+    ) -> Result<Vec<Waiting>, RuntimeError> {
+        let mut all = Vec::new();
+        for summary in self.store.list().await.map_err(store_error)? {
+            let Some(meta) = self
+                .store
+                .get_meta(&summary.id)
+                .await
+                .map_err(store_error)?
+            else {
+                continue;
+            };
+            let (Some(owner), Some(thread)) = (
+                meta.strategy_config_id.as_deref(),
+                meta.extra.get("thread").and_then(|t| t.as_str()),
+            ) else {
+                continue;
+            };
+            if agent.is_some_and(|a| a != owner) {
+                continue;
+            }
+            all.extend(self.waits_of(owner, thread).await?);
+        }
+        all.sort_by_key(|w| w.since_ms);
+        Ok(all)
+    }
+
+    /// Answers call `tool_call_id` of request `request` on thread `thread` of `agent`. A
+    /// request this runtime does not run (it paused in a process that stopped) is resumed
+    /// first; its answer then goes to the request records and the bus.
+    pub(crate) async fn respond(
+        self: &Arc<Self>,
+        agent: &str,
+        thread: &str,
+        request: &str,
+        tool_call_id: &str,
+        response: Response,
+    ) -> Result<(), RuntimeError> {
+        let waits = self.waits_of(agent, thread).await?;
+        let of_request: Vec<&Waiting> = waits.iter().filter(|w| w.request_id == request).collect();
+        let Some(waiting) = of_request.iter().find(|w| w.tool_call_id == tool_call_id) else {
+            return Err(self
+                .not_waiting(agent, thread, request, tool_call_id, &of_request)
+                .await);
+        };
+        if !response.fits(&waiting.pause) {
+            return Err(RuntimeError::WrongResponse {
+                tool_call_id: tool_call_id.to_owned(),
+                waits_for: match waiting.pause {
+                    Pause::Approval(_) => "approval",
+                    Pause::Question { .. } => "an answer",
+                },
+                response: response.kind(),
+            });
+        }
+        if let Response::Edit { args } = &response
+            && let Some(problem) = ToolArgs::from_text(args.as_str()).problem()
+        {
+            return Err(RuntimeError::InvalidEdit {
+                tool_call_id: tool_call_id.to_owned(),
+                message: problem,
+            });
+        }
+        let running_here = self
+            .requests
+            .get(request)
+            .is_some_and(|r| r.status.is_running());
+        if !running_here {
+            let handle = AgentHandle {
+                name: agent.to_owned(),
+                core: self.clone(),
+            };
+            handle
+                .resume_request(thread, request, RESUMED_PATIENCE)
+                .await
+                .map_err(|e| RuntimeError::NotRunning {
+                    name: format!("{agent} ({e})"),
+                })?;
+        }
+        let signal = Signal::builder(AGENT_RESPOND, "motet.respond")
+            .with_id(SystemEnv.fresh_id("sig"))
+            .with_request_id(request)
+            .with_thread_id(thread)
+            .with_data(AgentRespond {
+                tool_call_id: tool_call_id.to_owned(),
+                response,
+                by: None,
+            })
+            .build()
+            .map_err(|_| RuntimeError::NotRunning {
+                name: agent.to_owned(),
+            })?;
+        self.send(agent, thread, ThreadMsg::Signal(traced(signal)))
+            .await
+    }
+
+    /// Why call `tool_call_id` of `request` cannot be answered: it waited once and was
+    /// answered (the thread mentions it), the request waits on other calls, or on none.
+    async fn not_waiting(
+        &self,
+        agent: &str,
+        thread: &str,
+        request: &str,
+        tool_call_id: &str,
+        of_request: &[&Waiting],
+    ) -> RuntimeError {
+        let seen = match self.store.load(&store_id(agent, thread)).await {
+            Ok(Some(stored)) => stored
+                .to_list()
+                .iter()
+                .any(|e| e.refs.tool_call_id.as_deref() == Some(tool_call_id)),
+            _ => false,
+        };
+        if seen {
+            return RuntimeError::AlreadyAnswered {
+                request: request.to_owned(),
+                tool_call_id: tool_call_id.to_owned(),
+            };
+        }
+        if of_request.is_empty() {
+            return RuntimeError::RequestNotPaused {
+                request: request.to_owned(),
+            };
+        }
+        RuntimeError::UnknownCall {
+            request: request.to_owned(),
+            tool_call_id: tool_call_id.to_owned(),
+            waiting: of_request.iter().map(|w| w.tool_call_id.clone()).collect(),
+        }
+    }
+}
+
+/// The key a ticket remembers a wait it showed by: the same call can wait twice (approved, then
+/// its tool asks a question).
+pub(crate) fn wait_key(waiting: &Waiting) -> (String, u64) {
+    (waiting.tool_call_id.clone(), waiting.since_ms)
+}
