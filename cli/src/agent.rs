@@ -5,6 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use motet::agents::{FailureReason, LlmErrorKind, ReAct, ReActConfig, ReactCompleted, ReactFailed};
+use motet::directives::Approval;
 use motet::providers::Providers;
 use motet::runtime::agent::Answer;
 use motet::runtime::agent::{AgentHandle, AgentSpec, AskError, Runtime};
@@ -124,6 +125,12 @@ pub async fn start(
         if name == calculator::NAME {
             builder = builder.tool(calculator::tool());
         }
+    }
+    for name in &settings.approve {
+        builder = builder.require_approval(
+            name.as_str(),
+            Approval::required().because("motet.toml's `approve` (or --approve) names it"),
+        );
     }
     let tools = Arc::new(
         builder

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod chat;
+pub mod pending;
 pub mod resume;
 pub mod run;
 pub mod threads;

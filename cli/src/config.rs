@@ -66,6 +66,8 @@ pub struct FileConfig {
     pub context: Option<String>,
     /// Built-in tools the agent may call.
     pub tools: Option<Vec<String>>,
+    /// Tools whose every call waits for a person's approval.
+    pub approve: Option<Vec<String>>,
     /// The agent's system prompt.
     pub system_prompt: Option<String>,
     /// How long one request may take, in seconds.
@@ -267,6 +269,25 @@ impl Loaded {
                 format!("unknown tool `{bad}` (built in: {})", calculator::NAME),
             ));
         }
+        let approve = if flags.approve.is_empty() {
+            self.file.approve.clone().unwrap_or_default()
+        } else {
+            flags.approve.clone()
+        };
+        if let Some(bad) = approve.iter().find(|t| !tools.contains(t)) {
+            let message = format!(
+                "`{bad}` is not one of the agent's tools ({})",
+                tools.join(", ")
+            );
+            return Err(if flags.approve.is_empty() {
+                self.key_error("approve", message)
+            } else {
+                CliError::BadFlag {
+                    flag: "--approve".to_owned(),
+                    message,
+                }
+            });
+        }
         let tool_choice = match (&flags.tool_choice, &self.file.tool_choice) {
             (Some(flag), _) => tool_choice(flag, &tools).map_err(|message| CliError::BadFlag {
                 flag: "--tool-choice".to_owned(),
@@ -295,6 +316,7 @@ impl Loaded {
             providers,
             policy,
             tools,
+            approve,
             tool_choice,
             system_prompt: self.file.system_prompt.clone(),
             timeout: Duration::from_secs(timeout_secs),
@@ -438,6 +460,8 @@ pub struct Flags {
     pub timeout: Option<u64>,
     /// `--tool-choice`.
     pub tool_choice: Option<String>,
+    /// `--approve`: tools whose calls wait for approval (over the file's `approve`).
+    pub approve: Vec<String>,
 }
 
 /// A tool choice as written: `auto`, `required`, `none`, or the name of one of `tools` (the
@@ -491,6 +515,8 @@ pub struct Settings {
     pub policy: Option<ContextPolicy>,
     /// Enabled built-in tools.
     pub tools: Vec<String>,
+    /// The tools whose every call waits for a person's approval.
+    pub approve: Vec<String>,
     /// Whether the model must call a tool (a named one) before it answers.
     pub tool_choice: ToolChoice,
     /// The system prompt.

@@ -123,6 +123,10 @@ pub enum CliError {
     /// A recorded stream that motet cannot accept (`motet transcript`).
     #[error("{0}")]
     Transcript(String),
+    /// A response for a tool call that does not wait (`motet approve`, `reject`, `answer`),
+    /// or one the runtime refused (the wrong kind, edited arguments that are not an object).
+    #[error("{0}")]
+    NotWaiting(String),
 }
 
 impl CliError {
@@ -134,7 +138,8 @@ impl CliError {
             | Self::Unreachable { .. }
             | Self::Runtime(_)
             | Self::Io { .. }
-            | Self::Transcript(_) => 1,
+            | Self::Transcript(_)
+            | Self::NotWaiting(_) => 1,
             Self::ConfigFile { .. }
             | Self::Environment { .. }
             | Self::UnknownModel { .. }

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+use motet::directives::Response;
 use motet_cli::commands;
 use motet_cli::config::{Flags, Loaded};
 use motet_cli::error::CliError;
@@ -56,6 +57,10 @@ struct ModelArgs {
     /// [default: the config file's `tool_choice`, else auto].
     #[arg(long, value_name = "CHOICE")]
     tool_choice: Option<String>,
+    /// A tool whose every call waits for your approval (repeat for more) [default: the config
+    /// file's `approve`, else none].
+    #[arg(long, value_name = "TOOL")]
+    approve: Vec<String>,
 }
 
 impl ModelArgs {
@@ -64,6 +69,7 @@ impl ModelArgs {
             model: self.model,
             timeout: self.timeout,
             tool_choice: self.tool_choice,
+            approve: self.approve,
         }
     }
 }
@@ -99,6 +105,39 @@ enum Command {
     Resume {
         /// The thread (`default` or `cli/default`).
         thread: String,
+        #[command(flatten)]
+        model: ModelArgs,
+    },
+    /// The tool calls waiting for a person (an approval, a tool's question), on every stored
+    /// thread: thread, request, call id, tool, arguments, what it waits for.
+    Pending,
+    /// Approve a waiting tool call (as the model asked, or with --edit), then wait for the
+    /// request's answer.
+    Approve {
+        /// The call id `pending` shows.
+        call: String,
+        /// Run it with these arguments instead (a JSON object).
+        #[arg(long, value_name = "JSON")]
+        edit: Option<String>,
+        #[command(flatten)]
+        model: ModelArgs,
+    },
+    /// Reject a waiting tool call; the model reads the reason.
+    Reject {
+        /// The call id `pending` shows.
+        call: String,
+        /// Why, for the model.
+        #[arg(long, default_value = "rejected at the command line")]
+        reason: String,
+        #[command(flatten)]
+        model: ModelArgs,
+    },
+    /// Answer a tool's question; the answer is the call's result.
+    Answer {
+        /// The call id `pending` shows.
+        call: String,
+        /// The answer.
+        text: String,
         #[command(flatten)]
         model: ModelArgs,
     },
@@ -212,6 +251,29 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
             commands::resume::check(&db, &thread).await?;
             let settings = loaded.settings(&model.flags(), &env)?;
             commands::resume::run(&settings, &db, &thread, mode).await
+        }
+        Command::Pending => commands::pending::list(&db, mode).await,
+        Command::Approve { call, edit, model } => {
+            let settings = loaded.settings(&model.flags(), &env)?;
+            let response = match edit {
+                Some(args) => Response::Edit { args },
+                None => Response::Approve,
+            };
+            commands::pending::respond(&settings, &db, &call, response, mode).await
+        }
+        Command::Reject {
+            call,
+            reason,
+            model,
+        } => {
+            let settings = loaded.settings(&model.flags(), &env)?;
+            let response = Response::Reject { reason };
+            commands::pending::respond(&settings, &db, &call, response, mode).await
+        }
+        Command::Answer { call, text, model } => {
+            let settings = loaded.settings(&model.flags(), &env)?;
+            let response = Response::Answer { text };
+            commands::pending::respond(&settings, &db, &call, response, mode).await
         }
         Command::Threads { command } => match command {
             ThreadsCommand::List => commands::threads::list(&db).await,

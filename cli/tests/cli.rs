@@ -1330,3 +1330,98 @@ fn a_second_process_asking_on_a_busy_thread_is_refused_before_it_writes() {
     first.wait().unwrap();
     assert!(motet_cli::lock::ThreadLock::acquire(&sandbox.db(), "cli/t1").is_ok());
 }
+
+/// The call id `motet pending` shows on its first line.
+fn pending_call(sandbox: &Sandbox) -> Option<String> {
+    let output = run(sandbox.motet(&["pending"]));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let (_, rest) = text.lines().next()?.split_once(" · call ")?;
+    Some(rest.split_whitespace().next()?.to_owned())
+}
+
+#[test]
+fn a_call_needing_approval_waits_across_processes_for_approve_or_reject() {
+    let Some(url) =
+        local_llm("a_call_needing_approval_waits_across_processes_for_approve_or_reject")
+    else {
+        return;
+    };
+    let question = "What is 17 times 23? Use the calculator.";
+    let sandbox = Sandbox::new();
+    sandbox.config("max_tokens = 48\ntool_choice = \"calculator\"\napprove = [\"calculator\"]\n");
+    for (thread, verb) in [("yes", "approve"), ("no", "reject")] {
+        // The run stops at the call, leaving the request stored as it is.
+        let output = run(sandbox.with_local(&url, &["run", question, "--thread", thread]));
+        assert!(output.status.success(), "{}", stderr(&output));
+        let text = stdout(&output);
+        assert!(text.contains("calculator {\"expression\":"), "{text}");
+        assert!(text.contains("waits for approval"), "{text}");
+        assert!(tool_results(&sandbox.db(), &format!("cli/{thread}")).is_empty());
+        // Another process lists it, and answers it.
+        let call = pending_call(&sandbox).expect("nothing pending");
+        let output = run(sandbox.with_local(&url, &[verb, &call]));
+        assert!(output.status.success(), "{}", stderr(&output));
+        assert!(!stdout(&output).trim().is_empty(), "no answer printed");
+        let results = tool_results(&sandbox.db(), &format!("cli/{thread}"));
+        assert_eq!(results.len(), 1, "{results:?}");
+        if verb == "approve" {
+            assert_eq!(results[0].1, "391", "{results:?}");
+        } else {
+            assert!(results[0].1.contains("rejected"), "{results:?}");
+        }
+        // Answered: nothing waits, and answering again says so.
+        assert!(pending_call(&sandbox).is_none());
+        let again = run(sandbox.with_local(&url, &[verb, &call]));
+        assert_fails(&again, 1, &["no tool call", &call]);
+    }
+    // A tool the agent does not have cannot be gated.
+    let output = run(sandbox.with_local(&url, &["run", question, "--approve", "shell"]));
+    assert_fails(&output, 2, &["--approve", "`shell`"]);
+}
+
+#[test]
+fn chat_asks_before_a_gated_call_and_takes_y_and_n() {
+    let Some(url) = local_llm("chat_asks_before_a_gated_call_and_takes_y_and_n") else {
+        return;
+    };
+    let sandbox = Sandbox::new();
+    sandbox.config("max_tokens = 48\n");
+    let mut command = sandbox.with_local(
+        &url,
+        &[
+            "chat",
+            "--tool-choice",
+            "calculator",
+            "--approve",
+            "calculator",
+        ],
+    );
+    command.stdin(Stdio::inherit());
+    let mut chat = Pty::spawn(command);
+    chat.expect("ready]");
+    chat.0
+        .send_line("What is 17 times 23? Use the calculator.")
+        .unwrap();
+    chat.expect("`calculator` {\"expression\":");
+    chat.expect("approve? [y/N/edit] ");
+    chat.0.send_line("y").unwrap();
+    chat.expect("(approved)");
+    let status = chat.expect("]");
+    assert!(status.contains("ok"), "{status}");
+
+    chat.0
+        .send_line("What is 6 times 7? Use the calculator.")
+        .unwrap();
+    chat.expect("approve? [y/N/edit] ");
+    chat.0.send_line("n").unwrap();
+    chat.expect("(rejected)");
+    chat.expect("]");
+    chat.0.send_line("/quit").unwrap();
+    chat.0.exp_eof().unwrap();
+
+    let results = tool_results(&sandbox.db(), "cli/default");
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert_eq!(results[0].1, "391", "{results:?}");
+    assert!(results[1].1.contains("said no"), "{results:?}");
+}

@@ -10,7 +10,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use motet::agents::EntryBody;
-use motet::runtime::agent::{AgentHandle, AskOptions, DeltaKind};
+use motet::agents::Waiting;
+use motet::directives::{Pause, Response};
+use motet::runtime::agent::{AgentHandle, AskOptions, DeltaKind, Ticket, TicketEvent};
 use motet::runtime::store::{SqliteStore, ThreadStore};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
@@ -65,9 +67,16 @@ enum Input {
     Interrupt,
 }
 
+/// Standard input, a line at a time.
+type Stdin = tokio::io::Lines<tokio::io::BufReader<tokio::io::Stdin>>;
+
 /// What woke the answer loop.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one at a time, on the stack of the answer loop"
+)]
 enum Streamed {
-    Delta(Option<motet::runtime::agent::LlmDelta>),
+    Event(Option<TicketEvent>),
     Interrupt,
     /// `--timeout` passed while the answer was still coming.
     Deadline,
@@ -121,7 +130,7 @@ impl Chat {
                     }
                 }
             }
-            self.ask(line, &mut interrupted).await;
+            self.ask(line, &mut interrupted, &mut stdin).await;
             self.status_line().await;
         };
         watcher.abort();
@@ -195,7 +204,12 @@ impl Chat {
     }
 
     /// Asks `question`, printing the answer as it streams; Ctrl-C cancels it.
-    async fn ask(&mut self, question: &str, interrupted: &mut mpsc::UnboundedReceiver<()>) {
+    async fn ask(
+        &mut self,
+        question: &str,
+        interrupted: &mut mpsc::UnboundedReceiver<()>,
+        stdin: &mut Stdin,
+    ) {
         // Held until the answer is in: another motet process asking on this thread meanwhile
         // is refused.
         let _lock = match ThreadLock::acquire(&self.db, &format!("{AGENT}/{}", self.thread)) {
@@ -224,16 +238,28 @@ impl Chat {
         // The call whose text was printed last.
         let mut printed = None;
         // The whole answer, streaming included, has `--timeout` to arrive.
-        let deadline = tokio::time::Instant::now() + self.settings.timeout;
+        let mut deadline = tokio::time::Instant::now() + self.settings.timeout;
         loop {
             let event = tokio::select! {
-                delta = request.next_delta() => Streamed::Delta(delta),
+                event = request.next_event() => Streamed::Event(event),
                 Some(()) = interrupted.recv() => Streamed::Interrupt,
                 () = tokio::time::sleep_until(deadline), if !cancelled => Streamed::Deadline,
             };
             match event {
-                Streamed::Delta(None) => break,
-                Streamed::Delta(Some(delta)) => match delta.kind {
+                Streamed::Event(None) => break,
+                Streamed::Event(Some(TicketEvent::Waiting(waiting))) => {
+                    if wrote {
+                        say("");
+                        wrote = false;
+                    }
+                    // The time a person takes to decide is not the model's.
+                    let asked = tokio::time::Instant::now();
+                    if let Err(e) = self.decide(&request, &waiting, stdin).await {
+                        say(&escape::message(&format!("({e})")));
+                    }
+                    deadline += asked.elapsed();
+                }
+                Streamed::Event(Some(TicketEvent::Delta(delta))) => match delta.kind {
                     DeltaKind::Text => {
                         print!("{}", self.mode.text(&delta.delta));
                         wrote = true;
@@ -286,6 +312,62 @@ impl Chat {
         };
     }
 
+    /// Asks the person at the terminal about a call that waits for them: `approve? [y/N/edit]`
+    /// for an approval, the tool's question for an answer. The end of input rejects.
+    async fn decide(
+        &self,
+        request: &Ticket,
+        waiting: &Waiting,
+        stdin: &mut Stdin,
+    ) -> Result<(), CliError> {
+        let call = format!(
+            "`{}` {}",
+            escape::label(&waiting.tool),
+            self.mode.text(waiting.args.get())
+        );
+        let response = match &waiting.pause {
+            Pause::Approval(approval) => {
+                let why = approval
+                    .reason
+                    .as_deref()
+                    .map(|r| format!(" ({})", self.mode.text(r)))
+                    .unwrap_or_default();
+                print!("{call} needs your approval{why}. approve? [y/N/edit] ");
+                flush();
+                match read(stdin).await?.trim().to_ascii_lowercase().as_str() {
+                    "y" | "yes" => Response::Approve,
+                    "e" | "edit" => {
+                        print!("arguments (a JSON object): ");
+                        flush();
+                        Response::Edit {
+                            args: read(stdin).await?.trim().to_owned(),
+                        }
+                    }
+                    _ => Response::Reject {
+                        reason: "the person at the terminal said no".to_owned(),
+                    },
+                }
+            }
+            Pause::Question { text } => {
+                say(&format!("{call} asks: {}", self.mode.text(text)));
+                print!("answer: ");
+                flush();
+                Response::Answer {
+                    text: read(stdin).await?,
+                }
+            }
+        };
+        say(match &response {
+            Response::Approve | Response::Edit { .. } => "(approved)",
+            Response::Reject { .. } => "(rejected)",
+            Response::Answer { .. } => "(answered)",
+        });
+        request
+            .respond(&waiting.tool_call_id, response)
+            .await
+            .map_err(|e| CliError::Request(e.to_string()))
+    }
+
     /// `[cli · thread T · N messages · session tokens I in / O out · STATUS]`.
     async fn status_line(&self) {
         let (messages, usage) = match self.agent.get_thread(Some(&self.thread)).await {
@@ -313,6 +395,18 @@ impl Chat {
     fn shown_thread(&self) -> String {
         escape::label(&agent::shown_thread(&self.thread)).into_owned()
     }
+}
+
+/// One line of standard input (empty at its end).
+async fn read(stdin: &mut Stdin) -> Result<String, CliError> {
+    stdin
+        .next_line()
+        .await
+        .map(Option::unwrap_or_default)
+        .map_err(|source| CliError::Io {
+            what: "cannot read standard input".into(),
+            source,
+        })
 }
 
 fn say(text: &str) {

@@ -37,20 +37,44 @@ pub async fn run(
         ..AskOptions::default()
     };
     let outcome = async {
-        let request = agent
+        let mut request = agent
             .submit(question, options)
             .await
             .map_err(|e| agent::ask_failure(e, settings))?;
         let thread = request.thread().to_owned();
+        // A call that waits for a person stops the run here, the request stored as it is:
+        // `motet approve`, `reject` or `answer` carries it on.
+        match tokio::time::timeout(settings.timeout, request.next_waiting()).await {
+            Ok(Some(waiting)) => return Ok::<_, CliError>(Err(waiting)),
+            // The answer is in.
+            Ok(None) => {}
+            Err(_) => {
+                let _ = request.cancel("no answer in time").await;
+                return Err(agent::ask_failure(
+                    motet::runtime::agent::AskError::Timeout(settings.timeout),
+                    settings,
+                ));
+            }
+        }
         let reply = request
             .wait()
             .await
             .map_err(|e| agent::ask_failure(e, settings))?;
-        Ok::<_, CliError>((thread, agent::completed(&reply)?))
+        Ok(Ok((thread, agent::completed(&reply)?)))
     }
     .await;
     runtime.shutdown().await;
-    let (thread, done) = outcome?;
+    let (thread, done) = match outcome? {
+        Ok(done) => done,
+        Err(waiting) => {
+            println!("{}", crate::commands::pending::line(&waiting, mode));
+            println!(
+                "the request waits: `motet approve {call}` (or `reject {call}`, `answer {call} TEXT`) carries it on",
+                call = escape::label(&waiting.tool_call_id)
+            );
+            return Ok(());
+        }
+    };
     if json {
         let object = serde_json::json!({
             "answer": done.answer,

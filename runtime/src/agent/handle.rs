@@ -272,10 +272,27 @@ impl AgentHandle {
             signal: traced(signal),
             reply,
         };
+        // On record as running from now, not from when its thread admits it: a response sent
+        // right after (`Runtime::respond`) must not resume it a second time.
+        self.core.requests.arrived(
+            request_id,
+            &Arc::from(self.name.as_str()),
+            &Arc::from(thread_id.as_str()),
+            false,
+            SystemEnv.now_ms(),
+        );
         self.core
             .send(&self.name, &thread_id, ask)
             .await
-            .map_err(|e| unreachable_thread(&self.name, Some(wanted), e))?;
+            .map_err(|e| {
+                self.core.requests.finished(
+                    request_id,
+                    super::requests::RequestStatus::Failed,
+                    None,
+                    SystemEnv.now_ms(),
+                );
+                unreachable_thread(&self.name, Some(wanted), e)
+            })?;
         Ok(Ticket {
             id: request_id.to_owned(),
             thread: thread_id,

@@ -16,7 +16,7 @@ use super::errors::RuntimeError;
 use super::handle::AgentHandle;
 use super::registry::RuntimeCore;
 use super::ticket::traced;
-use crate::store::StoreError;
+use crate::store::{StoreError, ThreadStore};
 
 /// How long a request resumed to take a response is awaited by nobody: its answer goes to the
 /// request records and the bus.
@@ -28,6 +28,63 @@ fn store_error(e: StoreError) -> RuntimeError {
     }
 }
 
+/// The tool calls waiting for a person on every thread of `store` (of `agent` only, when
+/// given), oldest first, as last committed — what [`Runtime::waiting`](super::Runtime::waiting)
+/// lists, for a program that only reads the store (one read per thread).
+///
+/// # Errors
+/// [`RuntimeError::Store`] when the store cannot be listed or read, or a stored state is not
+/// one the runtime wrote.
+pub async fn waiting_in(
+    store: &dyn ThreadStore,
+    agent: Option<&str>,
+) -> Result<Vec<Waiting>, RuntimeError> {
+    let mut all = Vec::new();
+    for summary in store.list().await.map_err(store_error)? {
+        let Some(meta) = store.get_meta(&summary.id).await.map_err(store_error)? else {
+            continue;
+        };
+        let (Some(owner), Some(thread)) = (
+            meta.strategy_config_id.as_deref(),
+            meta.extra.get("thread").and_then(|t| t.as_str()),
+        ) else {
+            continue;
+        };
+        if agent.is_some_and(|a| a != owner) {
+            continue;
+        }
+        all.extend(waits_of(store, owner, thread).await?);
+    }
+    all.sort_by_key(|w| w.since_ms);
+    Ok(all)
+}
+
+/// The calls waiting on thread `thread` of `agent` in `store`, as last committed.
+async fn waits_of(
+    store: &dyn ThreadStore,
+    agent: &str,
+    thread: &str,
+) -> Result<Vec<Waiting>, RuntimeError> {
+    let saved = match store.load_state(&store_id(agent, thread)).await {
+        Ok(saved) => saved,
+        Err(StoreError::NotFound { .. }) => return Ok(Vec::new()),
+        Err(e) => return Err(store_error(e)),
+    };
+    let Some(saved) = saved else {
+        return Ok(Vec::new());
+    };
+    let mut waits = stored_waiting(&saved).map_err(|reason| RuntimeError::Store {
+        message: format!(
+            "the stored state of thread `{thread}` of agent `{agent}` cannot be read: {reason}"
+        ),
+    })?;
+    for w in &mut waits {
+        agent.clone_into(&mut w.agent);
+        thread.clone_into(&mut w.thread);
+    }
+    Ok(waits)
+}
+
 impl RuntimeCore {
     /// The calls waiting on thread `thread` of `agent`, as last committed.
     pub(crate) async fn waits_of(
@@ -35,24 +92,7 @@ impl RuntimeCore {
         agent: &str,
         thread: &str,
     ) -> Result<Vec<Waiting>, RuntimeError> {
-        let saved = match self.store.load_state(&store_id(agent, thread)).await {
-            Ok(saved) => saved,
-            Err(StoreError::NotFound { .. }) => return Ok(Vec::new()),
-            Err(e) => return Err(store_error(e)),
-        };
-        let Some(saved) = saved else {
-            return Ok(Vec::new());
-        };
-        let mut waits = stored_waiting(&saved).map_err(|reason| RuntimeError::Store {
-            message: format!(
-                "the stored state of thread `{thread}` of agent `{agent}` cannot be read: {reason}"
-            ),
-        })?;
-        for w in &mut waits {
-            agent.clone_into(&mut w.agent);
-            thread.clone_into(&mut w.thread);
-        }
-        Ok(waits)
+        waits_of(self.store.as_ref(), agent, thread).await
     }
 
     /// The calls waiting on every stored thread (of `agent` only, when given), oldest first.
@@ -60,29 +100,7 @@ impl RuntimeCore {
         &self,
         agent: Option<&str>,
     ) -> Result<Vec<Waiting>, RuntimeError> {
-        let mut all = Vec::new();
-        for summary in self.store.list().await.map_err(store_error)? {
-            let Some(meta) = self
-                .store
-                .get_meta(&summary.id)
-                .await
-                .map_err(store_error)?
-            else {
-                continue;
-            };
-            let (Some(owner), Some(thread)) = (
-                meta.strategy_config_id.as_deref(),
-                meta.extra.get("thread").and_then(|t| t.as_str()),
-            ) else {
-                continue;
-            };
-            if agent.is_some_and(|a| a != owner) {
-                continue;
-            }
-            all.extend(self.waits_of(owner, thread).await?);
-        }
-        all.sort_by_key(|w| w.since_ms);
-        Ok(all)
+        waiting_in(self.store.as_ref(), agent).await
     }
 
     /// Answers call `tool_call_id` of request `request` on thread `thread` of `agent`. A
