@@ -93,6 +93,30 @@ impl ReAct {
         }
     }
 
+    /// A signal of `signal_type` about `request_id`, on the thread, caused by the step's signal.
+    fn signal<T: serde::Serialize>(
+        &self,
+        state: &ReActState,
+        step: &Step<'_>,
+        signal_type: &str,
+        request_id: &str,
+        data: &T,
+    ) -> Result<Signal, StrategyError> {
+        let thread_id = step.cause.thread_id().unwrap_or(state.thread.id());
+        Signal::builder(signal_type, self.source())
+            .with_id(step.env.fresh_id("sig"))
+            .with_time(step.env.now())
+            .caused_by(step.cause)
+            .with_thread_id(thread_id)
+            .with_request_id(request_id)
+            .with_data(data)
+            .build()
+            .map_err(|e| StrategyError::Emit {
+                signal_type: signal_type.to_owned(),
+                message: e.to_string(),
+            })
+    }
+
     fn on_input(
         &self,
         state: &mut ReActState,
@@ -855,23 +879,7 @@ impl ReAct {
         request_id: &str,
         data: T,
     ) -> Result<Vec<Directive>, StrategyError> {
-        let thread_id = step
-            .cause
-            .thread_id()
-            .unwrap_or(state.thread.id())
-            .to_owned();
-        let signal = Signal::builder(signal_type, self.source())
-            .with_id(step.env.fresh_id("sig"))
-            .with_time(step.env.now())
-            .caused_by(step.cause)
-            .with_thread_id(thread_id)
-            .with_request_id(request_id)
-            .with_data(data)
-            .build()
-            .map_err(|e| StrategyError::Emit {
-                signal_type: signal_type.to_owned(),
-                message: e.to_string(),
-            })?;
+        let signal = self.signal(state, step, signal_type, request_id, &data)?;
         let mut out = Vec::with_capacity(2);
         if self.config.reply_to != EmitTarget::Bus {
             out.push(Directive::Emit(Emit {

@@ -24,59 +24,41 @@ use motet_runtime::agent::{
 };
 use motet_runtime::store::SqliteStore;
 use motet_runtime::testing::ScriptedModel;
-use motet_runtime::tool::{Tool, ToolContext, ToolError, ToolSet};
+use motet_runtime::tool::{Tool, ToolError, ToolSet, tool_fn};
 
 use common::{react, turn};
 
-/// `rm`: counts its runs (in a file, when given one, so a second process sees the first's).
-struct Rm {
-    runs: Arc<AtomicU32>,
-    log: Option<std::path::PathBuf>,
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct RmArgs {
+    path: String,
 }
 
-#[async_trait::async_trait]
-impl Tool for Rm {
-    fn name(&self) -> &str {
-        "rm"
-    }
-    fn description(&self) -> &str {
-        "Removes a path."
-    }
-    fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}})
-    }
-    async fn call(&self, args: &ToolArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
-        self.runs.fetch_add(1, Ordering::SeqCst);
-        if let Some(log) = &self.log {
-            use std::io::Write as _;
-            let mut file = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(log)
-                .unwrap();
-            writeln!(file, "{}", args.get()).unwrap();
+/// `rm`: counts its runs (in a file too, when given one, so a second process sees the
+/// first's).
+fn rm(runs: Arc<AtomicU32>, log: Option<std::path::PathBuf>) -> impl Tool {
+    tool_fn("rm", "Removes a path.", move |args: RmArgs| {
+        runs.fetch_add(1, Ordering::SeqCst);
+        let log = log.clone();
+        async move {
+            if let Some(log) = log {
+                use std::io::Write as _;
+                let mut file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(log)
+                    .unwrap();
+                writeln!(file, "{}", args.path).unwrap();
+            }
+            Ok::<_, ToolError>(format!("removed {}", args.path))
         }
-        Ok(format!("removed {}", args.get()))
-    }
+    })
 }
 
-/// `ask`: asks a person which path, instead of answering.
-struct Ask;
-
-#[async_trait::async_trait]
-impl Tool for Ask {
-    fn name(&self) -> &str {
-        "which"
-    }
-    fn description(&self) -> &str {
-        "Asks which path."
-    }
-    fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({"type": "object"})
-    }
-    async fn call(&self, _args: &ToolArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
-        Err(ToolError::question("which path may I remove?"))
-    }
+/// `which`: asks a person which path, instead of answering.
+fn which() -> impl Tool {
+    tool_fn("which", "Asks which path.", |_: serde_json::Value| async {
+        Err::<String, _>(ToolError::question("which path may I remove?"))
+    })
 }
 
 fn rm_call(id: &str, path: &str) -> AssistantBlock {
@@ -104,12 +86,9 @@ async fn setup(
     let tools =
         Arc::new(
             ToolSet::builder()
-                .tool(Rm {
-                    runs: runs.clone(),
-                    log,
-                })
-                .tool(Ask)
-                .tool(motet_runtime::tool::tool_fn(
+                .tool(rm(runs.clone(), log))
+                .tool(which())
+                .tool(tool_fn(
                     "add",
                     "Adds two integers.",
                     |args: common::AddArgs| async move {
@@ -239,7 +218,7 @@ async fn an_approval_is_announced_listed_checked_and_runs_the_tool_once() {
     assert_eq!(
         last_results(&s.model),
         [
-            ("a".into(), false, r#"removed {"path":"/tmp/x"}"#.into()),
+            ("a".into(), false, "removed /tmp/x".into()),
             ("b".into(), false, "4".into())
         ]
     );
@@ -277,7 +256,10 @@ async fn a_rejection_and_an_edit_reach_the_model() {
             Response::Reject {
                 reason: "not today".into(),
             },
-            (true, "not run: a person rejected the call: not today".to_owned()),
+            (
+                true,
+                "not run: a person rejected the call: not today".to_owned(),
+            ),
         ),
         (
             Response::Edit {
@@ -285,16 +267,23 @@ async fn a_rejection_and_an_edit_reach_the_model() {
             },
             (
                 false,
-                "(run with arguments a person edited: {\"path\":\"/tmp/y\"})\nremoved {\"path\":\"/tmp/y\"}"
+                "(run with arguments a person edited: {\"path\":\"/tmp/y\"})\nremoved /tmp/y"
                     .to_owned(),
             ),
         ),
     ] {
         let s = setup(Approval::required(), two_calls_then("ok"), None, None).await;
-        let mut ticket = s.agent.submit("clean", AskOptions::default()).await.unwrap();
+        let mut ticket = s
+            .agent
+            .submit("clean", AskOptions::default())
+            .await
+            .unwrap();
         let waiting = ticket.next_waiting().await.unwrap();
         let edited = matches!(response, Response::Edit { .. });
-        ticket.respond(&waiting.tool_call_id, response).await.unwrap();
+        ticket
+            .respond(&waiting.tool_call_id, response)
+            .await
+            .unwrap();
         assert_eq!(ticket.wait().await.unwrap().text, "ok");
         assert_eq!(s.runs.load(Ordering::SeqCst), u32::from(edited));
         let results = last_results(&s.model);
@@ -430,7 +419,14 @@ async fn child_run() {
         .unwrap();
     ticket.next_waiting().await.unwrap();
     // Killed once only the approval is owed (`b`'s result committed).
-    while s.runtime.request(ticket.id()).unwrap().status != RequestStatus::AwaitingApproval {
+    loop {
+        let thread = s.agent.get_thread(None).await.unwrap().unwrap();
+        let b_done = thread.to_list().iter().any(|e| {
+            matches!(&e.body, EntryBody::ToolResult { result, .. } if result.tool_use_id == "b")
+        });
+        if b_done {
+            break;
+        }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     println!("waiting");

@@ -13,7 +13,6 @@ use motet_directives::{
     CallId, CancelSchedule, Directive, Emit, EmitTarget, OnExpiry, Pause, Response, Schedule,
     ScheduleId, ToolArgs, ToolExec, ToolResult,
 };
-use motet_signals::Signal;
 
 use super::state::{PendingTool, ReActState, RequestState};
 use super::{ReAct, Step, TOOL_PAUSED, ignore};
@@ -213,30 +212,6 @@ impl ReAct {
             state.settle();
         }
         Ok(directives)
-    }
-
-    /// A signal of `signal_type` about `request_id`, on the thread, caused by the step's signal.
-    fn signal<T: serde::Serialize>(
-        &self,
-        state: &ReActState,
-        step: &Step<'_>,
-        signal_type: &str,
-        request_id: &str,
-        data: &T,
-    ) -> Result<Signal, StrategyError> {
-        let thread_id = step.cause.thread_id().unwrap_or(state.thread.id());
-        Signal::builder(signal_type, self.source())
-            .with_id(step.env.fresh_id("sig"))
-            .with_time(step.env.now())
-            .caused_by(step.cause)
-            .with_thread_id(thread_id)
-            .with_request_id(request_id)
-            .with_data(data)
-            .build()
-            .map_err(|e| StrategyError::Emit {
-                signal_type: signal_type.to_owned(),
-                message: e.to_string(),
-            })
     }
 }
 
