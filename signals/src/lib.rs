@@ -8,6 +8,8 @@
 //!
 //! # Layout
 //! - `signal` — the envelope, its builder and its structured-mode JSON form.
+//! - `cloudevents` — CloudEvents 1.0.2's attribute formats, checked at the edge (times, media
+//!   types, URIs, extension values).
 //! - `signal_type` — validated types and patterns, and their syntax.
 //! - `router` — the trie router.
 //! - `bus` — in-process pub/sub with bounded, counted delivery.
@@ -36,6 +38,7 @@
 //! - `tokio` (off by default): `tokio::sync::mpsc::Sender<Signal>` as a bus target.
 
 mod bus;
+mod cloudevents;
 mod error;
 mod router;
 mod signal;

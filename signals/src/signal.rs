@@ -17,7 +17,7 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::{SignalError, SignalType};
+use crate::{SignalError, SignalType, cloudevents};
 
 /// The CloudEvents version motet speaks.
 pub const SPEC_VERSION: &str = "1.0";
@@ -313,19 +313,19 @@ impl Signal {
         }
         let id = required(&mut map, "id")?;
         let source = required(&mut map, "source")?;
+        cloudevents::uri_reference("source", &source)?;
         let ty = SignalType::new(required(&mut map, "type")?)?;
-        let time = match optional(&mut map, "time")? {
-            Some(text) => {
-                Some(
-                    text.parse::<Timestamp>()
-                        .map_err(|e| SignalError::InvalidAttribute {
-                            name: "time".to_owned(),
-                            reason: e.to_string(),
-                        })?,
-                )
-            }
-            None => None,
-        };
+        let time = present(&mut map, "time")?
+            .map(|text| cloudevents::time(&text))
+            .transpose()?;
+        let data_content_type = present(&mut map, "datacontenttype")?;
+        if let Some(media) = &data_content_type {
+            cloudevents::media_type(media)?;
+        }
+        let data_schema = present(&mut map, "dataschema")?;
+        if let Some(schema) = &data_schema {
+            cloudevents::uri("dataschema", schema)?;
+        }
         let data = match (take(&mut map, "data"), take(&mut map, "data_base64")) {
             (Some(_), Some(_)) => return Err(SignalError::ConflictingData),
             (Some(json), None) => SignalData::Json(json),
@@ -349,18 +349,19 @@ impl Signal {
             id: SignalId(id),
             source,
             ty,
-            subject: optional(&mut map, "subject")?,
+            subject: present(&mut map, "subject")?,
             time,
-            data_content_type: optional(&mut map, "datacontenttype")?,
-            data_schema: optional(&mut map, "dataschema")?,
+            data_content_type,
+            data_schema,
             data,
-            correlation_id: optional(&mut map, "correlationid")?,
-            causation_id: optional(&mut map, "causationid")?.map(SignalId),
-            thread_id: optional(&mut map, "threadid")?,
-            request_id: optional(&mut map, "requestid")?,
+            correlation_id: present(&mut map, "correlationid")?,
+            causation_id: present(&mut map, "causationid")?.map(SignalId),
+            thread_id: present(&mut map, "threadid")?,
+            request_id: present(&mut map, "requestid")?,
             trace: TraceContext {
-                traceparent: optional(&mut map, "traceparent")?,
-                tracestate: optional(&mut map, "tracestate")?,
+                traceparent: present(&mut map, "traceparent")?,
+                // W3C trace context allows an empty `tracestate`: it says nothing.
+                tracestate: optional(&mut map, "tracestate")?.filter(|s| !s.is_empty()),
             },
             extensions: BTreeMap::new(),
         };
@@ -368,6 +369,7 @@ impl Signal {
         for (name, value) in map {
             check_extension_name(&name)?;
             if !value.is_null() {
+                cloudevents::extension_value(&name, &value)?;
                 extensions.insert(name, value);
             }
         }
@@ -392,6 +394,17 @@ fn optional(map: &mut Map<String, Value>, name: &str) -> Result<Option<String>, 
             name: name.to_owned(),
             reason: format!("expected a string, found {other}"),
         }),
+    }
+}
+
+/// Removes an optional string attribute that must not be empty when present.
+fn present(
+    map: &mut Map<String, Value>,
+    name: &'static str,
+) -> Result<Option<String>, SignalError> {
+    match optional(map, name)? {
+        Some(text) if text.is_empty() => Err(SignalError::EmptyAttribute(name)),
+        other => Ok(other),
     }
 }
 
@@ -618,7 +631,13 @@ impl SignalBuilder {
         } else if RESERVED.contains(&name.as_str()) {
             self.fail(SignalError::ReservedExtensionName(name));
         } else {
-            self.extensions.insert(name, value.into());
+            let value = value.into();
+            match cloudevents::extension_value(&name, &value) {
+                Ok(()) => {
+                    self.extensions.insert(name, value);
+                }
+                Err(e) => self.fail(e),
+            }
         }
         self
     }
@@ -657,6 +676,16 @@ impl SignalBuilder {
         let id = self.signal_id.unwrap_or_else(SignalId::now_v7);
         if id.0.is_empty() {
             return Err(SignalError::EmptyAttribute("id"));
+        }
+        // What the envelope parser refuses is never built: a signal motet writes reads back.
+        if self.subject.as_deref() == Some("") {
+            return Err(SignalError::EmptyAttribute("subject"));
+        }
+        if let Some(media) = &self.data_content_type {
+            cloudevents::media_type(media)?;
+        }
+        if let Some(schema) = &self.data_schema {
+            cloudevents::uri("dataschema", schema)?;
         }
         Ok(Signal(Arc::new(Envelope {
             id,

@@ -389,3 +389,103 @@ fn builder_rejects_bad_input() {
         }
     );
 }
+
+/// An envelope from elsewhere: the spec's required attributes and `extra`.
+fn foreign(extra: Value) -> Value {
+    let mut envelope = json!({
+        "specversion": "1.0",
+        "id": "A234-1234-1234",
+        "source": "https://github.com/cloudevents/spec/pull",
+        "type": "com.github.pull_request.opened",
+    });
+    if let (Some(map), Value::Object(extra)) = (envelope.as_object_mut(), extra) {
+        map.extend(extra);
+    }
+    envelope
+}
+
+#[test]
+fn cloudevents_1_0_2_as_written_at_the_edge() {
+    // Each refused with an error naming the attribute.
+    let refused = [
+        (json!({"time": "2018-04-05T17:31Z"}), "time"),
+        (json!({"time": "2018-04-05 17:31:00Z"}), "time"),
+        (json!({"time": "2018-04-05T17:31:00+24:00"}), "time"),
+        (json!({"time": "2018-04-05T17:31:00+0100"}), "time"),
+        (json!({"time": "2018-02-30T17:31:00Z"}), "time"),
+        (json!({"time": ""}), "time"),
+        (json!({"datacontenttype": "json"}), "datacontenttype"),
+        (
+            json!({"datacontenttype": "text/plain; charset"}),
+            "datacontenttype",
+        ),
+        (json!({"datacontenttype": ""}), "datacontenttype"),
+        (json!({"dataschema": "schema.json"}), "dataschema"),
+        (json!({"dataschema": ""}), "dataschema"),
+        (json!({"subject": ""}), "subject"),
+        (json!({"threadid": ""}), "threadid"),
+        (json!({"source": "two words"}), "source"),
+        (json!({"tenant": {"id": 1}}), "tenant"),
+        (json!({"tenant": [1]}), "tenant"),
+        (json!({"tenant": 1.5}), "tenant"),
+        (json!({"tenant": 4_294_967_296u64}), "tenant"),
+        (json!({"Tenant": "x"}), "Tenant"),
+        (json!({"data": {}, "data_base64": "AA=="}), "data"),
+    ];
+    for (extra, attribute) in refused {
+        let err = parse(foreign(extra.clone())).unwrap_err();
+        let named = match &err {
+            SignalError::InvalidAttribute { name, .. } => name.as_str(),
+            SignalError::EmptyAttribute(name) => name,
+            SignalError::InvalidExtensionName(name) => name.as_str(),
+            SignalError::ConflictingData => "data",
+            other => panic!("{extra}: {other:?}"),
+        };
+        assert_eq!(named, attribute, "{extra}: {err}");
+    }
+    // And what the spec allows is read.
+    for extra in [
+        json!({"time": "2018-04-05T17:31:00Z"}),
+        json!({"time": "2018-04-05t17:31:00.5-07:00"}),
+        json!({"time": "2016-12-31T23:59:60Z"}),
+        json!({"datacontenttype": "text/xml; charset=\"utf-8\""}),
+        json!({"dataschema": "urn:example:schema"}),
+        json!({"tenant": "acme", "priority": 3, "urgent": true}),
+        json!({"tracestate": ""}),
+    ] {
+        assert!(parse(foreign(extra.clone())).is_ok(), "{extra}");
+    }
+    // The builder never makes what the parser refuses.
+    for (built, attribute) in [
+        (
+            Signal::builder("a.b", "s").with_subject("").build(),
+            "subject",
+        ),
+        (
+            Signal::builder("a.b", "s")
+                .with_data_content_type("json")
+                .build(),
+            "datacontenttype",
+        ),
+        (
+            Signal::builder("a.b", "s")
+                .with_data_schema("schema.json")
+                .build(),
+            "dataschema",
+        ),
+        (
+            Signal::builder("a.b", "s")
+                .with_extension("tenant", json!({"id": 1}))
+                .build(),
+            "tenant",
+        ),
+    ] {
+        let err = built.unwrap_err();
+        let named = match &err {
+            SignalError::InvalidAttribute { name, .. } => name.as_str(),
+            SignalError::EmptyAttribute(name) => name,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(named, attribute, "{err}");
+    }
+}
