@@ -130,7 +130,15 @@ impl ReAct {
             Some(FailureReason::EmptyQuery)
         } else {
             let active = state.active_request().map(|a| a.request_id.to_string());
+            // A request that stopped while a call waited for a person, not resumed yet, still
+            // holds the thread: a new question would leave that call without its result.
+            let paused = state
+                .request
+                .as_ref()
+                .filter(|r| r.tools.iter().any(|t| !t.done && t.waiting.is_some()))
+                .map(|r| r.request_id.to_string());
             active
+                .or(paused)
                 .or(elsewhere)
                 .map(|active_request_id| FailureReason::Busy { active_request_id })
         };

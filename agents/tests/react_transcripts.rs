@@ -1889,8 +1889,21 @@ fn a_waiting_call_survives_a_restart_and_is_answered_after_it_without_running_tw
     let saved: ReActState = serde_json::from_value(to_value(&h.state)).unwrap();
     h.env.advance_ms(10_000);
     h.state = h.react.restore(&h.env, saved);
-    // Listed before it is resumed, as the runtime lists it from the store.
+    // Listed before it is resumed, as the runtime lists it from the store; it still holds the
+    // thread: a new question is refused as busy, and changes nothing.
     assert_eq!(h.react.waiting(&h.state).len(), 1);
+    let before = h.state.thread.entry_count();
+    h.request = "r2".into();
+    let refused = describe_all(&h.send(
+        "agent.request",
+        to_value(&AgentRequest {
+            query: "something else".into(),
+            context_policy: None,
+        }),
+    ));
+    assert_eq!(refused, ["reply agent.failed r2 reason=busy"]);
+    assert_eq!(h.state.thread.entry_count(), before);
+    h.request = "r1".into();
     let resumed = describe_all(
         &h.react
             .handle(&mut h.state, &resume_signal(&["rm"]), &h.env)
