@@ -55,6 +55,7 @@ mod openai_chat;
 mod openai_responses;
 pub mod retry;
 pub mod sse;
+mod structured;
 #[cfg(feature = "test-utils")]
 pub mod testing;
 pub mod transcript;
