@@ -16,6 +16,7 @@
 mod config;
 mod signals;
 mod state;
+mod structured;
 
 use std::sync::Arc;
 
@@ -33,6 +34,7 @@ pub use signals::{
     TOOL_RESULT, ToolResultSignal,
 };
 pub use state::{PendingSummary, PendingTool, ReActState, RequestState, Status};
+pub use structured::StructuredCalls;
 
 use motet_directives::results::Outcome;
 
@@ -113,7 +115,9 @@ impl ReAct {
         state
             .thread
             .append(step.env, NewEntry::user(input.query).with_refs(refs));
-        state.request = Some(RequestState::new(request_id, input.context_policy));
+        let mut request = RequestState::new(request_id, input.context_policy);
+        request.response_format = input.response_format;
+        state.request = Some(request);
         self.next_iteration(state, step)
     }
 
@@ -160,6 +164,7 @@ impl ReAct {
             return Ok(Vec::new());
         };
         let tool_choice = self.config.tool_choice_after(request.tool_calls);
+        let (options, tool_choice) = self.call_options(request, tool_choice);
         let policy = ContextPolicy::resolve(
             request.policy_override.as_ref(),
             state.context_policy.as_ref(),
@@ -206,7 +211,7 @@ impl ReAct {
         let request_body = LlmRequest::new(self.config.model.clone(), projection.messages)
             .with_tools(projection.tool_spec)
             .with_tool_choice(tool_choice)
-            .with_options(self.config.options.clone());
+            .with_options(options);
         if let Some(request) = state.request.as_mut() {
             request.llm_call = Some(call_id.clone());
         }
@@ -307,7 +312,7 @@ impl ReAct {
                 // thread, and the model is asked again with what they added.
                 return self.next_iteration(state, step);
             }
-            return self.complete(state, step, answer);
+            return self.answer(state, step, answer);
         }
         let mut directives = Vec::new();
         request.tools.clear();
