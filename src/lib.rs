@@ -25,11 +25,11 @@ pub use motet_runtime::telemetry;
 /// Everything else is in the member crates ([`agents`], [`directives`], [`runtime`], ...).
 pub mod prelude {
     pub use motet_agents::{Env, Input, ReAct, ReActConfig, Strategy, StrategyError, Thread};
-    pub use motet_directives::{Directive, ModelRef};
+    pub use motet_directives::{Directive, ModelRef, ResponseFormat};
     pub use motet_providers::{LlmClient, Providers};
     pub use motet_runtime::agent::{
         AgentHandle, AgentSpec, Answer, AskError, AskOptions, ReActAgent, Runtime, RuntimeError,
-        Ticket,
+        StructuredError, Ticket,
     };
     pub use motet_runtime::store::SqliteStore;
     pub use motet_runtime::tool::{Tool, ToolError, ToolSet, tool_fn};
