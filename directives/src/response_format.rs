@@ -64,13 +64,17 @@ impl ResponseFormat {
     /// The strict JSON Schema format of `T`, from its [`schemars::JsonSchema`] derive: its
     /// definitions under `$defs`, the `$schema` marker left out (some providers refuse
     /// keywords they do not know), named after the type (with anything OpenAI does not take
-    /// in a name replaced by `_`).
+    /// in a name replaced by `_`). An integer field gets its Rust type's range as `minimum`
+    /// and `maximum` (schemars gives `i32` only `format: "int32"`, an annotation), so a
+    /// number that would not fit is a schema mismatch the model can be told about, and a
+    /// provider that constrains its decoding keeps it in range.
     pub fn for_type<T: schemars::JsonSchema>() -> Self {
         let root = schemars::SchemaGenerator::default().into_root_schema_for::<T>();
         let mut schema = root.to_value();
         if let Value::Object(map) = &mut schema {
             map.remove("$schema");
         }
+        bound_integers(&mut schema);
         Self::json_schema(schema_name(&T::schema_name()), schema)
     }
 
@@ -131,6 +135,34 @@ impl ResponseFormat {
         serde_json::from_value(value).map_err(|e| AnswerError::Decode {
             message: e.to_string(),
         })
+    }
+}
+
+/// Adds the range of schemars' integer formats (`int8` … `uint64`) as `minimum` and `maximum`
+/// wherever they are not bounded tighter already, through every subschema.
+fn bound_integers(schema: &mut Value) {
+    match schema {
+        Value::Object(rules) => {
+            let range = match rules.get("format").and_then(Value::as_str) {
+                Some("int8") => Some((i64::from(i8::MIN).into(), i8::MAX.into())),
+                Some("int16") => Some((i64::from(i16::MIN).into(), i16::MAX.into())),
+                Some("int32") => Some((i64::from(i32::MIN).into(), i32::MAX.into())),
+                Some("int64") => Some((i64::MIN.into(), i64::MAX.into())),
+                Some("uint8") => Some((0.into(), u8::MAX.into())),
+                Some("uint16") => Some((0.into(), u16::MAX.into())),
+                Some("uint32") => Some((0.into(), u32::MAX.into())),
+                Some("uint64") => Some((0.into(), u64::MAX.into())),
+                _ => None,
+            };
+            if let Some((min, max)) = range {
+                let (min, max): (Value, Value) = (min, max);
+                rules.entry("minimum").or_insert(min);
+                rules.entry("maximum").or_insert(max);
+            }
+            rules.values_mut().for_each(bound_integers);
+        }
+        Value::Array(items) => items.iter_mut().for_each(bound_integers),
+        _ => {}
     }
 }
 
@@ -239,6 +271,9 @@ mod tests {
         assert!(schema.get("$schema").is_none());
         assert_eq!(schema["type"], "object");
         assert_eq!(schema["required"], json!(["x", "y"]));
+        // An i32 carries its range.
+        assert_eq!(schema["properties"]["x"]["minimum"], i32::MIN);
+        assert_eq!(schema["properties"]["x"]["maximum"], i32::MAX);
     }
 
     #[test]
@@ -263,10 +298,19 @@ mod tests {
                 message: "missing required property `y`".into()
             })
         );
-        // Matches the schema (an integer), does not fit an i32.
+        // Out of an i32's range: a mismatch the model can be told about.
+        assert_eq!(
+            format
+                .decode::<Point>(r#"{"x": 1, "y": 99999999999}"#)
+                .unwrap_err()
+                .to_string(),
+            "the answer does not match the schema at $.y: 99999999999 is more than the maximum 2147483647"
+        );
+        // Matches the schema, is not a Point.
+        let other = ResponseFormat::json_schema("Any", json!({"type": "object"}));
         assert!(matches!(
-            format.decode::<Point>(r#"{"x": 1, "y": 99999999999}"#),
-            Err(AnswerError::Decode { .. } | AnswerError::Mismatch { .. })
+            other.decode::<Point>(r#"{"x": "one"}"#),
+            Err(AnswerError::Decode { .. })
         ));
     }
 
