@@ -20,7 +20,10 @@
 //! - OpenAI, `strict`: every object gets `additionalProperties: false` and all its properties
 //!   in `required` (the model then always writes optional fields; schemars gives `Option`
 //!   fields a `null` type, so it can write `null`); `oneOf` becomes `anyOf`; `format` on
-//!   numbers (schemars' `int32`, `uint64`, `double`) goes (an annotation OpenAI does not know).
+//!   numbers (schemars' `int32`, `uint64`, `double`) goes (an annotation OpenAI does not know);
+//!   `minLength` and `maxLength`, which OpenAI refuses, are left out of what is sent (and
+//!   still checked on the answer). To a compatible server (`openai-compat`: llama.cpp, whose
+//!   grammar enforces length bounds) they are sent.
 //!   An object open to other properties, `allOf`, `not`, `if`/`then`/`else`,
 //!   `patternProperties` and a root that is not an object are refused.
 //! - Anthropic (always constrained): objects closed as above (`required` left as it is);
@@ -196,11 +199,18 @@ fn wire_schema(dialect: Dialect, req: &LlmRequest) -> Result<Option<Value>, Prov
         root.remove("$schema");
     }
     let rules = match dialect {
+        // Compatible servers (llama.cpp) take the whole schema into their grammar, length
+        // bounds included; only OpenAI itself refuses those.
+        Dialect::OpenAiChat | Dialect::OpenAiResponses
+            if strict && req.model.provider() == "openai-compat" =>
+        {
+            Rules::CompatStrict
+        }
         Dialect::OpenAiChat | Dialect::OpenAiResponses if strict => Rules::OpenAiStrict,
         Dialect::Anthropic => Rules::Anthropic,
         _ => return Ok(Some(schema)),
     };
-    if rules == Rules::OpenAiStrict && !is_object_schema(schema.as_object()) {
+    if rules != Rules::Anthropic && !is_object_schema(schema.as_object()) {
         return Err(refuse(
             "OpenAI's strict mode needs an object at the root of the schema; wrap the answer in a struct"
                 .to_owned(),
@@ -213,13 +223,20 @@ fn wire_schema(dialect: Dialect, req: &LlmRequest) -> Result<Option<Value>, Prov
 /// Which constrained-decoding subset a schema is rewritten for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Rules {
+    /// OpenAI itself, `strict`.
     OpenAiStrict,
+    /// A compatible server, `strict`: OpenAI's shape rules, none of its keyword limits.
+    CompatStrict,
     Anthropic,
 }
 
 /// Keywords whose subschemas are schemas of the same value or its parts.
 const SCHEMA_MAPS: [&str; 3] = ["properties", "$defs", "definitions"];
 const SCHEMA_LISTS: [&str; 3] = ["anyOf", "oneOf", "prefixItems"];
+
+/// String bounds OpenAI's strict mode does not take ("maxLength is not permitted"); the answer
+/// is still checked against them.
+const OPENAI_DROPS: [&str; 2] = ["minLength", "maxLength"];
 
 /// Bounds Anthropic does not take; the answer is still checked against them.
 const ANTHROPIC_DROPS: [&str; 10] = [
@@ -238,7 +255,7 @@ const ANTHROPIC_DROPS: [&str; 10] = [
 impl Rules {
     fn name(self) -> &'static str {
         match self {
-            Rules::OpenAiStrict => "OpenAI's strict mode",
+            Rules::OpenAiStrict | Rules::CompatStrict => "OpenAI's strict mode",
             Rules::Anthropic => "Anthropic's structured outputs",
         }
     }
@@ -249,7 +266,7 @@ impl Rules {
             return Ok(());
         };
         let refused: &[&str] = match self {
-            Rules::OpenAiStrict => &[
+            Rules::OpenAiStrict | Rules::CompatStrict => &[
                 "allOf",
                 "not",
                 "if",
@@ -275,6 +292,11 @@ impl Rules {
         if !matches!(rules.get("type").and_then(Value::as_str), Some("string")) {
             rules.remove("format");
         }
+        if self == Rules::OpenAiStrict {
+            for keyword in OPENAI_DROPS {
+                rules.remove(keyword);
+            }
+        }
         if self == Rules::Anthropic {
             for keyword in ANTHROPIC_DROPS {
                 rules.remove(keyword);
@@ -298,7 +320,7 @@ impl Rules {
                 }
             }
             rules.insert("additionalProperties".into(), Value::Bool(false));
-            if self == Rules::OpenAiStrict {
+            if self != Rules::Anthropic {
                 let names: Vec<Value> = rules
                     .get("properties")
                     .and_then(Value::as_object)

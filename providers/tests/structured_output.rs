@@ -162,6 +162,8 @@ fn the_strict_schema_closes_every_object_and_requires_every_property() {
     assert!(schema["properties"]["high_c"].get("format").is_none());
     assert_eq!(schema["properties"]["high_c"]["minimum"], -90);
     assert_eq!(schema["properties"]["updated"]["format"], "date-time");
+    // OpenAI refuses length bounds: left out, still checked on the answer.
+    assert!(schema["properties"]["note"].get("maxLength").is_none());
     assert!(schema.get("$schema").is_none());
 }
 
@@ -177,6 +179,15 @@ fn an_answer_to_the_sent_schema_is_an_answer_to_the_callers() {
         forecast().check(&too_hot).unwrap_err().to_string(),
         "the answer does not match the schema at $.high_c: 75 is more than the maximum 60"
     );
+}
+
+#[test]
+fn a_compatible_server_gets_the_length_bounds_its_grammar_enforces() {
+    let req = request("openai-compat:smollm2-135m", forecast());
+    let body = body(Dialect::OpenAiChat, &req);
+    let schema = &body["response_format"]["json_schema"]["schema"];
+    assert_eq!(schema["properties"]["note"]["maxLength"], 80);
+    assert_eq!(schema["additionalProperties"], false);
 }
 
 #[test]
