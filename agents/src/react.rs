@@ -444,7 +444,9 @@ impl ReAct {
     ) -> Result<Vec<Directive>, StrategyError> {
         // The runtime resumes a request only when it does not run it: one the state shows
         // running stopped with the process, and is rebuilt from the thread.
-        let steered = state.request.take().map(|r| (r.request_id, r.steers));
+        let before = state.request.take();
+        let format = structured::Carried::from(before.as_ref());
+        let steered = before.map(|r| (r.request_id, r.steers));
         state.status = Status::Idle;
         let entries = state.thread.to_list();
         let Some(at) = entries.iter().rposition(|e| {
@@ -475,6 +477,7 @@ impl ReAct {
             EntryBody::User { .. } => {
                 let mut request = RequestState::new(request_id, None);
                 request.steers = steers;
+                format.restore(&mut request);
                 state.request = Some(request);
                 return self.next_iteration(state, step);
             }
@@ -487,6 +490,7 @@ impl ReAct {
         };
         let mut request = RequestState::new(request_id, None);
         request.steers = steers;
+        format.restore(&mut request);
         request.tool_calls = tool_calls_in(&entries[..=turn], &request.request_id);
         request.iteration = iteration;
         request.turn_call = turn_call.map(CallId::new);
@@ -504,7 +508,7 @@ impl ReAct {
             // Answered before the stop: say so again for whoever resumed.
             let answer = paused_text(&entries[..turn], &request.request_id) + &message.to_string();
             state.request = Some(request);
-            return self.complete(state, step, answer);
+            return self.answer(state, step, answer);
         }
         let answered: std::collections::HashSet<&str> = entries[turn + 1..]
             .iter()

@@ -361,3 +361,40 @@ fn stored_requests_without_the_new_fields_still_read() {
     let old_input: AgentRequest = serde_json::from_value(json!({"query": "hi"})).unwrap();
     assert_eq!(old_input.response_format, None);
 }
+
+#[test]
+fn a_resumed_request_keeps_its_format_and_spent_retries() {
+    let mut h = Harness::new(config().with_max_format_retries(1));
+    h.ask("Weather in Lyon?", Some(weather()));
+    // One retry spent, then the process stops while the retry's call runs.
+    h.script(&[(
+        "llm.result",
+        text("call_1", "sunny"),
+        &["llm call_2 format=Weather tools=auto"],
+    )]);
+    let resume = serde_json::to_value(motet_agents::AgentResume::default()).unwrap();
+    assert_eq!(
+        h.send("agent.resume", resume),
+        ["llm call_3 format=Weather tools=auto"]
+    );
+    assert_eq!(h.state.request.as_ref().unwrap().format_retries, 1);
+    // The limit counts the retry spent before the stop.
+    h.script(&[(
+        "llm.result",
+        text("call_3", "still sunny"),
+        &[r#"failed "nonconforming""#],
+    )]);
+}
+
+#[test]
+fn an_answer_committed_before_a_stop_is_checked_when_resumed() {
+    let mut h = Harness::new(config());
+    h.ask("Weather in Lyon?", Some(weather()));
+    // The answer is committed; its reply is lost with the process.
+    h.send("llm.result", text("call_1", GOOD));
+    let resume = serde_json::to_value(motet_agents::AgentResume::default()).unwrap();
+    assert_eq!(
+        h.send("agent.resume", resume),
+        [format!("completed {}", json!(GOOD))]
+    );
+}

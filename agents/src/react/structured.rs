@@ -15,9 +15,14 @@
 //! what is wrong, up to `ReActConfig::max_format_retries` times; then the request fails with
 //! [`FailureReason::Nonconforming`] carrying the last validation message.
 //!
+//! A request resumed after a stop keeps its format and the retries it spent ([`Carried`]), and
+//! an answer committed before the stop is checked like a fresh one.
+//!
 //! [`ResponseFormat::check`]: motet_directives::ResponseFormat::check
 
-use motet_directives::{Directive, LlmOptions, ToolChoice};
+use std::sync::Arc;
+
+use motet_directives::{Directive, LlmOptions, ResponseFormat, ToolChoice};
 use serde::{Deserialize, Serialize};
 
 use super::state::{ReActState, RequestState};
@@ -93,5 +98,30 @@ impl ReAct {
         .with_refs(refs);
         state.thread.append(step.env, ask);
         self.next_iteration(state, step)
+    }
+}
+
+/// A request's response format and spent retries, kept across `agent.resume`, which rebuilds
+/// the request from the thread.
+pub(super) struct Carried(Option<(Arc<str>, ResponseFormat, u32)>);
+
+impl From<Option<&RequestState>> for Carried {
+    fn from(request: Option<&RequestState>) -> Self {
+        Self(request.and_then(|r| {
+            let format = r.response_format.clone()?;
+            Some((r.request_id.clone(), format, r.format_retries))
+        }))
+    }
+}
+
+impl Carried {
+    /// Puts the format back on `request` when it is the request it was taken from.
+    pub(super) fn restore(&self, request: &mut RequestState) {
+        if let Some((id, format, retries)) = &self.0
+            && *id == request.request_id
+        {
+            request.response_format = Some(format.clone());
+            request.format_retries = *retries;
+        }
     }
 }
