@@ -27,11 +27,11 @@ pub mod prelude {
     pub use motet_agents::{
         Env, Input, ReAct, ReActConfig, Strategy, StrategyError, Thread, Waiting,
     };
-    pub use motet_directives::{Approval, Directive, ModelRef, Response};
+    pub use motet_directives::{Approval, Directive, ModelRef, Response, ResponseFormat};
     pub use motet_providers::{LlmClient, Providers};
     pub use motet_runtime::agent::{
         AgentHandle, AgentSpec, Answer, AskError, AskOptions, ReActAgent, Runtime, RuntimeError,
-        Ticket,
+        StructuredError, Ticket,
     };
     pub use motet_runtime::store::SqliteStore;
     pub use motet_runtime::tool::{Tool, ToolError, ToolSet, tool_fn};

@@ -73,8 +73,8 @@ pub use protocol::{
 pub use react::{
     FailureReason, LLM_FAILED, LLM_RESULT, LlmError, LlmErrorKind, LlmFailed, LlmResult,
     PendingSummary, PendingTool, ReAct, ReActConfig, ReActState, ReactCompleted, ReactFailed,
-    RequestState, SUMMARY_FAILED, SUMMARY_RESULT, Status, SummaryFailed, SummaryResult,
-    TOOL_PAUSED, TOOL_RESULT, ToolPaused, ToolResultSignal,
+    RequestState, SUMMARY_FAILED, SUMMARY_RESULT, Status, StructuredCalls, SummaryFailed,
+    SummaryResult, TOOL_PAUSED, TOOL_RESULT, ToolPaused, ToolResultSignal,
 };
 pub use strategy::Strategy;
 pub use thread::{

@@ -67,6 +67,10 @@ pub struct AgentRequest {
     /// Changes to the context policy for this request only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_policy: Option<PolicyOverride>,
+    /// The shape the answer must have (structured output), for strategies that can give it:
+    /// ReAct asks its calls for it and checks the answer against it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<motet_directives::ResponseFormat>,
 }
 
 /// Data of `agent.cancel` (may be absent).
@@ -307,7 +311,8 @@ mod tests {
             Input::of(&request).expect("decodes"),
             Input::Request(AgentRequest {
                 query: "hi".into(),
-                context_policy: None
+                context_policy: None,
+                response_format: None,
             })
         );
         let cancel = signal(AGENT_CANCEL, None);

@@ -17,6 +17,7 @@ mod config;
 mod person;
 mod signals;
 mod state;
+mod structured;
 
 use std::sync::Arc;
 
@@ -34,6 +35,7 @@ pub use signals::{
     TOOL_PAUSED, TOOL_RESULT, ToolPaused, ToolResultSignal,
 };
 pub use state::{PendingSummary, PendingTool, ReActState, RequestState, Status};
+pub use structured::StructuredCalls;
 
 use motet_directives::results::Outcome;
 
@@ -155,7 +157,9 @@ impl ReAct {
         state
             .thread
             .append(step.env, NewEntry::user(input.query).with_refs(refs));
-        state.request = Some(RequestState::new(request_id, input.context_policy));
+        let mut request = RequestState::new(request_id, input.context_policy);
+        request.response_format = input.response_format;
+        state.request = Some(request);
         self.next_iteration(state, step)
     }
 
@@ -202,6 +206,7 @@ impl ReAct {
             return Ok(Vec::new());
         };
         let tool_choice = self.config.tool_choice_after(request.tool_calls);
+        let (options, tool_choice) = self.call_options(request, tool_choice);
         let policy = ContextPolicy::resolve(
             request.policy_override.as_ref(),
             state.context_policy.as_ref(),
@@ -248,7 +253,7 @@ impl ReAct {
         let request_body = LlmRequest::new(self.config.model.clone(), projection.messages)
             .with_tools(projection.tool_spec)
             .with_tool_choice(tool_choice)
-            .with_options(self.config.options.clone());
+            .with_options(options);
         if let Some(request) = state.request.as_mut() {
             request.llm_call = Some(call_id.clone());
         }
@@ -349,7 +354,7 @@ impl ReAct {
                 // thread, and the model is asked again with what they added.
                 return self.next_iteration(state, step);
             }
-            return self.complete(state, step, answer);
+            return self.answer(state, step, answer);
         }
         let mut directives = Vec::new();
         request.tools.clear();
@@ -490,6 +495,7 @@ impl ReAct {
         // The runtime resumes a request only when it does not run it: one the state shows
         // running stopped with the process, and is rebuilt from the thread.
         let saved = state.request.take();
+        let format = structured::Carried::from(saved.as_ref());
         state.status = Status::Idle;
         let entries = state.thread.to_list();
         let Some(at) = entries.iter().rposition(|e| {
@@ -521,6 +527,7 @@ impl ReAct {
             EntryBody::User { .. } => {
                 let mut request = RequestState::new(request_id, None);
                 request.steers = steers;
+                format.restore(&mut request);
                 state.request = Some(request);
                 return self.next_iteration(state, step);
             }
@@ -533,6 +540,7 @@ impl ReAct {
         };
         let mut request = RequestState::new(request_id, None);
         request.steers = steers;
+        format.restore(&mut request);
         request.tool_calls = tool_calls_in(&entries[..=turn], &request.request_id);
         request.iteration = iteration;
         request.turn_call = turn_call.map(CallId::new);
@@ -550,7 +558,7 @@ impl ReAct {
             // Answered before the stop: say so again for whoever resumed.
             let answer = paused_text(&entries[..turn], &request.request_id) + &message.to_string();
             state.request = Some(request);
-            return self.complete(state, step, answer);
+            return self.answer(state, step, answer);
         }
         let answered: std::collections::HashSet<&str> = entries[turn + 1..]
             .iter()

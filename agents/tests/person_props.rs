@@ -138,6 +138,7 @@ impl World {
                     AgentRequest {
                         query,
                         context_policy: None,
+                        response_format: None,
                     },
                 );
             }

@@ -65,6 +65,7 @@ impl Harness {
         let input = AgentRequest {
             query: query.into(),
             context_policy: None,
+            response_format: None,
         };
         describe_all(&self.send("agent.request", to_value(&input)))
     }
@@ -670,6 +671,7 @@ fn a_long_session_crosses_window_boundaries_and_uses_a_summary() {
         let input = to_value(&AgentRequest {
             query,
             context_policy: None,
+            response_format: None,
         });
         let directives = h.send("agent.request", input);
         note_summaries(&directives, &mut summaries, &mut pending_summary);
@@ -746,6 +748,7 @@ fn a_context_length_failure_shrinks_the_window_and_retries() {
     let input = AgentRequest {
         query: "last".into(),
         context_policy: None,
+        response_format: None,
     };
     let directives = h.send("agent.request", to_value(&input));
     let Some(Directive::LlmStream(first)) = directives.last() else {
@@ -789,6 +792,7 @@ fn a_request_override_changes_only_that_request() {
     let input = AgentRequest {
         query: "q2".into(),
         context_policy: Some(over),
+        response_format: None,
     };
     let d = describe_all(&h.send("agent.request", to_value(&input)));
     assert_eq!(d, ["llm call_2: S:You are a calculator. | U:q2"]);
@@ -977,6 +981,7 @@ fn a_forced_first_tool_call_then_the_model_may_answer() {
     let input = to_value(&AgentRequest {
         query: "17 * 23?".into(),
         context_policy: None,
+        response_format: None,
     });
     assert_eq!(
         choices(&h.send("agent.request", input.clone())),
@@ -1160,6 +1165,7 @@ fn tool_call_ids_are_unique_in_the_thread() {
     let input = to_value(&AgentRequest {
         query: "two sums, then one more".into(),
         context_policy: None,
+        response_format: None,
     });
     let first = llm_call(&h.send("agent.request", input));
     let turn = h.send(
@@ -1217,6 +1223,7 @@ fn input_signal(request: &str, query: &str) -> Signal {
         .with_data(AgentRequest {
             query: query.into(),
             context_policy: None,
+            response_format: None,
         })
         .build()
         .unwrap()
@@ -1899,6 +1906,7 @@ fn a_waiting_call_survives_a_restart_and_is_answered_after_it_without_running_tw
         to_value(&AgentRequest {
             query: "something else".into(),
             context_policy: None,
+            response_format: None,
         }),
     ));
     assert_eq!(refused, ["reply agent.failed r2 reason=busy"]);

@@ -16,6 +16,8 @@
 //! - `tool` — [`ToolArgs`], [`ToolCallView`], [`ToolResult`], [`ToolDef`], [`ToolChoice`].
 //! - `usage` — [`Usage`], [`StopReason`], [`LlmResponse`].
 //! - `request` — [`LlmRequest`], [`LlmOptions`], [`ModelRef`].
+//! - `response_format` — structured output: [`ResponseFormat`] (a JSON Schema the answer must
+//!   match) and its check, [`ResponseFormat::decode`], failing with [`AnswerError`].
 //! - `hosted` — [`HostedTool`] (web search, code execution, remote MCP servers) and [`Secret`].
 //! - `directive` — [`Directive`] and one payload struct per variant.
 //! - `pause` — a call that waits for a person: [`Pause`] ([`Approval`] or a question) and the
@@ -48,6 +50,7 @@ mod hosted;
 mod message;
 mod pause;
 mod request;
+mod response_format;
 pub mod results;
 mod tool;
 mod usage;
@@ -61,5 +64,6 @@ pub use hosted::{HostedTool, McpApproval, McpServer, Secret, UserLocation, WebSe
 pub use message::{AssistantBlock, AssistantMessage, Message, ProviderMeta};
 pub use pause::{Approval, OnExpiry, Pause, Response};
 pub use request::{LlmOptions, LlmRequest, ModelRef, ReasoningEffort};
+pub use response_format::{AnswerError, ResponseFormat, is_valid_schema_name};
 pub use tool::{ToolArgs, ToolCallIter, ToolCallView, ToolChoice, ToolDef, ToolDefs, ToolResult};
 pub use usage::{LlmResponse, StopReason, Usage};

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::DirectiveError;
 use crate::hosted::{HostedTool, Secret};
 use crate::message::Message;
+use crate::response_format::ResponseFormat;
 use crate::tool::{ToolChoice, ToolDef};
 
 /// A model reference, `provider:model` — `anthropic:claude-sonnet-4-5`, `openai:gpt-5.2`,
@@ -137,12 +138,23 @@ pub struct LlmOptions {
     /// before anything is sent.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosted_tools: Vec<HostedTool>,
+    /// The shape the answer's text must have (structured output): rendered in each dialect's
+    /// own form; a dialect or model that cannot give it refuses the request before anything
+    /// is sent. Tool calls stay free; only the text is constrained.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<ResponseFormat>,
 }
 
 impl LlmOptions {
     /// Offers this hosted tool too.
     pub fn with_hosted_tool(mut self, tool: HostedTool) -> Self {
         self.hosted_tools.push(tool);
+        self
+    }
+
+    /// Asks for answers of this format.
+    pub fn with_response_format(mut self, format: ResponseFormat) -> Self {
+        self.response_format = Some(format);
         self
     }
 

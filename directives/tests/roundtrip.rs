@@ -433,6 +433,10 @@ fn request() -> LlmRequest {
                 McpServer::new("docs", "https://mcp.example.com/mcp").with_allowed_tools(["ask"]),
             ),
         ],
+        response_format: Some(motet_directives::ResponseFormat::json_schema(
+            "Answer",
+            json!({"type": "object", "properties": {"n": {"type": "integer"}}}),
+        )),
     })
 }
 

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::decoder::StreamDecoder;
 use crate::error::ProviderError;
-use crate::{anthropic, gemini, hosted, openai_chat, openai_responses};
+use crate::{anthropic, gemini, hosted, openai_chat, openai_responses, structured};
 
 /// A wire protocol a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -59,10 +59,12 @@ impl Dialect {
     /// # Errors
     /// [`ProviderError::InvalidRequest`] or [`ProviderError::Config`] when the request cannot
     /// be expressed in this dialect, or its `tool_choice` names a tool it does not offer;
-    /// [`ProviderError::UnsupportedHostedTool`] for a hosted tool the dialect does not have.
+    /// [`ProviderError::UnsupportedHostedTool`] for a hosted tool the dialect does not have;
+    /// [`ProviderError::UnsupportedResponseFormat`] for a response format it cannot give.
     pub fn render(self, req: &LlmRequest) -> Result<Value, ProviderError> {
         check_named_tool(req)?;
         hosted::check_dialect(self, req)?;
+        structured::check_dialect(self, req)?;
         match self {
             Dialect::OpenAiChat => openai_chat::request::render(req),
             Dialect::OpenAiResponses => openai_responses::request::render(req),
@@ -80,6 +82,7 @@ impl Dialect {
     pub fn encode(self, req: &LlmRequest) -> Result<Vec<u8>, ProviderError> {
         check_named_tool(req)?;
         hosted::check_dialect(self, req)?;
+        structured::check_dialect(self, req)?;
         match self {
             Dialect::OpenAiChat => openai_chat::request::encode(req),
             Dialect::OpenAiResponses => openai_responses::request::encode(req),

@@ -110,6 +110,16 @@ pub enum ProviderError {
         /// Why, naming the model or the option when one is the reason.
         reason: String,
     },
+    /// A response format (structured output) that the dialect or the model cannot give, or a
+    /// schema its constrained decoding cannot take; refused before anything is sent, never
+    /// dropped in silence.
+    #[error("{dialect} cannot give the response format asked for: {reason}")]
+    UnsupportedResponseFormat {
+        /// The dialect the request would be sent in.
+        dialect: crate::Dialect,
+        /// Why, naming the model, the keyword or the place in the schema when one is the reason.
+        reason: String,
+    },
     /// The response passed [`Limits::max_response_bytes`](crate::Limits) (text, reasoning,
     /// tool calls and the provider data kept with them); the stream was stopped there.
     #[error(

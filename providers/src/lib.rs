@@ -35,6 +35,8 @@
 //! - `endpoint` — URLs and headers per dialect (beta headers included).
 //! - `hosted` — which hosted tools (web search, code execution, remote MCP servers) each
 //!   dialect and model can run.
+//! - `structured` — response formats (structured output) on the wire: each dialect's shape,
+//!   the schema rewrites for constrained decoding, and what is refused before sending.
 //! - `testing` (feature `test-utils`) — a hostile provider: a scripted loopback HTTP server.
 
 mod anthropic;
@@ -55,6 +57,7 @@ mod openai_chat;
 mod openai_responses;
 pub mod retry;
 pub mod sse;
+mod structured;
 #[cfg(feature = "test-utils")]
 pub mod testing;
 pub mod transcript;

@@ -19,7 +19,7 @@ use motet_directives::{LlmRequest, ModelRef};
 
 use crate::dialect::Dialect;
 use crate::error::ProviderError;
-use crate::hosted;
+use crate::{hosted, structured};
 
 /// What a model can do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,11 +114,14 @@ pub fn capabilities(model: &ModelRef) -> Option<ModelCaps> {
 /// that can replay it across turns, and for OpenAI the Responses API: Chat Completions cannot
 /// carry reasoning back. Hosted tools must be ones the dialect has, with options it can
 /// express, and — for models whose provider documents it — ones the model can run
-/// (docs/providers.md, "Hosted tools").
+/// (docs/providers.md, "Hosted tools"). A response format must be one the dialect can express
+/// and, for models whose provider documents it, one the model can give (docs/structured-output.md).
 ///
 /// # Errors
 /// [`ProviderError::UnsupportedModel`] with the reason,
 /// [`ProviderError::UnsupportedHostedTool`] naming the tool and why,
+/// [`ProviderError::UnsupportedResponseFormat`] for a response format the dialect, the model
+/// or its constrained decoding cannot take,
 /// [`ProviderError::InvalidRequest`] for a hosted tool asked for twice or an MCP server
 /// without its name, URL or token, or [`ProviderError::Config`] for an unknown provider.
 pub fn validate(req: &LlmRequest) -> Result<(), ProviderError> {
@@ -126,6 +129,8 @@ pub fn validate(req: &LlmRequest) -> Result<(), ProviderError> {
     let dialect = dialect_for(model)?;
     hosted::check_dialect(dialect, req)?;
     hosted::check_model(dialect, req)?;
+    structured::check_dialect(dialect, req)?;
+    structured::check_model(dialect, req)?;
     let wants_reasoning =
         req.options.thinking_budget.is_some() || req.options.reasoning_effort.is_some();
     if !wants_reasoning {

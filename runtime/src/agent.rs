@@ -22,7 +22,9 @@
 //! # Layout
 //! - `runtime` — [`Runtime`], [`RuntimeBuilder`]; `spec` — [`AgentSpec`], [`AskOptions`],
 //!   [`IntoSpec`]; `react` — [`ReActAgent`], a ReAct agent in one chain.
-//! - `handle` — [`AgentHandle`]; `ticket` — [`Ticket`] (a submitted request) and [`Answer`].
+//! - `handle` — [`AgentHandle`]; `ticket` — [`Ticket`] (a submitted request) and [`Answer`];
+//!   `structured` — [`AgentHandle::ask_structured`]: an answer decoded into a type, checked
+//!   against its JSON Schema ([`StructuredError`]).
 //! - `registry` — what every agent of a runtime shares, and each agent's threads.
 //! - `actor` — [`ThreadActor`]: admission, the strategy step and the commit point; `actor/`
 //!   holds the directive executor (`execute`), LLM calls (`llm`), the store side (`persist`)
@@ -54,6 +56,7 @@ mod registry;
 mod requests;
 mod runtime;
 mod spec;
+mod structured;
 mod supervise;
 mod ticket;
 mod trace;
@@ -75,4 +78,5 @@ pub use spec::{
     AgentSpec, AskOptions, DEFAULT_IDLE_TIMEOUT, DEFAULT_LLM_CONCURRENCY, DEFAULT_THREAD, IntoSpec,
     NEW_THREAD,
 };
+pub use structured::StructuredError;
 pub use ticket::{Answer, Ticket, TicketEvent};

@@ -110,6 +110,7 @@ async fn cancelling_a_request_stops_its_llm_stream() {
         .with_data(motet_agents::AgentRequest {
             query: "think forever".into(),
             context_policy: None,
+            response_format: None,
         })
         .build()
         .unwrap();
@@ -211,6 +212,7 @@ async fn cancelling_a_request_closes_its_provider_connection() {
         .with_data(motet_agents::AgentRequest {
             query: "go".into(),
             context_policy: None,
+            response_format: None,
         })
         .build()
         .unwrap();

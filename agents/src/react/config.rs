@@ -3,6 +3,7 @@
 use motet_directives::{EmitTarget, LlmOptions, ModelRef, ToolChoice, ToolDefs};
 
 use crate::policy::ContextPolicy;
+use crate::react::structured::StructuredCalls;
 
 /// How a ReAct agent runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,6 +41,11 @@ pub struct ReActConfig {
     pub summary_model: Option<ModelRef>,
     /// Instructions for summaries.
     pub summary_instructions: Option<String>,
+    /// Times an answer that does not match the request's response format is sent back to the
+    /// model with what is wrong, before the request fails (default 2).
+    pub max_format_retries: u32,
+    /// Which calls of a structured request carry the response format (default: every call).
+    pub structured_calls: StructuredCalls,
 }
 
 impl ReActConfig {
@@ -60,6 +66,8 @@ impl ReActConfig {
             reply_to: EmitTarget::Bus,
             summary_model: None,
             summary_instructions: None,
+            max_format_retries: 2,
+            structured_calls: StructuredCalls::Every,
         }
     }
 
@@ -117,6 +125,18 @@ impl ReActConfig {
     /// Sets `max_tool_reruns`.
     pub fn with_max_tool_reruns(mut self, max: u32) -> Self {
         self.max_tool_reruns = max;
+        self
+    }
+
+    /// Sets `max_format_retries`.
+    pub fn with_max_format_retries(mut self, max: u32) -> Self {
+        self.max_format_retries = max;
+        self
+    }
+
+    /// Sets which calls of a structured request carry the response format.
+    pub fn with_structured_calls(mut self, calls: StructuredCalls) -> Self {
+        self.structured_calls = calls;
         self
     }
 

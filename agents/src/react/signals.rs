@@ -68,6 +68,14 @@ pub enum FailureReason {
     /// The query was empty or only white space; it was not committed (some providers refuse
     /// empty content, and a thread holding it would fail every later request there).
     EmptyQuery,
+    /// The answer did not match the request's response format, and was sent back to the
+    /// model `max_format_retries` times without one that does.
+    Nonconforming {
+        /// What is wrong with the last answer (where it breaks the schema).
+        message: String,
+        /// Answers given, the last included.
+        attempts: u32,
+    },
 }
 
 impl std::fmt::Display for FailureReason {
@@ -85,6 +93,10 @@ impl std::fmt::Display for FailureReason {
                 write!(f, "request {active_request_id} is still running")
             }
             Self::EmptyQuery => f.write_str("the question is empty"),
+            Self::Nonconforming { message, attempts } => write!(
+                f,
+                "no answer matched the response format in {attempts} tries: {message}"
+            ),
         }
     }
 }

@@ -112,6 +112,16 @@ pub struct RequestState {
     /// Messages a person added (`agent.steer`) that wait for the next turn boundary, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steers: Vec<String>,
+    /// The shape the answer must have (structured output), if the request asked for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<motet_directives::ResponseFormat>,
+    /// Answers that did not match `response_format` and were sent back to the model.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub format_retries: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl RequestState {
@@ -128,6 +138,8 @@ impl RequestState {
             usage: Usage::default(),
             policy_override,
             steers: Vec::new(),
+            response_format: None,
+            format_retries: 0,
         }
     }
 }

@@ -78,6 +78,7 @@ fn simulate(window: WindowMode, low_water: f64) -> (Tally, std::time::Duration) 
         let input = AgentRequest {
             query: format!("question {turn}: {}", words(&mut rng, 20, 120)),
             context_policy: None,
+            response_format: None,
         };
         let mut inbound = signal(&env, AGENT_REQUEST, &request, &input);
         // Feed the strategy until the turn completes, answering each directive.

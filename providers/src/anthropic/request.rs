@@ -48,12 +48,12 @@ const MCP_CLIENT_BETA: &str = "mcp-client-2025-04-04";
 
 /// The request body as sent (see [`crate::Dialect::encode`]).
 pub(crate) fn encode(req: &LlmRequest) -> Result<Vec<u8>, ProviderError> {
-    crate::body::to_json(&body(req))
+    crate::body::to_json(&body(req)?)
 }
 
 /// Renders the streaming request body, opaque blocks parsed.
 pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
-    serde_json::to_value(body(req)).map_err(|e| ProviderError::Protocol {
+    serde_json::to_value(body(req)?).map_err(|e| ProviderError::Protocol {
         message: format!("the request body could not be rendered: {e}"),
     })
 }
@@ -120,7 +120,7 @@ struct CitedText<'a> {
     kind: &'static str,
 }
 
-fn body(req: &LlmRequest) -> Body<'_> {
+fn body(req: &LlmRequest) -> Result<Body<'_>, ProviderError> {
     let mut system = Vec::new();
     let mut messages = Vec::with_capacity(req.messages.len());
     for message in &req.messages {
@@ -220,11 +220,14 @@ fn body(req: &LlmRequest) -> Body<'_> {
     if !options.stop.is_empty() {
         body.insert("stop_sequences".into(), json!(options.stop));
     }
+    if let Some(config) = crate::structured::anthropic(req)? {
+        body.insert("output_config".into(), config);
+    }
     body.insert("stream".into(), json!(true));
-    Body {
+    Ok(Body {
         fields: body,
         messages,
-    }
+    })
 }
 
 fn assistant_blocks(blocks: &[AssistantBlock]) -> Vec<Part<'_>> {

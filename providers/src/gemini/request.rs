@@ -167,7 +167,7 @@ fn body(req: &LlmRequest) -> Result<Request<'_>, ProviderError> {
         system_instruction: (!system.is_empty()).then_some(SystemInstruction { parts: system }),
         tools,
         tool_config,
-        generation_config: generation_config(req),
+        generation_config: generation_config(req, crate::structured::gemini(req)?),
     })
 }
 
@@ -291,7 +291,11 @@ fn call_name<'a>(earlier: &'a [Message], id: &str) -> Option<&'a str> {
     })
 }
 
-fn generation_config(req: &LlmRequest) -> Option<GenerationConfig<'_>> {
+/// `generationConfig`, with the response format's MIME type and schema when one is asked for.
+fn generation_config<'a>(
+    req: &'a LlmRequest,
+    format: Option<(&'static str, Option<Value>)>,
+) -> Option<GenerationConfig<'a>> {
     let options = &req.options;
     // Budget (Gemini 2.5) wins over level (Gemini 3): the API rejects both at once.
     let thinking_config = match (options.thinking_budget, options.reasoning_effort) {
@@ -307,7 +311,10 @@ fn generation_config(req: &LlmRequest) -> Option<GenerationConfig<'_>> {
         }),
         (None, None) => None,
     };
+    let (response_mime_type, response_json_schema) = format.unzip();
     let config = GenerationConfig {
+        response_mime_type,
+        response_json_schema: response_json_schema.flatten(),
         max_output_tokens: options.max_tokens,
         temperature: options.temperature,
         top_p: options.top_p,
@@ -318,7 +325,8 @@ fn generation_config(req: &LlmRequest) -> Option<GenerationConfig<'_>> {
         && config.temperature.is_none()
         && config.top_p.is_none()
         && config.stop_sequences.is_empty()
-        && config.thinking_config.is_none();
+        && config.thinking_config.is_none()
+        && config.response_mime_type.is_none();
     (!empty).then_some(config)
 }
 

@@ -156,6 +156,13 @@ pub(super) struct FunctionCallingConfig<'a> {
 #[derive(Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct GenerationConfig<'a> {
+    /// `application/json` for a response format (structured output).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) response_mime_type: Option<&'static str>,
+    /// The response format's JSON Schema (`responseJsonSchema` takes JSON Schema;
+    /// `responseSchema` only an OpenAPI subset).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) response_json_schema: Option<serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) max_output_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]

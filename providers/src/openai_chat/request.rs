@@ -89,6 +89,9 @@ pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
     if let Some(effort) = options.reasoning_effort {
         body.insert("reasoning_effort".into(), json!(effort));
     }
+    if let Some(format) = crate::structured::openai_chat(req)? {
+        body.insert("response_format".into(), format);
+    }
     Ok(Value::Object(body))
 }
 

@@ -60,19 +60,19 @@ const INCLUDE_ENCRYPTED_REASONING: &str = "reasoning.encrypted_content";
 /// exact text it was received as. Going through [`render`]'s `Value` would parse it again:
 /// keys sorted, escapes normalized, numbers reparsed.
 pub(crate) fn encode(req: &LlmRequest) -> Result<Vec<u8>, ProviderError> {
-    crate::body::to_json(&body(req))
+    crate::body::to_json(&body(req)?)
 }
 
 /// The full streaming request body as a `Value`, for reading and comparing. Opaque items are
 /// equal in meaning but not byte for byte what [`encode`] sends.
 pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
-    serde_json::to_value(body(req)).map_err(|e| ProviderError::Protocol {
+    serde_json::to_value(body(req)?).map_err(|e| ProviderError::Protocol {
         message: format!("could not render the Responses request: {e}"),
     })
 }
 
 /// The typed request body, borrowing from `req`.
-fn body(req: &LlmRequest) -> Request<'_> {
+fn body(req: &LlmRequest) -> Result<Request<'_>, ProviderError> {
     let mut input = Vec::with_capacity(req.messages.len());
     for message in &req.messages {
         match message {
@@ -133,7 +133,7 @@ fn body(req: &LlmRequest) -> Request<'_> {
         Vec::new()
     };
 
-    Request {
+    Ok(Request {
         model,
         input,
         parallel_tool_calls: options.parallel_tool_calls.filter(|_| !tools.is_empty()),
@@ -144,9 +144,10 @@ fn body(req: &LlmRequest) -> Request<'_> {
         top_p: options.top_p,
         reasoning,
         include,
+        text: crate::structured::openai_responses(req)?,
         store: false,
         stream: true,
-    }
+    })
 }
 
 /// A hosted tool's entry in `tools`, next to the function tools.

@@ -34,6 +34,9 @@ pub(super) struct Request<'a> {
     pub(super) reasoning: Option<ReasoningConfig>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(super) include: Vec<&'static str>,
+    /// `{format: …}`: the response format (structured output).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) text: Option<serde_json::Value>,
     pub(super) store: bool,
     pub(super) stream: bool,
 }

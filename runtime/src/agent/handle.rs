@@ -130,6 +130,7 @@ impl AgentHandle {
             .with_data(AgentRequest {
                 query: query.into(),
                 context_policy: options.context_policy,
+                response_format: options.response_format,
             })
             .build()
             .map_err(|e| AskError::Send {

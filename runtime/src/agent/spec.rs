@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use motet_agents::{PolicyOverride, Strategy};
+use motet_directives::ResponseFormat;
 use motet_signals::Pattern;
 
 use super::book::RequestPolicy;
@@ -26,6 +27,10 @@ pub struct AskOptions {
     /// Leave the request running when the wait times out (its end is then seen with
     /// [`Runtime::request`](super::Runtime::request)). Default false.
     pub keep_running: bool,
+    /// The shape the answer must have (structured output), sent to the strategy with the
+    /// request; [`AgentHandle::ask_structured`](super::AgentHandle::ask_structured) sets it
+    /// from the type asked for. Default none.
+    pub response_format: Option<ResponseFormat>,
 }
 
 impl Default for AskOptions {
@@ -36,6 +41,7 @@ impl Default for AskOptions {
             timeout: Duration::from_secs(30),
             stream: false,
             keep_running: false,
+            response_format: None,
         }
     }
 }

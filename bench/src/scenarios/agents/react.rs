@@ -42,6 +42,7 @@ async fn react_floor(requests: usize) -> Option<Duration> {
             .with_data(AgentRequest {
                 query: "What is 2 + 3?".into(),
                 context_policy: None,
+                response_format: None,
             })
             .build()
             .ok()?;
