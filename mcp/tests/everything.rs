@@ -1,0 +1,122 @@
+//! motet's MCP client against the reference server, @modelcontextprotocol/server-everything,
+//! over stdio and over Streamable HTTP: listing, calling, result mapping, error results.
+//!
+//! Needs `MOTET_MCP_EVERYTHING` (`eval "$(bash scripts/mcp-everything.sh env)"`); without it
+//! each test prints a `skipped:` line.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
+
+mod common;
+
+use std::time::Duration;
+
+use common::{HttpEverything, call, everything, stdio_config, tool_set};
+use motet_mcp::{McpClient, McpServerConfig};
+use serde_json::json;
+
+/// The checks every transport must pass.
+async fn exercise(client: &McpClient) {
+    let tools = tool_set(client, Duration::from_secs(30)).await;
+    let names = tools.names();
+    for expected in [
+        "everything_echo",
+        "everything_get-sum",
+        "everything_get-tiny-image",
+        "everything_trigger-long-running-operation",
+    ] {
+        assert!(names.iter().any(|n| n == expected), "{expected} in {names:?}");
+    }
+    let echo = tools.get("everything_echo").unwrap();
+    assert!(!echo.description().is_empty());
+    assert_eq!(echo.parameters()["type"], "object");
+    assert!(echo.parameters()["properties"]["message"].is_object());
+
+    let echoed = call(&tools, "everything_echo", json!({"message": "motet says hi"})).await;
+    assert!(!echoed.is_error, "{echoed:?}");
+    assert!(echoed.content.contains("motet says hi"), "{echoed:?}");
+
+    let sum = call(&tools, "everything_get-sum", json!({"a": 19, "b": 23})).await;
+    assert!(!sum.is_error, "{sum:?}");
+    assert!(sum.content.contains("42"), "{sum:?}");
+
+    // An image is described (type and size), never pasted as base64.
+    let image = call(&tools, "everything_get-tiny-image", json!({})).await;
+    assert!(!image.is_error, "{image:?}");
+    assert!(image.content.contains("[image: image/png, "), "{image:?}");
+    let longest_word = image
+        .content
+        .split_whitespace()
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    assert!(longest_word < 200, "base64 leaked into {:?}", image.content);
+
+    // A tool that throws: the server answers isError, the model reads an error result.
+    let failed = call(
+        &tools,
+        "everything_get-resource-reference",
+        json!({"resourceType": "nonsense", "resourceId": 1}),
+    )
+    .await;
+    assert!(failed.is_error, "{failed:?}");
+    assert!(
+        failed.content.contains("everything_get-resource-reference"),
+        "{failed:?}"
+    );
+    println!("error result: {}", failed.content);
+
+    // Arguments of the wrong shape are the server's to reject; the answer is an error result.
+    let wrong = call(&tools, "everything_get-sum", json!({"a": "nineteen"})).await;
+    assert!(wrong.is_error, "{wrong:?}");
+    println!("wrong arguments: {}", wrong.content);
+}
+
+#[tokio::test]
+async fn stdio_lists_calls_and_maps_results() {
+    let Some(dir) = everything() else { return };
+    let client = McpClient::connect(stdio_config(&dir)).await.unwrap();
+    assert!(client.server_pid().await.is_some());
+    exercise(&client).await;
+    client.disconnect().await;
+}
+
+#[tokio::test]
+async fn streamable_http_lists_calls_and_maps_results() {
+    let Some(_dir) = everything() else { return };
+    let server = HttpEverything::start();
+    // A header read from the environment (cargo sets CARGO_PKG_NAME for the test run)
+    // travels with every request; the server ignores it.
+    let config = McpServerConfig::http("everything", server.url.clone())
+        .header("X-Motet-Test", "motet-${CARGO_PKG_NAME}");
+    let client = McpClient::connect(config).await.unwrap();
+    assert_eq!(client.server_pid().await, None);
+    exercise(&client).await;
+}
+
+#[tokio::test]
+async fn a_header_from_a_missing_variable_is_a_typed_error() {
+    let config = McpServerConfig::http("remote", "http://127.0.0.1:9/mcp")
+        .header("Authorization", "Bearer ${MOTET_MCP_TEST_UNSET_TOKEN}");
+    let error = McpClient::connect(config).await.unwrap_err();
+    assert_eq!(
+        error,
+        motet_mcp::McpError::MissingEnv {
+            server: "remote".into(),
+            header: "Authorization".into(),
+            var: "MOTET_MCP_TEST_UNSET_TOKEN".into(),
+        }
+    );
+}
+
+#[tokio::test]
+async fn the_prefix_can_be_changed_or_dropped() {
+    let Some(dir) = everything() else { return };
+    let bare = McpClient::connect(stdio_config(&dir).without_tool_prefix())
+        .await
+        .unwrap();
+    let tools = tool_set(&bare, Duration::from_secs(30)).await;
+    assert!(tools.get("echo").is_some(), "{:?}", tools.names());
+    let echoed = call(&tools, "echo", json!({"message": "bare"})).await;
+    assert!(echoed.content.contains("bare"), "{echoed:?}");
+    bare.disconnect().await;
+}
