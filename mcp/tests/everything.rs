@@ -51,18 +51,25 @@ async fn exercise(client: &McpClient) {
         .unwrap_or(0);
     assert!(longest_word < 200, "base64 leaked into {:?}", image.content);
 
+    // An embedded text resource is inlined under a line naming it.
+    let reference = call(
+        &tools,
+        "everything_get-resource-reference",
+        json!({"resourceType": "Text", "resourceId": 1}),
+    )
+    .await;
+    assert!(!reference.is_error, "{reference:?}");
+    assert!(reference.content.contains("[resource "), "{reference:?}");
+
     // A tool that throws: the server answers isError, the model reads an error result.
     let failed = call(
         &tools,
         "everything_get-resource-reference",
-        json!({"resourceType": "nonsense", "resourceId": 1}),
+        json!({"resourceType": "Text", "resourceId": 0}),
     )
     .await;
     assert!(failed.is_error, "{failed:?}");
-    assert!(
-        failed.content.contains("everything_get-resource-reference"),
-        "{failed:?}"
-    );
+    assert!(failed.content.contains("Invalid resourceId: 0"), "{failed:?}");
     println!("error result: {}", failed.content);
 
     // Arguments of the wrong shape are the server's to reject; the answer is an error result.
