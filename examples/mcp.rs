@@ -31,9 +31,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .arg(format!("{dir}/dist/index.js"))
             .arg("stdio"),
         _ => {
-            return Err("set MOTET_MCP_EVERYTHING (eval \"$(bash scripts/mcp-everything.sh env)\") \
+            return Err(
+                "set MOTET_MCP_EVERYTHING (eval \"$(bash scripts/mcp-everything.sh env)\") \
                         or MOTET_MCP_URL (a Streamable HTTP MCP endpoint)"
-                .into());
+                    .into(),
+            );
         }
     };
     let server = McpClient::connect(config).await?;

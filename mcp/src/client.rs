@@ -19,10 +19,10 @@ use tokio::io::AsyncBufReadExt;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use crate::McpError;
 use crate::config::{HttpServer, McpServerConfig, McpTransport, StdioServer, expand_env};
 use crate::naming::motet_name;
 use crate::tool::McpTool;
-use crate::McpError;
 
 /// How many of the stdio server's last stderr lines an error message quotes.
 const STDERR_LINES: usize = 8;
@@ -337,12 +337,14 @@ impl McpClient {
         let (initialized, pid, stderr) = match config.transport() {
             McpTransport::Stdio(stdio) => {
                 let (transport, pid, stderr) = self.spawn(stdio)?;
-                let initialized = tokio::time::timeout(limit, serve_client(handler, transport)).await;
+                let initialized =
+                    tokio::time::timeout(limit, serve_client(handler, transport)).await;
                 (initialized, pid, stderr)
             }
             McpTransport::Http(http) => {
                 let transport = self.http_transport(http)?;
-                let initialized = tokio::time::timeout(limit, serve_client(handler, transport)).await;
+                let initialized =
+                    tokio::time::timeout(limit, serve_client(handler, transport)).await;
                 (initialized, None, StderrTail::default())
             }
         };
@@ -418,8 +420,8 @@ impl McpClient {
             value.set_sensitive(true);
             headers.insert(header, value);
         }
-        let transport_config =
-            StreamableHttpClientTransportConfig::with_uri(http.url.as_str()).custom_headers(headers);
+        let transport_config = StreamableHttpClientTransportConfig::with_uri(http.url.as_str())
+            .custom_headers(headers);
         Ok(StreamableHttpClientTransport::from_config(transport_config))
     }
 
@@ -507,9 +509,9 @@ fn build_catalog(config: &McpServerConfig, listed: Vec<model::Tool>) -> Catalog 
             }
         };
         if !taken.insert(name.clone()) {
-            catalog
-                .refused
-                .push(refuse(format!("another tool of the server is also named `{name}`")));
+            catalog.refused.push(refuse(format!(
+                "another tool of the server is also named `{name}`"
+            )));
             continue;
         }
         let description = tool
@@ -558,7 +560,11 @@ mod tests {
             &config,
             vec![tool("get"), tool("a.b"), tool("a_b"), tool(&"x".repeat(70))],
         );
-        let names: Vec<&str> = catalog.tools.iter().map(|t| t.motet_name.as_str()).collect();
+        let names: Vec<&str> = catalog
+            .tools
+            .iter()
+            .map(|t| t.motet_name.as_str())
+            .collect();
         assert_eq!(names, ["srv_get", "srv_a_b"]);
         assert_eq!(catalog.tools[1].remote_name, "a.b");
         assert!(catalog.tools[0].idempotent);

@@ -319,16 +319,29 @@ mod tests {
     #[test]
     fn env_expansion_reads_each_variable() {
         let lookup = |var: &str| (var == "TOKEN").then(|| "abc".to_owned());
-        assert_eq!(expand_env("Bearer ${TOKEN}", lookup), Ok("Bearer abc".into()));
-        assert_eq!(expand_env("${TOKEN}-${TOKEN}", lookup), Ok("abc-abc".into()));
+        assert_eq!(
+            expand_env("Bearer ${TOKEN}", lookup),
+            Ok("Bearer abc".into())
+        );
+        assert_eq!(
+            expand_env("${TOKEN}-${TOKEN}", lookup),
+            Ok("abc-abc".into())
+        );
         assert_eq!(expand_env("plain", lookup), Ok("plain".into()));
-        assert_eq!(expand_env("open ${TOKEN", lookup), Ok("open ${TOKEN".into()));
+        assert_eq!(
+            expand_env("open ${TOKEN", lookup),
+            Ok("open ${TOKEN".into())
+        );
         assert_eq!(expand_env("${MISSING}", lookup), Err("MISSING".into()));
     }
 
     #[test]
     fn validation_names_what_is_wrong() {
-        assert!(McpServerConfig::stdio("ok-name_1", "node").validate().is_ok());
+        assert!(
+            McpServerConfig::stdio("ok-name_1", "node")
+                .validate()
+                .is_ok()
+        );
         for bad in [
             McpServerConfig::stdio("", "node"),
             McpServerConfig::stdio("has space", "node"),

@@ -180,7 +180,9 @@ mod tests {
 
     #[test]
     fn structured_content_is_read_when_there_is_no_text() {
-        let only = render(&result(json!({"content": [], "structuredContent": {"sum": 3}})));
+        let only = render(&result(
+            json!({"content": [], "structuredContent": {"sum": 3}}),
+        ));
         assert_eq!(only.text, r#"{"sum":3}"#);
         let with_text = render(&result(json!({
             "content": [{"type": "text", "text": "3"}],

@@ -19,7 +19,9 @@ pub enum McpError {
         message: String,
     },
     /// A header value is to be read from an environment variable that is not set.
-    #[error("mcp server `{server}`: header `{header}` reads environment variable `{var}`, which is not set")]
+    #[error(
+        "mcp server `{server}`: header `{header}` reads environment variable `{var}`, which is not set"
+    )]
     MissingEnv {
         /// The server's configured name.
         server: String,
@@ -49,7 +51,10 @@ pub enum McpError {
         message: String,
     },
     /// The connection was made but the MCP handshake (`initialize`) failed.
-    #[error("mcp server `{server}`: initialization failed: {message}{}", Stderr(stderr))]
+    #[error(
+        "mcp server `{server}`: initialization failed: {message}{}",
+        Stderr(stderr)
+    )]
     Initialize {
         /// The server's configured name.
         server: String,
@@ -60,7 +65,10 @@ pub enum McpError {
     },
     /// The server did not finish the handshake (or its first tool listing) in time: it hung,
     /// or wrote something other than MCP messages.
-    #[error("mcp server `{server}`: no answer to initialization within {after:?}{}", Stderr(stderr))]
+    #[error(
+        "mcp server `{server}`: no answer to initialization within {after:?}{}",
+        Stderr(stderr)
+    )]
     ConnectTimeout {
         /// The server's configured name.
         server: String,
@@ -71,7 +79,10 @@ pub enum McpError {
     },
     /// The connection ended (the server exited, crashed or closed the stream) before the
     /// answer came. The next request restarts the server.
-    #[error("mcp server `{server}`: the connection closed before the answer came{}", Stderr(stderr))]
+    #[error(
+        "mcp server `{server}`: the connection closed before the answer came{}",
+        Stderr(stderr)
+    )]
     Closed {
         /// The server's configured name.
         server: String,

@@ -38,7 +38,10 @@ mod tests {
 
     #[test]
     fn names_are_prefixed_and_mapped() {
-        assert_eq!(motet_name(Some("fs_"), "read-file"), Ok("fs_read-file".into()));
+        assert_eq!(
+            motet_name(Some("fs_"), "read-file"),
+            Ok("fs_read-file".into())
+        );
         assert_eq!(motet_name(None, "read-file"), Ok("read-file".into()));
         assert_eq!(motet_name(Some("s_"), "a.b/c d"), Ok("s_a_b_c_d".into()));
         assert_eq!(motet_name(Some("s_"), "héllo"), Ok("s_h_llo".into()));

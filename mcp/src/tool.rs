@@ -92,9 +92,11 @@ impl Tool for McpTool {
                 }
             }
             // JSON-RPC -32602: the server rejected the arguments.
-            Err(McpError::Server { code: -32602, message, .. }) => {
-                Err(ToolError::invalid_args(message))
-            }
+            Err(McpError::Server {
+                code: -32602,
+                message,
+                ..
+            }) => Err(ToolError::invalid_args(message)),
             Err(error) => Err(ToolError::failed(error.to_string())),
         }
     }

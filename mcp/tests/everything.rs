@@ -24,14 +24,22 @@ async fn exercise(client: &McpClient) {
         "everything_get-tiny-image",
         "everything_trigger-long-running-operation",
     ] {
-        assert!(names.iter().any(|n| n == expected), "{expected} in {names:?}");
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} in {names:?}"
+        );
     }
     let echo = tools.get("everything_echo").unwrap();
     assert!(!echo.description().is_empty());
     assert_eq!(echo.parameters()["type"], "object");
     assert!(echo.parameters()["properties"]["message"].is_object());
 
-    let echoed = call(&tools, "everything_echo", json!({"message": "motet says hi"})).await;
+    let echoed = call(
+        &tools,
+        "everything_echo",
+        json!({"message": "motet says hi"}),
+    )
+    .await;
     assert!(!echoed.is_error, "{echoed:?}");
     assert!(echoed.content.contains("motet says hi"), "{echoed:?}");
 
@@ -69,7 +77,10 @@ async fn exercise(client: &McpClient) {
     )
     .await;
     assert!(failed.is_error, "{failed:?}");
-    assert!(failed.content.contains("Invalid resourceId: 0"), "{failed:?}");
+    assert!(
+        failed.content.contains("Invalid resourceId: 0"),
+        "{failed:?}"
+    );
     println!("error result: {}", failed.content);
 
     // Arguments of the wrong shape are the server's to reject; the answer is an error result.

@@ -65,7 +65,10 @@ async fn a_server_killed_mid_call_is_a_typed_error_and_the_next_call_restarts_it
         "{}",
         result.content
     );
-    println!("killed mid-call: {noticed:?} to the error result: {}", result.content);
+    println!(
+        "killed mid-call: {noticed:?} to the error result: {}",
+        result.content
+    );
     assert!(noticed < Duration::from_secs(5), "{noticed:?}");
 
     // The next call starts a new server and works.
@@ -122,7 +125,11 @@ async fn garbage_on_the_wire_never_hangs_or_panics() {
     let pid = client.server_pid().await.unwrap();
     let exited = call(&tools, "fake_garbage_then_exit", json!({})).await;
     assert!(exited.is_error, "{exited:?}");
-    assert!(exited.content.contains("connection closed"), "{}", exited.content);
+    assert!(
+        exited.content.contains("connection closed"),
+        "{}",
+        exited.content
+    );
     let ok = call(&tools, "fake_ok", json!({})).await;
     assert_eq!(ok.content, "ok", "{ok:?}");
     assert_ne!(client.server_pid().await, Some(pid));
@@ -140,11 +147,16 @@ async fn a_server_that_only_writes_garbage_fails_to_connect_in_time() {
         .await
         .unwrap_err();
     let took = started.elapsed();
-    assert!(matches!(error, McpError::ConnectTimeout { after, .. } if after == limit), "{error}");
+    assert!(
+        matches!(error, McpError::ConnectTimeout { after, .. } if after == limit),
+        "{error}"
+    );
     assert!(took < limit + Duration::from_secs(2), "{took:?}");
     println!("garbage-only server: {took:?}: {error}");
 
-    let error = McpClient::connect(fake_config("garbage-exit")).await.unwrap_err();
+    let error = McpClient::connect(fake_config("garbage-exit"))
+        .await
+        .unwrap_err();
     let McpError::Initialize { stderr, .. } = &error else {
         panic!("expected an initialization error, got {error:?}");
     };
@@ -188,10 +200,18 @@ async fn failed_restarts_back_off_then_recover() {
     // The restart fails (python cannot open the script): a typed error naming why.
     let failed = call(&tools, "flaky_ok", json!({})).await;
     assert!(failed.is_error, "{failed:?}");
-    assert!(failed.content.contains("initialization failed"), "{}", failed.content);
+    assert!(
+        failed.content.contains("initialization failed"),
+        "{}",
+        failed.content
+    );
     // At once again: no new process, the backoff answers.
     let waiting = call(&tools, "flaky_ok", json!({})).await;
-    assert!(waiting.content.contains("retrying in"), "{}", waiting.content);
+    assert!(
+        waiting.content.contains("retrying in"),
+        "{}",
+        waiting.content
+    );
 
     std::fs::copy(&original, &copy).unwrap();
     tokio::time::sleep(Duration::from_millis(450)).await;

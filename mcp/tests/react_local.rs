@@ -63,7 +63,9 @@ async fn a_react_agent_on_the_local_model_calls_an_mcp_tool() {
     let Some(dir) = common::everything() else {
         return;
     };
-    let server = McpClient::connect(common::stdio_config(&dir)).await.unwrap();
+    let server = McpClient::connect(common::stdio_config(&dir))
+        .await
+        .unwrap();
     let sum = server
         .tools()
         .await
@@ -103,7 +105,10 @@ async fn a_react_agent_on_the_local_model_calls_an_mcp_tool() {
         timeout: Duration::from_secs(180),
         ..AskOptions::default()
     };
-    let reply = agent.ask_with("What is 17 plus 25?", options).await.unwrap();
+    let reply = agent
+        .ask_with("What is 17 plus 25?", options)
+        .await
+        .unwrap();
     let done: ReactCompleted = reply.signal.data_as().unwrap();
 
     let calls = calls.lock().unwrap().clone();
