@@ -5,6 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use motet::agents::{FailureReason, LlmErrorKind, ReAct, ReActConfig, ReactCompleted, ReactFailed};
+use motet::directives::ToolChoice;
 use motet::mcp::McpClient;
 use motet::providers::Providers;
 use motet::runtime::agent::Answer;
@@ -161,6 +162,14 @@ pub async fn start(
             .build()
             .map_err(|e| CliError::Runtime(e.to_string()))?,
     );
+    if let ToolChoice::Tool { name } = &settings.tool_choice
+        && tools.get(name).is_none()
+    {
+        return Err(CliError::Runtime(format!(
+            "tool_choice names `{name}`, which no tool offers (tools: {})",
+            tools.names().join(", ")
+        )));
+    }
     let mut config = ReActConfig::new(settings.model.clone())
         .with_tools(tools.definitions())
         .with_tool_choice(settings.tool_choice.clone());

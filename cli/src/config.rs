@@ -327,12 +327,15 @@ impl Loaded {
                 format!("unknown tool `{bad}` (built in: {})", calculator::NAME),
             ));
         }
+        let mcp = self.mcp()?;
         let tool_choice = match (&flags.tool_choice, &self.file.tool_choice) {
-            (Some(flag), _) => tool_choice(flag, &tools).map_err(|message| CliError::BadFlag {
-                flag: "--tool-choice".to_owned(),
-                message,
-            })?,
-            (None, Some(key)) => tool_choice(key, &tools)
+            (Some(flag), _) => {
+                tool_choice(flag, &tools, &mcp).map_err(|message| CliError::BadFlag {
+                    flag: "--tool-choice".to_owned(),
+                    message,
+                })?
+            }
+            (None, Some(key)) => tool_choice(key, &tools, &mcp)
                 .map_err(|message| self.key_error("tool_choice", message))?,
             (None, None) => ToolChoice::Auto,
         };
@@ -349,7 +352,6 @@ impl Loaded {
         if self.file.max_tokens == Some(0) {
             return Err(self.key_error("max_tokens", "must be at least 1"));
         }
-        let mcp = self.mcp()?;
         Ok(Settings {
             model,
             base_url,
@@ -572,12 +574,24 @@ pub struct Flags {
 /// A tool choice as written: `auto`, `required`, `none`, or the name of one of `tools` (the
 /// model must call that tool first). After the model's first tool call the agent goes back to
 /// `auto`, so it can answer.
-fn tool_choice(text: &str, tools: &[String]) -> Result<ToolChoice, String> {
+///
+/// A name an `[[mcp]]` server may offer (it starts with the server's prefix, or the server has
+/// none) is accepted here; whether the server offers it is known once it is connected
+/// (`agent::start` checks).
+fn tool_choice(text: &str, tools: &[String], mcp: &[McpSettings]) -> Result<ToolChoice, String> {
+    let maybe_mcp = |name: &str| {
+        mcp.iter().any(|server| {
+            server
+                .config
+                .tool_prefix()
+                .is_none_or(|prefix| name.len() > prefix.len() && name.starts_with(prefix))
+        })
+    };
     match text.trim() {
         "auto" => Ok(ToolChoice::Auto),
         "required" => Ok(ToolChoice::Required),
         "none" => Ok(ToolChoice::None),
-        name if tools.iter().any(|t| t == name) => Ok(ToolChoice::Tool {
+        name if tools.iter().any(|t| t == name) || maybe_mcp(name) => Ok(ToolChoice::Tool {
             name: name.to_owned(),
         }),
         other => {
@@ -702,6 +716,27 @@ mod tests {
             http.headers,
             [("Authorization".to_owned(), "Bearer ${TOKEN}".to_owned())]
         );
+    }
+
+    #[test]
+    fn tool_choice_may_name_a_tool_an_mcp_server_may_offer() {
+        let vars = [("MOTET_OPENAI_COMPAT_BASE_URL", "http://h/v1")];
+        let file = "tools = []\n[[mcp]]\nname = \"fs\"\ncommand = \"x\"\n";
+        let s = loaded(&format!("tool_choice = \"fs_read\"\n{file}"))
+            .settings(&model("openai-compat:m"), &env(&vars))
+            .unwrap();
+        assert_eq!(
+            s.tool_choice,
+            ToolChoice::Tool {
+                name: "fs_read".into()
+            }
+        );
+        for other in ["fs_", "other_read"] {
+            let err = loaded(&format!("tool_choice = \"{other}\"\n{file}"))
+                .settings(&model("openai-compat:m"), &env(&vars))
+                .unwrap_err();
+            assert!(err.to_string().contains("tool_choice"), "{err}");
+        }
     }
 
     #[test]
