@@ -92,7 +92,12 @@ async fn exercise(client: &McpClient) {
 #[tokio::test]
 async fn stdio_lists_calls_and_maps_results() {
     let Some(dir) = everything() else { return };
+    let started = std::time::Instant::now();
     let client = McpClient::connect(stdio_config(&dir)).await.unwrap();
+    println!(
+        "stdio connect (node start, initialize, tools/list): {:?}",
+        started.elapsed()
+    );
     assert!(client.server_pid().await.is_some());
     exercise(&client).await;
     client.disconnect().await;
@@ -106,7 +111,12 @@ async fn streamable_http_lists_calls_and_maps_results() {
     // travels with every request; the server ignores it.
     let config = McpServerConfig::http("everything", server.url.clone())
         .header("X-Motet-Test", "motet-${CARGO_PKG_NAME}");
+    let started = std::time::Instant::now();
     let client = McpClient::connect(config).await.unwrap();
+    println!(
+        "http connect (initialize, tools/list): {:?}",
+        started.elapsed()
+    );
     assert_eq!(client.server_pid().await, None);
     exercise(&client).await;
 }
