@@ -441,7 +441,7 @@ impl McpClient {
             }
             ServiceError::TransportSend(error) => McpError::Transport {
                 server,
-                message: error.to_string(),
+                message: error.error.to_string(),
             },
             ServiceError::UnexpectedResponse => McpError::Protocol {
                 server,
@@ -485,6 +485,10 @@ fn init_message(error: &ClientInitializeError) -> String {
     match error {
         ClientInitializeError::ConnectionClosed(context) => {
             format!("the connection closed during the handshake ({context})")
+        }
+        // The SDK's own text names the transport's Rust type; the reader wants the cause.
+        ClientInitializeError::TransportError { error, context } => {
+            format!("{}, when {context}", error.error)
         }
         other => other.to_string(),
     }

@@ -11,7 +11,7 @@ mod common;
 use std::time::Duration;
 
 use common::{HttpEverything, call, everything, stdio_config, tool_set};
-use motet_mcp::{McpClient, McpServerConfig};
+use motet_mcp::{McpClient, McpError, McpServerConfig};
 use serde_json::json;
 
 /// The checks every transport must pass.
@@ -122,13 +122,62 @@ async fn streamable_http_lists_calls_and_maps_results() {
 }
 
 #[tokio::test]
+async fn headers_read_their_variables_and_reach_the_server() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    // Any variable of this process whose value a header can carry.
+    let Some((var, value)) = std::env::vars().find(|(key, value)| {
+        !value.is_empty()
+            && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            && value.bytes().all(|b| b.is_ascii_graphic())
+    }) else {
+        println!("skipped: no environment variable a header can carry");
+        return;
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let seen = tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut head = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = socket.read(&mut buf).await.unwrap();
+            if n == 0 {
+                break;
+            }
+            head.extend_from_slice(&buf[..n]);
+        }
+        let _ = socket
+            .write_all(b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\n\r\n")
+            .await;
+        String::from_utf8_lossy(&head).to_lowercase()
+    });
+    let config = McpServerConfig::http("probe", url)
+        .header("X-Motet-Test", format!("v=${{{var}}};"))
+        .with_connect_timeout(Duration::from_secs(5));
+    let error = McpClient::connect(config).await.unwrap_err();
+    let head = tokio::time::timeout(Duration::from_secs(5), seen)
+        .await
+        .unwrap()
+        .unwrap();
+    let expected = format!("x-motet-test: v={};", value.to_lowercase());
+    assert!(head.contains(&expected), "{expected} not in {head}");
+    // A server answering 503 is a typed error saying so, not a panic or a hang.
+    assert!(
+        matches!(&error, McpError::Initialize { message, .. } if message.contains("503")),
+        "{error:?}"
+    );
+    println!("503 at initialize: {error}");
+}
+
+#[tokio::test]
 async fn a_header_from_a_missing_variable_is_a_typed_error() {
     let config = McpServerConfig::http("remote", "http://127.0.0.1:9/mcp")
         .header("Authorization", "Bearer ${MOTET_MCP_TEST_UNSET_TOKEN}");
     let error = McpClient::connect(config).await.unwrap_err();
     assert_eq!(
         error,
-        motet_mcp::McpError::MissingEnv {
+        McpError::MissingEnv {
             server: "remote".into(),
             header: "Authorization".into(),
             var: "MOTET_MCP_TEST_UNSET_TOKEN".into(),
