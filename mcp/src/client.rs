@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -27,6 +27,10 @@ use crate::tool::McpTool;
 /// How many of the stdio server's last stderr lines an error message quotes.
 const STDERR_LINES: usize = 8;
 
+/// How long the `ping` that checks a connection after an abandoned call may take. Short, so
+/// the check and a reconnect fit in the next call's time limit.
+pub const HEALTH_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// A connection to one MCP server, shared by every tool it offers. Cheap to clone.
 ///
 /// Requests go to the live connection; when there is none (the server exited, crashed, or
@@ -48,11 +52,32 @@ struct Inner {
     stale: Arc<AtomicBool>,
     /// Counts tool list changes, for embedders that rebuild their tool set.
     changes: Arc<watch::Sender<u64>>,
+    /// The generation of a connection on which a call was abandoned (dropped unfinished,
+    /// e.g. by the tool set's time limit); 0 when none. The next request pings it first.
+    suspect: AtomicU64,
+}
+
+/// Marks the connection suspect when a call is dropped before it finished.
+struct Abandoned<'a> {
+    inner: &'a Inner,
+    generation: u64,
+    finished: bool,
+}
+
+impl Drop for Abandoned<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.inner.suspect.store(self.generation, Ordering::Release);
+        }
+    }
 }
 
 #[derive(Default)]
 struct Conn {
     live: Option<Live>,
+    /// Counts connections made, so that a failed request retires its own connection and
+    /// never a newer one.
+    generation: u64,
     /// Failed starts in a row.
     failures: u32,
     /// No start before this instant (after a failed start).
@@ -155,6 +180,7 @@ impl McpClient {
                 catalog: RwLock::new(Catalog::default()),
                 stale: Arc::new(AtomicBool::new(true)),
                 changes: Arc::new(watch::channel(0).0),
+                suspect: AtomicU64::new(0),
             }),
         };
         client.refresh_tools().await?;
@@ -199,7 +225,7 @@ impl McpClient {
     /// # Errors
     /// Every [`McpError`] of reaching the server and of the `tools/list` request.
     pub async fn refresh_tools(&self) -> Result<(), McpError> {
-        let peer = self.peer().await?;
+        let (peer, generation) = self.peer().await?;
         // Cleared before listing: a change announced while the list is in flight marks it
         // stale again, so it is not lost.
         self.inner.stale.store(false, Ordering::Release);
@@ -208,7 +234,7 @@ impl McpClient {
             Ok(Ok(tools)) => tools,
             Ok(Err(error)) => {
                 self.inner.stale.store(true, Ordering::Release);
-                return Err(self.service_error(error).await);
+                return Err(self.failed(error, generation).await);
             }
             Err(_) => {
                 self.inner.stale.store(true, Ordering::Release);
@@ -248,11 +274,18 @@ impl McpClient {
         name: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
     ) -> Result<CallToolResult, McpError> {
-        let peer = self.peer().await?;
+        let (peer, generation) = self.checked_peer().await?;
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
-        match peer.call_tool(params).await {
+        let mut guard = Abandoned {
+            inner: &self.inner,
+            generation,
+            finished: false,
+        };
+        let result = peer.call_tool(params).await;
+        guard.finished = true;
+        match result {
             Ok(result) => Ok(result),
-            Err(error) => Err(self.service_error(error).await),
+            Err(error) => Err(self.failed(error, generation).await),
         }
     }
 
@@ -278,12 +311,56 @@ impl McpClient {
         }
     }
 
-    /// The live connection's peer, starting the server first when there is none.
-    async fn peer(&self) -> Result<Peer<RoleClient>, McpError> {
+    /// The live connection's peer, checked with a `ping` when a call on it was abandoned: a
+    /// connection whose calls hang (an HTTP session the server forgot, a server stuck on
+    /// stdin) is replaced rather than wedging every later call. A server that is merely busy
+    /// with the abandoned call still answers the ping.
+    async fn checked_peer(&self) -> Result<(Peer<RoleClient>, u64), McpError> {
+        let (peer, generation) = self.peer().await?;
+        if self.inner.suspect.load(Ordering::Acquire) != generation {
+            return Ok((peer, generation));
+        }
+        let ping = peer.send_request(model::ClientRequest::PingRequest(Default::default()));
+        match tokio::time::timeout(HEALTH_CHECK_TIMEOUT, ping).await {
+            // Any answer, even an error (a server that does not implement ping), shows that
+            // the connection carries requests and answers.
+            Ok(Ok(_) | Err(ServiceError::McpError(_))) => {
+                let _ = self.inner.suspect.compare_exchange(
+                    generation,
+                    0,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                );
+                Ok((peer, generation))
+            }
+            failed => {
+                let why = match failed {
+                    Ok(Err(error)) => error.to_string(),
+                    _ => format!("no answer to ping within {HEALTH_CHECK_TIMEOUT:?}"),
+                };
+                tracing::info!(server = %self.name(), "a call was abandoned and {why}; reconnecting");
+                self.retire(generation).await;
+                self.peer().await
+            }
+        }
+    }
+
+    /// Drops the connection `generation` (if it is still the live one) so the next request
+    /// makes a new one.
+    async fn retire(&self, generation: u64) {
+        let mut conn = self.inner.conn.lock().await;
+        if conn.generation == generation {
+            conn.live = None;
+        }
+    }
+
+    /// The live connection's peer and generation, starting the server first when there is
+    /// none.
+    async fn peer(&self) -> Result<(Peer<RoleClient>, u64), McpError> {
         let mut conn = self.inner.conn.lock().await;
         if let Some(live) = &conn.live {
             if live.is_up() {
-                return Ok(live.service.peer().clone());
+                return Ok((live.service.peer().clone(), conn.generation));
             }
             tracing::info!(server = %self.name(), "mcp server connection lost; restarting");
             // Dropping the service stops what is left of it (a stdio child is killed).
@@ -307,12 +384,13 @@ impl McpClient {
             Ok(live) => {
                 let peer = live.service.peer().clone();
                 conn.live = Some(live);
+                conn.generation += 1;
                 conn.failures = 0;
                 conn.retry_at = None;
                 conn.last_error = None;
                 // A restarted server may offer other tools.
                 self.inner.stale.store(true, Ordering::Release);
-                Ok(peer)
+                Ok((peer, conn.generation))
             }
             Err(error) => {
                 conn.failures = conn.failures.saturating_add(1);
@@ -423,6 +501,18 @@ impl McpClient {
         let transport_config = StreamableHttpClientTransportConfig::with_uri(http.url.as_str())
             .custom_headers(headers);
         Ok(StreamableHttpClientTransport::from_config(transport_config))
+    }
+
+    /// A failed request as an [`McpError`]. A connection that broke (closed, or its transport
+    /// failed) is retired so the next request makes a new one: an HTTP server that restarted
+    /// does not know the old session, and requests on it would wait forever.
+    async fn failed(&self, error: ServiceError, generation: u64) -> McpError {
+        let error = self.service_error(error).await;
+        if matches!(error, McpError::Closed { .. } | McpError::Transport { .. }) {
+            tracing::info!(server = %self.name(), "{error}; the next request reconnects");
+            self.retire(generation).await;
+        }
+        error
     }
 
     /// A failed request as an [`McpError`], with the stdio server's stderr when the

@@ -42,7 +42,7 @@ mod error;
 mod naming;
 mod tool;
 
-pub use client::McpClient;
+pub use client::{HEALTH_CHECK_TIMEOUT, McpClient};
 pub use config::{
     DEFAULT_BACKOFF_INITIAL, DEFAULT_BACKOFF_MAX, DEFAULT_CONNECT_TIMEOUT, HttpServer,
     MAX_SERVER_NAME, McpServerConfig, McpTransport, StdioServer,

@@ -252,3 +252,47 @@ async fn a_changed_tool_list_is_listed_again() {
     assert_eq!(extra.content, "extra");
     client.disconnect().await;
 }
+
+#[tokio::test]
+async fn an_http_server_that_goes_away_is_a_typed_error_and_is_reconnected() {
+    let Some(_dir) = everything() else { return };
+    let server = common::HttpEverything::start();
+    let port = server.port();
+    let config = McpServerConfig::http("everything", server.url.clone())
+        .with_backoff(Duration::from_millis(100), Duration::from_millis(200));
+    let client = McpClient::connect(config).await.unwrap();
+    let tools = tool_set(&client, Duration::from_secs(5)).await;
+    let echoed = call(&tools, "everything_echo", json!({"message": "one"})).await;
+    assert!(echoed.content.contains("one"), "{echoed:?}");
+
+    drop(server);
+    let gone = call(&tools, "everything_echo", json!({"message": "two"})).await;
+    assert!(gone.is_error, "{gone:?}");
+    println!("server gone: {}", gone.content);
+
+    // The server comes back (a new process: the old session is unknown to it).
+    let server = common::HttpEverything::start_on(port);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(works_within_three_calls(&tools, "three").await);
+
+    // Restarted between two calls, without a failed call to notice it: the old session is
+    // unknown to the new process, and at worst one call fails before the next reconnects.
+    drop(server);
+    let _server = common::HttpEverything::start_on(port);
+    assert!(works_within_three_calls(&tools, "four").await);
+}
+
+/// Calls echo up to three times; true once an answer echoes `message`.
+async fn works_within_three_calls(tools: &motet_runtime::tool::ToolSet, message: &str) -> bool {
+    for attempt in 1..=3 {
+        let again = call(tools, "everything_echo", json!({ "message": message })).await;
+        if !again.is_error {
+            assert!(again.content.contains(message), "{again:?}");
+            println!("{message}: answered on attempt {attempt}");
+            return true;
+        }
+        println!("{message}: attempt {attempt}: {}", again.content);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    false
+}

@@ -50,6 +50,11 @@ impl HttpEverything {
             .and_then(|listener| listener.local_addr())
             .map(|addr| addr.port())
             .expect("a free port");
+        Self::start_on(port)
+    }
+
+    /// On a given port (to start a server again where a client expects it).
+    pub fn start_on(port: u16) -> Self {
         let child = Command::new("bash")
             .arg(script())
             .arg("serve-http")
@@ -70,6 +75,17 @@ impl HttpEverything {
             child,
             url: format!("http://127.0.0.1:{port}/mcp"),
         }
+    }
+}
+
+impl HttpEverything {
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.url
+            .trim_start_matches("http://127.0.0.1:")
+            .trim_end_matches("/mcp")
+            .parse()
+            .expect("the port of our own url")
     }
 }
 
