@@ -10,9 +10,12 @@
 //! - [`agents`] — Strategy, Thread, context projection, ReAct (pure).
 //! - [`providers`] — streaming LLM clients for four dialects, with exact reasoning replay.
 //! - [`runtime`] — agent actors, supervision, registry, stores, telemetry.
+//! - `mcp` — MCP servers' tools as motet tools (cargo feature `mcp`, on by default).
 
 pub use motet_agents as agents;
 pub use motet_directives as directives;
+#[cfg(feature = "mcp")]
+pub use motet_mcp as mcp;
 pub use motet_providers as providers;
 pub use motet_runtime as runtime;
 pub use motet_signals as signals;

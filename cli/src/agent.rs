@@ -5,7 +5,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use motet::agents::{FailureReason, LlmErrorKind, ReAct, ReActConfig, ReactCompleted, ReactFailed};
-use motet::directives::Approval;
+use motet::directives::{Approval, ToolChoice};
+use motet::mcp::McpClient;
 use motet::providers::Providers;
 use motet::runtime::agent::Answer;
 use motet::runtime::agent::{AgentHandle, AgentSpec, AskError, Runtime};
@@ -126,6 +127,36 @@ pub async fn start(
             builder = builder.tool(calculator::tool());
         }
     }
+    // Each MCP server is started (or reached) now, so a broken entry fails before the first
+    // question rather than at the model's first call.
+    for server in &settings.mcp {
+        let client = McpClient::connect(server.config.clone())
+            .await
+            .map_err(|e| CliError::Runtime(e.to_string()))?;
+        let tools = client
+            .tools()
+            .await
+            .map_err(|e| CliError::Runtime(e.to_string()))?;
+        if let Some(wanted) = &server.tools
+            && let Some(missing) = wanted
+                .iter()
+                .find(|name| !tools.iter().any(|t| t.remote_name() == name.as_str()))
+        {
+            return Err(CliError::Runtime(format!(
+                "mcp server `{}` has no tool `{missing}`",
+                client.name()
+            )));
+        }
+        for tool in tools {
+            if server
+                .tools
+                .as_ref()
+                .is_none_or(|wanted| wanted.iter().any(|name| name == tool.remote_name()))
+            {
+                builder = builder.tool(tool);
+            }
+        }
+    }
     for name in &settings.approve {
         builder = builder.require_approval(
             name.as_str(),
@@ -137,6 +168,14 @@ pub async fn start(
             .build()
             .map_err(|e| CliError::Runtime(e.to_string()))?,
     );
+    if let ToolChoice::Tool { name } = &settings.tool_choice
+        && tools.get(name).is_none()
+    {
+        return Err(CliError::Runtime(format!(
+            "tool_choice names `{name}`, which no tool offers (tools: {})",
+            tools.names().join(", ")
+        )));
+    }
     let mut config = ReActConfig::new(settings.model.clone())
         .with_tools(tools.definitions())
         .with_tool_choice(settings.tool_choice.clone());

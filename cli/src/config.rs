@@ -13,16 +13,21 @@
 //! | request timeout | `--timeout` | — | `timeout_secs` | 120 |
 //! | answer length | — | — | `max_tokens` | the provider's |
 //! | provider limits | — | `MOTET_CONNECT_TIMEOUT`, … | `[limits]` | [`motet::providers::config`]'s |
+//! | MCP servers | — | `${VAR}` in `headers` | `[[mcp]]` | none |
 //!
 //! `[limits]` holds `connect_timeout`, `first_byte_timeout`, `idle_timeout`, `initial_backoff`
 //! and `max_backoff` (seconds, decimals allowed), `max_retries` and `max_response_bytes`; each
 //! is below its `MOTET_*` variable (`MOTET_IDLE_TIMEOUT`, …) and has no flag.
+//!
+//! Each `[[mcp]]` entry is an MCP server whose tools the agent may call ([`McpEntry`],
+//! docs/mcp.md): `name`, then `command` (with `args`, `env`, `cwd`) or `url` (with `headers`).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use motet::agents::ContextPolicy;
 use motet::directives::{ModelRef, ToolChoice};
+use motet::mcp::McpServerConfig;
 use motet::providers::config::{backoff_secs, response_bytes, timeout_secs};
 use motet::providers::{ProviderKind, ProvidersConfig, models};
 use serde::Deserialize;
@@ -82,6 +87,61 @@ pub struct FileConfig {
     /// Timeouts, retries and the response size limit of every LLM call.
     #[serde(default)]
     pub limits: LimitsTable,
+    /// `[[mcp]]`: MCP servers whose tools the agent may call.
+    #[serde(default)]
+    pub mcp: Vec<McpEntry>,
+}
+
+/// One `[[mcp]]` entry: an MCP server, started as a command (stdio) or reached at a URL
+/// (Streamable HTTP).
+///
+/// ```toml
+/// [[mcp]]
+/// name = "everything"
+/// command = "npx"
+/// args = ["-y", "@modelcontextprotocol/server-everything"]
+///
+/// [[mcp]]
+/// name = "search"
+/// url = "https://mcp.example.com/mcp"
+/// headers = { Authorization = "Bearer ${SEARCH_TOKEN}" }
+/// tools = ["web_search"]
+/// ```
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpEntry {
+    /// The server's name; its tools are `<name>_<tool>` unless `tool_prefix` says otherwise.
+    pub name: String,
+    /// The program of a stdio server.
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Variables added to its environment.
+    #[serde(default)]
+    pub env: std::collections::BTreeMap<String, String>,
+    /// Its working directory.
+    pub cwd: Option<PathBuf>,
+    /// The endpoint of a Streamable HTTP server.
+    pub url: Option<String>,
+    /// Headers sent with every HTTP request; `${VAR}` in a value is read from the environment.
+    #[serde(default)]
+    pub headers: std::collections::BTreeMap<String, String>,
+    /// Only these of the server's tools (their names on the server); default: all.
+    pub tools: Option<Vec<String>>,
+    /// What the tools' names start with (default `<name>_`; `""` keeps the server's names).
+    pub tool_prefix: Option<String>,
+    /// Seconds to start the server and list its tools (default 30).
+    pub connect_timeout: Option<f64>,
+}
+
+/// An `[[mcp]]` server as the agent uses it.
+#[derive(Debug, Clone)]
+pub struct McpSettings {
+    /// How to reach it.
+    pub config: McpServerConfig,
+    /// Only these of its tools (names on the server), when given.
+    pub tools: Option<Vec<String>>,
 }
 
 /// `[limits]`: how long an LLM call may wait, how often it is retried and how much it may
@@ -269,12 +329,16 @@ impl Loaded {
                 format!("unknown tool `{bad}` (built in: {})", calculator::NAME),
             ));
         }
+        let mcp = self.mcp()?;
         let approve = if flags.approve.is_empty() {
             self.file.approve.clone().unwrap_or_default()
         } else {
             flags.approve.clone()
         };
-        if let Some(bad) = approve.iter().find(|t| !tools.contains(t)) {
+        if let Some(bad) = approve
+            .iter()
+            .find(|t| !tools.contains(t) && !mcp_may_offer(t, &mcp))
+        {
             let message = format!(
                 "`{bad}` is not one of the agent's tools ({})",
                 tools.join(", ")
@@ -289,11 +353,13 @@ impl Loaded {
             });
         }
         let tool_choice = match (&flags.tool_choice, &self.file.tool_choice) {
-            (Some(flag), _) => tool_choice(flag, &tools).map_err(|message| CliError::BadFlag {
-                flag: "--tool-choice".to_owned(),
-                message,
-            })?,
-            (None, Some(key)) => tool_choice(key, &tools)
+            (Some(flag), _) => {
+                tool_choice(flag, &tools, &mcp).map_err(|message| CliError::BadFlag {
+                    flag: "--tool-choice".to_owned(),
+                    message,
+                })?
+            }
+            (None, Some(key)) => tool_choice(key, &tools, &mcp)
                 .map_err(|message| self.key_error("tool_choice", message))?,
             (None, None) => ToolChoice::Auto,
         };
@@ -317,11 +383,79 @@ impl Loaded {
             policy,
             tools,
             approve,
+            mcp,
             tool_choice,
             system_prompt: self.file.system_prompt.clone(),
             timeout: Duration::from_secs(timeout_secs),
             max_tokens: self.file.max_tokens,
         })
+    }
+
+    /// The `[[mcp]]` servers, checked: a unique valid name, and a command or a URL.
+    fn mcp(&self) -> Result<Vec<McpSettings>, CliError> {
+        let mut servers: Vec<McpSettings> = Vec::with_capacity(self.file.mcp.len());
+        for entry in &self.file.mcp {
+            let fail =
+                |message: String| self.key_error("mcp", format!("`{}`: {message}", entry.name));
+            let mut config = match (&entry.command, &entry.url) {
+                (Some(command), None) => {
+                    if !entry.headers.is_empty() {
+                        return Err(fail("`headers` are for `url` servers".into()));
+                    }
+                    let mut config =
+                        McpServerConfig::stdio(&entry.name, command).args(entry.args.clone());
+                    for (key, value) in &entry.env {
+                        config = config.env(key, value);
+                    }
+                    if let Some(cwd) = &entry.cwd {
+                        config = config.cwd(cwd);
+                    }
+                    config
+                }
+                (None, Some(url)) => {
+                    if !entry.args.is_empty() || !entry.env.is_empty() || entry.cwd.is_some() {
+                        return Err(fail(
+                            "`args`, `env` and `cwd` are for `command` servers".into(),
+                        ));
+                    }
+                    let mut config = McpServerConfig::http(&entry.name, url);
+                    for (key, value) in &entry.headers {
+                        config = config.header(key, value);
+                    }
+                    config
+                }
+                _ => return Err(fail("give exactly one of `command` and `url`".into())),
+            };
+            match entry.tool_prefix.as_deref() {
+                Some("") => config = config.without_tool_prefix(),
+                Some(prefix) => config = config.with_tool_prefix(prefix),
+                None => {}
+            }
+            if let Some(secs) = entry.connect_timeout {
+                let limit = Duration::try_from_secs_f64(secs)
+                    .ok()
+                    .filter(|limit| !limit.is_zero())
+                    .ok_or_else(|| {
+                        fail("`connect_timeout` must be a positive number of seconds".into())
+                    })?;
+                config = config.with_connect_timeout(limit);
+            }
+            config.validate().map_err(|e| {
+                fail(
+                    e.to_string()
+                        .trim_start_matches(&format!("mcp server `{}`: ", entry.name))
+                        .to_owned(),
+                )
+            })?;
+            if servers.iter().any(|s| s.config.name() == entry.name) {
+                return Err(fail("two servers have this name".into()));
+            }
+            servers.push(McpSettings {
+                config,
+                tools: entry.tools.clone(),
+            });
+        }
+        Ok(servers)
     }
 
     /// The file's base URLs and limits, the environment's URLs, keys and limits over them,
@@ -467,12 +601,28 @@ pub struct Flags {
 /// A tool choice as written: `auto`, `required`, `none`, or the name of one of `tools` (the
 /// model must call that tool first). After the model's first tool call the agent goes back to
 /// `auto`, so it can answer.
-fn tool_choice(text: &str, tools: &[String]) -> Result<ToolChoice, String> {
+///
+/// A name an `[[mcp]]` server may offer (it starts with the server's prefix, or the server has
+/// none) is accepted here; whether the server offers it is known once it is connected
+/// (`agent::start` checks).
+/// Whether one of the `mcp` servers may offer a tool called `name` (its prefix fits; what the
+/// server really offers is known once it is connected).
+fn mcp_may_offer(name: &str, mcp: &[McpSettings]) -> bool {
+    mcp.iter().any(|server| {
+        server
+            .config
+            .tool_prefix()
+            .is_none_or(|prefix| name.len() > prefix.len() && name.starts_with(prefix))
+    })
+}
+
+fn tool_choice(text: &str, tools: &[String], mcp: &[McpSettings]) -> Result<ToolChoice, String> {
+    let maybe_mcp = |name: &str| mcp_may_offer(name, mcp);
     match text.trim() {
         "auto" => Ok(ToolChoice::Auto),
         "required" => Ok(ToolChoice::Required),
         "none" => Ok(ToolChoice::None),
-        name if tools.iter().any(|t| t == name) => Ok(ToolChoice::Tool {
+        name if tools.iter().any(|t| t == name) || maybe_mcp(name) => Ok(ToolChoice::Tool {
             name: name.to_owned(),
         }),
         other => {
@@ -517,6 +667,8 @@ pub struct Settings {
     pub tools: Vec<String>,
     /// The tools whose every call waits for a person's approval.
     pub approve: Vec<String>,
+    /// MCP servers whose tools the agent may call.
+    pub mcp: Vec<McpSettings>,
     /// Whether the model must call a tool (a named one) before it answers.
     pub tool_choice: ToolChoice,
     /// The system prompt.
@@ -551,6 +703,104 @@ mod tests {
         Loaded {
             path: Some("motet.toml".into()),
             file: toml::from_str(text).unwrap(),
+        }
+    }
+
+    #[test]
+    fn mcp_entries_become_server_configs() {
+        let vars = [("MOTET_OPENAI_COMPAT_BASE_URL", "http://h/v1")];
+        let file = loaded(
+            r#"
+            [[mcp]]
+            name = "files"
+            command = "npx"
+            args = ["-y", "server-filesystem", "/tmp"]
+            env = { DEBUG = "1" }
+            tools = ["read_file"]
+
+            [[mcp]]
+            name = "search"
+            url = "https://mcp.example.com/mcp"
+            headers = { Authorization = "Bearer ${TOKEN}" }
+            tool_prefix = ""
+            connect_timeout = 2.5
+            "#,
+        );
+        let s = file
+            .settings(&model("openai-compat:m"), &env(&vars))
+            .unwrap();
+        assert_eq!(s.mcp.len(), 2);
+        let files = &s.mcp[0];
+        assert_eq!(files.tools.as_deref(), Some(&["read_file".to_owned()][..]));
+        assert_eq!(files.config.tool_prefix(), Some("files_"));
+        let motet::mcp::McpTransport::Stdio(stdio) = files.config.transport() else {
+            panic!("files is a stdio server");
+        };
+        assert_eq!(stdio.command, "npx");
+        assert_eq!(stdio.args, ["-y", "server-filesystem", "/tmp"]);
+        assert_eq!(stdio.env, [("DEBUG".to_owned(), "1".to_owned())]);
+        let search = &s.mcp[1];
+        assert_eq!(search.config.tool_prefix(), None);
+        assert_eq!(search.config.connect_timeout(), Duration::from_millis(2500));
+        let motet::mcp::McpTransport::Http(http) = search.config.transport() else {
+            panic!("search is an http server");
+        };
+        assert_eq!(
+            http.headers,
+            [("Authorization".to_owned(), "Bearer ${TOKEN}".to_owned())]
+        );
+    }
+
+    #[test]
+    fn tool_choice_may_name_a_tool_an_mcp_server_may_offer() {
+        let vars = [("MOTET_OPENAI_COMPAT_BASE_URL", "http://h/v1")];
+        let file = "tools = []\n[[mcp]]\nname = \"fs\"\ncommand = \"x\"\n";
+        let s = loaded(&format!("tool_choice = \"fs_read\"\n{file}"))
+            .settings(&model("openai-compat:m"), &env(&vars))
+            .unwrap();
+        assert_eq!(
+            s.tool_choice,
+            ToolChoice::Tool {
+                name: "fs_read".into()
+            }
+        );
+        for other in ["fs_", "other_read"] {
+            let err = loaded(&format!("tool_choice = \"{other}\"\n{file}"))
+                .settings(&model("openai-compat:m"), &env(&vars))
+                .unwrap_err();
+            assert!(err.to_string().contains("tool_choice"), "{err}");
+        }
+    }
+
+    #[test]
+    fn bad_mcp_entries_are_refused_with_the_reason() {
+        let vars = [("MOTET_OPENAI_COMPAT_BASE_URL", "http://h/v1")];
+        for (text, reason) in [
+            ("[[mcp]]\nname = \"a\"", "exactly one of"),
+            (
+                "[[mcp]]\nname = \"a\"\ncommand = \"x\"\nurl = \"http://h\"",
+                "exactly one of",
+            ),
+            ("[[mcp]]\nname = \"a b\"\ncommand = \"x\"", "name must be"),
+            ("[[mcp]]\nname = \"a\"\nurl = \"ftp://h\"", "http://"),
+            (
+                "[[mcp]]\nname = \"a\"\ncommand = \"x\"\nheaders = { A = \"b\" }",
+                "`headers` are for",
+            ),
+            (
+                "[[mcp]]\nname = \"a\"\ncommand = \"x\"\n[[mcp]]\nname = \"a\"\ncommand = \"y\"",
+                "two servers",
+            ),
+            (
+                "[[mcp]]\nname = \"a\"\ncommand = \"x\"\nconnect_timeout = 0",
+                "connect_timeout",
+            ),
+        ] {
+            let err = loaded(text)
+                .settings(&model("openai-compat:m"), &env(&vars))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("mcp") && err.contains(reason), "{text}: {err}");
         }
     }
 

@@ -1,0 +1,103 @@
+//! One MCP server tool as a motet [`Tool`].
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use motet_directives::ToolArgs;
+use motet_runtime::tool::{Tool, ToolContext, ToolError};
+
+use crate::McpError;
+use crate::client::{McpClient, ToolSpec};
+use crate::content::render;
+
+/// A server tool, callable by the model through a `ToolSet` like any tool: the set's
+/// allowlist, time limit, output limit and spans apply.
+///
+/// A call sends `tools/call` to the server (starting it first if it is down); the result is
+/// rendered by [`render`](crate::content::render). A result flagged `isError`, and every
+/// [`McpError`], becomes [`ToolError::Failed`] with its text, so the model reads what went
+/// wrong; a JSON-RPC "invalid params" answer becomes [`ToolError::InvalidArgs`].
+#[derive(Clone)]
+pub struct McpTool {
+    client: McpClient,
+    spec: Arc<ToolSpec>,
+}
+
+impl McpTool {
+    pub(crate) fn new(client: McpClient, spec: Arc<ToolSpec>) -> Self {
+        Self { client, spec }
+    }
+
+    /// The tool's name on the server (its motet [`name`](Tool::name) may carry a prefix).
+    pub fn remote_name(&self) -> &str {
+        &self.spec.remote_name
+    }
+
+    /// The client of the server that offers the tool.
+    pub fn client(&self) -> &McpClient {
+        &self.client
+    }
+}
+
+impl std::fmt::Debug for McpTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpTool")
+            .field("name", &self.spec.motet_name)
+            .field("server", &self.client.name())
+            .field("remote_name", &self.spec.remote_name)
+            .finish()
+    }
+}
+
+#[async_trait]
+impl Tool for McpTool {
+    fn name(&self) -> &str {
+        &self.spec.motet_name
+    }
+
+    fn description(&self) -> &str {
+        &self.spec.description
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        self.spec.parameters.clone()
+    }
+
+    /// The server's `idempotentHint` (a hint the server gives about itself).
+    fn idempotent(&self) -> bool {
+        self.spec.idempotent
+    }
+
+    async fn call(&self, args: &ToolArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
+        let arguments: serde_json::Map<String, serde_json::Value> = args
+            .parse()
+            .map_err(|error| ToolError::invalid_args(error.to_string()))?;
+        let span = tracing::info_span!(
+            "mcp.tools.call",
+            mcp.server = %self.client.name(),
+            mcp.tool = %self.spec.remote_name,
+        );
+        let result = tracing::Instrument::instrument(
+            self.client.call_tool(&self.spec.remote_name, arguments),
+            span,
+        )
+        .await;
+        match result {
+            Ok(result) => {
+                let rendered = render(&result);
+                if rendered.is_error {
+                    Err(ToolError::failed(rendered.text))
+                } else {
+                    Ok(rendered.text)
+                }
+            }
+            // JSON-RPC -32602: the server rejected the arguments.
+            Err(McpError::Server {
+                code: -32602,
+                message,
+                ..
+            }) => Err(ToolError::invalid_args(message)),
+            Err(error) => Err(ToolError::failed(error.to_string())),
+        }
+    }
+}
