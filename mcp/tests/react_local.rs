@@ -1,5 +1,5 @@
 //! End to end: a ReAct agent on the real local llama.cpp model calls a server-everything tool
-//! over MCP (stdio), through the runtime's tool dispatch.
+//! over MCP — over stdio and over Streamable HTTP — through the runtime's tool dispatch.
 //!
 //! Needs `MOTET_LOCAL_LLM_URL` (`bash scripts/local-llm.sh start`) and `MOTET_MCP_EVERYTHING`
 //! (`eval "$(bash scripts/mcp-everything.sh env)"`); without either it prints a `skipped:` line.
@@ -14,7 +14,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use motet_agents::{ReAct, ReActConfig, ReactCompleted};
 use motet_directives::{ToolArgs, ToolChoice};
-use motet_mcp::McpClient;
+use motet_mcp::{McpClient, McpServerConfig};
 use motet_providers::{Dialect, HttpClient, LlmClient};
 use motet_runtime::agent::{AgentSpec, AskOptions, Runtime};
 use motet_runtime::tool::{Tool, ToolContext, ToolError, ToolSet};
@@ -58,14 +58,28 @@ fn local_server() -> Option<String> {
 }
 
 #[tokio::test]
-async fn a_react_agent_on_the_local_model_calls_an_mcp_tool() {
+async fn a_react_agent_on_the_local_model_calls_an_mcp_tool_over_stdio() {
     let Some(url) = local_server() else { return };
     let Some(dir) = common::everything() else {
         return;
     };
-    let server = McpClient::connect(common::stdio_config(&dir))
-        .await
-        .unwrap();
+    agent_calls_get_sum(&url, common::stdio_config(&dir)).await;
+}
+
+#[tokio::test]
+async fn a_react_agent_on_the_local_model_calls_an_mcp_tool_over_http() {
+    let Some(url) = local_server() else { return };
+    if common::everything().is_none() {
+        return;
+    }
+    let http = common::HttpEverything::start();
+    agent_calls_get_sum(&url, McpServerConfig::http("everything", &http.url)).await;
+}
+
+/// A ReAct agent on the local model at `url`, forced to call server-everything's `get-sum`
+/// reached through `config`: the server's answer holds the sum of the model's arguments.
+async fn agent_calls_get_sum(url: &str, config: McpServerConfig) {
+    let server = McpClient::connect(config).await.unwrap();
     let sum = server
         .tools()
         .await
