@@ -56,6 +56,6 @@ pub use directive::{
 pub use error::DirectiveError;
 pub use hosted::{HostedTool, McpApproval, McpServer, Secret, UserLocation, WebSearch};
 pub use message::{AssistantBlock, AssistantMessage, Message, ProviderMeta};
-pub use request::{LlmOptions, LlmRequest, ModelRef, ReasoningEffort};
+pub use request::{CacheTtl, LlmOptions, LlmRequest, ModelRef, PromptCache, ReasoningEffort};
 pub use tool::{ToolArgs, ToolCallIter, ToolCallView, ToolChoice, ToolDef, ToolDefs, ToolResult};
 pub use usage::{LlmResponse, StopReason, Usage};
