@@ -12,7 +12,9 @@ use motet_directives::results::{
     LLM_FAILED, LLM_RESULT, LlmFailed, LlmResult, SUMMARY_FAILED, SUMMARY_RESULT, SummaryFailed,
     SummaryResult, TOOL_RESULT, ToolResultSignal,
 };
-use motet_directives::{Directive, EmitTarget, LlmRequest, Message, ToolCallView, ToolResult};
+use motet_directives::{
+    Directive, EmitTarget, LlmRequest, Message, PromptCache, ToolCallView, ToolResult,
+};
 use motet_providers::ProviderError;
 use motet_signals::Signal;
 use ractor::ActorRef;
@@ -48,7 +50,13 @@ where
         run: Run,
     ) {
         match directive {
-            Directive::LlmStream(call) => {
+            Directive::LlmStream(mut call) => {
+                // One prompt cache key per thread: its calls share their prefixes.
+                let cache = &mut call.request.options.prompt_cache;
+                if cache.key.is_none() {
+                    let key = PromptCache::key_for(&[&self.agent.name, &self.thread_id]);
+                    cache.key = Some(key);
+                }
                 state.last_model = Some(call.request.model.clone());
                 let iteration = match cause.request_id().and_then(|r| state.spans.get_mut(r)) {
                     Some(open) => {
