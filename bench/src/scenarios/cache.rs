@@ -12,7 +12,8 @@
 //! once full. `cached_share` is the server's own figure: the cached prompt tokens it reports
 //! (`usage.prompt_tokens_details.cached_tokens`) over the prompt tokens it reports.
 //!
-//! `MOTET_BENCH_CACHE_TURNS` sets the turns of `stable` (default 200) and
+//! `MOTET_BENCH_CACHE_BUDGET` sets the window's input budget (default 1,000 estimated tokens;
+//! the server's context per slot must hold it), `MOTET_BENCH_CACHE_TURNS` sets the turns of `stable` (default 200) and
 //! `MOTET_BENCH_CACHE_SLIDING_TURNS` those of `sliding` (default 50: its window is full after
 //! a few turns and from then on every call evaluates the whole window again, about ten times
 //! the time of a cached call on one CPU thread).
@@ -33,6 +34,10 @@ use crate::report::{Report, round2};
 
 const SEED: u64 = 0x6361_6368;
 const MODEL: &str = "openai-compat:smollm2-135m";
+
+/// The window's input budget, in estimated tokens; the server's slot must hold it (the
+/// estimate runs above the model's real count for this text).
+const DEFAULT_BUDGET: u32 = 1_000;
 
 /// The output limit of each call: room for a tool call's pretty-printed arguments.
 const MAX_TOKENS: u32 = 40;
@@ -84,9 +89,9 @@ fn words(rng: &mut fastrand::Rng, lo: usize, hi: usize) -> String {
     picked.join(" ")
 }
 
-fn strategy(window: WindowMode) -> Option<ReAct> {
+fn strategy(window: WindowMode, budget: u32) -> Option<ReAct> {
     let policy = ContextPolicy::new()
-        .with_max_input_tokens(1_000)
+        .with_max_input_tokens(budget)
         .with_reserve_output_tokens(0)
         .with_keep_last_turns(0)
         .with_window(window);
@@ -112,13 +117,13 @@ fn strategy(window: WindowMode) -> Option<ReAct> {
 }
 
 /// Runs `turns` turns against the server at `url`; `None` when the setup or a call fails.
-fn session(url: &str, window: WindowMode, turns: usize) -> Option<(Tally, Duration)> {
+fn session(url: &str, window: WindowMode, turns: usize, budget: u32) -> Option<(Tally, Duration)> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .ok()?;
     let client = HttpClient::new(Dialect::OpenAiChat, format!("{url}/v1"), None).ok()?;
-    let react = strategy(window)?;
+    let react = strategy(window, budget)?;
     let env = FixedEnv::new(0);
     let mut state = react.init(&env);
     let mut rng = fastrand::Rng::with_seed(SEED);
@@ -193,13 +198,18 @@ fn count(tally: &mut Tally, usage: Usage) {
 }
 
 /// One variant's report and the cached tokens it saw.
-fn variant(url: &str, name: &str, window: WindowMode, turns: usize) -> Option<(Report, u64)> {
-    let (tally, elapsed) = session(url, window, turns)?;
+fn variant(
+    url: &str,
+    (name, window, turns): (&str, WindowMode, usize),
+    budget: u32,
+) -> Option<(Report, u64)> {
+    let (tally, elapsed) = session(url, window, turns, budget)?;
     let share = tally.cached_tokens as f64 / tally.prompt_tokens.max(1) as f64;
     let prefix = tally.prefix_kept as f64 / tally.calls.saturating_sub(1).max(1) as f64;
     let report = Report::new("cache", name, tally.calls, elapsed)
         .with("cached_share", (share * 1000.0).round() / 1000.0)
         .with("turns", turns as u64)
+        .with("budget_tokens", budget)
         .with("llm_calls", tally.calls)
         .with("tool_calls", tally.tool_calls)
         .with("prompt_tokens", tally.prompt_tokens)
@@ -228,6 +238,11 @@ pub(crate) fn run() -> Vec<Report> {
     };
     let stable = env_count("MOTET_BENCH_CACHE_TURNS", 200);
     let sliding = env_count("MOTET_BENCH_CACHE_SLIDING_TURNS", 50);
+    let budget = u32::try_from(env_count(
+        "MOTET_BENCH_CACHE_BUDGET",
+        DEFAULT_BUDGET as usize,
+    ))
+    .unwrap_or(DEFAULT_BUDGET);
     let wanted: Vec<_> = [
         ("stable", WindowMode::Stable, stable),
         ("sliding", WindowMode::Sliding, sliding),
@@ -237,7 +252,7 @@ pub(crate) fn run() -> Vec<Report> {
     .collect();
     let measured: Vec<(Report, u64)> = wanted
         .iter()
-        .map_while(|(name, window, turns)| variant(&url, name, *window, *turns))
+        .map_while(|wanted| variant(&url, *wanted, budget))
         .collect();
     if measured.len() < wanted.len() {
         // A call failed; the failure was printed.
