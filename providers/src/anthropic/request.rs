@@ -505,4 +505,23 @@ mod tests {
             serde_json::json!({"type": "enabled", "budget_tokens": 1024})
         );
     }
+
+    #[test]
+    fn the_extended_cache_ttl_beta_only_with_a_one_hour_ttl_that_is_used() {
+        let plain = LlmRequest::new(
+            "anthropic:claude-sonnet-4-5".parse().unwrap(),
+            vec![Message::user("hi")],
+        );
+        let beta = |req: &LlmRequest| {
+            extra_headers(req)
+                .into_iter()
+                .any(|(name, value)| name == "anthropic-beta" && value == EXTENDED_CACHE_TTL_BETA)
+        };
+        assert!(!beta(&plain));
+        let mut hour = plain.clone();
+        hour.options.prompt_cache.ttl = CacheTtl::OneHour;
+        assert!(beta(&hour));
+        hour.options.prompt_cache.breakpoints = false;
+        assert!(!beta(&hour), "no marks, no TTL to announce");
+    }
 }
