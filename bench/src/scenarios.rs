@@ -5,6 +5,7 @@ use crate::report::Report;
 mod agents;
 mod append;
 mod bus;
+mod cache;
 mod prefix;
 mod project;
 mod router;
@@ -27,5 +28,9 @@ pub(crate) const ALL: &[(&str, RunFn)] = &[
     ("fanout", agents::run_fanout),
     ("memory", agents::run_memory),
 ];
+
+/// Scenarios that need an external server (a llama.cpp server named by
+/// `MOTET_LOCAL_LLM_URL`): run only when named, never by `all`.
+pub(crate) const ON_REQUEST: &[(&str, RunFn)] = &[("cache", cache::run)];
 
 pub(crate) use agents::react_child;

@@ -63,7 +63,7 @@ pub use error::DirectiveError;
 pub use hosted::{HostedTool, McpApproval, McpServer, Secret, UserLocation, WebSearch};
 pub use message::{AssistantBlock, AssistantMessage, Message, ProviderMeta};
 pub use pause::{Approval, OnExpiry, Pause, Response};
-pub use request::{LlmOptions, LlmRequest, ModelRef, ReasoningEffort};
+pub use request::{CacheTtl, LlmOptions, LlmRequest, ModelRef, PromptCache, ReasoningEffort};
 pub use response_format::{AnswerError, ResponseFormat, is_valid_schema_name};
 pub use tool::{ToolArgs, ToolCallIter, ToolCallView, ToolChoice, ToolDef, ToolDefs, ToolResult};
 pub use usage::{LlmResponse, StopReason, Usage};

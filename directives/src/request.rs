@@ -133,6 +133,9 @@ pub struct LlmOptions {
     /// Whether the model may call several tools in one turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallel_tool_calls: Option<bool>,
+    /// How the provider's prompt cache is asked to keep this call's prefix.
+    #[serde(default, skip_serializing_if = "PromptCache::is_default")]
+    pub prompt_cache: PromptCache,
     /// Tools the provider runs itself (web search, code execution, remote MCP servers), offered
     /// next to [`LlmRequest::tools`]. A dialect or model that cannot run one refuses the request
     /// before anything is sent.
@@ -168,6 +171,84 @@ impl LlmOptions {
     }
 }
 
+/// How long Anthropic keeps a cached prefix.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheTtl {
+    /// Five minutes, refreshed by every read (the API's default; a write costs 1.25x input).
+    #[default]
+    FiveMinutes,
+    /// One hour (a write costs 2x input): for prefixes read less often than every 5 minutes.
+    OneHour,
+}
+
+/// Prompt caching options of one call.
+///
+/// Anthropic caches only what the request marks: with `breakpoints` on (the default), the
+/// Anthropic dialect puts `cache_control` on the last tool, the system prompt and the end of
+/// the request's stable prefix ([`LlmRequest::stable_prefix`]). OpenAI caches prefixes on its
+/// own and routes by `key`; Gemini caches implicitly. Every dialect reports the cached tokens in
+/// [`crate::Usage`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PromptCache {
+    /// Mark the stable prefix for caching (Anthropic `cache_control`). On by default: an agent
+    /// loop repeats its prefix within seconds, a cache read costs a tenth of an input token
+    /// and a write a quarter more, so one read pays for the write; a prefix shorter than the
+    /// model's minimum (1,024 to 4,096 tokens) is not cached and costs nothing extra.
+    pub breakpoints: bool,
+    /// How long Anthropic keeps the marked prefix.
+    pub ttl: CacheTtl,
+    /// OpenAI's `prompt_cache_key`: requests sharing a key and a prefix are routed to the same
+    /// cache. The runtime sets one per thread ([`PromptCache::key_for`]) when it is `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+}
+
+impl Default for PromptCache {
+    fn default() -> Self {
+        Self {
+            breakpoints: true,
+            ttl: CacheTtl::FiveMinutes,
+            key: None,
+        }
+    }
+}
+
+impl PromptCache {
+    /// Nothing set but the defaults.
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// Caching options that mark nothing (Anthropic requests go without `cache_control`).
+    pub fn off() -> Self {
+        Self {
+            breakpoints: false,
+            ..Self::default()
+        }
+    }
+
+    /// A cache key for a conversation named by `parts` (an agent and a thread id): `motet-`
+    /// and 32 hex digits of a hash of them, so the provider sees a stable key per thread but
+    /// not the ids themselves. The hash (two FNV-1a 64 lanes) is fixed here, not the standard
+    /// library's, so the key stays the same across builds and restarts.
+    pub fn key_for(parts: &[&str]) -> String {
+        const PRIME: u64 = 0x0000_0100_0000_01b3;
+        let mut lanes = [0xcbf2_9ce4_8422_2325_u64, 0x6c62_272e_07bb_0142_u64];
+        for part in parts {
+            // The length first, so ("ab", "c") and ("a", "bc") differ.
+            let len = (part.len() as u64).to_le_bytes();
+            for byte in len.iter().chain(part.as_bytes()) {
+                for lane in &mut lanes {
+                    *lane = (*lane ^ u64::from(*byte)).wrapping_mul(PRIME);
+                }
+            }
+        }
+        format!("motet-{:016x}{:016x}", lanes[0], lanes[1])
+    }
+}
+
 /// One LLM call, provider-agnostic: the providers crate renders it into a dialect.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LlmRequest {
@@ -184,6 +265,12 @@ pub struct LlmRequest {
     /// Sampling and reasoning options.
     #[serde(default)]
     pub options: LlmOptions,
+    /// How many of `messages`, from the start, the next call of this conversation will send
+    /// again unchanged: the prefix worth caching. A projection sets it (all the messages in the
+    /// stable window mode, only the system and summary when the window slides); `None` when
+    /// nobody knows, and then only tools and system are marked for caching.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stable_prefix: Option<usize>,
 }
 
 fn no_tools() -> Arc<[ToolDef]> {
@@ -199,6 +286,7 @@ impl LlmRequest {
             tools: no_tools(),
             tool_choice: ToolChoice::Auto,
             options: LlmOptions::default(),
+            stable_prefix: None,
         }
     }
 
@@ -217,6 +305,13 @@ impl LlmRequest {
     /// Sets the options.
     pub fn with_options(mut self, options: LlmOptions) -> Self {
         self.options = options;
+        self
+    }
+
+    /// Says how many leading messages the next call will repeat (see
+    /// [`LlmRequest::stable_prefix`]).
+    pub fn with_stable_prefix(mut self, messages: usize) -> Self {
+        self.stable_prefix = Some(messages);
         self
     }
 }

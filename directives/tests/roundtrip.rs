@@ -11,10 +11,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use motet_directives::{
-    AssistantBlock, AssistantMessage, CallId, CancelSchedule, ChildSpec, Directive, Emit,
+    AssistantBlock, AssistantMessage, CacheTtl, CallId, CancelSchedule, ChildSpec, Directive, Emit,
     EmitTarget, HostedTool, LlmOptions, LlmRequest, LlmResponse, LlmStream, McpServer, Message,
-    ModelRef, ProviderMeta, ReasoningEffort, Schedule, ScheduleId, Spawn, Stop, StopChild,
-    StopReason, Summarize, ToolArgs, ToolChoice, ToolDef, ToolExec, ToolResult, Usage, WebSearch,
+    ModelRef, PromptCache, ProviderMeta, ReasoningEffort, Schedule, ScheduleId, Spawn, Stop,
+    StopChild, StopReason, Summarize, ToolArgs, ToolChoice, ToolDef, ToolExec, ToolResult, Usage,
+    WebSearch,
 };
 use motet_signals::Signal;
 use serde::Serialize;
@@ -426,6 +427,11 @@ fn request() -> LlmRequest {
         reasoning_effort: Some(ReasoningEffort::High),
         thinking_budget: Some(1024),
         parallel_tool_calls: Some(true),
+        prompt_cache: PromptCache {
+            breakpoints: false,
+            ttl: CacheTtl::OneHour,
+            key: Some(PromptCache::key_for(&["agent", "thread"])),
+        },
         hosted_tools: vec![
             HostedTool::WebSearch(WebSearch::default().with_allowed_domains(["example.com"])),
             HostedTool::CodeExecution,
@@ -438,6 +444,7 @@ fn request() -> LlmRequest {
             json!({"type": "object", "properties": {"n": {"type": "integer"}}}),
         )),
     })
+    .with_stable_prefix(2)
 }
 
 #[test]

@@ -19,9 +19,20 @@
 //! Hosted tools: web search (`web_search_20250305`) and code execution
 //! (`code_execution_20250825`, with its beta) go in `tools` after the function tools; remote
 //! MCP servers in the top-level `mcp_servers` (with the `mcp-client-2025-04-04` beta).
+//!
+//! Prompt caching: Anthropic caches a prefix only up to a block marked `cache_control`, at most
+//! four marks a request, in the order tools, system, messages. With
+//! [`PromptCache::breakpoints`] on, the marks go on the last tool, the system prompt (then sent
+//! as one text block) and, inside the request's stable prefix
+//! ([`LlmRequest::stable_prefix`]), on its last user turn (text or tool results) and the user
+//! turn before that one: the first is where the next call will read from, the second is where
+//! the previous call ended, so a turn that added more than the 20 blocks the API looks back
+//! over still reads the previous call's cache. Assistant turns are never marked (thinking
+//! blocks cannot be).
 
 use motet_directives::{
-    AssistantBlock, HostedTool, LlmRequest, Message, ProviderMeta, Secret, ToolChoice, UserLocation,
+    AssistantBlock, CacheTtl, HostedTool, LlmRequest, Message, PromptCache, ProviderMeta, Secret,
+    ToolChoice, UserLocation,
 };
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::value::RawValue;
@@ -45,6 +56,13 @@ const CODE_EXECUTION_BETA: &str = "code-execution-2025-08-25";
 
 /// The beta of the MCP connector (`mcp_servers`).
 const MCP_CLIENT_BETA: &str = "mcp-client-2025-04-04";
+
+/// The beta that introduced the one-hour cache TTL (sent with it; the API accepts it still).
+const EXTENDED_CACHE_TTL_BETA: &str = "extended-cache-ttl-2025-04-11";
+
+/// How many user turns of the stable prefix are marked for caching: its end and the end of
+/// the call before (with tools and system, the API's limit of four marks).
+const HISTORY_BREAKPOINTS: usize = 2;
 
 /// The request body as sent (see [`crate::Dialect::encode`]).
 pub(crate) fn encode(req: &LlmRequest) -> Result<Vec<u8>, ProviderError> {
@@ -123,7 +141,9 @@ struct CitedText<'a> {
 fn body(req: &LlmRequest) -> Result<Body<'_>, ProviderError> {
     let mut system = Vec::new();
     let mut messages = Vec::with_capacity(req.messages.len());
-    for message in &req.messages {
+    // For each turn, the index of the message it came from (system messages make no turn).
+    let mut origins = Vec::with_capacity(req.messages.len());
+    for (index, message) in req.messages.iter().enumerate() {
         match message {
             Message::System { content } => system.push(content.as_str()),
             Message::User { content } => messages.push(Turn {
@@ -162,9 +182,14 @@ fn body(req: &LlmRequest) -> Result<Body<'_>, ProviderError> {
                 });
             }
         }
+        origins.resize(messages.len(), index);
     }
 
     let options = &req.options;
+    let mark = cache_mark(&options.prompt_cache);
+    if let (Some(mark), Some(stable)) = (&mark, req.stable_prefix) {
+        mark_stable_turns(&mut messages, &origins, stable, mark);
+    }
     let thinking = options.thinking_budget;
     let max_tokens = options.max_tokens.unwrap_or(match thinking {
         Some(budget) => DEFAULT_MAX_TOKENS.max(budget.saturating_add(DEFAULT_MAX_TOKENS)),
@@ -174,9 +199,14 @@ fn body(req: &LlmRequest) -> Result<Body<'_>, ProviderError> {
     body.insert("model".into(), json!(req.model.model()));
     body.insert("max_tokens".into(), json!(max_tokens));
     if !system.is_empty() {
-        body.insert("system".into(), json!(system.join("\n\n")));
+        let text = system.join("\n\n");
+        let system = match &mark {
+            Some(mark) => json!([{"type": "text", "text": text, "cache_control": mark}]),
+            None => json!(text),
+        };
+        body.insert("system".into(), system);
     }
-    let tools: Vec<Value> = req
+    let mut tools: Vec<Value> = req
         .tools
         .iter()
         .map(|t| {
@@ -188,6 +218,9 @@ fn body(req: &LlmRequest) -> Result<Body<'_>, ProviderError> {
         })
         .chain(options.hosted_tools.iter().filter_map(hosted_tool))
         .collect();
+    if let (Some(mark), Some(Value::Object(last))) = (&mark, tools.last_mut()) {
+        last.insert("cache_control".into(), mark.clone());
+    }
     if !tools.is_empty() {
         body.insert("tools".into(), Value::Array(tools));
         let mut choice = match &req.tool_choice {
@@ -228,6 +261,42 @@ fn body(req: &LlmRequest) -> Result<Body<'_>, ProviderError> {
         fields: body,
         messages,
     })
+}
+
+/// The `cache_control` value to mark blocks with, when caching is asked for.
+fn cache_mark(cache: &PromptCache) -> Option<Value> {
+    cache.breakpoints.then(|| match cache.ttl {
+        // The API's default; leaving `ttl` out keeps the body as small as it was.
+        CacheTtl::FiveMinutes => json!({"type": "ephemeral"}),
+        CacheTtl::OneHour => json!({"type": "ephemeral", "ttl": "1h"}),
+    })
+}
+
+/// Marks the last [`HISTORY_BREAKPOINTS`] user turns that came from the first `stable`
+/// messages: on a text turn's text (then sent as one text block), on a tool-results turn's last
+/// result. An empty text turn is left as it is (the API rejects an empty text block).
+fn mark_stable_turns(turns: &mut [Turn<'_>], origins: &[usize], stable: usize, mark: &Value) {
+    let marked = turns
+        .iter_mut()
+        .zip(origins)
+        .filter(|(turn, origin)| turn.role == "user" && **origin < stable)
+        .map(|(turn, _)| turn)
+        .rev()
+        .take(HISTORY_BREAKPOINTS);
+    for turn in marked {
+        match &mut turn.content {
+            Content::Text(text) if !text.is_empty() => {
+                let block = json!({"type": "text", "text": text, "cache_control": mark});
+                turn.content = Content::Blocks(vec![Part::Built(block)]);
+            }
+            Content::Blocks(parts) => {
+                if let Some(Part::Built(Value::Object(last))) = parts.last_mut() {
+                    last.insert("cache_control".into(), mark.clone());
+                }
+            }
+            Content::Text(_) => {}
+        }
+    }
 }
 
 fn assistant_blocks(blocks: &[AssistantBlock]) -> Vec<Part<'_>> {
@@ -373,7 +442,7 @@ fn mcp_server(tool: &HostedTool) -> Option<Value> {
 
 /// Headers this request needs besides authentication: `anthropic-version`, and one
 /// `anthropic-beta` header naming, comma-separated, the betas its features need
-/// (interleaved thinking, code execution, the MCP connector).
+/// (interleaved thinking, code execution, the MCP connector, the one-hour cache TTL).
 pub(crate) fn extra_headers(req: &LlmRequest) -> Vec<(&'static str, String)> {
     let mut headers = vec![("anthropic-version", "2023-06-01".to_owned())];
     let hosted = &req.options.hosted_tools;
@@ -388,6 +457,11 @@ pub(crate) fn extra_headers(req: &LlmRequest) -> Vec<(&'static str, String)> {
         (
             hosted.iter().any(|t| matches!(t, HostedTool::McpServer(_))),
             MCP_CLIENT_BETA,
+        ),
+        (
+            req.options.prompt_cache.breakpoints
+                && req.options.prompt_cache.ttl == CacheTtl::OneHour,
+            EXTENDED_CACHE_TTL_BETA,
         ),
     ]
     .into_iter()
@@ -433,5 +507,24 @@ mod tests {
             body["thinking"],
             serde_json::json!({"type": "enabled", "budget_tokens": 1024})
         );
+    }
+
+    #[test]
+    fn the_extended_cache_ttl_beta_only_with_a_one_hour_ttl_that_is_used() {
+        let plain = LlmRequest::new(
+            "anthropic:claude-sonnet-4-5".parse().unwrap(),
+            vec![Message::user("hi")],
+        );
+        let beta = |req: &LlmRequest| {
+            extra_headers(req)
+                .into_iter()
+                .any(|(name, value)| name == "anthropic-beta" && value == EXTENDED_CACHE_TTL_BETA)
+        };
+        assert!(!beta(&plain));
+        let mut hour = plain.clone();
+        hour.options.prompt_cache.ttl = CacheTtl::OneHour;
+        assert!(beta(&hour));
+        hour.options.prompt_cache.breakpoints = false;
+        assert!(!beta(&hour), "no marks, no TTL to announce");
     }
 }

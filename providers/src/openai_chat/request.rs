@@ -83,6 +83,13 @@ pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
     if let Some(p) = options.top_p {
         body.insert("top_p".into(), json!(p));
     }
+    // OpenAI routes requests sharing a key (and a prefix) to the same prompt cache. Compatible
+    // servers keep their own caches (llama.cpp: per slot) and some refuse unknown fields.
+    if let Some(key) = &options.prompt_cache.key
+        && req.model.provider() == "openai"
+    {
+        body.insert("prompt_cache_key".into(), json!(key));
+    }
     if !options.stop.is_empty() {
         body.insert("stop".into(), json!(options.stop));
     }

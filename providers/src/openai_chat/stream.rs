@@ -259,10 +259,24 @@ impl StreamDecoder for Decoder {
                 self.finish_reason(&reason, out);
             }
         }
-        if let Some(usage) = chunk.usage {
-            out.push(LlmEvent::Usage {
-                usage: usage.into(),
-            });
+        if let Some(wire) = chunk.usage {
+            let reported = wire
+                .prompt_tokens_details
+                .as_ref()
+                .and_then(|d| d.cached_tokens);
+            let mut usage = Usage::from(wire);
+            // llama.cpp servers older than its `prompt_tokens_details` say the cached prompt
+            // tokens only in their own `timings.cache_n`.
+            if reported.is_none()
+                && let Some(cached) = chunk
+                    .timings
+                    .as_ref()
+                    .and_then(|t| t.get("cache_n"))
+                    .and_then(serde_json::Value::as_u64)
+            {
+                usage.cache_read_tokens = cached.min(usage.input_tokens);
+            }
+            out.push(LlmEvent::Usage { usage });
         }
         Ok(())
     }
@@ -288,6 +302,10 @@ struct Chunk {
     choices: Vec<Choice>,
     #[serde(default)]
     usage: Option<WireUsage>,
+    /// llama.cpp's own counts, beside `usage` on the last chunk; read leniently, as a value,
+    /// so that a server's odd `timings` never fails the chunk that carries the usage.
+    #[serde(default)]
+    timings: Option<serde_json::Value>,
     #[serde(default)]
     error: Option<serde_json::Value>,
 }

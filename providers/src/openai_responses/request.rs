@@ -142,6 +142,7 @@ fn body(req: &LlmRequest) -> Result<Request<'_>, ProviderError> {
         max_output_tokens: options.max_tokens,
         temperature: options.temperature,
         top_p: options.top_p,
+        prompt_cache_key: options.prompt_cache.key.as_deref(),
         reasoning,
         include,
         text: crate::structured::openai_responses(req)?,

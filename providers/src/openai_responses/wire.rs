@@ -30,6 +30,9 @@ pub(super) struct Request<'a> {
     pub(super) temperature: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) top_p: Option<f64>,
+    /// Routes requests sharing it (and a prefix) to the same prompt cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) prompt_cache_key: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) reasoning: Option<ReasoningConfig>,
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use motet_directives::{
-    HostedTool, LlmOptions, LlmRequest, McpServer, Message, Secret, ToolDef, UserLocation,
+    HostedTool, LlmOptions, LlmRequest, McpServer, Message, PromptCache, Secret, ToolDef,
+    UserLocation,
 };
 use motet_providers::{Dialect, ProviderError};
 use serde_json::{Value, json};
@@ -31,6 +32,8 @@ pub(crate) fn request(model: &str, hosted: Vec<HostedTool>) -> LlmRequest {
     .with_options(LlmOptions {
         max_tokens: Some(1024),
         hosted_tools: hosted,
+        // The recorded requests these are compared with marked nothing for prompt caching.
+        prompt_cache: PromptCache::off(),
         ..LlmOptions::default()
     })
 }

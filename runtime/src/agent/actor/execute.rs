@@ -13,7 +13,7 @@ use motet_directives::results::{
     SummaryResult, TOOL_PAUSED, TOOL_RESULT, ToolPaused, ToolResultSignal,
 };
 use motet_directives::{
-    Directive, EmitTarget, LlmRequest, Message, Pause, ToolCallView, ToolResult,
+    Directive, EmitTarget, LlmRequest, Message, Pause, PromptCache, ToolCallView, ToolResult,
 };
 use motet_providers::ProviderError;
 use motet_signals::Signal;
@@ -50,7 +50,13 @@ where
         run: Run,
     ) {
         match directive {
-            Directive::LlmStream(call) => {
+            Directive::LlmStream(mut call) => {
+                // One prompt cache key per thread: its calls share their prefixes.
+                let cache = &mut call.request.options.prompt_cache;
+                if cache.key.is_none() {
+                    let key = PromptCache::key_for(&[&self.agent.name, &self.thread_id]);
+                    cache.key = Some(key);
+                }
                 state.last_model = Some(call.request.model.clone());
                 let iteration = match cause.request_id().and_then(|r| state.spans.get_mut(r)) {
                     Some(open) => {
