@@ -69,6 +69,11 @@ impl fmt::Display for ScheduleId {
 /// back to the agent as a signal; the strategy itself never performs IO.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "directive", rename_all = "snake_case")]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "a directive is built once and moved into its execution; boxing the LLM call, the \
+              common one, would add an allocation per call and a `Box` to every strategy"
+)]
 pub enum Directive {
     /// Stream an LLM call; the result arrives as `llm.result` or `llm.failed`.
     LlmStream(LlmStream),
