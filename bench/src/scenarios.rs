@@ -5,6 +5,7 @@ use crate::report::Report;
 mod agents;
 mod append;
 mod bus;
+mod pg_append;
 mod prefix;
 mod project;
 mod router;
@@ -20,6 +21,7 @@ pub(crate) const ALL: &[(&str, RunFn)] = &[
     ("project", project::run),
     ("prefix", prefix::run),
     ("append", append::run),
+    ("pg_append", pg_append::run),
     ("sse", sse::run),
     ("spawn", agents::run_spawn),
     ("ping", agents::run_ping),

@@ -585,18 +585,21 @@ impl PostgresStore {
         Ok(rev)
     }
 
-    /// Reads an optional text column of one thread row; [`StoreError::NotFound`] when there is
-    /// no such thread.
+    /// Reads the optional text `column` of one thread row; [`StoreError::NotFound`] when there
+    /// is no such thread.
     async fn thread_column(
         &self,
         thread_id: &str,
-        query: &str,
+        column: &'static str,
     ) -> Result<Option<String>, StoreError> {
         let err = thread_err(thread_id);
         let client = self.client(thread_id).await?;
-        let stmt = client.prepare_cached(query).await.map_err(&err)?;
+        let stmt = client
+            .prepare_cached(&format!("SELECT {column} FROM threads WHERE id = $1"))
+            .await
+            .map_err(&err)?;
         match client.query_opt(&stmt, &[&thread_id]).await.map_err(&err)? {
-            Some(row) => get_text(thread_id, &row, stmt.columns()[0].name()),
+            Some(row) => get_text(thread_id, &row, column),
             None => Err(StoreError::NotFound {
                 thread_id: thread_id.to_owned(),
             }),
@@ -730,8 +733,7 @@ impl ThreadStore for PostgresStore {
     }
 
     async fn load_state(&self, thread_id: &str) -> Result<Option<String>, StoreError> {
-        self.thread_column(thread_id, "SELECT state FROM threads WHERE id = $1")
-            .await
+        self.thread_column(thread_id, "state").await
     }
 
     async fn summary(&self, thread_id: &str) -> Result<Option<ThreadSummary>, StoreError> {
@@ -798,9 +800,7 @@ impl ThreadStore for PostgresStore {
     }
 
     async fn get_meta(&self, thread_id: &str) -> Result<Option<ThreadMeta>, StoreError> {
-        let json = self
-            .thread_column(thread_id, "SELECT meta FROM threads WHERE id = $1")
-            .await?;
+        let json = self.thread_column(thread_id, "meta").await?;
         json.map(|json| serde_json::from_str(&json).map_err(|e| corrupt(thread_id, "meta", e)))
             .transpose()
     }
