@@ -6,7 +6,9 @@
 //! Entries are the `append` scenario's realistic conversation (0.5-2 KB of JSON each).
 //!
 //! - `pg_single` / `sqlite_single`: one entry per `ThreadStore::append`, each a durable commit
-//!   (PostgreSQL at its default `synchronous_commit=on`; SQLite at `synchronous=FULL`).
+//!   (PostgreSQL at its default `synchronous_commit=on`; SQLite at `synchronous=FULL`),
+//!   interleaved with the floor in rounds of 20 commits so that a drifting disk weighs on all
+//!   three alike.
 //! - `pg_batch_100`: 100 entries per append.
 //! - `pg_floor_insert_commit`: the floor on the same server, one bare
 //!   `INSERT INTO floor VALUES ($1, $2)` of an entry's JSON per commit (autocommit, prepared,
@@ -25,6 +27,7 @@ use super::append::conversation;
 use crate::report::{Report, round2};
 
 const SINGLE: usize = 400;
+const ROUND: usize = 20;
 const BATCH: usize = 100;
 const BATCHES: usize = 20;
 const LOAD_ENTRIES: usize = 100;
@@ -122,8 +125,14 @@ async fn load_report(store: &dyn ThreadStore, variant: &str) -> Result<Report, S
     Ok(Report::new("pg_append", variant, LOADS as u64, elapsed).with("entries", LOAD_ENTRIES))
 }
 
-/// One bare `INSERT ... COMMIT` per entry on the same server: the floor.
-async fn floor(url: &str, thread: &Thread) -> Result<Report, String> {
+/// The single-entry variants, interleaved in rounds of `ROUND` commits (floor, PostgreSQL,
+/// SQLite, again and again) so that a disk whose speed drifts (other work on the machine) weighs
+/// on the three alike: each variant's total time over its `SINGLE` commits.
+async fn singles(
+    url: &str,
+    pg: &PostgresStore,
+    sqlite: &SqliteStore,
+) -> Result<(Duration, Duration, Duration), String> {
     let client = connect(url).await?;
     client
         .batch_execute("CREATE TABLE floor (k bigint PRIMARY KEY, body text NOT NULL)")
@@ -133,37 +142,68 @@ async fn floor(url: &str, thread: &Thread) -> Result<Report, String> {
         .prepare("INSERT INTO floor (k, body) VALUES ($1, $2)")
         .await
         .map_err(|e| e.to_string())?;
-    let bodies: Vec<String> = thread
+    let pg_thread = conversation("pg_single", SINGLE);
+    let sqlite_thread = conversation("sqlite_single", SINGLE);
+    let bodies: Vec<String> = pg_thread
         .to_list()
         .iter()
         .map(|e| serde_json::to_string(e).map_err(|e| e.to_string()))
         .collect::<Result<_, _>>()?;
-    let start = Instant::now();
-    for (k, body) in bodies.iter().enumerate() {
-        let k = i64::try_from(k).map_err(|e| e.to_string())?;
-        client
-            .execute(&insert, &[&k, body])
+    for (store, thread) in [
+        (pg as &dyn ThreadStore, &pg_thread),
+        (sqlite as &dyn ThreadStore, &sqlite_thread),
+    ] {
+        store
+            .create(&ThreadHeader::of(thread))
             .await
             .map_err(|e| e.to_string())?;
     }
-    Ok(Report::new(
-        "pg_append",
-        "pg_floor_insert_commit",
-        bodies.len() as u64,
-        start.elapsed(),
-    ))
+    let (mut floor, mut on_pg, mut on_sqlite) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    let (pg_entries, sqlite_entries) = (pg_thread.to_list(), sqlite_thread.to_list());
+    for round in (0..SINGLE).step_by(ROUND) {
+        let seqs = round..(round + ROUND).min(SINGLE);
+        let start = Instant::now();
+        for k in seqs.clone() {
+            let key = i64::try_from(k).map_err(|e| e.to_string())?;
+            let body = bodies.get(k).ok_or("no body")?;
+            client
+                .execute(&insert, &[&key, body])
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        floor += start.elapsed();
+        for (store, thread, entries, total) in [
+            (pg as &dyn ThreadStore, &pg_thread, pg_entries, &mut on_pg),
+            (
+                sqlite as &dyn ThreadStore,
+                &sqlite_thread,
+                sqlite_entries,
+                &mut on_sqlite,
+            ),
+        ] {
+            let start = Instant::now();
+            for k in seqs.clone() {
+                let entry = entries.get(k..=k).ok_or("no entry")?;
+                store
+                    .append(thread.id(), entry, k as u64)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            *total += start.elapsed();
+        }
+    }
+    Ok((floor, on_pg, on_sqlite))
 }
 
 async fn all(url: &str, dir: &std::path::Path) -> Result<Vec<Report>, String> {
     let store = PostgresStore::open(url).await.map_err(|e| e.to_string())?;
-    let single = conversation("pg_single", SINGLE);
-    let floor = floor(url, &single).await?;
-    let pg_single = append_report(
-        "pg_single",
-        SINGLE,
-        1,
-        append_all(&store, &single, 1).await?,
-    );
+    let sqlite = SqliteStore::open(dir.join("threads.db"))
+        .await
+        .map_err(|e| e.to_string())?;
+    let (floor, pg_single, sqlite_single) = singles(url, &store, &sqlite).await?;
+    let floor = Report::new("pg_append", "pg_floor_insert_commit", SINGLE as u64, floor);
+    let pg_single = append_report("pg_single", SINGLE, 1, pg_single);
+    let sqlite_single = append_report("sqlite_single", SINGLE, 1, sqlite_single);
     let batch = conversation("pg_batch_100", BATCH * BATCHES);
     let pg_batch = append_report(
         "pg_batch_100",
@@ -172,16 +212,6 @@ async fn all(url: &str, dir: &std::path::Path) -> Result<Vec<Report>, String> {
         append_all(&store, &batch, BATCH).await?,
     );
     let pg_load = load_report(&store, "pg_load_100").await?;
-
-    let sqlite = SqliteStore::open(dir.join("threads.db"))
-        .await
-        .map_err(|e| e.to_string())?;
-    let sqlite_single = append_report(
-        "sqlite_single",
-        SINGLE,
-        1,
-        append_all(&sqlite, &conversation("sqlite_single", SINGLE), 1).await?,
-    );
     let sqlite_load = load_report(&sqlite, "sqlite_load_100").await?;
 
     let vs_floor = |r: Report| {
