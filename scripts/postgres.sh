@@ -95,7 +95,8 @@ fetch() {
 as_server() {
   if [ "$(id -u)" = 0 ]; then
     getent passwd postgres >/dev/null || useradd --system --no-create-home postgres
-    runuser -u postgres -- "$@"
+    # From /: the caller's folder may be one `postgres` cannot enter.
+    (cd / && runuser -u postgres -- "$@")
   else
     "$@"
   fi

@@ -418,7 +418,6 @@ async fn a_server_that_goes_away_gives_typed_errors() {
     assert!(recovered, "the pool did not reconnect");
 
     // The database goes away for good: every call is a server error, none a panic or `None`.
-    let name = db.name.clone();
     db.drop_now().await;
     let err = store.load("thread_gone").await.unwrap_err();
     assert!(
@@ -430,5 +429,35 @@ async fn a_server_that_goes_away_gives_typed_errors() {
     let err = store.list().await.unwrap_err();
     assert!(matches!(err, StoreError::Server { .. }), "{err}");
     assert!(err.to_string().contains("database server failure"), "{err}");
-    let _ = name;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stores_in_two_schemas_of_one_database_are_apart() {
+    let Some(db) = TestDb::new("schemas").await else {
+        return;
+    };
+    connect(&db.url)
+        .await
+        .batch_execute("CREATE SCHEMA tenant_a; CREATE SCHEMA tenant_b")
+        .await
+        .unwrap();
+    let in_schema = |schema: &str| format!("{}?options=-c%20search_path%3D{schema}", db.url);
+    let a = PostgresStore::open(&in_schema("tenant_a")).await.unwrap();
+    let b = PostgresStore::open(&in_schema("tenant_b")).await.unwrap();
+    let env = FixedEnv::new(0);
+    save(&a, &conversation(&env, "thread_a")).await;
+    assert!(b.load("thread_a").await.unwrap().is_none());
+    assert!(b.list().await.unwrap().is_empty());
+    assert_eq!(a.list().await.unwrap().len(), 1);
+    let tables: i64 = connect(&db.url)
+        .await
+        .query_one(
+            "SELECT count(*) FROM pg_tables WHERE schemaname = 'tenant_a' AND tablename = 'entries'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(tables, 1);
+    db.drop_now().await;
 }
