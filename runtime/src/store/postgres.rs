@@ -418,7 +418,8 @@ async fn migrate(client: &mut Object) -> Result<(), StoreError> {
         )
         .await
         .map_err(server_err)?;
-    let (has_version, has_tables): (bool, bool) = (found.get(0), found.get(1));
+    let has_version: bool = found.try_get(0).map_err(server_err)?;
+    let has_tables: bool = found.try_get(1).map_err(server_err)?;
     let version: i64 = if has_version {
         let row = tx
             .query_one("SELECT version FROM motet_schema", &[])
