@@ -6,6 +6,7 @@ mod agents;
 mod append;
 mod bus;
 mod cache;
+mod pg_append;
 mod prefix;
 mod project;
 mod router;
@@ -29,8 +30,9 @@ pub(crate) const ALL: &[(&str, RunFn)] = &[
     ("memory", agents::run_memory),
 ];
 
-/// Scenarios that need an external server (a llama.cpp server named by
-/// `MOTET_LOCAL_LLM_URL`): run only when named, never by `all`.
-pub(crate) const ON_REQUEST: &[(&str, RunFn)] = &[("cache", cache::run)];
+/// Scenarios that need an external server (a llama.cpp server named by `MOTET_LOCAL_LLM_URL`,
+/// PostgreSQL named by `MOTET_DATABASE_URL`): run only when named, never by `all`.
+pub(crate) const ON_REQUEST: &[(&str, RunFn)] =
+    &[("cache", cache::run), ("pg_append", pg_append::run)];
 
 pub(crate) use agents::react_child;

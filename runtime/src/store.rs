@@ -22,9 +22,13 @@
 //! - `error` — [`StoreError`].
 //! - `memory` — [`MemoryStore`].
 //! - `sqlite` — [`SqliteStore`], [`SqliteConfig`], [`Durability`]; `sqlite/migrations`.
+//! - `postgres` (feature `postgres`) — `PostgresStore`, `PostgresConfig`, with a fencing epoch
+//!   beside the rev; `postgres/migrations`.
 
 mod error;
 mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod sqlite;
 
 use std::collections::BTreeMap;
@@ -37,6 +41,8 @@ use serde::{Deserialize, Serialize};
 
 pub use error::StoreError;
 pub use memory::MemoryStore;
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresConfig, PostgresStore, SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION};
 pub use sqlite::{Durability, SCHEMA_VERSION, SqliteConfig, SqliteStore};
 
 /// What a thread is created with: everything but its entries.

@@ -41,7 +41,7 @@ const FSYNCS: usize = 400;
 
 /// A thread of `entries` entries: whole turns of four, with reasoning signatures on the tool
 /// turn so provider meta is part of what is written.
-fn conversation(id: &str, entries: usize) -> Thread {
+pub(super) fn conversation(id: &str, entries: usize) -> Thread {
     let env = FixedEnv::new(0);
     let mut rng = fastrand::Rng::with_seed(SEED);
     let mut thread = Thread::new(id, 0);

@@ -136,6 +136,55 @@ pub enum StoreError {
         /// Why.
         reason: String,
     },
+    /// A fenced append (`PostgresStore::append_fenced`, with the `postgres` feature) by a writer whose claim on the thread was taken over: another writer has claimed the
+    /// thread since (its epoch moved on), so this one may not commit, even at the right rev.
+    /// Nothing is written.
+    #[error(
+        "thread {thread_id} was claimed by another writer: this writer holds epoch {epoch}, \
+         the thread is at epoch {current}"
+    )]
+    Fenced {
+        /// The thread.
+        thread_id: String,
+        /// The epoch the writer holds (what its claim returned).
+        epoch: u64,
+        /// The thread's epoch in the store.
+        current: u64,
+    },
+    /// The database server failed on one thread's operation: it refused or dropped the
+    /// connection, no pooled connection came in time, or it answered an SQL error.
+    #[error("thread {thread_id}: database server failure: {source}")]
+    ServerThread {
+        /// The thread.
+        thread_id: String,
+        /// What the driver or the pool said.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The database server failed on an operation that is not about one thread (open, list).
+    #[error("database server failure: {source}")]
+    Server {
+        /// What the driver or the pool said.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The server's database (or schema) holds tables that are not a motet store.
+    #[error("the database is not a motet thread store: {reason}")]
+    ServerNotAStore {
+        /// Why.
+        reason: String,
+    },
+    /// The server's store was written by a newer motet with a schema this build does not know.
+    #[error(
+        "the database has motet schema version {found}, newer than the {supported} this build \
+         supports"
+    )]
+    ServerSchemaTooNew {
+        /// The store's schema version.
+        found: i64,
+        /// The newest version this build knows.
+        supported: i64,
+    },
     /// The blocking task running a database call was cancelled or panicked.
     #[error("store task failed: {0}")]
     Task(String),

@@ -1,0 +1,67 @@
+//! The PostgreSQL schema as an ordered list of migrations, versioned by the one row of
+//! `motet_schema`.
+//!
+//! Migration `i` (0-based) takes the schema from version `i` to `i + 1`. Migrations are only
+//! ever added at the end; a released one is never edited. A store whose version is above
+//! [`SCHEMA_VERSION`] was written by a newer build and is refused rather than guessed at.
+//! Tables are created in the first schema of the connection's `search_path` (`public` unless
+//! the URL says otherwise), so one database can hold several stores, one per schema.
+
+/// The key of the transaction-scoped advisory lock that serializes stores migrating the same
+/// database at once ("mtet").
+pub(super) const MIGRATION_LOCK: i64 = 0x6d74_6574;
+
+/// The table holding the schema version; created (with version 0) before the first migration.
+pub(super) const VERSION_TABLE: &str = "
+CREATE TABLE motet_schema (
+    only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
+    version  integer NOT NULL
+);
+INSERT INTO motet_schema (version) VALUES (0);
+";
+
+/// Version 1: threads and their entries, as in the SQLite store's version 2, plus the fencing
+/// epoch.
+///
+/// - `threads.rev` is the number of entries (the next seq); `epoch` is bumped by every claim
+///   and checked by fenced appends; `usage` is the session's totals as `Usage` JSON;
+///   `latest_summary_seq` / `latest_boundary_seq` say where a projection window starts; `ord`
+///   keeps the insertion order for listings of threads created in the same millisecond.
+/// - `entries.body` is the whole `Entry` exactly as `serde_json` wrote it, as `text` (not
+///   `jsonb`, which would reorder keys and drop duplicate ones): provider meta survives byte
+///   for byte. `kind` and `at` are copies for queries. The primary key `(thread_id, seq)`
+///   makes one thread's entries, or those after a seq, one index range scan.
+/// - Integers are `bigint`: u64 values above `i64::MAX` are refused on write.
+const V1: &str = "
+CREATE TABLE threads (
+    id                  text   NOT NULL PRIMARY KEY,
+    ord                 bigint GENERATED ALWAYS AS IDENTITY,
+    created_at          bigint NOT NULL,
+    updated_at          bigint NOT NULL,
+    rev                 bigint NOT NULL,
+    epoch               bigint NOT NULL DEFAULT 0,
+    usage               text   NOT NULL,
+    estimated_tokens    bigint NOT NULL,
+    metadata            text   NOT NULL,
+    parent              text,
+    latest_summary_seq  bigint,
+    latest_boundary_seq bigint,
+    meta                text,
+    state               text
+);
+CREATE INDEX threads_listing ON threads (created_at, ord);
+CREATE TABLE entries (
+    thread_id text   NOT NULL,
+    seq       bigint NOT NULL,
+    kind      text   NOT NULL,
+    at        bigint NOT NULL,
+    body      text   NOT NULL,
+    PRIMARY KEY (thread_id, seq)
+);
+";
+
+/// Every migration, in order.
+pub(super) const MIGRATIONS: &[&str] = &[V1];
+
+/// The schema version this build writes and reads.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

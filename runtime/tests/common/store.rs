@@ -1,0 +1,381 @@
+//! The ThreadStore contract, written once and run against every store: the in-memory, SQLite
+//! and PostgreSQL stores' test files include it with `#[path = "common/store.rs"]`.
+
+#![allow(dead_code, reason = "each test file uses some of these")]
+#![allow(clippy::unwrap_used, clippy::panic)] // a failed expectation is a failed test
+
+use std::sync::Arc;
+
+use motet_agents::{EntryBody, Env, FixedEnv, NewEntry, Refs, Thread};
+use motet_directives::{AssistantMessage, ToolResult, Usage};
+use motet_runtime::store::{StoreError, ThreadHeader, ThreadMeta, ThreadStore};
+
+pub(crate) fn usage(input: u64, output: u64) -> Usage {
+    Usage {
+        input_tokens: input,
+        output_tokens: output,
+        ..Usage::default()
+    }
+}
+
+/// A thread of one request: user, assistant (with usage), tool result, final answer.
+pub(crate) fn conversation(env: &FixedEnv, id: &str) -> Thread {
+    let mut thread = Thread::new(id, env.now_ms()).with_metadata("user", serde_json::json!("u_1"));
+    thread.append(
+        env,
+        NewEntry::user("what is the weather?").with_refs(Refs::request("r1")),
+    );
+    env.advance_ms(5);
+    thread.append(
+        env,
+        NewEntry::assistant(AssistantMessage::text("let me look"), usage(10, 3)),
+    );
+    thread.append_all(
+        env,
+        [NewEntry::tool_result(
+            "weather",
+            ToolResult::ok("tc_1", "sunny"),
+        )],
+    );
+    env.advance_ms(5);
+    thread.append(
+        env,
+        NewEntry::assistant(AssistantMessage::text("sunny"), usage(20, 4)),
+    );
+    thread
+}
+
+pub(crate) async fn save(store: &dyn ThreadStore, thread: &Thread) -> u64 {
+    store.create(&ThreadHeader::of(thread)).await.unwrap();
+    store.commit(thread, 0).await.unwrap()
+}
+
+pub(crate) fn json(thread: &Thread) -> String {
+    serde_json::to_string(thread.to_list()).unwrap()
+}
+
+pub(crate) async fn round_trip_keeps_everything(store: &dyn ThreadStore) {
+    let env = FixedEnv::new(1_000);
+    let thread = conversation(&env, "thread_a");
+    assert_eq!(save(store, &thread).await, 4);
+    let back = store.load("thread_a").await.unwrap().unwrap();
+    assert_eq!(back.to_list(), thread.to_list());
+    assert_eq!(json(&back), json(&thread));
+    assert_eq!(back.rev(), 4, "the stored rev is the entry count");
+    assert!(back.rev() >= thread.rev());
+    assert_eq!(back.created_at(), 1_000);
+    assert_eq!(back.updated_at(), thread.updated_at());
+    assert_eq!(back.metadata(), thread.metadata());
+    assert_eq!(back.usage(), usage(30, 7));
+    assert_eq!(back.stats(), thread.stats());
+    assert!(store.load("thread_missing").await.unwrap().is_none());
+}
+
+pub(crate) async fn create_twice_is_refused(store: &dyn ThreadStore) {
+    let header = ThreadHeader::new("thread_b", 5);
+    store.create(&header).await.unwrap();
+    let err = store.create(&header).await.unwrap_err();
+    assert!(
+        matches!(&err, StoreError::AlreadyExists { thread_id } if thread_id == "thread_b"),
+        "{err}"
+    );
+    let empty = store.load("thread_b").await.unwrap().unwrap();
+    assert_eq!((empty.rev(), empty.entry_count()), (0, 0));
+}
+
+pub(crate) async fn stale_rev_is_a_conflict_and_writes_nothing(store: &dyn ThreadStore) {
+    let env = FixedEnv::new(0);
+    let thread = conversation(&env, "thread_c");
+    let entries = thread.to_list();
+    store.create(&ThreadHeader::of(&thread)).await.unwrap();
+    assert_eq!(store.append("thread_c", &entries[..3], 0).await.unwrap(), 3);
+    // Another writer, also at rev 3, wants its own entry at seq 3; this one commits first.
+    let mut theirs = (*entries[3]).clone();
+    theirs.body = EntryBody::Note {
+        text: "not this one".into(),
+    };
+    let theirs = std::sync::Arc::new(theirs);
+    assert_eq!(store.append("thread_c", &entries[3..], 3).await.unwrap(), 4);
+    let err = store.append("thread_c", &[theirs], 3).await.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            StoreError::Conflict { thread_id, expected: 3, current: 4 } if thread_id == "thread_c"
+        ),
+        "{err}"
+    );
+    let stored = store.load("thread_c").await.unwrap().unwrap();
+    assert_eq!(stored.to_list(), entries);
+    let mut longer = thread.clone();
+    longer.append(&env, NewEntry::user("and tomorrow?"));
+    assert_eq!(store.commit(&longer, 4).await.unwrap(), 5);
+    assert_eq!(store.append("thread_c", &[], 5).await.unwrap(), 5);
+    assert!(matches!(
+        store.append("thread_c", &[], 4).await,
+        Err(StoreError::Conflict { current: 5, .. })
+    ));
+}
+
+pub(crate) async fn entries_must_continue_the_thread(store: &dyn ThreadStore) {
+    let env = FixedEnv::new(0);
+    let thread = conversation(&env, "thread_d");
+    store.create(&ThreadHeader::of(&thread)).await.unwrap();
+    let entries = thread.to_list();
+    // A gap: seq 1 where 0 is due.
+    let err = store
+        .append("thread_d", &entries[1..], 0)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::NonContiguous {
+                expected: 0,
+                found: 1,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // A duplicate inside the batch.
+    let dup = [entries[0].clone(), entries[0].clone()];
+    let err = store.append("thread_d", &dup, 0).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::NonContiguous {
+                expected: 1,
+                found: 0,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        store.load("thread_d").await.unwrap().unwrap().entry_count(),
+        0
+    );
+    let err = store
+        .append("thread_nope", &entries[..1], 0)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::NotFound { .. }), "{err}");
+}
+
+pub(crate) async fn load_after_returns_the_tail(store: &dyn ThreadStore) {
+    let env = FixedEnv::new(0);
+    let thread = conversation(&env, "thread_e");
+    save(store, &thread).await;
+    let tail = store.load_after("thread_e", 2).await.unwrap();
+    assert_eq!(tail, thread.to_list()[2..].to_vec());
+    assert!(store.load_after("thread_e", 4).await.unwrap().is_empty());
+    assert_eq!(store.load_after("thread_e", 0).await.unwrap().len(), 4);
+    assert!(matches!(
+        store.load_after("thread_nope", 0).await,
+        Err(StoreError::NotFound { .. })
+    ));
+}
+
+pub(crate) async fn list_summaries_carry_totals_and_window_marks(store: &dyn ThreadStore) {
+    let env = FixedEnv::new(100);
+    let mut first = conversation(&env, "thread_f1");
+    save(store, &first).await;
+    first.append(&env, NewEntry::summary(0, 2, "asked about weather"));
+    first.append(&env, NewEntry::boundary(3));
+    first.append(&env, NewEntry::user("more"));
+    store.commit(&first, 4).await.unwrap();
+    let second = Thread::new("thread_f2", 5_000);
+    save(store, &second).await;
+
+    let list = store.list().await.unwrap();
+    let ids: Vec<&str> = list.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids, ["thread_f1", "thread_f2"]);
+    let f1 = &list[0];
+    assert_eq!((f1.rev, f1.entry_count), (7, 7));
+    assert_eq!(f1.usage, usage(30, 7));
+    assert_eq!(f1.latest_summary_seq, Some(4));
+    assert_eq!(f1.latest_boundary_seq, Some(5));
+    assert_eq!(f1.created_at, 100);
+    assert_eq!(f1.updated_at, first.updated_at());
+    assert_eq!(f1.estimated_tokens, first.stats().estimated_tokens);
+    assert_eq!(f1.metadata["user"], "u_1");
+    assert_eq!(list[1].entry_count, 0);
+    assert_eq!(store.summary("thread_f1").await.unwrap().as_ref(), Some(f1));
+    assert!(store.summary("thread_nope").await.unwrap().is_none());
+    let loaded = store.load("thread_f1").await.unwrap().unwrap();
+    assert_eq!(loaded.latest_summary().map(|e| e.seq), Some(4));
+    assert_eq!(loaded.latest_boundary().map(|e| e.seq), Some(5));
+}
+
+pub(crate) async fn meta_and_delete(store: &dyn ThreadStore) {
+    store
+        .create(&ThreadHeader::new("thread_g", 0))
+        .await
+        .unwrap();
+    assert_eq!(store.get_meta("thread_g").await.unwrap(), None);
+    let meta = ThreadMeta {
+        policy: Some(serde_json::json!({"max_input_tokens": 8000})),
+        strategy_config_id: Some("react/default".into()),
+        ..ThreadMeta::default()
+    };
+    store.put_meta("thread_g", &meta).await.unwrap();
+    assert_eq!(
+        store.get_meta("thread_g").await.unwrap(),
+        Some(meta.clone())
+    );
+    assert!(matches!(
+        store.put_meta("thread_nope", &meta).await,
+        Err(StoreError::NotFound { .. })
+    ));
+    assert!(store.delete("thread_g").await.unwrap());
+    assert!(!store.delete("thread_g").await.unwrap());
+    assert!(store.load("thread_g").await.unwrap().is_none());
+    assert!(matches!(
+        store.get_meta("thread_g").await,
+        Err(StoreError::NotFound { .. })
+    ));
+}
+
+/// Two writers on one thread with the same expected rev: exactly one wins, the other sees the
+/// winner's rev, and the stored entries are exactly the winner's.
+pub(crate) async fn two_writers_one_wins(a: Arc<dyn ThreadStore>, b: Arc<dyn ThreadStore>) {
+    for round in 0..20 {
+        let id = format!("thread_race_{round}");
+        let env = FixedEnv::new(0);
+        let base = conversation(&env, &id);
+        save(a.as_ref(), &base).await;
+        let mut left = base.clone();
+        let mut right = base.clone();
+        left.append_all(&env, (0..3).map(|i| NewEntry::user(format!("left {i}"))));
+        right.append_all(&env, (0..5).map(|i| NewEntry::note(format!("right {i}"))));
+        let (ra, rb) = tokio::join!(
+            tokio::spawn({
+                let a = Arc::clone(&a);
+                async move { a.commit(&left, 4).await.map(|rev| (rev, left)) }
+            }),
+            tokio::spawn({
+                let b = Arc::clone(&b);
+                async move { b.commit(&right, 4).await.map(|rev| (rev, right)) }
+            }),
+        );
+        let (winner, loser) = match (ra.unwrap(), rb.unwrap()) {
+            (Ok(won), Err(lost)) | (Err(lost), Ok(won)) => (won, lost),
+            (x, y) => panic!("round {round}: expected one winner, got {x:?} and {y:?}"),
+        };
+        let (rev, thread) = winner;
+        match loser {
+            StoreError::Conflict {
+                expected: 4,
+                current,
+                ..
+            } => assert_eq!(current, rev),
+            other => panic!("round {round}: {other}"),
+        }
+        let stored = a.load(&id).await.unwrap().unwrap();
+        assert_eq!(stored.to_list(), thread.to_list(), "round {round}");
+        let seqs: Vec<u64> = stored.to_list().iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, (0..rev).collect::<Vec<_>>());
+    }
+}
+
+/// A thread's first write is whole: thread, meta and entries together, or nothing at all.
+pub(crate) async fn create_with_is_all_or_nothing(store: &dyn ThreadStore) {
+    let env = FixedEnv::new(0);
+    let thread = conversation(&env, "thread_h");
+    let meta = ThreadMeta {
+        strategy_config_id: Some("calc".into()),
+        ..ThreadMeta::default()
+    };
+    let header = ThreadHeader::of(&thread);
+    // Entries that do not start at seq 0: refused, and no thread is left behind.
+    let err = store
+        .create_with(&header, Some(&meta), &thread.to_list()[1..])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::NonContiguous { .. }), "{err}");
+    assert!(store.load("thread_h").await.unwrap().is_none());
+    assert!(store.summary("thread_h").await.unwrap().is_none());
+
+    let rev = store
+        .create_with(&header, Some(&meta), thread.to_list())
+        .await
+        .unwrap();
+    assert_eq!(rev, 4);
+    assert_eq!(
+        json(&store.load("thread_h").await.unwrap().unwrap()),
+        json(&thread)
+    );
+    assert_eq!(
+        store.get_meta("thread_h").await.unwrap(),
+        Some(meta.clone())
+    );
+    let summary = store.summary("thread_h").await.unwrap().unwrap();
+    assert_eq!((summary.rev, summary.usage.input_tokens), (4, 30));
+    // A second first write of the same thread is refused and changes nothing.
+    let err = store
+        .create_with(&header, None, &thread.to_list()[..1])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::AlreadyExists { .. }), "{err}");
+    assert_eq!(store.get_meta("thread_h").await.unwrap(), Some(meta));
+    assert_eq!(store.summary("thread_h").await.unwrap().unwrap().rev, 4);
+}
+
+pub(crate) async fn state_commits_with_its_entries_or_not_at_all(store: &dyn ThreadStore) {
+    let env = FixedEnv::new(0);
+    let thread = conversation(&env, "thread_s");
+    let entries = thread.to_list();
+    store.create(&ThreadHeader::of(&thread)).await.unwrap();
+    assert_eq!(store.load_state("thread_s").await.unwrap(), None);
+    let rev = store
+        .append_with_state("thread_s", &entries[..2], 0, r#"{"n":1}"#)
+        .await
+        .unwrap();
+    assert_eq!(rev, 2);
+    assert_eq!(
+        store.load_state("thread_s").await.unwrap().as_deref(),
+        Some(r#"{"n":1}"#)
+    );
+    // A stale writer's entries and state are both refused.
+    let err = store
+        .append_with_state("thread_s", &entries[..2], 0, r#"{"n":2}"#)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::Conflict { current: 2, .. }),
+        "{err}"
+    );
+    assert_eq!(
+        store.load_state("thread_s").await.unwrap().as_deref(),
+        Some(r#"{"n":1}"#)
+    );
+    // No entries: only the state changes, and a plain append keeps it.
+    assert_eq!(
+        store
+            .append_with_state("thread_s", &[], 2, r#"{"n":3}"#)
+            .await
+            .unwrap(),
+        2
+    );
+    store.append("thread_s", &entries[2..3], 2).await.unwrap();
+    assert_eq!(
+        store.load_state("thread_s").await.unwrap().as_deref(),
+        Some(r#"{"n":3}"#)
+    );
+    assert!(matches!(
+        store.load_state("no_such_thread").await,
+        Err(StoreError::NotFound { .. })
+    ));
+}
+
+pub(crate) async fn whole_suite(store: Arc<dyn ThreadStore>) {
+    state_commits_with_its_entries_or_not_at_all(store.as_ref()).await;
+    round_trip_keeps_everything(store.as_ref()).await;
+    create_twice_is_refused(store.as_ref()).await;
+    stale_rev_is_a_conflict_and_writes_nothing(store.as_ref()).await;
+    entries_must_continue_the_thread(store.as_ref()).await;
+    load_after_returns_the_tail(store.as_ref()).await;
+    meta_and_delete(store.as_ref()).await;
+    create_with_is_all_or_nothing(store.as_ref()).await;
+    two_writers_one_wins(Arc::clone(&store), Arc::clone(&store)).await;
+}

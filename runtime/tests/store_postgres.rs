@@ -1,0 +1,463 @@
+//! The ThreadStore contract (tests/common/store.rs) and the fencing epoch on a real PostgreSQL
+//! server: `bash scripts/postgres.sh start` prints the URL to put in MOTET_DATABASE_URL. Every
+//! test makes a database of its own with a random name, so the tests run in parallel; without
+//! the variable each prints `skipped:` and returns.
+#![cfg(feature = "postgres")]
+// The helpers are test code too: a failed unwrap there is a failed test.
+#![allow(clippy::unwrap_used, clippy::panic)]
+
+#[path = "common/store.rs"]
+mod suite;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use motet_agents::{FixedEnv, NewEntry};
+use motet_runtime::store::{
+    POSTGRES_SCHEMA_VERSION, PostgresConfig, PostgresStore, StoreError, ThreadHeader, ThreadStore,
+};
+use suite::{conversation, list_summaries_carry_totals_and_window_marks, save, whole_suite};
+use tokio_postgres::NoTls;
+
+/// A database made for one test on the server at MOTET_DATABASE_URL.
+struct TestDb {
+    /// The server's own URL (its `motet` database), for administration.
+    admin_url: String,
+    /// The test database's name.
+    name: String,
+    /// The test database's URL.
+    url: String,
+}
+
+/// Connects with the plain driver, for what the store does not do (create, break, drop).
+async fn connect(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, NoTls).await.unwrap();
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    client
+}
+
+/// `url` with its database replaced by `name`.
+fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, format!("?{query}")),
+        None => (url, String::new()),
+    };
+    let (server, _) = base.rsplit_once('/').unwrap();
+    format!("{server}/{name}{query}")
+}
+
+impl TestDb {
+    /// A fresh database, or `None` (having said `skipped:`) when no server is configured.
+    async fn new(test: &str) -> Option<Self> {
+        let Ok(admin_url) = std::env::var("MOTET_DATABASE_URL") else {
+            println!("skipped: MOTET_DATABASE_URL not set (bash scripts/postgres.sh start)");
+            return None;
+        };
+        let name = format!("motet_test_{test}_{:016x}", fastrand::u64(..));
+        connect(&admin_url)
+            .await
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .unwrap();
+        let url = with_database(&admin_url, &name);
+        Some(Self {
+            admin_url,
+            name,
+            url,
+        })
+    }
+
+    async fn open(&self) -> PostgresStore {
+        PostgresStore::open(&self.url).await.unwrap()
+    }
+
+    /// Drops the database, closing whatever connections a store still holds to it.
+    async fn drop_now(self) {
+        connect(&self.admin_url)
+            .await
+            .batch_execute(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ))
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_store_keeps_the_contract() {
+    let Some(db) = TestDb::new("contract").await else {
+        return;
+    };
+    whole_suite(Arc::new(db.open().await)).await;
+    db.drop_now().await;
+    let Some(other) = TestDb::new("list").await else {
+        return;
+    };
+    list_summaries_carry_totals_and_window_marks(&other.open().await).await;
+    other.drop_now().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_pooled_stores_on_one_database_never_interleave() {
+    let Some(db) = TestDb::new("two_pools").await else {
+        return;
+    };
+    // Both open (and migrate) at once: the advisory lock lets one create the schema.
+    let config = PostgresConfig::default().with_pool_size(3);
+    let (a, b) = tokio::join!(
+        PostgresStore::open_with(&db.url, config.clone()),
+        PostgresStore::open_with(&db.url, config),
+    );
+    let a: Arc<dyn ThreadStore> = Arc::new(a.unwrap());
+    let b: Arc<dyn ThreadStore> = Arc::new(b.unwrap());
+    suite::two_writers_one_wins(Arc::clone(&a), Arc::clone(&b)).await;
+
+    // Four writers over both pools, each appending ten entries to one thread, catching up on
+    // every conflict: all forty land, each once, in a gapless sequence.
+    let env = FixedEnv::new(0);
+    let base = conversation(&env, "thread_crowd");
+    save(a.as_ref(), &base).await;
+    let mut writers = Vec::new();
+    for w in 0..4 {
+        let store = Arc::clone(if w % 2 == 0 { &a } else { &b });
+        writers.push(tokio::spawn(async move {
+            let env = FixedEnv::new(0);
+            let mut conflicts = 0;
+            for i in 0..10 {
+                loop {
+                    let mut thread = store.load("thread_crowd").await.unwrap().unwrap();
+                    let rev = thread.rev();
+                    thread.append(&env, NewEntry::note(format!("writer {w} note {i}")));
+                    match store.commit(&thread, rev).await {
+                        Ok(_) => break,
+                        Err(StoreError::Conflict { .. }) => conflicts += 1,
+                        Err(other) => panic!("writer {w}: {other}"),
+                    }
+                }
+            }
+            conflicts
+        }));
+    }
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    let stored = a.load("thread_crowd").await.unwrap().unwrap();
+    assert_eq!(stored.rev(), 44);
+    let seqs: Vec<u64> = stored.to_list().iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (0..44).collect::<Vec<_>>());
+    let notes = serde_json::to_string(stored.to_list()).unwrap();
+    for w in 0..4 {
+        for i in 0..10 {
+            assert_eq!(
+                notes.matches(&format!("\"writer {w} note {i}\"")).count(),
+                1,
+                "writer {w} note {i}"
+            );
+        }
+    }
+    db.drop_now().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_epoch_cannot_commit_even_at_the_right_rev() {
+    let Some(db) = TestDb::new("fencing").await else {
+        return;
+    };
+    let store = db.open().await;
+    let env = FixedEnv::new(0);
+    let thread = conversation(&env, "thread_fenced");
+    let entries = thread.to_list();
+    store.create(&ThreadHeader::of(&thread)).await.unwrap();
+    assert_eq!(store.epoch("thread_fenced").await.unwrap(), 0);
+
+    let old = store.claim("thread_fenced").await.unwrap();
+    assert_eq!(old, 1);
+    assert_eq!(
+        store
+            .append_fenced("thread_fenced", &entries[..2], 0, Some("old"), old)
+            .await
+            .unwrap(),
+        2
+    );
+    // A new owner takes over; the old one, still at the right rev, is fenced off.
+    let new = store.claim("thread_fenced").await.unwrap();
+    assert_eq!(new, 2);
+    assert_eq!(store.epoch("thread_fenced").await.unwrap(), 2);
+    let err = store
+        .append_fenced("thread_fenced", &entries[2..], 2, Some("stale"), old)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            StoreError::Fenced { thread_id, epoch: 1, current: 2 } if thread_id == "thread_fenced"
+        ),
+        "{err}"
+    );
+    // Nothing of the stale write landed: neither entries nor state.
+    assert_eq!(
+        store.summary("thread_fenced").await.unwrap().unwrap().rev,
+        2
+    );
+    assert_eq!(
+        store.load_state("thread_fenced").await.unwrap().as_deref(),
+        Some("old")
+    );
+    // An empty fenced append checks the epoch too.
+    assert!(matches!(
+        store
+            .append_fenced("thread_fenced", &[], 2, None, old)
+            .await,
+        Err(StoreError::Fenced { .. })
+    ));
+    // The new owner commits; a stale rev under the right epoch is still a conflict.
+    assert_eq!(
+        store
+            .append_fenced("thread_fenced", &entries[2..], 2, Some("new"), new)
+            .await
+            .unwrap(),
+        4
+    );
+    assert!(matches!(
+        store
+            .append_fenced("thread_fenced", &[], 2, None, new)
+            .await,
+        Err(StoreError::Conflict { current: 4, .. })
+    ));
+    let back = store.load("thread_fenced").await.unwrap().unwrap();
+    assert_eq!(back.to_list(), entries);
+    assert_eq!(
+        store.load_state("thread_fenced").await.unwrap().as_deref(),
+        Some("new")
+    );
+    assert!(matches!(
+        store.claim("thread_nope").await,
+        Err(StoreError::NotFound { .. })
+    ));
+    assert!(matches!(
+        store.append_fenced("thread_nope", &[], 0, None, 1).await,
+        Err(StoreError::NotFound { .. })
+    ));
+
+    // Two owners racing: the stale one loses whatever the order, the claimed one wins.
+    for round in 0..10 {
+        let id = format!("thread_takeover_{round}");
+        let base = conversation(&env, &id);
+        save(&store, &base).await;
+        let stale = store.claim(&id).await.unwrap();
+        let fresh = store.claim(&id).await.unwrap();
+        let mut left = base.clone();
+        left.append(&env, NewEntry::note("stale"));
+        let mut right = base.clone();
+        right.append(&env, NewEntry::note("fresh"));
+        let (a, b) = tokio::join!(
+            store.append_fenced(&id, &left.to_list()[4..], 4, None, stale),
+            store.append_fenced(&id, &right.to_list()[4..], 4, None, fresh),
+        );
+        assert!(
+            matches!(a, Err(StoreError::Fenced { .. })),
+            "round {round}: {a:?}"
+        );
+        assert_eq!(b.unwrap(), 5, "round {round}");
+    }
+    db.drop_now().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn entries_are_stored_as_the_json_serde_wrote() {
+    let Some(db) = TestDb::new("bytes").await else {
+        return;
+    };
+    let store = db.open().await;
+    let env = FixedEnv::new(0);
+    let thread = conversation(&env, "thread_bytes");
+    save(&store, &thread).await;
+    let admin = connect(&db.url).await;
+    let rows = admin
+        .query(
+            "SELECT body FROM entries WHERE thread_id = 'thread_bytes' ORDER BY seq",
+            &[],
+        )
+        .await
+        .unwrap();
+    let stored: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+    let written: Vec<String> = thread
+        .to_list()
+        .iter()
+        .map(|e| serde_json::to_string(e).unwrap())
+        .collect();
+    assert_eq!(stored, written);
+    db.drop_now().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undecodable_rows_fail_closed_naming_the_thread() {
+    let Some(db) = TestDb::new("corrupt").await else {
+        return;
+    };
+    let store = db.open().await;
+    let env = FixedEnv::new(0);
+    save(&store, &conversation(&env, "thread_bad_entry")).await;
+    save(&store, &conversation(&env, "thread_bad_rev")).await;
+    let admin = connect(&db.url).await;
+    admin
+        .batch_execute(
+            "UPDATE entries SET body = '{\"seq\": 2, \"not\": \"an entry\"}' \
+             WHERE thread_id = 'thread_bad_entry' AND seq = 2; \
+             UPDATE threads SET rev = -1 WHERE id = 'thread_bad_rev';",
+        )
+        .await
+        .unwrap();
+    let err = store.load("thread_bad_entry").await.unwrap_err();
+    assert!(
+        matches!(&err, StoreError::CorruptEntry { thread_id, seq: 2, .. } if thread_id == "thread_bad_entry"),
+        "{err}"
+    );
+    let err = store.load_after("thread_bad_entry", 1).await.unwrap_err();
+    assert!(
+        matches!(&err, StoreError::CorruptEntry { seq: 2, .. }),
+        "{err}"
+    );
+    let err = store.load("thread_bad_rev").await.unwrap_err();
+    assert!(
+        matches!(&err, StoreError::CorruptThread { thread_id, .. } if thread_id == "thread_bad_rev"),
+        "{err}"
+    );
+    assert!(store.list().await.is_err());
+    db.drop_now().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foreign_and_newer_databases_are_refused() {
+    let Some(db) = TestDb::new("schema").await else {
+        return;
+    };
+    let admin = connect(&db.url).await;
+    admin
+        .batch_execute("CREATE TABLE threads (id integer)")
+        .await
+        .unwrap();
+    let err = PostgresStore::open(&db.url).await.unwrap_err();
+    assert!(matches!(err, StoreError::ServerNotAStore { .. }), "{err}");
+    admin.batch_execute("DROP TABLE threads").await.unwrap();
+    drop(db.open().await);
+    admin
+        .batch_execute("UPDATE motet_schema SET version = version + 1")
+        .await
+        .unwrap();
+    let err = PostgresStore::open(&db.url).await.unwrap_err();
+    assert!(
+        matches!(err, StoreError::ServerSchemaTooNew { found, supported } if found == supported + 1 && supported == POSTGRES_SCHEMA_VERSION),
+        "{err}"
+    );
+    db.drop_now().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_goes_away_gives_typed_errors() {
+    let Some(db) = TestDb::new("gone").await else {
+        return;
+    };
+    // Nothing listens on the port: opening fails, quickly, with a server error.
+    let dead = {
+        let socket = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = socket.local_addr().unwrap().port();
+        drop(socket);
+        format!("postgres://motet@127.0.0.1:{port}/motet")
+    };
+    let started = std::time::Instant::now();
+    let err = PostgresStore::open_with(
+        &dead,
+        PostgresConfig::default().with_connect_timeout(Duration::from_secs(2)),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, StoreError::Server { .. }), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let err = PostgresStore::open("not a url at all").await.unwrap_err();
+    assert!(matches!(err, StoreError::Server { .. }), "{err}");
+
+    let store = PostgresStore::open_with(
+        &db.url,
+        PostgresConfig::default()
+            .with_pool_size(2)
+            .with_connect_timeout(Duration::from_secs(2))
+            .with_wait_timeout(Duration::from_secs(2)),
+    )
+    .await
+    .unwrap();
+    let env = FixedEnv::new(0);
+    let thread = conversation(&env, "thread_gone");
+    save(&store, &thread).await;
+    let admin = connect(&db.admin_url).await;
+    // The server ends the store's connections: the next calls fail as server errors naming
+    // the thread, or succeed on a fresh connection; none panics, and the pool recovers.
+    admin
+        .execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1",
+            &[&db.name],
+        )
+        .await
+        .unwrap();
+    let mut recovered = false;
+    for _ in 0..5 {
+        match store.load("thread_gone").await {
+            Ok(Some(back)) => {
+                assert_eq!(back.to_list(), thread.to_list());
+                recovered = true;
+                break;
+            }
+            Ok(None) => panic!("the thread vanished"),
+            Err(StoreError::ServerThread { thread_id, .. }) => assert_eq!(thread_id, "thread_gone"),
+            Err(other) => panic!("{other}"),
+        }
+    }
+    assert!(recovered, "the pool did not reconnect");
+
+    // The database goes away for good: every call is a server error, none a panic or `None`.
+    db.drop_now().await;
+    let err = store.load("thread_gone").await.unwrap_err();
+    assert!(
+        matches!(&err, StoreError::ServerThread { thread_id, .. } if thread_id == "thread_gone"),
+        "{err}"
+    );
+    let err = store.append("thread_gone", &[], 4).await.unwrap_err();
+    assert!(matches!(err, StoreError::ServerThread { .. }), "{err}");
+    let err = store.list().await.unwrap_err();
+    assert!(matches!(err, StoreError::Server { .. }), "{err}");
+    assert!(err.to_string().contains("database server failure"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stores_in_two_schemas_of_one_database_are_apart() {
+    let Some(db) = TestDb::new("schemas").await else {
+        return;
+    };
+    connect(&db.url)
+        .await
+        .batch_execute("CREATE SCHEMA tenant_a; CREATE SCHEMA tenant_b")
+        .await
+        .unwrap();
+    let in_schema = |schema: &str| format!("{}?options=-c%20search_path%3D{schema}", db.url);
+    let a = PostgresStore::open(&in_schema("tenant_a")).await.unwrap();
+    let b = PostgresStore::open(&in_schema("tenant_b")).await.unwrap();
+    let env = FixedEnv::new(0);
+    save(&a, &conversation(&env, "thread_a")).await;
+    assert!(b.load("thread_a").await.unwrap().is_none());
+    assert!(b.list().await.unwrap().is_empty());
+    assert_eq!(a.list().await.unwrap().len(), 1);
+    let tables: i64 = connect(&db.url)
+        .await
+        .query_one(
+            "SELECT count(*) FROM pg_tables WHERE schemaname = 'tenant_a' AND tablename = 'entries'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(tables, 1);
+    db.drop_now().await;
+}
