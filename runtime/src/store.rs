@@ -24,11 +24,13 @@
 //! - `sqlite` — [`SqliteStore`], [`SqliteConfig`], [`Durability`]; `sqlite/migrations`.
 //! - `postgres` (feature `postgres`) — `PostgresStore`, `PostgresConfig`, with a fencing epoch
 //!   beside the rev; `postgres/migrations`.
+//! - `rows` — what the SQL stores share: the rows they insert and read, JSON column errors.
 
 mod error;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod rows;
 mod sqlite;
 
 use std::collections::BTreeMap;

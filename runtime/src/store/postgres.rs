@@ -43,12 +43,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, Object, Pool, Runtime, Transaction};
-use motet_agents::{Entry, ForkOrigin, Thread};
+use motet_agents::{Entry, Thread};
 use motet_directives::Usage;
 use tokio_postgres::{IsolationLevel, NoTls, Row};
 
 pub use migrations::SCHEMA_VERSION;
 
+use super::rows::{NewThreadRow, SummaryRow, corrupt, encode_json};
 use super::{
     AppendTotals, EncodedEntry, StoreError, StoredHead, ThreadHeader, ThreadMeta, ThreadStore,
     ThreadSummary, assemble_thread, decode_entries, encode_entries,
@@ -126,20 +127,6 @@ fn thread_err<E: Into<Box<dyn std::error::Error + Send + Sync>>>(
     }
 }
 
-fn corrupt(thread_id: &str, what: &str, e: impl std::fmt::Display) -> StoreError {
-    StoreError::CorruptThread {
-        thread_id: thread_id.to_owned(),
-        reason: format!("{what}: {e}"),
-    }
-}
-
-fn encode_json<T: serde::Serialize>(thread_id: &str, value: &T) -> Result<String, StoreError> {
-    serde_json::to_string(value).map_err(|e| StoreError::Encode {
-        thread_id: thread_id.to_owned(),
-        reason: e.to_string(),
-    })
-}
-
 /// A u64 as the `bigint` it is stored as; larger values are refused.
 fn to_db(thread_id: &str, what: &str, value: u64) -> Result<i64, StoreError> {
     i64::try_from(value).map_err(|_| StoreError::Encode {
@@ -187,26 +174,19 @@ fn decode_summary(row: &Row) -> Result<ThreadSummary, StoreError> {
         thread_id: "<unreadable id>".to_owned(),
         reason: format!("id: {e}"),
     })?;
-    let usage: String = get_text(&id, row, "usage")?;
-    let metadata: String = get_text(&id, row, "metadata")?;
-    let parent: Option<String> = get_text(&id, row, "parent")?;
-    let rev = get_u64(&id, row, "rev")?;
-    Ok(ThreadSummary {
+    SummaryRow {
         created_at: get_u64(&id, row, "created_at")?,
         updated_at: get_u64(&id, row, "updated_at")?,
-        rev,
-        entry_count: rev,
-        usage: serde_json::from_str(&usage).map_err(|e| corrupt(&id, "usage", e))?,
+        rev: get_u64(&id, row, "rev")?,
+        usage: get_text(&id, row, "usage")?,
         estimated_tokens: get_u64(&id, row, "estimated_tokens")?,
-        metadata: serde_json::from_str(&metadata).map_err(|e| corrupt(&id, "metadata", e))?,
-        parent: parent
-            .map(|text| serde_json::from_str::<ForkOrigin>(&text))
-            .transpose()
-            .map_err(|e| corrupt(&id, "parent", e))?,
+        metadata: get_text(&id, row, "metadata")?,
+        parent: get_text(&id, row, "parent")?,
         latest_summary_seq: get_opt_u64(&id, row, "latest_summary_seq")?,
         latest_boundary_seq: get_opt_u64(&id, row, "latest_boundary_seq")?,
         id,
-    })
+    }
+    .decode()
 }
 
 /// The `(seq, body)` pairs of entry rows.
@@ -219,32 +199,6 @@ fn entry_rows(thread_id: &str, rows: &[Row]) -> Result<Vec<(u64, String)>, Store
             ))
         })
         .collect()
-}
-
-/// A thread row about to be inserted, its JSON columns encoded.
-struct NewThreadRow {
-    id: String,
-    created_at: i64,
-    metadata: String,
-    parent: Option<String>,
-    usage: String,
-}
-
-impl NewThreadRow {
-    fn of(header: &ThreadHeader) -> Result<Self, StoreError> {
-        let id = header.id.clone();
-        Ok(Self {
-            metadata: encode_json(&id, &header.metadata)?,
-            parent: header
-                .parent
-                .as_ref()
-                .map(|p| encode_json(&id, p))
-                .transpose()?,
-            usage: encode_json(&id, &Usage::default())?,
-            created_at: to_db(&id, "created_at", header.created_at)?,
-            id,
-        })
-    }
 }
 
 /// Inserts an empty thread (with its meta, when given); [`StoreError::AlreadyExists`] when the
@@ -268,7 +222,7 @@ async fn insert_thread(
             &stmt,
             &[
                 &row.id,
-                &row.created_at,
+                &to_db(&row.id, "created_at", row.created_at)?,
                 &row.usage,
                 &row.metadata,
                 &row.parent,

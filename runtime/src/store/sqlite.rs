@@ -26,12 +26,13 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use motet_agents::{Entry, ForkOrigin, Thread};
+use motet_agents::{Entry, Thread};
 use motet_directives::Usage;
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
 pub use migrations::SCHEMA_VERSION;
 
+use super::rows::{NewThreadRow, SummaryRow, corrupt, encode_json};
 use super::{
     StoreError, StoredHead, ThreadHeader, ThreadMeta, ThreadStore, ThreadSummary, assemble_thread,
     decode_entries, encode_entries,
@@ -163,20 +164,6 @@ fn extended_code(error: &rusqlite::Error) -> Option<std::ffi::c_int> {
         rusqlite::Error::SqliteFailure(e, _) => Some(e.extended_code),
         _ => None,
     }
-}
-
-fn corrupt(thread_id: &str, what: &str, e: impl std::fmt::Display) -> StoreError {
-    StoreError::CorruptThread {
-        thread_id: thread_id.to_owned(),
-        reason: format!("{what}: {e}"),
-    }
-}
-
-fn encode_json<T: serde::Serialize>(thread_id: &str, value: &T) -> Result<String, StoreError> {
-    serde_json::to_string(value).map_err(|e| StoreError::Encode {
-        thread_id: thread_id.to_owned(),
-        reason: e.to_string(),
-    })
 }
 
 /// Refuses a folder at `path` by name (SQLite only says it is "unable to open database file").
@@ -414,61 +401,20 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
 const SUMMARY_COLUMNS: &str = "id, created_at, updated_at, rev, usage, estimated_tokens, metadata, \
                                parent, latest_summary_seq, latest_boundary_seq";
 
-/// A `threads` row as stored, before its JSON columns are decoded.
-struct SummaryRow {
-    id: String,
-    created_at: u64,
-    updated_at: u64,
-    rev: u64,
-    usage: String,
-    estimated_tokens: u64,
-    metadata: String,
-    parent: Option<String>,
-    latest_summary_seq: Option<u64>,
-    latest_boundary_seq: Option<u64>,
-}
-
-impl SummaryRow {
-    fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
-        Ok(Self {
-            id: row.get(0)?,
-            created_at: row.get(1)?,
-            updated_at: row.get(2)?,
-            rev: row.get(3)?,
-            usage: row.get(4)?,
-            estimated_tokens: row.get(5)?,
-            metadata: row.get(6)?,
-            parent: row.get(7)?,
-            latest_summary_seq: row.get(8)?,
-            latest_boundary_seq: row.get(9)?,
-        })
-    }
-
-    fn decode(self) -> Result<ThreadSummary, StoreError> {
-        let id = self.id;
-        let usage = serde_json::from_str(&self.usage).map_err(|e| corrupt(&id, "usage", e))?;
-        let metadata =
-            serde_json::from_str(&self.metadata).map_err(|e| corrupt(&id, "metadata", e))?;
-        let parent = match &self.parent {
-            Some(text) => Some(
-                serde_json::from_str::<ForkOrigin>(text).map_err(|e| corrupt(&id, "parent", e))?,
-            ),
-            None => None,
-        };
-        Ok(ThreadSummary {
-            created_at: self.created_at,
-            updated_at: self.updated_at,
-            rev: self.rev,
-            entry_count: self.rev,
-            usage,
-            estimated_tokens: self.estimated_tokens,
-            metadata,
-            parent,
-            latest_summary_seq: self.latest_summary_seq,
-            latest_boundary_seq: self.latest_boundary_seq,
-            id,
-        })
-    }
+/// A summary row as rusqlite reads it (the columns of `SUMMARY_COLUMNS`, in order).
+fn summary_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SummaryRow> {
+    Ok(SummaryRow {
+        id: row.get(0)?,
+        created_at: row.get(1)?,
+        updated_at: row.get(2)?,
+        rev: row.get(3)?,
+        usage: row.get(4)?,
+        estimated_tokens: row.get(5)?,
+        metadata: row.get(6)?,
+        parent: row.get(7)?,
+        latest_summary_seq: row.get(8)?,
+        latest_boundary_seq: row.get(9)?,
+    })
 }
 
 impl SqliteStore {
@@ -576,7 +522,7 @@ impl Inner {
             .query_row(
                 &format!("SELECT {SUMMARY_COLUMNS} FROM threads WHERE id = ?1"),
                 [thread_id],
-                SummaryRow::read,
+                summary_row,
             )
             .optional()
             .map_err(&err)?
@@ -673,32 +619,6 @@ impl Inner {
         let rev = append_in(&tx, &row.id, encoded, totals, 0, &err)?;
         tx.commit().map_err(&err)?;
         Ok(rev)
-    }
-}
-
-/// A thread row about to be inserted, its JSON columns encoded.
-struct NewThreadRow {
-    id: String,
-    created_at: u64,
-    metadata: String,
-    parent: Option<String>,
-    usage: String,
-}
-
-impl NewThreadRow {
-    fn of(header: &ThreadHeader) -> Result<Self, StoreError> {
-        let id = header.id.clone();
-        Ok(Self {
-            metadata: encode_json(&id, &header.metadata)?,
-            parent: header
-                .parent
-                .as_ref()
-                .map(|p| encode_json(&id, p))
-                .transpose()?,
-            usage: encode_json(&id, &Usage::default())?,
-            created_at: header.created_at,
-            id,
-        })
     }
 }
 
@@ -891,7 +811,7 @@ impl ThreadStore for SqliteStore {
                 .query_row(
                     &format!("SELECT {SUMMARY_COLUMNS} FROM threads WHERE id = ?1"),
                     [&id],
-                    SummaryRow::read,
+                    summary_row,
                 )
                 .optional()
                 .map_err(thread_err(&inner.path, &id))?;
@@ -910,7 +830,7 @@ impl ThreadStore for SqliteStore {
                         "SELECT {SUMMARY_COLUMNS} FROM threads ORDER BY created_at, rowid"
                     ))
                     .map_err(&err)?;
-                let rows = stmt.query_map([], SummaryRow::read).map_err(&err)?;
+                let rows = stmt.query_map([], summary_row).map_err(&err)?;
                 rows.collect::<rusqlite::Result<Vec<_>>>().map_err(&err)?
             };
             rows.into_iter().map(SummaryRow::decode).collect()

@@ -1,0 +1,97 @@
+//! What the SQL stores share: a thread row as it is inserted, a summary row as it is read, and
+//! the errors for JSON columns that do not encode or decode. Each store reads and binds its own
+//! driver's types around them.
+
+use motet_agents::ForkOrigin;
+use motet_directives::Usage;
+
+use super::{StoreError, ThreadHeader, ThreadSummary};
+
+/// A stored value of `thread_id` that does not decode: the thread fails closed.
+pub(super) fn corrupt(thread_id: &str, what: &str, e: impl std::fmt::Display) -> StoreError {
+    StoreError::CorruptThread {
+        thread_id: thread_id.to_owned(),
+        reason: format!("{what}: {e}"),
+    }
+}
+
+/// `value` as the JSON text of a column of `thread_id`.
+pub(super) fn encode_json<T: serde::Serialize>(
+    thread_id: &str,
+    value: &T,
+) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|e| StoreError::Encode {
+        thread_id: thread_id.to_owned(),
+        reason: e.to_string(),
+    })
+}
+
+/// A thread row about to be inserted, its JSON columns encoded.
+pub(super) struct NewThreadRow {
+    pub(super) id: String,
+    pub(super) created_at: u64,
+    pub(super) metadata: String,
+    pub(super) parent: Option<String>,
+    pub(super) usage: String,
+}
+
+impl NewThreadRow {
+    pub(super) fn of(header: &ThreadHeader) -> Result<Self, StoreError> {
+        let id = header.id.clone();
+        Ok(Self {
+            metadata: encode_json(&id, &header.metadata)?,
+            parent: header
+                .parent
+                .as_ref()
+                .map(|p| encode_json(&id, p))
+                .transpose()?,
+            usage: encode_json(&id, &Usage::default())?,
+            created_at: header.created_at,
+            id,
+        })
+    }
+}
+
+/// A thread's summary columns as read, its JSON columns still text.
+pub(super) struct SummaryRow {
+    pub(super) id: String,
+    pub(super) created_at: u64,
+    pub(super) updated_at: u64,
+    pub(super) rev: u64,
+    pub(super) usage: String,
+    pub(super) estimated_tokens: u64,
+    pub(super) metadata: String,
+    pub(super) parent: Option<String>,
+    pub(super) latest_summary_seq: Option<u64>,
+    pub(super) latest_boundary_seq: Option<u64>,
+}
+
+impl SummaryRow {
+    /// The summary, its JSON columns decoded; a column that does not decode is an error naming
+    /// the thread.
+    pub(super) fn decode(self) -> Result<ThreadSummary, StoreError> {
+        let id = self.id;
+        let usage = serde_json::from_str(&self.usage).map_err(|e| corrupt(&id, "usage", e))?;
+        let metadata =
+            serde_json::from_str(&self.metadata).map_err(|e| corrupt(&id, "metadata", e))?;
+        let parent = match &self.parent {
+            Some(text) => Some(
+                serde_json::from_str::<ForkOrigin>(text).map_err(|e| corrupt(&id, "parent", e))?,
+            ),
+            None => None,
+        };
+        Ok(ThreadSummary {
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            rev: self.rev,
+            entry_count: self.rev,
+            usage,
+            estimated_tokens: self.estimated_tokens,
+            metadata,
+            parent,
+            latest_summary_seq: self.latest_summary_seq,
+            latest_boundary_seq: self.latest_boundary_seq,
+            id,
+        })
+    }
+}
