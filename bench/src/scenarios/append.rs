@@ -109,7 +109,7 @@ fn runtime() -> Option<tokio::runtime::Runtime> {
 }
 
 /// Appends `thread`'s entries `per_txn` at a time; the time of all the appends.
-async fn append_all(
+pub(super) async fn append_all(
     store: &dyn ThreadStore,
     thread: &Thread,
     per_txn: usize,
@@ -130,10 +130,17 @@ async fn append_all(
     Ok(start.elapsed())
 }
 
-fn append_report(variant: &str, entries: usize, per_txn: usize, elapsed: Duration) -> Report {
+/// The report of scenario `scenario`'s `variant`: `entries` appended `per_txn` at a time.
+pub(super) fn append_report(
+    scenario: &'static str,
+    variant: &str,
+    entries: usize,
+    per_txn: usize,
+    elapsed: Duration,
+) -> Report {
     let transactions = entries.div_ceil(per_txn) as u64;
     let secs = elapsed.as_secs_f64();
-    Report::new("append", variant, transactions, elapsed)
+    Report::new(scenario, variant, transactions, elapsed)
         .with("entries_per_txn", per_txn)
         .with(
             "entries_per_sec",
@@ -163,7 +170,7 @@ async fn sqlite_variant(
         + std::fs::metadata(path.with_extension("db-wal"))
             .map(|m| m.len())
             .unwrap_or(0);
-    Ok(append_report(variant, entries, per_txn, elapsed)
+    Ok(append_report("append", variant, entries, per_txn, elapsed)
         .with("synchronous", format!("{durability:?}").to_uppercase())
         .with("bytes_per_entry", bytes / entries.max(1) as u64))
 }
@@ -262,6 +269,7 @@ async fn all(dir: &std::path::Path) -> Result<Vec<Report>, String> {
     .await?;
     let memory_thread = conversation("thread_memory", MEMORY);
     let memory = append_report(
+        "append",
         "memory_single",
         MEMORY,
         1,

@@ -19,11 +19,10 @@
 
 use std::time::{Duration, Instant};
 
-use motet_agents::Thread;
 use motet_runtime::store::{PostgresStore, SqliteStore, ThreadHeader, ThreadStore};
 use tokio_postgres::NoTls;
 
-use super::append::conversation;
+use super::append::{append_all, append_report, conversation};
 use crate::report::{Report, round2};
 
 const SINGLE: usize = 400;
@@ -63,44 +62,6 @@ fn with_database(url: &str, name: &str) -> Result<String, String> {
         .rsplit_once('/')
         .ok_or_else(|| format!("{url} names no database"))?;
     Ok(format!("{server}/{name}{query}"))
-}
-
-/// Creates `thread` empty, then appends its entries `per_txn` at a time; the time of the
-/// appends.
-async fn append_all(
-    store: &dyn ThreadStore,
-    thread: &Thread,
-    per_txn: usize,
-) -> Result<Duration, String> {
-    store
-        .create(&ThreadHeader::of(thread))
-        .await
-        .map_err(|e| e.to_string())?;
-    let entries = thread.to_list();
-    let start = Instant::now();
-    let mut rev = 0u64;
-    for chunk in entries.chunks(per_txn) {
-        rev = store
-            .append(thread.id(), chunk, rev)
-            .await
-            .map_err(|e| e.to_string())?;
-    }
-    Ok(start.elapsed())
-}
-
-fn append_report(variant: &str, entries: usize, per_txn: usize, elapsed: Duration) -> Report {
-    let transactions = entries.div_ceil(per_txn) as u64;
-    let secs = elapsed.as_secs_f64();
-    Report::new("pg_append", variant, transactions, elapsed)
-        .with("entries_per_txn", per_txn)
-        .with(
-            "entries_per_sec",
-            round2(if secs > 0.0 {
-                entries as f64 / secs
-            } else {
-                0.0
-            }),
-        )
 }
 
 /// The mean time of `LOADS` loads of a stored 100-entry thread, after one warm-up load.
@@ -202,10 +163,11 @@ async fn all(url: &str, dir: &std::path::Path) -> Result<Vec<Report>, String> {
         .map_err(|e| e.to_string())?;
     let (floor, pg_single, sqlite_single) = singles(url, &store, &sqlite).await?;
     let floor = Report::new("pg_append", "pg_floor_insert_commit", SINGLE as u64, floor);
-    let pg_single = append_report("pg_single", SINGLE, 1, pg_single);
-    let sqlite_single = append_report("sqlite_single", SINGLE, 1, sqlite_single);
+    let pg_single = append_report("pg_append", "pg_single", SINGLE, 1, pg_single);
+    let sqlite_single = append_report("pg_append", "sqlite_single", SINGLE, 1, sqlite_single);
     let batch = conversation("pg_batch_100", BATCH * BATCHES);
     let pg_batch = append_report(
+        "pg_append",
         "pg_batch_100",
         BATCH * BATCHES,
         BATCH,
