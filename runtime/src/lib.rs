@@ -3,6 +3,9 @@
 //! # Layout
 //! - [`agent`] — [`agent::Runtime`], [`agent::ThreadActor`] (a ractor actor per conversation thread), asks,
 //!   and the execution of directives.
+//! - [`bus`] — durable signal buses: the [`bus::SignalBus`] trait a broker implements (named
+//!   consumers, acknowledgement after commit, redelivery, dead letters), the pure redelivery
+//!   decision and [`bus::LocalBus`], the in-process default.
 //! - [`store`] — thread persistence: the `ThreadStore` trait, in-memory and SQLite stores.
 //! - [`supervisor`] — OTP restart strategies, restart types and intensity; the restart decision
 //!   is a pure, tested function.
@@ -11,6 +14,7 @@
 //!   a per-agent allowlist, time limit, panic containment and output size limit.
 
 pub mod agent;
+pub mod bus;
 pub mod store;
 pub mod supervisor;
 pub mod telemetry;
