@@ -46,6 +46,7 @@
 
 mod actor;
 mod book;
+mod durable;
 mod env;
 mod errors;
 mod events;

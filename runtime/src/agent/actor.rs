@@ -22,6 +22,7 @@ use crate::supervisor::Intensity;
 use crate::telemetry::instruments;
 use crate::tool::ToolSet;
 
+mod deliveries;
 mod execute;
 mod few;
 
@@ -50,6 +51,15 @@ pub enum ThreadMsg {
     IdleCheck,
     /// A copy of the thread this actor keeps (if its strategy keeps one).
     GetThread(oneshot::Sender<Option<motet_agents::Thread>>),
+    /// A signal from a durable bus consumer, which is told on `committed` once the step that
+    /// handled it committed (or why it was not), so the bus acknowledges it only then. One
+    /// already committed (same `source` and `id`) is answered at once and not handled again.
+    Delivered {
+        /// The signal for the strategy.
+        signal: Signal,
+        /// Where the outcome goes: `Ok` once committed, else why not.
+        committed: oneshot::Sender<Result<(), String>>,
+    },
 }
 
 /// The actor hosting one conversation thread of an agent: the strategy, its state for that
@@ -79,6 +89,8 @@ pub(crate) struct LiveAgent<S> {
     pub(crate) intensity: Intensity,
     /// Bus subscriptions; they end when the agent is removed.
     pub(crate) subscriptions: std::sync::Mutex<Vec<motet_signals::Subscription>>,
+    /// The tasks of the agent's durable bus consumers; aborted when the agent is removed.
+    pub(crate) consumers: std::sync::Mutex<Vec<tokio::task::AbortHandle>>,
     /// The agent's running threads by thread id: the registry's second level.
     pub(crate) threads:
         std::sync::Mutex<HashMap<String, ActorRef<ThreadMsg>, foldhash::fast::RandomState>>,
@@ -137,6 +149,8 @@ pub struct ThreadState<S: Strategy> {
     spans: few::Few<RequestTrace>,
     /// The tool calls waiting for a person, as last seen after a step.
     waits: Vec<waits::OpenWait>,
+    /// Signals from durable bus consumers (none for most threads: boxed, one word).
+    deliveries: Option<Box<deliveries::Deliveries>>,
 }
 
 /// A request's span and how many LLM calls it has made.
@@ -186,6 +200,7 @@ where
             schedules: HashMap::new(),
             spans: few::Few::default(),
             waits: Vec::new(),
+            deliveries: deliveries::Deliveries::remembering(loaded.applied),
         })
     }
 
@@ -297,6 +312,13 @@ where
                 return Ok(());
             }
             ThreadMsg::Signal(signal) => signal,
+            ThreadMsg::Delivered { signal, committed } => {
+                state
+                    .deliveries
+                    .get_or_insert_default()
+                    .open(&signal, committed);
+                signal
+            }
             ThreadMsg::Ask { signal, reply } => {
                 match signal.request_id() {
                     Some(request) => {
@@ -350,9 +372,13 @@ where
     ) {
         if signal.signal_type().as_str() == protocol::AGENT_CANCEL
             && let Some(id) = signal.request_id()
-            && state.book.withdraw(id).is_some()
+            && let Some(withdrawn) = state.book.withdraw(id)
         {
             instruments().queue_depth.add(-1, &[]);
+            // A delivered request cancelled before it ran was decided: nothing to handle again.
+            if let Some(key) = Self::delivery(state, &withdrawn) {
+                Self::delivery_settled(state, &key, Ok(()));
+            }
             self.cancel_queued(state, &signal);
             return;
         }
@@ -375,6 +401,7 @@ where
             self.step(myself, state, signal).await;
             return;
         };
+        let delivered = Self::delivery(state, &signal);
         let admission = match state.book.admit(&id, signal, self.agent.policy) {
             Admission::Interrupt { running, item } => {
                 let cancel = Signal::builder(protocol::AGENT_CANCEL, self.source())
@@ -401,7 +428,12 @@ where
                 instruments().queue_depth.add(1, &[]);
             }
             // Its asker is among the pending ones: the running request's reply answers it.
-            Admission::Joined => {}
+            // A delivered copy of a running request has nothing of its own to commit.
+            Admission::Joined => {
+                if let Some(key) = delivered {
+                    Self::delivery_settled(state, &key, Ok(()));
+                }
+            }
             // `readmit` never interrupts; were it to, the request still runs rather than vanish.
             Admission::Run(signal)
             | Admission::Pass(signal)
@@ -424,6 +456,14 @@ where
             &signal,
             request_span.clone(),
         );
+        let delivered = Self::delivery(state, &signal);
+        if let Some(key) = &delivered
+            && state.deliveries.as_ref().is_some_and(|d| d.applied(key))
+        {
+            tracing::debug!(parent: &handling, agent = %self.agent.name, %key, "a delivery committed before came again; acknowledged, not handled twice");
+            Self::delivery_settled(state, key, Ok(()));
+            return;
+        }
         // A new request whose commit finds the thread moved on (another process wrote it) is
         // decided again once, on the stored thread: its question was not committed, and
         // nothing of the request has run yet.
@@ -438,6 +478,10 @@ where
                 Err(error) => {
                     tracing::warn!(parent: &handling, agent = %self.agent.name, signal = %signal.signal_type().as_str(), %error, "the strategy rejected a signal");
                     trace::failed(&handling, "strategy_error", &error.to_string());
+                    if let Some(key) = &delivered {
+                        let why = format!("the strategy rejected it: {error}");
+                        Self::delivery_settled(state, key, Err(why));
+                    }
                     if let Some(request) = signal.request_id() {
                         let message = error.to_string();
                         let failure = AskError::Strategy {
@@ -456,8 +500,14 @@ where
                 .filter(|running| !replies_to(&directives, running))
                 .map(str::to_owned);
             let waiting = self.agent.strategy.waiting(&state.strategy);
-            match self.persist(state, open.as_deref(), &waiting).await {
+            match self
+                .persist(state, open.as_deref(), &waiting, delivered.as_deref())
+                .await
+            {
                 Ok(()) => {
+                    if let Some(key) = &delivered {
+                        state.deliveries.get_or_insert_default().commit(key);
+                    }
                     self.watch_waits(state, &waiting, &signal);
                     break directives;
                 }
@@ -473,6 +523,10 @@ where
                 Err(error) => {
                     tracing::error!(parent: &handling, agent = %self.agent.name, thread = %self.thread_id, %error, "could not store the thread; the step's directives are not run");
                     trace::failed(&handling, "store_error", &error.to_string());
+                    if let Some(key) = &delivered {
+                        let why = format!("could not store the thread: {error}");
+                        Self::delivery_settled(state, key, Err(why));
+                    }
                     if let Some(request) = signal.request_id() {
                         let message = error.to_string();
                         let failure = AskError::Store {
@@ -494,6 +548,20 @@ where
         let run = execute::Run::for_step(&directives);
         for directive in directives {
             self.execute(myself, state, &signal, directive, parent.clone(), run);
+        }
+    }
+
+    /// The key of `signal` when a durable bus consumer waits for its commit.
+    fn delivery(state: &ThreadState<S>, signal: &Signal) -> Option<String> {
+        let deliveries = state.deliveries.as_ref()?;
+        let key = deliveries::key(signal);
+        deliveries.is_open(&key).then_some(key)
+    }
+
+    /// Tells the consumer waiting for `key` how its delivery ended.
+    fn delivery_settled(state: &mut ThreadState<S>, key: &str, outcome: Result<(), String>) {
+        if let Some(deliveries) = state.deliveries.as_mut() {
+            deliveries.answer(key, outcome);
         }
     }
 

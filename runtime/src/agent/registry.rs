@@ -55,6 +55,11 @@ pub(crate) struct RuntimeCore {
     pub(crate) idle_period_ns: std::sync::atomic::AtomicU64,
     /// `llm.delta` as a parsed type, to ask the bus whether anyone listens.
     pub(crate) delta_type: Option<motet_signals::SignalType>,
+    /// Where agents' durable consumers consume: the builder's durable bus, else the
+    /// in-process bus behind the same trait ([`crate::bus::LocalBus`]).
+    pub(crate) signal_bus: Arc<dyn crate::bus::SignalBus>,
+    /// The durable bus the runtime was built with, which `Emit`s to the bus also reach.
+    pub(crate) external_bus: Option<super::durable::ExternalBus>,
 }
 
 impl RuntimeCore {
@@ -335,6 +340,7 @@ where
         spawning: tokio::sync::Mutex::new(()),
         intensity: spec.intensity,
         subscriptions: std::sync::Mutex::new(Vec::new()),
+        consumers: std::sync::Mutex::new(Vec::new()),
         threads: std::sync::Mutex::new(HashMap::default()),
     });
     // The agent's spawning lock is taken before the agent becomes visible, so no racing ask can
@@ -361,6 +367,12 @@ where
         }
     }
     drop(spawning);
+    if !spec.consumers.is_empty() {
+        let consumers = super::durable::start_consumers(core, &name, spec.consumers).await;
+        if let Some(family) = core.agents.get(&name) {
+            family.keep_consumers(consumers);
+        }
+    }
     if !spec.subscriptions.is_empty() {
         let subscriptions: Vec<Subscription> = spec
             .subscriptions
@@ -430,6 +442,8 @@ pub(crate) trait RunningAgent: Send + Sync {
     fn spawning(&self) -> &tokio::sync::Mutex<()>;
     fn intensity(&self) -> Intensity;
     fn keep_subscriptions(&self, subscriptions: Vec<Subscription>);
+    /// Keeps the tasks of the agent's durable consumers, aborted with its subscriptions.
+    fn keep_consumers(&self, consumers: Vec<tokio::task::AbortHandle>);
     /// Drops the agent's bus subscriptions (its threads may outlive it briefly while they stop).
     fn end_subscriptions(&self);
     fn parent(&self) -> Option<&Parent>;
@@ -484,6 +498,12 @@ where
         }
     }
 
+    fn keep_consumers(&self, consumers: Vec<tokio::task::AbortHandle>) {
+        if let Ok(mut kept) = self.consumers.lock() {
+            kept.extend(consumers);
+        }
+    }
+
     fn thread(&self, id: &str) -> Option<ActorRef<ThreadMsg>> {
         self.running_threads().get(id).cloned()
     }
@@ -517,6 +537,12 @@ where
             .lock()
             .map(|mut kept| std::mem::take(&mut *kept));
         drop(ended);
+        let consumers = self
+            .consumers
+            .lock()
+            .map(|mut kept| std::mem::take(&mut *kept))
+            .unwrap_or_default();
+        consumers.iter().for_each(tokio::task::AbortHandle::abort);
     }
 
     async fn spawn_thread(

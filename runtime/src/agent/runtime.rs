@@ -15,6 +15,7 @@ use super::registry::{KindFactory, Registry, RuntimeCore, register_agent};
 use super::requests::{FINISHED_REQUESTS_KEPT, RequestRecord, Requests};
 use super::spec::{AgentSpec, DEFAULT_LLM_CONCURRENCY, IntoSpec};
 use super::ticket::Ticket;
+use crate::bus::{LocalBus, SignalBus};
 use crate::store::{MemoryStore, ThreadStore};
 
 /// Builds a [`Runtime`].
@@ -27,6 +28,7 @@ pub struct RuntimeBuilder {
     store: Option<Arc<dyn ThreadStore>>,
     kinds: HashMap<String, KindFactory>,
     keep_finished: Option<usize>,
+    signal_bus: Option<Arc<dyn SignalBus>>,
 }
 
 impl RuntimeBuilder {
@@ -97,6 +99,15 @@ impl RuntimeBuilder {
         self
     }
 
+    /// A durable bus (NATS JetStream: `motet_jetstream::JetStreamBus`) beside the in-process
+    /// one: `Emit`s to the bus are also published on it, in order, each until the bus confirms
+    /// it, and agents' [`AgentSpec::consume`] consumers consume from it. Without one, consumers
+    /// consume the in-process bus (nothing outlives the process).
+    pub fn signal_bus(mut self, bus: Arc<dyn SignalBus>) -> Self {
+        self.signal_bus = Some(bus);
+        self
+    }
+
     /// The runtime.
     ///
     /// # Errors
@@ -111,10 +122,26 @@ impl RuntimeBuilder {
                 })?,
             ),
         };
+        let bus = self.bus.unwrap_or_default();
+        let (signal_bus, external_bus) = match self.signal_bus {
+            Some(durable) => (
+                Arc::clone(&durable),
+                Some(super::durable::ExternalBus {
+                    bus: durable,
+                    publisher: std::sync::OnceLock::new(),
+                }),
+            ),
+            None => (
+                Arc::new(LocalBus::new((*bus).clone())) as Arc<dyn SignalBus>,
+                None,
+            ),
+        };
         Ok(Runtime {
             core: Arc::new(RuntimeCore {
                 llm,
-                bus: self.bus.unwrap_or_default(),
+                bus,
+                signal_bus,
+                external_bus,
                 agents: Registry::default(),
                 thread_keys: Registry::default(),
                 llm_limits: self
@@ -153,6 +180,13 @@ impl Runtime {
     /// The bus agents publish on.
     pub fn bus(&self) -> &Arc<Bus> {
         &self.core.bus
+    }
+
+    /// The bus agents' durable consumers consume: the one given to
+    /// [`RuntimeBuilder::signal_bus`], else the in-process bus behind the same trait. Publish
+    /// on it to reach them from outside any agent.
+    pub fn signal_bus(&self) -> &Arc<dyn SignalBus> {
+        &self.core.signal_bus
     }
 
     /// Starts an agent: an [`AgentSpec`] around any strategy, or a

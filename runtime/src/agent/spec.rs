@@ -54,6 +54,7 @@ pub struct AgentSpec<S> {
     pub(crate) policy: RequestPolicy,
     pub(crate) intensity: Intensity,
     pub(crate) subscriptions: Vec<Pattern>,
+    pub(crate) consumers: Vec<crate::bus::ConsumerSpec>,
     pub(crate) groups: Vec<String>,
     pub(crate) idle_timeout: Option<Duration>,
 }
@@ -68,6 +69,7 @@ impl<S: Strategy> AgentSpec<S> {
             policy: RequestPolicy::Queue,
             intensity: Intensity::default(),
             subscriptions: Vec::new(),
+            consumers: Vec::new(),
             groups: Vec::new(),
             idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
         }
@@ -85,6 +87,19 @@ impl<S: Strategy> AgentSpec<S> {
     /// agent's default thread.
     pub fn subscribe(mut self, pattern: Pattern) -> Self {
         self.subscriptions.push(pattern);
+        self
+    }
+
+    /// Consumes the runtime's durable bus ([`RuntimeBuilder::signal_bus`](super::RuntimeBuilder::signal_bus))
+    /// as the named consumer `consumer`: every signal it delivers goes to the agent's default
+    /// thread, and the bus acknowledges it only once the step that handled it committed. A
+    /// delivery the thread fails (the strategy rejects it, the store refuses the commit, the
+    /// thread stops first) is delivered again after the consumer's backoff, then dead-lettered;
+    /// one the thread committed before (same `source` and `id`) is acknowledged without being
+    /// handled twice. With no durable bus, the in-process bus stands in: the same
+    /// acknowledgements and retries, but nothing outlives the process.
+    pub fn consume(mut self, consumer: crate::bus::ConsumerSpec) -> Self {
+        self.consumers.push(consumer);
         self
     }
 

@@ -241,6 +241,7 @@ where
                 match emit.target {
                     EmitTarget::Bus => {
                         self.core.bus.publish(&signal);
+                        self.core.publish_durable(&signal);
                     }
                     EmitTarget::Agent(name) => {
                         let core = self.core.clone();

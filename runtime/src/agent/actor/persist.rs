@@ -19,6 +19,9 @@ struct SnapshotOut<'a, T> {
     request: Option<&'a str>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     waiting: &'a [Waiting],
+    /// The durable bus deliveries committed last (`id@source`), oldest first.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    applied: &'a [&'a str],
     state: &'a T,
 }
 
@@ -28,6 +31,8 @@ pub(crate) struct Snapshot<T> {
     pub(crate) rev: u64,
     #[serde(default)]
     pub(crate) request: Option<String>,
+    #[serde(default)]
+    pub(crate) applied: Vec<String>,
     pub(crate) state: T,
 }
 
@@ -61,6 +66,7 @@ pub(super) struct Stored<T> {
     state: T,
     rev: u64,
     saved: Option<String>,
+    applied: Vec<String>,
 }
 
 /// How a thread comes back from the store.
@@ -70,6 +76,8 @@ pub(super) struct Loaded<T> {
     pub(super) stored: bool,
     /// The fingerprint of the snapshot as stored, so an unchanged state is not written again.
     pub(super) saved: Option<Fingerprint>,
+    /// The durable bus deliveries committed last.
+    pub(super) applied: Vec<String>,
 }
 
 /// What a thread actor remembers of the snapshot it last stored: its length and two 64-bit
@@ -119,6 +127,7 @@ where
                     state,
                     rev,
                     saved: None,
+                    applied: Vec::new(),
                 }));
             };
             let snapshot: Snapshot<S::State> =
@@ -137,6 +146,7 @@ where
                 state,
                 rev,
                 saved: Some(saved),
+                applied: snapshot.applied,
             }));
         }
         Err(StoreError::CorruptThread {
@@ -157,12 +167,14 @@ where
                 rev: stored.rev,
                 stored: true,
                 saved: stored.saved.as_deref().map(Fingerprint::of),
+                applied: stored.applied,
             },
             None => Loaded {
                 strategy: self.agent.strategy.init_for_thread(&env, &self.store_id),
                 rev: 0,
                 stored: false,
                 saved: None,
+                applied: Vec::new(),
             },
         })
     }
@@ -178,17 +190,21 @@ where
                 None => stored.state,
             };
             state.saved = stored.saved.as_deref().map(Fingerprint::of);
+            if let Some(deliveries) = state.deliveries.as_mut() {
+                deliveries.replace_applied(stored.applied);
+            }
         }
     }
 
     /// Writes what the step changed: the entries the strategy's thread gained and the state's
-    /// snapshot (with `open`, the request still running after the step), in one write; nothing
-    /// when neither changed.
+    /// snapshot (with `open`, the request still running after the step, and `delivered`, the
+    /// bus delivery the step handled), in one write; nothing when neither changed.
     pub(super) async fn persist(
         &self,
         state: &mut ThreadState<S>,
         open: Option<&str>,
         waiting: &[Waiting],
+        delivered: Option<&str>,
     ) -> Result<(), StoreError> {
         let id = &self.store_id;
         let entry_count = self
@@ -197,13 +213,24 @@ where
             .thread(&state.strategy)
             .map_or(0, |t| t.entry_count() as u64);
         let rev = entry_count.max(state.stored_rev);
-        let snapshot = self.snapshot(&mut state.strategy, rev, open, waiting)?;
+        let applied = state
+            .deliveries
+            .as_deref()
+            .map(|d| d.applied_with(delivered))
+            .unwrap_or_default();
+        let snapshot = self.snapshot(&mut state.strategy, rev, open, waiting, &applied)?;
         let print = Fingerprint::of(&snapshot);
         if entry_count <= state.stored_rev {
             if state.saved.is_none() && !state.stored {
                 // Never stored: the state a fresh thread starts with needs no write.
                 let mut fresh = self.agent.strategy.init_for_thread(&state.env, id);
-                state.saved = Some(Fingerprint::of(&self.snapshot(&mut fresh, 0, None, &[])?));
+                state.saved = Some(Fingerprint::of(&self.snapshot(
+                    &mut fresh,
+                    0,
+                    None,
+                    &[],
+                    &[],
+                )?));
             }
             if state.saved == Some(print) {
                 return Ok(());
@@ -250,12 +277,14 @@ where
         rev: u64,
         request: Option<&str>,
         waiting: &[Waiting],
+        applied: &[&str],
     ) -> Result<String, StoreError> {
         let encode = |state: &S::State| {
             serde_json::to_string(&SnapshotOut {
                 rev,
                 request,
                 waiting,
+                applied,
                 state,
             })
             .map_err(|e| StoreError::Encode {

@@ -1,0 +1,182 @@
+//! The runtime's side of a durable [`SignalBus`]: an agent's named consumers, each delivering
+//! to the agent's default thread and settling a delivery only once the thread answered
+//! (committed, or why not: [`settle`] decides), and the publisher that puts `Emit`s to the bus on
+//! a durable bus in the order they were emitted.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use motet_signals::Signal;
+use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::task::AbortHandle;
+
+use super::actor::ThreadMsg;
+use super::registry::RuntimeCore;
+use super::spec::DEFAULT_THREAD;
+use crate::bus::{ConsumerSpec, Inbox, SignalBus, settle};
+
+/// Emits waiting for the durable bus, at most (the publisher task holds them in order).
+const PUBLISH_QUEUE: usize = 1024;
+
+/// Pauses between attempts to publish one signal, or to start a consumer, the last repeating.
+const PAUSES: [Duration; 4] = [
+    Duration::from_millis(100),
+    Duration::from_millis(500),
+    Duration::from_secs(2),
+    Duration::from_secs(5),
+];
+
+/// Attempts to publish one emitted signal before it is given up (and logged as lost).
+const PUBLISH_ATTEMPTS: usize = 10;
+
+fn pause(attempt: usize) -> Duration {
+    PAUSES[attempt.min(PAUSES.len() - 1)]
+}
+
+/// Starts the consumers of agent `agent`, each consuming before this returns (so nothing
+/// published after the spawn is missed, even on a bus that keeps nothing); one the bus refuses
+/// now is tried again on its task. The tasks end when aborted (the agent stopped) or when the
+/// runtime is gone.
+pub(crate) async fn start_consumers(
+    core: &Arc<RuntimeCore>,
+    agent: &str,
+    specs: Vec<ConsumerSpec>,
+) -> Vec<AbortHandle> {
+    let mut tasks = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let bus = core.signal_bus.clone();
+        let inbox = match bus.consume(&spec).await {
+            Ok(inbox) => Some(inbox),
+            Err(error) => {
+                tracing::warn!(%agent, consumer = %spec.name, %error, "could not start a durable consumer; trying again");
+                None
+            }
+        };
+        let core = Arc::downgrade(core);
+        let agent = agent.to_owned();
+        tasks.push(tokio::spawn(consume(core, bus, agent, spec, inbox)).abort_handle());
+    }
+    tasks
+}
+
+/// One consumer: deliveries to the agent's default thread, at most `max_in_flight` unsettled.
+async fn consume(
+    core: Weak<RuntimeCore>,
+    bus: Arc<dyn SignalBus>,
+    agent: String,
+    spec: ConsumerSpec,
+    inbox: Option<Box<dyn Inbox>>,
+) {
+    let mut inbox = match inbox {
+        Some(inbox) => inbox,
+        None => {
+            let mut attempt = 0;
+            loop {
+                tokio::time::sleep(pause(attempt)).await;
+                if core.strong_count() == 0 {
+                    return;
+                }
+                match bus.consume(&spec).await {
+                    Ok(inbox) => break inbox,
+                    Err(error) => {
+                        tracing::warn!(%agent, consumer = %spec.name, %error, "could not start a durable consumer; trying again");
+                        attempt += 1;
+                    }
+                }
+            }
+        }
+    };
+    let spec = Arc::new(spec);
+    let room = Arc::new(Semaphore::new(spec.max_in_flight.max(1)));
+    while let Some(next) = inbox.next().await {
+        let delivered = match next {
+            Ok(delivered) => delivered,
+            Err(error) => {
+                tracing::warn!(%agent, consumer = %spec.name, %error, "a durable consumer failed; it goes on");
+                tokio::time::sleep(pause(0)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = Arc::clone(&room).acquire_owned().await else {
+            return;
+        };
+        let Some(core) = core.upgrade() else {
+            return;
+        };
+        let spec = Arc::clone(&spec);
+        let agent = agent.clone();
+        tokio::spawn(async move {
+            let (committed, answer) = oneshot::channel();
+            let msg = ThreadMsg::Delivered {
+                signal: delivered.signal.clone(),
+                committed,
+            };
+            let handled = match core.send(&agent, DEFAULT_THREAD, msg).await {
+                Ok(()) => answer.await.unwrap_or_else(|_| {
+                    Err("the agent's thread stopped before committing it".to_owned())
+                }),
+                Err(error) => Err(error.to_string()),
+            };
+            let decision = settle(
+                handled.as_ref().map(|_| ()).map_err(String::as_str),
+                delivered.attempt,
+                &spec,
+            );
+            let sequence = delivered.sequence;
+            if let Err(error) = delivered.settle(decision).await {
+                tracing::warn!(%agent, consumer = %spec.name, sequence, %error, "could not settle a delivery; the bus delivers it again");
+            }
+            drop(permit);
+        });
+    }
+}
+
+/// Puts signals on the durable bus one at a time, in the order they were handed over, each
+/// tried until the bus confirms it (or given up after [`PUBLISH_ATTEMPTS`], logged).
+pub(crate) fn publisher(bus: Arc<dyn SignalBus>) -> mpsc::Sender<Signal> {
+    let (tx, mut rx) = mpsc::channel::<Signal>(PUBLISH_QUEUE);
+    tokio::spawn(async move {
+        while let Some(signal) = rx.recv().await {
+            for attempt in 0..PUBLISH_ATTEMPTS {
+                match bus.publish(&signal).await {
+                    Ok(_) => break,
+                    Err(error) if attempt + 1 == PUBLISH_ATTEMPTS => {
+                        tracing::error!(id = %signal.id().as_str(), %error, "an emitted signal could not be published on the durable bus and is lost");
+                    }
+                    Err(error) => {
+                        tracing::warn!(id = %signal.id().as_str(), %error, "publishing an emitted signal failed; trying again");
+                        tokio::time::sleep(pause(attempt)).await;
+                    }
+                }
+            }
+        }
+    });
+    tx
+}
+
+impl RuntimeCore {
+    /// Hands an emitted signal to the durable bus's publisher (when the runtime has a bus of
+    /// its own beside the in-process one). A full queue makes the emit wait on a task of its
+    /// own, so the thread never blocks; such emits may overtake one another.
+    pub(crate) fn publish_durable(&self, signal: &Signal) {
+        let Some(external) = &self.external_bus else {
+            return;
+        };
+        let queue = external
+            .publisher
+            .get_or_init(|| publisher(external.bus.clone()));
+        if let Err(mpsc::error::TrySendError::Full(signal)) = queue.try_send(signal.clone()) {
+            let queue = queue.clone();
+            tokio::spawn(async move {
+                let _ = queue.send(signal).await;
+            });
+        }
+    }
+}
+
+/// A durable bus the runtime was built with, beside its in-process one.
+pub(crate) struct ExternalBus {
+    pub(crate) bus: Arc<dyn SignalBus>,
+    /// Started with the first emit.
+    pub(crate) publisher: std::sync::OnceLock<mpsc::Sender<Signal>>,
+}
