@@ -14,6 +14,13 @@
 //! batch of entries as one revision, the stored rev is never below the rev the thread had in
 //! memory, and revisions never go backwards across a reload.
 //!
+//! # Fencing
+//! Beside the rev, each thread has a fencing epoch. A writer taking a thread over
+//! ([`ThreadStore::claim`]) bumps it; a commit made with [`ThreadStore::append_fenced`] carries
+//! the epoch its writer claimed and fails with [`StoreError::Fenced`] once another claim moved
+//! it on, checked in the commit's own transaction. The runtime's thread actors claim the
+//! threads they load and commit fenced; the plain appends do not look at the epoch.
+//!
 //! # Failing closed
 //! `load` returns `None` only for a thread that does not exist. A thread whose stored data
 //! cannot be read is an error naming the thread (and the entry), never an empty thread.
@@ -237,6 +244,62 @@ pub trait ThreadStore: Send + Sync {
     /// # Errors
     /// [`StoreError::NotFound`]; storage failures.
     async fn load_state(&self, thread_id: &str) -> Result<Option<String>, StoreError>;
+
+    /// The thread's fencing epoch: 0 until a writer [claims](Self::claim) it.
+    ///
+    /// The default, for a store without fencing, is always 0.
+    ///
+    /// # Errors
+    /// [`StoreError::NotFound`]; storage failures.
+    async fn epoch(&self, thread_id: &str) -> Result<u64, StoreError> {
+        self.summary(thread_id)
+            .await?
+            .map(|_| 0)
+            .ok_or_else(|| StoreError::NotFound {
+                thread_id: thread_id.to_owned(),
+            })
+    }
+
+    /// Takes the thread over: bumps its fencing epoch and returns the new one. From then on a
+    /// [fenced append](Self::append_fenced) with an older epoch fails with
+    /// [`StoreError::Fenced`], whatever its rev — a writer that lost the thread cannot commit
+    /// even if it wins a race on the rev.
+    ///
+    /// The built-in stores fence. The default, for a store without fencing, claims nothing and
+    /// returns 0: such a store is safe with one writer per thread only.
+    ///
+    /// # Errors
+    /// [`StoreError::NotFound`]; storage failures.
+    async fn claim(&self, thread_id: &str) -> Result<u64, StoreError> {
+        self.epoch(thread_id).await
+    }
+
+    /// As [`append_with_state`](Self::append_with_state) (with `state`; as
+    /// [`append`](Self::append) without), only while the thread's epoch is `epoch`, checked in
+    /// the same write.
+    ///
+    /// The default, for a store without fencing, does not check the epoch.
+    ///
+    /// # Errors
+    /// [`StoreError::Fenced`] when another writer claimed the thread since (nothing is
+    /// written); as for [`append`](Self::append) otherwise.
+    async fn append_fenced(
+        &self,
+        thread_id: &str,
+        entries: &[Arc<Entry>],
+        expected_rev: u64,
+        state: Option<&str>,
+        epoch: u64,
+    ) -> Result<u64, StoreError> {
+        let _ = epoch;
+        match state {
+            Some(state) => {
+                self.append_with_state(thread_id, entries, expected_rev, state)
+                    .await
+            }
+            None => self.append(thread_id, entries, expected_rev).await,
+        }
+    }
 
     /// Appends the entries of `thread` that the store does not hold yet, given the rev the
     /// store had when the caller last saw it; returns the new rev.

@@ -200,3 +200,62 @@ async fn a_request_whose_answer_cannot_be_stored_is_recorded_failed() {
     assert!(record.finished_at.is_some());
     runtime.shutdown().await;
 }
+
+/// A writer whose thread another writer took over (claimed, as a thread actor does when it
+/// starts) cannot commit the rest of its request, even at the right rev: the request fails with
+/// the fence named and nothing of it after the claim is stored; the new owner finishes it.
+#[tokio::test]
+async fn a_writer_whose_thread_was_claimed_cannot_commit_the_rest_of_its_request() {
+    let store = Arc::new(MemoryStore::new());
+    let model_a = Arc::new(GatedModel {
+        gate: tokio::sync::Semaphore::new(1),
+        started: tokio::sync::Notify::new(),
+        inner: ScriptedModel::new([says("a1"), says("a2, too late")]),
+    });
+    let (runtime_a, a) = process(store.clone(), model_a.clone()).await;
+    assert_eq!(a.ask("q1").await.unwrap().text, "a1");
+    assert_eq!(store.epoch("a/default").await.unwrap(), 0);
+
+    let in_flight = a.submit("q2", AskOptions::default()).await.unwrap();
+    // The q2 call is at the model's gate once its request committed and the call started (the
+    // q1 call left a notification behind, so wait for this one's).
+    tokio::time::timeout(std::time::Duration::from_secs(5), async {
+        loop {
+            model_a.started.notified().await;
+            let stored = store.load("a/default").await.unwrap().unwrap();
+            if questions(&stored).len() == 3 {
+                break;
+            }
+        }
+    })
+    .await
+    .unwrap();
+    // Another process starts the agent: its thread actor claims the thread.
+    let model_b = Arc::new(ScriptedModel::new([says("b2")]));
+    let (runtime_b, b) = process(store.clone(), model_b.clone()).await;
+    assert_eq!(store.epoch("a/default").await.unwrap(), 1);
+
+    model_a.gate.add_permits(1);
+    let failed = in_flight.wait().await.unwrap_err();
+    assert!(
+        matches!(&failed, motet_runtime::agent::AskError::Store { message } if message.contains("claimed by another writer")),
+        "{failed:?}"
+    );
+    let stored = store.load("a/default").await.unwrap().unwrap();
+    assert_eq!(questions(&stored), ["q1", "= a1", "q2"]);
+
+    // The new owner finds the request unfinished and finishes it.
+    let resumed = runtime_b
+        .recover(std::time::Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(resumed.len(), 1);
+    for ticket in resumed {
+        assert_eq!(ticket.wait().await.unwrap().text, "b2");
+    }
+    let stored = store.load("a/default").await.unwrap().unwrap();
+    assert_eq!(questions(&stored), ["q1", "= a1", "q2", "= b2"]);
+    drop(b);
+    runtime_a.shutdown().await;
+    runtime_b.shutdown().await;
+}

@@ -135,6 +135,9 @@ pub struct ThreadState<S: Strategy> {
     stored: bool,
     /// Entries of the strategy's thread already in the store.
     stored_rev: u64,
+    /// The fencing epoch this actor claimed the thread at (0: created it, or never stored);
+    /// every commit is fenced with it.
+    epoch: u64,
     /// The state snapshot last stored (or the fresh state's, before the first write).
     saved: Option<persist::Fingerprint>,
     /// When the thread last handled a message (for the idle timeout).
@@ -185,6 +188,7 @@ where
             supervised: false,
             strategy: loaded.strategy,
             stored_rev: loaded.rev,
+            epoch: loaded.epoch,
             stored: loaded.stored,
             saved: loaded.saved,
             children: HashMap::new(),
@@ -464,9 +468,9 @@ where
             Self::delivery_settled(state, key, Ok(()));
             return;
         }
-        // A new request whose commit finds the thread moved on (another process wrote it) is
-        // decided again once, on the stored thread: its question was not committed, and
-        // nothing of the request has run yet.
+        // A new request whose commit finds the thread moved on or taken over (another process
+        // wrote or claimed it) is decided again once, on the stored thread at its current epoch:
+        // its question was not committed, and nothing of the request has run yet.
         let mut reload = signal.signal_type().as_str() == protocol::AGENT_REQUEST;
         let directives = loop {
             let directives = match self.agent.strategy.handle(
@@ -513,7 +517,8 @@ where
                 }
                 Err(
                     crate::store::StoreError::Conflict { .. }
-                    | crate::store::StoreError::AlreadyExists { .. },
+                    | crate::store::StoreError::AlreadyExists { .. }
+                    | crate::store::StoreError::Fenced { .. },
                 ) if reload => {
                     reload = false;
                     tracing::info!(parent: &handling, agent = %self.agent.name, thread = %self.thread_id, "the thread changed in the store; deciding again on the stored thread");
@@ -521,7 +526,18 @@ where
                     continue;
                 }
                 Err(error) => {
-                    tracing::error!(parent: &handling, agent = %self.agent.name, thread = %self.thread_id, %error, "could not store the thread; the step's directives are not run");
+                    let fenced = matches!(error, crate::store::StoreError::Fenced { .. });
+                    if fenced {
+                        // Another writer took the thread over: this actor may not commit again.
+                        // It retires as an idle one does; what reaches its mailbox meanwhile
+                        // goes to its successor, which loads the thread as the other writer left
+                        // it and claims it in turn.
+                        state.retiring = true;
+                        if myself.drain().is_err() {
+                            myself.stop(Some("fenced".to_owned()));
+                        }
+                    }
+                    tracing::error!(parent: &handling, agent = %self.agent.name, thread = %self.thread_id, %error, fenced, "could not store the thread; the step's directives are not run");
                     trace::failed(&handling, "store_error", &error.to_string());
                     if let Some(key) = &delivered {
                         let why = format!("could not store the thread: {error}");

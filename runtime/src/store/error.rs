@@ -136,7 +136,7 @@ pub enum StoreError {
         /// Why.
         reason: String,
     },
-    /// A fenced append (`PostgresStore::append_fenced`, with the `postgres` feature) by a writer whose claim on the thread was taken over: another writer has claimed the
+    /// A fenced append ([`ThreadStore::append_fenced`](crate::store::ThreadStore::append_fenced)) by a writer whose claim on the thread was taken over: another writer has claimed the
     /// thread since (its epoch moved on), so this one may not commit, even at the right rev.
     /// Nothing is written.
     #[error(

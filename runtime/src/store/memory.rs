@@ -26,6 +26,8 @@ struct Stored {
     entries: Vec<Arc<Entry>>,
     /// Creation order, for `list`.
     order: u64,
+    /// The fencing epoch.
+    epoch: u64,
 }
 
 #[derive(Debug, Default)]
@@ -85,6 +87,7 @@ impl Inner {
                 state: None,
                 entries: Vec::new(),
                 order,
+                epoch: 0,
             }),
         );
         Ok(())
@@ -198,6 +201,53 @@ impl ThreadStore for MemoryStore {
         let mut inner = self.lock();
         let rev = inner.append(thread_id, entries, &totals, expected_rev)?;
         if let Some(stored) = inner.threads.get_mut(thread_id) {
+            stored.state = Some(state.to_owned());
+        }
+        Ok(rev)
+    }
+
+    async fn epoch(&self, thread_id: &str) -> Result<u64, StoreError> {
+        self.lock()
+            .threads
+            .get(thread_id)
+            .map(|stored| stored.epoch)
+            .ok_or_else(|| not_found(thread_id))
+    }
+
+    async fn claim(&self, thread_id: &str) -> Result<u64, StoreError> {
+        let mut inner = self.lock();
+        let stored = inner
+            .threads
+            .get_mut(thread_id)
+            .ok_or_else(|| not_found(thread_id))?;
+        stored.epoch += 1;
+        Ok(stored.epoch)
+    }
+
+    async fn append_fenced(
+        &self,
+        thread_id: &str,
+        entries: &[Arc<Entry>],
+        expected_rev: u64,
+        state: Option<&str>,
+        epoch: u64,
+    ) -> Result<u64, StoreError> {
+        let totals = check_entries(thread_id, entries, expected_rev)?;
+        let mut inner = self.lock();
+        let current = inner
+            .threads
+            .get(thread_id)
+            .map(|stored| stored.epoch)
+            .ok_or_else(|| not_found(thread_id))?;
+        if current != epoch {
+            return Err(StoreError::Fenced {
+                thread_id: thread_id.to_owned(),
+                epoch,
+                current,
+            });
+        }
+        let rev = inner.append(thread_id, entries, &totals, expected_rev)?;
+        if let (Some(state), Some(stored)) = (state, inner.threads.get_mut(thread_id)) {
             stored.state = Some(state.to_owned());
         }
         Ok(rev)

@@ -23,8 +23,8 @@
 //!
 //! # Fencing
 //! Besides its rev, each thread has an epoch. A process that takes a thread over (after the
-//! previous owner was presumed dead) calls [`PostgresStore::claim`], which bumps the epoch and
-//! returns the new one, then writes with [`PostgresStore::append_fenced`] and that epoch. A
+//! previous owner was presumed dead) calls [`ThreadStore::claim`], which bumps the epoch and
+//! returns the new one, then writes with [`ThreadStore::append_fenced`] and that epoch. A
 //! fenced append checks the epoch in the same transaction as the rev and fails with
 //! [`StoreError::Fenced`] once another claim moved it on: an old owner that wakes up cannot
 //! commit even if it wins a race on the rev. The plain [`ThreadStore`] appends do not look at
@@ -454,66 +454,6 @@ impl PostgresStore {
         self.pool.get().await.map_err(thread_err(thread_id))
     }
 
-    /// Claims the thread for a new writer: bumps its fencing epoch and returns the new one.
-    /// Appends fenced with an older epoch fail from now on with [`StoreError::Fenced`].
-    ///
-    /// # Errors
-    /// [`StoreError::NotFound`]; server failures.
-    pub async fn claim(&self, thread_id: &str) -> Result<u64, StoreError> {
-        let err = thread_err(thread_id);
-        let client = self.client(thread_id).await?;
-        let stmt = client
-            .prepare_cached("UPDATE threads SET epoch = epoch + 1 WHERE id = $1 RETURNING epoch")
-            .await
-            .map_err(&err)?;
-        match client.query_opt(&stmt, &[&thread_id]).await.map_err(&err)? {
-            Some(row) => get_u64(thread_id, &row, "epoch"),
-            None => Err(StoreError::NotFound {
-                thread_id: thread_id.to_owned(),
-            }),
-        }
-    }
-
-    /// The thread's current fencing epoch (0 until its first claim).
-    ///
-    /// # Errors
-    /// [`StoreError::NotFound`]; server failures.
-    pub async fn epoch(&self, thread_id: &str) -> Result<u64, StoreError> {
-        let err = thread_err(thread_id);
-        let client = self.client(thread_id).await?;
-        let stmt = client
-            .prepare_cached("SELECT epoch FROM threads WHERE id = $1")
-            .await
-            .map_err(&err)?;
-        match client.query_opt(&stmt, &[&thread_id]).await.map_err(&err)? {
-            Some(row) => get_u64(thread_id, &row, "epoch"),
-            None => Err(StoreError::NotFound {
-                thread_id: thread_id.to_owned(),
-            }),
-        }
-    }
-
-    /// Appends `entries` as [`ThreadStore::append`] does (and, when `state` is given, replaces
-    /// the thread's state as [`ThreadStore::append_with_state`] does) only while the thread is
-    /// still at fencing `epoch`, the one this writer's [`claim`](Self::claim) returned. The
-    /// epoch is checked in the commit's transaction, under the thread's row lock, before the
-    /// rev: a writer whose claim was taken over cannot commit even at the right rev.
-    ///
-    /// # Errors
-    /// [`StoreError::Fenced`] when the thread's epoch is not `epoch` (nothing is written); as
-    /// for [`ThreadStore::append`] otherwise.
-    pub async fn append_fenced(
-        &self,
-        thread_id: &str,
-        entries: &[Arc<Entry>],
-        expected_rev: u64,
-        state: Option<&str>,
-        epoch: u64,
-    ) -> Result<u64, StoreError> {
-        self.append_checked(thread_id, entries, expected_rev, state, Some(epoch))
-            .await
-    }
-
     async fn append_checked(
         &self,
         thread_id: &str,
@@ -564,6 +504,48 @@ impl PostgresStore {
 
 #[async_trait]
 impl ThreadStore for PostgresStore {
+    async fn claim(&self, thread_id: &str) -> Result<u64, StoreError> {
+        let err = thread_err(thread_id);
+        let client = self.client(thread_id).await?;
+        let stmt = client
+            .prepare_cached("UPDATE threads SET epoch = epoch + 1 WHERE id = $1 RETURNING epoch")
+            .await
+            .map_err(&err)?;
+        match client.query_opt(&stmt, &[&thread_id]).await.map_err(&err)? {
+            Some(row) => get_u64(thread_id, &row, "epoch"),
+            None => Err(StoreError::NotFound {
+                thread_id: thread_id.to_owned(),
+            }),
+        }
+    }
+
+    async fn epoch(&self, thread_id: &str) -> Result<u64, StoreError> {
+        let err = thread_err(thread_id);
+        let client = self.client(thread_id).await?;
+        let stmt = client
+            .prepare_cached("SELECT epoch FROM threads WHERE id = $1")
+            .await
+            .map_err(&err)?;
+        match client.query_opt(&stmt, &[&thread_id]).await.map_err(&err)? {
+            Some(row) => get_u64(thread_id, &row, "epoch"),
+            None => Err(StoreError::NotFound {
+                thread_id: thread_id.to_owned(),
+            }),
+        }
+    }
+
+    async fn append_fenced(
+        &self,
+        thread_id: &str,
+        entries: &[Arc<Entry>],
+        expected_rev: u64,
+        state: Option<&str>,
+        epoch: u64,
+    ) -> Result<u64, StoreError> {
+        self.append_checked(thread_id, entries, expected_rev, state, Some(epoch))
+            .await
+    }
+
     async fn create(&self, header: &ThreadHeader) -> Result<(), StoreError> {
         let row = NewThreadRow::of(header)?;
         let client = self.client(&row.id).await?;

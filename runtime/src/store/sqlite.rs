@@ -574,14 +574,35 @@ impl Inner {
         totals: &super::AppendTotals,
         expected_rev: u64,
         state: Option<&str>,
+        epoch: Option<u64>,
     ) -> Result<u64, StoreError> {
         let err = thread_err(&self.path, thread_id);
         let mut conn = lock(&self.writer);
-        // IMMEDIATE takes the write lock now, so the rev read below cannot go stale before the
-        // commit, even with other connections on the file.
+        // IMMEDIATE takes the write lock now, so the rev and epoch read below cannot go stale
+        // before the commit, even with other connections on the file.
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(&err)?;
+        if let Some(epoch) = epoch {
+            let current = tx
+                .query_row(
+                    "SELECT epoch FROM threads WHERE id = ?1",
+                    [thread_id],
+                    |row| row.get::<_, u64>(0),
+                )
+                .optional()
+                .map_err(&err)?
+                .ok_or_else(|| StoreError::NotFound {
+                    thread_id: thread_id.to_owned(),
+                })?;
+            if current != epoch {
+                return Err(StoreError::Fenced {
+                    thread_id: thread_id.to_owned(),
+                    epoch,
+                    current,
+                });
+            }
+        }
         let rev = append_in(&tx, thread_id, encoded, totals, expected_rev, &err)?;
         if let Some(state) = state {
             tx.execute(
@@ -772,7 +793,7 @@ impl ThreadStore for SqliteStore {
         // Encode on the caller's thread; only the transaction runs on the blocking pool.
         let (encoded, totals) = encode_entries(thread_id, entries, expected_rev)?;
         let id = thread_id.to_owned();
-        self.run(move |inner| inner.append(&id, &encoded, &totals, expected_rev, None))
+        self.run(move |inner| inner.append(&id, &encoded, &totals, expected_rev, None, None))
             .await
     }
 
@@ -786,8 +807,64 @@ impl ThreadStore for SqliteStore {
         let (encoded, totals) = encode_entries(thread_id, entries, expected_rev)?;
         let id = thread_id.to_owned();
         let state = state.to_owned();
-        self.run(move |inner| inner.append(&id, &encoded, &totals, expected_rev, Some(&state)))
-            .await
+        self.run(move |inner| {
+            inner.append(&id, &encoded, &totals, expected_rev, Some(&state), None)
+        })
+        .await
+    }
+
+    async fn epoch(&self, thread_id: &str) -> Result<u64, StoreError> {
+        let id = thread_id.to_owned();
+        self.run(move |inner| {
+            lock(&inner.reader)
+                .query_row("SELECT epoch FROM threads WHERE id = ?1", [&id], |row| {
+                    row.get::<_, u64>(0)
+                })
+                .optional()
+                .map_err(thread_err(&inner.path, &id))?
+                .ok_or(StoreError::NotFound { thread_id: id })
+        })
+        .await
+    }
+
+    async fn claim(&self, thread_id: &str) -> Result<u64, StoreError> {
+        let id = thread_id.to_owned();
+        self.run(move |inner| {
+            lock(&inner.writer)
+                .query_row(
+                    "UPDATE threads SET epoch = epoch + 1 WHERE id = ?1 RETURNING epoch",
+                    [&id],
+                    |row| row.get::<_, u64>(0),
+                )
+                .optional()
+                .map_err(thread_err(&inner.path, &id))?
+                .ok_or(StoreError::NotFound { thread_id: id })
+        })
+        .await
+    }
+
+    async fn append_fenced(
+        &self,
+        thread_id: &str,
+        entries: &[Arc<Entry>],
+        expected_rev: u64,
+        state: Option<&str>,
+        epoch: u64,
+    ) -> Result<u64, StoreError> {
+        let (encoded, totals) = encode_entries(thread_id, entries, expected_rev)?;
+        let id = thread_id.to_owned();
+        let state = state.map(str::to_owned);
+        self.run(move |inner| {
+            inner.append(
+                &id,
+                &encoded,
+                &totals,
+                expected_rev,
+                state.as_deref(),
+                Some(epoch),
+            )
+        })
+        .await
     }
 
     async fn load_state(&self, thread_id: &str) -> Result<Option<String>, StoreError> {

@@ -368,6 +368,107 @@ pub(crate) async fn state_commits_with_its_entries_or_not_at_all(store: &dyn Thr
     ));
 }
 
+/// A writer whose claim another writer took over cannot commit, even at the right rev; nothing
+/// of its write lands; racing with the new owner it loses whatever the order.
+pub(crate) async fn a_stale_epoch_cannot_commit_even_at_the_right_rev(store: &dyn ThreadStore) {
+    let env = FixedEnv::new(0);
+    let thread = conversation(&env, "thread_fenced");
+    let entries = thread.to_list();
+    store.create(&ThreadHeader::of(&thread)).await.unwrap();
+    assert_eq!(store.epoch("thread_fenced").await.unwrap(), 0);
+
+    let old = store.claim("thread_fenced").await.unwrap();
+    assert_eq!(old, 1);
+    assert_eq!(
+        store
+            .append_fenced("thread_fenced", &entries[..2], 0, Some("old"), old)
+            .await
+            .unwrap(),
+        2
+    );
+    // A new owner takes over; the old one, still at the right rev, is fenced off.
+    let new = store.claim("thread_fenced").await.unwrap();
+    assert_eq!(new, 2);
+    assert_eq!(store.epoch("thread_fenced").await.unwrap(), 2);
+    let err = store
+        .append_fenced("thread_fenced", &entries[2..], 2, Some("stale"), old)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            StoreError::Fenced { thread_id, epoch: 1, current: 2 } if thread_id == "thread_fenced"
+        ),
+        "{err}"
+    );
+    // Nothing of the stale write landed: neither entries nor state.
+    assert_eq!(
+        store.summary("thread_fenced").await.unwrap().unwrap().rev,
+        2
+    );
+    assert_eq!(
+        store.load_state("thread_fenced").await.unwrap().as_deref(),
+        Some("old")
+    );
+    // An empty fenced append checks the epoch too.
+    assert!(matches!(
+        store
+            .append_fenced("thread_fenced", &[], 2, None, old)
+            .await,
+        Err(StoreError::Fenced { .. })
+    ));
+    // The new owner commits; a stale rev under the right epoch is still a conflict.
+    assert_eq!(
+        store
+            .append_fenced("thread_fenced", &entries[2..], 2, Some("new"), new)
+            .await
+            .unwrap(),
+        4
+    );
+    assert!(matches!(
+        store
+            .append_fenced("thread_fenced", &[], 2, None, new)
+            .await,
+        Err(StoreError::Conflict { current: 4, .. })
+    ));
+    let back = store.load("thread_fenced").await.unwrap().unwrap();
+    assert_eq!(back.to_list(), entries);
+    assert_eq!(
+        store.load_state("thread_fenced").await.unwrap().as_deref(),
+        Some("new")
+    );
+    assert!(matches!(
+        store.claim("thread_nope").await,
+        Err(StoreError::NotFound { .. })
+    ));
+    assert!(matches!(
+        store.append_fenced("thread_nope", &[], 0, None, 1).await,
+        Err(StoreError::NotFound { .. })
+    ));
+
+    // Two owners racing: the stale one loses whatever the order, the claimed one wins.
+    for round in 0..10 {
+        let id = format!("thread_takeover_{round}");
+        let base = conversation(&env, &id);
+        save(store, &base).await;
+        let stale = store.claim(&id).await.unwrap();
+        let fresh = store.claim(&id).await.unwrap();
+        let mut left = base.clone();
+        left.append(&env, NewEntry::note("stale"));
+        let mut right = base.clone();
+        right.append(&env, NewEntry::note("fresh"));
+        let (a, b) = tokio::join!(
+            store.append_fenced(&id, &left.to_list()[4..], 4, None, stale),
+            store.append_fenced(&id, &right.to_list()[4..], 4, None, fresh),
+        );
+        assert!(
+            matches!(a, Err(StoreError::Fenced { .. })),
+            "round {round}: {a:?}"
+        );
+        assert_eq!(b.unwrap(), 5, "round {round}");
+    }
+}
+
 pub(crate) async fn whole_suite(store: Arc<dyn ThreadStore>) {
     state_commits_with_its_entries_or_not_at_all(store.as_ref()).await;
     round_trip_keeps_everything(store.as_ref()).await;
@@ -377,5 +478,6 @@ pub(crate) async fn whole_suite(store: Arc<dyn ThreadStore>) {
     load_after_returns_the_tail(store.as_ref()).await;
     meta_and_delete(store.as_ref()).await;
     create_with_is_all_or_nothing(store.as_ref()).await;
+    a_stale_epoch_cannot_commit_even_at_the_right_rev(store.as_ref()).await;
     two_writers_one_wins(Arc::clone(&store), Arc::clone(&store)).await;
 }

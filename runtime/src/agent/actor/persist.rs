@@ -78,6 +78,8 @@ pub(super) struct Loaded<T> {
     pub(super) saved: Option<Fingerprint>,
     /// The durable bus deliveries committed last.
     pub(super) applied: Vec<String>,
+    /// The fencing epoch claimed for this actor (0 for a thread not stored yet).
+    pub(super) epoch: u64,
 }
 
 /// What a thread actor remembers of the snapshot it last stored: its length and two 64-bit
@@ -155,11 +157,18 @@ where
         })
     }
 
-    /// The state a starting thread actor begins with.
+    /// The state a starting thread actor begins with. A stored thread is claimed first (its
+    /// fencing epoch bumped): from then on a writer still holding it from before cannot commit.
     pub(super) async fn starting_state(&self) -> Result<Loaded<S::State>, StoreError> {
         let env = SYSTEM_ENV;
+        let epoch = match self.core.store.claim(&self.store_id).await {
+            Ok(epoch) => epoch,
+            Err(StoreError::NotFound { .. }) => 0,
+            Err(error) => return Err(error),
+        };
         Ok(match self.load().await? {
             Some(stored) => Loaded {
+                epoch,
                 strategy: match stored.saved {
                     Some(_) => self.agent.strategy.restore(&env, stored.state),
                     None => stored.state,
@@ -170,6 +179,7 @@ where
                 applied: stored.applied,
             },
             None => Loaded {
+                epoch,
                 strategy: self.agent.strategy.init_for_thread(&env, &self.store_id),
                 rev: 0,
                 stored: false,
@@ -182,6 +192,15 @@ where
     /// Replaces the strategy's state with the stored one (another writer moved the thread
     /// on); nothing changes when it cannot be loaded.
     pub(super) async fn reload(&self, state: &mut ThreadState<S>) {
+        // Rejoined at the epoch whoever moved it on left it at (not claimed: a writer whose
+        // request is still in flight keeps its claim; the rev keeps the two from interleaving).
+        match self.core.store.epoch(&self.store_id).await {
+            Ok(epoch) => state.epoch = epoch,
+            Err(error) => {
+                tracing::warn!(thread = %self.store_id, %error, "could not read the thread's epoch to reload it");
+                return;
+            }
+        }
         if let Ok(Some(stored)) = self.load().await {
             state.stored_rev = stored.rev;
             state.stored = true;
@@ -258,11 +277,15 @@ where
             let created = store
                 .create_with(&header, Some(&self.meta()), entries)
                 .await?;
-            state.stored_rev = store.append_with_state(id, &[], created, &snapshot).await?;
+            // Created at epoch 0, which this actor holds until someone claims the thread.
+            state.epoch = 0;
+            state.stored_rev = store
+                .append_fenced(id, &[], created, Some(&snapshot), 0)
+                .await?;
             state.stored = true;
         } else {
             state.stored_rev = store
-                .append_with_state(id, entries, state.stored_rev, &snapshot)
+                .append_fenced(id, entries, state.stored_rev, Some(&snapshot), state.epoch)
                 .await?;
         }
         state.saved = Some(print);

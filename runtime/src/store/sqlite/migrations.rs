@@ -44,8 +44,11 @@ CREATE TABLE entries (
 /// NULL for threads written before it or by another program).
 const V2: &str = "ALTER TABLE threads ADD COLUMN state TEXT;";
 
+/// Version 3: the fencing epoch (`threads.epoch`, 0 until a writer claims the thread).
+const V3: &str = "ALTER TABLE threads ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;";
+
 /// Every migration, in order.
-pub(super) const MIGRATIONS: &[&str] = &[V1, V2];
+pub(super) const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// The schema version this build writes and reads.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
