@@ -201,3 +201,28 @@ async fn an_emit_to_the_bus_reaches_another_agents_consumer() {
     sender.ask("emit:e2").await.unwrap();
     assert_eq!(report_of(&receiver, 2).await, vec!["e1", "e2"]);
 }
+
+#[tokio::test]
+async fn replies_reach_a_consumer_of_the_durable_bus() {
+    let bus = LocalBus::default();
+    let runtime = runtime(Arc::new(MemoryStore::new()), Some(bus.clone()));
+    let asked = runtime
+        .spawn(AgentSpec::new("asked", Ledger))
+        .await
+        .unwrap();
+    let watcher = runtime
+        .spawn(AgentSpec::new("watcher", Ledger).consume(ConsumerSpec::new(
+            "watcher",
+            "agent.completed".parse().unwrap(),
+        )))
+        .await
+        .unwrap();
+    let reply = asked.ask("report").await.unwrap();
+    // The watcher's own report replies reach it too, after the one it was asked about.
+    let seen = report_of(&watcher, 1).await;
+    assert_eq!(
+        seen.first().map(String::as_str),
+        Some(reply.signal.id().as_str()),
+        "{seen:?}"
+    );
+}

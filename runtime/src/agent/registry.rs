@@ -58,7 +58,7 @@ pub(crate) struct RuntimeCore {
     /// Where agents' durable consumers consume: the builder's durable bus, else the
     /// in-process bus behind the same trait ([`crate::bus::LocalBus`]).
     pub(crate) signal_bus: Arc<dyn crate::bus::SignalBus>,
-    /// The durable bus the runtime was built with, which `Emit`s to the bus also reach.
+    /// The durable bus the runtime was built with, which `Emit`s to the bus and replies also reach.
     pub(crate) external_bus: Option<super::durable::ExternalBus>,
 }
 

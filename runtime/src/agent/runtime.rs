@@ -100,7 +100,7 @@ impl RuntimeBuilder {
     }
 
     /// A durable bus (NATS JetStream: `motet_jetstream::JetStreamBus`) beside the in-process
-    /// one: `Emit`s to the bus are also published on it, in order, each until the bus confirms
+    /// one: `Emit`s to the bus and replies are also published on it, in order, each until the bus confirms
     /// it, and agents' [`AgentSpec::consume`] consumers consume from it. Without one, consumers
     /// consume the in-process bus (nothing outlives the process).
     pub fn signal_bus(mut self, bus: Arc<dyn SignalBus>) -> Self {

@@ -300,6 +300,7 @@ where
                     }
                 }
                 self.core.bus.publish(&signal);
+                self.core.publish_durable(&signal);
             }
             Directive::Schedule(schedule) => {
                 let me = myself.clone();
