@@ -189,7 +189,11 @@ impl JetStreamBus {
     /// # Errors
     /// [`BusError::Consumer`] for a name that cannot be a durable name;
     /// [`BusError::Unavailable`] when the server does not answer.
-    pub async fn dead_letters(&self, name: &str, limit: usize) -> Result<Vec<DeadLetter>, BusError> {
+    pub async fn dead_letters(
+        &self,
+        name: &str,
+        limit: usize,
+    ) -> Result<Vec<DeadLetter>, BusError> {
         let durable = subject::durable_name(name).map_err(|e| consumer_error(name, e))?;
         let config = &self.inner.config;
         let stream = self
@@ -243,7 +247,8 @@ impl JetStreamBus {
 
     async fn start(&self, spec: &ConsumerSpec) -> Result<Box<dyn Inbox>, BusError> {
         let config = &self.inner.config;
-        let durable = subject::durable_name(&spec.name).map_err(|e| consumer_error(&spec.name, e))?;
+        let durable =
+            subject::durable_name(&spec.name).map_err(|e| consumer_error(&spec.name, e))?;
         let Filter { subjects, local } = subject::filter_for(&config.subject_prefix, &spec.pattern);
         let max_in_flight = spec.max_in_flight.max(1);
         let (filter_subject, filter_subjects) = match <[String; 1]>::try_from(subjects) {
@@ -309,13 +314,17 @@ impl JetStreamBus {
 
     async fn send(&self, signal: &Signal) -> Result<Published, BusError> {
         let id = signal.id().as_str().to_owned();
-        let (headers, payload) = wire::encode(signal, &subject::message_id(signal))
-            .map_err(|reason| BusError::Encode {
-                id: id.clone(),
-                reason,
+        let (headers, payload) =
+            wire::encode(signal, &subject::message_id(signal)).map_err(|reason| {
+                BusError::Encode {
+                    id: id.clone(),
+                    reason,
+                }
             })?;
-        let subject =
-            subject::subject_for(&self.inner.config.subject_prefix, signal.signal_type().as_str());
+        let subject = subject::subject_for(
+            &self.inner.config.subject_prefix,
+            signal.signal_type().as_str(),
+        );
         let not_confirmed = |reason: String| BusError::NotConfirmed {
             id: id.clone(),
             reason,

@@ -132,7 +132,9 @@ impl JetStreamInbox {
                     // reconnect by itself).
                     let fatal = matches!(
                         e.kind(),
-                        Kind::ConsumerDeleted | Kind::PushBasedConsumer | Kind::RequestLimitExceeded
+                        Kind::ConsumerDeleted
+                            | Kind::PushBasedConsumer
+                            | Kind::RequestLimitExceeded
                     );
                     self.ended = fatal;
                     let reason = format!("consumer {}: {e}", self.dead.consumer);

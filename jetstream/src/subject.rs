@@ -150,7 +150,10 @@ mod tests {
 
     #[test]
     fn literal_and_single_wildcard_patterns_map_token_for_token() {
-        assert_eq!(filter("agent.request"), (subjects(&["P.agent.request"]), false));
+        assert_eq!(
+            filter("agent.request"),
+            (subjects(&["P.agent.request"]), false)
+        );
         assert_eq!(filter("task.*.done"), (subjects(&["P.task.*.done"]), false));
         assert_eq!(filter("*"), (subjects(&["P.*"]), false));
     }
@@ -192,8 +195,20 @@ mod tests {
     #[test]
     fn filters_accept_exactly_the_pattern_matches() {
         let patterns = [
-            "a", "a.b", "*", "a.*", "*.b", "a.**", "**", "**.b", "a.**.b", "a.*.**", "**.a.**",
-            "a.**.b.**", "*.**.*", "a.**.**.b",
+            "a",
+            "a.b",
+            "*",
+            "a.*",
+            "*.b",
+            "a.**",
+            "**",
+            "**.b",
+            "a.**.b",
+            "a.*.**",
+            "**.a.**",
+            "a.**.b.**",
+            "*.**.*",
+            "a.**.**.b",
         ];
         let types = [
             "a", "b", "a.b", "a.c", "b.b", "a.b.c", "a.x.b", "a.b.b", "x.a.y", "a.x.y.b", "c.a",
@@ -219,7 +234,10 @@ mod tests {
                 let server = f.subjects.iter().any(|s| nats_matches(s, &subject));
                 let accepted = server && (!f.local || p.matches(&t));
                 assert_eq!(accepted, p.matches(&t), "{text} vs {ty}: {f:?}");
-                assert!(server || !p.matches(&t), "{text} vs {ty}: server drops a match");
+                assert!(
+                    server || !p.matches(&t),
+                    "{text} vs {ty}: server drops a match"
+                );
             }
         }
     }
@@ -227,7 +245,10 @@ mod tests {
     #[test]
     fn durable_names_escape_what_nats_refuses_and_stay_distinct() {
         assert_eq!(durable_name("worker-1_a").as_deref(), Ok("worker-1_a"));
-        assert_eq!(durable_name("agent.worker").as_deref(), Ok("agent~2Eworker"));
+        assert_eq!(
+            durable_name("agent.worker").as_deref(),
+            Ok("agent~2Eworker")
+        );
         assert_eq!(durable_name("a b*>/~").as_deref(), Ok("a~20b~2A~3E~2F~7E"));
         assert_eq!(durable_name("é").as_deref(), Ok("~C3~A9"));
         assert_ne!(durable_name("a.b"), durable_name("a_b"));
@@ -249,6 +270,9 @@ mod tests {
         assert_ne!(a, message_id(&make("/a", "2", "x.y")));
         assert_ne!(a, message_id(&make("/b", "1", "x.y")));
         // `/a1` + `` can not be told from `/a` + `1` without the length.
-        assert_ne!(message_id(&make("/a1", "2", "x")), message_id(&make("/a", "12", "x")));
+        assert_ne!(
+            message_id(&make("/a1", "2", "x")),
+            message_id(&make("/a", "12", "x"))
+        );
     }
 }

@@ -47,7 +47,12 @@ pub fn header<'a>(headers: Option<&'a HeaderMap>, name: &str) -> Option<&'a str>
 
 /// Whether `media` (parameters allowed) is JSON: `application/json` or a `+json` type.
 fn is_json(media: &str) -> bool {
-    let essence = media.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let essence = media
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     essence == "application/json" || essence.ends_with("+json")
 }
 
@@ -65,14 +70,24 @@ pub fn decode(headers: Option<&HeaderMap>, payload: &[u8]) -> Result<Signal, Str
             .starts_with("application/cloudevents")
     });
     let binary = !structured
-        && headers.is_some_and(|h| h.iter().any(|(name, _)| ce_attribute(name.as_ref()).is_some()));
+        && headers.is_some_and(|h| {
+            h.iter()
+                .any(|(name, _)| ce_attribute(name.as_ref()).is_some())
+        });
     if binary {
         return decode_binary(headers, content_type, payload);
     }
     if let Some(media) = content_type.filter(|_| structured) {
-        let essence = media.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+        let essence = media
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
         if essence != STRUCTURED_CONTENT_TYPE {
-            return Err(format!("unsupported event format `{media}` (only {STRUCTURED_CONTENT_TYPE})"));
+            return Err(format!(
+                "unsupported event format `{media}` (only {STRUCTURED_CONTENT_TYPE})"
+            ));
         }
     }
     let text = std::str::from_utf8(payload)
@@ -99,7 +114,9 @@ fn decode_binary(
             continue;
         };
         if attribute == "data" || attribute == "data_base64" || attribute == "datacontenttype" {
-            return Err(format!("`{name}` is not an attribute header in binary mode"));
+            return Err(format!(
+                "`{name}` is not an attribute header in binary mode"
+            ));
         }
         if let Some(value) = values.last() {
             envelope.insert(attribute, Value::String(value.as_str().to_owned()));
@@ -110,10 +127,11 @@ fn decode_binary(
     }
     if !payload.is_empty() {
         let json = match content_type {
-            Some(media) if is_json(media) => Some(
-                serde_json::from_slice::<Value>(payload)
-                    .map_err(|e| format!("the payload is not the JSON its content type says: {e}"))?,
-            ),
+            Some(media) if is_json(media) => {
+                Some(serde_json::from_slice::<Value>(payload).map_err(|e| {
+                    format!("the payload is not the JSON its content type says: {e}")
+                })?)
+            }
             // No content type: JSON if it reads as JSON, otherwise bytes.
             None => serde_json::from_slice::<Value>(payload).ok(),
             Some(_) => None,
@@ -151,7 +169,10 @@ mod tests {
     fn a_structured_message_round_trips_with_its_typed_extensions() {
         let sent = signal();
         let (headers, payload) = encode(&sent, "mid").unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(header(Some(&headers), "CONTENT-TYPE"), Some(STRUCTURED_CONTENT_TYPE));
+        assert_eq!(
+            header(Some(&headers), "CONTENT-TYPE"),
+            Some(STRUCTURED_CONTENT_TYPE)
+        );
         assert_eq!(header(Some(&headers), "nats-msg-id"), Some("mid"));
         let back = decode(Some(&headers), &payload).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(back, sent);
@@ -210,10 +231,18 @@ mod tests {
         missing.insert("ce-type", "a.b");
         let err = decode(Some(&missing), b"").unwrap_err();
         assert!(err.contains("id"), "{err}");
-        assert!(decode(None, b"plain text").unwrap_err().contains("not a CloudEvents envelope"));
+        assert!(
+            decode(None, b"plain text")
+                .unwrap_err()
+                .contains("not a CloudEvents envelope")
+        );
         assert!(decode(None, &[0xff, 0xfe]).unwrap_err().contains("UTF-8"));
         let mut other_format = HeaderMap::new();
         other_format.insert("content-type", "application/cloudevents+avro");
-        assert!(decode(Some(&other_format), b"{}").unwrap_err().contains("unsupported"));
+        assert!(
+            decode(Some(&other_format), b"{}")
+                .unwrap_err()
+                .contains("unsupported")
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! The JetStream bus against a real server (scripts/nats.sh; `skipped:` without one): durable
 //! consumers, redelivery and dead letters, replay, duplicates, both CloudEvents content modes,
 //! and patterns the server cannot filter alone.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
 
 mod common;
 
@@ -36,7 +37,10 @@ async fn a_consumer_stopped_while_a_thousand_signals_are_published_gets_all_of_t
     while seen.len() < 1000 {
         let delivered = next(&mut inbox).await;
         assert_eq!(delivered.attempt, 1);
-        assert!(seen.insert(delivered.signal.id().as_str().to_owned()), "twice: {delivered:?}");
+        assert!(
+            seen.insert(delivered.signal.id().as_str().to_owned()),
+            "twice: {delivered:?}"
+        );
         ok(delivered.settle(Settle::Ack).await);
     }
     let expected: BTreeSet<String> = (0..1000).map(|n| format!("work.item-{n}")).collect();
@@ -56,26 +60,49 @@ async fn a_signal_failed_max_deliver_times_goes_to_the_dead_letters() {
     let published = ok(bus.publish(&signal("job.run", 1)).await);
     for attempt in 1..=3 {
         let delivered = next(&mut inbox).await;
-        assert_eq!((delivered.attempt, Some(delivered.sequence)), (attempt, published.sequence));
+        assert_eq!(
+            (delivered.attempt, Some(delivered.sequence)),
+            (attempt, published.sequence)
+        );
         let decision = settle(Err("boom"), delivered.attempt, &spec);
-        assert_eq!(matches!(decision, Settle::DeadLetter(_)), attempt == 3, "{decision:?}");
+        assert_eq!(
+            matches!(decision, Settle::DeadLetter(_)),
+            attempt == 3,
+            "{decision:?}"
+        );
         ok(delivered.settle(decision).await);
     }
-    assert!(next_within(&mut inbox, QUIET).await.is_none(), "delivered after its dead letter");
+    assert!(
+        next_within(&mut inbox, QUIET).await.is_none(),
+        "delivered after its dead letter"
+    );
     let dead = ok(bus.dead_letters("failing", 10).await);
     assert_eq!(dead.len(), 1, "{dead:?}");
     let letter = &dead[0];
     assert_eq!(Some(letter.sequence), published.sequence);
     assert_eq!(letter.consumer, "failing");
-    assert!(letter.reason.contains("failed 3 of 3 deliveries: boom"), "{}", letter.reason);
-    assert_eq!(letter.signal.as_ref().map(|s| s.id().as_str()), Some("job.run-1"));
-    assert!(letter.subject.ends_with(".signals.job.run"), "{}", letter.subject);
+    assert!(
+        letter.reason.contains("failed 3 of 3 deliveries: boom"),
+        "{}",
+        letter.reason
+    );
+    assert_eq!(
+        letter.signal.as_ref().map(|s| s.id().as_str()),
+        Some("job.run-1")
+    );
+    assert!(
+        letter.subject.ends_with(".signals.job.run"),
+        "{}",
+        letter.subject
+    );
     assert!(ok(bus.dead_letters("someone-else", 10).await).is_empty());
 }
 
 #[tokio::test]
 async fn a_new_consumer_replays_from_a_sequence_or_a_time_and_an_old_one_resumes() {
-    let Some(bus) = bus("replay").await else { return };
+    let Some(bus) = bus("replay").await else {
+        return;
+    };
     let mut sequences = Vec::new();
     let mut cut = SystemTime::now();
     for n in 0..10 {
@@ -88,13 +115,20 @@ async fn a_new_consumer_replays_from_a_sequence_or_a_time_and_an_old_one_resumes
         sequences.push(published.sequence.unwrap_or_else(|| panic!("no sequence")));
     }
     let from_sequence = StartAt::Sequence(sequences[4]);
-    for (name, start, first) in [("by-seq", from_sequence, 4), ("by-time", StartAt::Time(cut), 6)] {
+    for (name, start, first) in [
+        ("by-seq", from_sequence, 4),
+        ("by-time", StartAt::Time(cut), 6),
+    ] {
         let spec = ConsumerSpec::new(name, pattern("log.line")).starting_at(start);
         let mut inbox = ok(bus.consume(&spec).await);
-        for n in first..10 {
+        for (n, sequence) in sequences.iter().enumerate().skip(first) {
             let delivered = next(&mut inbox).await;
-            assert_eq!(delivered.signal.id().as_str(), format!("log.line-{n}"), "{name}");
-            assert_eq!(delivered.sequence, sequences[n], "{name}");
+            assert_eq!(
+                delivered.signal.id().as_str(),
+                format!("log.line-{n}"),
+                "{name}"
+            );
+            assert_eq!(delivered.sequence, *sequence, "{name}");
             ok(delivered.settle(Settle::Ack).await);
         }
         assert!(next_within(&mut inbox, QUIET).await.is_none(), "{name}");
@@ -102,7 +136,10 @@ async fn a_new_consumer_replays_from_a_sequence_or_a_time_and_an_old_one_resumes
         // Coming back under the same name resumes where it was, whatever `start` says now.
         let again = spec.clone().starting_at(StartAt::All);
         let mut inbox = ok(bus.consume(&again).await);
-        assert!(next_within(&mut inbox, QUIET).await.is_none(), "{name} replayed again");
+        assert!(
+            next_within(&mut inbox, QUIET).await.is_none(),
+            "{name} replayed again"
+        );
     }
     let spec = ConsumerSpec::new("everything", pattern("log.*")).starting_at(StartAt::All);
     let mut inbox = ok(bus.consume(&spec).await);
@@ -131,7 +168,9 @@ async fn the_same_source_and_id_published_twice_is_delivered_once() {
 
 #[tokio::test]
 async fn binary_mode_ce_headers_are_read_in_any_case() {
-    let Some(bus) = bus("binary").await else { return };
+    let Some(bus) = bus("binary").await else {
+        return;
+    };
     let spec = ConsumerSpec::new("reader", pattern("ext.*")).starting_at(StartAt::All);
     let js = async_nats::jetstream::new(bus.client().clone());
     let mut headers = async_nats::HeaderMap::new();
@@ -150,7 +189,10 @@ async fn binary_mode_ce_headers_are_read_in_any_case() {
     assert_eq!((s.id().as_str(), s.source()), ("raw-1", "/elsewhere"));
     assert_eq!(s.signal_type().as_str(), "ext.event");
     assert_eq!(s.thread_id(), Some("t-1"));
-    assert_eq!(s.data(), &SignalData::Json(serde_json::json!({"hello": "world"})));
+    assert_eq!(
+        s.data(),
+        &SignalData::Json(serde_json::json!({"hello": "world"}))
+    );
     ok(delivered.settle(Settle::Ack).await);
 }
 
@@ -164,7 +206,10 @@ async fn a_message_that_is_not_a_signal_goes_to_the_dead_letters_not_to_the_cons
     headers.insert("Content-Type", STRUCTURED_CONTENT_TYPE);
     headers.insert("X-Trace", "kept");
     let junk = bytes::Bytes::from_static(b"{\"specversion\":\"1.0\",\"id\":\"x\"}");
-    let stored = ok(ok(js.publish_with_headers(subject, headers, junk.clone()).await).await);
+    let stored = ok(ok(js
+        .publish_with_headers(subject, headers, junk.clone())
+        .await)
+    .await);
     ok(bus.publish(&signal("real.one", 1)).await);
     let mut inbox = ok(bus.consume(&spec).await);
     let delivered = next(&mut inbox).await;
@@ -175,18 +220,44 @@ async fn a_message_that_is_not_a_signal_goes_to_the_dead_letters_not_to_the_cons
     assert_eq!(dead[0].sequence, stored.sequence);
     assert_eq!(dead[0].payload, junk);
     assert!(dead[0].signal.is_none());
-    assert!(dead[0].reason.starts_with("not a signal:"), "{}", dead[0].reason);
+    assert!(
+        dead[0].reason.starts_with("not a signal:"),
+        "{}",
+        dead[0].reason
+    );
     assert!(dead[0].reason.contains("source"), "{}", dead[0].reason);
 }
 
 #[tokio::test]
 async fn double_stars_anywhere_deliver_exactly_what_the_pattern_matches() {
-    let Some(bus) = bus("pattern").await else { return };
-    let types = ["a", "a.done", "a.x.done", "a.x.y.done", "a.x.other", "b.done", "ab.done"];
+    let Some(bus) = bus("pattern").await else {
+        return;
+    };
+    let types = [
+        "a",
+        "a.done",
+        "a.x.done",
+        "a.x.y.done",
+        "a.x.other",
+        "b.done",
+        "ab.done",
+    ];
     let cases = [
-        ("middle", "a.**.done", vec!["a.done", "a.x.done", "a.x.y.done"]),
-        ("trailing", "a.**", vec!["a", "a.done", "a.x.done", "a.x.y.done", "a.x.other"]),
-        ("leading", "**.done", vec!["a.done", "a.x.done", "a.x.y.done", "b.done", "ab.done"]),
+        (
+            "middle",
+            "a.**.done",
+            vec!["a.done", "a.x.done", "a.x.y.done"],
+        ),
+        (
+            "trailing",
+            "a.**",
+            vec!["a", "a.done", "a.x.done", "a.x.y.done", "a.x.other"],
+        ),
+        (
+            "leading",
+            "**.done",
+            vec!["a.done", "a.x.done", "a.x.y.done", "b.done", "ab.done"],
+        ),
         ("one", "a.*", vec!["a.done"]),
     ];
     let mut inboxes = Vec::new();
@@ -206,7 +277,11 @@ async fn double_stars_anywhere_deliver_exactly_what_the_pattern_matches() {
         assert_eq!(&got, expected, "{text}");
         // What the server let through and the pattern did not match was acknowledged.
         let state = ok(bus.consumer_state(name).await);
-        assert_eq!((state.pending, state.in_flight), (0, 0), "{text}: {state:?}");
+        assert_eq!(
+            (state.pending, state.in_flight),
+            (0, 0),
+            "{text}: {state:?}"
+        );
     }
 }
 
@@ -217,13 +292,20 @@ async fn scenario(bus: &dyn SignalBus, name: &str) -> Vec<(String, u32)> {
         .with_max_deliver(2)
         .with_backoff(vec![Duration::from_millis(20)]);
     let mut inbox = ok(bus.consume(&spec).await);
-    for (n, ty) in ["order.placed", "order.paid", "audit.note", "order.shipped"].iter().enumerate() {
+    for (n, ty) in ["order.placed", "order.paid", "audit.note", "order.shipped"]
+        .iter()
+        .enumerate()
+    {
         ok(bus.publish(&signal(ty, n)).await);
     }
     let mut seen = Vec::new();
     while let Some(delivered) = next_within(&mut inbox, QUIET).await {
         let id = delivered.signal.id().as_str().to_owned();
-        let outcome = if id == "order.paid-1" && delivered.attempt == 1 { Err("flaky") } else { Ok(()) };
+        let outcome = if id == "order.paid-1" && delivered.attempt == 1 {
+            Err("flaky")
+        } else {
+            Ok(())
+        };
         seen.push((id, delivered.attempt));
         let decision = settle(outcome, delivered.attempt, &spec);
         ok(delivered.settle(decision).await);
@@ -234,7 +316,9 @@ async fn scenario(bus: &dyn SignalBus, name: &str) -> Vec<(String, u32)> {
 
 #[tokio::test]
 async fn local_and_jetstream_buses_deliver_the_same_scenario_alike() {
-    let Some(jetstream) = bus("alike").await else { return };
+    let Some(jetstream) = bus("alike").await else {
+        return;
+    };
     let local = scenario(&LocalBus::default(), "same").await;
     let remote = scenario(&jetstream, "same").await;
     assert_eq!(local, remote);

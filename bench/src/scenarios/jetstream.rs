@@ -64,7 +64,11 @@ fn wire_forms(
         .iter()
         .map(|s| {
             let (headers, payload) = wire::encode(s, &subject::message_id(s))?;
-            Ok((subject::subject_for(prefix, s.signal_type().as_str()), headers, payload))
+            Ok((
+                subject::subject_for(prefix, s.signal_type().as_str()),
+                headers,
+                payload,
+            ))
         })
         .collect()
 }
@@ -118,7 +122,8 @@ async fn bus_throughput(bus: &JetStreamBus) -> Result<Duration, String> {
         acks.spawn(delivered.settle(Settle::Ack));
     }
     while let Some(done) = acks.join_next().await {
-        done.map_err(|e| e.to_string())?.map_err(|e| e.to_string())?;
+        done.map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
     }
     let elapsed = start.elapsed();
     while let Some(done) = publishers.join_next().await {
@@ -140,7 +145,10 @@ async fn bus_latency(bus: &JetStreamBus) -> Result<Vec<Duration>, String> {
             Ok(None) | Err(_) => return Err("the bus consumer stalled".into()),
         };
         samples.push(start.elapsed());
-        delivered.settle(Settle::Ack).await.map_err(|e| e.to_string())?;
+        delivered
+            .settle(Settle::Ack)
+            .await
+            .map_err(|e| e.to_string())?;
     }
     Ok(samples)
 }
@@ -152,7 +160,10 @@ async fn floor_consumer(
     prefix: &str,
     name: &str,
 ) -> Result<async_nats::jetstream::consumer::pull::Stream, String> {
-    let stream = js.get_stream(stream_name).await.map_err(|e| e.to_string())?;
+    let stream = js
+        .get_stream(stream_name)
+        .await
+        .map_err(|e| e.to_string())?;
     let consumer: PullConsumer = stream
         .create_consumer(pull::Config {
             durable_name: Some(name.to_owned()),
@@ -281,10 +292,14 @@ async fn all(url: &str, tag: &str) -> Result<Vec<Report>, String> {
     let bus_report = Report::new("jetstream", "bus_throughput", THROUGHPUT as u64, bus_time)
         .with("lanes", LANES)
         .with("max_in_flight", IN_FLIGHT);
-    let floor_report =
-        Report::new("jetstream", "floor_throughput", THROUGHPUT as u64, floor_time)
-            .with("lanes", LANES)
-            .with("max_in_flight", IN_FLIGHT);
+    let floor_report = Report::new(
+        "jetstream",
+        "floor_throughput",
+        THROUGHPUT as u64,
+        floor_time,
+    )
+    .with("lanes", LANES)
+    .with("max_in_flight", IN_FLIGHT);
     let bus_latency = latency_report("bus_latency", bus_samples);
     let floor_latency = latency_report("floor_latency", floor_samples);
     let vs = ratio(bus_report.ns_per_op(), floor_report.ns_per_op());
