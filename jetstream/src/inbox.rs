@@ -57,7 +57,10 @@ impl DeadLetters {
         let mut headers = HeaderMap::new();
         for (name, values) in original.headers.iter().flat_map(HeaderMap::iter) {
             let text: &str = name.as_ref();
-            if text.len() >= 5 && text[..5].eq_ignore_ascii_case("nats-") {
+            if text
+                .get(..5)
+                .is_some_and(|head| head.eq_ignore_ascii_case("nats-"))
+            {
                 continue;
             }
             for value in values {
