@@ -332,3 +332,63 @@ async fn local_and_jetstream_buses_deliver_the_same_scenario_alike() {
         ]
     );
 }
+
+#[tokio::test]
+async fn a_delivery_never_settled_comes_again_after_ack_wait_then_goes_to_the_dead_letters() {
+    let Some(bus) = bus("unsettled").await else {
+        return;
+    };
+    let spec = ConsumerSpec::new("crashy", pattern("task.*"))
+        .with_max_deliver(2)
+        .with_ack_wait(Duration::from_millis(300));
+    let mut inbox = ok(bus.consume(&spec).await);
+    ok(bus.publish(&signal("task.hard", 1)).await);
+    for attempt in 1..=2 {
+        // Its holder dies with it: never settled.
+        let delivered = next(&mut inbox).await;
+        assert_eq!(delivered.attempt, attempt);
+        drop(delivered);
+    }
+    // The third delivery is past max_deliver: the inbox dead-letters it instead of handing it out.
+    assert!(
+        next_within(&mut inbox, Duration::from_secs(1))
+            .await
+            .is_none()
+    );
+    let dead = ok(bus.dead_letters("crashy", 10).await);
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    assert!(
+        dead[0].reason.contains("without being settled"),
+        "{}",
+        dead[0].reason
+    );
+    let state = ok(bus.consumer_state("crashy").await);
+    assert_eq!((state.pending, state.in_flight), (0, 0), "{state:?}");
+}
+
+#[tokio::test]
+async fn a_consumer_coming_back_with_another_pattern_keeps_its_place() {
+    let Some(bus) = bus("repattern").await else {
+        return;
+    };
+    let first = ConsumerSpec::new("shifting", pattern("a.*")).starting_at(StartAt::All);
+    ok(bus.publish(&signal("a.one", 1)).await);
+    ok(bus.publish(&signal("b.one", 2)).await);
+    let mut inbox = ok(bus.consume(&first).await);
+    let delivered = next(&mut inbox).await;
+    assert_eq!(delivered.signal.id().as_str(), "a.one-1");
+    ok(delivered.settle(Settle::Ack).await);
+    drop(inbox);
+    // Now it wants everything: what it acknowledged stays acknowledged, and it goes on from its
+    // place (whether the b.one it skipped under the old filter comes is the server's business).
+    let second = ConsumerSpec::new("shifting", pattern("**"));
+    let mut inbox = ok(bus.consume(&second).await);
+    ok(bus.publish(&signal("b.two", 3)).await);
+    let mut got = Vec::new();
+    while let Some(delivered) = next_within(&mut inbox, QUIET).await {
+        got.push(delivered.signal.id().as_str().to_owned());
+        ok(delivered.settle(Settle::Ack).await);
+    }
+    assert!(!got.contains(&"a.one-1".to_owned()), "{got:?}");
+    assert_eq!(got.last().map(String::as_str), Some("b.two-3"), "{got:?}");
+}
