@@ -140,7 +140,7 @@ start() {
   if listening "$PORT"; then die "something else is listening on port $PORT"; fi
   if listening "$HTTP_PORT"; then die "something else is listening on port $HTTP_PORT"; fi
   mkdir -p "$RUN"
-  local store; store="$(mktemp -d "${TMPDIR:-/tmp}/motet-nats-$PORT.XXXXXX")"
+  local store; store="$(mktemp -d "$RUN/store-$PORT.XXXXXX")"
   echo "$store" >"$STOREFILE"
   echo "$PORT" >"$RUN/last-port"
   : >"$LOG"
