@@ -6,6 +6,7 @@ mod agents;
 mod append;
 mod bus;
 mod cache;
+mod jetstream;
 mod pg_append;
 mod prefix;
 mod project;
@@ -31,8 +32,12 @@ pub(crate) const ALL: &[(&str, RunFn)] = &[
 ];
 
 /// Scenarios that need an external server (a llama.cpp server named by `MOTET_LOCAL_LLM_URL`,
-/// PostgreSQL named by `MOTET_DATABASE_URL`): run only when named, never by `all`.
-pub(crate) const ON_REQUEST: &[(&str, RunFn)] =
-    &[("cache", cache::run), ("pg_append", pg_append::run)];
+/// PostgreSQL named by `MOTET_DATABASE_URL`, NATS named by `MOTET_NATS_URL`): run only when
+/// named, never by `all`.
+pub(crate) const ON_REQUEST: &[(&str, RunFn)] = &[
+    ("cache", cache::run),
+    ("pg_append", pg_append::run),
+    ("jetstream", jetstream::run),
+];
 
 pub(crate) use agents::react_child;
