@@ -103,15 +103,19 @@ async fn consume(
         let Some(core) = core.upgrade() else {
             return;
         };
+        // Into the thread's mailbox from here, in the order the bus delivered them; only the
+        // waits for their commits run side by side.
+        let (committed, answer) = oneshot::channel();
+        let msg = ThreadMsg::Delivered {
+            signal: delivered.signal.clone(),
+            committed,
+        };
+        let sent = core.send(&agent, DEFAULT_THREAD, msg).await;
+        drop(core);
         let spec = Arc::clone(&spec);
         let agent = agent.clone();
         tokio::spawn(async move {
-            let (committed, answer) = oneshot::channel();
-            let msg = ThreadMsg::Delivered {
-                signal: delivered.signal.clone(),
-                committed,
-            };
-            let handled = match core.send(&agent, DEFAULT_THREAD, msg).await {
+            let handled = match sent {
                 Ok(()) => answer.await.unwrap_or_else(|_| {
                     Err("the agent's thread stopped before committing it".to_owned())
                 }),
@@ -129,6 +133,7 @@ async fn consume(
             drop(permit);
         });
     }
+    tracing::info!(%agent, consumer = %spec.name, "a durable consumer ended: the bus closed it");
 }
 
 /// Puts signals on the durable bus one at a time, in the order they were handed over, each
