@@ -11,9 +11,13 @@
 //! - [`providers`] — streaming LLM clients for four dialects, with exact reasoning replay.
 //! - [`runtime`] — agent actors, supervision, registry, stores, telemetry.
 //! - `mcp` — MCP servers' tools as motet tools (cargo feature `mcp`, on by default).
+//! - `jetstream` — the durable signal bus on NATS JetStream (cargo feature `jetstream`, off by
+//!   default; docs/bus.md).
 
 pub use motet_agents as agents;
 pub use motet_directives as directives;
+#[cfg(feature = "jetstream")]
+pub use motet_jetstream as jetstream;
 #[cfg(feature = "mcp")]
 pub use motet_mcp as mcp;
 pub use motet_providers as providers;

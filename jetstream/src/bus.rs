@@ -81,6 +81,9 @@ fn consumer_error(name: &str, reason: impl std::fmt::Display) -> BusError {
     }
 }
 
+/// The environment variable [`JetStreamBus::from_env`] reads: the NATS server's URL.
+pub const NATS_URL_VAR: &str = "MOTET_NATS_URL";
+
 impl JetStreamBus {
     /// Connects to the NATS server at `url` (`nats://host:port`) and creates, or updates to
     /// `config`, the signals' and the dead letters' streams. The client reconnects by itself for
@@ -98,6 +101,18 @@ impl JetStreamBus {
             .await
             .map_err(|e| unavailable(format!("connecting to {url}: {e}")))?;
         Self::with_client(client, config).await
+    }
+
+    /// The bus at `MOTET_NATS_URL` with `config`, or `None` when the variable is unset or
+    /// empty (the runtime then keeps its in-process bus).
+    ///
+    /// # Errors
+    /// As [`JetStreamBus::connect`].
+    pub async fn from_env(config: JetStreamConfig) -> Result<Option<Self>, BusError> {
+        match std::env::var(NATS_URL_VAR) {
+            Ok(url) if !url.trim().is_empty() => Self::connect(url.trim(), config).await.map(Some),
+            _ => Ok(None),
+        }
     }
 
     /// The bus over a client already connected.

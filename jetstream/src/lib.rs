@@ -40,6 +40,6 @@ mod inbox;
 pub mod subject;
 pub mod wire;
 
-pub use bus::{ConsumerState, DeadLetter, JetStreamBus};
+pub use bus::{ConsumerState, DeadLetter, JetStreamBus, NATS_URL_VAR};
 pub use config::{JetStreamConfig, StreamLimits};
 pub use inbox::{DEAD_CONSUMER, DEAD_REASON, DEAD_SEQUENCE, DEAD_SUBJECT};

@@ -217,3 +217,18 @@ async fn an_emit_reaches_another_agents_consumer_through_the_server() {
     sending.shutdown().await;
     receiving.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bus_comes_from_motet_nats_url() {
+    let Some(url) = common::nats_url() else {
+        return;
+    };
+    // The variable is read as the test process has it: set (CI, this test's own guard above).
+    assert_eq!(std::env::var(motet_jetstream::NATS_URL_VAR).ok(), Some(url));
+    let bus = JetStreamBus::from_env(common::config("fromenv"))
+        .await
+        .unwrap()
+        .expect("MOTET_NATS_URL is set");
+    let published = bus.publish(&common::signal("work.item", 1)).await.unwrap();
+    assert!(published.sequence.is_some());
+}
