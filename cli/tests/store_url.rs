@@ -83,8 +83,25 @@ fn a_question_asked_on_postgres_is_read_back_by_every_command() {
     let answer = reply["answer"].as_str().unwrap().trim().to_owned();
     assert_eq!(reply["thread"], "pg");
     // The thread was locked under the cache folder, not beside a file.
-    assert!(home.path().join(".cache/motet/locks").is_dir());
+    let locks: Vec<_> = std::fs::read_dir(home.path().join(".cache/motet/locks"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    assert_eq!(locks.len(), 1, "{locks:?}");
     assert!(!home.path().join(".local/share/motet").exists());
+    // While another process holds that lock, a question on the thread is refused unwritten.
+    {
+        let _held = motet_cli::lock::ThreadLock::acquire(&locks[0], "cli/pg").unwrap();
+        let mut again = motet(&home, &["--db", &db.url, "run", "Again?", "--thread", "pg"]);
+        again.env("MOTET_LOCAL_LLM_URL", &llm);
+        let refused = run(again);
+        assert_eq!(refused.status.code(), Some(4), "{}", stderr(&refused));
+        assert!(
+            stderr(&refused).contains("thread `cli/pg` is busy"),
+            "{}",
+            stderr(&refused)
+        );
+    }
 
     // Every other command finds it through MOTET_DATABASE_URL alone.
     let with_env = |args: &[&str]| {
@@ -102,6 +119,7 @@ fn a_question_asked_on_postgres_is_read_back_by_every_command() {
     let show = with_env(&["threads", "show", "pg"]);
     let text = stdout(&show);
     assert!(text.contains("thread cli/pg · "), "{text}");
+    assert!(!text.contains("Again?"), "{text}");
     assert!(text.contains("user: What is 2 + 3?"), "{text}");
     assert!(
         text.contains(answer.lines().next().unwrap_or("")),
