@@ -1,7 +1,6 @@
-//! The CLI's agent: one ReAct agent named `cli` over the SQLite store, and the thread ids
+//! The CLI's agent: one ReAct agent named `cli` over the thread store, and the thread ids
 //! users type.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use motet::agents::{FailureReason, LlmErrorKind, ReAct, ReActConfig, ReactCompleted, ReactFailed};
@@ -10,7 +9,7 @@ use motet::mcp::McpClient;
 use motet::providers::Providers;
 use motet::runtime::agent::Answer;
 use motet::runtime::agent::{AgentHandle, AgentSpec, AskError, Runtime};
-use motet::runtime::store::{SqliteStore, StoreError};
+use motet::runtime::store::ThreadStore;
 use motet::runtime::tool::ToolSet;
 
 use crate::calculator;
@@ -80,28 +79,6 @@ pub fn shown_thread(thread: &str) -> String {
     display_id(&format!("{AGENT}/{thread}")).to_owned()
 }
 
-/// Opens the store at `db`.
-///
-/// # Errors
-/// [`CliError::Store`] when the file is not a motet store or cannot be opened.
-pub async fn open_store(db: &Path) -> Result<Arc<SqliteStore>, CliError> {
-    Ok(Arc::new(SqliteStore::open(db).await?))
-}
-
-/// Opens the store at `db` for reading only (`threads list`, `show`, `export`): a store this
-/// user may only read can still be read, and nothing is created. `None` when there is no
-/// file at `db` yet.
-///
-/// # Errors
-/// [`CliError::Store`] when the file is not a motet store or cannot be read.
-pub async fn read_store(db: &Path) -> Result<Option<Arc<SqliteStore>>, CliError> {
-    match SqliteStore::open_read_only(db).await {
-        Ok(store) => Ok(Some(Arc::new(store))),
-        Err(StoreError::Missing { .. }) => Ok(None),
-        Err(e) => Err(e.into()),
-    }
-}
-
 /// A runtime over `store` running the `cli` agent as `settings` say.
 ///
 /// # Errors
@@ -109,7 +86,7 @@ pub async fn read_store(db: &Path) -> Result<Option<Arc<SqliteStore>>, CliError>
 /// when the agent cannot start.
 pub async fn start(
     settings: &Settings,
-    store: Arc<SqliteStore>,
+    store: Arc<dyn ThreadStore>,
 ) -> Result<(Runtime, AgentHandle), CliError> {
     let providers =
         Providers::new(settings.providers.clone()).map_err(|e| CliError::ProviderConfig {

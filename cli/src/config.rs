@@ -3,7 +3,7 @@
 //! | setting | flag | environment | file key | default |
 //! |---|---|---|---|---|
 //! | model | `--model` | `MOTET_MODEL` | `model` | chosen from the environment ([`choose_model`]) |
-//! | store | `--db` | — | `db` | `<data dir>/motet/motet.db` |
+//! | store | `--db` | `MOTET_DATABASE_URL` | `db` | `<data dir>/motet/motet.db` |
 //! | base URLs | — | `OPENAI_BASE_URL`, … | `[base_urls]` | each provider's own |
 //! | API keys | — | `OPENAI_API_KEY`, … | never in the file | — |
 //! | context policy | — | — | `context` | `auto` (from the model's window) |
@@ -33,6 +33,7 @@ use motet::providers::{ProviderKind, ProvidersConfig, models};
 use serde::Deserialize;
 
 use crate::calculator;
+use crate::db::Db;
 use crate::error::CliError;
 
 /// The file read from the current directory when `--config` is not given.
@@ -65,7 +66,7 @@ const PRESETS: &str = "auto, default, short, long or tool-focused";
 pub struct FileConfig {
     /// `provider:model`.
     pub model: Option<String>,
-    /// The SQLite store.
+    /// The thread store: a SQLite path or a store URL (`postgres://...`).
     pub db: Option<PathBuf>,
     /// A context policy preset.
     pub context: Option<String>,
@@ -245,14 +246,22 @@ impl Loaded {
         }
     }
 
-    /// The store file: `--db`, else the file's `db`, else `<data dir>/motet/motet.db` (its
-    /// folder created).
+    /// The thread store: `--db`, else `MOTET_DATABASE_URL` (through `env`), else the file's
+    /// `db`, else `<data dir>/motet/motet.db` (its folder created). Each is a SQLite path or a
+    /// store URL ([`crate::db`]).
     ///
     /// # Errors
-    /// [`CliError::DataDir`] when the default folder cannot be made.
-    pub fn db_path(&self, flag: Option<&Path>) -> Result<PathBuf, CliError> {
-        if let Some(path) = flag.or(self.file.db.as_deref()) {
-            return Ok(path.to_path_buf());
+    /// [`CliError::DataDir`] when the default folder cannot be made; [`CliError::BadFlag`],
+    /// [`CliError::Environment`] or [`CliError::ConfigFile`] for a setting that names no store.
+    pub fn db(
+        &self,
+        flag: Option<&Path>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Db, CliError> {
+        let config = self.path.as_deref().unwrap_or(Path::new(CONFIG_FILE));
+        let file = self.file.db.as_deref().map(|db| (db, config));
+        if let Some(db) = crate::db::chosen(flag, env, file)? {
+            return Ok(db);
         }
         let dir = dirs::data_dir()
             .unwrap_or_else(|| PathBuf::from("."))
@@ -261,7 +270,7 @@ impl Loaded {
             path: dir.clone(),
             source,
         })?;
-        Ok(dir.join("motet.db"))
+        Ok(Db::file(dir.join("motet.db")))
     }
 
     /// Everything an agent needs, with `env` standing for the process environment.

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use motet::runtime::store::StoreError;
+use motet::runtime::store::{OpenStoreError, StoreError};
 
 /// A command's failure. The message names what was wrong (the key and file, the model ref, the
 /// URL, the thread); [`CliError::exit_code`] tells scripts which kind of failure it was.
@@ -58,6 +58,9 @@ pub enum CliError {
     /// The thread store cannot be opened or read.
     #[error("thread store: {0}")]
     Store(#[from] StoreError),
+    /// The thread store a URL names cannot be opened (the message names it, password hidden).
+    #[error("{0}")]
+    OpenStore(Box<OpenStoreError>),
     /// The store's folder cannot be created.
     #[error("cannot create {}: {source}", path.display())]
     DataDir {
@@ -76,12 +79,12 @@ pub enum CliError {
         reason: String,
     },
     /// No thread of that id in the store.
-    #[error("no thread `{thread}` in {}", db.display())]
+    #[error("no thread `{thread}` in {store}")]
     UnknownThread {
         /// The store id looked up (`<agent>/<thread>`).
         thread: String,
-        /// The store file.
-        db: PathBuf,
+        /// The store: its file, or its URL with the password hidden.
+        store: String,
     },
     /// The model's server could not be reached.
     #[error("cannot reach the model server at {url}: {message}")]
@@ -129,6 +132,12 @@ pub enum CliError {
     NotWaiting(String),
 }
 
+impl From<OpenStoreError> for CliError {
+    fn from(error: OpenStoreError) -> Self {
+        Self::OpenStore(Box::new(error))
+    }
+}
+
 impl CliError {
     /// The process exit code: 1 a request or stream failed, 3 configuration, 4 the store or
     /// a thread in it (2 is a bad command line, as clap reports it).
@@ -147,6 +156,7 @@ impl CliError {
             | Self::NoModel
             | Self::Telemetry(_) => 3,
             Self::Store(_)
+            | Self::OpenStore(_)
             | Self::DataDir { .. }
             | Self::UnknownThread { .. }
             | Self::ThreadBusy { .. } => 4,

@@ -4,7 +4,8 @@
 //!
 //! # Layout
 //! - [`config`] — `motet.toml`, the environment and flags, resolved into [`config::Settings`].
-//! - [`agent`] — the `cli` agent over the SQLite store; thread ids as users type them.
+//! - [`db`] — which thread store (`--db`, `MOTET_DATABASE_URL`, ...), opened and locked.
+//! - [`agent`] — the `cli` agent over the thread store; thread ids as users type them.
 //! - [`calculator`] — the built-in tool.
 //! - [`render`] — entries and thread lists as text.
 //! - [`escape`] — control characters in model text and ids shown, not obeyed by the terminal.
@@ -16,6 +17,7 @@ pub mod agent;
 pub mod calculator;
 pub mod commands;
 pub mod config;
+pub mod db;
 pub mod error;
 pub mod escape;
 pub mod input;

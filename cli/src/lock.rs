@@ -1,6 +1,7 @@
 //! One `motet` process at a time on a thread: a command that asks on a thread (`run`, each
 //! question of `chat`, `resume`) holds an operating-system lock on a file for that thread, beside
-//! the store (`<store>.locks/<hash of the thread id>.lock`), until its answer is in. A second
+//! the store (`<store>.locks/<hash of the thread id>.lock`; for a server store, under this
+//! user's cache folder: [`crate::db::Db::lock`]), until its answer is in. A second
 //! process asking on the same thread meanwhile is refused at once, before it writes anything —
 //! two of them used to answer on one thread together, and the second one's model saw the first
 //! one's unanswered question. The lock dies with its process, so a `motet` killed in the middle
@@ -18,13 +19,14 @@ pub struct ThreadLock {
 }
 
 impl ThreadLock {
-    /// Takes the lock on `thread` of the store at `db`, without waiting.
+    /// Takes the lock on `thread` whose lock file is in `folder` (made if missing), without
+    /// waiting.
     ///
     /// # Errors
     /// [`CliError::ThreadBusy`] when another process holds it; [`CliError::Io`] when the lock
     /// file cannot be made.
-    pub fn acquire(db: &Path, thread: &str) -> Result<Self, CliError> {
-        let path = lock_path(db, thread);
+    pub fn acquire(folder: &Path, thread: &str) -> Result<Self, CliError> {
+        let path = lock_path(folder, thread);
         if let Some(folder) = path.parent() {
             std::fs::create_dir_all(folder).map_err(|source| CliError::Io {
                 what: format!("cannot create {}", folder.display()),
@@ -56,13 +58,12 @@ impl ThreadLock {
 /// The lock file of `thread`: named by a hash, so any thread id (slashes, control characters,
 /// 64 KiB of it) makes a plain file name. FNV-1a, fixed forever, so every version of motet
 /// finds the same file.
-fn lock_path(db: &Path, thread: &str) -> PathBuf {
-    let mut folder = db.as_os_str().to_owned();
-    folder.push(".locks");
-    PathBuf::from(folder).join(format!("{:016x}.lock", fnv1a(thread.as_bytes())))
+fn lock_path(folder: &Path, thread: &str) -> PathBuf {
+    folder.join(format!("{:016x}.lock", fnv1a(thread.as_bytes())))
 }
 
-fn fnv1a(bytes: &[u8]) -> u64 {
+/// FNV-1a of `bytes` (64 bits).
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| {
         (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
     })
@@ -75,7 +76,7 @@ mod tests {
     #[test]
     fn a_held_thread_is_refused_and_free_again_once_dropped() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let db = dir.path().join("motet.db");
+        let db = dir.path().join("motet.db.locks");
         let held = ThreadLock::acquire(&db, "cli/notes").unwrap_or_else(|e| panic!("{e}"));
         // Another open file description, as another process has: refused.
         assert!(matches!(
@@ -90,8 +91,8 @@ mod tests {
     }
 
     #[test]
-    fn any_thread_id_makes_a_plain_file_name_beside_the_store() {
-        let db = Path::new("/data/motet.db");
+    fn any_thread_id_makes_a_plain_file_name_in_the_folder() {
+        let db = Path::new("/data/motet.db.locks");
         for id in ["cli/a/b", "cli/\u{1b}]0;x\u{7}", &"x".repeat(70_000)] {
             let path = lock_path(db, id);
             assert_eq!(path.parent(), Some(Path::new("/data/motet.db.locks")));

@@ -16,7 +16,7 @@ use motet_cli::escape::{self, Mode};
 ///
 /// The agent is a ReAct agent named `cli` with one built-in tool, `calculator`: arithmetic
 /// with `+ - * / % ^`, parentheses, sqrt abs ln exp floor ceil round. Its threads are stored
-/// in a SQLite file as `cli/<thread>`; everywhere a thread id is asked for, `default` and
+/// (in a SQLite file, or the PostgreSQL database --db names) as `cli/<thread>`; everywhere a thread id is asked for, `default` and
 /// `cli/default` mean the same thread, and an id with a `/` is the whole `<agent>/<thread>`.
 ///
 /// Exit codes: 0 success, 1 the request or stream failed, 2 bad command line, 3 configuration
@@ -24,9 +24,10 @@ use motet_cli::escape::{self, Mode};
 #[derive(Debug, Parser)]
 #[command(name = "motet", version, about, long_about)]
 struct Cli {
-    /// The SQLite thread store [default: motet/motet.db under the user data directory, e.g.
-    /// ~/.local/share/motet/motet.db].
-    #[arg(long, global = true, value_name = "PATH")]
+    /// The thread store: a SQLite file's path, or a URL (postgres://user@host:port/db,
+    /// sqlite://PATH, memory:) [default: MOTET_DATABASE_URL, else motet.toml's `db`, else
+    /// motet/motet.db under the user data directory, e.g. ~/.local/share/motet/motet.db].
+    #[arg(long, global = true, value_name = "PATH|URL")]
     db: Option<PathBuf>,
     /// The configuration file [default: ./motet.toml when it exists].
     #[arg(long, global = true, value_name = "PATH")]
@@ -228,8 +229,8 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
         return commands::transcript::run(dialect, file);
     }
     let loaded = Loaded::read(cli.config.as_deref())?;
-    let db = loaded.db_path(cli.db.as_deref())?;
     let env = |name: &str| std::env::var(name).ok();
+    let db = loaded.db(cli.db.as_deref(), &env)?;
     let mode = Mode::for_stdout(cli.raw);
     match cli.command {
         Command::Run {

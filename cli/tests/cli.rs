@@ -1324,11 +1324,15 @@ fn a_second_process_asking_on_a_busy_thread_is_refused_before_it_writes() {
     assert_fails(&output, 4, &["thread `cli/t1` is busy"]);
     assert_eq!(questions_in(&sandbox.db(), "cli/t1"), ["first question"]);
     // Other threads are free meanwhile, and the lock dies with its process.
-    assert!(motet_cli::lock::ThreadLock::acquire(&sandbox.db(), "cli/t2").is_ok());
-    assert!(motet_cli::lock::ThreadLock::acquire(&sandbox.db(), "cli/t1").is_err());
+    assert!(motet_cli::db::Db::file(sandbox.db()).lock("cli/t2").is_ok());
+    assert!(
+        motet_cli::db::Db::file(sandbox.db())
+            .lock("cli/t1")
+            .is_err()
+    );
     first.kill().unwrap();
     first.wait().unwrap();
-    assert!(motet_cli::lock::ThreadLock::acquire(&sandbox.db(), "cli/t1").is_ok());
+    assert!(motet_cli::db::Db::file(sandbox.db()).lock("cli/t1").is_ok());
 }
 
 /// The call id `motet pending` shows on its first line.

@@ -15,6 +15,19 @@
 //! The model: `--model provider:model` or `MOTET_MODEL`; otherwise the first of an API key in
 //! the environment (OpenAI, Anthropic, Gemini) or a local OpenAI-compatible server
 //! (`MOTET_LOCAL_LLM_URL`, then ports 8089 and 8080 on this machine).
+//!
+//! The threads: `--store memory` (the default) keeps them in memory; `--store sqlite` in a
+//! SQLite file in the swarm's temporary folder (deleted at the end); `--store postgres` in the
+//! PostgreSQL database `MOTET_DATABASE_URL` names; any store URL works too
+//! (`--store postgres://user@host:5432/db`, `--store sqlite://swarm.db`). Every entry is
+//! committed there before its directives run. Each task's thread is named after the task and
+//! attempt, so give a persistent store a fresh database (or file) per run: a second run on the
+//! same one would continue the first run's threads.
+//!
+//! ```text
+//! eval "$(bash scripts/postgres.sh env)"   # after `bash scripts/postgres.sh start`
+//! cargo run --release --example swarm -- --agents 20 --store postgres
+//! ```
 
 mod coordinator;
 mod worker;
@@ -69,6 +82,29 @@ struct Args {
     /// Print the summary as one JSON object (and nothing else) on stdout.
     #[arg(long)]
     json: bool,
+    /// Where the threads are stored: memory, sqlite (a file in the swarm's temporary folder),
+    /// postgres (the database MOTET_DATABASE_URL names), or a store URL
+    /// (postgres://..., sqlite://PATH).
+    #[arg(long, default_value = "memory", value_name = "STORE")]
+    store: String,
+}
+
+/// The store URL `--store` means, given the swarm's folder and `MOTET_DATABASE_URL`.
+fn store_url(
+    store: &str,
+    folder: &std::path::Path,
+    database_url: Option<String>,
+) -> Result<String, String> {
+    match store {
+        "memory" => Ok("memory:".to_owned()),
+        "sqlite" => Ok(format!("sqlite://{}", folder.join("swarm.db").display())),
+        "postgres" => database_url.ok_or_else(|| {
+            "--store postgres takes the database from MOTET_DATABASE_URL, which is not set \
+             (bash scripts/postgres.sh start prints a URL), or give --store postgres://..."
+                .to_owned()
+        }),
+        url => Ok(url.to_owned()),
+    }
 }
 
 fn fraction(text: &str) -> Result<f64, String> {
@@ -143,9 +179,18 @@ async fn swarm(
         .concurrency
         .map_or(if choice.local { 8 } else { 64 }, |c| c as usize);
     let providers = Providers::new(choice.config.clone()).map_err(|e| e.to_string())?;
+    let url = store_url(
+        &args.store,
+        &folder,
+        motet::runtime::store::database_url_from(&|name| std::env::var(name).ok()),
+    )?;
+    let store = motet::runtime::store::open_store(&url)
+        .await
+        .map_err(|e| e.to_string())?;
     let runtime = Runtime::builder()
         .llm(Arc::new(providers))
         .llm_concurrency(choice.model.provider(), concurrency)
+        .store(store.clone())
         .build()
         .map_err(|e| e.to_string())?;
 
@@ -220,8 +265,11 @@ async fn swarm(
     runtime.shutdown().await;
 
     let report: Report = reply.data_as().map_err(|e| e.to_string())?;
+    let stored_threads = store.list().await.map_err(|e| e.to_string())?.len();
     Ok(Summary {
         model: choice.model.to_string(),
+        store: motet::runtime::store::redact(&url),
+        stored_threads,
         agents,
         wall,
         report,
@@ -405,6 +453,10 @@ async fn local_server() -> Option<(String, String)> {
 /// What the run comes to.
 struct Summary {
     model: String,
+    /// The store's URL, its password hidden.
+    store: String,
+    /// The threads the store holds at the end.
+    stored_threads: usize,
     agents: usize,
     wall: Duration,
     report: Report,
@@ -476,6 +528,8 @@ impl Summary {
             .collect();
         serde_json::json!({
             "model": self.model,
+            "store": self.store,
+            "stored_threads": self.stored_threads,
             "agents": self.agents,
             "tasks": r.outcomes.len(),
             "answered": self.answered(),
@@ -498,6 +552,10 @@ impl Summary {
         let r = &self.report;
         let rows = [
             ("model", self.model.clone()),
+            (
+                "store",
+                format!("{} ({} threads)", self.store, self.stored_threads),
+            ),
             ("agents", self.agents.to_string()),
             (
                 "requests",
@@ -539,5 +597,30 @@ impl Summary {
                 c.answers_correct
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_names_become_urls() {
+        let folder = std::path::Path::new("/tmp/swarm");
+        let pg = "postgres://motet@127.0.0.1:5432/motet".to_owned();
+        assert_eq!(
+            store_url("memory", folder, Some(pg.clone())),
+            Ok("memory:".to_owned())
+        );
+        assert_eq!(
+            store_url("sqlite", folder, None),
+            Ok("sqlite:///tmp/swarm/swarm.db".to_owned())
+        );
+        assert_eq!(
+            store_url("postgres", folder, Some(pg.clone())),
+            Ok(pg.clone())
+        );
+        assert!(store_url("postgres", folder, None).is_err());
+        assert_eq!(store_url(&pg, folder, None), Ok(pg));
     }
 }

@@ -6,7 +6,8 @@
 //! - [`bus`] — durable signal buses: the [`bus::SignalBus`] trait a broker implements (named
 //!   consumers, acknowledgement after commit, redelivery, dead letters), the pure redelivery
 //!   decision and [`bus::LocalBus`], the in-process default.
-//! - [`store`] — thread persistence: the `ThreadStore` trait, in-memory and SQLite stores.
+//! - [`store`] — thread persistence: the `ThreadStore` trait, in-memory, SQLite and PostgreSQL
+//!   stores, and `open_store` choosing one by URL (`MOTET_DATABASE_URL`).
 //! - [`supervisor`] — OTP restart strategies, restart types and intensity; the restart decision
 //!   is a pure, tested function.
 //! - `testing` (feature `test-utils`) — a scripted model for logic tests.

@@ -35,6 +35,7 @@
 
 mod error;
 mod memory;
+mod open;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod rows;
@@ -50,6 +51,10 @@ use serde::{Deserialize, Serialize};
 
 pub use error::StoreError;
 pub use memory::MemoryStore;
+pub use open::{
+    ACCEPTED_URLS, DATABASE_URL_VAR, OpenStoreError, StoreUrl, StoreUrlError, database_url_from,
+    open_store, redact, store_from_env,
+};
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresConfig, PostgresStore, SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION};
 pub use sqlite::{Durability, SCHEMA_VERSION, SqliteConfig, SqliteStore};

@@ -6,22 +6,21 @@
 //! leave.
 
 use std::io::Write;
-use std::path::Path;
 use std::sync::Arc;
 
 use motet::agents::EntryBody;
 use motet::agents::Waiting;
 use motet::directives::{Pause, Response};
 use motet::runtime::agent::{AgentHandle, AskOptions, DeltaKind, Ticket, TicketEvent};
-use motet::runtime::store::{SqliteStore, ThreadStore};
+use motet::runtime::store::ThreadStore;
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 
 use crate::agent::{self, AGENT, agent_thread};
 use crate::config::Settings;
+use crate::db::Db;
 use crate::error::CliError;
 use crate::escape::{self, Mode};
-use crate::lock::ThreadLock;
 use crate::render;
 
 const HELP: &str = "commands: /reset (forget this thread), /threads (list them), /thread ID \
@@ -33,8 +32,8 @@ const HELP: &str = "commands: /reset (forget this thread), /threads (list them),
 /// # Errors
 /// [`CliError::ThreadId`]; store and runtime failures, and reading the terminal; a failed
 /// answer is shown in the status line and the chat goes on.
-pub async fn run(settings: &Settings, db: &Path, thread: &str, mode: Mode) -> Result<(), CliError> {
-    let store = agent::open_store(db).await?;
+pub async fn run(settings: &Settings, db: &Db, thread: &str, mode: Mode) -> Result<(), CliError> {
+    let store = db.open().await?;
     let (runtime, agent) = agent::start(settings, store.clone()).await?;
     let mut chat = Chat {
         agent,
@@ -43,7 +42,7 @@ pub async fn run(settings: &Settings, db: &Path, thread: &str, mode: Mode) -> Re
         thread: agent_thread(thread)?.to_owned(),
         status: "ready".to_owned(),
         mode,
-        db: db.to_path_buf(),
+        db: db.clone(),
     };
     let outcome = chat.lines().await;
     runtime.shutdown().await;
@@ -52,13 +51,13 @@ pub async fn run(settings: &Settings, db: &Path, thread: &str, mode: Mode) -> Re
 
 struct Chat {
     agent: AgentHandle,
-    store: Arc<SqliteStore>,
+    store: Arc<dyn ThreadStore>,
     settings: Settings,
     thread: String,
     status: String,
     mode: Mode,
-    /// The store's path, beside which each question locks its thread.
-    db: std::path::PathBuf,
+    /// The store, whose lock on the thread each question holds.
+    db: Db,
 }
 
 /// What woke the question loop.
@@ -212,7 +211,7 @@ impl Chat {
     ) {
         // Held until the answer is in: another motet process asking on this thread meanwhile
         // is refused.
-        let _lock = match ThreadLock::acquire(&self.db, &format!("{AGENT}/{}", self.thread)) {
+        let _lock = match self.db.lock(&format!("{AGENT}/{}", self.thread)) {
             Ok(lock) => lock,
             Err(e) => {
                 self.status = format!("failed: {e}");

@@ -1,25 +1,23 @@
 //! `motet pending`, `approve`, `reject`, `answer`: the tool calls that wait for a person, read
 //! from the store (after a crash too), and the response that lets their request go on.
 
-use std::path::Path;
-
 use motet::agents::Waiting;
 use motet::directives::{Pause, Response};
 use motet::runtime::agent::waiting_in;
 
 use crate::agent::{self, AGENT, display_id};
 use crate::config::Settings;
+use crate::db::Db;
 use crate::error::CliError;
 use crate::escape::{self, Mode};
-use crate::lock::ThreadLock;
 
 /// Prints every waiting call of the store, one per line, oldest first.
 ///
 /// # Errors
 /// [`CliError::Store`] when the store cannot be read; [`CliError::Runtime`] for a stored state
 /// the runtime cannot read.
-pub async fn list(db: &Path, mode: Mode) -> Result<(), CliError> {
-    let Some(store) = agent::read_store(db).await? else {
+pub async fn list(db: &Db, mode: Mode) -> Result<(), CliError> {
+    let Some(store) = db.read().await? else {
         println!("nothing waits for a person");
         return Ok(());
     };
@@ -63,12 +61,12 @@ pub fn line(w: &Waiting, mode: Mode) -> String {
 /// response; a failed request as [`agent::ask_failure`] words it; store and runtime failures.
 pub async fn respond(
     settings: &Settings,
-    db: &Path,
+    db: &Db,
     call: &str,
     response: Response,
     mode: Mode,
 ) -> Result<(), CliError> {
-    let store = agent::open_store(db).await?;
+    let store = db.open().await?;
     let waiting = waiting_in(store.as_ref(), Some(AGENT))
         .await
         .map_err(|e| CliError::Runtime(e.to_string()))?;
@@ -82,7 +80,7 @@ pub async fn respond(
             }
         )));
     };
-    let _lock = ThreadLock::acquire(db, &format!("{AGENT}/{}", w.thread))?;
+    let _lock = db.lock(&format!("{AGENT}/{}", w.thread))?;
     let (runtime, _agent) = agent::start(settings, store).await?;
     let outcome = async {
         // The request stopped with the process that ran it: this one carries it on.

@@ -1,16 +1,13 @@
 //! `motet resume`: carry on with a thread whose request was cut short.
 
-use std::path::Path;
-
 use motet::agents::{EntryBody, Thread};
 use motet::directives::AssistantBlock;
-use motet::runtime::store::ThreadStore;
 
 use crate::agent::{self, agent_thread, store_id};
 use crate::config::Settings;
+use crate::db::Db;
 use crate::error::CliError;
 use crate::escape::Mode;
-use crate::lock::ThreadLock;
 use crate::render;
 
 /// Resumes `thread` and prints what it owed, then what was done (the answer and the entries
@@ -19,14 +16,14 @@ use crate::render;
 /// # Errors
 /// [`CliError::ThreadId`], [`CliError::UnknownThread`]; a failed resumed request as
 /// [`agent::ask_failure`] words it.
-pub async fn run(settings: &Settings, db: &Path, thread: &str, mode: Mode) -> Result<(), CliError> {
-    let store = agent::open_store(db).await?;
+pub async fn run(settings: &Settings, db: &Db, thread: &str, mode: Mode) -> Result<(), CliError> {
+    let store = db.open().await?;
     let full = store_id(thread);
-    let _lock = ThreadLock::acquire(db, &full)?;
+    let _lock = db.lock(&full)?;
     let Some(before) = store.load(&full).await? else {
         return Err(CliError::UnknownThread {
             thread: full,
-            db: db.to_path_buf(),
+            store: db.to_string(),
         });
     };
     println!("owed: {}", mode.text(&owed(&before)));
@@ -66,14 +63,14 @@ pub async fn run(settings: &Settings, db: &Path, thread: &str, mode: Mode) -> Re
     Ok(())
 }
 
-/// Fails unless `thread` is one of the agent's threads in the store at `db`.
+/// Fails unless `thread` is one of the agent's threads in the store `db`.
 ///
 /// # Errors
 /// [`CliError::ThreadId`], [`CliError::UnknownThread`], [`CliError::Store`].
-pub async fn check(db: &Path, thread: &str) -> Result<(), CliError> {
+pub async fn check(db: &Db, thread: &str) -> Result<(), CliError> {
     agent_thread(thread)?;
     let full = store_id(thread);
-    let summary = match agent::read_store(db).await? {
+    let summary = match db.read().await? {
         Some(store) => store.summary(&full).await?,
         None => None,
     };
@@ -81,7 +78,7 @@ pub async fn check(db: &Path, thread: &str) -> Result<(), CliError> {
         Some(_) => Ok(()),
         None => Err(CliError::UnknownThread {
             thread: full,
-            db: db.to_path_buf(),
+            store: db.to_string(),
         }),
     }
 }

@@ -1,14 +1,12 @@
 //! `motet run`: one question, one answer.
 
-use std::path::Path;
-
 use motet::runtime::agent::{AskOptions, NEW_THREAD};
 
 use crate::agent::{self, AGENT, agent_thread};
 use crate::config::Settings;
+use crate::db::Db;
 use crate::error::CliError;
 use crate::escape::{self, Mode};
-use crate::lock::ThreadLock;
 
 /// Asks `question` on `thread` and prints the answer as `mode` says (or one JSON object with
 /// `json`, its control characters written as JSON escapes).
@@ -18,17 +16,17 @@ use crate::lock::ThreadLock;
 /// runtime failures.
 pub async fn run(
     settings: &Settings,
-    db: &Path,
+    db: &Db,
     question: &str,
     thread: &str,
     json: bool,
     mode: Mode,
 ) -> Result<(), CliError> {
     let thread = agent_thread(thread)?;
-    let store = agent::open_store(db).await?;
+    let store = db.open().await?;
     // A fresh thread is nobody else's; any other is held until the answer is in.
     let _lock = (thread != NEW_THREAD)
-        .then(|| ThreadLock::acquire(db, &format!("{AGENT}/{thread}")))
+        .then(|| db.lock(&format!("{AGENT}/{thread}")))
         .transpose()?;
     let (runtime, agent) = agent::start(settings, store).await?;
     let options = AskOptions {

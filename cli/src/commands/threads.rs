@@ -1,12 +1,11 @@
 //! `motet threads`: list, show, export and delete stored threads.
 
 use std::io::Write as _;
-use std::path::Path;
 
 use motet::agents::Thread;
-use motet::runtime::store::ThreadStore;
 
-use crate::agent::{self, store_id};
+use crate::agent::store_id;
+use crate::db::Db;
 use crate::error::CliError;
 use crate::escape::{self, Mode};
 use crate::render;
@@ -15,13 +14,13 @@ use crate::render;
 ///
 /// # Errors
 /// [`CliError::Store`] when the store cannot be opened or read.
-pub async fn list(db: &Path) -> Result<(), CliError> {
-    let threads = match agent::read_store(db).await? {
+pub async fn list(db: &Db) -> Result<(), CliError> {
+    let threads = match db.read().await? {
         Some(store) => store.list().await?,
         None => Vec::new(),
     };
     if threads.is_empty() {
-        out(&format!("no threads in {}\n", db.display()))?;
+        out(&format!("no threads in {db}\n"))?;
     } else {
         out(&render::thread_table(&threads))?;
     }
@@ -32,7 +31,7 @@ pub async fn list(db: &Path) -> Result<(), CliError> {
 ///
 /// # Errors
 /// [`CliError::UnknownThread`], [`CliError::Store`].
-pub async fn show(db: &Path, id: &str, mode: Mode) -> Result<(), CliError> {
+pub async fn show(db: &Db, id: &str, mode: Mode) -> Result<(), CliError> {
     let thread = load(db, id).await?;
     let usage = thread.usage();
     out(&format!(
@@ -53,7 +52,7 @@ pub async fn show(db: &Path, id: &str, mode: Mode) -> Result<(), CliError> {
 ///
 /// # Errors
 /// [`CliError::UnknownThread`], [`CliError::Store`].
-pub async fn export(db: &Path, id: &str, jsonl: bool) -> Result<(), CliError> {
+pub async fn export(db: &Db, id: &str, jsonl: bool) -> Result<(), CliError> {
     let thread = load(db, id).await?;
     let encode_failed = |e: serde_json::Error| CliError::Io {
         what: "cannot encode an entry as JSON".to_owned(),
@@ -96,29 +95,32 @@ fn out(text: &str) -> Result<(), CliError> {
 ///
 /// # Errors
 /// [`CliError::UnknownThread`], [`CliError::Store`].
-pub async fn delete(db: &Path, id: &str) -> Result<(), CliError> {
+pub async fn delete(db: &Db, id: &str) -> Result<(), CliError> {
     let full = store_id(id);
     // No store there: nothing to delete, and none is created to say so.
-    let deleted = db.exists() && agent::open_store(db).await?.delete(&full).await?;
+    let deleted = match db.open_existing().await? {
+        Some(store) => store.delete(&full).await?,
+        None => false,
+    };
     if !deleted {
         return Err(CliError::UnknownThread {
             thread: full,
-            db: db.to_path_buf(),
+            store: db.to_string(),
         });
     }
     println!("deleted thread {}", escape::label(&full));
     Ok(())
 }
 
-/// Thread `id` from the store at `db`, opened for reading only.
-async fn load(db: &Path, id: &str) -> Result<Thread, CliError> {
+/// Thread `id` from the store `db`, opened for reading only.
+async fn load(db: &Db, id: &str) -> Result<Thread, CliError> {
     let full = store_id(id);
-    let thread = match agent::read_store(db).await? {
+    let thread = match db.read().await? {
         Some(store) => store.load(&full).await?,
         None => None,
     };
     thread.ok_or_else(|| CliError::UnknownThread {
         thread: full,
-        db: db.to_path_buf(),
+        store: db.to_string(),
     })
 }

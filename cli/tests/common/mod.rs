@@ -2,7 +2,9 @@
 
 /// Variables that would let a test reach a real provider, pick a model by itself, change its
 /// limits or export its traces: cleared for every `motet` a test runs.
-pub(crate) const CLEARED_VARS: [&str; 21] = [
+pub(crate) const CLEARED_VARS: [&str; 23] = [
+    "MOTET_DATABASE_URL",
+    "XDG_CACHE_HOME",
     "MOTET_MODEL",
     "MOTET_LOCAL_LLM_URL",
     "MOTET_OPENAI_COMPAT_BASE_URL",

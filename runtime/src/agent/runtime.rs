@@ -16,7 +16,7 @@ use super::requests::{FINISHED_REQUESTS_KEPT, RequestRecord, Requests};
 use super::spec::{AgentSpec, DEFAULT_LLM_CONCURRENCY, IntoSpec};
 use super::ticket::Ticket;
 use crate::bus::{LocalBus, SignalBus};
-use crate::store::{MemoryStore, ThreadStore};
+use crate::store::{MemoryStore, OpenStoreError, ThreadStore};
 
 /// Builds a [`Runtime`].
 #[derive(Default)]
@@ -59,6 +59,28 @@ impl RuntimeBuilder {
     pub fn store(mut self, store: Arc<dyn ThreadStore>) -> Self {
         self.store = Some(store);
         self
+    }
+
+    /// The store `url` names, opened now: `postgres://...`, `sqlite://PATH` or a plain path,
+    /// `memory:` ([`crate::store::StoreUrl::parse`]).
+    ///
+    /// # Errors
+    /// [`OpenStoreError`] when the URL names no store or the store cannot be opened.
+    pub async fn store_url(self, url: &str) -> Result<Self, OpenStoreError> {
+        Ok(self.store(crate::store::open_store(url).await?))
+    }
+
+    /// The store `MOTET_DATABASE_URL` names, opened now, as [`store_url`](Self::store_url);
+    /// when the variable is unset or empty the builder is left as it was (in memory, unless
+    /// [`store`](Self::store) gave one).
+    ///
+    /// # Errors
+    /// As [`store_url`](Self::store_url).
+    pub async fn store_from_env(self) -> Result<Self, OpenStoreError> {
+        Ok(match crate::store::store_from_env().await? {
+            Some(store) => self.store(store),
+            None => self,
+        })
     }
 
     /// Registers an agent kind that a strategy's `Spawn` directive can start as its child:

@@ -1,0 +1,239 @@
+//! `motet` on a store named by URL: a PostgreSQL database (through `--db` and through
+//! `MOTET_DATABASE_URL`), and URLs that name no store. The PostgreSQL tests make a database of
+//! their own on the server at `MOTET_DATABASE_URL` (`bash scripts/postgres.sh start`) and print
+//! `skipped:` without it; the one that asks a question needs the local llama.cpp server too
+//! (`MOTET_LOCAL_LLM_URL`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
+
+mod common;
+#[path = "../../runtime/tests/common/pg.rs"]
+mod pg;
+
+use std::process::{Command, Output, Stdio};
+
+use common::CLEARED_VARS;
+use motet::runtime::store::open_store;
+use tempfile::TempDir;
+
+/// `motet args` in a fresh folder (its HOME too, so lock files land there), with no provider,
+/// store or model settings from the environment.
+fn motet(home: &TempDir, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_motet"));
+    for var in CLEARED_VARS {
+        command.env_remove(var);
+    }
+    command
+        .env("HOME", home.path())
+        .current_dir(home.path())
+        .args(args)
+        .stdin(Stdio::null());
+    command
+}
+
+fn run(mut command: Command) -> Output {
+    command.output().unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn tokio() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_question_asked_on_postgres_is_read_back_by_every_command() {
+    let Some(llm) = std::env::var("MOTET_LOCAL_LLM_URL").ok() else {
+        println!("skipped: needs MOTET_LOCAL_LLM_URL (bash scripts/local-llm.sh start)");
+        return;
+    };
+    let rt = tokio();
+    let Some(db) = rt.block_on(pg::TestDb::new("cli")) else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("motet.toml"), "max_tokens = 32\n").unwrap();
+
+    // `--db URL`: the question and its answer go to the server.
+    let mut ask = motet(
+        &home,
+        &[
+            "--db",
+            &db.url,
+            "run",
+            "What is 2 + 3?",
+            "--thread",
+            "pg",
+            "--json",
+        ],
+    );
+    ask.env("MOTET_LOCAL_LLM_URL", &llm);
+    let output = run(ask);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let reply: serde_json::Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    let answer = reply["answer"].as_str().unwrap().trim().to_owned();
+    assert_eq!(reply["thread"], "pg");
+    // The thread was locked under the cache folder, not beside a file.
+    let locks: Vec<_> = std::fs::read_dir(home.path().join(".cache/motet/locks"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    assert_eq!(locks.len(), 1, "{locks:?}");
+    assert!(!home.path().join(".local/share/motet").exists());
+    // While another process holds that lock, a question on the thread is refused unwritten.
+    {
+        let _held = motet_cli::lock::ThreadLock::acquire(&locks[0], "cli/pg").unwrap();
+        let mut again = motet(&home, &["--db", &db.url, "run", "Again?", "--thread", "pg"]);
+        again.env("MOTET_LOCAL_LLM_URL", &llm);
+        let refused = run(again);
+        assert_eq!(refused.status.code(), Some(4), "{}", stderr(&refused));
+        assert!(
+            stderr(&refused).contains("thread `cli/pg` is busy"),
+            "{}",
+            stderr(&refused)
+        );
+    }
+
+    // Every other command finds it through MOTET_DATABASE_URL alone.
+    let with_env = |args: &[&str]| {
+        let mut command = motet(&home, args);
+        command.env("MOTET_DATABASE_URL", &db.url);
+        run(command)
+    };
+    let list = with_env(&["threads", "list"]);
+    assert!(list.status.success(), "{}", stderr(&list));
+    assert!(
+        stdout(&list).lines().any(|l| l.starts_with("pg ")),
+        "{}",
+        stdout(&list)
+    );
+    let show = with_env(&["threads", "show", "pg"]);
+    let text = stdout(&show);
+    assert!(text.contains("thread cli/pg · "), "{text}");
+    assert!(!text.contains("Again?"), "{text}");
+    assert!(text.contains("user: What is 2 + 3?"), "{text}");
+    assert!(
+        text.contains(answer.lines().next().unwrap_or("")),
+        "{answer:?} not in {text}"
+    );
+
+    // The export is the stored thread, entry for entry.
+    let stored = rt.block_on(async {
+        let store = open_store(&db.url).await.unwrap();
+        store.load("cli/pg").await.unwrap().unwrap()
+    });
+    let expected: Vec<serde_json::Value> = stored
+        .to_list()
+        .iter()
+        .map(|e| serde_json::to_value(e).unwrap())
+        .collect();
+    let export = with_env(&["threads", "export", "pg"]);
+    assert!(export.status.success(), "{}", stderr(&export));
+    let lines: Vec<serde_json::Value> = stdout(&export)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines, expected);
+
+    // Nothing is owed; `pending` reads the server too.
+    let mut resume = motet(&home, &["resume", "pg"]);
+    resume
+        .env("MOTET_DATABASE_URL", &db.url)
+        .env("MOTET_LOCAL_LLM_URL", &llm);
+    let resumed = run(resume);
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    assert!(
+        stdout(&resumed).contains("nothing new"),
+        "{}",
+        stdout(&resumed)
+    );
+    let pending = with_env(&["pending"]);
+    assert!(
+        stdout(&pending).contains("nothing waits"),
+        "{}",
+        stdout(&pending)
+    );
+
+    // `--db` wins over the variable: a file there holds no thread.
+    let mut file_list = motet(&home, &["--db", "local.db", "threads", "list"]);
+    file_list.env("MOTET_DATABASE_URL", &db.url);
+    let file_list = run(file_list);
+    assert!(
+        stdout(&file_list).contains("no threads in local.db"),
+        "{}",
+        stdout(&file_list)
+    );
+
+    let delete = with_env(&["threads", "delete", "pg"]);
+    assert!(delete.status.success(), "{}", stderr(&delete));
+    let gone = with_env(&["threads", "show", "pg"]);
+    assert_eq!(gone.status.code(), Some(4));
+    assert!(
+        stderr(&gone).contains("no thread `cli/pg` in postgres://"),
+        "{}",
+        stderr(&gone)
+    );
+    rt.block_on(db.drop_now());
+}
+
+#[test]
+fn urls_naming_no_store_are_refused_without_showing_the_password() {
+    let home = tempfile::tempdir().unwrap();
+    // --db: a bad command line (2).
+    let flag = run(motet(
+        &home,
+        &["--db", "mysql://root:s3cret@db/motet", "threads", "list"],
+    ));
+    assert_eq!(flag.status.code(), Some(2), "{}", stderr(&flag));
+    let err = stderr(&flag);
+    assert!(
+        err.contains("--db") && err.contains("unknown scheme `mysql`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("postgres://") && !err.contains("s3cret"),
+        "{err}"
+    );
+    // The variable: configuration (3).
+    let mut env = motet(&home, &["threads", "list"]);
+    env.env("MOTET_DATABASE_URL", "redis://:s3cret@cache");
+    let env = run(env);
+    assert_eq!(env.status.code(), Some(3), "{}", stderr(&env));
+    assert!(
+        stderr(&env).contains("MOTET_DATABASE_URL"),
+        "{}",
+        stderr(&env)
+    );
+    assert!(!stderr(&env).contains("s3cret"), "{}", stderr(&env));
+    // A server that is not there: the store (4), named without its password.
+    let down = run(motet(
+        &home,
+        &[
+            "--db",
+            "postgres://motet:s3cret@127.0.0.1:1/motet?connect_timeout=2",
+            "threads",
+            "list",
+        ],
+    ));
+    assert_eq!(down.status.code(), Some(4), "{}", stderr(&down));
+    let err = stderr(&down);
+    assert!(
+        err.contains("postgres://motet:***@127.0.0.1:1/motet"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("s3cret") && !err.contains("panicked"),
+        "{err}"
+    );
+    // Nothing was created for any of them.
+    assert!(!home.path().join(".local").exists());
+}
