@@ -28,6 +28,16 @@
 //! eval "$(bash scripts/postgres.sh env)"   # after `bash scripts/postgres.sh start`
 //! cargo run --release --example swarm -- --agents 20 --store postgres
 //! ```
+//!
+//! The answers: `--bus local` (the default) on the in-process bus, to which the coordinator
+//! subscribes; `--bus nats` on NATS JetStream (`MOTET_NATS_URL`, the build's `jetstream`
+//! feature), which the coordinator consumes as a durable consumer of its own — each answer
+//! acknowledged once the coordinator committed it (docs/bus.md).
+//!
+//! ```text
+//! eval "$(bash scripts/nats.sh env)"       # after `bash scripts/nats.sh start`
+//! cargo run --release --features jetstream --example swarm -- --agents 20 --store postgres --bus nats
+//! ```
 
 mod coordinator;
 mod worker;
@@ -45,6 +55,7 @@ use motet::prelude::*;
 use motet::providers::ProviderKind;
 use motet::providers::ProvidersConfig;
 use motet::runtime::agent::{AGENT_STOPPED, THREAD_RESTARTED};
+use motet::runtime::bus::ConsumerSpec;
 use motet::signals::Delivery;
 
 use coordinator::{Batch, Coordinator, PROGRESS, Progress, RUN, Report, Skill, Task};
@@ -87,6 +98,45 @@ struct Args {
     /// (postgres://..., sqlite://PATH).
     #[arg(long, default_value = "memory", value_name = "STORE")]
     store: String,
+    /// Where the answers travel: local (the in-process bus) or nats (NATS JetStream at
+    /// MOTET_NATS_URL; needs the build's `jetstream` feature).
+    #[arg(long, value_enum, default_value_t = BusChoice::Local)]
+    bus: BusChoice,
+}
+
+/// The bus the workers' answers and tool reports reach the coordinator on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum BusChoice {
+    /// The in-process bus: the coordinator subscribes.
+    Local,
+    /// NATS JetStream: the coordinator is a durable consumer, each answer acknowledged once
+    /// the coordinator committed it.
+    Nats,
+}
+
+/// The JetStream bus at `MOTET_NATS_URL`, for `--bus nats`.
+#[cfg(feature = "jetstream")]
+async fn nats_bus() -> Result<Arc<dyn motet::runtime::bus::SignalBus>, String> {
+    use motet::jetstream::{JetStreamBus, JetStreamConfig};
+    match JetStreamBus::from_env(JetStreamConfig::default()).await {
+        Ok(Some(bus)) => Ok(Arc::new(bus)),
+        Ok(None) => Err(
+            "--bus nats takes the server from MOTET_NATS_URL, which is not set \
+                         (bash scripts/nats.sh start prints one)"
+                .to_owned(),
+        ),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Without the `jetstream` feature there is no NATS bus to build.
+#[cfg(not(feature = "jetstream"))]
+async fn nats_bus() -> Result<Arc<dyn motet::runtime::bus::SignalBus>, String> {
+    Err(
+        "--bus nats needs the JetStream bus: cargo run --release --features jetstream \
+         --example swarm -- --bus nats"
+            .to_owned(),
+    )
 }
 
 /// The store URL `--store` means, given the swarm's folder and `MOTET_DATABASE_URL`.
@@ -187,12 +237,14 @@ async fn swarm(
     let store = motet::runtime::store::open_store(&url)
         .await
         .map_err(|e| e.to_string())?;
-    let runtime = Runtime::builder()
+    let mut builder = Runtime::builder()
         .llm(Arc::new(providers))
         .llm_concurrency(choice.model.provider(), concurrency)
-        .store(store.clone())
-        .build()
-        .map_err(|e| e.to_string())?;
+        .store(store.clone());
+    if args.bus == BusChoice::Nats {
+        builder = builder.signal_bus(nats_bus().await?);
+    }
+    let runtime = builder.build().map_err(|e| e.to_string())?;
 
     // Half the workers multiply, half read notes: each skill has its own tool, which the
     // first LLM call of every task must call; after that the model may answer.
@@ -220,17 +272,27 @@ async fn swarm(
         workers.push((name, *skill));
     }
     let pattern = |p: &str| p.parse::<Pattern>().map_err(|e| e.to_string());
-    let coordinator = runtime
-        .spawn(
-            AgentSpec::new("coordinator", Coordinator::new(workers, MAX_ATTEMPTS))
-                .subscribe(pattern("agent.completed")?)
-                .subscribe(pattern("agent.failed")?)
-                .subscribe(pattern(THREAD_RESTARTED)?)
-                .subscribe(pattern(AGENT_STOPPED)?)
-                .subscribe(pattern(TOOL_REPORT)?),
-        )
-        .await
-        .map_err(|e| e.to_string())?;
+    // Restarts and stops are this runtime's own events, always in-process. Answers and tool
+    // reports come over the bus chosen: subscribed to in-process, or consumed from NATS by a
+    // consumer of this run (one consumer of everything, so a task's tool reports come before
+    // its answer, as they were published; what it does not know it ignores).
+    let mut spec = AgentSpec::new("coordinator", Coordinator::new(workers, MAX_ATTEMPTS))
+        .subscribe(pattern(THREAD_RESTARTED)?)
+        .subscribe(pattern(AGENT_STOPPED)?);
+    spec = match args.bus {
+        BusChoice::Local => spec
+            .subscribe(pattern("agent.completed")?)
+            .subscribe(pattern("agent.failed")?)
+            .subscribe(pattern(TOOL_REPORT)?),
+        BusChoice::Nats => {
+            let started = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            let run = format!("swarm-coordinator-{}-{started}", std::process::id());
+            spec.consume(ConsumerSpec::new(run, pattern("**")?))
+        }
+    };
+    let coordinator = runtime.spawn(spec).await.map_err(|e| e.to_string())?;
 
     bar.set_length(task_count as u64);
     let shown = bar.clone();
