@@ -210,7 +210,7 @@ async fn a_writer_whose_thread_was_claimed_cannot_commit_the_rest_of_its_request
     let model_a = Arc::new(GatedModel {
         gate: tokio::sync::Semaphore::new(1),
         started: tokio::sync::Notify::new(),
-        inner: ScriptedModel::new([says("a1"), says("a2, too late")]),
+        inner: ScriptedModel::new([says("a1"), says("a2, too late"), says("a3")]),
     });
     let (runtime_a, a) = process(store.clone(), model_a.clone()).await;
     assert_eq!(a.ask("q1").await.unwrap().text, "a1");
@@ -255,6 +255,16 @@ async fn a_writer_whose_thread_was_claimed_cannot_commit_the_rest_of_its_request
     }
     let stored = store.load("a/default").await.unwrap().unwrap();
     assert_eq!(questions(&stored), ["q1", "= a1", "q2", "= b2"]);
+    // The old owner took the stored thread as it was left: its next question is decided on
+    // it, without claiming it back.
+    model_a.gate.add_permits(1);
+    assert_eq!(a.ask("q3").await.unwrap().text, "a3");
+    let stored = store.load("a/default").await.unwrap().unwrap();
+    assert_eq!(
+        questions(&stored),
+        ["q1", "= a1", "q2", "= b2", "q3", "= a3"]
+    );
+    assert_eq!(store.epoch("a/default").await.unwrap(), 1);
     drop(b);
     runtime_a.shutdown().await;
     runtime_b.shutdown().await;

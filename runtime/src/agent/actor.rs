@@ -527,16 +527,6 @@ where
                 }
                 Err(error) => {
                     let fenced = matches!(error, crate::store::StoreError::Fenced { .. });
-                    if fenced {
-                        // Another writer took the thread over: this actor may not commit again.
-                        // It retires as an idle one does; what reaches its mailbox meanwhile
-                        // goes to its successor, which loads the thread as the other writer left
-                        // it and claims it in turn.
-                        state.retiring = true;
-                        if myself.drain().is_err() {
-                            myself.stop(Some("fenced".to_owned()));
-                        }
-                    }
                     tracing::error!(parent: &handling, agent = %self.agent.name, thread = %self.thread_id, %error, fenced, "could not store the thread; the step's directives are not run");
                     trace::failed(&handling, "store_error", &error.to_string());
                     if let Some(key) = &delivered {
@@ -549,6 +539,14 @@ where
                             message: message.clone(),
                         };
                         self.abandon(state, request, "store_error", &message, failure);
+                    }
+                    if fenced {
+                        // Another writer took the thread over: what this actor held of it is
+                        // no longer the thread. It takes the stored thread as that writer left
+                        // it, at its epoch, without claiming it back (a successor that claimed
+                        // would fence the new owner in turn): a new question is then decided on
+                        // it, and refused as busy while the new owner's request runs.
+                        self.reload(state).await;
                     }
                     return;
                 }
