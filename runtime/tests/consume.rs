@@ -226,3 +226,74 @@ async fn replies_reach_a_consumer_of_the_durable_bus() {
         "{seen:?}"
     );
 }
+
+/// A broker that takes 20 ms to confirm each publish and remembers what it confirmed.
+#[derive(Default)]
+struct SlowBroker {
+    confirmed: std::sync::Mutex<Vec<String>>,
+}
+
+impl SignalBus for SlowBroker {
+    fn publish<'a>(
+        &'a self,
+        signal: &'a Signal,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<motet_runtime::bus::Published, motet_runtime::bus::BusError>,
+    > {
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            self.confirmed
+                .lock()
+                .unwrap()
+                .push(signal.id().as_str().to_owned());
+            Ok(motet_runtime::bus::Published::default())
+        })
+    }
+
+    fn consume<'a>(
+        &'a self,
+        spec: &'a ConsumerSpec,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<Box<dyn motet_runtime::bus::Inbox>, motet_runtime::bus::BusError>,
+    > {
+        Box::pin(async move {
+            Err(motet_runtime::bus::BusError::Consumer {
+                name: spec.name.clone(),
+                reason: "this broker only publishes".into(),
+            })
+        })
+    }
+
+    fn kind(&self) -> &'static str {
+        "slow"
+    }
+}
+
+#[tokio::test]
+async fn shutdown_waits_for_emits_to_reach_the_durable_bus_in_order() {
+    let broker = Arc::new(SlowBroker::default());
+    let runtime = Runtime::builder()
+        .llm(Arc::new(ScriptedModel::default()))
+        .signal_bus(broker.clone())
+        .build()
+        .unwrap();
+    let sender = runtime
+        .spawn(AgentSpec::new("sender", Ledger))
+        .await
+        .unwrap();
+    for n in 0..5 {
+        sender.ask(&format!("emit:e{n}")).await.unwrap();
+    }
+    // Five emits and five replies wait for a broker taking 20 ms each.
+    runtime.shutdown().await;
+    let confirmed = broker.confirmed.lock().unwrap().clone();
+    let emits: Vec<&str> = confirmed
+        .iter()
+        .map(String::as_str)
+        .filter(|id| id.starts_with('e'))
+        .collect();
+    assert_eq!(emits, ["e0", "e1", "e2", "e3", "e4"], "{confirmed:?}");
+    assert_eq!(confirmed.len(), 10, "{confirmed:?}");
+}

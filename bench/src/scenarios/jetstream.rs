@@ -12,6 +12,10 @@
 //!   with `jetstream::Context::publish_with_headers` and consumes them from a bare pull consumer
 //!   with `double_ack`: no envelope parsing, no pattern, no `Delivered`. `vs_floor` is the bus's
 //!   time over the floor's.
+//! - `agent_throughput`: the same publishers, consumed by an agent (`AgentSpec::consume`): each
+//!   signal delivered to its thread, handled, committed (in-memory store), then acknowledged;
+//!   timed until the agent handled every one and the server holds none unacknowledged.
+//!   `vs_bus` is its time over `bus_throughput`'s: what the runtime's commit-then-ack costs.
 //! - `bus_latency` / `floor_latency`: `LATENCY` signals one at a time: publish, await the
 //!   acknowledgement, wait for the consumer to receive it; p50 and p99 of that time in µs (the
 //!   ack that follows is not timed).
@@ -129,6 +133,88 @@ async fn bus_throughput(bus: &JetStreamBus) -> Result<Duration, String> {
     while let Some(done) = publishers.join_next().await {
         done.map_err(|e| e.to_string())??;
     }
+    Ok(elapsed)
+}
+
+/// Counts the `bench.*` signals it handles (in a counter the bench reads); a pure strategy
+/// otherwise: nothing else in its state, no directives.
+struct Counter(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl motet_agents::Strategy for Counter {
+    type State = u64;
+
+    fn init(&self, _env: &dyn motet_agents::Env) -> u64 {
+        0
+    }
+
+    fn handle(
+        &self,
+        seen: &mut u64,
+        signal: &Signal,
+        _env: &dyn motet_agents::Env,
+    ) -> Result<Vec<motet_directives::Directive>, motet_agents::StrategyError> {
+        if signal.signal_type().as_str() == "bench.item" {
+            *seen += 1;
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(Vec::new())
+    }
+}
+
+/// `THROUGHPUT` signals published as in [`bus_throughput`], consumed by an agent
+/// (`AgentSpec::consume`): each delivered to its thread, handled, committed to the in-memory
+/// store (its snapshot with the delivery's key), then acknowledged. Timed until the agent has
+/// handled every one and the server holds none unacknowledged.
+async fn agent_throughput(bus: &JetStreamBus) -> Result<Duration, String> {
+    use motet_runtime::agent::{AgentSpec, Runtime};
+    let batch = signals("a", THROUGHPUT)?;
+    let handled = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let runtime = Runtime::builder()
+        .llm(std::sync::Arc::new(
+            motet_runtime::testing::ScriptedModel::default(),
+        ))
+        .signal_bus(std::sync::Arc::new(bus.clone()))
+        .build()
+        .map_err(|e| e.to_string())?;
+    let spec = ConsumerSpec::new("agent", Pattern::new("bench.*").map_err(|e| e.to_string())?)
+        .with_max_in_flight(IN_FLIGHT);
+    runtime
+        .spawn(AgentSpec::new("counter", Counter(handled.clone())).consume(spec))
+        .await
+        .map_err(|e| e.to_string())?;
+    let start = Instant::now();
+    let mut publishers = JoinSet::new();
+    for lane in 0..LANES {
+        let bus = bus.clone();
+        let mine: Vec<Signal> = batch.iter().skip(lane).step_by(LANES).cloned().collect();
+        publishers.spawn(async move {
+            for s in &mine {
+                bus.publish(s).await.map_err(|e| e.to_string())?;
+            }
+            Ok::<(), String>(())
+        });
+    }
+    let deadline = start + Duration::from_secs(60);
+    loop {
+        if handled.load(std::sync::atomic::Ordering::Relaxed) >= THROUGHPUT {
+            let state = bus
+                .consumer_state("agent")
+                .await
+                .map_err(|e| e.to_string())?;
+            if state.pending == 0 && state.in_flight == 0 {
+                break;
+            }
+        }
+        if Instant::now() > deadline {
+            return Err("the agent consumer stalled".into());
+        }
+        tokio::time::sleep(Duration::from_micros(200)).await;
+    }
+    let elapsed = start.elapsed();
+    while let Some(done) = publishers.join_next().await {
+        done.map_err(|e| e.to_string())??;
+    }
+    runtime.shutdown().await;
     Ok(elapsed)
 }
 
@@ -273,9 +359,10 @@ async fn all(url: &str, tag: &str) -> Result<Vec<Report>, String> {
         // Interleaved, each after the other has warmed the server's store.
         let floor_time = floor_throughput(&js, &floor_stream, &floor_prefix).await?;
         let bus_time = bus_throughput(&bus).await?;
+        let agent_time = agent_throughput(&bus).await?;
         let floor_samples = floor_latency(&js, &floor_stream, &floor_prefix).await?;
         let bus_samples = bus_latency(&bus).await?;
-        Ok::<_, String>((bus_time, floor_time, bus_samples, floor_samples))
+        Ok::<_, String>((bus_time, agent_time, floor_time, bus_samples, floor_samples))
     }
     .await;
     for name in [
@@ -287,7 +374,7 @@ async fn all(url: &str, tag: &str) -> Result<Vec<Report>, String> {
             eprintln!("jetstream: cannot delete stream {name}: {e}");
         }
     }
-    let (bus_time, floor_time, bus_samples, floor_samples) = measured?;
+    let (bus_time, agent_time, floor_time, bus_samples, floor_samples) = measured?;
     let ratio = |a: f64, b: f64| if b > 0.0 { round2(a / b) } else { 0.0 };
     let bus_report = Report::new("jetstream", "bus_throughput", THROUGHPUT as u64, bus_time)
         .with("lanes", LANES)
@@ -300,11 +387,24 @@ async fn all(url: &str, tag: &str) -> Result<Vec<Report>, String> {
     )
     .with("lanes", LANES)
     .with("max_in_flight", IN_FLIGHT);
+    let agent_report = Report::new(
+        "jetstream",
+        "agent_throughput",
+        THROUGHPUT as u64,
+        agent_time,
+    )
+    .with("lanes", LANES)
+    .with("max_in_flight", IN_FLIGHT);
     let bus_latency = latency_report("bus_latency", bus_samples);
     let floor_latency = latency_report("floor_latency", floor_samples);
     let vs = ratio(bus_report.ns_per_op(), floor_report.ns_per_op());
     let vs_latency = ratio(bus_latency.ns_per_op(), floor_latency.ns_per_op());
+    let agent_vs = ratio(agent_report.ns_per_op(), floor_report.ns_per_op());
+    let agent_vs_bus = ratio(agent_report.ns_per_op(), bus_report.ns_per_op());
     Ok(vec![
+        agent_report
+            .with("vs_floor", agent_vs)
+            .with("vs_bus", agent_vs_bus),
         bus_report.with("vs_floor", vs),
         floor_report,
         bus_latency.with("vs_floor", vs_latency),

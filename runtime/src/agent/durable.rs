@@ -138,10 +138,14 @@ async fn consume(
 
 /// Puts signals on the durable bus one at a time, in the order they were handed over, each
 /// tried until the bus confirms it (or given up after [`PUBLISH_ATTEMPTS`], logged).
-pub(crate) fn publisher(bus: Arc<dyn SignalBus>) -> mpsc::Sender<Signal> {
+pub(crate) fn publisher(
+    bus: Arc<dyn SignalBus>,
+    unpublished: Arc<std::sync::atomic::AtomicUsize>,
+) -> mpsc::Sender<Signal> {
     let (tx, mut rx) = mpsc::channel::<Signal>(PUBLISH_QUEUE);
     tokio::spawn(async move {
         while let Some(signal) = rx.recv().await {
+            let _done = Unpublished(&unpublished);
             for attempt in 0..PUBLISH_ATTEMPTS {
                 match bus.publish(&signal).await {
                     Ok(_) => break,
@@ -159,7 +163,37 @@ pub(crate) fn publisher(bus: Arc<dyn SignalBus>) -> mpsc::Sender<Signal> {
     tx
 }
 
+/// Counts one handed-over signal as done when dropped (published, given up, or its task
+/// aborted).
+struct Unpublished<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl Drop for Unpublished<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
 impl RuntimeCore {
+    /// Waits, at most `patience`, until every signal handed to the durable bus's publisher was
+    /// published (or given up); `false` when some were still waiting.
+    pub(crate) async fn flush_durable(&self, patience: Duration) -> bool {
+        let Some(external) = &self.external_bus else {
+            return true;
+        };
+        let deadline = tokio::time::Instant::now() + patience;
+        while external
+            .unpublished
+            .load(std::sync::atomic::Ordering::Acquire)
+            > 0
+        {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        true
+    }
+
     /// Hands an emitted signal to the durable bus's publisher (when the runtime has a bus of
     /// its own beside the in-process one). A full queue makes the emit wait on a task of its
     /// own, so the thread never blocks; such emits may overtake one another.
@@ -169,12 +203,26 @@ impl RuntimeCore {
         };
         let queue = external
             .publisher
-            .get_or_init(|| publisher(external.bus.clone()));
-        if let Err(mpsc::error::TrySendError::Full(signal)) = queue.try_send(signal.clone()) {
-            let queue = queue.clone();
-            tokio::spawn(async move {
-                let _ = queue.send(signal).await;
-            });
+            .get_or_init(|| publisher(external.bus.clone(), Arc::clone(&external.unpublished)));
+        external
+            .unpublished
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        match queue.try_send(signal.clone()) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(signal)) => {
+                let queue = queue.clone();
+                let unpublished = Arc::clone(&external.unpublished);
+                tokio::spawn(async move {
+                    if queue.send(signal).await.is_err() {
+                        unpublished.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+                    }
+                });
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                external
+                    .unpublished
+                    .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+            }
         }
     }
 }
@@ -184,4 +232,6 @@ pub(crate) struct ExternalBus {
     pub(crate) bus: Arc<dyn SignalBus>,
     /// Started with the first emit.
     pub(crate) publisher: std::sync::OnceLock<mpsc::Sender<Signal>>,
+    /// Signals handed to the publisher and not yet published or given up.
+    pub(crate) unpublished: Arc<std::sync::atomic::AtomicUsize>,
 }

@@ -151,6 +151,7 @@ impl RuntimeBuilder {
                 Some(super::durable::ExternalBus {
                     bus: durable,
                     publisher: std::sync::OnceLock::new(),
+                    unpublished: Arc::default(),
                 }),
             ),
             None => (
@@ -336,7 +337,8 @@ impl Runtime {
         self.core.stop_agent(name, "stopped by the application");
     }
 
-    /// Stops every agent and waits for each thread to finish the message it is handling.
+    /// Stops every agent and waits for each thread to finish the message it is handling, then
+    /// (with a durable bus) up to 10 s for the signals they emitted to be published on it.
     pub async fn shutdown(&self) {
         let threads = self.core.all_threads();
         for agent in self.core.agents.iter() {
@@ -352,6 +354,11 @@ impl Runtime {
             )
         });
         futures::future::join_all(stopping).await;
+        if !self.core.flush_durable(Duration::from_secs(10)).await {
+            tracing::warn!(
+                "shutdown: some emitted signals were not yet published on the durable bus"
+            );
+        }
         self.core.thread_keys.clear();
         if let Some(supervisor) = self.core.supervisor.get() {
             supervisor.stop(None);
