@@ -6,6 +6,8 @@
 // The helpers are test code too: a failed unwrap there is a failed test.
 #![allow(clippy::unwrap_used, clippy::panic)]
 
+#[path = "common/pg.rs"]
+mod pg;
 #[path = "common/store.rs"]
 mod suite;
 
@@ -16,74 +18,12 @@ use motet_agents::{FixedEnv, NewEntry};
 use motet_runtime::store::{
     POSTGRES_SCHEMA_VERSION, PostgresConfig, PostgresStore, StoreError, ThreadStore,
 };
+use pg::{TestDb, connect};
 use suite::{conversation, list_summaries_carry_totals_and_window_marks, save, whole_suite};
-use tokio_postgres::NoTls;
 
-/// A database made for one test on the server at MOTET_DATABASE_URL.
-struct TestDb {
-    /// The server's own URL (its `motet` database), for administration.
-    admin_url: String,
-    /// The test database's name.
-    name: String,
-    /// The test database's URL.
-    url: String,
-}
-
-/// Connects with the plain driver, for what the store does not do (create, break, drop).
-async fn connect(url: &str) -> tokio_postgres::Client {
-    let (client, connection) = tokio_postgres::connect(url, NoTls).await.unwrap();
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    client
-}
-
-/// `url` with its database replaced by `name`.
-fn with_database(url: &str, name: &str) -> String {
-    let (base, query) = match url.split_once('?') {
-        Some((base, query)) => (base, format!("?{query}")),
-        None => (url, String::new()),
-    };
-    let (server, _) = base.rsplit_once('/').unwrap();
-    format!("{server}/{name}{query}")
-}
-
-impl TestDb {
-    /// A fresh database, or `None` (having said `skipped:`) when no server is configured.
-    async fn new(test: &str) -> Option<Self> {
-        let Ok(admin_url) = std::env::var("MOTET_DATABASE_URL") else {
-            println!("skipped: MOTET_DATABASE_URL not set (bash scripts/postgres.sh start)");
-            return None;
-        };
-        let name = format!("motet_test_{test}_{:016x}", fastrand::u64(..));
-        connect(&admin_url)
-            .await
-            .batch_execute(&format!("CREATE DATABASE {name}"))
-            .await
-            .unwrap();
-        let url = with_database(&admin_url, &name);
-        Some(Self {
-            admin_url,
-            name,
-            url,
-        })
-    }
-
-    async fn open(&self) -> PostgresStore {
-        PostgresStore::open(&self.url).await.unwrap()
-    }
-
-    /// Drops the database, closing whatever connections a store still holds to it.
-    async fn drop_now(self) {
-        connect(&self.admin_url)
-            .await
-            .batch_execute(&format!(
-                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                self.name
-            ))
-            .await
-            .unwrap();
-    }
+/// A PostgreSQL store on the test's database.
+async fn open(db: &TestDb) -> PostgresStore {
+    PostgresStore::open(&db.url).await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -91,12 +31,12 @@ async fn postgres_store_keeps_the_contract() {
     let Some(db) = TestDb::new("contract").await else {
         return;
     };
-    whole_suite(Arc::new(db.open().await)).await;
+    whole_suite(Arc::new(open(&db).await)).await;
     db.drop_now().await;
     let Some(other) = TestDb::new("list").await else {
         return;
     };
-    list_summaries_carry_totals_and_window_marks(&other.open().await).await;
+    list_summaries_carry_totals_and_window_marks(&open(&other).await).await;
     other.drop_now().await;
 }
 
@@ -166,7 +106,7 @@ async fn entries_are_stored_as_the_json_serde_wrote() {
     let Some(db) = TestDb::new("bytes").await else {
         return;
     };
-    let store = db.open().await;
+    let store = open(&db).await;
     let env = FixedEnv::new(0);
     let thread = conversation(&env, "thread_bytes");
     save(&store, &thread).await;
@@ -193,7 +133,7 @@ async fn undecodable_rows_fail_closed_naming_the_thread() {
     let Some(db) = TestDb::new("corrupt").await else {
         return;
     };
-    let store = db.open().await;
+    let store = open(&db).await;
     let env = FixedEnv::new(0);
     save(&store, &conversation(&env, "thread_bad_entry")).await;
     save(&store, &conversation(&env, "thread_bad_rev")).await;
@@ -238,7 +178,7 @@ async fn foreign_and_newer_databases_are_refused() {
     let err = PostgresStore::open(&db.url).await.unwrap_err();
     assert!(matches!(err, StoreError::ServerNotAStore { .. }), "{err}");
     admin.batch_execute("DROP TABLE threads").await.unwrap();
-    drop(db.open().await);
+    drop(open(&db).await);
     admin
         .batch_execute("UPDATE motet_schema SET version = version + 1")
         .await

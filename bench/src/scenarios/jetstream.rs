@@ -101,10 +101,8 @@ async fn consumer(bus: &JetStreamBus, name: &str) -> Result<Box<dyn Inbox>, Stri
     bus.consume(&spec).await.map_err(|e| e.to_string())
 }
 
-async fn bus_throughput(bus: &JetStreamBus) -> Result<Duration, String> {
-    let batch = signals("t", THROUGHPUT)?;
-    let mut inbox = consumer(bus, "throughput").await?;
-    let start = Instant::now();
+/// `batch` published by `LANES` concurrent publishers, each awaiting its acknowledgement.
+fn publish_in_lanes(bus: &JetStreamBus, batch: &[Signal]) -> JoinSet<Result<(), String>> {
     let mut publishers = JoinSet::new();
     for lane in 0..LANES {
         let bus = bus.clone();
@@ -116,6 +114,14 @@ async fn bus_throughput(bus: &JetStreamBus) -> Result<Duration, String> {
             Ok::<(), String>(())
         });
     }
+    publishers
+}
+
+async fn bus_throughput(bus: &JetStreamBus) -> Result<Duration, String> {
+    let batch = signals("t", THROUGHPUT)?;
+    let mut inbox = consumer(bus, "throughput").await?;
+    let start = Instant::now();
+    let mut publishers = publish_in_lanes(bus, &batch);
     let mut acks = JoinSet::new();
     for _ in 0..THROUGHPUT {
         let delivered = match tokio::time::timeout(Duration::from_secs(30), inbox.next()).await {
@@ -183,17 +189,7 @@ async fn agent_throughput(bus: &JetStreamBus) -> Result<Duration, String> {
         .await
         .map_err(|e| e.to_string())?;
     let start = Instant::now();
-    let mut publishers = JoinSet::new();
-    for lane in 0..LANES {
-        let bus = bus.clone();
-        let mine: Vec<Signal> = batch.iter().skip(lane).step_by(LANES).cloned().collect();
-        publishers.spawn(async move {
-            for s in &mine {
-                bus.publish(s).await.map_err(|e| e.to_string())?;
-            }
-            Ok::<(), String>(())
-        });
-    }
+    let mut publishers = publish_in_lanes(bus, &batch);
     let deadline = start + Duration::from_secs(60);
     loop {
         if handled.load(std::sync::atomic::Ordering::Relaxed) >= THROUGHPUT {

@@ -502,15 +502,12 @@ impl PostgresStore {
     }
 }
 
-#[async_trait]
-impl ThreadStore for PostgresStore {
-    async fn claim(&self, thread_id: &str) -> Result<u64, StoreError> {
+impl PostgresStore {
+    /// The `epoch` column `sql` returns for the thread (reading or bumping it).
+    async fn epoch_by(&self, thread_id: &str, sql: &str) -> Result<u64, StoreError> {
         let err = thread_err(thread_id);
         let client = self.client(thread_id).await?;
-        let stmt = client
-            .prepare_cached("UPDATE threads SET epoch = epoch + 1 WHERE id = $1 RETURNING epoch")
-            .await
-            .map_err(&err)?;
+        let stmt = client.prepare_cached(sql).await.map_err(&err)?;
         match client.query_opt(&stmt, &[&thread_id]).await.map_err(&err)? {
             Some(row) => get_u64(thread_id, &row, "epoch"),
             None => Err(StoreError::NotFound {
@@ -518,20 +515,21 @@ impl ThreadStore for PostgresStore {
             }),
         }
     }
+}
+
+#[async_trait]
+impl ThreadStore for PostgresStore {
+    async fn claim(&self, thread_id: &str) -> Result<u64, StoreError> {
+        self.epoch_by(
+            thread_id,
+            "UPDATE threads SET epoch = epoch + 1 WHERE id = $1 RETURNING epoch",
+        )
+        .await
+    }
 
     async fn epoch(&self, thread_id: &str) -> Result<u64, StoreError> {
-        let err = thread_err(thread_id);
-        let client = self.client(thread_id).await?;
-        let stmt = client
-            .prepare_cached("SELECT epoch FROM threads WHERE id = $1")
+        self.epoch_by(thread_id, "SELECT epoch FROM threads WHERE id = $1")
             .await
-            .map_err(&err)?;
-        match client.query_opt(&stmt, &[&thread_id]).await.map_err(&err)? {
-            Some(row) => get_u64(thread_id, &row, "epoch"),
-            None => Err(StoreError::NotFound {
-                thread_id: thread_id.to_owned(),
-            }),
-        }
     }
 
     async fn append_fenced(

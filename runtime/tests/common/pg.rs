@@ -9,15 +9,15 @@ use tokio_postgres::NoTls;
 /// A database made for one test.
 pub(crate) struct TestDb {
     /// The server's own URL, for administration.
-    admin_url: String,
+    pub(crate) admin_url: String,
     /// The test database's name.
-    name: String,
+    pub(crate) name: String,
     /// The test database's URL.
     pub(crate) url: String,
 }
 
-/// Connects with the plain driver, for what the store does not do (create, drop).
-async fn connect(url: &str) -> tokio_postgres::Client {
+/// Connects with the plain driver, for what the store does not do (create, break, drop).
+pub(crate) async fn connect(url: &str) -> tokio_postgres::Client {
     let (client, connection) = tokio_postgres::connect(url, NoTls).await.unwrap();
     tokio::spawn(async move {
         let _ = connection.await;
