@@ -7,78 +7,19 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
 
 mod common;
+#[path = "../../runtime/tests/common/ledger.rs"]
+mod ledger;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use motet_agents::{AGENT_COMPLETED, Strategy, StrategyError};
-use motet_directives::{Directive, Emit, EmitTarget, Reply};
+use ledger::{Ledger, report_of};
 use motet_jetstream::JetStreamBus;
-use motet_runtime::agent::{AgentHandle, AgentSpec, Runtime};
+use motet_runtime::agent::{AgentSpec, Runtime};
 use motet_runtime::bus::{ConsumerSpec, SignalBus};
 use motet_runtime::store::{MemoryStore, ThreadStore};
 use motet_runtime::testing::ScriptedModel;
 use motet_signals::Signal;
-
-/// Records the id of every `work.*` signal; rejects `work.bad`; answers `agent.request`
-/// "report" with the ids, and "emit:<id>" by emitting `work.item` `<id>` on the bus.
-struct Ledger;
-
-impl Strategy for Ledger {
-    type State = Vec<String>;
-
-    fn init(&self, _env: &dyn motet_agents::Env) -> Vec<String> {
-        Vec::new()
-    }
-
-    fn handle(
-        &self,
-        seen: &mut Vec<String>,
-        signal: &Signal,
-        _env: &dyn motet_agents::Env,
-    ) -> Result<Vec<Directive>, StrategyError> {
-        if signal.signal_type().as_str() == "work.bad" {
-            return Err(StrategyError::Unhandled {
-                signal_type: "work.bad".to_owned(),
-            });
-        }
-        let Ok(input) = signal.data_as::<motet_agents::AgentRequest>() else {
-            seen.push(signal.id().as_str().to_owned());
-            return Ok(Vec::new());
-        };
-        let mut out = Vec::new();
-        if let Some(id) = input.query.strip_prefix("emit:") {
-            out.push(Directive::Emit(Emit {
-                signal: common::signal("work.item", 0).caused_by(signal),
-                target: EmitTarget::Bus,
-            }));
-            let _ = id;
-        }
-        let reply = Signal::builder(AGENT_COMPLETED, "ledger")
-            .caused_by(signal)
-            .with_data(serde_json::json!(seen.clone()))
-            .build()
-            .unwrap();
-        out.push(Directive::Reply(Reply::completed(reply)));
-        Ok(out)
-    }
-}
-
-async fn report(agent: &AgentHandle) -> Vec<String> {
-    agent.ask("report").await.unwrap().signal.data_as().unwrap()
-}
-
-/// Asks for the report until it has `n` ids (or `patience` passes).
-async fn report_of(agent: &AgentHandle, n: usize, patience: Duration) -> Vec<String> {
-    let deadline = tokio::time::Instant::now() + patience;
-    loop {
-        let seen = report(agent).await;
-        if seen.len() >= n || tokio::time::Instant::now() > deadline {
-            return seen;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
 
 fn runtime(store: Arc<dyn ThreadStore>, bus: Arc<JetStreamBus>) -> Runtime {
     Runtime::builder()
@@ -212,7 +153,7 @@ async fn an_emit_reaches_another_agents_consumer_through_the_server() {
     sender.ask("emit:x").await.unwrap();
     assert_eq!(
         report_of(&receiver, 1, Duration::from_secs(10)).await,
-        vec!["work.item-0".to_owned()]
+        vec!["x".to_owned()]
     );
     sending.shutdown().await;
     receiving.shutdown().await;

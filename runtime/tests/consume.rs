@@ -6,73 +6,19 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
 
+#[path = "common/ledger.rs"]
+mod ledger;
+
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use motet_agents::{AGENT_COMPLETED, Strategy, StrategyError};
-use motet_directives::{Directive, Emit, EmitTarget, Reply};
-use motet_runtime::agent::{AgentHandle, AgentSpec, Runtime};
+use ledger::{Ledger, REJECTED, item, report_of};
+use motet_runtime::agent::{AgentSpec, Runtime};
 use motet_runtime::bus::{ConsumerSpec, LocalBus, SignalBus};
 use motet_runtime::store::{MemoryStore, ThreadStore};
 use motet_runtime::testing::ScriptedModel;
 use motet_signals::Signal;
-
-/// How many `work.bad` signals the ledger was handed, over all its instances.
-static REJECTED: AtomicUsize = AtomicUsize::new(0);
-
-/// Records the id of every `work.*` signal it is handed; rejects `work.bad`; answers
-/// `agent.request` "report" with the ids, and "emit:<id>" by emitting `work.item` `<id>` on the
-/// bus.
-struct Ledger;
-
-impl Strategy for Ledger {
-    type State = Vec<String>;
-
-    fn init(&self, _env: &dyn motet_agents::Env) -> Vec<String> {
-        Vec::new()
-    }
-
-    fn handle(
-        &self,
-        seen: &mut Vec<String>,
-        signal: &Signal,
-        _env: &dyn motet_agents::Env,
-    ) -> Result<Vec<Directive>, StrategyError> {
-        let ty = signal.signal_type().as_str();
-        if ty == "work.bad" {
-            REJECTED.fetch_add(1, Ordering::SeqCst);
-            return Err(StrategyError::Unhandled {
-                signal_type: ty.to_owned(),
-            });
-        }
-        let Ok(input) = signal.data_as::<motet_agents::AgentRequest>() else {
-            seen.push(signal.id().as_str().to_owned());
-            return Ok(Vec::new());
-        };
-        let mut out = Vec::new();
-        if let Some(id) = input.query.strip_prefix("emit:") {
-            out.push(Directive::Emit(Emit {
-                signal: item(id),
-                target: EmitTarget::Bus,
-            }));
-        }
-        let reply = Signal::builder(AGENT_COMPLETED, "ledger")
-            .caused_by(signal)
-            .with_data(serde_json::json!(seen.clone()))
-            .build()
-            .unwrap();
-        out.push(Directive::Reply(Reply::completed(reply)));
-        Ok(out)
-    }
-}
-
-fn item(id: &str) -> Signal {
-    Signal::builder("work.item", "test-publisher")
-        .with_id(id)
-        .build()
-        .unwrap()
-}
 
 fn consumer(name: &str) -> ConsumerSpec {
     ConsumerSpec::new(name, "work.*".parse().unwrap())
@@ -80,21 +26,7 @@ fn consumer(name: &str) -> ConsumerSpec {
         .with_backoff(vec![Duration::from_millis(5)])
 }
 
-async fn report(agent: &AgentHandle) -> Vec<String> {
-    agent.ask("report").await.unwrap().signal.data_as().unwrap()
-}
-
-/// Asks for the report until it has `n` ids (or 10 s pass).
-async fn report_of(agent: &AgentHandle, n: usize) -> Vec<String> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let seen = report(agent).await;
-        if seen.len() >= n || tokio::time::Instant::now() > deadline {
-            return seen;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
+const PATIENCE: Duration = Duration::from_secs(10);
 
 fn runtime(store: Arc<dyn ThreadStore>, bus: Option<LocalBus>) -> Runtime {
     let builder = Runtime::builder()
@@ -123,7 +55,7 @@ async fn every_delivery_is_committed_by_the_agent_in_order() {
         runtime.signal_bus().publish(&item(id)).await.unwrap();
         tokio::time::sleep(Duration::from_micros(200)).await;
     }
-    let seen = report_of(&agent, ids.len()).await;
+    let seen = report_of(&agent, ids.len(), PATIENCE).await;
     assert_eq!(seen, ids);
     // Committed: the stored state has them all, as the thread's snapshot.
     let state = store.load_state("ledger/default").await.unwrap().unwrap();
@@ -159,7 +91,10 @@ async fn a_delivery_the_agent_keeps_failing_goes_to_the_dead_letters() {
     );
     assert_eq!(REJECTED.load(Ordering::SeqCst) - before, 3);
     // The good one went through meanwhile.
-    assert_eq!(report_of(&agent, 1).await, vec!["fine".to_owned()]);
+    assert_eq!(
+        report_of(&agent, 1, PATIENCE).await,
+        vec!["fine".to_owned()]
+    );
 }
 
 #[tokio::test]
@@ -172,7 +107,7 @@ async fn a_signal_delivered_again_is_handled_once_even_after_a_restart() {
     bus.publish(&item("a")).await.unwrap();
     bus.publish(&item("a")).await.unwrap();
     bus.publish(&item("b")).await.unwrap();
-    assert_eq!(report_of(&agent, 2).await, vec!["a", "b"]);
+    assert_eq!(report_of(&agent, 2, PATIENCE).await, vec!["a", "b"]);
 
     // The agent stops and comes back (its thread reloaded from the store); the bus delivers
     // "a" again, as a broker does with a delivery whose acknowledgement was lost.
@@ -181,7 +116,7 @@ async fn a_signal_delivered_again_is_handled_once_even_after_a_restart() {
     let agent = runtime.spawn(spec()).await.unwrap();
     bus.publish(&item("a")).await.unwrap();
     bus.publish(&item("c")).await.unwrap();
-    assert_eq!(report_of(&agent, 3).await, vec!["a", "b", "c"]);
+    assert_eq!(report_of(&agent, 3, PATIENCE).await, vec!["a", "b", "c"]);
     assert!(bus.dead_letters("once").is_empty());
 }
 
@@ -199,7 +134,7 @@ async fn an_emit_to_the_bus_reaches_another_agents_consumer() {
         .unwrap();
     sender.ask("emit:e1").await.unwrap();
     sender.ask("emit:e2").await.unwrap();
-    assert_eq!(report_of(&receiver, 2).await, vec!["e1", "e2"]);
+    assert_eq!(report_of(&receiver, 2, PATIENCE).await, vec!["e1", "e2"]);
 }
 
 #[tokio::test]
@@ -219,7 +154,7 @@ async fn replies_reach_a_consumer_of_the_durable_bus() {
         .unwrap();
     let reply = asked.ask("report").await.unwrap();
     // The watcher's own report replies reach it too, after the one it was asked about.
-    let seen = report_of(&watcher, 1).await;
+    let seen = report_of(&watcher, 1, PATIENCE).await;
     assert_eq!(
         seen.first().map(String::as_str),
         Some(reply.signal.id().as_str()),
