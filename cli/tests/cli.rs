@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::CLEARED_VARS;
+use common::{CLEARED_VARS, run, stderr, stdout};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -61,18 +61,6 @@ impl Sandbox {
         command.env("MOTET_LOCAL_LLM_URL", url);
         command
     }
-}
-
-fn run(mut command: Command) -> Output {
-    command.output().unwrap()
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// Asserts a failure with `code` whose message contains every one of `needles`.

@@ -10,9 +10,9 @@ mod common;
 #[path = "../../runtime/tests/common/pg.rs"]
 mod pg;
 
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
-use common::CLEARED_VARS;
+use common::{CLEARED_VARS, run, stderr, stdout};
 use motet::runtime::store::open_store;
 use tempfile::TempDir;
 
@@ -29,18 +29,6 @@ fn motet(home: &TempDir, args: &[&str]) -> Command {
         .args(args)
         .stdin(Stdio::null());
     command
-}
-
-fn run(mut command: Command) -> Output {
-    command.output().unwrap()
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 fn tokio() -> tokio::runtime::Runtime {

@@ -1,5 +1,8 @@
 //! What the CLI's integration tests share.
 
+#![allow(dead_code, reason = "each test file uses some of these")]
+#![allow(clippy::unwrap_used)] // a failed expectation is a failed test
+
 /// Variables that would let a test reach a real provider, pick a model by itself, change its
 /// limits or export its traces: cleared for every `motet` a test runs.
 pub(crate) const CLEARED_VARS: [&str; 23] = [
@@ -27,3 +30,18 @@ pub(crate) const CLEARED_VARS: [&str; 23] = [
     "MOTET_MAX_RESPONSE_BYTES",
     "OTEL_EXPORTER_OTLP_ENDPOINT",
 ];
+
+/// Runs `command` to its end.
+pub(crate) fn run(mut command: std::process::Command) -> std::process::Output {
+    command.output().unwrap()
+}
+
+/// What the process wrote on stdout, as text.
+pub(crate) fn stdout(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// What the process wrote on stderr, as text.
+pub(crate) fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
