@@ -158,7 +158,7 @@ impl ReAct {
             .thread
             .append(step.env, NewEntry::user(input.query).with_refs(refs));
         let mut request = RequestState::new(request_id, input.context_policy);
-        request.response_format = input.response_format;
+        request.response_format = input.response_format.map(Box::new);
         state.request = Some(request);
         self.next_iteration(state, step)
     }
@@ -208,8 +208,8 @@ impl ReAct {
         let tool_choice = self.config.tool_choice_after(request.tool_calls);
         let (options, tool_choice) = self.call_options(request, tool_choice);
         let policy = ContextPolicy::resolve(
-            request.policy_override.as_ref(),
-            state.context_policy.as_ref(),
+            request.policy_override.as_deref(),
+            state.context_policy.as_deref(),
             self.config.context_policy.as_ref(),
         );
         let call_id = CallId::new(step.env.fresh_id("call"));
@@ -358,7 +358,8 @@ impl ReAct {
             return self.answer(state, step, answer);
         }
         let mut directives = Vec::new();
-        request.tools.clear();
+        // The turn's calls, at their number: the request keeps them until its next turn.
+        request.tools = Vec::with_capacity(message.tool_calls().count());
         for call in message.tool_calls() {
             request.tool_calls = request.tool_calls.saturating_add(1);
             let call_id = CallId::new(step.env.fresh_id("tool"));
@@ -406,8 +407,8 @@ impl ReAct {
         }
         if retry && shrink {
             let policy = ContextPolicy::resolve(
-                request.policy_override.as_ref(),
-                state.context_policy.as_ref(),
+                request.policy_override.as_deref(),
+                state.context_policy.as_deref(),
                 self.config.context_policy.as_ref(),
             );
             let over = request.policy_override.get_or_insert_with(Default::default);

@@ -59,7 +59,7 @@ impl ReAct {
             since_ms: now,
             deadline_ms,
         };
-        tool.waiting = Some(waiting.clone());
+        tool.waiting = Some(Box::new(waiting.clone()));
         let note = match &waiting.pause {
             Pause::Approval(approval) => match &approval.reason {
                 Some(reason) => format!("`{}` waits for approval: {reason}", waiting.tool),
@@ -253,6 +253,6 @@ pub(super) fn waiting_of(state: &ReActState) -> Vec<Waiting> {
         .iter()
         .flat_map(|r| r.tools.iter())
         .filter(|t| !t.done)
-        .filter_map(|t| t.waiting.clone())
+        .filter_map(|t| t.waiting.as_deref().cloned())
         .collect()
 }

@@ -60,9 +60,10 @@ pub struct PendingTool {
     pub name: String,
     /// True once its result (or failure) is committed.
     pub done: bool,
-    /// What it waits for from a person, while it does.
+    /// What it waits for from a person, while it does (boxed: most calls never wait, and a
+    /// request keeps its turn's calls).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub waiting: Option<crate::protocol::Waiting>,
+    pub waiting: Option<Box<crate::protocol::Waiting>>,
     /// The arguments a person approved it with (the model's, or edited), once approved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approved_args: Option<motet_directives::ToolArgs>,
@@ -107,14 +108,15 @@ pub struct RequestState {
     pub tool_calls: u32,
     /// Usage of this request's LLM calls.
     pub usage: Usage,
-    /// The request's policy changes.
-    pub policy_override: Option<PolicyOverride>,
+    /// The request's policy changes (boxed, like the other rarely set fields: a thread keeps
+    /// its last request, and most carry none).
+    pub policy_override: Option<Box<PolicyOverride>>,
     /// Messages a person added (`agent.steer`) that wait for the next turn boundary, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steers: Vec<String>,
     /// The shape the answer must have (structured output), if the request asked for one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub response_format: Option<motet_directives::ResponseFormat>,
+    pub response_format: Option<Box<motet_directives::ResponseFormat>>,
     /// Answers that did not match `response_format` and were sent back to the model.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub format_retries: u32,
@@ -136,7 +138,7 @@ impl RequestState {
             tools: Vec::new(),
             tool_calls: 0,
             usage: Usage::default(),
-            policy_override,
+            policy_override: policy_override.map(Box::new),
             steers: Vec::new(),
             response_format: None,
             format_retries: 0,
@@ -166,7 +168,7 @@ pub struct ReActState {
     pub thread: Thread,
     /// The agent's context policy (over the strategy's configured one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub context_policy: Option<ContextPolicy>,
+    pub context_policy: Option<Box<ContextPolicy>>,
     /// Where the state machine is.
     pub status: Status,
     /// The current or last request.
@@ -263,7 +265,7 @@ impl ReActState {
 
     /// Sets the agent's context policy.
     pub fn with_context_policy(mut self, policy: ContextPolicy) -> Self {
-        self.context_policy = Some(policy);
+        self.context_policy = Some(Box::new(policy));
         self
     }
 

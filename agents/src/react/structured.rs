@@ -56,11 +56,11 @@ impl ReAct {
         };
         match self.config.structured_calls {
             StructuredCalls::Every => {
-                options.response_format = Some(format.clone());
+                options.response_format = Some((**format).clone());
                 (options, tool_choice)
             }
             StructuredCalls::Final if request.format_retries > 0 => {
-                options.response_format = Some(format.clone());
+                options.response_format = Some((**format).clone());
                 (options, ToolChoice::None)
             }
             StructuredCalls::Final => (options, tool_choice),
@@ -103,7 +103,7 @@ impl ReAct {
 
 /// A request's response format and spent retries, kept across `agent.resume`, which rebuilds
 /// the request from the thread.
-pub(super) struct Carried(Option<(Arc<str>, ResponseFormat, u32)>);
+pub(super) struct Carried(Option<(Arc<str>, Box<ResponseFormat>, u32)>);
 
 impl From<Option<&RequestState>> for Carried {
     fn from(request: Option<&RequestState>) -> Self {
