@@ -35,6 +35,13 @@ pub struct ThreadStats {
     pub usage: Usage,
 }
 
+impl ThreadStats {
+    /// True for a thread without entries.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
 /// Where a forked thread came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ForkOrigin {
@@ -57,6 +64,9 @@ pub struct Thread {
     metadata: BTreeMap<String, serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     parent: Option<ForkOrigin>,
+    /// Written for readers of the JSON, rebuilt from the entries on load; an empty thread's
+    /// (a strategy's snapshot holds its thread emptied) is left out.
+    #[serde(skip_serializing_if = "ThreadStats::is_empty")]
     stats: ThreadStats,
     /// Index of the latest summary entry.
     #[serde(skip)]

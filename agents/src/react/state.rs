@@ -95,8 +95,10 @@ pub struct RequestState {
     /// LLM calls made so far (the current one included).
     pub iteration: u32,
     /// The LLM call in flight.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llm_call: Option<CallId>,
     /// Retries spent on the current iteration.
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub llm_retries: u32,
     /// The LLM call whose tool calls are pending.
     pub turn_call: Option<CallId>,
@@ -107,9 +109,11 @@ pub struct RequestState {
     #[serde(default)]
     pub tool_calls: u32,
     /// Usage of this request's LLM calls.
+    #[serde(default, skip_serializing_if = "Usage::is_zero")]
     pub usage: Usage,
     /// The request's policy changes (boxed, like the other rarely set fields: a thread keeps
     /// its last request, and most carry none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy_override: Option<Box<PolicyOverride>>,
     /// Messages a person added (`agent.steer`) that wait for the next turn boundary, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
