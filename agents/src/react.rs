@@ -1040,11 +1040,11 @@ impl Strategy for ReAct {
                 kept.tools = r
                     .tools
                     .into_iter()
-                    .filter(|t| !t.done && (t.waiting.is_some() || t.approved_args.is_some()))
+                    .filter(PendingTool::outlives_a_restart)
                     .collect();
                 kept
             })
-            .filter(|r| !r.steers.is_empty() || !r.tools.is_empty());
+            .filter(RequestState::outlives_a_restart);
         state
     }
 

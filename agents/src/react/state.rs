@@ -85,6 +85,12 @@ impl PendingTool {
             edited: false,
         }
     }
+
+    /// Whether a restart keeps this call: it has not run and waits for a person or was
+    /// approved by one (the thread does not hold that).
+    pub fn outlives_a_restart(&self) -> bool {
+        !self.done && (self.waiting.is_some() || self.approved_args.is_some())
+    }
 }
 
 /// The request being run, or the last one.
@@ -130,7 +136,22 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+/// True when a restart keeps nothing of `request` (the snapshot then leaves it out).
+fn nothing_outlives_a_restart(request: &Option<RequestState>) -> bool {
+    !request
+        .as_ref()
+        .is_some_and(RequestState::outlives_a_restart)
+}
+
 impl RequestState {
+    /// Whether a restart keeps this request: it holds what a person did that the thread does
+    /// not — messages not taken in yet, or calls waiting for a person or approved by one
+    /// ([`PendingTool::outlives_a_restart`]). Everything else a restart rebuilds from the
+    /// thread (`agent.resume`).
+    pub fn outlives_a_restart(&self) -> bool {
+        !self.steers.is_empty() || self.tools.iter().any(PendingTool::outlives_a_restart)
+    }
+
     /// A request that has not called the LLM yet.
     pub fn new(request_id: impl Into<Arc<str>>, policy_override: Option<PolicyOverride>) -> Self {
         Self {
@@ -175,8 +196,9 @@ pub struct ReActState {
     pub context_policy: Option<Box<ContextPolicy>>,
     /// Where the state machine is.
     pub status: Status,
-    /// The current or last request.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The current or last request. Stored only with what a restart keeps of it (see
+    /// [`RequestState::outlives_a_restart`]): an answered request is not written at all.
+    #[serde(default, skip_serializing_if = "nothing_outlives_a_restart")]
     pub request: Option<RequestState>,
     /// Summaries asked for and not yet received.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
