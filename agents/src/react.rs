@@ -19,11 +19,9 @@ mod signals;
 mod state;
 mod structured;
 
-use std::sync::Arc;
-
 use motet_directives::{
-    CallId, Directive, Emit, EmitTarget, LlmRequest, LlmStream, Reply, StopReason, Summarize,
-    ToolExec, ToolResult, Usage,
+    ArcStr, CallId, Directive, Emit, EmitTarget, LlmRequest, LlmStream, Reply, StopReason,
+    Summarize, ToolExec, ToolResult, Usage,
 };
 use motet_signals::Signal;
 use serde::Serialize;
@@ -152,7 +150,7 @@ impl ReAct {
             };
             return self.reply(state, step, AGENT_FAILED, &request_id, failed);
         }
-        let request_id: Arc<str> = request_id.into();
+        let request_id: ArcStr = request_id.into();
         let refs = Refs::request(request_id.clone());
         state
             .thread

@@ -5,9 +5,9 @@
 //! strategy can match a result to its request and ignore stale or duplicated ones.
 
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
+use arcstr::ArcStr;
 use motet_signals::Signal;
 use serde::{Deserialize, Serialize};
 
@@ -17,11 +17,11 @@ use crate::tool::ToolArgs;
 /// Correlates a directive with the signal that reports its result.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct CallId(Arc<str>);
+pub struct CallId(ArcStr);
 
 impl CallId {
     /// A call id (the strategy takes fresh ones from its environment).
-    pub fn new(id: impl Into<Arc<str>>) -> Self {
+    pub fn new(id: impl Into<ArcStr>) -> Self {
         Self(id.into())
     }
 
@@ -31,8 +31,8 @@ impl CallId {
     }
 
     /// The id's text, shared rather than copied (what a thread entry's refs hold).
-    pub fn shared(&self) -> Arc<str> {
-        Arc::clone(&self.0)
+    pub fn shared(&self) -> ArcStr {
+        ArcStr::clone(&self.0)
     }
 }
 

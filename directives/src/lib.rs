@@ -55,6 +55,8 @@ pub mod results;
 mod tool;
 mod usage;
 
+/// Shared text in one word (a reference-counted string): call ids and a thread entry's refs.
+pub use arcstr::ArcStr;
 pub use directive::{
     CallId, CancelSchedule, ChildSpec, Directive, Emit, EmitTarget, LlmStream, Reply, ReplyStatus,
     Schedule, ScheduleId, Spawn, Stop, StopChild, Summarize, ToolExec,

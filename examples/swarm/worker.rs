@@ -103,7 +103,7 @@ impl Strategy for Worker {
                 is_error: result.is_error,
             };
             let signal = Signal::builder(TOOL_REPORT, "worker")
-                .with_request_id(request_id.as_ref())
+                .with_request_id(request_id.as_str())
                 .with_data(report)
                 .build()
                 .map_err(|e| StrategyError::Emit {

@@ -10,8 +10,8 @@
 
 use motet_directives::results::ToolPaused;
 use motet_directives::{
-    CallId, CancelSchedule, Directive, Emit, EmitTarget, OnExpiry, Pause, Response, Schedule,
-    ScheduleId, ToolArgs, ToolExec, ToolResult,
+    ArcStr, CallId, CancelSchedule, Directive, Emit, EmitTarget, OnExpiry, Pause, Response,
+    Schedule, ScheduleId, ToolArgs, ToolExec, ToolResult,
 };
 
 use super::state::{PendingTool, ReActState, RequestState};
@@ -218,7 +218,7 @@ impl ReAct {
 /// The refs of an entry about `tool`, a call of the turn `turn_call` (iteration `iteration`)
 /// of request `request_id`.
 pub(super) fn tool_refs(
-    request_id: &std::sync::Arc<str>,
+    request_id: &ArcStr,
     iteration: u32,
     turn_call: Option<&CallId>,
     tool: &PendingTool,

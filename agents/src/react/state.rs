@@ -1,8 +1,6 @@
 //! The ReAct strategy's state: the thread, the active request and what it waits for.
 
-use std::sync::Arc;
-
-use motet_directives::{CallId, Usage};
+use motet_directives::{ArcStr, CallId, Usage};
 use serde::{Deserialize, Serialize};
 
 use crate::policy::{ContextPolicy, PolicyOverride};
@@ -97,7 +95,7 @@ impl PendingTool {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RequestState {
     /// The request's id (shared with the refs of the request's entries).
-    pub request_id: Arc<str>,
+    pub request_id: ArcStr,
     /// LLM calls made so far (the current one included).
     pub iteration: u32,
     /// The LLM call in flight.
@@ -153,7 +151,7 @@ impl RequestState {
     }
 
     /// A request that has not called the LLM yet.
-    pub fn new(request_id: impl Into<Arc<str>>, policy_override: Option<PolicyOverride>) -> Self {
+    pub fn new(request_id: impl Into<ArcStr>, policy_override: Option<PolicyOverride>) -> Self {
         Self {
             request_id: request_id.into(),
             iteration: 0,

@@ -20,9 +20,7 @@
 //!
 //! [`ResponseFormat::check`]: motet_directives::ResponseFormat::check
 
-use std::sync::Arc;
-
-use motet_directives::{Directive, LlmOptions, ResponseFormat, ToolChoice};
+use motet_directives::{ArcStr, Directive, LlmOptions, ResponseFormat, ToolChoice};
 use serde::{Deserialize, Serialize};
 
 use super::state::{ReActState, RequestState};
@@ -103,7 +101,7 @@ impl ReAct {
 
 /// A request's response format and spent retries, kept across `agent.resume`, which rebuilds
 /// the request from the thread.
-pub(super) struct Carried(Option<(Arc<str>, Box<ResponseFormat>, u32)>);
+pub(super) struct Carried(Option<(ArcStr, Box<ResponseFormat>, u32)>);
 
 impl From<Option<&RequestState>> for Carried {
     fn from(request: Option<&RequestState>) -> Self {

@@ -1,8 +1,6 @@
 //! One entry of a thread: its kind and payload, its correlation refs, its token estimate.
 
-use std::sync::Arc;
-
-use motet_directives::{AssistantMessage, ToolResult, Usage};
+use motet_directives::{ArcStr, AssistantMessage, ToolResult, Usage};
 use motet_signals::Signal;
 
 use super::EntryId;
@@ -154,19 +152,19 @@ impl EntryKind {
 pub struct Refs {
     /// The outer ask.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub request_id: Option<Arc<str>>,
+    pub request_id: Option<ArcStr>,
     /// The directive call this entry came from (LLM call or tool run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub call_id: Option<Arc<str>>,
+    pub call_id: Option<ArcStr>,
     /// The model's id of the tool call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_call_id: Option<Arc<str>>,
+    pub tool_call_id: Option<ArcStr>,
     /// The ReAct iteration (1 for the first LLM call of a request).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iteration: Option<u32>,
     /// The call that caused this one (a tool run's LLM call).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent_call_id: Option<Arc<str>>,
+    pub parent_call_id: Option<ArcStr>,
 }
 
 impl EntryBody {
@@ -192,7 +190,7 @@ impl EntryBody {
 
 impl Refs {
     /// Refs of one request.
-    pub fn request(request_id: impl Into<Arc<str>>) -> Self {
+    pub fn request(request_id: impl Into<ArcStr>) -> Self {
         Self {
             request_id: Some(request_id.into()),
             ..Self::default()
@@ -200,13 +198,13 @@ impl Refs {
     }
 
     /// Sets the call id.
-    pub fn with_call_id(mut self, call_id: impl Into<Arc<str>>) -> Self {
+    pub fn with_call_id(mut self, call_id: impl Into<ArcStr>) -> Self {
         self.call_id = Some(call_id.into());
         self
     }
 
     /// Sets the tool call id.
-    pub fn with_tool_call_id(mut self, tool_call_id: impl Into<Arc<str>>) -> Self {
+    pub fn with_tool_call_id(mut self, tool_call_id: impl Into<ArcStr>) -> Self {
         self.tool_call_id = Some(tool_call_id.into());
         self
     }
@@ -218,7 +216,7 @@ impl Refs {
     }
 
     /// Sets the parent call id.
-    pub fn with_parent_call_id(mut self, parent_call_id: impl Into<Arc<str>>) -> Self {
+    pub fn with_parent_call_id(mut self, parent_call_id: impl Into<ArcStr>) -> Self {
         self.parent_call_id = Some(parent_call_id.into());
         self
     }
