@@ -119,8 +119,6 @@ pub struct ThreadState<S: Strategy> {
     book: RequestBook<Signal>,
     /// Asks waiting for their reply, by request id.
     pending: few::Few<oneshot::Sender<Result<Signal, AskError>>>,
-    /// Scheduled signals not yet delivered, by schedule id.
-    schedules: HashMap<String, AbortHandle>,
     /// LLM calls in flight, by request id: aborted (closing their connections) when the
     /// request ends, so a cancelled request stops streaming.
     calls: HashMap<String, Vec<AbortHandle>>,
@@ -129,8 +127,6 @@ pub struct ThreadState<S: Strategy> {
     ready: VecDeque<Signal>,
     /// The model of the last LLM call: summaries use it when their directive names none.
     last_model: Option<ModelRef>,
-    /// Children started with `Spawn`, by tag.
-    children: HashMap<String, String>,
     /// Whether the thread exists in the store yet.
     stored: bool,
     /// Entries of the strategy's thread already in the store.
@@ -145,15 +141,56 @@ pub struct ThreadState<S: Strategy> {
     /// Set when the idle timeout closed the mailbox: what is still in it is held for the
     /// successor (`held`), never run here.
     retiring: bool,
+    /// The open `invoke_agent` span of each request this thread has admitted, by request id.
+    spans: few::Few<RequestTrace>,
+    /// Timers, children, a person's waits and messages held for a successor: what few
+    /// threads hold, boxed together (one word for the many that hold none of it).
+    occasional: Option<Box<Occasional>>,
+    /// Signals from durable bus consumers (none for most threads: boxed, one word).
+    deliveries: Option<Box<deliveries::Deliveries>>,
+}
+
+/// What a thread holds only for some directives (`Schedule`, `Spawn`), while a person is
+/// waited for, or while it retires.
+#[derive(Default)]
+struct Occasional {
+    /// Scheduled signals not yet delivered, by schedule id.
+    schedules: HashMap<String, AbortHandle>,
+    /// Children started with `Spawn`, by tag.
+    children: HashMap<String, String>,
     /// Messages that reached the mailbox before it closed, handed to the successor in order
     /// when this actor stops (`RuntimeCore::succeed`).
     held: Vec<ThreadMsg>,
-    /// The open `invoke_agent` span of each request this thread has admitted, by request id.
-    spans: few::Few<RequestTrace>,
     /// The tool calls waiting for a person, as last seen after a step.
     waits: Vec<waits::OpenWait>,
-    /// Signals from durable bus consumers (none for most threads: boxed, one word).
-    deliveries: Option<Box<deliveries::Deliveries>>,
+}
+
+impl Occasional {
+    fn is_empty(&self) -> bool {
+        self.schedules.is_empty()
+            && self.children.is_empty()
+            && self.held.is_empty()
+            && self.waits.is_empty()
+    }
+}
+
+impl<S: Strategy> ThreadState<S> {
+    /// The occasional part, made when first needed.
+    fn occasional(&mut self) -> &mut Occasional {
+        self.occasional.get_or_insert_default()
+    }
+
+    /// Whether a timer is pending.
+    fn has_schedules(&self) -> bool {
+        self.occasional
+            .as_ref()
+            .is_some_and(|o| !o.schedules.is_empty())
+    }
+
+    /// The tool calls waiting for a person.
+    fn waits(&self) -> &[waits::OpenWait] {
+        self.occasional.as_ref().map_or(&[], |o| &o.waits)
+    }
 }
 
 /// A request's span and how many LLM calls it has made.
@@ -191,19 +228,16 @@ where
             epoch: loaded.epoch,
             stored: loaded.stored,
             saved: loaded.saved,
-            children: HashMap::new(),
             last_active: std::time::Instant::now(),
             retiring: false,
-            held: Vec::new(),
             env,
             book: RequestBook::default(),
             calls: HashMap::new(),
             ready: VecDeque::new(),
             last_model: None,
             pending: few::Few::default(),
-            schedules: HashMap::new(),
             spans: few::Few::default(),
-            waits: Vec::new(),
+            occasional: None,
             deliveries: deliveries::Deliveries::remembering(loaded.applied),
         })
     }
@@ -213,9 +247,15 @@ where
         myself: ActorRef<ThreadMsg>,
         state: &mut ThreadState<S>,
     ) -> Result<(), ActorProcessingErr> {
-        for (_, schedule) in state.schedules.drain() {
-            schedule.abort();
-        }
+        let held = match state.occasional.take() {
+            Some(mut occasional) => {
+                for (_, schedule) in occasional.schedules.drain() {
+                    schedule.abort();
+                }
+                std::mem::take(&mut occasional.held)
+            }
+            None => Vec::new(),
+        };
         for (_, calls) in state.calls.drain() {
             calls.iter().for_each(AbortHandle::abort);
         }
@@ -228,10 +268,9 @@ where
             }));
         }
         self.core.thread_keys.remove(&myself.get_id());
-        if state.held.is_empty() {
+        if held.is_empty() {
             self.agent.forget_thread(&self.thread_id, myself.get_id());
         } else {
-            let held = std::mem::take(&mut state.held);
             self.core
                 .succeed(&self.agent.name, &self.thread_id, myself.get_id(), held)
                 .await;
@@ -277,7 +316,7 @@ where
                 ThreadMsg::GetThread(reply) => {
                     let _ = reply.send(self.agent.strategy.thread(&state.strategy).cloned());
                 }
-                msg => state.held.push(msg),
+                msg => state.occasional().held.push(msg),
             }
             return Ok(());
         }
@@ -299,7 +338,7 @@ where
                         .calls
                         .values()
                         .all(|c| c.iter().all(AbortHandle::is_finished))
-                    && state.schedules.is_empty();
+                    && !state.has_schedules();
                 if quiet && state.last_active.elapsed() >= idle {
                     // Closing the mailbox rather than stopping at once: whatever a sender put
                     // in it before it closed is handed to the thread's next actor, and a sender
@@ -338,8 +377,10 @@ where
         };
         if signal.signal_type().as_str() == SCHEDULE_FIRED {
             // Internal bookkeeping only: never seen by the strategy.
-            if let Ok(id) = signal.data_as::<String>() {
-                state.schedules.remove(&id);
+            if let Ok(id) = signal.data_as::<String>()
+                && let Some(occasional) = state.occasional.as_mut()
+            {
+                occasional.schedules.remove(&id);
             }
             return Ok(());
         }

@@ -323,12 +323,16 @@ where
                         deliver(&me, fired);
                     }
                 });
-                if let Some(old) = state.schedules.insert(id, task.abort_handle()) {
+                if let Some(old) = state.occasional().schedules.insert(id, task.abort_handle()) {
                     old.abort();
                 }
             }
             Directive::CancelSchedule(cancel) => {
-                if let Some(task) = state.schedules.remove(cancel.schedule_id.as_str()) {
+                let cancelled = state
+                    .occasional
+                    .as_mut()
+                    .and_then(|o| o.schedules.remove(cancel.schedule_id.as_str()));
+                if let Some(task) = cancelled {
                     task.abort();
                 }
             }
@@ -342,7 +346,10 @@ where
                     .name
                     .clone()
                     .unwrap_or_else(|| format!("{}/{}", self.agent.name, spawn.tag));
-                state.children.insert(spawn.tag.clone(), name.clone());
+                state
+                    .occasional()
+                    .children
+                    .insert(spawn.tag.clone(), name.clone());
                 let span = trace::directive_span("spawn", &name, parent);
                 let core = self.core.clone();
                 let task_cause = cause.clone();
@@ -399,7 +406,11 @@ where
                     .instrument(span),
                 );
             }
-            Directive::StopChild(stop) => match state.children.remove(&stop.tag) {
+            Directive::StopChild(stop) => match state
+                .occasional
+                .as_mut()
+                .and_then(|o| o.children.remove(&stop.tag))
+            {
                 Some(name) => self.core.stop_agent(&name, &stop.reason),
                 None => {
                     tracing::warn!(agent = %self.agent.name, tag = %stop.tag, "no child with that tag");

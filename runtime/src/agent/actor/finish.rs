@@ -134,8 +134,9 @@ where
 }
 
 /// Gives back the room of the hash maps a request emptied: each keeps its capacity otherwise,
-/// which a conversing thread would hold for as long as it runs. (The asker and the span of a
-/// request are in [`Few`](super::few::Few)s, which keep nothing once empty.)
+/// which a conversing thread would hold for as long as it runs; the occasional part goes
+/// whole once it holds nothing. (The asker and the span of a request are in
+/// [`Few`](super::few::Few)s, which keep nothing once empty.)
 fn release_room<S: Strategy>(state: &mut ThreadState<S>) {
     fn shrink<K: Eq + Hash, V, H: BuildHasher>(map: &mut HashMap<K, V, H>) {
         if map.is_empty() {
@@ -143,5 +144,9 @@ fn release_room<S: Strategy>(state: &mut ThreadState<S>) {
         }
     }
     shrink(&mut state.calls);
-    shrink(&mut state.schedules);
+    if state.occasional.as_ref().is_some_and(|o| o.is_empty()) {
+        state.occasional = None;
+    } else if let Some(occasional) = state.occasional.as_mut() {
+        shrink(&mut occasional.schedules);
+    }
 }

@@ -44,7 +44,7 @@ where
         waiting: &[Waiting],
         cause: &Signal,
     ) {
-        if waiting.is_empty() && state.waits.is_empty() {
+        if waiting.is_empty() && state.waits().is_empty() {
             return;
         }
         let same = |open: &OpenWait, w: &Waiting| {
@@ -55,7 +55,12 @@ where
             .flatten();
         let now = motet_agents::Env::now_ms(&state.env);
         let mut changed = Vec::new();
-        let (kept, ended): (Vec<OpenWait>, Vec<OpenWait>) = std::mem::take(&mut state.waits)
+        let open = state
+            .occasional
+            .as_mut()
+            .map(|o| std::mem::take(&mut o.waits))
+            .unwrap_or_default();
+        let (mut kept, ended): (Vec<OpenWait>, Vec<OpenWait>) = open
             .into_iter()
             .partition(|open| waiting.iter().any(|w| same(open, w)));
         for open in ended {
@@ -79,9 +84,8 @@ where
             }
             changed.push(open.request_id.clone());
         }
-        state.waits = kept;
         for w in waiting {
-            if state.waits.iter().any(|open| same(open, w)) {
+            if kept.iter().any(|open| same(open, w)) {
                 continue;
             }
             let parent = state.spans.get(&w.request_id).and_then(|t| t.span.id());
@@ -90,7 +94,7 @@ where
             instruments()
                 .waiting
                 .add(1, &[KeyValue::new("motet.wait.kind", kind)]);
-            state.waits.push(OpenWait {
+            kept.push(OpenWait {
                 request_id: w.request_id.clone(),
                 tool_call_id: w.tool_call_id.clone(),
                 kind,
@@ -98,6 +102,9 @@ where
                 span,
             });
             changed.push(w.request_id.clone());
+        }
+        if !kept.is_empty() {
+            state.occasional().waits = kept;
         }
         changed.sort();
         changed.dedup();
