@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::DirectiveError;
 use crate::hosted::{HostedTool, Secret};
 use crate::message::Message;
 use crate::response_format::ResponseFormat;
 use crate::tool::{ToolChoice, ToolDef};
+use crate::{ArcStr, DirectiveError};
 
 /// A model reference, `provider:model` — `anthropic:claude-sonnet-4-5`, `openai:gpt-5.2`,
 /// `openai-responses:gpt-5.2`, `gemini:gemini-3-pro-preview`, `openai-compat:<name>`.
@@ -18,11 +18,16 @@ use crate::tool::{ToolChoice, ToolDef};
 /// The provider part selects the dialect; the providers crate decides which names it knows.
 /// Everything after the first `:` is the model (model names may themselves contain `:`, as
 /// Ollama's `qwen3:8b` does).
+///
+/// Held as its text, shared: every LLM call carries its model and every thread remembers its
+/// last, so a clone is a count, not two strings.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct ModelRef {
-    provider: String,
-    model: String,
+    /// `provider:model`.
+    text: ArcStr,
+    /// Where the `:` is (the provider has none).
+    colon: usize,
 }
 
 impl ModelRef {
@@ -46,17 +51,20 @@ impl ModelRef {
                 input: format!("{provider}:{model}"),
             });
         }
-        Ok(Self { provider, model })
+        Ok(Self {
+            text: ArcStr::from(format!("{provider}:{model}")),
+            colon: provider.len(),
+        })
     }
 
     /// The provider part (`anthropic`, `openai`, ...).
     pub fn provider(&self) -> &str {
-        &self.provider
+        self.text.get(..self.colon).unwrap_or_default()
     }
 
     /// The model part (`claude-sonnet-4-5`, ...).
     pub fn model(&self) -> &str {
-        &self.model
+        self.text.get(self.colon + 1..).unwrap_or_default()
     }
 }
 
@@ -85,13 +93,13 @@ impl TryFrom<String> for ModelRef {
 
 impl From<ModelRef> for String {
     fn from(value: ModelRef) -> Self {
-        value.to_string()
+        value.text.to_string()
     }
 }
 
 impl fmt::Display for ModelRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.provider, self.model)
+        f.write_str(&self.text)
     }
 }
 
