@@ -1,6 +1,9 @@
-//! An entry's id, held in 16 bytes when it is the runtime's kind.
+//! An entry's id, held in 16 bytes.
 
 use std::fmt;
+use std::num::NonZeroU64;
+
+use motet_directives::ArcStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -12,27 +15,29 @@ const PREFIX: &str = "entry_";
 ///
 /// The runtime's ids (`entry_` followed by a UUIDv7's 32 lowercase hex digits) are held as the
 /// UUID's 128 bits rather than as 38 bytes of text, since every entry of every thread has one; any
-/// other id (a test environment's `entry_1`, an imported thread's) is kept as it is. Either way it
-/// reads, prints, compares and serializes as its text.
+/// other id (a test environment's `entry_1`, an imported thread's) is kept as shared text. Either
+/// way it reads, prints, compares and serializes as its text, in 16 bytes: the text's variant
+/// fits beside the UUID's high half, which is never zero for a UUIDv7 (its clock).
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct EntryId(Repr);
 
 #[derive(Clone, PartialEq, Eq, Hash)]
 enum Repr {
-    /// `entry_` and these 128 bits in hex (kept as two halves: an `u128` would align the id
-    /// to 16 bytes and make it 32 long).
-    Uuid([u64; 2]),
-    /// Any other text.
-    Text(Box<str>),
+    /// `entry_` and these 128 bits in hex, high half first (kept as two halves: an `u128`
+    /// would align the id to 16 bytes and leave no room for the other variant's tag).
+    Uuid(NonZeroU64, u64),
+    /// Any other text (and a UUID whose high half is zero).
+    Text(ArcStr),
 }
 
 impl EntryId {
     /// The id `text`.
     pub fn new(text: impl Into<String>) -> Self {
         let text = text.into();
-        match uuid_bits(&text) {
-            Some(bits) => Self(Repr::Uuid([(bits >> 64) as u64, bits as u64])),
-            None => Self(Repr::Text(text.into_boxed_str())),
+        match uuid_bits(&text).and_then(|bits| Some((NonZeroU64::new((bits >> 64) as u64)?, bits)))
+        {
+            Some((high, bits)) => Self(Repr::Uuid(high, bits as u64)),
+            None => Self(Repr::Text(ArcStr::from(text))),
         }
     }
 }
@@ -51,7 +56,7 @@ fn uuid_bits(text: &str) -> Option<u128> {
 impl fmt::Display for EntryId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.0 {
-            Repr::Uuid([high, low]) => write!(f, "{PREFIX}{high:016x}{low:016x}"),
+            Repr::Uuid(high, low) => write!(f, "{PREFIX}{high:016x}{low:016x}"),
             Repr::Text(text) => f.write_str(text),
         }
     }
@@ -66,9 +71,9 @@ impl fmt::Debug for EntryId {
 impl PartialEq<str> for EntryId {
     fn eq(&self, other: &str) -> bool {
         match &self.0 {
-            Repr::Text(text) => text.as_ref() == other,
-            Repr::Uuid([high, low]) => {
-                uuid_bits(other) == Some((u128::from(*high) << 64) | u128::from(*low))
+            Repr::Text(text) => text.as_str() == other,
+            Repr::Uuid(high, low) => {
+                uuid_bits(other) == Some((u128::from(high.get()) << 64) | u128::from(*low))
             }
         }
     }
@@ -112,7 +117,7 @@ mod tests {
     fn the_runtime_ids_are_held_as_bits_and_read_back_exactly() {
         let text = "entry_01a20ca9539e7113934776dfd4e3a401";
         let id = EntryId::new(text);
-        assert!(matches!(id.0, Repr::Uuid(_)));
+        assert!(matches!(id.0, Repr::Uuid(..)));
         assert_eq!(id.to_string(), text);
         assert_eq!(id, text);
         assert_eq!(
@@ -121,9 +126,14 @@ mod tests {
         );
         let back: EntryId = serde_json::from_str(&format!("\"{text}\"")).expect("a string");
         assert_eq!(back, id);
-        // Leading zeros survive.
-        let zeros = "entry_00000000000000000000000000000001";
+        // Leading zeros survive, in the low half too; a zero high half is kept as text.
+        let zeros = "entry_00000000000000010000000000000001";
+        assert!(matches!(EntryId::new(zeros).0, Repr::Uuid(..)));
         assert_eq!(EntryId::new(zeros).to_string(), zeros);
+        let high_zero = "entry_00000000000000000000000000000001";
+        assert!(matches!(EntryId::new(high_zero).0, Repr::Text(_)));
+        assert_eq!(EntryId::new(high_zero).to_string(), high_zero);
+        assert_eq!(EntryId::new(high_zero), high_zero);
     }
 
     #[test]
@@ -146,7 +156,7 @@ mod tests {
     }
 
     #[test]
-    fn an_id_is_no_bigger_than_a_string() {
-        assert_eq!(size_of::<EntryId>(), size_of::<String>());
+    fn an_id_is_two_words() {
+        assert_eq!(size_of::<EntryId>(), 16);
     }
 }
