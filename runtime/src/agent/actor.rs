@@ -24,7 +24,7 @@ use crate::tool::ToolSet;
 
 mod deliveries;
 mod execute;
-mod few;
+pub(crate) mod few;
 
 use execute::deliver;
 mod finish;
@@ -91,9 +91,9 @@ pub(crate) struct LiveAgent<S> {
     pub(crate) subscriptions: std::sync::Mutex<Vec<motet_signals::Subscription>>,
     /// The tasks of the agent's durable bus consumers; aborted when the agent is removed.
     pub(crate) consumers: std::sync::Mutex<Vec<tokio::task::AbortHandle>>,
-    /// The agent's running threads by thread id: the registry's second level.
-    pub(crate) threads:
-        std::sync::Mutex<HashMap<String, ActorRef<ThreadMsg>, foldhash::fast::RandomState>>,
+    /// The agent's running threads by thread id: the registry's second level. Almost always
+    /// one (the default thread) or none, held in place rather than in a map's table.
+    pub(crate) threads: std::sync::Mutex<few::Few<ActorRef<ThreadMsg>>>,
 }
 
 impl<S> LiveAgent<S> {
@@ -101,8 +101,7 @@ impl<S> LiveAgent<S> {
     /// only), so a poisoned lock still holds a consistent map.
     pub(crate) fn running_threads(
         &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<String, ActorRef<ThreadMsg>, foldhash::fast::RandomState>>
-    {
+    ) -> std::sync::MutexGuard<'_, few::Few<ActorRef<ThreadMsg>>> {
         self.threads
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -115,13 +114,6 @@ pub struct ThreadState<S: Strategy> {
     supervised: bool,
     strategy: S::State,
     env: SystemEnv,
-    /// The request the strategy is working on, and those waiting for it to finish.
-    book: RequestBook<Signal>,
-    /// Asks waiting for their reply, by request id.
-    pending: few::Few<oneshot::Sender<Result<Signal, AskError>>>,
-    /// LLM calls in flight, by request id: aborted (closing their connections) when the
-    /// request ends, so a cancelled request stops streaming.
-    calls: HashMap<String, Vec<AbortHandle>>,
     /// Results of work that finished as it started (execute.rs, `Run::Inline`), handled
     /// before the actor reads its mailbox again.
     ready: VecDeque<Signal>,
@@ -141,13 +133,48 @@ pub struct ThreadState<S: Strategy> {
     /// Set when the idle timeout closed the mailbox: what is still in it is held for the
     /// successor (`held`), never run here.
     retiring: bool,
-    /// The open `invoke_agent` span of each request this thread has admitted, by request id.
-    spans: few::Few<RequestTrace>,
+    /// The open requests and what each holds (asker, span, LLM calls), boxed together and
+    /// made with the first: a thread between requests holds one word.
+    open: Option<Box<Open>>,
     /// Timers, children, a person's waits and messages held for a successor: what few
     /// threads hold, boxed together (one word for the many that hold none of it).
     occasional: Option<Box<Occasional>>,
     /// Signals from durable bus consumers (none for most threads: boxed, one word).
     deliveries: Option<Box<deliveries::Deliveries>>,
+}
+
+/// What a thread holds while it has open requests.
+#[derive(Default)]
+struct Open {
+    /// The request the strategy is working on, and those waiting for it to finish.
+    book: RequestBook<Signal>,
+    /// Asks waiting for their reply, by request id.
+    pending: few::Few<oneshot::Sender<Result<Signal, AskError>>>,
+    /// LLM calls in flight, by request id: aborted (closing their connections) when the
+    /// request ends, so a cancelled request stops streaming.
+    calls: HashMap<String, Vec<AbortHandle>>,
+    /// The open `invoke_agent` span of each request this thread has admitted, by request id.
+    spans: few::Few<RequestTrace>,
+}
+
+impl Open {
+    /// No request is open and nothing is held for one.
+    fn is_empty(&self) -> bool {
+        self.book.is_quiet()
+            && self.pending.is_empty()
+            && self.calls.is_empty()
+            && self.spans.is_empty()
+    }
+
+    /// No request is open and no LLM call still runs.
+    fn is_quiet(&self) -> bool {
+        self.book.is_quiet()
+            && self.pending.is_empty()
+            && self
+                .calls
+                .values()
+                .all(|c| c.iter().all(AbortHandle::is_finished))
+    }
 }
 
 /// What a thread holds only for some directives (`Schedule`, `Spawn`), while a person is
@@ -175,6 +202,16 @@ impl Occasional {
 }
 
 impl<S: Strategy> ThreadState<S> {
+    /// The open requests, made when the first arrives.
+    fn open(&mut self) -> &mut Open {
+        self.open.get_or_insert_default()
+    }
+
+    /// The open `invoke_agent` span of request `id`.
+    fn span(&self, id: &str) -> Option<&RequestTrace> {
+        self.open.as_ref().and_then(|o| o.spans.get(id))
+    }
+
     /// The occasional part, made when first needed.
     fn occasional(&mut self) -> &mut Occasional {
         self.occasional.get_or_insert_default()
@@ -231,12 +268,9 @@ where
             last_active: std::time::Instant::now(),
             retiring: false,
             env,
-            book: RequestBook::default(),
-            calls: HashMap::new(),
+            open: None,
             ready: VecDeque::new(),
             last_model: None,
-            pending: few::Few::default(),
-            spans: few::Few::default(),
             occasional: None,
             deliveries: deliveries::Deliveries::remembering(loaded.applied),
         })
@@ -256,16 +290,18 @@ where
             }
             None => Vec::new(),
         };
-        for (_, calls) in state.calls.drain() {
-            calls.iter().for_each(AbortHandle::abort);
-        }
-        for (_, open) in state.spans.drain() {
-            trace::failed(&open.span, "agent_stopped", "the agent thread stopped");
-        }
-        for (_, reply) in state.pending.drain() {
-            let _ = reply.send(Err(AskError::AgentStopped {
-                agent: self.agent.name.to_string(),
-            }));
+        if let Some(mut open) = state.open.take() {
+            for (_, calls) in open.calls.drain() {
+                calls.iter().for_each(AbortHandle::abort);
+            }
+            for (_, trace) in open.spans.drain() {
+                trace::failed(&trace.span, "agent_stopped", "the agent thread stopped");
+            }
+            for (_, reply) in open.pending.drain() {
+                let _ = reply.send(Err(AskError::AgentStopped {
+                    agent: self.agent.name.to_string(),
+                }));
+            }
         }
         self.core.thread_keys.remove(&myself.get_id());
         if held.is_empty() {
@@ -332,13 +368,8 @@ where
         let signal = match msg {
             ThreadMsg::IdleCheck => {
                 let idle = self.agent.idle_timeout.unwrap_or(std::time::Duration::MAX);
-                let quiet = state.book.is_quiet()
-                    && state.pending.is_empty()
-                    && state
-                        .calls
-                        .values()
-                        .all(|c| c.iter().all(AbortHandle::is_finished))
-                    && !state.has_schedules();
+                let quiet =
+                    state.open.as_ref().is_none_or(|o| o.is_quiet()) && !state.has_schedules();
                 if quiet && state.last_active.elapsed() >= idle {
                     // Closing the mailbox rather than stopping at once: whatever a sender put
                     // in it before it closed is handed to the thread's next actor, and a sender
@@ -365,7 +396,7 @@ where
             ThreadMsg::Ask { signal, reply } => {
                 match signal.request_id() {
                     Some(request) => {
-                        state.pending.insert(request.to_owned(), reply);
+                        state.open().pending.insert(request.to_owned(), reply);
                     }
                     None => {
                         let _ = reply.send(Err(AskError::NoRequestId));
@@ -389,7 +420,7 @@ where
         let mut inline = 0;
         loop {
             // A request that finished lets the next queued one in.
-            while let Some(next) = state.book.next() {
+            while let Some(next) = state.open.as_mut().and_then(|o| o.book.next()) {
                 instruments().queue_depth.add(-1, &[]);
                 self.admit(&myself, state, next).await;
             }
@@ -417,7 +448,7 @@ where
     ) {
         if signal.signal_type().as_str() == protocol::AGENT_CANCEL
             && let Some(id) = signal.request_id()
-            && let Some(withdrawn) = state.book.withdraw(id)
+            && let Some(withdrawn) = state.open.as_mut().and_then(|o| o.book.withdraw(id))
         {
             instruments().queue_depth.add(-1, &[]);
             // A delivered request cancelled before it ran was decided: nothing to handle again.
@@ -431,10 +462,11 @@ where
         let now = state.env.now_ms();
         if is_request
             && let Some(id) = signal.request_id()
-            && !state.spans.contains_key(id)
+            && state.span(id).is_none()
         {
             let span = trace::request_span(&self.agent.name, &self.thread_id, id, &signal);
             state
+                .open()
                 .spans
                 .insert(id.to_owned(), RequestTrace { span, llm_calls: 0 });
         }
@@ -447,7 +479,7 @@ where
             return;
         };
         let delivered = Self::delivery(state, &signal);
-        let admission = match state.book.admit(&id, signal, self.agent.policy) {
+        let admission = match state.open().book.admit(&id, signal, self.agent.policy) {
             Admission::Interrupt { running, item } => {
                 let cancel = Signal::builder(protocol::AGENT_CANCEL, self.source())
                     .with_id(state.env.fresh_id("sig"))
@@ -458,7 +490,7 @@ where
                 if let Ok(cancel) = cancel {
                     self.step(myself, state, cancel).await;
                 }
-                state.book.readmit(&id, item)
+                state.open().book.readmit(&id, item)
             }
             admission => admission,
         };
@@ -493,7 +525,7 @@ where
     async fn step(&self, myself: &ActorRef<ThreadMsg>, state: &mut ThreadState<S>, signal: Signal) {
         let request_span = signal
             .request_id()
-            .and_then(|r| state.spans.get(r))
+            .and_then(|r| state.span(r))
             .and_then(|t| t.span.id());
         let handling = trace::handle_span(
             &self.agent.name,
@@ -540,8 +572,9 @@ where
             // The commit point: what the strategy changed is stored before any directive that
             // depends on it runs, with the request still open after them.
             let open = state
-                .book
-                .running()
+                .open
+                .as_ref()
+                .and_then(|o| o.book.running())
                 .filter(|running| !replies_to(&directives, running))
                 .map(str::to_owned);
             let waiting = self.agent.strategy.waiting(&state.strategy);
@@ -641,7 +674,7 @@ where
     /// Remembers a call made for the request `cause` belongs to, dropping finished ones.
     fn track(&self, state: &mut ThreadState<S>, cause: &Signal, call: AbortHandle) {
         if let Some(request) = cause.request_id() {
-            let calls = state.calls.entry(request.to_owned()).or_default();
+            let calls = state.open().calls.entry(request.to_owned()).or_default();
             calls.retain(|c| !c.is_finished());
             calls.push(call);
         }

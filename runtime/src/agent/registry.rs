@@ -341,7 +341,7 @@ where
         intensity: spec.intensity,
         subscriptions: std::sync::Mutex::new(Vec::new()),
         consumers: std::sync::Mutex::new(Vec::new()),
-        threads: std::sync::Mutex::new(HashMap::default()),
+        threads: std::sync::Mutex::new(super::actor::few::Few::default()),
     });
     // The agent's spawning lock is taken before the agent becomes visible, so no racing ask can
     // start its default thread first and the thread needs no lookup before it starts. The lock

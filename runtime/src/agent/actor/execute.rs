@@ -58,7 +58,10 @@ where
                     cache.key = Some(key);
                 }
                 state.last_model = Some(call.request.model.clone());
-                let iteration = match cause.request_id().and_then(|r| state.spans.get_mut(r)) {
+                let iteration = match cause
+                    .request_id()
+                    .and_then(|r| state.open.as_mut()?.spans.get_mut(r))
+                {
                     Some(open) => {
                         open.llm_calls += 1;
                         open.llm_calls

@@ -56,11 +56,6 @@ impl<V> Few<V> {
         }
     }
 
-    /// Whether `key` has a value.
-    pub(crate) fn contains_key(&self, key: &str) -> bool {
-        self.get(key).is_some()
-    }
-
     /// Takes `key`'s value out.
     pub(crate) fn remove(&mut self, key: &str) -> Option<V> {
         match self {
@@ -77,6 +72,25 @@ impl<V> Few<V> {
             }
             _ => None,
         }
+    }
+
+    /// How many entries there are.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Self::None => 0,
+            Self::One(..) => 1,
+            Self::Many(map) => map.len(),
+        }
+    }
+
+    /// The values, in no particular order.
+    pub(crate) fn values(&self) -> impl Iterator<Item = &V> {
+        let (one, many) = match self {
+            Self::None => (None, None),
+            Self::One(_, value) => (Some(value), None),
+            Self::Many(map) => (None, Some(map.values())),
+        };
+        one.into_iter().chain(many.into_iter().flatten())
     }
 
     /// Whether there are no entries.
@@ -111,13 +125,26 @@ mod tests {
         if let Some(v) = few.get_mut("r2") {
             *v = 4;
         }
-        assert!(few.contains_key("r1") && few.contains_key("r2") && !few.contains_key("r3"));
+        assert!(few.get("r1").is_some() && few.get("r2").is_some() && few.get("r3").is_none());
         assert_eq!(few.remove("r1"), Some(2));
         assert_eq!(few.remove("r1"), None);
         assert!(!few.is_empty());
         assert_eq!(few.remove("r2"), Some(4));
         assert!(few.is_empty() && matches!(few, Few::None));
         assert_eq!(few.remove("r2"), None);
+    }
+
+    #[test]
+    fn len_and_values_see_every_entry_held_in_place_or_in_the_map() {
+        let mut few = Few::default();
+        assert_eq!((few.len(), few.values().count()), (0, 0));
+        few.insert("a".to_owned(), 1);
+        assert_eq!(few.len(), 1);
+        assert_eq!(few.values().copied().collect::<Vec<_>>(), [1]);
+        few.insert("b".to_owned(), 2);
+        let mut values: Vec<i32> = few.values().copied().collect();
+        values.sort_unstable();
+        assert_eq!((few.len(), values), (2, vec![1, 2]));
     }
 
     #[test]

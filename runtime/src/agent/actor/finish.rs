@@ -42,11 +42,12 @@ where
             request,
             failure.as_deref().map(|text| ("request_failed", text)),
         );
-        state.book.finished(request);
-        if let Some(calls) = state.calls.remove(request) {
+        let open = state.open();
+        open.book.finished(request);
+        if let Some(calls) = open.calls.remove(request) {
             calls.iter().for_each(AbortHandle::abort);
         }
-        if let Some(asker) = state.pending.remove(request) {
+        if let Some(asker) = open.pending.remove(request) {
             let answer = match status {
                 ReplyStatus::Completed => Ok(signal.clone()),
                 ReplyStatus::Failed => Err(AskError::Failed {
@@ -97,8 +98,9 @@ where
             .requests
             .finished(request, RequestStatus::Failed, None, state.env.now_ms());
         self.end_request_span(state, request, Some((kind, message)));
-        state.book.finished(request);
-        if let Some(reply) = state.pending.remove(request) {
+        let open = state.open();
+        open.book.finished(request);
+        if let Some(reply) = open.pending.remove(request) {
             let _ = reply.send(Err(failure));
         }
         release_room(state);
@@ -121,11 +123,11 @@ where
             1,
             &[opentelemetry::KeyValue::new("motet.request.status", status)],
         );
-        let Some(open) = state.spans.remove(request) else {
+        let Some(trace) = state.open.as_mut().and_then(|o| o.spans.remove(request)) else {
             return;
         };
         if let Some((error_type, text)) = failure {
-            trace::failed(&open.span, error_type, text);
+            trace::failed(&trace.span, error_type, text);
             instruments()
                 .errors
                 .add(1, &[opentelemetry::KeyValue::new("error.type", error_type)]);
@@ -143,7 +145,11 @@ fn release_room<S: Strategy>(state: &mut ThreadState<S>) {
             map.shrink_to_fit();
         }
     }
-    shrink(&mut state.calls);
+    if state.open.as_ref().is_some_and(|o| o.is_empty()) {
+        state.open = None;
+    } else if let Some(open) = state.open.as_mut() {
+        shrink(&mut open.calls);
+    }
     if state.occasional.as_ref().is_some_and(|o| o.is_empty()) {
         state.occasional = None;
     } else if let Some(occasional) = state.occasional.as_mut() {

@@ -88,7 +88,7 @@ where
             if kept.iter().any(|open| same(open, w)) {
                 continue;
             }
-            let parent = state.spans.get(&w.request_id).and_then(|t| t.span.id());
+            let parent = state.span(&w.request_id).and_then(|t| t.span.id());
             let span = trace::wait_span(&self.agent.name, &self.thread_id, w, parent);
             let kind = trace::wait_kind(w);
             instruments()
