@@ -20,8 +20,8 @@ mod state;
 mod structured;
 
 use motet_directives::{
-    ArcStr, CallId, Directive, Emit, EmitTarget, LlmRequest, LlmStream, Reply, StopReason,
-    Summarize, ToolExec, ToolResult, Usage,
+    ArcStr, AssistantBlock, CallId, Directive, Emit, EmitTarget, LlmRequest, LlmStream, Reply,
+    StopReason, Summarize, ToolExec, ToolResult, Usage,
 };
 use motet_signals::Signal;
 use serde::Serialize;
@@ -358,17 +358,21 @@ impl ReAct {
         let mut directives = Vec::new();
         // The turn's calls, at their number: the request keeps them until its next turn.
         request.tools = Vec::with_capacity(message.tool_calls().count());
-        for call in message.tool_calls() {
+        for block in &message.blocks {
+            let AssistantBlock::ToolUse { id, name, args, .. } = block else {
+                continue;
+            };
             request.tool_calls = request.tool_calls.saturating_add(1);
             let call_id = CallId::new(step.env.fresh_id("tool"));
+            // The turn's id, shared: the pending call, its result and their refs hold it.
             request
                 .tools
-                .push(PendingTool::new(call_id.clone(), call.id, call.name));
+                .push(PendingTool::new(call_id.clone(), id.clone(), name.as_str()));
             directives.push(Directive::ToolExec(ToolExec::new(
                 call_id,
-                call.id,
-                call.name,
-                call.args.clone(),
+                id.as_str(),
+                name.as_str(),
+                args.clone(),
             )));
         }
         request.turn_call = Some(result.call_id);

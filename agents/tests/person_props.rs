@@ -317,7 +317,7 @@ proptest! {
                         .blocks
                         .iter()
                         .filter_map(|b| match b {
-                            AssistantBlock::ToolUse { id, .. } => Some(id.clone()),
+                            AssistantBlock::ToolUse { id, .. } => Some(id.to_string()),
                             _ => None,
                         })
                         .collect();

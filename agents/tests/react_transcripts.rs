@@ -1213,7 +1213,7 @@ fn tool_call_ids_are_unique_in_the_thread() {
     let answered = entries
         .iter()
         .filter(|e| {
-            matches!(&e.body, EntryBody::ToolResult { result, .. } if ids.contains(&result.tool_use_id))
+            matches!(&e.body, EntryBody::ToolResult { result, .. } if ids.iter().any(|id| *id == *result.tool_use_id))
         })
         .count();
     assert_eq!(answered, 3);

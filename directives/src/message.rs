@@ -4,6 +4,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::ArcStr;
 use crate::tool::{ToolArgs, ToolCallIter, ToolCallView, ToolResult};
 use crate::usage::StopReason;
 
@@ -97,8 +98,9 @@ pub enum AssistantBlock {
     },
     /// A request to run a tool.
     ToolUse {
-        /// The provider's call id.
-        id: String,
+        /// The provider's call id (shared text: the strategy, the call's result and the refs
+        /// of the entries about it hold the same id).
+        id: ArcStr,
         /// The tool's name.
         name: String,
         /// Raw arguments; only the tool parses them.
@@ -136,7 +138,7 @@ impl AssistantBlock {
     }
 
     /// A tool-use block without meta.
-    pub fn tool_use(id: impl Into<String>, name: impl Into<String>, args: ToolArgs) -> Self {
+    pub fn tool_use(id: impl Into<ArcStr>, name: impl Into<String>, args: ToolArgs) -> Self {
         Self::ToolUse {
             id: id.into(),
             name: name.into(),
@@ -193,10 +195,7 @@ impl AssistantMessage {
                 AssistantBlock::Text { text, .. } | AssistantBlock::Reasoning { text, .. } => {
                     text.shrink_to_fit();
                 }
-                AssistantBlock::ToolUse { id, name, .. } => {
-                    id.shrink_to_fit();
-                    name.shrink_to_fit();
-                }
+                AssistantBlock::ToolUse { name, .. } => name.shrink_to_fit(),
                 AssistantBlock::Opaque { provider, item } => {
                     provider.shrink_to_fit();
                     item.shrink_to_fit();

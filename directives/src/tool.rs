@@ -8,8 +8,8 @@ use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::DirectiveError;
 use crate::message::AssistantBlock;
+use crate::{ArcStr, DirectiveError};
 
 /// Tool-call arguments exactly as the model produced them.
 ///
@@ -369,8 +369,9 @@ impl<'a> Iterator for ToolCallIter<'a> {
 /// never on the `functionResponse` (seed 004 §3.2).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolResult {
-    /// The id of the tool call this answers.
-    pub tool_use_id: String,
+    /// The id of the tool call this answers (shared text: the strategy that made the call
+    /// holds the same id, and the refs of the entries about it).
+    pub tool_use_id: ArcStr,
     /// What the tool returned (or the error text).
     pub content: String,
     /// True when the tool failed; the model sees the content as an error.
@@ -380,7 +381,7 @@ pub struct ToolResult {
 
 impl ToolResult {
     /// A successful result.
-    pub fn ok(tool_use_id: impl Into<String>, content: impl Into<String>) -> Self {
+    pub fn ok(tool_use_id: impl Into<ArcStr>, content: impl Into<String>) -> Self {
         Self {
             tool_use_id: tool_use_id.into(),
             content: content.into(),
@@ -389,7 +390,7 @@ impl ToolResult {
     }
 
     /// An error result the model can read and react to.
-    pub fn error(tool_use_id: impl Into<String>, content: impl Into<String>) -> Self {
+    pub fn error(tool_use_id: impl Into<ArcStr>, content: impl Into<String>) -> Self {
         Self {
             tool_use_id: tool_use_id.into(),
             content: content.into(),

@@ -301,7 +301,7 @@ impl BlockAssembler {
                     meta,
                     ..
                 } => AssistantBlock::ToolUse {
-                    id,
+                    id: id.into(),
                     name,
                     args: tool_args(args),
                     meta,

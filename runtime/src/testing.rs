@@ -67,12 +67,12 @@ pub fn events_of(response: LlmResponse) -> Vec<LlmEvent> {
                 meta,
             } => {
                 events.push(LlmEvent::ToolCallStart {
-                    id: id.clone(),
+                    id: id.to_string(),
                     name,
                     meta,
                 });
                 events.push(LlmEvent::ToolCallComplete {
-                    id,
+                    id: id.to_string(),
                     args: Some(args.get().to_owned()),
                     meta: None,
                 });

@@ -128,7 +128,7 @@ fn last_results(model: &ScriptedModel) -> Vec<(String, bool, String)> {
             _ => None,
         })
         .flatten()
-        .map(|r| (r.tool_use_id, r.is_error, r.content))
+        .map(|r| (r.tool_use_id.to_string(), r.is_error, r.content))
         .collect()
 }
 

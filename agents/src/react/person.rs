@@ -52,7 +52,7 @@ impl ReAct {
             agent: String::new(),
             thread: String::new(),
             request_id: request.request_id.to_string(),
-            tool_call_id: tool.tool_call_id.clone(),
+            tool_call_id: tool.tool_call_id.to_string(),
             tool: tool.name.clone(),
             args: paused.args,
             pause: paused.pause,
@@ -180,7 +180,7 @@ impl ReAct {
                 directives.push(Directive::ToolExec(
                     ToolExec::new(
                         tool.call_id.clone(),
-                        tool.tool_call_id.clone(),
+                        tool.tool_call_id.as_str(),
                         tool.name.clone(),
                         args,
                     )
@@ -225,7 +225,7 @@ pub(super) fn tool_refs(
 ) -> Refs {
     let mut refs = Refs::request(request_id.clone())
         .with_call_id(tool.call_id.shared())
-        .with_tool_call_id(tool.tool_call_id.as_str())
+        .with_tool_call_id(tool.tool_call_id.clone())
         .with_iteration(iteration);
     refs.parent_call_id = turn_call.map(CallId::shared);
     refs

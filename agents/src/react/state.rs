@@ -52,8 +52,8 @@ impl Status {
 pub struct PendingTool {
     /// The `ToolExec` call id its result echoes.
     pub call_id: CallId,
-    /// The model's id of the call.
-    pub tool_call_id: String,
+    /// The model's id of the call (shared with the refs of the entries about it).
+    pub tool_call_id: ArcStr,
     /// The tool's name.
     pub name: String,
     /// True once its result (or failure) is committed.
@@ -72,7 +72,7 @@ pub struct PendingTool {
 
 impl PendingTool {
     /// A call that was just asked for.
-    pub fn new(call_id: CallId, tool_call_id: impl Into<String>, name: impl Into<String>) -> Self {
+    pub fn new(call_id: CallId, tool_call_id: impl Into<ArcStr>, name: impl Into<String>) -> Self {
         Self {
             call_id,
             tool_call_id: tool_call_id.into(),
@@ -264,7 +264,7 @@ impl CallIds {
             if let motet_directives::AssistantBlock::ToolUse { id, .. } = block {
                 let ids = self.of(thread);
                 while id.is_empty() || ids.contains(&Self::hash(id)) {
-                    *id = env.fresh_id("call");
+                    *id = env.fresh_id("call").into();
                 }
                 ids.insert(Self::hash(id));
             }

@@ -178,7 +178,6 @@ impl EntryBody {
             Self::Assistant { message, .. } => message.shrink_to_fit(),
             Self::ToolResult { name, result } => {
                 name.shrink_to_fit();
-                result.tool_use_id.shrink_to_fit();
                 result.content.shrink_to_fit();
             }
             Self::Note { text } => text.shrink_to_fit(),
