@@ -108,7 +108,8 @@ pub fn estimate_message(estimator: &dyn TokenEstimator, message: &Message) -> u3
 
 #[cfg(test)]
 mod tests {
-    use motet_directives::{ToolArgs, ToolResult, Usage};
+    use crate::CallUsage;
+    use motet_directives::{ToolArgs, ToolResult};
 
     use super::*;
 
@@ -136,7 +137,7 @@ mod tests {
         };
         let body = EntryBody::Assistant {
             message: message.clone(),
-            usage: Usage::default(),
+            usage: CallUsage::default(),
         };
         // 40 + 40 + 2 + 4 + 2 + 40 = 128 bytes -> 32 + 10.
         assert_eq!(estimate_body(&Heuristic, &body), 42);

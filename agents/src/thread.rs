@@ -17,7 +17,7 @@ use std::sync::Arc;
 use motet_directives::Usage;
 use serde::{Deserialize, Serialize};
 
-pub use entry::{Entry, EntryBody, EntryKind, NewEntry, RefKey, Refs};
+pub use entry::{CallUsage, Entry, EntryBody, EntryKind, NewEntry, RefKey, Refs};
 pub use entry_id::EntryId;
 
 use crate::env::Env;
@@ -242,7 +242,7 @@ impl Thread {
         match &entry.body {
             EntryBody::Summary { .. } => self.latest_summary = Some(index),
             EntryBody::Boundary { .. } => self.latest_boundary = Some(index),
-            EntryBody::Assistant { usage, .. } => self.stats.usage += *usage,
+            EntryBody::Assistant { usage, .. } => self.stats.usage += usage.to_usage(),
             _ => {}
         }
         self.stats.entry_count += 1;

@@ -47,7 +47,7 @@ pub fn entry(entry: &Entry) -> String {
             let cost = if usage.is_zero() {
                 String::new()
             } else {
-                format!(" ({})", tokens(usage))
+                format!(" ({})", tokens(&usage.to_usage()))
             };
             let first = format!("{head} {}{cost}", lines.remove(0));
             std::iter::once(first)

@@ -357,7 +357,7 @@ pub(crate) fn check_entries(
             });
         }
         match &entry.body {
-            EntryBody::Assistant { usage, .. } => totals.usage += *usage,
+            EntryBody::Assistant { usage, .. } => totals.usage += usage.to_usage(),
             EntryBody::Summary { .. } => totals.latest_summary_seq = Some(entry.seq),
             EntryBody::Boundary { .. } => totals.latest_boundary_seq = Some(entry.seq),
             _ => {}

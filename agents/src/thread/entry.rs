@@ -27,7 +27,7 @@ pub enum EntryBody {
         message: AssistantMessage,
         /// Tokens the call consumed.
         #[serde(default)]
-        usage: Usage,
+        usage: CallUsage,
     },
     /// The result of one tool call, referencing the call by `result.tool_use_id`.
     ToolResult {
@@ -75,6 +75,57 @@ pub enum EntryBody {
         /// The signal.
         signal: Signal,
     },
+}
+
+/// What one LLM call consumed, as its assistant entry keeps it: [`Usage`]'s counts in 32 bits
+/// each, since every entry of every thread carries one and a call never nears four billion
+/// tokens (a count beyond is kept as `u32::MAX`). Reads and writes as a [`Usage`]: the JSON is
+/// the same.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "Usage", into = "Usage")]
+pub struct CallUsage {
+    input_tokens: u32,
+    output_tokens: u32,
+    cache_read_tokens: u32,
+    cache_write_tokens: u32,
+    reasoning_tokens: u32,
+}
+
+impl CallUsage {
+    /// The counts as a [`Usage`].
+    pub fn to_usage(self) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens.into(),
+            output_tokens: self.output_tokens.into(),
+            cache_read_tokens: self.cache_read_tokens.into(),
+            cache_write_tokens: self.cache_write_tokens.into(),
+            reasoning_tokens: self.reasoning_tokens.into(),
+        }
+    }
+
+    /// True when nothing was counted.
+    pub fn is_zero(self) -> bool {
+        self == Self::default()
+    }
+}
+
+impl From<Usage> for CallUsage {
+    fn from(usage: Usage) -> Self {
+        let narrow = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+        Self {
+            input_tokens: narrow(usage.input_tokens),
+            output_tokens: narrow(usage.output_tokens),
+            cache_read_tokens: narrow(usage.cache_read_tokens),
+            cache_write_tokens: narrow(usage.cache_write_tokens),
+            reasoning_tokens: narrow(usage.reasoning_tokens),
+        }
+    }
+}
+
+impl From<CallUsage> for Usage {
+    fn from(usage: CallUsage) -> Self {
+        usage.to_usage()
+    }
 }
 
 impl EntryBody {
@@ -313,7 +364,10 @@ impl NewEntry {
 
     /// An assistant turn.
     pub fn assistant(message: AssistantMessage, usage: Usage) -> Self {
-        Self::new(EntryBody::Assistant { message, usage })
+        Self::new(EntryBody::Assistant {
+            message,
+            usage: usage.into(),
+        })
     }
 
     /// A tool result.
@@ -353,5 +407,53 @@ impl NewEntry {
 impl From<EntryBody> for NewEntry {
     fn from(body: EntryBody) -> Self {
         Self::new(body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage(n: u64) -> Usage {
+        Usage {
+            input_tokens: n,
+            output_tokens: n + 1,
+            cache_read_tokens: n + 2,
+            cache_write_tokens: n + 3,
+            reasoning_tokens: n + 4,
+        }
+    }
+
+    #[test]
+    fn a_call_usage_reads_and_writes_as_a_usage_and_keeps_its_counts() {
+        let wide = usage(1_000);
+        let narrow = CallUsage::from(wide);
+        assert_eq!(narrow.to_usage(), wide);
+        let json = serde_json::to_string(&narrow).expect("serializes");
+        assert_eq!(json, serde_json::to_string(&wide).expect("serializes"));
+        let back: CallUsage = serde_json::from_str(&json).expect("reads back");
+        assert_eq!(back, narrow);
+        // Fields left out read as zero, as a Usage's do.
+        let partial: CallUsage = serde_json::from_str(r#"{"input_tokens": 7}"#).expect("reads");
+        assert_eq!(partial.to_usage().input_tokens, 7);
+        assert_eq!(partial.to_usage().output_tokens, 0);
+        assert!(CallUsage::default().is_zero() && !partial.is_zero());
+    }
+
+    #[test]
+    fn a_count_beyond_32_bits_is_kept_as_the_largest_rather_than_wrapped() {
+        let huge = CallUsage::from(usage(u64::from(u32::MAX)));
+        assert_eq!(huge.to_usage().input_tokens, u64::from(u32::MAX));
+        assert_eq!(huge.to_usage().reasoning_tokens, u64::from(u32::MAX));
+        let stored = format!(r#"{{"input_tokens": {}}}"#, u64::MAX);
+        let read: CallUsage = serde_json::from_str(&stored).expect("reads");
+        assert_eq!(read.to_usage().input_tokens, u64::from(u32::MAX));
+    }
+
+    #[test]
+    fn an_entry_stays_small() {
+        // Every entry of every thread pays these: a conversing agent's memory is mostly them.
+        assert!(size_of::<EntryBody>() <= 72, "{}", size_of::<EntryBody>());
+        assert!(size_of::<Entry>() <= 152, "{}", size_of::<Entry>());
     }
 }
