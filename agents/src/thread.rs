@@ -247,6 +247,11 @@ impl Thread {
         }
         self.stats.entry_count += 1;
         self.stats.estimated_tokens += u64::from(entry.tokens);
+        if self.entries.len() == self.entries.capacity() {
+            // Grown by half rather than doubled: a thread keeps its entries for its life, so
+            // it holds less room it may never fill, for a few more (pointer-sized) copies.
+            self.entries.reserve_exact((self.entries.len() / 2).max(4));
+        }
         self.entries.push(entry);
         &self.entries[index]
     }

@@ -9,25 +9,66 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
-use motet_agents::{Entry, Thread, ThreadHead};
+use motet_agents::{Entry, ForkOrigin, Thread, ThreadHead};
+use motet_directives::Usage;
 
 use super::{
     AppendTotals, StoreError, ThreadHeader, ThreadMeta, ThreadStore, ThreadSummary, check_entries,
 };
 
-/// One stored thread: its summary, meta and entries (shared with the threads that hold them).
+/// One stored thread: its summary's counts, meta and entries (shared with the threads that
+/// hold them). Its id is the map's key; the summary is made from these when asked for.
 #[derive(Debug)]
 struct Stored {
-    summary: ThreadSummary,
+    created_at: u64,
+    updated_at: u64,
+    /// Entries appended so far (the summary's `rev` and `entry_count`).
+    rev: u64,
+    usage: Usage,
+    estimated_tokens: u64,
+    latest_summary_seq: Option<u64>,
+    latest_boundary_seq: Option<u64>,
+    /// Metadata and fork origin, which few threads have: one word for the rest.
+    lineage: Option<Box<Lineage>>,
     /// The meta as JSON: read back on recovery only, and a fraction of the map's memory.
     meta: Option<Box<str>>,
     /// The agent state stored with the last commit.
-    state: Option<String>,
+    state: Option<Box<str>>,
     entries: Vec<Arc<Entry>>,
     /// Creation order, for `list`.
     order: u64,
     /// The fencing epoch.
     epoch: u64,
+}
+
+/// A thread's metadata and the thread it was forked from.
+#[derive(Debug)]
+struct Lineage {
+    metadata: BTreeMap<String, serde_json::Value>,
+    parent: Option<ForkOrigin>,
+}
+
+impl Stored {
+    /// The summary of the thread `id`.
+    fn summary(&self, id: &str) -> ThreadSummary {
+        ThreadSummary {
+            id: id.to_owned(),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            rev: self.rev,
+            entry_count: self.rev,
+            usage: self.usage,
+            estimated_tokens: self.estimated_tokens,
+            metadata: self
+                .lineage
+                .as_ref()
+                .map(|l| l.metadata.clone())
+                .unwrap_or_default(),
+            parent: self.lineage.as_ref().and_then(|l| l.parent.clone()),
+            latest_summary_seq: self.latest_summary_seq,
+            latest_boundary_seq: self.latest_boundary_seq,
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -70,19 +111,19 @@ impl Inner {
         self.threads.insert(
             header.id.clone(),
             Box::new(Stored {
-                summary: ThreadSummary {
-                    id: header.id.clone(),
-                    created_at: header.created_at,
-                    updated_at: header.created_at,
-                    rev: 0,
-                    entry_count: 0,
-                    usage: Default::default(),
-                    estimated_tokens: 0,
-                    metadata: header.metadata.clone(),
-                    parent: header.parent.clone(),
-                    latest_summary_seq: None,
-                    latest_boundary_seq: None,
-                },
+                created_at: header.created_at,
+                updated_at: header.created_at,
+                rev: 0,
+                usage: Usage::default(),
+                estimated_tokens: 0,
+                latest_summary_seq: None,
+                latest_boundary_seq: None,
+                lineage: (!header.metadata.is_empty() || header.parent.is_some()).then(|| {
+                    Box::new(Lineage {
+                        metadata: header.metadata.clone(),
+                        parent: header.parent.clone(),
+                    })
+                }),
                 meta: None,
                 state: None,
                 entries: Vec::new(),
@@ -104,7 +145,7 @@ impl Inner {
             .threads
             .get_mut(thread_id)
             .ok_or_else(|| not_found(thread_id))?;
-        let s = &mut stored.summary;
+        let s = &mut **stored;
         if s.rev != expected_rev {
             return Err(StoreError::Conflict {
                 thread_id: thread_id.to_owned(),
@@ -116,15 +157,19 @@ impl Inner {
             return Ok(s.rev);
         }
         s.rev += entries.len() as u64;
-        s.entry_count = s.rev;
         s.usage += totals.usage;
         s.estimated_tokens += totals.estimated_tokens;
         s.updated_at = s.updated_at.max(totals.max_at);
         s.latest_summary_seq = totals.latest_summary_seq.or(s.latest_summary_seq);
         s.latest_boundary_seq = totals.latest_boundary_seq.or(s.latest_boundary_seq);
-        let rev = s.rev;
-        stored.entries.extend_from_slice(entries);
-        Ok(rev)
+        if s.entries.capacity() - s.entries.len() < entries.len() {
+            // Grown by half rather than doubled, as a thread's own list is: kept for the
+            // thread's life, it holds less room it may never fill.
+            let grow = entries.len().max(s.entries.len() / 2).max(4);
+            s.entries.reserve_exact(grow);
+        }
+        s.entries.extend_from_slice(entries);
+        Ok(s.rev)
     }
 }
 
@@ -163,14 +208,14 @@ impl ThreadStore for MemoryStore {
         let Some(stored) = inner.threads.get(thread_id) else {
             return Ok(None);
         };
-        let s = &stored.summary;
+        let lineage = stored.lineage.as_deref();
         let head = ThreadHead {
-            id: s.id.clone(),
-            rev: s.rev,
-            created_at: s.created_at,
-            updated_at: s.updated_at,
-            metadata: s.metadata.clone(),
-            parent: s.parent.clone(),
+            id: thread_id.to_owned(),
+            rev: stored.rev,
+            created_at: stored.created_at,
+            updated_at: stored.updated_at,
+            metadata: lineage.map(|l| l.metadata.clone()).unwrap_or_default(),
+            parent: lineage.and_then(|l| l.parent.clone()),
         };
         Ok(Some(Thread::from_entries(
             head,
@@ -201,7 +246,7 @@ impl ThreadStore for MemoryStore {
         let mut inner = self.lock();
         let rev = inner.append(thread_id, entries, &totals, expected_rev)?;
         if let Some(stored) = inner.threads.get_mut(thread_id) {
-            stored.state = Some(state.to_owned());
+            stored.state = Some(state.into());
         }
         Ok(rev)
     }
@@ -248,7 +293,7 @@ impl ThreadStore for MemoryStore {
         }
         let rev = inner.append(thread_id, entries, &totals, expected_rev)?;
         if let (Some(state), Some(stored)) = (state, inner.threads.get_mut(thread_id)) {
-            stored.state = Some(state.to_owned());
+            stored.state = Some(state.into());
         }
         Ok(rev)
     }
@@ -257,7 +302,7 @@ impl ThreadStore for MemoryStore {
         self.lock()
             .threads
             .get(thread_id)
-            .map(|stored| stored.state.clone())
+            .map(|stored| stored.state.as_deref().map(str::to_owned))
             .ok_or_else(|| not_found(thread_id))
     }
 
@@ -277,14 +322,15 @@ impl ThreadStore for MemoryStore {
             .lock()
             .threads
             .get(thread_id)
-            .map(|s| s.summary.clone()))
+            .map(|s| s.summary(thread_id)))
     }
 
     async fn list(&self) -> Result<Vec<ThreadSummary>, StoreError> {
         let inner = self.lock();
-        let mut stored: Vec<&Stored> = inner.threads.values().map(AsRef::as_ref).collect();
-        stored.sort_by_key(|s| (s.summary.created_at, s.order));
-        Ok(stored.into_iter().map(|s| s.summary.clone()).collect())
+        let mut stored: Vec<(&String, &Stored)> =
+            inner.threads.iter().map(|(id, s)| (id, &**s)).collect();
+        stored.sort_by_key(|(_, s)| (s.created_at, s.order));
+        Ok(stored.into_iter().map(|(id, s)| s.summary(id)).collect())
     }
 
     async fn delete(&self, thread_id: &str) -> Result<bool, StoreError> {
