@@ -60,10 +60,10 @@ pub struct Thread {
     entries: Vec<Arc<Entry>>,
     created_at: u64,
     updated_at: u64,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    metadata: BTreeMap<String, serde_json::Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    parent: Option<ForkOrigin>,
+    /// Metadata and fork origin, which few threads have: one word for the rest. Written as
+    /// the thread's own `metadata` and `parent` fields.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    lineage: Option<Box<Lineage>>,
     /// Written for readers of the JSON, rebuilt from the entries on load; an empty thread's
     /// (a strategy's snapshot holds its thread emptied) is left out.
     #[serde(skip_serializing_if = "ThreadStats::is_empty")]
@@ -75,6 +75,28 @@ pub struct Thread {
     #[serde(skip)]
     latest_boundary: Option<usize>,
 }
+
+/// A thread's metadata and the thread it was forked from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+struct Lineage {
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    metadata: BTreeMap<String, serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent: Option<ForkOrigin>,
+}
+
+impl Lineage {
+    /// Boxed when there is any: `None` for a thread with neither.
+    fn of(
+        metadata: BTreeMap<String, serde_json::Value>,
+        parent: Option<ForkOrigin>,
+    ) -> Option<Box<Self>> {
+        (!metadata.is_empty() || parent.is_some()).then(|| Box::new(Self { metadata, parent }))
+    }
+}
+
+/// No metadata, for the threads that have none.
+static NO_METADATA: BTreeMap<String, serde_json::Value> = BTreeMap::new();
 
 /// The serialized form; the index and stats are rebuilt from the entries on load.
 #[derive(Deserialize)]
@@ -98,8 +120,7 @@ impl From<ThreadRepr> for Thread {
             entries: Vec::with_capacity(repr.entries.len()),
             created_at: repr.created_at,
             updated_at: repr.updated_at,
-            metadata: repr.metadata,
-            parent: repr.parent,
+            lineage: Lineage::of(repr.metadata, repr.parent),
             stats: ThreadStats::default(),
             latest_summary: None,
             latest_boundary: None,
@@ -138,8 +159,7 @@ impl Thread {
             entries: Vec::new(),
             created_at,
             updated_at: created_at,
-            metadata: BTreeMap::new(),
-            parent: None,
+            lineage: None,
             stats: ThreadStats::default(),
             latest_summary: None,
             latest_boundary: None,
@@ -157,8 +177,7 @@ impl Thread {
             entries: Vec::with_capacity(entries.size_hint().0),
             created_at: head.created_at,
             updated_at: head.updated_at,
-            metadata: head.metadata,
-            parent: head.parent,
+            lineage: Lineage::of(head.metadata, head.parent),
             stats: ThreadStats::default(),
             latest_summary: None,
             latest_boundary: None,
@@ -176,7 +195,10 @@ impl Thread {
 
     /// Attaches metadata.
     pub fn with_metadata(mut self, key: impl Into<String>, value: serde_json::Value) -> Self {
-        self.metadata.insert(key.into(), value);
+        self.lineage
+            .get_or_insert_default()
+            .metadata
+            .insert(key.into(), value);
         self
     }
 
@@ -278,7 +300,7 @@ impl Thread {
 
     /// Application metadata.
     pub fn metadata(&self) -> &BTreeMap<String, serde_json::Value> {
-        &self.metadata
+        self.lineage.as_ref().map_or(&NO_METADATA, |l| &l.metadata)
     }
 
     /// Cached aggregates.
@@ -293,7 +315,7 @@ impl Thread {
 
     /// The thread this one was forked from, if any.
     pub fn parent(&self) -> Option<&ForkOrigin> {
-        self.parent.as_ref()
+        self.lineage.as_ref().and_then(|l| l.parent.as_ref())
     }
 
     /// Number of entries.
@@ -375,11 +397,13 @@ impl Thread {
             });
         }
         let mut fork = Thread::new(env.fresh_id("thread"), env.now_ms());
-        fork.metadata = self.metadata.clone();
-        fork.parent = Some(ForkOrigin {
-            thread_id: self.id.clone(),
-            at_seq,
-        });
+        fork.lineage = Lineage::of(
+            self.metadata().clone(),
+            Some(ForkOrigin {
+                thread_id: self.id.clone(),
+                at_seq,
+            }),
+        );
         for entry in self.slice(0, at_seq) {
             fork.push_indexed(entry.clone());
         }
@@ -509,6 +533,33 @@ mod tests {
         assert_eq!(
             thread.fork(&env, 3),
             Err(ThreadError::NoSuchSeq { seq: 3, len: 3 })
+        );
+    }
+
+    #[test]
+    fn metadata_and_the_fork_origin_are_written_as_the_threads_own_fields() {
+        let env = FixedEnv::new(0);
+        let plain = sample(&env);
+        let json: serde_json::Value = serde_json::to_value(&plain).unwrap();
+        assert!(
+            json.get("metadata").is_none() && json.get("parent").is_none(),
+            "{json}"
+        );
+        assert!(plain.metadata().is_empty());
+
+        let tagged = sample(&env).with_metadata("team", serde_json::json!("blue"));
+        let fork = tagged.fork(&env, 1).unwrap();
+        let json: serde_json::Value = serde_json::to_value(&fork).unwrap();
+        assert_eq!(json["metadata"], serde_json::json!({"team": "blue"}));
+        assert_eq!(
+            json["parent"],
+            serde_json::json!({"thread_id": tagged.id(), "at_seq": 1})
+        );
+        let back: Thread = serde_json::from_value(json).unwrap();
+        assert_eq!(back, fork);
+        assert_eq!(
+            back.metadata().get("team"),
+            Some(&serde_json::json!("blue"))
         );
     }
 

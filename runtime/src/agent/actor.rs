@@ -73,6 +73,15 @@ pub struct ThreadActor<S: Strategy> {
     pub(super) core: Arc<RuntimeCore>,
 }
 
+/// What an agent holds on the bus; it ends when the agent is removed.
+#[derive(Default)]
+pub(crate) struct Attached {
+    /// Bus subscriptions; they end when dropped.
+    pub(crate) subscriptions: Vec<motet_signals::Subscription>,
+    /// The tasks of the agent's durable bus consumers; aborted when the agent is removed.
+    pub(crate) consumers: Vec<tokio::task::AbortHandle>,
+}
+
 /// What every thread of one agent shares.
 pub(crate) struct LiveAgent<S> {
     pub(crate) name: Arc<str>,
@@ -87,10 +96,9 @@ pub(crate) struct LiveAgent<S> {
     pub(crate) spawning: tokio::sync::Mutex<()>,
     /// How often the agent's threads may fail before the agent is stopped.
     pub(crate) intensity: Intensity,
-    /// Bus subscriptions; they end when the agent is removed.
-    pub(crate) subscriptions: std::sync::Mutex<Vec<motet_signals::Subscription>>,
-    /// The tasks of the agent's durable bus consumers; aborted when the agent is removed.
-    pub(crate) consumers: std::sync::Mutex<Vec<tokio::task::AbortHandle>>,
+    /// The agent's bus subscriptions and durable consumers, which most agents have none of
+    /// (one word for them).
+    pub(crate) attached: std::sync::Mutex<Option<Box<Attached>>>,
     /// The agent's running threads by thread id: the registry's second level. Almost always
     /// one (the default thread) or none, held in place rather than in a map's table.
     pub(crate) threads: std::sync::Mutex<few::Few<ActorRef<ThreadMsg>>>,

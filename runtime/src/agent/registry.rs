@@ -339,8 +339,7 @@ where
         parent,
         spawning: tokio::sync::Mutex::new(()),
         intensity: spec.intensity,
-        subscriptions: std::sync::Mutex::new(Vec::new()),
-        consumers: std::sync::Mutex::new(Vec::new()),
+        attached: std::sync::Mutex::new(None),
         threads: std::sync::Mutex::new(super::actor::few::Few::default()),
     });
     // The agent's spawning lock is taken before the agent becomes visible, so no racing ask can
@@ -493,14 +492,16 @@ where
     }
 
     fn keep_subscriptions(&self, subscriptions: Vec<Subscription>) {
-        if let Ok(mut kept) = self.subscriptions.lock() {
-            kept.extend(subscriptions);
+        if let Ok(mut kept) = self.attached.lock() {
+            kept.get_or_insert_default()
+                .subscriptions
+                .extend(subscriptions);
         }
     }
 
     fn keep_consumers(&self, consumers: Vec<tokio::task::AbortHandle>) {
-        if let Ok(mut kept) = self.consumers.lock() {
-            kept.extend(consumers);
+        if let Ok(mut kept) = self.attached.lock() {
+            kept.get_or_insert_default().consumers.extend(consumers);
         }
     }
 
@@ -532,17 +533,14 @@ where
     }
 
     fn end_subscriptions(&self) {
-        let ended = self
-            .subscriptions
-            .lock()
-            .map(|mut kept| std::mem::take(&mut *kept));
-        drop(ended);
-        let consumers = self
-            .consumers
-            .lock()
-            .map(|mut kept| std::mem::take(&mut *kept))
-            .unwrap_or_default();
-        consumers.iter().for_each(tokio::task::AbortHandle::abort);
+        // Taken out of the lock first: a subscription ends as it is dropped.
+        let ended = self.attached.lock().ok().and_then(|mut kept| kept.take());
+        if let Some(ended) = ended {
+            ended
+                .consumers
+                .iter()
+                .for_each(tokio::task::AbortHandle::abort);
+        }
     }
 
     async fn spawn_thread(
