@@ -330,8 +330,9 @@ fn handoff_floor(workers: usize) -> Option<Duration> {
     .flatten()
 }
 
-/// Rounds of `motet` and `one_worker`, alternating.
-const ROUNDS: usize = 5;
+/// Rounds of `motet` and `one_worker`, alternating: enough that the median of each stands
+/// above this 2-core machine's hiccups (with 5, single runs of the ratio ranged 1.15-1.26).
+const ROUNDS: usize = 9;
 
 /// The median of `rounds`, or `None` when any failed.
 fn median(rounds: Vec<Option<Duration>>) -> Option<Duration> {
