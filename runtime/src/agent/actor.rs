@@ -673,7 +673,7 @@ where
             .map_err(ActorProcessingErr::from)?;
         self.core.thread_keys.insert(
             myself.get_id(),
-            (self.agent.name.to_string(), self.thread_id.to_string()),
+            (self.agent.name.clone(), self.thread_id.clone()),
         );
         myself.get_cell().link(supervisor.get_cell());
         Ok(())

@@ -34,7 +34,7 @@ pub(crate) struct RuntimeCore {
     pub(crate) agents: Registry<String, Arc<dyn RunningAgent>>,
     /// The registry the other way round for supervised threads, so the supervisor finds a
     /// failed actor's (agent, thread) at once.
-    pub(crate) thread_keys: Registry<ractor::ActorId, (String, String)>,
+    pub(crate) thread_keys: Registry<ractor::ActorId, (Arc<str>, Arc<str>)>,
     /// How many LLM calls may run at once per provider (the `provider` part of a model ref).
     pub(crate) llm_limits: DashMap<String, Arc<tokio::sync::Semaphore>>,
     pub(crate) default_llm_limit: usize,
@@ -129,9 +129,9 @@ impl RuntimeCore {
     /// Forgets the supervised thread actor `id`, returning its (agent, thread) when it was
     /// registered. (The reverse entry is written when the thread joins the supervisor,
     /// `ThreadActor::supervise`.)
-    pub(crate) fn forget_thread(&self, id: ractor::ActorId) -> Option<(String, String)> {
+    pub(crate) fn forget_thread(&self, id: ractor::ActorId) -> Option<(Arc<str>, Arc<str>)> {
         let (_, key) = self.thread_keys.remove(&id)?;
-        if let Some(family) = self.agents.get(&key.0).map(|f| f.value().clone()) {
+        if let Some(family) = self.agents.get(&*key.0).map(|f| f.value().clone()) {
             family.forget_thread(&key.1, id);
         }
         Some(key)

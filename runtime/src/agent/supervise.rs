@@ -62,6 +62,7 @@ impl Actor for ThreadSupervisor {
                 let Some((agent, thread)) = core.forget_thread(cell.get_id()) else {
                     return Ok(());
                 };
+                let (agent, thread) = (agent.to_string(), thread.to_string());
                 let Some(family) = core.agents.get(&agent).map(|f| f.value().clone()) else {
                     return Ok(());
                 };
