@@ -78,6 +78,6 @@ pub use react::{
 };
 pub use strategy::Strategy;
 pub use thread::{
-    CallUsage, Entry, EntryBody, EntryId, EntryKind, ForkOrigin, NewEntry, RefKey, Refs, Thread,
-    ThreadHead, ThreadStats,
+    CallUsage, Entry, EntryBody, EntryId, EntryKind, ForkOrigin, Lineage, NewEntry, RefKey, Refs,
+    Thread, ThreadHead, ThreadStats,
 };

@@ -76,9 +76,10 @@ pub struct Thread {
     latest_boundary: Option<usize>,
 }
 
-/// A thread's metadata and the thread it was forked from.
+/// A thread's metadata and the thread it was forked from: what few threads have, so a thread
+/// (and a store's record of one) holds it boxed, and nothing for the rest ([`Lineage::of`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-struct Lineage {
+pub struct Lineage {
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     metadata: BTreeMap<String, serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -86,12 +87,22 @@ struct Lineage {
 }
 
 impl Lineage {
-    /// Boxed when there is any: `None` for a thread with neither.
-    fn of(
+    /// The lineage of `metadata` and `parent`, boxed; `None` when there is neither.
+    pub fn of(
         metadata: BTreeMap<String, serde_json::Value>,
         parent: Option<ForkOrigin>,
     ) -> Option<Box<Self>> {
         (!metadata.is_empty() || parent.is_some()).then(|| Box::new(Self { metadata, parent }))
+    }
+
+    /// The metadata of `lineage` (empty for `None`).
+    pub fn metadata_of(lineage: Option<&Self>) -> &BTreeMap<String, serde_json::Value> {
+        lineage.map_or(&NO_METADATA, |l| &l.metadata)
+    }
+
+    /// The fork origin of `lineage`, if any.
+    pub fn parent_of(lineage: Option<&Self>) -> Option<&ForkOrigin> {
+        lineage.and_then(|l| l.parent.as_ref())
     }
 }
 
@@ -300,7 +311,7 @@ impl Thread {
 
     /// Application metadata.
     pub fn metadata(&self) -> &BTreeMap<String, serde_json::Value> {
-        self.lineage.as_ref().map_or(&NO_METADATA, |l| &l.metadata)
+        Lineage::metadata_of(self.lineage.as_deref())
     }
 
     /// Cached aggregates.
@@ -315,7 +326,7 @@ impl Thread {
 
     /// The thread this one was forked from, if any.
     pub fn parent(&self) -> Option<&ForkOrigin> {
-        self.lineage.as_ref().and_then(|l| l.parent.as_ref())
+        Lineage::parent_of(self.lineage.as_deref())
     }
 
     /// Number of entries.

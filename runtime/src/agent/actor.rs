@@ -168,10 +168,7 @@ struct Open {
 impl Open {
     /// No request is open and nothing is held for one.
     fn is_empty(&self) -> bool {
-        self.book.is_quiet()
-            && self.pending.is_empty()
-            && self.calls.is_empty()
-            && self.spans.is_empty()
+        self.is_quiet() && self.calls.is_empty() && self.spans.is_empty()
     }
 
     /// No request is open and no LLM call still runs.

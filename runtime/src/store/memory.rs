@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
-use motet_agents::{Entry, ForkOrigin, Thread, ThreadHead};
+use motet_agents::{Entry, Lineage, Thread, ThreadHead};
 use motet_directives::Usage;
 
 use super::{
@@ -41,13 +41,6 @@ struct Stored {
     epoch: u64,
 }
 
-/// A thread's metadata and the thread it was forked from.
-#[derive(Debug)]
-struct Lineage {
-    metadata: BTreeMap<String, serde_json::Value>,
-    parent: Option<ForkOrigin>,
-}
-
 impl Stored {
     /// The summary of the thread `id`.
     fn summary(&self, id: &str) -> ThreadSummary {
@@ -59,12 +52,8 @@ impl Stored {
             entry_count: self.rev,
             usage: self.usage,
             estimated_tokens: self.estimated_tokens,
-            metadata: self
-                .lineage
-                .as_ref()
-                .map(|l| l.metadata.clone())
-                .unwrap_or_default(),
-            parent: self.lineage.as_ref().and_then(|l| l.parent.clone()),
+            metadata: Lineage::metadata_of(self.lineage.as_deref()).clone(),
+            parent: Lineage::parent_of(self.lineage.as_deref()).cloned(),
             latest_summary_seq: self.latest_summary_seq,
             latest_boundary_seq: self.latest_boundary_seq,
         }
@@ -118,12 +107,7 @@ impl Inner {
                 estimated_tokens: 0,
                 latest_summary_seq: None,
                 latest_boundary_seq: None,
-                lineage: (!header.metadata.is_empty() || header.parent.is_some()).then(|| {
-                    Box::new(Lineage {
-                        metadata: header.metadata.clone(),
-                        parent: header.parent.clone(),
-                    })
-                }),
+                lineage: Lineage::of(header.metadata.clone(), header.parent.clone()),
                 meta: None,
                 state: None,
                 entries: Vec::new(),
@@ -214,8 +198,8 @@ impl ThreadStore for MemoryStore {
             rev: stored.rev,
             created_at: stored.created_at,
             updated_at: stored.updated_at,
-            metadata: lineage.map(|l| l.metadata.clone()).unwrap_or_default(),
-            parent: lineage.and_then(|l| l.parent.clone()),
+            metadata: Lineage::metadata_of(lineage).clone(),
+            parent: Lineage::parent_of(lineage).cloned(),
         };
         Ok(Some(Thread::from_entries(
             head,

@@ -42,12 +42,14 @@ where
             request,
             failure.as_deref().map(|text| ("request_failed", text)),
         );
-        let open = state.open();
-        open.book.finished(request);
-        if let Some(calls) = open.calls.remove(request) {
-            calls.iter().for_each(AbortHandle::abort);
-        }
-        if let Some(asker) = open.pending.remove(request) {
+        let asker = state.open.as_mut().and_then(|open| {
+            open.book.finished(request);
+            if let Some(calls) = open.calls.remove(request) {
+                calls.iter().for_each(AbortHandle::abort);
+            }
+            open.pending.remove(request)
+        });
+        if let Some(asker) = asker {
             let answer = match status {
                 ReplyStatus::Completed => Ok(signal.clone()),
                 ReplyStatus::Failed => Err(AskError::Failed {
@@ -98,9 +100,11 @@ where
             .requests
             .finished(request, RequestStatus::Failed, None, state.env.now_ms());
         self.end_request_span(state, request, Some((kind, message)));
-        let open = state.open();
-        open.book.finished(request);
-        if let Some(reply) = open.pending.remove(request) {
+        let reply = state.open.as_mut().and_then(|open| {
+            open.book.finished(request);
+            open.pending.remove(request)
+        });
+        if let Some(reply) = reply {
             let _ = reply.send(Err(failure));
         }
         release_room(state);
