@@ -87,11 +87,12 @@ fn react(tools: &ToolSet) -> Option<ReAct> {
     ))
 }
 
-fn tool_turn() -> LlmResponse {
+/// The model's tool call numbered `n`: its id is `call_<n>`.
+fn tool_turn(n: u64) -> LlmResponse {
     LlmResponse::new(
         AssistantMessage {
             blocks: vec![AssistantBlock::tool_use(
-                "call_1",
+                format!("call_{n}"),
                 "add",
                 ToolArgs::from_text(r#"{"a": 2, "b": 3}"#),
             )],
@@ -106,8 +107,10 @@ fn answer_turn() -> LlmResponse {
 }
 
 /// A zero-latency model: it asks for the tool when the conversation ends with the user's
-/// question and answers once the tool's result is in. Stateless, so any number of agents can
-/// share it.
+/// question and answers once the tool's result is in. Any number of agents share it; its tool
+/// calls are numbered across all of them, so every call's id is new, as a provider's are (a
+/// repeated id would be renamed by the strategy, which a real model does not make it do).
+/// The number is the only state.
 struct ZeroModel;
 
 #[async_trait::async_trait]
@@ -116,11 +119,16 @@ impl motet_providers::LlmClient for ZeroModel {
         &self,
         req: motet_directives::LlmRequest,
     ) -> Result<motet_providers::LlmEvents, motet_providers::ProviderError> {
+        static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let asks = matches!(
             req.messages.last(),
             Some(motet_directives::Message::User { .. })
         );
-        let response = if asks { tool_turn() } else { answer_turn() };
+        let response = if asks {
+            tool_turn(CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1)
+        } else {
+            answer_turn()
+        };
         let events = motet_runtime::testing::events_of(response);
         Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))))
     }

@@ -5,7 +5,10 @@
 //! `crate::alloc`) divided by [`MEMORY`] agents; growth figures also carry the resident-set
 //! change, which reads low once an earlier variant has freed pages the allocator reuses.
 //! The conversation is five asks of "What is 2 + 3?", each four messages: the user's question,
-//! an assistant turn calling `add` {"a": 2, "b": 3}, the tool's result "5", the answer "5".
+//! an assistant turn calling `add` {"a": 2, "b": 3}, the tool's result "5", the answer "5". Every
+//! tool call has an id of its own, as a provider's do: `call_1` to `call_5` in the floor's
+//! messages, `call_<n>` numbered across all agents by the benchmark's model (up to four digits
+//! longer than the floor's: in the floor's favour).
 //!
 //! - `floor_messages`: the 20 messages of that conversation, built with `motet_directives`'
 //!   constructors, in a `Vec<Message>` per agent.
@@ -16,7 +19,7 @@
 //!   (`SqliteStore` in a fresh temporary folder): ReAct agents just spawned on a fresh runtime
 //!   with the zero-latency model, each thread actor running, never asked.
 //! - `<store>_conversation`: the same agents after five asks each (all agents asked at once,
-//!   round by round), every thread actor still running (the idle timeout, 3 s, outlasts a
+//!   round by round), every thread actor still running (the idle timeout, 8 s, outlasts a
 //!   round), counted from before spawning, with `vs_floor` against `floor_actor_conversation`.
 //!   It includes what the runtime keeps of the requests: a record per finished request, the
 //!   last `FINISHED_REQUESTS_KEPT` (1,000) of them, whatever the number of agents. `entries`
@@ -50,25 +53,26 @@ use crate::alloc::{counting, live_bytes};
 const MEMORY: usize = 2_000;
 /// Asks per agent: four messages each.
 const ASKS: usize = 5;
-/// The idle timeout of the agents: longer than a round of asks takes (about 1.5 s with SQLite
-/// syncing every commit), so every thread actor runs when the conversation is measured.
-const IDLE: Duration = Duration::from_secs(3);
+/// The idle timeout of the agents: well beyond what a round of asks takes (1.5-3 s with SQLite
+/// syncing every commit, with this machine's disk), so every thread actor runs when the
+/// conversation is measured.
+const IDLE: Duration = Duration::from_secs(8);
 
 /// The conversation one agent holds after [`ASKS`] asks, as bare messages.
 fn conversation() -> Vec<Message> {
     let mut messages = Vec::with_capacity(ASKS * 4);
-    for _ in 0..ASKS {
+    for ask in 1..=ASKS {
         messages.push(Message::user("What is 2 + 3?"));
         messages.push(Message::Assistant(AssistantMessage {
             blocks: vec![AssistantBlock::tool_use(
-                "call_1",
+                format!("call_{ask}"),
                 "add",
                 ToolArgs::from_text(r#"{"a": 2, "b": 3}"#),
             )],
             stop_reason: StopReason::ToolUse,
         }));
         messages.push(Message::ToolResults {
-            results: vec![ToolResult::ok("call_1", "5")],
+            results: vec![ToolResult::ok(format!("call_{ask}"), "5")],
         });
         messages.push(Message::Assistant(AssistantMessage::text("5")));
     }
@@ -271,7 +275,7 @@ async fn agents_on(
     drop(thread);
 
     let waited = Instant::now();
-    while runtime.thread_count() > 0 && waited.elapsed() < Duration::from_secs(10) {
+    while runtime.thread_count() > 0 && waited.elapsed() < IDLE + Duration::from_secs(10) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let idle_running = runtime.thread_count();
@@ -282,7 +286,7 @@ async fn agents_on(
     let idle_time = waited.elapsed();
     if idle_running > 0 {
         eprintln!(
-            "motet-bench: memory/{store_name}: {idle_running} threads still running after 10 s"
+            "motet-bench: memory/{store_name}: {idle_running} threads still running 10 s past the idle timeout"
         );
     }
 

@@ -47,7 +47,7 @@ async fn react_floor(requests: usize) -> Option<Duration> {
             .build()
             .ok()?;
         let mut inbox = vec![input];
-        let mut answers = [tool_turn(), answer_turn()].into_iter();
+        let mut answers = [tool_turn(n as u64 + 1), answer_turn()].into_iter();
         while let Some(signal) = inbox.pop() {
             for directive in strategy.handle(&mut state, &signal, &env).ok()? {
                 match directive {
