@@ -346,7 +346,16 @@ pub(crate) fn check_entries(
     entries: &[Arc<Entry>],
     expected_rev: u64,
 ) -> Result<AppendTotals, StoreError> {
-    let mut totals = AppendTotals::default();
+    check_contiguous(thread_id, entries, expected_rev)?;
+    Ok(totals_of(entries))
+}
+
+/// Checks that `entries` continue a thread at `expected_rev`.
+pub(crate) fn check_contiguous(
+    thread_id: &str,
+    entries: &[Arc<Entry>],
+    expected_rev: u64,
+) -> Result<(), StoreError> {
     for (offset, entry) in entries.iter().enumerate() {
         let expected = expected_rev + offset as u64;
         if entry.seq != expected {
@@ -356,6 +365,14 @@ pub(crate) fn check_entries(
                 found: entry.seq,
             });
         }
+    }
+    Ok(())
+}
+
+/// What `entries` add to a thread's totals.
+pub(crate) fn totals_of(entries: &[Arc<Entry>]) -> AppendTotals {
+    let mut totals = AppendTotals::default();
+    for entry in entries {
         match &entry.body {
             EntryBody::Assistant { usage, .. } => totals.usage += usage.to_usage(),
             EntryBody::Summary { .. } => totals.latest_summary_seq = Some(entry.seq),
@@ -365,7 +382,7 @@ pub(crate) fn check_entries(
         totals.estimated_tokens += u64::from(entry.tokens);
         totals.max_at = totals.max_at.max(entry.at);
     }
-    Ok(totals)
+    totals
 }
 
 /// Checks that `entries` continue a thread at `expected_rev` and encodes them.

@@ -8,26 +8,19 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use super::{
+    StoreError, ThreadHeader, ThreadMeta, ThreadStore, ThreadSummary, check_contiguous, totals_of,
+};
 use async_trait::async_trait;
 use motet_agents::{Entry, Lineage, Thread, ThreadHead};
-use motet_directives::Usage;
 
-use super::{
-    AppendTotals, StoreError, ThreadHeader, ThreadMeta, ThreadStore, ThreadSummary, check_entries,
-};
-
-/// One stored thread: its summary's counts, meta and entries (shared with the threads that
-/// hold them). Its id is the map's key; the summary is made from these when asked for.
+/// One stored thread: its meta, state and entries (shared with the threads that hold them). Its
+/// id is the map's key. Its summary's counts (rev, usage, tokens, latest summary and boundary,
+/// last update) are the entries', summed when a summary is asked for (listing threads, rarely)
+/// rather than kept beside them in every thread's record.
 #[derive(Debug)]
 struct Stored {
     created_at: u64,
-    updated_at: u64,
-    /// Entries appended so far (the summary's `rev` and `entry_count`).
-    rev: u64,
-    usage: Usage,
-    estimated_tokens: u64,
-    latest_summary_seq: Option<u64>,
-    latest_boundary_seq: Option<u64>,
     /// Metadata and fork origin, which few threads have: one word for the rest.
     lineage: Option<Box<Lineage>>,
     /// The meta as JSON: read back on recovery only, and a fraction of the map's memory.
@@ -42,20 +35,32 @@ struct Stored {
 }
 
 impl Stored {
+    /// Entries appended so far.
+    fn rev(&self) -> u64 {
+        self.entries.len() as u64
+    }
+
+    /// When it last changed: its newest entry's time, or its creation's.
+    fn updated_at(&self) -> u64 {
+        let newest = self.entries.iter().map(|e| e.at).max();
+        self.created_at.max(newest.unwrap_or(0))
+    }
+
     /// The summary of the thread `id`.
     fn summary(&self, id: &str) -> ThreadSummary {
+        let totals = totals_of(&self.entries);
         ThreadSummary {
             id: id.to_owned(),
             created_at: self.created_at,
-            updated_at: self.updated_at,
-            rev: self.rev,
-            entry_count: self.rev,
-            usage: self.usage,
-            estimated_tokens: self.estimated_tokens,
+            updated_at: self.created_at.max(totals.max_at),
+            rev: self.rev(),
+            entry_count: self.rev(),
+            usage: totals.usage,
+            estimated_tokens: totals.estimated_tokens,
             metadata: Lineage::metadata_of(self.lineage.as_deref()).clone(),
             parent: Lineage::parent_of(self.lineage.as_deref()).cloned(),
-            latest_summary_seq: self.latest_summary_seq,
-            latest_boundary_seq: self.latest_boundary_seq,
+            latest_summary_seq: totals.latest_summary_seq,
+            latest_boundary_seq: totals.latest_boundary_seq,
         }
     }
 }
@@ -101,12 +106,6 @@ impl Inner {
             header.id.clone(),
             Box::new(Stored {
                 created_at: header.created_at,
-                updated_at: header.created_at,
-                rev: 0,
-                usage: Usage::default(),
-                estimated_tokens: 0,
-                latest_summary_seq: None,
-                latest_boundary_seq: None,
                 lineage: Lineage::of(header.metadata.clone(), header.parent.clone()),
                 meta: None,
                 state: None,
@@ -122,7 +121,6 @@ impl Inner {
         &mut self,
         thread_id: &str,
         entries: &[Arc<Entry>],
-        totals: &AppendTotals,
         expected_rev: u64,
     ) -> Result<u64, StoreError> {
         let stored = self
@@ -130,22 +128,16 @@ impl Inner {
             .get_mut(thread_id)
             .ok_or_else(|| not_found(thread_id))?;
         let s = &mut **stored;
-        if s.rev != expected_rev {
+        if s.rev() != expected_rev {
             return Err(StoreError::Conflict {
                 thread_id: thread_id.to_owned(),
                 expected: expected_rev,
-                current: s.rev,
+                current: s.rev(),
             });
         }
         if entries.is_empty() {
-            return Ok(s.rev);
+            return Ok(s.rev());
         }
-        s.rev += entries.len() as u64;
-        s.usage += totals.usage;
-        s.estimated_tokens += totals.estimated_tokens;
-        s.updated_at = s.updated_at.max(totals.max_at);
-        s.latest_summary_seq = totals.latest_summary_seq.or(s.latest_summary_seq);
-        s.latest_boundary_seq = totals.latest_boundary_seq.or(s.latest_boundary_seq);
         if s.entries.capacity() - s.entries.len() < entries.len() {
             // Grown by half rather than doubled, as a thread's own list is: kept for the
             // thread's life, it holds less room it may never fill.
@@ -153,7 +145,7 @@ impl Inner {
             s.entries.reserve_exact(grow);
         }
         s.entries.extend_from_slice(entries);
-        Ok(s.rev)
+        Ok(s.rev())
     }
 }
 
@@ -175,12 +167,12 @@ impl ThreadStore for MemoryStore {
         meta: Option<&ThreadMeta>,
         entries: &[Arc<Entry>],
     ) -> Result<u64, StoreError> {
-        let totals = check_entries(&header.id, entries, 0)?;
+        check_contiguous(&header.id, entries, 0)?;
         let meta = meta.map(|m| encode_meta(&header.id, m)).transpose()?;
         // Under one lock, after every check: all of it or none of it.
         let mut inner = self.lock();
         inner.create(header)?;
-        let rev = inner.append(&header.id, entries, &totals, 0)?;
+        let rev = inner.append(&header.id, entries, 0)?;
         if let Some(stored) = inner.threads.get_mut(&header.id) {
             stored.meta = meta;
         }
@@ -195,9 +187,9 @@ impl ThreadStore for MemoryStore {
         let lineage = stored.lineage.as_deref();
         let head = ThreadHead {
             id: thread_id.to_owned(),
-            rev: stored.rev,
+            rev: stored.rev(),
             created_at: stored.created_at,
-            updated_at: stored.updated_at,
+            updated_at: stored.updated_at(),
             metadata: Lineage::metadata_of(lineage).clone(),
             parent: Lineage::parent_of(lineage).cloned(),
         };
@@ -226,9 +218,9 @@ impl ThreadStore for MemoryStore {
         expected_rev: u64,
         state: &str,
     ) -> Result<u64, StoreError> {
-        let totals = check_entries(thread_id, entries, expected_rev)?;
+        check_contiguous(thread_id, entries, expected_rev)?;
         let mut inner = self.lock();
-        let rev = inner.append(thread_id, entries, &totals, expected_rev)?;
+        let rev = inner.append(thread_id, entries, expected_rev)?;
         if let Some(stored) = inner.threads.get_mut(thread_id) {
             stored.state = Some(state.into());
         }
@@ -261,7 +253,7 @@ impl ThreadStore for MemoryStore {
         state: Option<&str>,
         epoch: u64,
     ) -> Result<u64, StoreError> {
-        let totals = check_entries(thread_id, entries, expected_rev)?;
+        check_contiguous(thread_id, entries, expected_rev)?;
         let mut inner = self.lock();
         let current = inner
             .threads
@@ -275,7 +267,7 @@ impl ThreadStore for MemoryStore {
                 current,
             });
         }
-        let rev = inner.append(thread_id, entries, &totals, expected_rev)?;
+        let rev = inner.append(thread_id, entries, expected_rev)?;
         if let (Some(state), Some(stored)) = (state, inner.threads.get_mut(thread_id)) {
             stored.state = Some(state.into());
         }
@@ -296,9 +288,8 @@ impl ThreadStore for MemoryStore {
         entries: &[Arc<Entry>],
         expected_rev: u64,
     ) -> Result<u64, StoreError> {
-        let totals = check_entries(thread_id, entries, expected_rev)?;
-        self.lock()
-            .append(thread_id, entries, &totals, expected_rev)
+        check_contiguous(thread_id, entries, expected_rev)?;
+        self.lock().append(thread_id, entries, expected_rev)
     }
 
     async fn summary(&self, thread_id: &str) -> Result<Option<ThreadSummary>, StoreError> {
