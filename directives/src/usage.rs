@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize};
 use crate::message::AssistantMessage;
 
 /// Tokens consumed by one call, or summed over many (`a + b`).
+///
+/// In JSON every count may be missing (read as 0); the cache and reasoning counts, which most
+/// calls do not have, are left out when 0.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Usage {
     /// Prompt tokens, including cached ones.
@@ -17,14 +20,18 @@ pub struct Usage {
     #[serde(default)]
     pub output_tokens: u64,
     /// Prompt tokens read from the provider's cache.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "no_tokens")]
     pub cache_read_tokens: u64,
     /// Prompt tokens written to the provider's cache.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "no_tokens")]
     pub cache_write_tokens: u64,
     /// Output tokens spent on reasoning.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "no_tokens")]
     pub reasoning_tokens: u64,
+}
+
+fn no_tokens(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Usage {
@@ -166,5 +173,40 @@ impl LlmResponse {
             model: None,
             response_id: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_a_call_does_not_have_are_left_out_and_read_back_as_zero() {
+        let plain = Usage {
+            input_tokens: 12,
+            output_tokens: 3,
+            ..Usage::default()
+        };
+        let json = serde_json::to_value(plain).expect("a usage serializes");
+        assert_eq!(
+            json,
+            serde_json::json!({"input_tokens": 12, "output_tokens": 3})
+        );
+        assert_eq!(serde_json::from_value::<Usage>(json).ok(), Some(plain));
+
+        let cached = Usage {
+            cache_read_tokens: 7,
+            reasoning_tokens: 2,
+            ..plain
+        };
+        let json = serde_json::to_value(cached).expect("a usage serializes");
+        assert_eq!(json["cache_read_tokens"], 7);
+        assert_eq!(json["reasoning_tokens"], 2);
+        assert!(json.get("cache_write_tokens").is_none());
+        assert_eq!(serde_json::from_value::<Usage>(json).ok(), Some(cached));
+        assert_eq!(
+            serde_json::from_str::<Usage>("{}").ok(),
+            Some(Usage::default())
+        );
     }
 }
