@@ -139,7 +139,7 @@ impl ReAct {
                 .map(|r| r.request_id.to_string());
             active
                 .or(paused)
-                .or(elsewhere)
+                .or(elsewhere.map(String::from))
                 .map(|active_request_id| FailureReason::Busy { active_request_id })
         };
         if let Some(reason) = refused {
@@ -1057,7 +1057,7 @@ impl Strategy for ReAct {
     fn reload(&self, env: &dyn Env, saved: ReActState) -> ReActState {
         let elsewhere = unfinished_request(saved.thread.to_list());
         let mut state = self.restore(env, saved);
-        state.elsewhere = elsewhere;
+        state.elsewhere = elsewhere.map(String::into_boxed_str);
         state
     }
 

@@ -55,7 +55,8 @@ pub struct ForkOrigin {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(from = "ThreadRepr")]
 pub struct Thread {
-    id: String,
+    /// Boxed text: a thread's id never grows.
+    id: Box<str>,
     rev: u64,
     entries: Vec<Arc<Entry>>,
     created_at: u64,
@@ -68,12 +69,13 @@ pub struct Thread {
     /// (a strategy's snapshot holds its thread emptied) is left out.
     #[serde(skip_serializing_if = "ThreadStats::is_empty")]
     stats: ThreadStats,
-    /// Index of the latest summary entry.
+    /// Index of the latest summary entry, in 32 bits: a thread in memory never nears 2^32
+    /// entries (32 GiB of pointers alone).
     #[serde(skip)]
-    latest_summary: Option<usize>,
-    /// Index of the latest boundary entry.
+    latest_summary: Option<u32>,
+    /// Index of the latest boundary entry, in 32 bits.
     #[serde(skip)]
-    latest_boundary: Option<usize>,
+    latest_boundary: Option<u32>,
 }
 
 /// A thread's metadata and the thread it was forked from: what few threads have, so a thread
@@ -126,7 +128,7 @@ struct ThreadRepr {
 impl From<ThreadRepr> for Thread {
     fn from(repr: ThreadRepr) -> Self {
         let mut thread = Thread {
-            id: repr.id,
+            id: repr.id.into_boxed_str(),
             rev: repr.rev,
             entries: Vec::with_capacity(repr.entries.len()),
             created_at: repr.created_at,
@@ -165,7 +167,7 @@ impl Thread {
     /// An empty thread with this id, created at `created_at` (Unix milliseconds).
     pub fn new(id: impl Into<String>, created_at: u64) -> Self {
         Self {
-            id: id.into(),
+            id: id.into().into_boxed_str(),
             rev: 0,
             entries: Vec::new(),
             created_at,
@@ -183,7 +185,7 @@ impl Thread {
     pub fn from_entries(head: ThreadHead, entries: impl IntoIterator<Item = Arc<Entry>>) -> Self {
         let entries = entries.into_iter();
         let mut thread = Thread {
-            id: head.id,
+            id: head.id.into_boxed_str(),
             rev: head.rev,
             entries: Vec::with_capacity(entries.size_hint().0),
             created_at: head.created_at,
@@ -273,8 +275,8 @@ impl Thread {
             Arc::make_mut(&mut entry).seq = index as u64;
         }
         match &entry.body {
-            EntryBody::Summary { .. } => self.latest_summary = Some(index),
-            EntryBody::Boundary { .. } => self.latest_boundary = Some(index),
+            EntryBody::Summary { .. } => self.latest_summary = u32::try_from(index).ok(),
+            EntryBody::Boundary { .. } => self.latest_boundary = u32::try_from(index).ok(),
             EntryBody::Assistant { usage, .. } => self.stats.usage += usage.to_usage(),
             _ => {}
         }
@@ -411,7 +413,7 @@ impl Thread {
         fork.lineage = Lineage::of(
             self.metadata().clone(),
             Some(ForkOrigin {
-                thread_id: self.id.clone(),
+                thread_id: self.id.to_string(),
                 at_seq,
             }),
         );
@@ -425,14 +427,14 @@ impl Thread {
     /// The latest summary entry.
     pub fn latest_summary(&self) -> Option<&Entry> {
         self.latest_summary
-            .and_then(|i| self.entries.get(i))
+            .and_then(|i| self.entries.get(i as usize))
             .map(|e| &**e)
     }
 
     /// The latest window boundary entry.
     pub fn latest_boundary(&self) -> Option<&Entry> {
         self.latest_boundary
-            .and_then(|i| self.entries.get(i))
+            .and_then(|i| self.entries.get(i as usize))
             .map(|e| &**e)
     }
 }

@@ -211,15 +211,20 @@ pub struct ReActState {
     /// thread was reloaded after that writer moved it on; the next input is refused as busy.
     /// Read once, never stored.
     #[serde(skip)]
-    pub(crate) elsewhere: Option<String>,
+    pub(crate) elsewhere: Option<Box<str>>,
 }
 
 /// Hashes of the tool-call ids in a thread: built from the thread the first time they are
 /// needed (after a restore too), then kept up to date as turns are committed, so checking a
 /// new call costs a lookup rather than a scan of the whole thread. A hash that collides only
-/// costs a needless rename.
+/// costs a needless rename. Boxed: one word in a state that has not needed them, and the
+/// state sits in its actor's task for the actor's life.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct CallIds(Option<std::collections::HashSet<u64>>);
+#[allow(
+    clippy::box_collection,
+    reason = "the set's 48 bytes out of the actor's task, at the cost of one allocation"
+)]
+pub(crate) struct CallIds(Option<Box<std::collections::HashSet<u64>>>);
 
 impl PartialEq for CallIds {
     /// Derived from the thread, which the states compare already: never a difference.
@@ -239,15 +244,17 @@ impl CallIds {
     /// The set, built from `thread` when there is none yet.
     fn of(&mut self, thread: &Thread) -> &mut std::collections::HashSet<u64> {
         self.0.get_or_insert_with(|| {
-            thread
-                .to_list()
-                .iter()
-                .filter_map(|e| match &e.body {
-                    crate::thread::EntryBody::Assistant { message, .. } => Some(message),
-                    _ => None,
-                })
-                .flat_map(|m| m.tool_calls().map(|c| Self::hash(c.id)))
-                .collect()
+            Box::new(
+                thread
+                    .to_list()
+                    .iter()
+                    .filter_map(|e| match &e.body {
+                        crate::thread::EntryBody::Assistant { message, .. } => Some(message),
+                        _ => None,
+                    })
+                    .flat_map(|m| m.tool_calls().map(|c| Self::hash(c.id)))
+                    .collect(),
+            )
         })
     }
 

@@ -69,7 +69,7 @@ pub struct ThreadActor<S: Strategy> {
     pub(super) thread_id: Arc<str>,
     /// The thread's id in the store (and in the strategy's Thread): `<agent>/<thread>`, so two
     /// agents' threads of the same name never share a history. Made once: every commit uses it.
-    pub(super) store_id: String,
+    pub(super) store_id: Box<str>,
     pub(super) core: Arc<RuntimeCore>,
 }
 
@@ -91,7 +91,7 @@ pub(crate) struct LiveAgent<S> {
     /// Stop a thread's actor after this long without messages (it comes back from the store).
     pub(crate) idle_timeout: Option<std::time::Duration>,
     /// The agent thread that spawned this one, for `Emit` to the parent.
-    pub(crate) parent: Option<Parent>,
+    pub(crate) parent: Option<Box<Parent>>,
     /// Held while one of the agent's threads starts, so racing asks start it once.
     pub(crate) spawning: tokio::sync::Mutex<()>,
     /// How often the agent's threads may fail before the agent is stopped.
@@ -122,9 +122,6 @@ pub struct ThreadState<S: Strategy> {
     supervised: bool,
     strategy: S::State,
     env: SystemEnv,
-    /// Results of work that finished as it started (execute.rs, `Run::Inline`), handled
-    /// before the actor reads its mailbox again.
-    ready: VecDeque<Signal>,
     /// The model of the last LLM call: summaries use it when their directive names none.
     last_model: Option<ModelRef>,
     /// Whether the thread exists in the store yet.
@@ -163,12 +160,15 @@ struct Open {
     calls: HashMap<String, Vec<AbortHandle>>,
     /// The open `invoke_agent` span of each request this thread has admitted, by request id.
     spans: few::Few<RequestTrace>,
+    /// Results of work that finished as it started (execute.rs, `Run::Inline`), handled
+    /// before the actor reads its mailbox again: empty between messages.
+    ready: VecDeque<Signal>,
 }
 
 impl Open {
     /// No request is open and nothing is held for one.
     fn is_empty(&self) -> bool {
-        self.is_quiet() && self.calls.is_empty() && self.spans.is_empty()
+        self.is_quiet() && self.calls.is_empty() && self.spans.is_empty() && self.ready.is_empty()
     }
 
     /// No request is open and no LLM call still runs.
@@ -274,7 +274,6 @@ where
             retiring: false,
             env,
             open: None,
-            ready: VecDeque::new(),
             last_model: None,
             occasional: None,
             deliveries: deliveries::Deliveries::remembering(loaded.applied),
@@ -429,7 +428,7 @@ where
                 instruments().queue_depth.add(-1, &[]);
                 self.admit(&myself, state, next).await;
             }
-            let Some(result) = state.ready.pop_front() else {
+            let Some(result) = state.open.as_mut().and_then(|o| o.ready.pop_front()) else {
                 break;
             };
             inline += 1;
@@ -437,7 +436,9 @@ where
                 // Fair to the mailbox: a chain of work that never waits yields to it now and
                 // then, its results queued behind whatever arrived meanwhile.
                 deliver(&myself, result);
-                state.ready.drain(..).for_each(|r| deliver(&myself, r));
+                if let Some(open) = state.open.as_mut() {
+                    open.ready.drain(..).for_each(|r| deliver(&myself, r));
+                }
                 break;
             }
             self.admit(&myself, state, result).await;

@@ -336,7 +336,8 @@ where
         tools: spec.tools,
         policy: spec.policy,
         idle_timeout: spec.idle_timeout,
-        parent,
+        // Boxed: most agents have no parent, and hold one word for it.
+        parent: parent.map(Box::new),
         spawning: tokio::sync::Mutex::new(()),
         intensity: spec.intensity,
         attached: std::sync::Mutex::new(None),
@@ -481,7 +482,7 @@ where
     }
 
     fn parent(&self) -> Option<&Parent> {
-        self.parent.as_ref()
+        self.parent.as_deref()
     }
 
     fn idempotent_tools(&self) -> Vec<String> {
@@ -565,7 +566,7 @@ where
         thread_id: String,
     ) -> Result<ActorRef<ThreadMsg>, RuntimeError> {
         let server = ThreadActor {
-            store_id: super::actor::store_id(&self.name, &thread_id),
+            store_id: super::actor::store_id(&self.name, &thread_id).into_boxed_str(),
             agent: self.clone(),
             thread_id: thread_id.into(),
             core,

@@ -440,7 +440,7 @@ where
         if run == Run::Inline
             && let Some(signal) = (&mut work).now_or_never()
         {
-            state.ready.push_back(signal);
+            state.open().ready.push_back(signal);
             return;
         }
         let me = myself.clone();

@@ -82,24 +82,21 @@ pub(super) struct Loaded<T> {
     pub(super) epoch: u64,
 }
 
-/// What a thread actor remembers of the snapshot it last stored: its length and two 64-bit
-/// hashes, not the text, which would be a second copy of it beside the store's (hundreds of
-/// bytes per running thread). Two snapshots that differ and still match in length and both
-/// hashes would skip one write of the state; the entries are written regardless.
+/// What a thread actor remembers of the snapshot it last stored: a 64-bit hash of it, not the
+/// text, which would be a second copy of it beside the store's (hundreds of bytes per running
+/// thread). It is only ever compared with the next snapshot, so a new snapshot that differs
+/// and still matches (a chance of 2^-64 per commit) would skip one write of the state; the
+/// entries are written regardless. The hash is never 0, so an absent fingerprint costs no
+/// extra word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Fingerprint {
-    len: usize,
-    hashes: [u64; 2],
-}
+pub(super) struct Fingerprint(std::num::NonZeroU64);
 
 impl Fingerprint {
     pub(super) fn of(snapshot: &str) -> Self {
         use std::hash::BuildHasher as _;
-        let hash = |seed| foldhash::quality::FixedState::with_seed(seed).hash_one(snapshot);
-        Self {
-            len: snapshot.len(),
-            hashes: [hash(0x6d6f_7465_745f_3031), hash(0x6d6f_7465_745f_3032)],
-        }
+        let hash =
+            foldhash::quality::FixedState::with_seed(0x6d6f_7465_745f_3031).hash_one(snapshot);
+        Self(std::num::NonZeroU64::new(hash).unwrap_or(std::num::NonZeroU64::MIN))
     }
 }
 
@@ -134,7 +131,7 @@ where
             };
             let snapshot: Snapshot<S::State> =
                 serde_json::from_str(&saved).map_err(|e| StoreError::CorruptThread {
-                    thread_id: id.clone(),
+                    thread_id: id.to_string(),
                     reason: format!("the agent state does not fit the strategy: {e}"),
                 })?;
             if snapshot.rev != rev {
@@ -152,7 +149,7 @@ where
             }));
         }
         Err(StoreError::CorruptThread {
-            thread_id: id.clone(),
+            thread_id: id.to_string(),
             reason: format!("it changed under each of {LOAD_ATTEMPTS} reads"),
         })
     }
@@ -269,7 +266,7 @@ where
             // Stored under the agent's thread, whatever id the strategy gave its Thread.
             let header = match thread {
                 Some(thread) => ThreadHeader {
-                    id: id.clone(),
+                    id: id.to_string(),
                     ..ThreadHeader::of(thread)
                 },
                 None => ThreadHeader::new(id.clone(), motet_agents::Env::now_ms(&state.env)),
@@ -311,7 +308,7 @@ where
                 state,
             })
             .map_err(|e| StoreError::Encode {
-                thread_id: self.store_id.clone(),
+                thread_id: self.store_id.to_string(),
                 reason: format!("the agent state: {e}"),
             })
         };
