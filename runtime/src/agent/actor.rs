@@ -702,3 +702,22 @@ fn replies_to(directives: &[motet_directives::Directive], request: &str) -> bool
 pub(crate) fn store_id(agent: &str, thread: &str) -> String {
     format!("{agent}/{thread}")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{ThreadActor, ThreadState};
+    use motet_agents::ReAct;
+
+    /// A thread actor's state and handler live in its tokio task for as long as the actor
+    /// runs, and tokio rounds a task to 128 bytes: with ractor 0.16's task around them, state
+    /// and handler of at most 496 bytes make a task of 1,152 bytes, a few more one of 1,280
+    /// (docs/PERFORMANCE.md, "Lean agents"). A field added to either lands here first.
+    #[test]
+    fn a_react_thread_fits_its_task_in_1152_bytes() {
+        let held = size_of::<ThreadState<ReAct>>() + size_of::<ThreadActor<ReAct>>();
+        assert!(
+            held <= 496,
+            "a ReAct thread actor holds {held} bytes in its task"
+        );
+    }
+}
