@@ -443,6 +443,9 @@ where
             }
             self.admit(&myself, state, result).await;
         }
+        // Work done inline outside any request (a strategy's directive for a plain signal)
+        // made the open requests' box for its result alone: give it back.
+        finish::release_room(state);
         Ok(())
     }
     /// Lets a signal through to the strategy, or queues it while another request runs.

@@ -8,11 +8,12 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use async_trait::async_trait;
+use motet_agents::{Entry, Lineage, Thread, ThreadHead};
+
 use super::{
     StoreError, ThreadHeader, ThreadMeta, ThreadStore, ThreadSummary, check_contiguous, totals_of,
 };
-use async_trait::async_trait;
-use motet_agents::{Entry, Lineage, Thread, ThreadHead};
 
 /// One stored thread: its meta, state and entries (shared with the threads that hold them). Its
 /// id is the map's key. Its summary's counts (rev, usage, tokens, latest summary and boundary,

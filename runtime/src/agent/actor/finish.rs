@@ -143,7 +143,7 @@ where
 /// which a conversing thread would hold for as long as it runs; the occasional part goes
 /// whole once it holds nothing. (The asker and the span of a request are in
 /// [`Few`](super::few::Few)s, which keep nothing once empty.)
-fn release_room<S: Strategy>(state: &mut ThreadState<S>) {
+pub(super) fn release_room<S: Strategy>(state: &mut ThreadState<S>) {
     fn shrink<K: Eq + Hash, V, H: BuildHasher>(map: &mut HashMap<K, V, H>) {
         if map.is_empty() {
             map.shrink_to_fit();
