@@ -45,6 +45,7 @@
 mod env;
 mod error;
 mod estimate;
+mod id_text;
 mod policy;
 mod projector;
 pub mod protocol;
@@ -57,6 +58,7 @@ pub use error::{ProjectionError, StrategyError, ThreadError};
 pub use estimate::{
     HEURISTIC_MESSAGE_OVERHEAD, Heuristic, TokenEstimator, estimate_body, estimate_message,
 };
+pub use id_text::id_text;
 pub use policy::{
     ContextPolicy, ContextWindows, EstimatorKind, PolicyOverride, Summarization, SummaryRole,
     WindowMode,

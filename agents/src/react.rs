@@ -337,6 +337,9 @@ impl ReAct {
             .call_ids
             .make_unique(&state.thread, &mut message, step.env);
         if !message.has_tool_calls() {
+            // The last turn's calls are all answered (the model was asked only then): nothing
+            // to keep of them for the rest of the request, nor after it.
+            request.tools = Vec::new();
             let paused = message.stop_reason == StopReason::PauseTurn;
             let answer =
                 paused_text(state.thread.to_list(), &request.request_id) + &message.to_string();

@@ -1,10 +1,12 @@
-//! The environment a strategy sees in production: the system clock and UUIDv7 ids.
+//! The environment a strategy sees in production: the system clock and UUIDv7 ids, written
+//! in base 62.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use motet_agents::Env;
 
-/// The system clock and time-ordered random ids (UUIDv7), prefixed as the strategy asks.
+/// The system clock and time-ordered random ids (UUIDv7, in 22 base-62 digits that sort as
+/// the ids do), prefixed as the strategy asks.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemEnv;
 
@@ -17,7 +19,7 @@ impl Env for SystemEnv {
     }
 
     fn fresh_id(&self, prefix: &str) -> String {
-        format!("{prefix}_{}", uuid::Uuid::now_v7().simple())
+        motet_agents::id_text(prefix, uuid::Uuid::now_v7().as_u128())
     }
 }
 
@@ -31,7 +33,16 @@ mod tests {
         let a = env.fresh_id("call");
         let b = env.fresh_id("call");
         assert!(a.starts_with("call_"));
+        assert_eq!(a.len(), "call_".len() + 22);
         assert_ne!(a, b);
+        // A UUIDv7 counts up within a process, and its digits sort as its bits.
+        assert!(a < b, "{a} then {b}");
+        assert_eq!(
+            motet_agents::EntryId::new(env.fresh_id("entry"))
+                .to_string()
+                .len(),
+            "entry_".len() + 22
+        );
         assert!(env.now_ms() > 1_700_000_000_000);
     }
 }

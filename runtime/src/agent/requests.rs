@@ -118,8 +118,28 @@ impl Kept {
 /// The runtime's request records.
 pub(crate) struct Requests {
     records: dashmap::DashMap<Arc<str>, Kept, foldhash::fast::RandomState>,
-    finished: Mutex<VecDeque<Arc<str>>>,
+    finished: Mutex<Finished>,
     keep: usize,
+}
+
+/// The finished requests, oldest first, and how many were forgotten since the map's room was
+/// last looked at.
+#[derive(Default)]
+struct Finished {
+    ids: VecDeque<Arc<str>>,
+    forgotten: usize,
+}
+
+/// How many forgotten requests between two looks at the map's room (a look locks every shard).
+const FORGOTTEN_PER_LOOK: usize = 64;
+
+/// Whether a map holding `len` records in room for `capacity` should give room back: the map
+/// grows with the requests running at once (every agent asked together) and never shrinks by
+/// itself, so after a burst it would keep room for the burst for good. At a third full or less,
+/// so that growing back takes a third of its records again before the next shrink: a map that
+/// hovers at one size is not rehashed over and over. Small maps are left alone.
+pub(crate) fn worth_shrinking(len: usize, capacity: usize) -> bool {
+    capacity > 256 && len.saturating_mul(3) <= capacity
 }
 
 impl Requests {
@@ -127,7 +147,7 @@ impl Requests {
     pub(crate) fn keeping(keep: usize) -> Self {
         Self {
             records: dashmap::DashMap::default(),
-            finished: Mutex::new(VecDeque::new()),
+            finished: Mutex::new(Finished::default()),
             keep,
         }
     }
@@ -212,10 +232,17 @@ impl Requests {
         let key = kept.key().clone();
         drop(kept);
         if let Ok(mut finished) = self.finished.lock() {
-            finished.push_back(key);
-            while finished.len() > self.keep {
-                if let Some(old) = finished.pop_front() {
+            finished.ids.push_back(key);
+            while finished.ids.len() > self.keep {
+                if let Some(old) = finished.ids.pop_front() {
                     self.records.remove(&old);
+                    finished.forgotten += 1;
+                }
+            }
+            if finished.forgotten >= FORGOTTEN_PER_LOOK {
+                finished.forgotten = 0;
+                if worth_shrinking(self.records.len(), self.records.capacity()) {
+                    self.records.shrink_to_fit();
                 }
             }
         }
@@ -243,6 +270,40 @@ mod tests {
         assert_eq!(record.status, RequestStatus::Completed);
         assert_eq!(record.finished_at, Some(2));
         assert_eq!(record.result, Some(reply));
+    }
+
+    #[test]
+    fn a_map_gives_room_back_at_a_third_full() {
+        assert!(worth_shrinking(1_000, 3_584));
+        assert!(worth_shrinking(0, 1_024));
+        assert!(!worth_shrinking(1_200, 3_584));
+        // Just shrunk (as full as its room allows, or half): not again until a third is gone.
+        assert!(!worth_shrinking(1_792, 1_792));
+        assert!(!worth_shrinking(897, 1_792));
+        // Small maps are left as they are.
+        assert!(!worth_shrinking(0, 256));
+    }
+
+    #[test]
+    fn after_a_burst_the_log_gives_back_the_room_it_grew() {
+        let requests = Requests::keeping(100);
+        let (agent, thread): (Arc<str>, Arc<str>) = (Arc::from("a"), Arc::from("t"));
+        let ids: Vec<String> = (0..5_000).map(|n| format!("r{n}")).collect();
+        for id in &ids {
+            requests.arrived(id, &agent, &thread, false, 1);
+        }
+        let burst = requests.records.capacity();
+        assert!(burst >= 5_000);
+        for id in &ids {
+            requests.finished(id, RequestStatus::Completed, None, 2);
+        }
+        assert_eq!(requests.records.len(), 100);
+        assert!(
+            requests.records.capacity() <= 1_000,
+            "{} of room kept for 100 records after a burst of {burst}",
+            requests.records.capacity()
+        );
+        assert!(requests.get("r4999").is_some() && requests.get("r4899").is_none());
     }
 
     #[test]
