@@ -157,7 +157,7 @@ impl ReAct {
             .append(step.env, NewEntry::user(input.query).with_refs(refs));
         let mut request = RequestState::new(request_id, input.context_policy);
         request.response_format = input.response_format.map(Box::new);
-        state.request = Some(request);
+        state.request = Some(Box::new(request));
         self.next_iteration(state, step)
     }
 
@@ -502,7 +502,7 @@ impl ReAct {
         // The runtime resumes a request only when it does not run it: one the state shows
         // running stopped with the process, and is rebuilt from the thread.
         let saved = state.request.take();
-        let format = structured::Carried::from(saved.as_ref());
+        let format = structured::Carried::from(saved.as_deref());
         state.status = Status::Idle;
         let entries = state.thread.to_list();
         let Some(at) = entries.iter().rposition(|e| {
@@ -535,7 +535,7 @@ impl ReAct {
                 let mut request = RequestState::new(request_id, None);
                 request.steers = steers;
                 format.restore(&mut request);
-                state.request = Some(request);
+                state.request = Some(Box::new(request));
                 return self.next_iteration(state, step);
             }
             EntryBody::Assistant { message, .. } => (
@@ -553,18 +553,18 @@ impl ReAct {
         request.turn_call = turn_call.map(CallId::new);
         if message.stop_reason == StopReason::PauseTurn && !message.has_tool_calls() {
             // A paused turn the stop interrupted: the model continues it.
-            state.request = Some(request);
+            state.request = Some(Box::new(request));
             return self.next_iteration(state, step);
         }
         if !message.has_tool_calls() && !request.steers.is_empty() {
             // Answered before the stop, and steered since: the model is asked again.
-            state.request = Some(request);
+            state.request = Some(Box::new(request));
             return self.next_iteration(state, step);
         }
         if !message.has_tool_calls() {
             // Answered before the stop: say so again for whoever resumed.
             let answer = paused_text(&entries[..turn], &request.request_id) + &message.to_string();
-            state.request = Some(request);
+            state.request = Some(Box::new(request));
             return self.answer(state, step, answer);
         }
         let answered: std::collections::HashSet<&str> = entries[turn + 1..]
@@ -640,7 +640,7 @@ impl ReAct {
             state.thread.append(step.env, entry);
         }
         let all_done = request.tools.is_empty();
-        state.request = Some(request);
+        state.request = Some(Box::new(request));
         if all_done {
             return self.next_iteration(state, step);
         }
@@ -813,6 +813,7 @@ impl ReAct {
             iterations: request.iteration,
         };
         let request_id = request.request_id.clone();
+        state.end_request();
         self.reply(state, step, AGENT_COMPLETED, &request_id, completed)
     }
 
@@ -885,6 +886,7 @@ impl ReAct {
             FailureReason::Cancelled { .. } => Status::Cancelled,
             _ => Status::Failed,
         };
+        state.end_request();
         let mut out = self.reply(state, step, AGENT_FAILED, &request_id, failed)?;
         // The timers first: a deadline must not fire into the next request.
         timers.append(&mut out);
@@ -1047,9 +1049,9 @@ impl Strategy for ReAct {
                     .into_iter()
                     .filter(PendingTool::outlives_a_restart)
                     .collect();
-                kept
+                Box::new(kept)
             })
-            .filter(RequestState::outlives_a_restart);
+            .filter(|r| r.outlives_a_restart());
         state
     }
 

@@ -331,6 +331,13 @@ impl Thread {
         Lineage::parent_of(self.lineage.as_deref())
     }
 
+    /// Gives back the room the list of entries grew ahead of appends (by half each time it
+    /// filled), for a thread going quiet: the runtime calls it when a thread's last open
+    /// request ends. The entries themselves are shared and stay as they are.
+    pub fn shrink_to_fit(&mut self) {
+        self.entries.shrink_to_fit();
+    }
+
     /// Number of entries.
     pub fn entry_count(&self) -> usize {
         self.entries.len()

@@ -8,8 +8,8 @@
 
 use motet_agents::{
     AgentCancel, AgentRequest, AgentRespond, ContextPolicy, EntryBody, Env, FixedEnv, LlmError,
-    LlmErrorKind, LlmFailed, LlmResult, ReAct, ReActConfig, ReActState, Status, Strategy,
-    StrategyError, Summarization, SummaryResult, ToolPaused, ToolResultSignal,
+    LlmErrorKind, LlmFailed, LlmResult, ReAct, ReActConfig, ReActState, ReactCompleted, Status,
+    Strategy, StrategyError, Summarization, SummaryResult, ToolPaused, ToolResultSignal,
 };
 use motet_directives::{
     Approval, AssistantBlock, AssistantMessage, CallId, Directive, LlmResponse, Message, OnExpiry,
@@ -90,6 +90,17 @@ impl Harness {
 
 fn to_value<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap()
+}
+
+/// The data of the `agent.completed` reply among `directives`.
+fn completed(directives: &[Directive]) -> ReactCompleted {
+    directives
+        .iter()
+        .find_map(|d| match d {
+            Directive::Reply(reply) => reply.signal.data_as::<ReactCompleted>().ok(),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no agent.completed reply"))
 }
 
 fn usage(input: u64, output: u64) -> Usage {
@@ -271,12 +282,12 @@ fn seed_appendix_b_two_plus_two_then_times_three() {
             tool_ok("tool_1", "tc1", "12"),
             &["llm call_3: S:You are a calculator. | U:What's 2+2? | A:4 | U:Now multiply by 3 | A:calls[tc1] | T:[tc1=12]"],
         ),
-        (
-            "llm.result",
-            llm_text("call_3", "The result is 12"),
-            &["reply agent.completed r2 answer=The result is 12"],
-        ),
     ]);
+    let replied = h.send("llm.result", llm_text("call_3", "The result is 12"));
+    assert_eq!(
+        describe_all(&replied),
+        ["reply agent.completed r2 answer=The result is 12"]
+    );
     assert_eq!(
         h.thread(),
         [
@@ -288,19 +299,19 @@ fn seed_appendix_b_two_plus_two_then_times_three() {
             "5 assistant The result is 12",
         ]
     );
-    // Usage: per request (two calls of r2) and per thread (all three).
-    let request = h.state.request.as_ref().unwrap();
-    assert_eq!(request.usage, usage(30, 7));
-    assert_eq!(request.iteration, 2);
+    // Usage: per request (two calls of r2) and per thread (all three), as the reply tells.
+    let reply = completed(&replied);
+    assert_eq!(reply.usage, usage(30, 7));
+    assert_eq!(reply.iterations, 2);
+    assert_eq!(reply.thread_usage, usage(40, 9));
     assert_eq!(h.state.thread.usage(), usage(40, 9));
-    // The state (thread included) survives storage as JSON, but for the answered request,
-    // which is not stored: a restart keeps nothing of it.
+    // Answered, the request leaves nothing in the state, as a restart keeps nothing of it;
+    // the state (thread included) survives storage as JSON.
+    assert!(h.state.request.is_none());
     let stored = serde_json::to_string(&h.state).unwrap();
     assert!(!stored.contains("\"request\""), "{stored}");
     let reloaded: ReActState = serde_json::from_str(&stored).unwrap();
-    let mut expected = h.state.clone();
-    expected.request = None;
-    assert_eq!(reloaded, expected);
+    assert_eq!(reloaded, h.state);
     // The reasoning block and its signature are committed and replayed exactly.
     let EntryBody::Assistant { message, .. } = &h.state.thread.get_entry(3).unwrap().body else {
         panic!("not an assistant entry");
@@ -1003,8 +1014,9 @@ fn a_forced_first_tool_call_then_the_model_may_answer() {
         llm_text("call_2", "17 * 23 = 391."),
         &["reply agent.completed r1 answer=17 * 23 = 391."],
     )]);
-    assert_eq!(h.state.request.as_ref().unwrap().tool_calls, 1);
-    // The next request is forced again from its first call.
+    // The next request is forced again from its first call: the count of tool calls went
+    // with the answered request.
+    assert!(h.state.request.is_none());
     h.request = "r2".into();
     assert_eq!(
         choices(&h.send("agent.request", input)),
@@ -1503,10 +1515,14 @@ fn a_steer_while_the_model_answers_keeps_the_answer_and_asks_again() {
             llm_text("call_1", "a long answer"),
             &["llm call_2: S:You are a calculator. | U:q | A:a long answer | U:shorter | U:in French"],
         ),
-        ("llm.result", llm_text("call_2", "court"), &["reply agent.completed r1 answer=court"]),
     ]);
+    let replied = h.send("llm.result", llm_text("call_2", "court"));
+    assert_eq!(
+        describe_all(&replied),
+        ["reply agent.completed r1 answer=court"]
+    );
     // The steered call is one more of the request's, under `max_iterations`.
-    assert_eq!(h.state.request.as_ref().unwrap().iteration, 2);
+    assert_eq!(completed(&replied).iterations, 2);
 }
 
 #[test]

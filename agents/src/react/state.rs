@@ -91,7 +91,8 @@ impl PendingTool {
     }
 }
 
-/// The request being run, or the last one.
+/// The request being run (or what a restart keeps of one that stopped: see
+/// [`ReActState::request`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RequestState {
     /// The request's id (shared with the refs of the request's entries).
@@ -135,10 +136,8 @@ fn is_zero(n: &u32) -> bool {
 }
 
 /// True when a restart keeps nothing of `request` (the snapshot then leaves it out).
-fn nothing_outlives_a_restart(request: &Option<RequestState>) -> bool {
-    !request
-        .as_ref()
-        .is_some_and(RequestState::outlives_a_restart)
+fn nothing_outlives_a_restart(request: &Option<Box<RequestState>>) -> bool {
+    !request.as_ref().is_some_and(|r| r.outlives_a_restart())
 }
 
 impl RequestState {
@@ -194,10 +193,12 @@ pub struct ReActState {
     pub context_policy: Option<Box<ContextPolicy>>,
     /// Where the state machine is.
     pub status: Status,
-    /// The current or last request. Stored only with what a restart keeps of it (see
-    /// [`RequestState::outlives_a_restart`]): an answered request is not written at all.
+    /// The current request. Once it ends, the state keeps of it what a restart keeps (see
+    /// [`RequestState::outlives_a_restart`]): an answered request, nothing at all. Stored the
+    /// same way. Boxed: a thread between requests holds one word, and the state sits in its
+    /// actor's task for the actor's life.
     #[serde(default, skip_serializing_if = "nothing_outlives_a_restart")]
-    pub request: Option<RequestState>,
+    pub request: Option<Box<RequestState>>,
     /// Summaries asked for and not yet received.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub summaries: Vec<PendingSummary>,
@@ -214,12 +215,12 @@ pub struct ReActState {
     pub(crate) elsewhere: Option<Box<str>>,
 }
 
-/// Hashes of the tool-call ids in a thread, sorted: built from the thread the first time they
-/// are needed (after a restore too), then kept up to date as turns are committed, so checking a
-/// new call costs a binary search rather than a scan of the whole thread. A hash that collides
-/// only costs a needless rename. Eight bytes an id, where a hash set takes twice that and a
-/// header; boxed twice: one word in a state that has not needed them, and the state sits in its
-/// actor's task for the actor's life.
+/// Hashes of the tool-call ids in a thread, sorted: built from the thread the first time a
+/// request needs them (after a restore too), then kept up to date as its turns are committed
+/// until it ends, so checking a new call costs a binary search rather than a scan of the whole
+/// thread. A hash that collides only costs a needless rename. Eight bytes an id, where a hash
+/// set takes twice that and a header; boxed twice: one word in a state that has not needed
+/// them, and the state sits in its actor's task for the actor's life.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct CallIds(Option<Box<Box<[u64]>>>);
 
@@ -236,6 +237,13 @@ impl CallIds {
         let mut hasher = std::hash::DefaultHasher::new();
         id.hash(&mut hasher);
         hasher.finish()
+    }
+
+    /// Lets the hashes go when a request ends: the next request that needs them builds them
+    /// again from the thread (one pass over it, as each projection makes), and a thread between
+    /// requests holds nothing it can rebuild.
+    pub(crate) fn forget(&mut self) {
+        self.0 = None;
     }
 
     /// The sorted hashes, built from `thread` when there are none yet.
@@ -304,9 +312,17 @@ impl ReActState {
         self
     }
 
+    /// A request ended: the state keeps of it what a restart would (usually nothing: see
+    /// [`RequestState::outlives_a_restart`]), so a live thread and a restored one hold the same,
+    /// and a thread between requests holds nothing it can rebuild.
+    pub(crate) fn end_request(&mut self) {
+        self.request = self.request.take().filter(|r| r.outlives_a_restart());
+        self.call_ids.forget();
+    }
+
     /// The running request, if any.
     pub fn active_request(&self) -> Option<&RequestState> {
-        self.request.as_ref().filter(|_| self.status.is_active())
+        self.request.as_deref().filter(|_| self.status.is_active())
     }
 
     /// Where a turn with unfinished tool calls stands: running while any of them runs, else

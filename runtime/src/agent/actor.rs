@@ -713,13 +713,13 @@ mod tests {
 
     /// A thread actor's state and handler live in its tokio task for as long as the actor
     /// runs, and tokio rounds a task to 128 bytes: with ractor 0.16's task around them, state
-    /// and handler of at most 496 bytes make a task of 1,152 bytes, a few more one of 1,280
+    /// and handler of at most 368 bytes make a task of 1,024 bytes, a few more one of 1,152
     /// (docs/PERFORMANCE.md, "Lean agents"). A field added to either lands here first.
     #[test]
-    fn a_react_thread_fits_its_task_in_1152_bytes() {
+    fn a_react_thread_fits_its_task_in_1024_bytes() {
         let held = size_of::<ThreadState<ReAct>>() + size_of::<ThreadActor<ReAct>>();
         assert!(
-            held <= 496,
+            held <= 368,
             "a ReAct thread actor holds {held} bytes in its task"
         );
     }

@@ -135,11 +135,12 @@ const FORGOTTEN_PER_LOOK: usize = 64;
 
 /// Whether a map holding `len` records in room for `capacity` should give room back: the map
 /// grows with the requests running at once (every agent asked together) and never shrinks by
-/// itself, so after a burst it would keep room for the burst for good. At a third full or less,
-/// so that growing back takes a third of its records again before the next shrink: a map that
-/// hovers at one size is not rehashed over and over. Small maps are left alone.
+/// itself, so after a burst it would keep room for the burst for good. At half full or less
+/// (shrinking leaves it between full and half full); it is looked at once every
+/// [`FORGOTTEN_PER_LOOK`] forgotten requests, so a map that hovers at a size where it would grow
+/// and shrink by turns is rehashed at most that often. Small maps are left alone.
 pub(crate) fn worth_shrinking(len: usize, capacity: usize) -> bool {
-    capacity > 256 && len.saturating_mul(3) <= capacity
+    capacity > 256 && len.saturating_mul(2) <= capacity
 }
 
 impl Requests {
@@ -273,11 +274,12 @@ mod tests {
     }
 
     #[test]
-    fn a_map_gives_room_back_at_a_third_full() {
-        assert!(worth_shrinking(1_000, 3_584));
+    fn a_map_gives_room_back_at_half_full() {
+        assert!(worth_shrinking(1_000, 2_978));
+        assert!(worth_shrinking(1_792, 3_584));
         assert!(worth_shrinking(0, 1_024));
-        assert!(!worth_shrinking(1_200, 3_584));
-        // Just shrunk (as full as its room allows, or half): not again until a third is gone.
+        assert!(!worth_shrinking(1_793, 3_584));
+        // Just shrunk: as full as its room allows, down to just over half.
         assert!(!worth_shrinking(1_792, 1_792));
         assert!(!worth_shrinking(897, 1_792));
         // Small maps are left as they are.
@@ -304,6 +306,24 @@ mod tests {
             requests.records.capacity()
         );
         assert!(requests.get("r4999").is_some() && requests.get("r4899").is_none());
+    }
+
+    #[test]
+    fn rounds_of_bursts_end_each_with_room_for_what_is_kept() {
+        let requests = Requests::keeping(1_000);
+        let (agent, thread): (Arc<str>, Arc<str>) = (Arc::from("a"), Arc::from("t"));
+        for round in 0..5 {
+            let ids: Vec<String> = (0..2_000).map(|n| format!("r{round}_{n}")).collect();
+            for id in &ids {
+                requests.arrived(id, &agent, &thread, false, 1);
+            }
+            for id in &ids {
+                requests.finished(id, RequestStatus::Completed, None, 2);
+            }
+            assert_eq!(requests.records.len(), 1_000);
+            let room = requests.records.capacity();
+            assert!(room < 2_000, "round {round}: room for {room}");
+        }
     }
 
     #[test]

@@ -59,6 +59,18 @@ where
             let _ = asker.send(answer);
         }
         release_room(state);
+        self.settle_thread(state);
+    }
+
+    /// A thread whose last open request ended gives back the room its list of entries grew
+    /// ahead of appends: a thread sits quiet between requests far longer than it works, and
+    /// its next append grows the list again by half.
+    fn settle_thread(&self, state: &mut ThreadState<S>) {
+        if state.open.is_none()
+            && let Some(thread) = self.agent.strategy.thread_mut(&mut state.strategy)
+        {
+            thread.shrink_to_fit();
+        }
     }
 
     /// Ends the queued request `cancel` names (taken out of the book already): the strategy
@@ -108,6 +120,7 @@ where
             let _ = reply.send(Err(failure));
         }
         release_room(state);
+        self.settle_thread(state);
     }
 
     /// Closes a request's `invoke_agent` span (marked failed with `(error type, text)` when

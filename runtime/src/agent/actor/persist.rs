@@ -315,7 +315,9 @@ where
         let Some(slot) = self.agent.strategy.thread_mut(strategy) else {
             return encode(strategy);
         };
-        let placeholder = Thread::new(slot.id().to_owned(), slot.created_at());
+        // Read back, the snapshot's thread is replaced by the stored one (`load`): the
+        // placeholder carries nothing, not even the id.
+        let placeholder = Thread::new(String::new(), 0);
         let thread = std::mem::replace(slot, placeholder);
         let encoded = encode(strategy);
         if let Some(slot) = self.agent.strategy.thread_mut(strategy) {
