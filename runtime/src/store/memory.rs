@@ -5,7 +5,7 @@
 //! copy of each entry (`Arc`), and a thread loaded back holds those same entries. Nothing is
 //! encoded or decoded; the SQLite store's tests cover what survives encoding.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
@@ -68,8 +68,11 @@ impl Stored {
 
 #[derive(Debug, Default)]
 struct Inner {
-    /// Boxed: a map node holds eleven values, most of them room until it fills.
-    threads: BTreeMap<String, Box<Stored>>,
+    /// By id, hashed: a lookup (every commit, every actor start) costs the same however many
+    /// threads the store holds, where an ordered map compares ids down its depth (ids of one
+    /// agent's threads share long prefixes). Boxed: a map's room beyond its threads holds a
+    /// word each, not a record.
+    threads: HashMap<Box<str>, Box<Stored>, foldhash::fast::RandomState>,
     created: u64,
 }
 
@@ -96,7 +99,7 @@ impl MemoryStore {
 
 impl Inner {
     fn create(&mut self, header: &ThreadHeader) -> Result<(), StoreError> {
-        if self.threads.contains_key(&header.id) {
+        if self.threads.contains_key(header.id.as_str()) {
             return Err(StoreError::AlreadyExists {
                 thread_id: header.id.clone(),
             });
@@ -104,7 +107,7 @@ impl Inner {
         self.created += 1;
         let order = self.created;
         self.threads.insert(
-            header.id.clone(),
+            header.id.as_str().into(),
             Box::new(Stored {
                 created_at: header.created_at,
                 lineage: Lineage::of(header.metadata.clone(), header.parent.clone()),
@@ -140,15 +143,28 @@ impl Inner {
             return Ok(s.rev());
         }
         if s.entries.capacity() - s.entries.len() < entries.len() {
-            // Grown by half rather than doubled, as a thread's own list is: kept for the
-            // thread's life, it holds less room it may never fill.
-            let grow = entries.len().max(s.entries.len() / 2).max(4);
-            s.entries.reserve_exact(grow);
+            s.entries
+                .reserve_exact(room_to_add(s.entries.len(), entries.len()));
         }
         s.entries.extend_from_slice(entries);
         Ok(s.rev())
     }
 }
+
+/// How much room a thread's list of `len` entries takes on to append `adding` more. Kept for
+/// the thread's life (the store holds every thread it was given), so the list grows by what it
+/// needs while it is short — copying up to [`EXACT_BELOW`] pointers on a commit costs less
+/// than the room a quiet thread would hold — and by half, rather than doubled, after that.
+fn room_to_add(len: usize, adding: usize) -> usize {
+    if len < EXACT_BELOW {
+        adding
+    } else {
+        adding.max(len / 2)
+    }
+}
+
+/// Below this many entries a thread's list grows by exactly what each commit adds.
+const EXACT_BELOW: usize = 32;
 
 fn not_found(thread_id: &str) -> StoreError {
     StoreError::NotFound {
@@ -174,7 +190,7 @@ impl ThreadStore for MemoryStore {
         let mut inner = self.lock();
         inner.create(header)?;
         let rev = inner.append(&header.id, entries, 0)?;
-        if let Some(stored) = inner.threads.get_mut(&header.id) {
+        if let Some(stored) = inner.threads.get_mut(header.id.as_str()) {
             stored.meta = meta;
         }
         Ok(rev)
@@ -303,7 +319,7 @@ impl ThreadStore for MemoryStore {
 
     async fn list(&self) -> Result<Vec<ThreadSummary>, StoreError> {
         let inner = self.lock();
-        let mut stored: Vec<(&String, &Stored)> =
+        let mut stored: Vec<(&Box<str>, &Stored)> =
             inner.threads.iter().map(|(id, s)| (id, &**s)).collect();
         stored.sort_by_key(|(_, s)| (s.created_at, s.order));
         Ok(stored.into_iter().map(|(id, s)| s.summary(id)).collect())
@@ -350,4 +366,19 @@ fn encode_meta(thread_id: &str, meta: &ThreadMeta) -> Result<Box<str>, StoreErro
             thread_id: thread_id.to_owned(),
             reason: e.to_string(),
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_short_list_grows_by_what_a_commit_adds_a_long_one_by_half() {
+        assert_eq!(room_to_add(0, 1), 1);
+        assert_eq!(room_to_add(20, 3), 3);
+        assert_eq!(room_to_add(31, 40), 40);
+        assert_eq!(room_to_add(32, 1), 16);
+        assert_eq!(room_to_add(1_000, 1), 500);
+        assert_eq!(room_to_add(1_000, 600), 600);
+    }
 }
