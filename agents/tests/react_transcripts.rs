@@ -900,7 +900,7 @@ fn resume_with_missing_results_reruns_idempotent_tools_only() {
     let last = state.thread.last().unwrap();
     match &last.body {
         EntryBody::ToolResult { name, result } => {
-            assert_eq!(name, "send_email");
+            assert_eq!(&**name, "send_email");
             assert_eq!(result.tool_use_id, "tc_mail");
             assert!(result.is_error);
             assert!(result.content.contains("may or may not have run"));

@@ -539,7 +539,9 @@ fn tool_results(db: &Path, id: &str) -> Vec<(String, String)> {
         .to_list()
         .iter()
         .filter_map(|e| match &e.body {
-            EntryBody::ToolResult { name, result } => Some((name.clone(), result.content.clone())),
+            EntryBody::ToolResult { name, result } => {
+                Some((name.to_string(), result.content.clone()))
+            }
             _ => None,
         })
         .collect()

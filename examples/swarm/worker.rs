@@ -98,7 +98,7 @@ impl Strategy for Worker {
             };
             let report = ToolReport {
                 request_id: request_id.to_string(),
-                tool: name.clone(),
+                tool: name.to_string(),
                 output: result.content.clone(),
                 is_error: result.is_error,
             };

@@ -135,6 +135,10 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+fn is_none_ignored(n: &u64) -> bool {
+    *n == 0
+}
+
 /// True when a restart keeps nothing of `request` (the snapshot then leaves it out).
 fn nothing_outlives_a_restart(request: &Option<Box<RequestState>>) -> bool {
     !request.as_ref().is_some_and(|r| r.outlives_a_restart())
@@ -203,7 +207,7 @@ pub struct ReActState {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub summaries: Vec<PendingSummary>,
     /// Signals ignored as unknown, stale or duplicated (each also noted in the thread).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_none_ignored")]
     pub ignored: u64,
     /// The tool-call ids the thread holds, for keeping them unique; derived, never stored.
     #[serde(skip)]

@@ -2,7 +2,7 @@
 //! (its strategy's new thread entries and a snapshot of the whole state, in one write) and how
 //! it reads them back when it starts again or another writer moved the thread on.
 
-use motet_agents::{Strategy, Thread, Waiting, protocol};
+use motet_agents::{Strategy, Thread, Waiting};
 use serde::{Deserialize, Serialize};
 
 use super::{ThreadActor, ThreadState};
@@ -326,20 +326,15 @@ where
         encoded
     }
 
-    /// What the agent needs to come back: who runs the thread, with which request type.
+    /// What the agent needs to come back: who runs the thread, under which name (`recover`
+    /// reads both; every agent takes requests as `agent.request`, so no request type is kept).
     fn meta(&self) -> ThreadMeta {
         ThreadMeta {
             policy: None,
             strategy_config_id: Some(self.agent.name.to_string()),
-            extra: [
-                ("thread".to_owned(), serde_json::json!(self.thread_id)),
-                (
-                    "request_type".to_owned(),
-                    serde_json::json!(protocol::AGENT_REQUEST),
-                ),
-            ]
-            .into_iter()
-            .collect(),
+            extra: [("thread".to_owned(), serde_json::json!(self.thread_id))]
+                .into_iter()
+                .collect(),
         }
     }
 }
