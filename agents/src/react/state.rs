@@ -135,7 +135,8 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
-fn is_none_ignored(n: &u64) -> bool {
+/// True when no signal was ignored (the snapshot then leaves the count out).
+fn nothing_ignored(n: &u64) -> bool {
     *n == 0
 }
 
@@ -207,7 +208,7 @@ pub struct ReActState {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub summaries: Vec<PendingSummary>,
     /// Signals ignored as unknown, stale or duplicated (each also noted in the thread).
-    #[serde(default, skip_serializing_if = "is_none_ignored")]
+    #[serde(default, skip_serializing_if = "nothing_ignored")]
     pub ignored: u64,
     /// The tool-call ids the thread holds, for keeping them unique; derived, never stored.
     #[serde(skip)]
