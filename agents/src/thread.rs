@@ -51,6 +51,16 @@ pub struct ForkOrigin {
     pub at_seq: u64,
 }
 
+/// The longest list of entries [`Thread::settle`] gives room back for.
+const SETTLE_UP_TO: usize = 64;
+
+/// Whether a quiet thread's list of `len` entries with room for `capacity` should give the
+/// rest back: only when there is room to give and the list is short enough that regrowing it
+/// costs little.
+fn worth_settling(len: usize, capacity: usize) -> bool {
+    capacity > len && len <= SETTLE_UP_TO
+}
+
 /// An append-only conversation log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(from = "ThreadRepr")]
@@ -331,11 +341,17 @@ impl Thread {
         Lineage::parent_of(self.lineage.as_deref())
     }
 
-    /// Gives back the room the list of entries grew ahead of appends (by half each time it
-    /// filled), for a thread going quiet: the runtime calls it when a thread's last open
-    /// request ends. The entries themselves are shared and stay as they are.
-    pub fn shrink_to_fit(&mut self) {
-        self.entries.shrink_to_fit();
+    /// For a thread going quiet (the runtime calls it when a thread's last open request
+    /// ends): gives back the room its list of entries grew ahead of appends, while the list is
+    /// short enough (64 entries) that growing it again on the next append copies
+    /// next to nothing. A longer list keeps its room: giving it back at every request would
+    /// make each request copy the whole list again, and the room (at most half the list's
+    /// pointers, 4 bytes an entry) is small beside the entries. The entries themselves are
+    /// shared and stay as they are.
+    pub fn settle(&mut self) {
+        if worth_settling(self.entries.len(), self.entries.capacity()) {
+            self.entries.shrink_to_fit();
+        }
     }
 
     /// Number of entries.
@@ -581,6 +597,38 @@ mod tests {
             back.metadata().get("team"),
             Some(&serde_json::json!("blue"))
         );
+    }
+
+    #[test]
+    fn only_a_short_quiet_thread_gives_its_room_back() {
+        assert!(worth_settling(21, 27));
+        assert!(worth_settling(SETTLE_UP_TO, SETTLE_UP_TO + 32));
+        assert!(!worth_settling(21, 21), "no room to give");
+        assert!(
+            !worth_settling(SETTLE_UP_TO + 1, 2 * SETTLE_UP_TO),
+            "a long list would be copied again at the next append"
+        );
+    }
+
+    #[test]
+    fn settling_keeps_a_long_threads_room() {
+        let env = FixedEnv::new(0);
+        let mut short = Thread::create(&env);
+        for _ in 0..5 {
+            short.append(&env, NewEntry::user("hi"));
+        }
+        assert!(short.entries.capacity() > 5);
+        short.settle();
+        assert_eq!(short.entries.capacity(), 5);
+        let mut long = Thread::create(&env);
+        for _ in 0..=SETTLE_UP_TO {
+            long.append(&env, NewEntry::user("hi"));
+        }
+        let room = long.entries.capacity();
+        assert!(room > SETTLE_UP_TO + 1);
+        long.settle();
+        assert_eq!(long.entries.capacity(), room);
+        assert_eq!(long.entry_count(), SETTLE_UP_TO + 1);
     }
 
     #[test]

@@ -220,14 +220,69 @@ pub struct ReActState {
     pub(crate) elsewhere: Option<Box<str>>,
 }
 
-/// Hashes of the tool-call ids in a thread, sorted: built from the thread the first time a
-/// request needs them (after a restore too), then kept up to date as its turns are committed
-/// until it ends, so checking a new call costs a binary search rather than a scan of the whole
-/// thread. A hash that collides only costs a needless rename. Eight bytes an id, where a hash
-/// set takes twice that and a header; boxed twice: one word in a state that has not needed
-/// them, and the state sits in its actor's task for the actor's life.
+/// Hashes of the tool-call ids in a thread: built from the thread the first time a request
+/// needs them (after a restore too), then kept up to date as turns are committed, so checking
+/// a new call costs a lookup rather than a pass over the whole thread (a pass per request made
+/// a long conversation's requests cost in proportion to its length). A hash that collides only
+/// costs a needless rename. Boxed: one word in a state that has not needed them, since the
+/// state sits in its actor's task for the actor's life.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct CallIds(Option<Box<Box<[u64]>>>);
+pub(crate) struct CallIds(Option<Box<Taken>>);
+
+/// The hashes: a sorted slice while there are few (eight bytes an id), a hash set beyond
+/// [`Taken::FEW`], where copying the slice on each insert would cost more than the set's room.
+#[derive(Debug, Clone)]
+enum Taken {
+    Few(Box<[u64]>),
+    #[allow(
+        clippy::box_collection,
+        reason = "boxed, the set keeps the slice's variant at 16 bytes: a thread with few calls holds no set's room"
+    )]
+    Many(Box<std::collections::HashSet<u64>>),
+}
+
+impl Taken {
+    /// The most ids kept as a sorted slice.
+    const FEW: usize = 32;
+
+    fn of(mut hashes: Vec<u64>) -> Self {
+        if hashes.len() > Self::FEW {
+            Self::Many(Box::new(hashes.into_iter().collect()))
+        } else {
+            hashes.sort_unstable();
+            hashes.dedup();
+            Self::Few(hashes.into_boxed_slice())
+        }
+    }
+
+    fn contains(&self, hash: u64) -> bool {
+        match self {
+            Self::Few(sorted) => sorted.binary_search(&hash).is_ok(),
+            Self::Many(set) => set.contains(&hash),
+        }
+    }
+
+    fn insert(&mut self, hash: u64) {
+        match self {
+            Self::Few(sorted) if sorted.len() < Self::FEW => {
+                let at = sorted.partition_point(|&h| h < hash);
+                let mut grown = Vec::with_capacity(sorted.len() + 1);
+                grown.extend_from_slice(&sorted[..at]);
+                grown.push(hash);
+                grown.extend_from_slice(&sorted[at..]);
+                *sorted = grown.into_boxed_slice();
+            }
+            Self::Few(sorted) => {
+                let mut set: std::collections::HashSet<u64> = sorted.iter().copied().collect();
+                set.insert(hash);
+                *self = Self::Many(Box::new(set));
+            }
+            Self::Many(set) => {
+                set.insert(hash);
+            }
+        }
+    }
+}
 
 impl PartialEq for CallIds {
     /// Derived from the thread, which the states compare already: never a difference.
@@ -244,17 +299,10 @@ impl CallIds {
         hasher.finish()
     }
 
-    /// Lets the hashes go when a request ends: the next request that needs them builds them
-    /// again from the thread (one pass over it, as each projection makes), and a thread between
-    /// requests holds nothing it can rebuild.
-    pub(crate) fn forget(&mut self) {
-        self.0 = None;
-    }
-
-    /// The sorted hashes, built from `thread` when there are none yet.
-    fn of(&mut self, thread: &Thread) -> &mut Box<[u64]> {
+    /// The hashes, built from `thread` when there are none yet.
+    fn of(&mut self, thread: &Thread) -> &mut Taken {
         self.0.get_or_insert_with(|| {
-            let mut hashes: Vec<u64> = thread
+            let hashes: Vec<u64> = thread
                 .to_list()
                 .iter()
                 .filter_map(|e| match &e.body {
@@ -263,9 +311,7 @@ impl CallIds {
                 })
                 .flat_map(|m| m.tool_calls().map(|c| Self::hash(c.id)))
                 .collect();
-            hashes.sort_unstable();
-            hashes.dedup();
-            Box::new(hashes.into_boxed_slice())
+            Box::new(Taken::of(hashes))
         })
     }
 
@@ -281,16 +327,10 @@ impl CallIds {
         for block in &mut message.blocks {
             if let motet_directives::AssistantBlock::ToolUse { id, .. } = block {
                 let ids = self.of(thread);
-                while id.is_empty() || ids.binary_search(&Self::hash(id)).is_ok() {
+                while id.is_empty() || ids.contains(Self::hash(id)) {
                     *id = env.fresh_id("call").into();
                 }
-                let hash = Self::hash(id);
-                let at = ids.partition_point(|&h| h < hash);
-                let mut grown = Vec::with_capacity(ids.len() + 1);
-                grown.extend_from_slice(&ids[..at]);
-                grown.push(hash);
-                grown.extend_from_slice(&ids[at..]);
-                *ids = grown.into_boxed_slice();
+                ids.insert(Self::hash(id));
             }
         }
     }
@@ -318,11 +358,10 @@ impl ReActState {
     }
 
     /// A request ended: the state keeps of it what a restart would (usually nothing: see
-    /// [`RequestState::outlives_a_restart`]), so a live thread and a restored one hold the same,
-    /// and a thread between requests holds nothing it can rebuild.
+    /// [`RequestState::outlives_a_restart`]), so a live thread and a restored one hold the same
+    /// request.
     pub(crate) fn end_request(&mut self) {
         self.request = self.request.take().filter(|r| r.outlives_a_restart());
-        self.call_ids.forget();
     }
 
     /// The running request, if any.
@@ -347,5 +386,35 @@ impl ReActState {
         } else {
             Status::AwaitingAnswer
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Taken;
+
+    #[test]
+    fn taken_ids_stay_found_past_the_few() {
+        let hashes =
+            |range: std::ops::Range<u64>| range.map(|n| n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let mut taken = Taken::of(Vec::new());
+        for (n, hash) in hashes(0..100).enumerate() {
+            assert!(!taken.contains(hash));
+            taken.insert(hash);
+            assert_eq!(
+                matches!(taken, Taken::Many(_)),
+                n >= Taken::FEW,
+                "a slice up to {} ids, a set after",
+                Taken::FEW
+            );
+        }
+        assert!(hashes(0..100).all(|h| taken.contains(h)));
+        assert!(!hashes(100..200).any(|h| taken.contains(h)));
+        let built = Taken::of(hashes(0..40).collect());
+        assert!(matches!(built, Taken::Many(_)));
+        assert!(hashes(0..40).all(|h| built.contains(h)));
+        let few = Taken::of(hashes(0..3).rev().chain(hashes(0..1)).collect());
+        assert!(matches!(&few, Taken::Few(sorted) if sorted.len() == 3 && sorted.is_sorted()));
+        assert_eq!(size_of::<Taken>(), 16);
     }
 }

@@ -62,14 +62,14 @@ where
         self.settle_thread(state);
     }
 
-    /// A thread whose last open request ended gives back the room its list of entries grew
-    /// ahead of appends: a thread sits quiet between requests far longer than it works, and
-    /// its next append grows the list again by half.
+    /// A thread whose last open request ended settles: a short one gives back the room its
+    /// list of entries grew ahead of appends, since a thread sits quiet between requests far
+    /// longer than it works (see [`motet_agents::Thread::settle`]).
     fn settle_thread(&self, state: &mut ThreadState<S>) {
         if state.open.is_none()
             && let Some(thread) = self.agent.strategy.thread_mut(&mut state.strategy)
         {
-            thread.shrink_to_fit();
+            thread.settle();
         }
     }
 
