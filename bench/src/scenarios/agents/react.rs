@@ -28,14 +28,18 @@ async fn react_runtime(agents: usize, requests_per_agent: usize) -> Option<Durat
     Some(elapsed)
 }
 
-/// The same request by hand: strategy, model answers and the tool, called directly.
-async fn react_floor(requests: usize) -> Option<Duration> {
+/// The same request by hand: strategy, model answers and the tool, called directly; every
+/// request in one conversation, or (`fresh`) each in a new one.
+async fn react_floor(requests: usize, fresh: bool) -> Option<Duration> {
     let tools = tools()?;
     let strategy = react(&tools)?;
     let env = FixedEnv::new(0);
     let mut state = strategy.init(&env);
     let start = Instant::now();
     for n in 0..requests {
+        if fresh {
+            state = strategy.init(&env);
+        }
         let input = Signal::builder(AGENT_REQUEST, "bench")
             .with_id(env.fresh_id("sig"))
             .with_request_id(format!("req-{n}"))
@@ -395,12 +399,34 @@ async fn react_bench() -> Vec<Report> {
     .ok()
     .flatten();
     let many = react_runtime(REACT_MANY, 2).await;
-    let floor = tokio::spawn(react_floor(REACT_ONE)).await.ok().flatten();
+    let floor = tokio::spawn(react_floor(REACT_ONE, false))
+        .await
+        .ok()
+        .flatten();
+    let floor_fresh = tokio::spawn(react_floor(REACT_ONE, true))
+        .await
+        .ok()
+        .flatten();
     let (Some(handoff_1), Some(handoff_2)) = (handoff_floor(1), handoff_floor(2)) else {
         return Vec::new();
     };
-    let (Some(one), Some(from_main), Some(many), Some(floor), Some(current), Some(one_worker)) =
-        (one, from_main, many, floor, current, one_worker)
+    let (
+        Some(one),
+        Some(from_main),
+        Some(many),
+        Some(floor),
+        Some(floor_fresh),
+        Some(current),
+        Some(one_worker),
+    ) = (
+        one,
+        from_main,
+        many,
+        floor,
+        floor_fresh,
+        current,
+        one_worker,
+    )
     else {
         return Vec::new();
     };
@@ -466,6 +492,20 @@ async fn react_bench() -> Vec<Report> {
             .with("us_per_request", round2(per(many, REACT_MANY * 2))),
         Report::new("react", "floor_loop", REACT_ONE as u64, floor)
             .with("us_per_request", round2(floor_us)),
+        // The same loop with each request in a new conversation: a request late in a long
+        // conversation should cost what one in a short one does (a pass over the whole thread
+        // per request once made this ratio 4-5).
+        Report::new(
+            "react",
+            "floor_loop_new_thread",
+            REACT_ONE as u64,
+            floor_fresh,
+        )
+        .with("us_per_request", round2(per(floor_fresh, REACT_ONE)))
+        .with(
+            "same_over_new",
+            round2(floor.as_secs_f64() / floor_fresh.as_secs_f64()),
+        ),
     ]
 }
 
