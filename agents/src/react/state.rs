@@ -188,10 +188,23 @@ pub struct PendingSummary {
     pub request_id: Option<String>,
 }
 
+/// A thread with no id, no entries and no time: what a snapshot's state holds in place of its
+/// thread.
+fn blank_thread() -> Thread {
+    Thread::new(String::new(), 0)
+}
+
+fn is_blank(thread: &Thread) -> bool {
+    *thread == blank_thread()
+}
+
 /// Everything the ReAct strategy remembers. Serializable: the runtime persists it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReActState {
-    /// The conversation: the source of truth for every projection.
+    /// The conversation: the source of truth for every projection. Left out when written
+    /// blank (no id, no entries, no time), as the runtime writes its snapshots (it keeps the
+    /// thread's entries apart), and read back blank when absent.
+    #[serde(default = "blank_thread", skip_serializing_if = "is_blank")]
     pub thread: Thread,
     /// The agent's context policy (over the strategy's configured one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -391,7 +404,22 @@ impl ReActState {
 
 #[cfg(test)]
 mod tests {
-    use super::Taken;
+    use super::{ReActState, Taken, Thread, blank_thread};
+
+    #[test]
+    fn a_blank_thread_is_left_out_of_the_state_json() {
+        let snapshot = ReActState::new(blank_thread());
+        let json = serde_json::to_value(&snapshot).unwrap();
+        assert!(json.get("thread").is_none(), "{json}");
+        let back: ReActState = serde_json::from_value(json).unwrap();
+        assert_eq!(back, snapshot);
+
+        let kept = ReActState::new(Thread::new("t1", 5));
+        let json = serde_json::to_value(&kept).unwrap();
+        assert_eq!(json["thread"]["id"], "t1");
+        let back: ReActState = serde_json::from_value(json).unwrap();
+        assert_eq!(back, kept);
+    }
 
     #[test]
     fn taken_ids_stay_found_past_the_few() {

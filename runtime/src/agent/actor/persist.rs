@@ -316,7 +316,8 @@ where
             return encode(strategy);
         };
         // Read back, the snapshot's thread is replaced by the stored one (`load`): the
-        // placeholder carries nothing, not even the id.
+        // placeholder carries nothing, not even the id (ReAct leaves such a thread out of its
+        // state's JSON altogether).
         let placeholder = Thread::new(String::new(), 0);
         let thread = std::mem::replace(slot, placeholder);
         let encoded = encode(strategy);
