@@ -133,17 +133,17 @@ fn provider_meta_is_replayed_byte_for_byte() {
 fn blocks_messages_and_turns() {
     let with_meta = AssistantBlock::Text {
         text: "hi".into(),
-        meta: Some(ProviderMeta::Gemini {
+        meta: Some(Box::new(ProviderMeta::Gemini {
             thought_signature: "sig".into(),
-        }),
+        })),
     };
     let tool = AssistantBlock::ToolUse {
         id: "call_1".into(),
         name: "add".into(),
         args: ToolArgs::from_text(r#"{"b":2,"a":1}"#),
-        meta: Some(ProviderMeta::Gemini {
+        meta: Some(Box::new(ProviderMeta::Gemini {
             thought_signature: "fc-sig".into(),
-        }),
+        })),
     };
     let turn = AssistantMessage {
         blocks: vec![
@@ -186,9 +186,9 @@ fn openai_message_phase_and_opaque_items_round_trip() {
     let item = r#"{"id":"ws_1","type":"web_search_call","status":"completed","action":{"type":"search","query":"caf\u00e9  hours"}}"#;
     let phased = |text: &str, phase: &str| AssistantBlock::Text {
         text: text.into(),
-        meta: Some(ProviderMeta::OpenAiMessage {
+        meta: Some(Box::new(ProviderMeta::OpenAiMessage {
             phase: phase.into(),
-        }),
+        })),
     };
     let turn = AssistantMessage {
         blocks: vec![

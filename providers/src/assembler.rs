@@ -292,8 +292,14 @@ impl BlockAssembler {
                 continue;
             };
             blocks.push(match slot {
-                Slot::Text { text, meta } => AssistantBlock::Text { text, meta },
-                Slot::Reasoning { text, meta } => AssistantBlock::Reasoning { text, meta },
+                Slot::Text { text, meta } => AssistantBlock::Text {
+                    text,
+                    meta: meta.map(Box::new),
+                },
+                Slot::Reasoning { text, meta } => AssistantBlock::Reasoning {
+                    text,
+                    meta: meta.map(Box::new),
+                },
                 Slot::Tool {
                     id,
                     name,
@@ -304,7 +310,7 @@ impl BlockAssembler {
                     id: id.into(),
                     name,
                     args: tool_args(args),
-                    meta,
+                    meta: meta.map(Box::new),
                 },
                 Slot::Opaque { provider, item } => AssistantBlock::Opaque { provider, item },
             });

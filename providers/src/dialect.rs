@@ -116,12 +116,12 @@ impl Dialect {
                 _ => None,
             })
             .flat_map(|turn| &turn.blocks)
-            .filter(|block| match block {
-                AssistantBlock::Opaque { provider, .. } => !self.replays_opaque(provider),
-                AssistantBlock::Text {
-                    text,
-                    meta: Some(meta @ ProviderMeta::AnthropicCitations { .. }),
-                } => text.is_empty() || !self.replays_opaque(meta.family()),
+            .filter(|block| match (block, block.meta()) {
+                (AssistantBlock::Opaque { provider, .. }, _) => !self.replays_opaque(provider),
+                (
+                    AssistantBlock::Text { text, .. },
+                    Some(meta @ ProviderMeta::AnthropicCitations { .. }),
+                ) => text.is_empty() || !self.replays_opaque(meta.family()),
                 _ => false,
             })
             .count()
@@ -209,9 +209,9 @@ mod tests {
                 // Its text goes everywhere, its citations only back to Anthropic.
                 AssistantBlock::Text {
                     text: "cited".into(),
-                    meta: Some(ProviderMeta::AnthropicCitations {
+                    meta: Some(Box::new(ProviderMeta::AnthropicCitations {
                         citations: vec![r#"{"type":"char_location"}"#.into()],
-                    }),
+                    })),
                 },
             ],
             stop_reason: StopReason::EndTurn,

@@ -104,7 +104,7 @@ fn text_blocks(response: &LlmResponse) -> Vec<TextBlock> {
         .filter_map(|block| match block {
             AssistantBlock::Text { text, meta } => Some(TextBlock {
                 text: text.clone(),
-                citations: match meta {
+                citations: match meta.as_deref() {
                     None => Vec::new(),
                     Some(ProviderMeta::AnthropicCitations { citations }) => citations.clone(),
                     Some(other) => panic!("a text block with {other:?}"),
@@ -402,9 +402,9 @@ fn strs(deltas: &[String]) -> Vec<&str> {
 fn cited(text: &str, citations: &[&str]) -> AssistantBlock {
     AssistantBlock::Text {
         text: text.into(),
-        meta: Some(ProviderMeta::AnthropicCitations {
+        meta: Some(Box::new(ProviderMeta::AnthropicCitations {
             citations: citations.iter().map(|c| (*c).to_owned()).collect(),
-        }),
+        })),
     }
 }
 

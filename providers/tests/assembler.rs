@@ -168,7 +168,7 @@ fn a_text_delta_with_meta_starts_its_own_block() {
             AssistantBlock::text("a"),
             AssistantBlock::Text {
                 text: "bc".into(),
-                meta: Some(meta)
+                meta: Some(Box::new(meta))
             },
         ]
     );
@@ -206,7 +206,7 @@ fn a_text_start_opens_a_new_block_for_the_next_delta() {
             AssistantBlock::text("a"),
             AssistantBlock::Text {
                 text: "bc".into(),
-                meta: Some(citations)
+                meta: Some(Box::new(citations))
             },
             AssistantBlock::text("d"),
             AssistantBlock::tool_use("call_1", "f", ToolArgs::empty_object()),

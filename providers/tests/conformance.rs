@@ -364,7 +364,7 @@ fn responses_reasoning_then_function_call_keeps_the_final_encrypted_content() {
         AssistantBlock::Reasoning { text, meta } => {
             assert!(text.starts_with("**Getting weather info**"), "{text}");
             assert_eq!(
-                meta.as_ref(),
+                meta.as_deref(),
                 Some(&ProviderMeta::OpenAi {
                     id: reasoning_id,
                     encrypted_content: Some(last),
@@ -502,7 +502,11 @@ fn anthropic_thinking_keeps_its_signature_byte_for_byte() {
         match &r.message.blocks[0] {
             AssistantBlock::Reasoning { text, meta } => {
                 assert_eq!(text, &thinking, "{name}");
-                assert_eq!(meta, &Some(ProviderMeta::Anthropic { signature }), "{name}");
+                assert_eq!(
+                    meta.as_deref(),
+                    Some(&ProviderMeta::Anthropic { signature }),
+                    "{name}"
+                );
             }
             other => panic!("{other:?}"),
         }

@@ -176,7 +176,7 @@ fn gemini_3_code_parts_are_kept_in_place_with_their_signature() {
         .blocks
         .iter()
         .filter_map(|block| match block {
-            AssistantBlock::Text { meta, .. } => signature(meta.as_ref()),
+            AssistantBlock::Text { meta, .. } => signature(meta.as_deref()),
             _ => None,
         })
         .collect();
@@ -347,9 +347,9 @@ fn a_signature_only_part_still_keeps_its_signature() {
             AssistantBlock::text("Two."),
             AssistantBlock::Text {
                 text: String::new(),
-                meta: Some(ProviderMeta::Gemini {
+                meta: Some(Box::new(ProviderMeta::Gemini {
                     thought_signature: "c2lnLWVuZA==".into()
-                }),
+                })),
             },
         ]
     );

@@ -76,9 +76,9 @@ fn turn() -> AssistantMessage {
                 id: "call_1".into(),
                 name: "get_weather".into(),
                 args: ToolArgs::from_text(r#"{"city":"Paris"}"#),
-                meta: Some(ProviderMeta::Gemini {
+                meta: Some(Box::new(ProviderMeta::Gemini {
                     thought_signature: "CiIBgemini-sig==".into(),
-                }),
+                })),
             },
             AssistantBlock::tool_use(
                 "call_2",

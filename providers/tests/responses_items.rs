@@ -70,9 +70,9 @@ fn phased_stream() -> Vec<u8> {
 fn phased(text: &str, phase: &str) -> AssistantBlock {
     AssistantBlock::Text {
         text: text.into(),
-        meta: Some(ProviderMeta::OpenAiMessage {
+        meta: Some(Box::new(ProviderMeta::OpenAiMessage {
             phase: phase.into(),
-        }),
+        })),
     }
 }
 
@@ -286,12 +286,14 @@ fn recorded_phases_land_on_their_blocks_and_are_sent_back() {
             .message
             .blocks
             .iter()
-            .filter_map(|block| match block {
-                AssistantBlock::Text {
-                    text,
-                    meta: Some(ProviderMeta::OpenAiMessage { phase }),
-                } => Some((text.clone(), phase.clone())),
-                AssistantBlock::Text { text, meta } => panic!("{name}: {text:?} has {meta:?}"),
+            .filter_map(|block| match (block, block.meta()) {
+                (
+                    AssistantBlock::Text { text, .. },
+                    Some(ProviderMeta::OpenAiMessage { phase }),
+                ) => Some((text.clone(), phase.clone())),
+                (AssistantBlock::Text { text, .. }, meta) => {
+                    panic!("{name}: {text:?} has {meta:?}")
+                }
                 _ => None,
             })
             .collect();

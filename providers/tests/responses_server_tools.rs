@@ -92,20 +92,19 @@ fn blocks_as_recorded(response: &LlmResponse) -> Vec<Recorded> {
         .message
         .blocks
         .iter()
-        .map(|block| match block {
-            AssistantBlock::Reasoning {
-                meta:
-                    Some(ProviderMeta::OpenAi {
-                        id,
-                        encrypted_content,
-                    }),
-                ..
-            } => Recorded::Reasoning {
+        .map(|block| match (block, block.meta()) {
+            (
+                AssistantBlock::Reasoning { .. },
+                Some(ProviderMeta::OpenAi {
+                    id,
+                    encrypted_content,
+                }),
+            ) => Recorded::Reasoning {
                 id: id.clone(),
                 replayable: encrypted_content.is_some(),
             },
-            AssistantBlock::Text { text, .. } => Recorded::Message { text: text.clone() },
-            AssistantBlock::Opaque { provider, item } => {
+            (AssistantBlock::Text { text, .. }, _) => Recorded::Message { text: text.clone() },
+            (AssistantBlock::Opaque { provider, item }, _) => {
                 assert_eq!(provider, "openai");
                 let value: serde_json::Value = serde_json::from_str(item).unwrap();
                 Recorded::Item {
@@ -113,7 +112,7 @@ fn blocks_as_recorded(response: &LlmResponse) -> Vec<Recorded> {
                     text: item.clone(),
                 }
             }
-            other => panic!("a block the recording has no item for: {other:?}"),
+            (other, _) => panic!("a block the recording has no item for: {other:?}"),
         })
         .collect()
 }

@@ -48,16 +48,17 @@ pub fn events_of(response: LlmResponse) -> Vec<LlmEvent> {
     }];
     for (n, block) in response.message.blocks.into_iter().enumerate() {
         match block {
-            AssistantBlock::Text { text, meta } => {
-                events.push(LlmEvent::TextDelta { delta: text, meta })
-            }
+            AssistantBlock::Text { text, meta } => events.push(LlmEvent::TextDelta {
+                delta: text,
+                meta: meta.map(|m| *m),
+            }),
             AssistantBlock::Reasoning { text, meta } => {
                 let key = format!("r{n}");
                 events.push(LlmEvent::ReasoningStart { key: key.clone() });
                 events.push(LlmEvent::ReasoningComplete {
                     key,
                     text: Some(text),
-                    meta,
+                    meta: meta.map(|m| *m),
                 });
             }
             AssistantBlock::ToolUse {
@@ -69,7 +70,7 @@ pub fn events_of(response: LlmResponse) -> Vec<LlmEvent> {
                 events.push(LlmEvent::ToolCallStart {
                     id: id.to_string(),
                     name,
-                    meta,
+                    meta: meta.map(|m| *m),
                 });
                 events.push(LlmEvent::ToolCallComplete {
                     id: id.to_string(),

@@ -35,17 +35,17 @@ fn turn_with_provider_meta() -> AssistantMessage {
             ),
             AssistantBlock::Text {
                 text: "calling tools".into(),
-                meta: Some(ProviderMeta::Gemini {
+                meta: Some(Box::new(ProviderMeta::Gemini {
                     thought_signature: "CiQB0e2Kb3Nn".into(),
-                }),
+                })),
             },
             AssistantBlock::ToolUse {
                 id: "call_1".into(),
                 name: "sum".into(),
                 args: ToolArgs::from_text(ODD_ARGS),
-                meta: Some(ProviderMeta::Gemini {
+                meta: Some(Box::new(ProviderMeta::Gemini {
                     thought_signature: "CiQBsig2".into(),
-                }),
+                })),
             },
             AssistantBlock::tool_use("call_2", "weather", ToolArgs::from_text(BAD_ARGS)),
         ],

@@ -302,8 +302,8 @@ fn mark_stable_turns(turns: &mut [Turn<'_>], origins: &[usize], stable: usize, m
 fn assistant_blocks(blocks: &[AssistantBlock]) -> Vec<Part<'_>> {
     blocks
         .iter()
-        .filter_map(|block| match block {
-            AssistantBlock::Opaque { provider, item } if provider == ANTHROPIC => {
+        .filter_map(|block| match (block, block.meta()) {
+            (AssistantBlock::Opaque { provider, item }, _) if provider == ANTHROPIC => {
                 match serde_json::from_str::<&RawValue>(item) {
                     Ok(item) => Some(Part::Kept(item)),
                     // Only a damaged store gets here; the API would reject the block anyway.
@@ -313,11 +313,11 @@ fn assistant_blocks(blocks: &[AssistantBlock]) -> Vec<Part<'_>> {
                     }
                 }
             }
-            AssistantBlock::Text {
-                text,
-                meta: Some(ProviderMeta::AnthropicCitations { citations }),
-            } if !text.is_empty() => Some(cited_text(text, citations)),
-            block => built_block(block).map(Part::Built),
+            (
+                AssistantBlock::Text { text, .. },
+                Some(ProviderMeta::AnthropicCitations { citations }),
+            ) if !text.is_empty() => Some(cited_text(text, citations)),
+            (block, _) => built_block(block).map(Part::Built),
         })
         .collect()
 }
@@ -353,7 +353,7 @@ fn built_block(block: &AssistantBlock) -> Option<Value> {
         // The API rejects empty text blocks.
         AssistantBlock::Text { text, .. } if text.is_empty() => None,
         AssistantBlock::Text { text, .. } => Some(json!({"type": "text", "text": text})),
-        AssistantBlock::Reasoning { text, meta } => match meta {
+        AssistantBlock::Reasoning { text, meta } => match meta.as_deref() {
             Some(ProviderMeta::Anthropic { signature }) => Some(json!({
                 "type": "thinking",
                 "thinking": text,

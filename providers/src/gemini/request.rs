@@ -209,7 +209,7 @@ fn model_parts(turn: &AssistantMessage) -> Vec<ContentPart<'_>> {
     for block in &turn.blocks {
         match block {
             AssistantBlock::Text { text, meta } => {
-                let signature = gemini_signature(meta.as_ref());
+                let signature = gemini_signature(meta.as_deref());
                 if text.is_empty() && signature.is_none() {
                     continue;
                 }
@@ -221,7 +221,7 @@ fn model_parts(turn: &AssistantMessage) -> Vec<ContentPart<'_>> {
                 }));
             }
             AssistantBlock::Reasoning { text, meta } => {
-                if let Some(signature) = gemini_signature(meta.as_ref()) {
+                if let Some(signature) = gemini_signature(meta.as_deref()) {
                     signed = true;
                     parts.push(ContentPart::Known(Part {
                         text: Some(text),
@@ -237,7 +237,7 @@ fn model_parts(turn: &AssistantMessage) -> Vec<ContentPart<'_>> {
                 args,
                 meta,
             } => {
-                let signature = gemini_signature(meta.as_ref());
+                let signature = gemini_signature(meta.as_deref());
                 signed |= signature.is_some();
                 first_call.get_or_insert(parts.len());
                 let args = match args.as_raw() {
@@ -349,10 +349,10 @@ mod tests {
 
     use super::*;
 
-    fn gemini(signature: &str) -> Option<ProviderMeta> {
-        Some(ProviderMeta::Gemini {
+    fn gemini(signature: &str) -> Option<Box<ProviderMeta>> {
+        Some(Box::new(ProviderMeta::Gemini {
             thought_signature: signature.into(),
-        })
+        }))
     }
 
     fn request(messages: Vec<Message>) -> LlmRequest {
@@ -454,7 +454,7 @@ mod tests {
     fn signed_thoughts_are_replayed_as_thought_parts() {
         let turn = AssistantMessage {
             blocks: vec![
-                AssistantBlock::reasoning("Weighing it", gemini("c2lnLXQ=")),
+                AssistantBlock::reasoning("Weighing it", gemini("c2lnLXQ=").map(|m| *m)),
                 AssistantBlock::text("Answer"),
             ],
             stop_reason: StopReason::EndTurn,

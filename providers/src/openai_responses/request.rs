@@ -204,8 +204,8 @@ fn render_assistant<'a>(turn: &'a AssistantMessage, input: &mut Vec<InputItem<'a
         *phase = None;
     };
     for block in &turn.blocks {
-        match block {
-            AssistantBlock::Text { text: part, meta } if !part.is_empty() => {
+        match (block, block.meta()) {
+            (AssistantBlock::Text { text: part, .. }, meta) if !part.is_empty() => {
                 let block_phase = match meta {
                     Some(ProviderMeta::OpenAiMessage { phase }) => Some(phase.as_str()),
                     _ => None,
@@ -217,14 +217,13 @@ fn render_assistant<'a>(turn: &'a AssistantMessage, input: &mut Vec<InputItem<'a
                 text.push(InputContent::OutputText { text: part });
                 phase = block_phase;
             }
-            AssistantBlock::Reasoning {
-                text: summary,
-                meta:
-                    Some(ProviderMeta::OpenAi {
-                        id,
-                        encrypted_content: Some(encrypted_content),
-                    }),
-            } => {
+            (
+                AssistantBlock::Reasoning { text: summary, .. },
+                Some(ProviderMeta::OpenAi {
+                    id,
+                    encrypted_content: Some(encrypted_content),
+                }),
+            ) => {
                 flush(&mut text, &mut phase, input);
                 let summary = if summary.is_empty() {
                     Vec::new()
@@ -240,7 +239,7 @@ fn render_assistant<'a>(turn: &'a AssistantMessage, input: &mut Vec<InputItem<'a
                     encrypted_content: Some(encrypted_content),
                 });
             }
-            AssistantBlock::ToolUse { id, name, args, .. } => {
+            (AssistantBlock::ToolUse { id, name, args, .. }, _) => {
                 flush(&mut text, &mut phase, input);
                 input.push(InputItem::FunctionCall {
                     call_id: id,
@@ -248,7 +247,7 @@ fn render_assistant<'a>(turn: &'a AssistantMessage, input: &mut Vec<InputItem<'a
                     arguments: args.get(),
                 });
             }
-            AssistantBlock::Opaque { provider, item } if provider == OPENAI => {
+            (AssistantBlock::Opaque { provider, item }, _) if provider == OPENAI => {
                 flush(&mut text, &mut phase, input);
                 match serde_json::from_str::<&RawValue>(item) {
                     Ok(item) => input.push(InputItem::Opaque(item)),
@@ -403,17 +402,17 @@ mod tests {
                 ),
                 AssistantBlock::Text {
                     text: "From Gemini.".into(),
-                    meta: Some(ProviderMeta::Gemini {
+                    meta: Some(Box::new(ProviderMeta::Gemini {
                         thought_signature: "ts".into(),
-                    }),
+                    })),
                 },
                 AssistantBlock::ToolUse {
                     id: "call_1".into(),
                     name: "lookup".into(),
                     args: ToolArgs::from_text("{not json"),
-                    meta: Some(ProviderMeta::Gemini {
+                    meta: Some(Box::new(ProviderMeta::Gemini {
                         thought_signature: "ts2".into(),
-                    }),
+                    })),
                 },
             ],
             stop_reason: StopReason::ToolUse,

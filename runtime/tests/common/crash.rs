@@ -210,8 +210,8 @@ pub(crate) async fn kill_and_resume(url: &str, runs: usize, child_test: &str) {
                 for block in &message.blocks {
                     if let AssistantBlock::Reasoning { meta, .. } = block {
                         assert_eq!(
-                            meta,
-                            &Some(ProviderMeta::Anthropic {
+                            meta.as_deref(),
+                            Some(&ProviderMeta::Anthropic {
                                 signature: SIGNATURE.into()
                             }),
                             "run {run}: provider meta intact"
