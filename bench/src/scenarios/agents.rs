@@ -7,7 +7,10 @@
 //! - `react`: one ask end to end — `agent.request`, an LLM call that asks for a tool, the tool,
 //!   an LLM call that answers — with an in-process zero-latency model, at 1 agent and at 1,000
 //!   agents asked at once (`agents_1000`), against the same loop by hand: the strategy, model
-//!   and tool called directly, no actors (`floor_loop`).
+//!   and tool called directly, no actors (`floor_loop`). `two_workers_vs_one` compares 2
+//!   workers with 1 beside the same comparison for that loop run in a bare ractor actor and
+//!   asked the same way (`floor_actor_loop_*`): what a second worker costs any actor whose
+//!   round trip takes this long.
 //! - `fanout`: a coordinator publishes one task per worker on the bus to 10,000 subscribed
 //!   worker agents, each answers the coordinator, which replies when all are in: wall time,
 //!   against 10,000 bare ractor `call`s issued at once (`floor_ractor`).

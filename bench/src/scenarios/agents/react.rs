@@ -31,17 +31,43 @@ async fn react_runtime(agents: usize, requests_per_agent: usize) -> Option<Durat
 /// The same request by hand: strategy, model answers and the tool, called directly; every
 /// request in one conversation, or (`fresh`) each in a new one.
 async fn react_floor(requests: usize, fresh: bool) -> Option<Duration> {
-    let tools = tools()?;
-    let strategy = react(&tools)?;
-    let env = FixedEnv::new(0);
-    let mut state = strategy.init(&env);
+    let mut by_hand = ByHand::new()?;
     let start = Instant::now();
     for n in 0..requests {
         if fresh {
-            state = strategy.init(&env);
+            by_hand.state = by_hand.strategy.init(&by_hand.env);
         }
+        by_hand.request(n).await?;
+    }
+    Some(start.elapsed())
+}
+
+/// One conversation run by hand: a ReAct strategy, its state and tools, no runtime.
+struct ByHand {
+    tools: Arc<ToolSet>,
+    strategy: ReAct,
+    env: FixedEnv,
+    state: ReActState,
+}
+
+impl ByHand {
+    fn new() -> Option<Self> {
+        let tools = tools()?;
+        let strategy = react(&tools)?;
+        let env = FixedEnv::new(0);
+        let state = strategy.init(&env);
+        Some(Self {
+            tools,
+            strategy,
+            env,
+            state,
+        })
+    }
+
+    /// Request `n`: the strategy stepped through its two model answers and the tool.
+    async fn request(&mut self, n: usize) -> Option<()> {
         let input = Signal::builder(AGENT_REQUEST, "bench")
-            .with_id(env.fresh_id("sig"))
+            .with_id(self.env.fresh_id("sig"))
             .with_request_id(format!("req-{n}"))
             .with_data(AgentRequest {
                 query: "What is 2 + 3?".into(),
@@ -53,7 +79,11 @@ async fn react_floor(requests: usize, fresh: bool) -> Option<Duration> {
         let mut inbox = vec![input];
         let mut answers = [tool_turn(n as u64 + 1), answer_turn()].into_iter();
         while let Some(signal) = inbox.pop() {
-            for directive in strategy.handle(&mut state, &signal, &env).ok()? {
+            let directives = self
+                .strategy
+                .handle(&mut self.state, &signal, &self.env)
+                .ok()?;
+            for directive in directives {
                 match directive {
                     Directive::LlmStream(call) => {
                         let response = answers.next()?;
@@ -80,7 +110,7 @@ async fn react_floor(requests: usize, fresh: bool) -> Option<Duration> {
                             name: &exec.name,
                             args: &exec.args,
                         };
-                        let result = tools.dispatch(view).await;
+                        let result = self.tools.dispatch(view).await;
                         let data = ToolResultSignal {
                             call_id: exec.call_id,
                             result,
@@ -97,8 +127,71 @@ async fn react_floor(requests: usize, fresh: bool) -> Option<Duration> {
                 }
             }
         }
+        Some(())
     }
-    Some(start.elapsed())
+}
+
+/// A bare ractor actor that runs [`ByHand`]'s request for each message: the same work as
+/// `floor_loop`, behind the same kind of round trip as an ask (a message in, a reply out) and
+/// nothing of motet's — the floor of what any actor doing this work pays on a scheduler.
+struct ByHandActor;
+
+impl Actor for ByHandActor {
+    type Msg = (usize, RpcReplyPort<bool>);
+    type State = ByHand;
+    type Arguments = ();
+
+    async fn pre_start(
+        &self,
+        _me: ActorRef<Self::Msg>,
+        (): (),
+    ) -> Result<ByHand, ActorProcessingErr> {
+        ByHand::new().ok_or_else(|| "the bench's tools or strategy could not be made".into())
+    }
+
+    async fn handle(
+        &self,
+        _me: ActorRef<Self::Msg>,
+        (n, reply): Self::Msg,
+        by_hand: &mut ByHand,
+    ) -> Result<(), ActorProcessingErr> {
+        let done = by_hand.request(n).await.is_some();
+        let _ = reply.send(done);
+        Ok(())
+    }
+}
+
+/// One round of the loop-in-an-actor floor: a task on a multi-threaded runtime of `workers`
+/// workers asks a [`ByHandActor`] `REACT_ONE` times.
+fn actor_loop_round(workers: usize) -> Option<Duration> {
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .enable_all()
+            .build()
+            .ok()?;
+        rt.block_on(async {
+            tokio::spawn(async {
+                let (actor, join) = Actor::spawn(None, ByHandActor, ()).await.ok()?;
+                let start = Instant::now();
+                for n in 0..REACT_ONE {
+                    if !ractor::call!(actor, |reply| (n, reply)).ok()? {
+                        return None;
+                    }
+                }
+                let elapsed = start.elapsed();
+                actor.stop(None);
+                join.await.ok()?;
+                Some(elapsed)
+            })
+            .await
+            .ok()
+            .flatten()
+        })
+    })
+    .join()
+    .ok()
+    .flatten()
 }
 
 /// One agent on a current-thread runtime of its own, under `dispatch` (the tracing setup).
@@ -376,7 +469,11 @@ async fn react_bench() -> Vec<Report> {
     // a run: they are measured in alternating rounds and compared by their medians.
     let mut ones = Vec::with_capacity(ROUNDS);
     let mut one_workers = Vec::with_capacity(ROUNDS);
+    let mut loops_2 = Vec::with_capacity(ROUNDS);
+    let mut loops_1 = Vec::with_capacity(ROUNDS);
     for _ in 0..ROUNDS {
+        loops_2.push(actor_loop_round(2));
+        loops_1.push(actor_loop_round(1));
         ones.push(
             tokio::spawn(react_runtime(1, REACT_ONE))
                 .await
@@ -387,6 +484,9 @@ async fn react_bench() -> Vec<Report> {
     }
     let one = median(ones);
     let one_worker = median(one_workers);
+    let (Some(loop_2), Some(loop_1)) = (median(loops_2), median(loops_1)) else {
+        return Vec::new();
+    };
     let from_main = react_runtime(1, REACT_ONE).await;
     let current = std::thread::spawn(|| {
         tokio::runtime::Builder::new_current_thread()
@@ -469,7 +569,34 @@ async fn react_bench() -> Vec<Report> {
             .with(
                 "us_added_per_request",
                 round2(per(one, REACT_ONE) - per(one_worker, REACT_ONE)),
+            )
+            // The same ratio for a bare actor doing the work by hand: the scheduler's share.
+            .with(
+                "floor_ratio",
+                round2(loop_2.as_secs_f64() / loop_1.as_secs_f64()),
             ),
+        // The same work by hand in a bare actor, asked the same way: what the second worker
+        // costs any actor whose round trip takes this long, motet or not.
+        Report::new(
+            "react",
+            "floor_actor_loop_1_worker",
+            REACT_ONE as u64,
+            loop_1,
+        )
+        .with("us_per_request", round2(per(loop_1, REACT_ONE))),
+        Report::new(
+            "react",
+            "floor_actor_loop_2_workers",
+            REACT_ONE as u64,
+            loop_2,
+        )
+        .with("us_per_request", round2(per(loop_2, REACT_ONE)))
+        .with("rounds", ROUNDS as u64)
+        .with("ratio", round2(loop_2.as_secs_f64() / loop_1.as_secs_f64()))
+        .with(
+            "us_added_per_request",
+            round2(per(loop_2, REACT_ONE) - per(loop_1, REACT_ONE)),
+        ),
         Report::new(
             "react",
             "floor_handoff_1_worker",
