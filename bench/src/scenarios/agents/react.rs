@@ -161,37 +161,42 @@ impl Actor for ByHandActor {
     }
 }
 
-/// One round of the loop-in-an-actor floor: a task on a multi-threaded runtime of `workers`
-/// workers asks a [`ByHandActor`] `REACT_ONE` times.
-fn actor_loop_round(workers: usize) -> Option<Duration> {
+/// Runs `task` as a task on a multi-threaded runtime of `workers` workers of its own, built on a
+/// thread of its own: asked from a task on the runtime, as a server's handlers ask.
+fn on_workers<F, Fut>(workers: usize, task: F) -> Option<Duration>
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: Future<Output = Option<Duration>> + Send + 'static,
+{
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(workers)
             .enable_all()
             .build()
             .ok()?;
-        rt.block_on(async {
-            tokio::spawn(async {
-                let (actor, join) = Actor::spawn(None, ByHandActor, ()).await.ok()?;
-                let start = Instant::now();
-                for n in 0..REACT_ONE {
-                    if !ractor::call!(actor, |reply| (n, reply)).ok()? {
-                        return None;
-                    }
-                }
-                let elapsed = start.elapsed();
-                actor.stop(None);
-                join.await.ok()?;
-                Some(elapsed)
-            })
-            .await
-            .ok()
-            .flatten()
-        })
+        rt.block_on(async { tokio::spawn(task()).await.ok().flatten() })
     })
     .join()
     .ok()
     .flatten()
+}
+
+/// One round of the loop-in-an-actor floor: a task on a multi-threaded runtime of `workers`
+/// workers asks a [`ByHandActor`] `REACT_ONE` times.
+fn actor_loop_round(workers: usize) -> Option<Duration> {
+    on_workers(workers, || async {
+        let (actor, join) = Actor::spawn(None, ByHandActor, ()).await.ok()?;
+        let start = Instant::now();
+        for n in 0..REACT_ONE {
+            if !ractor::call!(actor, |reply| (n, reply)).ok()? {
+                return None;
+            }
+        }
+        let elapsed = start.elapsed();
+        actor.stop(None);
+        join.await.ok()?;
+        Some(elapsed)
+    })
 }
 
 /// One agent on a current-thread runtime of its own, under `dispatch` (the tracing setup).
@@ -394,37 +399,22 @@ fn react_tracing() -> Vec<Report> {
 /// difference between 2 workers and 1 here is what tokio's second worker costs any actor
 /// round trip, whatever the actor does.
 fn handoff_floor(workers: usize) -> Option<Duration> {
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(workers)
-            .enable_all()
-            .build()
-            .ok()?;
-        rt.block_on(async {
-            tokio::spawn(async {
-                let tools = tools()?;
-                let strategy = react(&tools)?;
-                let state = strategy.init_for_thread(&FixedEnv::new(0), "bare");
-                let (bare, join) = Actor::spawn(None, Bare, state).await.ok()?;
-                for _ in 0..REACT_ONE / 10 {
-                    bare.call(BareMsg::Ping, None).await.ok()?;
-                }
-                let start = Instant::now();
-                for _ in 0..REACT_ONE {
-                    bare.call(BareMsg::Ping, None).await.ok()?;
-                }
-                let elapsed = start.elapsed();
-                stop_all(vec![(bare, join)]).await;
-                Some(elapsed)
-            })
-            .await
-            .ok()
-            .flatten()
-        })
+    on_workers(workers, || async {
+        let tools = tools()?;
+        let strategy = react(&tools)?;
+        let state = strategy.init_for_thread(&FixedEnv::new(0), "bare");
+        let (bare, join) = Actor::spawn(None, Bare, state).await.ok()?;
+        for _ in 0..REACT_ONE / 10 {
+            bare.call(BareMsg::Ping, None).await.ok()?;
+        }
+        let start = Instant::now();
+        for _ in 0..REACT_ONE {
+            bare.call(BareMsg::Ping, None).await.ok()?;
+        }
+        let elapsed = start.elapsed();
+        stop_all(vec![(bare, join)]).await;
+        Some(elapsed)
     })
-    .join()
-    .ok()
-    .flatten()
 }
 
 /// Rounds of `motet` and `one_worker`, alternating: enough that the median of each stands
@@ -442,22 +432,7 @@ fn median(rounds: Vec<Option<Duration>>) -> Option<Duration> {
 /// on it — the same code as `motet` without a second worker to take the next task of the
 /// chain.
 fn one_worker_round() -> Option<Duration> {
-    std::thread::spawn(|| {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .ok()?;
-        rt.block_on(async {
-            tokio::spawn(react_runtime(1, REACT_ONE))
-                .await
-                .ok()
-                .flatten()
-        })
-    })
-    .join()
-    .ok()
-    .flatten()
+    on_workers(1, || react_runtime(1, REACT_ONE))
 }
 
 async fn react_bench() -> Vec<Report> {
