@@ -177,7 +177,7 @@ pub fn project_with(
         tool_spec: input.tools.clone(),
         meta: ProjectionMeta {
             basis_rev: thread.rev(),
-            basis_last_seq: thread.last().map(|e| e.seq),
+            basis_last_seq: thread.last().map(|e| u64::from(e.seq)),
             pending_count: input.pending.len(),
             truncated: walk.truncated,
             estimated_tokens: fixed + walk.used,

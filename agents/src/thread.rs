@@ -268,7 +268,7 @@ impl Thread {
         new.body.shrink_to_fit();
         let entry = Entry {
             id: EntryId::new(env.fresh_id("entry")),
-            seq: self.entries.len() as u64,
+            seq: seq_at(self.entries.len()),
             at,
             tokens: estimate_body(estimator, &new.body),
             body: new.body,
@@ -281,8 +281,9 @@ impl Thread {
     /// Pushes an entry whose seq is its position, updating stats and the index.
     fn push_indexed(&mut self, mut entry: Arc<Entry>) -> &Entry {
         let index = self.entries.len();
-        if entry.seq != index as u64 {
-            Arc::make_mut(&mut entry).seq = index as u64;
+        let seq = seq_at(index);
+        if entry.seq != seq {
+            Arc::make_mut(&mut entry).seq = seq;
         }
         match &entry.body {
             EntryBody::Summary { .. } => self.latest_summary = u32::try_from(index).ok(),
@@ -462,6 +463,12 @@ impl Thread {
     }
 }
 
+/// The seq of the entry at `index`. An entry takes well over a hundred bytes, so a thread in
+/// memory never reaches four billion of them; past that the seq would stay at the last one.
+fn seq_at(index: usize) -> u32 {
+    u32::try_from(index).unwrap_or(u32::MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use motet_directives::{AssistantMessage, ToolResult, Usage};
@@ -499,7 +506,7 @@ mod tests {
         assert_eq!(thread.id(), "thread_1");
         assert_eq!(thread.entry_count(), 3);
         assert_eq!(thread.rev(), 2);
-        let seqs: Vec<u64> = thread.to_list().iter().map(|e| e.seq).collect();
+        let seqs: Vec<u32> = thread.to_list().iter().map(|e| e.seq).collect();
         assert_eq!(seqs, [0, 1, 2]);
         assert_eq!(
             thread.get_entry(1).map(|e| e.id.to_string()).as_deref(),
@@ -539,9 +546,9 @@ mod tests {
         let env = FixedEnv::new(0);
         let thread = sample(&env);
         let kinds = [EntryKind::User, EntryKind::ToolResult];
-        let seqs: Vec<u64> = thread.filter_by_kind(&kinds).map(|e| e.seq).collect();
+        let seqs: Vec<u32> = thread.filter_by_kind(&kinds).map(|e| e.seq).collect();
         assert_eq!(seqs, [0, 2]);
-        let r1: Vec<u64> = thread
+        let r1: Vec<u32> = thread
             .filter_by_ref(RefKey::RequestId, "r1")
             .map(|e| e.seq)
             .collect();

@@ -358,11 +358,11 @@ pub(crate) fn check_contiguous(
 ) -> Result<(), StoreError> {
     for (offset, entry) in entries.iter().enumerate() {
         let expected = expected_rev + offset as u64;
-        if entry.seq != expected {
+        if u64::from(entry.seq) != expected {
             return Err(StoreError::NonContiguous {
                 thread_id: thread_id.to_owned(),
                 expected,
-                found: entry.seq,
+                found: entry.seq.into(),
             });
         }
     }
@@ -375,8 +375,8 @@ pub(crate) fn totals_of(entries: &[Arc<Entry>]) -> AppendTotals {
     for entry in entries {
         match &entry.body {
             EntryBody::Assistant { usage, .. } => totals.usage += usage.to_usage(),
-            EntryBody::Summary { .. } => totals.latest_summary_seq = Some(entry.seq),
-            EntryBody::Boundary { .. } => totals.latest_boundary_seq = Some(entry.seq),
+            EntryBody::Summary { .. } => totals.latest_summary_seq = Some(entry.seq.into()),
+            EntryBody::Boundary { .. } => totals.latest_boundary_seq = Some(entry.seq.into()),
             _ => {}
         }
         totals.estimated_tokens += u64::from(entry.tokens);
@@ -399,7 +399,7 @@ pub(crate) fn encode_entries(
             reason: format!("entry seq {}: {e}", entry.seq),
         })?;
         encoded.push(EncodedEntry {
-            seq: entry.seq,
+            seq: entry.seq.into(),
             kind: entry.kind().as_str(),
             at: entry.at,
             json,
@@ -472,7 +472,7 @@ pub(crate) fn assemble_thread(
 fn first_bad_entry(thread_id: &str, entries: &[(u64, String)]) -> Option<StoreError> {
     entries.iter().find_map(|(seq, json)| {
         let reason = match serde_json::from_str::<Entry>(json) {
-            Ok(entry) if entry.seq == *seq => return None,
+            Ok(entry) if u64::from(entry.seq) == *seq => return None,
             Ok(entry) => format!("its JSON says seq {}", entry.seq),
             Err(e) => e.to_string(),
         };
@@ -491,7 +491,7 @@ pub(crate) fn decode_entries(
 ) -> Result<Vec<Arc<Entry>>, StoreError> {
     rows.iter()
         .map(|(seq, json)| match serde_json::from_str::<Entry>(json) {
-            Ok(entry) if entry.seq == *seq => Ok(Arc::new(entry)),
+            Ok(entry) if u64::from(entry.seq) == *seq => Ok(Arc::new(entry)),
             Ok(entry) => Err(StoreError::CorruptEntry {
                 thread_id: thread_id.to_owned(),
                 seq: *seq,

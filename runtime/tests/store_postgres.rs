@@ -86,7 +86,7 @@ async fn two_pooled_stores_on_one_database_never_interleave() {
     }
     let stored = a.load("thread_crowd").await.unwrap().unwrap();
     assert_eq!(stored.rev(), 44);
-    let seqs: Vec<u64> = stored.to_list().iter().map(|e| e.seq).collect();
+    let seqs: Vec<u32> = stored.to_list().iter().map(|e| e.seq).collect();
     assert_eq!(seqs, (0..44).collect::<Vec<_>>());
     let notes = serde_json::to_string(stored.to_list()).unwrap();
     for w in 0..4 {

@@ -266,7 +266,7 @@ async fn a_thread_left_mid_request_is_resumed_without_running_a_tool_twice() {
     assert!(results[0].content.contains("may or may not have run"));
     // Seqs are contiguous and nothing is duplicated.
     for (n, entry) in stored.to_list().iter().enumerate() {
-        assert_eq!(entry.seq, n as u64);
+        assert_eq!(u64::from(entry.seq), n as u64);
     }
     // Nothing is owed any more: resuming again replies with the answer.
     let again = agent

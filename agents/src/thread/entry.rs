@@ -314,8 +314,9 @@ pub enum RefKey {
 pub struct Entry {
     /// Unique entry id (from the environment).
     pub id: EntryId,
-    /// Position in the thread, from 0, without gaps.
-    pub seq: u64,
+    /// Position in the thread, from 0, without gaps. 32 bits (a thread of four billion
+    /// entries would hold half a terabyte), so it shares a word with [`Entry::tokens`].
+    pub seq: u32,
     /// When it was committed, in Unix milliseconds.
     pub at: u64,
     /// Kind and payload.
@@ -457,10 +458,29 @@ mod tests {
     }
 
     #[test]
+    fn an_entry_reads_back_its_seq_and_refuses_one_past_32_bits() {
+        let json = |seq: u64| {
+            format!(
+                r#"{{"id": "e1", "seq": {seq}, "at": 5, "kind": "user",
+                    "payload": {{"content": "hi"}}, "tokens": 1}}"#
+            )
+        };
+        let entry: Entry = serde_json::from_str(&json(u64::from(u32::MAX))).expect("reads");
+        assert_eq!(entry.seq, u32::MAX);
+        let written = serde_json::to_value(&entry).expect("writes");
+        assert_eq!(written["seq"], u64::from(u32::MAX));
+        let error = serde_json::from_str::<Entry>(&json(u64::from(u32::MAX) + 1));
+        assert!(
+            error.is_err(),
+            "a seq beyond 32 bits is an error, not a wrap"
+        );
+    }
+
+    #[test]
     fn an_entry_stays_small() {
         // Every entry of every thread pays these: a conversing agent's memory is mostly them.
         assert!(size_of::<EntryBody>() <= 64, "{}", size_of::<EntryBody>());
-        assert!(size_of::<Entry>() <= 144, "{}", size_of::<Entry>());
+        assert!(size_of::<Entry>() <= 136, "{}", size_of::<Entry>());
         assert_eq!(size_of::<CallUsage>(), 16);
     }
 

@@ -179,7 +179,10 @@ impl Chat {
             .get_thread(Some(&self.thread))
             .await
             .map_err(|e| CliError::Runtime(e.to_string()))?;
-        let last = thread.as_ref().and_then(|t| t.last()).map(|e| e.seq);
+        let last = thread
+            .as_ref()
+            .and_then(|t| t.last())
+            .map(|e| u64::from(e.seq));
         let Some(last) = last.filter(|seq| *seq > 0) else {
             say("nothing to summarize yet");
             return Ok(());

@@ -205,7 +205,7 @@ pub(crate) async fn kill_and_resume(url: &str, runs: usize, child_test: &str) {
         };
         let entries = thread.to_list();
         for (n, entry) in entries.iter().enumerate() {
-            assert_eq!(entry.seq, n as u64, "run {run}: seqs contiguous");
+            assert_eq!(u64::from(entry.seq), n as u64, "run {run}: seqs contiguous");
             if let EntryBody::Assistant { message, .. } = &entry.body {
                 for block in &message.blocks {
                     if let AssistantBlock::Reasoning { meta, .. } = block {

@@ -273,7 +273,7 @@ pub(crate) async fn two_writers_one_wins(a: Arc<dyn ThreadStore>, b: Arc<dyn Thr
         }
         let stored = a.load(&id).await.unwrap().unwrap();
         assert_eq!(stored.to_list(), thread.to_list(), "round {round}");
-        let seqs: Vec<u64> = stored.to_list().iter().map(|e| e.seq).collect();
+        let seqs: Vec<u64> = stored.to_list().iter().map(|e| u64::from(e.seq)).collect();
         assert_eq!(seqs, (0..rev).collect::<Vec<_>>());
     }
 }
