@@ -324,10 +324,13 @@ impl ReAct {
         else {
             return Ok(ignore(state, step, LLM_RESULT, &result.call_id));
         };
-        request.llm_call = None;
+        // The id this strategy made for the call (equal to the result's, as checked above):
+        // a boundary the call's projection committed holds it already, so the turn's refs and
+        // its tool results share it rather than the copy the result signal was decoded into.
+        let llm_call = request.llm_call.take().unwrap_or(result.call_id);
         request.usage += result.response.usage;
         let refs = Refs::request(request.request_id.clone())
-            .with_call_id(result.call_id.shared())
+            .with_call_id(llm_call.shared())
             .with_iteration(request.iteration);
         let mut message = result.response.message;
         // Gemini makes ids up per response (`call_1` each turn), as do OpenAI-compatible
@@ -378,7 +381,7 @@ impl ReAct {
                 args.clone(),
             )));
         }
-        request.turn_call = Some(result.call_id);
+        request.turn_call = Some(llm_call);
         let entry = NewEntry::assistant(message, result.response.usage).with_refs(refs);
         state.thread.append(step.env, entry);
         state.status = Status::AwaitingTools;
