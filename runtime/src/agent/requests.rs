@@ -62,7 +62,7 @@ pub struct RequestRecord {
 pub const FINISHED_REQUESTS_KEPT: usize = 1_000;
 
 /// One request as kept: the agent's and thread's names shared with the other requests of the
-/// same thread, the id shared with the log of finished requests.
+/// same thread.
 #[derive(Debug)]
 struct Kept {
     agent: Arc<str>,
@@ -115,30 +115,33 @@ impl Kept {
     }
 }
 
-/// The runtime's request records.
+/// The runtime's request records: the open ones (queued, running, waiting for a person) by id,
+/// the last `keep` finished ones in the order they ended.
 pub(crate) struct Requests {
-    records: dashmap::DashMap<Arc<str>, Kept, foldhash::fast::RandomState>,
+    open: dashmap::DashMap<Arc<str>, Kept, foldhash::fast::RandomState>,
     finished: Mutex<Finished>,
     keep: usize,
 }
 
-/// The finished requests, oldest first, and how many were forgotten since the map's room was
-/// last looked at.
+/// The finished requests, oldest first, and how many ended since the open map's room was last
+/// looked at. Held densely, not hashed: a map's table runs half empty at this size, and a
+/// finished record is read rarely (a status asked for after the ask), by a look through at most
+/// `keep` of them.
 #[derive(Default)]
 struct Finished {
-    ids: VecDeque<Arc<str>>,
-    forgotten: usize,
+    records: VecDeque<(Arc<str>, Kept)>,
+    ended: usize,
 }
 
-/// How many forgotten requests between two looks at the map's room (a look locks every shard).
-const FORGOTTEN_PER_LOOK: usize = 64;
+/// How many ended requests between two looks at the open map's room (a look locks every shard).
+const ENDED_PER_LOOK: usize = 64;
 
 /// Whether a map holding `len` records in room for `capacity` should give room back: the map
 /// grows with the requests running at once (every agent asked together) and never shrinks by
 /// itself, so after a burst it would keep room for the burst for good. At half full or less
 /// (shrinking leaves it between full and half full); it is looked at once every
-/// [`FORGOTTEN_PER_LOOK`] forgotten requests, so a map that hovers at a size where it would grow
-/// and shrink by turns is rehashed at most that often. Small maps are left alone.
+/// [`ENDED_PER_LOOK`] ended requests, so a map that hovers at a size where it would grow and
+/// shrink by turns is rehashed at most that often. Small maps are left alone.
 pub(crate) fn worth_shrinking(len: usize, capacity: usize) -> bool {
     capacity > 256 && len.saturating_mul(2) <= capacity
 }
@@ -147,23 +150,48 @@ impl Requests {
     /// Records that remember the last `keep` finished requests.
     pub(crate) fn keeping(keep: usize) -> Self {
         Self {
-            records: dashmap::DashMap::default(),
+            open: dashmap::DashMap::default(),
             finished: Mutex::new(Finished::default()),
             keep,
         }
     }
 
+    /// The finished requests, locked. Nothing panics while holding the lock (queue operations
+    /// only), so a poisoned lock still holds a consistent queue.
+    fn ended(&self) -> std::sync::MutexGuard<'_, Finished> {
+        self.finished
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The record of request `id`: open, or among the last finished (the latest if the id ran
+    /// twice).
     pub(crate) fn get(&self, id: &str) -> Option<RequestRecord> {
-        self.records.get(id).map(|r| r.value().record(id))
+        if let Some(open) = self.open.get(id) {
+            return Some(open.value().record(id));
+        }
+        self.ended()
+            .records
+            .iter()
+            .rev()
+            .find(|(kept_id, _)| kept_id.as_ref() == id)
+            .map(|(kept_id, kept)| kept.record(kept_id))
     }
 
     pub(crate) fn of_agent(&self, agent: &str) -> Vec<RequestRecord> {
         let mut all: Vec<RequestRecord> = self
+            .ended()
             .records
             .iter()
-            .filter(|r| r.value().agent.as_ref() == agent)
-            .map(|r| r.value().record(r.key()))
+            .filter(|(_, kept)| kept.agent.as_ref() == agent)
+            .map(|(id, kept)| kept.record(id))
             .collect();
+        all.extend(
+            self.open
+                .iter()
+                .filter(|r| r.value().agent.as_ref() == agent)
+                .map(|r| r.value().record(r.key())),
+        );
         all.sort_by_key(|r| (r.submitted_at, r.started_at.unwrap_or(u64::MAX)));
         all
     }
@@ -182,14 +210,14 @@ impl Requests {
         } else {
             RequestStatus::Running
         };
-        if let Some(mut kept) = self.records.get_mut(id) {
+        if let Some(mut kept) = self.open.get_mut(id) {
             kept.status = status;
             if !queued {
                 kept.started_at.get_or_insert(now);
             }
             return;
         }
-        self.records.insert(
+        self.open.insert(
             Arc::from(id),
             Kept {
                 agent: agent.clone(),
@@ -206,14 +234,16 @@ impl Requests {
     /// A running request started or stopped waiting for a person: `status` is `Running` or
     /// one of the awaiting ones. A request not running is left as it is.
     pub(crate) fn waits(&self, id: &str, status: RequestStatus) {
-        if let Some(mut kept) = self.records.get_mut(id)
+        if let Some(mut kept) = self.open.get_mut(id)
             && kept.status.is_running()
         {
             kept.status = status;
         }
     }
 
-    /// A request ended.
+    /// A request ended: its record moves from the open ones to the finished ones, and the
+    /// oldest finished one beyond `keep` is forgotten. A request not open (ended already) is
+    /// left as it is.
     pub(crate) fn finished(
         &self,
         id: &str,
@@ -221,31 +251,28 @@ impl Requests {
         result: Option<Signal>,
         now: u64,
     ) {
-        let Some(mut kept) = self.records.get_mut(id) else {
+        let Some((key, mut kept)) = self.open.remove(id) else {
             return;
         };
-        if kept.finished_at.is_some() {
-            return;
-        }
         kept.status = status;
         kept.finished_at = Some(now);
         kept.result = result.map(Reply::keep);
-        let key = kept.key().clone();
-        drop(kept);
-        if let Ok(mut finished) = self.finished.lock() {
-            finished.ids.push_back(key);
-            while finished.ids.len() > self.keep {
-                if let Some(old) = finished.ids.pop_front() {
-                    self.records.remove(&old);
-                    finished.forgotten += 1;
-                }
+        let look = {
+            let mut finished = self.ended();
+            finished.records.push_back((key, kept));
+            while finished.records.len() > self.keep {
+                finished.records.pop_front();
             }
-            if finished.forgotten >= FORGOTTEN_PER_LOOK {
-                finished.forgotten = 0;
-                if worth_shrinking(self.records.len(), self.records.capacity()) {
-                    self.records.shrink_to_fit();
-                }
+            finished.ended += 1;
+            let look = finished.ended >= ENDED_PER_LOOK;
+            if look {
+                finished.ended = 0;
             }
+            look
+        };
+        // Looked at outside the finished lock: shrinking write-locks every shard of the map.
+        if look && worth_shrinking(self.open.len(), self.open.capacity()) {
+            self.open.shrink_to_fit();
         }
     }
 }
@@ -274,6 +301,44 @@ mod tests {
     }
 
     #[test]
+    fn open_and_finished_requests_are_listed_together_and_an_ending_counts_once() {
+        let requests = Requests::keeping(10);
+        let (agent, other, thread): (Arc<str>, Arc<str>, Arc<str>) =
+            (Arc::from("a"), Arc::from("b"), Arc::from("t"));
+        requests.arrived("r1", &agent, &thread, false, 1);
+        requests.arrived("r2", &agent, &thread, true, 2);
+        requests.arrived("r3", &other, &thread, false, 3);
+        requests.finished("r1", RequestStatus::Completed, None, 4);
+        // A second ending of the same request changes nothing.
+        requests.finished("r1", RequestStatus::Failed, None, 5);
+        let listed: Vec<(String, RequestStatus)> = requests
+            .of_agent("a")
+            .into_iter()
+            .map(|r| (r.id, r.status))
+            .collect();
+        assert_eq!(
+            listed,
+            vec![
+                ("r1".to_owned(), RequestStatus::Completed),
+                ("r2".to_owned(), RequestStatus::Queued),
+            ]
+        );
+        assert_eq!(requests.get("r1").and_then(|r| r.finished_at), Some(4));
+        assert_eq!(
+            requests.get("r3").map(|r| r.status),
+            Some(RequestStatus::Running)
+        );
+        // An id that runs again after it ended reads as its latest run.
+        requests.arrived("r1", &agent, &thread, false, 6);
+        assert_eq!(
+            requests.get("r1").map(|r| r.status),
+            Some(RequestStatus::Running)
+        );
+        requests.finished("r1", RequestStatus::Failed, None, 7);
+        assert_eq!(requests.get("r1").and_then(|r| r.finished_at), Some(7));
+    }
+
+    #[test]
     fn a_map_gives_room_back_at_half_full() {
         assert!(worth_shrinking(1_000, 2_978));
         assert!(worth_shrinking(1_792, 3_584));
@@ -294,16 +359,17 @@ mod tests {
         for id in &ids {
             requests.arrived(id, &agent, &thread, false, 1);
         }
-        let burst = requests.records.capacity();
+        let burst = requests.open.capacity();
         assert!(burst >= 5_000);
         for id in &ids {
             requests.finished(id, RequestStatus::Completed, None, 2);
         }
-        assert_eq!(requests.records.len(), 100);
+        assert_eq!(requests.open.len(), 0);
+        assert_eq!(requests.ended().records.len(), 100);
         assert!(
-            requests.records.capacity() <= 1_000,
-            "{} of room kept for 100 records after a burst of {burst}",
-            requests.records.capacity()
+            requests.open.capacity() <= 1_000,
+            "{} of room kept after a burst of {burst} ended",
+            requests.open.capacity()
         );
         assert!(requests.get("r4999").is_some() && requests.get("r4899").is_none());
     }
@@ -320,8 +386,9 @@ mod tests {
             for id in &ids {
                 requests.finished(id, RequestStatus::Completed, None, 2);
             }
-            assert_eq!(requests.records.len(), 1_000);
-            let room = requests.records.capacity();
+            assert_eq!(requests.open.len(), 0);
+            assert_eq!(requests.ended().records.len(), 1_000);
+            let room = requests.open.capacity();
             assert!(room < 2_000, "round {round}: room for {room}");
         }
     }
