@@ -2,8 +2,11 @@
 //! with the in-memory and the SQLite store, beside the bare messages and bare ractor actors.
 //!
 //! Each figure is the change in live heap bytes (counted by the bench's global allocator, see
-//! `crate::alloc`) divided by [`MEMORY`] agents; growth figures also carry the resident-set
-//! change, which reads low once an earlier variant has freed pages the allocator reuses.
+//! `crate::alloc`) divided by [`MEMORY`] agents, read once the heap has settled: a ractor actor
+//! boxes its processing loop after its spawn has returned, so a reading taken as the last spawn
+//! returns missed some of them (up to 200 bytes an actor, from run to run). Growth figures also
+//! carry the resident-set change, which reads low once an earlier variant has freed pages the
+//! allocator reuses.
 //! The conversation is five asks of "What is 2 + 3?", each four messages: the user's question,
 //! an assistant turn calling `add` {"a": 2, "b": 3}, the tool's result "5", the answer "5". Every
 //! tool call has an id of its own, as a provider's do: `call_1` to `call_5` in the floor's
@@ -150,8 +153,9 @@ async fn floors() -> Option<(Vec<Report>, i64, i64)> {
     for _ in 0..MEMORY {
         empty.push(Actor::spawn(None, BareHolder, Vec::new()).await.ok()?);
     }
-    let (empty_heap, empty_rss) = (mark.heap_per_agent(), mark.rss_per_agent());
     let empty_time = mark.at.elapsed();
+    settle().await;
+    let (empty_heap, empty_rss) = (mark.heap_per_agent(), mark.rss_per_agent());
     stop_all(empty).await;
     settle().await;
 
@@ -160,8 +164,9 @@ async fn floors() -> Option<(Vec<Report>, i64, i64)> {
     for _ in 0..MEMORY {
         holding.push(Actor::spawn(None, BareHolder, conversation()).await.ok()?);
     }
-    let (actor_heap, actor_rss) = (mark.heap_per_agent(), mark.rss_per_agent());
     let actor_time = mark.at.elapsed();
+    settle().await;
+    let (actor_heap, actor_rss) = (mark.heap_per_agent(), mark.rss_per_agent());
     stop_all(holding).await;
 
     let n = MEMORY as u64;
@@ -243,8 +248,9 @@ async fn agents_on(
             }
         }
     }
-    let (empty_heap, empty_rss) = (mark.heap_per_agent(), mark.rss_per_agent());
     let empty_time = mark.at.elapsed();
+    settle().await;
+    let (empty_heap, empty_rss) = (mark.heap_per_agent(), mark.rss_per_agent());
     let empty_running = runtime.thread_count();
 
     let asked = Instant::now();
@@ -257,8 +263,9 @@ async fn agents_on(
             }
         }
     }
-    let (talk_heap, talk_rss) = (mark.heap_per_agent(), mark.rss_per_agent());
     let talk_time = asked.elapsed();
+    settle().await;
+    let (talk_heap, talk_rss) = (mark.heap_per_agent(), mark.rss_per_agent());
     // Threads whose last answer came early may already have been stopped by the idle timeout.
     let talk_running = runtime.thread_count();
     let thread = handles.first()?.get_thread(None).await.ok()??;
