@@ -77,7 +77,7 @@ struct Kept {
 /// A finished request's reply as kept: its JSON text, read back into a signal when asked for
 /// (rarely, next to holding every reply's tree of maps for as long as the log remembers it); the
 /// signal itself when it cannot be written as JSON.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum Reply {
     Json(Box<str>),
     Signal(Signal),
@@ -102,7 +102,14 @@ impl Reply {
 
 impl Kept {
     fn record(&self, id: &str) -> RequestRecord {
-        RequestRecord {
+        let (record, reply) = self.unread(id);
+        record.with_reply(reply.as_ref())
+    }
+
+    /// The record without its reply, and the reply as kept: cheap copies, so a caller holding a
+    /// lock reads the reply's JSON back after letting go of it.
+    fn unread(&self, id: &str) -> (RequestRecord, Option<Reply>) {
+        let record = RequestRecord {
             id: id.to_owned(),
             agent: self.agent.as_ref().to_owned(),
             thread: self.thread.as_ref().to_owned(),
@@ -110,8 +117,17 @@ impl Kept {
             submitted_at: self.submitted_at,
             started_at: self.started_at,
             finished_at: self.finished_at,
-            result: self.result.as_ref().and_then(Reply::signal),
-        }
+            result: None,
+        };
+        (record, self.result.clone())
+    }
+}
+
+impl RequestRecord {
+    /// This record with `reply` read back into its result.
+    fn with_reply(mut self, reply: Option<&Reply>) -> Self {
+        self.result = reply.and_then(Reply::signal);
+        self
     }
 }
 
@@ -170,21 +186,27 @@ impl Requests {
         if let Some(open) = self.open.get(id) {
             return Some(open.value().record(id));
         }
-        self.ended()
+        let found = self
+            .ended()
             .records
             .iter()
             .rev()
             .find(|(kept_id, _)| kept_id.as_ref() == id)
-            .map(|(kept_id, kept)| kept.record(kept_id))
+            .map(|(kept_id, kept)| kept.unread(kept_id));
+        found.map(|(record, reply)| record.with_reply(reply.as_ref()))
     }
 
     pub(crate) fn of_agent(&self, agent: &str) -> Vec<RequestRecord> {
-        let mut all: Vec<RequestRecord> = self
+        let found: Vec<(RequestRecord, Option<Reply>)> = self
             .ended()
             .records
             .iter()
             .filter(|(_, kept)| kept.agent.as_ref() == agent)
-            .map(|(id, kept)| kept.record(id))
+            .map(|(id, kept)| kept.unread(id))
+            .collect();
+        let mut all: Vec<RequestRecord> = found
+            .into_iter()
+            .map(|(record, reply)| record.with_reply(reply.as_ref()))
             .collect();
         all.extend(
             self.open
