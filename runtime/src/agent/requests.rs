@@ -146,7 +146,7 @@ pub(crate) struct Requests {
 #[derive(Default)]
 struct Finished {
     records: VecDeque<(Arc<str>, Kept)>,
-    ended: usize,
+    since_look: usize,
 }
 
 /// How many ended requests between two looks at the open map's room (a look locks every shard).
@@ -285,10 +285,10 @@ impl Requests {
             while finished.records.len() > self.keep {
                 finished.records.pop_front();
             }
-            finished.ended += 1;
-            let look = finished.ended >= ENDED_PER_LOOK;
+            finished.since_look += 1;
+            let look = finished.since_look >= ENDED_PER_LOOK;
             if look {
-                finished.ended = 0;
+                finished.since_look = 0;
             }
             look
         };
