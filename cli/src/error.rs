@@ -130,6 +130,28 @@ pub enum CliError {
     /// or one the runtime refused (the wrong kind, edited arguments that are not an object).
     #[error("{0}")]
     NotWaiting(String),
+    /// A call id that waits on several threads (ids are the model's: the same one can wait on
+    /// two threads), with no `--thread` to choose.
+    #[error(
+        "call `{call}` waits on {} threads ({}): name one with --thread",
+        threads.len(),
+        threads.join(", ")
+    )]
+    AmbiguousCall {
+        /// The call id as given.
+        call: String,
+        /// The threads it waits on, as users type them.
+        threads: Vec<String>,
+    },
+    /// A thread whose request waits for a person: a new question or a resume would not be
+    /// taken in before the person answers.
+    #[error("thread `{thread}` waits for a person: {}", how.join("; "))]
+    WaitsForPerson {
+        /// The thread, as users type it.
+        thread: String,
+        /// What waits and how to go on, one per waiting call.
+        how: Vec<String>,
+    },
 }
 
 impl From<OpenStoreError> for CliError {
@@ -148,7 +170,8 @@ impl CliError {
             | Self::Runtime(_)
             | Self::Io { .. }
             | Self::Transcript(_)
-            | Self::NotWaiting(_) => 1,
+            | Self::NotWaiting(_)
+            | Self::WaitsForPerson { .. } => 1,
             Self::ConfigFile { .. }
             | Self::Environment { .. }
             | Self::UnknownModel { .. }
@@ -160,7 +183,7 @@ impl CliError {
             | Self::DataDir { .. }
             | Self::UnknownThread { .. }
             | Self::ThreadBusy { .. } => 4,
-            Self::BadFlag { .. } | Self::ThreadId { .. } => 2,
+            Self::BadFlag { .. } | Self::ThreadId { .. } | Self::AmbiguousCall { .. } => 2,
             Self::OutputClosed => 0,
         }
     }

@@ -10,6 +10,7 @@
 //! - [`render`] — entries and thread lists as text.
 //! - [`escape`] — control characters in model text and ids shown, not obeyed by the terminal.
 //! - [`commands`] — one module per subcommand.
+//! - [`follow`] — a request followed until it has its answer or waits for a person.
 //! - [`error`] — [`error::CliError`] and its exit codes.
 //! - [`input`] — files and standard input, read with a size limit.
 
@@ -20,6 +21,7 @@ pub mod config;
 pub mod db;
 pub mod error;
 pub mod escape;
+pub mod follow;
 pub mod input;
 pub mod lock;
 pub mod render;

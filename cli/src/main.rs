@@ -117,6 +117,9 @@ enum Command {
     Approve {
         /// The call id `pending` shows.
         call: String,
+        /// The thread the call waits on (needed when the same call id waits on several).
+        #[arg(long, value_name = "ID")]
+        thread: Option<String>,
         /// Run it with these arguments instead (a JSON object).
         #[arg(long, value_name = "JSON")]
         edit: Option<String>,
@@ -127,6 +130,9 @@ enum Command {
     Reject {
         /// The call id `pending` shows.
         call: String,
+        /// The thread the call waits on (needed when the same call id waits on several).
+        #[arg(long, value_name = "ID")]
+        thread: Option<String>,
         /// Why, for the model.
         #[arg(long, default_value = "rejected at the command line")]
         reason: String,
@@ -137,6 +143,9 @@ enum Command {
     Answer {
         /// The call id `pending` shows.
         call: String,
+        /// The thread the call waits on (needed when the same call id waits on several).
+        #[arg(long, value_name = "ID")]
+        thread: Option<String>,
         /// The answer.
         text: String,
         #[command(flatten)]
@@ -254,27 +263,41 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
             commands::resume::run(&settings, &db, &thread, mode).await
         }
         Command::Pending => commands::pending::list(&db, mode).await,
-        Command::Approve { call, edit, model } => {
+        Command::Approve {
+            call,
+            thread,
+            edit,
+            model,
+        } => {
             let settings = loaded.settings(&model.flags(), &env)?;
             let response = match edit {
                 Some(args) => Response::Edit { args },
                 None => Response::Approve,
             };
-            commands::pending::respond(&settings, &db, &call, response, mode).await
+            commands::pending::respond(&settings, &db, &call, thread.as_deref(), response, mode)
+                .await
         }
         Command::Reject {
             call,
+            thread,
             reason,
             model,
         } => {
             let settings = loaded.settings(&model.flags(), &env)?;
             let response = Response::Reject { reason };
-            commands::pending::respond(&settings, &db, &call, response, mode).await
+            commands::pending::respond(&settings, &db, &call, thread.as_deref(), response, mode)
+                .await
         }
-        Command::Answer { call, text, model } => {
+        Command::Answer {
+            call,
+            thread,
+            text,
+            model,
+        } => {
             let settings = loaded.settings(&model.flags(), &env)?;
             let response = Response::Answer { text };
-            commands::pending::respond(&settings, &db, &call, response, mode).await
+            commands::pending::respond(&settings, &db, &call, thread.as_deref(), response, mode)
+                .await
         }
         Command::Threads { command } => match command {
             ThreadsCommand::List => commands::threads::list(&db).await,

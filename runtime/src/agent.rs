@@ -71,7 +71,7 @@ pub use events::{
     THREAD_RESTARTED, ThreadFailure,
 };
 pub use handle::AgentHandle;
-pub use person::waiting_in;
+pub use person::{waiting_in, waiting_on};
 pub use react::ReActAgent;
 pub use requests::{FINISHED_REQUESTS_KEPT, RequestRecord, RequestStatus};
 pub use runtime::{Runtime, RuntimeBuilder};

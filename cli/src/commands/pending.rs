@@ -5,11 +5,14 @@ use motet::agents::Waiting;
 use motet::directives::{Pause, Response};
 use motet::runtime::agent::waiting_in;
 
+use motet::runtime::agent::AskError;
+
 use crate::agent::{self, AGENT, display_id};
 use crate::config::Settings;
 use crate::db::Db;
 use crate::error::CliError;
 use crate::escape::{self, Mode};
+use crate::follow::{Followed, follow};
 
 /// Prints every waiting call of the store, one per line, oldest first.
 ///
@@ -53,59 +56,158 @@ pub fn line(w: &Waiting, mode: Mode) -> String {
     )
 }
 
-/// Answers the CLI agent's waiting call `call` with `response`, then waits for its request's
-/// answer and prints it.
+/// How to go on with `w`, as a command line that names it whatever else waits: the call id
+/// with its thread (call ids are the model's, and the same id can wait on several threads).
+pub fn how_to_answer(w: &Waiting) -> String {
+    let call = escape::label(&w.tool_call_id);
+    let stored = format!("{}/{}", w.agent, w.thread);
+    let thread = escape::label(display_id(&stored));
+    match &w.pause {
+        Pause::Approval(_) => format!(
+            "`motet approve {call} --thread {thread}` (or `motet reject {call} --thread {thread}`)"
+        ),
+        Pause::Question { .. } => format!("`motet answer {call} TEXT --thread {thread}`"),
+    }
+}
+
+/// Prints what waits for a person on one request, and how to go on with each.
+pub fn print_waits(waits: &[Waiting], mode: Mode) {
+    for (at, w) in waits.iter().enumerate() {
+        if waits.len() > 1 {
+            println!("{} of {}: {}", at + 1, waits.len(), line(w, mode));
+        } else {
+            println!("{}", line(w, mode));
+        }
+    }
+    for w in waits {
+        println!("the request waits: {} carries it on", how_to_answer(w));
+    }
+}
+
+/// The one call of the CLI agent's `waiting` whose id is `call` (on `thread`, when given).
+///
+/// # Errors
+/// [`CliError::NotWaiting`] when none is; [`CliError::AmbiguousCall`] when the id waits on
+/// several threads and none was named.
+pub fn choose<'a>(
+    waiting: &'a [Waiting],
+    call: &str,
+    thread: Option<&str>,
+) -> Result<&'a Waiting, CliError> {
+    let on_thread = |w: &Waiting| thread.is_none_or(|t| t == w.thread);
+    let matching: Vec<&Waiting> = waiting
+        .iter()
+        .filter(|w| w.tool_call_id == call && on_thread(w))
+        .collect();
+    match matching.as_slice() {
+        [one] => Ok(one),
+        [] => {
+            let known: Vec<String> = waiting
+                .iter()
+                .filter(|w| on_thread(w))
+                .map(|w| {
+                    format!(
+                        "{} on thread {}",
+                        w.tool_call_id,
+                        display_id(&format!("{}/{}", w.agent, w.thread))
+                    )
+                })
+                .collect();
+            let place = thread.map_or(String::new(), |t| {
+                format!(" on thread {}", display_id(&format!("{AGENT}/{t}")))
+            });
+            Err(CliError::NotWaiting(format!(
+                "no tool call `{call}` waits for a person{place}{}",
+                if known.is_empty() {
+                    " (nothing waits: `motet pending` lists what does)".to_owned()
+                } else {
+                    format!(" (waiting: {})", known.join(", "))
+                }
+            )))
+        }
+        several => Err(CliError::AmbiguousCall {
+            call: call.to_owned(),
+            threads: several
+                .iter()
+                .map(|w| display_id(&format!("{}/{}", w.agent, w.thread)).to_owned())
+                .collect(),
+        }),
+    }
+}
+
+/// Answers the CLI agent's waiting call `call` (on `thread`, when given) with `response`,
+/// then follows its request: prints the answer, or what still waits for a person. Only that
+/// request is carried on, under its thread's lock; a wait that runs out of time leaves the
+/// request stored as it is.
 ///
 /// # Errors
 /// [`CliError::NotWaiting`] when no call of that id waits or the runtime refuses the
-/// response; a failed request as [`agent::ask_failure`] words it; store and runtime failures.
+/// response; [`CliError::AmbiguousCall`] when the id waits on several threads; a failed
+/// request as [`agent::ask_failure`] words it; store and runtime failures.
 pub async fn respond(
     settings: &Settings,
     db: &Db,
     call: &str,
+    thread: Option<&str>,
     response: Response,
     mode: Mode,
 ) -> Result<(), CliError> {
+    let thread = thread.map(agent::agent_thread).transpose()?;
     let store = db.open().await?;
     let waiting = waiting_in(store.as_ref(), Some(AGENT))
         .await
         .map_err(|e| CliError::Runtime(e.to_string()))?;
-    let Some(w) = waiting.iter().find(|w| w.tool_call_id == call).cloned() else {
-        let known: Vec<&str> = waiting.iter().map(|w| w.tool_call_id.as_str()).collect();
-        return Err(CliError::NotWaiting(format!(
-            "no tool call `{call}` waits for a person{}",
-            match known.as_slice() {
-                [] => " (nothing waits: `motet pending` lists what does)".to_owned(),
-                calls => format!(" (waiting: {})", calls.join(", ")),
-            }
-        )));
-    };
+    let w = choose(&waiting, call, thread)?.clone();
     let _lock = db.lock(&format!("{AGENT}/{}", w.thread))?;
-    let (runtime, _agent) = agent::start(settings, store).await?;
+    // Read again under the lock: another process may have answered it meanwhile.
+    let waiting = waiting_in(store.as_ref(), Some(AGENT))
+        .await
+        .map_err(|e| CliError::Runtime(e.to_string()))?;
+    let w = choose(&waiting, call, Some(&w.thread))?.clone();
+    let kind = match response {
+        Response::Approve => "approved",
+        Response::Edit { .. } => "approved with edited arguments",
+        Response::Reject { .. } => "rejected",
+        Response::Answer { .. } => "answered",
+    };
+    let (runtime, agent) = agent::start(settings, store).await?;
     let outcome = async {
-        // The request stopped with the process that ran it: this one carries it on.
-        let tickets = runtime
-            .recover(settings.timeout)
+        // The request stopped with the process that ran it: this one carries it on, and only
+        // it.
+        let ticket = agent
+            .resume_waiting(&w, settings.timeout)
             .await
-            .map_err(|e| CliError::Runtime(e.to_string()))?;
+            .map_err(|e| agent::ask_failure(e, settings))?;
         runtime
             .respond(&w, response)
             .await
             .map_err(|e| CliError::NotWaiting(e.to_string()))?;
-        let Some(ticket) = tickets.into_iter().find(|t| t.id() == w.request_id) else {
-            return Ok(None);
-        };
-        let reply = ticket
-            .wait()
-            .await
-            .map_err(|e| agent::ask_failure(e, settings))?;
-        Ok::<_, CliError>(Some(agent::completed(&reply)?))
+        follow(&agent, ticket, Some(&w.tool_call_id)).await
     }
     .await;
     runtime.shutdown().await;
     match outcome? {
-        Some(done) => println!("{}", mode.text(&done.answer)),
-        None => println!("answered; the request goes on"),
+        Ok(Followed::Answered(reply)) => {
+            let done = agent::completed(&reply)?;
+            println!("{}", mode.text(&done.answer));
+        }
+        Ok(Followed::Waits(waits)) => {
+            println!(
+                "{kind}: call {}; the request still waits for a person",
+                escape::label(&w.tool_call_id)
+            );
+            print_waits(&waits, mode);
+        }
+        Err(AskError::Timeout(after)) => {
+            return Err(CliError::Request(format!(
+                "{kind}: call {}, but no answer within {} s; the request is stored as it is and \
+                 `motet resume {}` carries it on (raise the wait with --timeout)",
+                escape::label(&w.tool_call_id),
+                after.as_secs(),
+                escape::label(display_id(&format!("{}/{}", w.agent, w.thread)))
+            )));
+        }
+        Err(e) => return Err(agent::ask_failure(e, settings)),
     }
     Ok(())
 }

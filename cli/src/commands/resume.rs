@@ -3,7 +3,7 @@
 use motet::agents::{EntryBody, Thread};
 use motet::directives::AssistantBlock;
 
-use crate::agent::{self, agent_thread, store_id};
+use crate::agent::{self, AGENT, agent_thread, store_id};
 use crate::config::Settings;
 use crate::db::Db;
 use crate::error::CliError;
@@ -26,6 +26,16 @@ pub async fn run(settings: &Settings, db: &Db, thread: &str, mode: Mode) -> Resu
             store: db.to_string(),
         });
     };
+    // A thread waiting for a person owes nothing a resume can do: the person's answer is what
+    // carries it on.
+    let waits = motet::runtime::agent::waiting_on(store.as_ref(), AGENT, agent_thread(thread)?)
+        .await
+        .map_err(|e| CliError::Runtime(e.to_string()))?;
+    if !waits.is_empty() {
+        println!("owed: a person's response to {} tool call(s)", waits.len());
+        crate::commands::pending::print_waits(&waits, mode);
+        return Ok(());
+    }
     println!("owed: {}", mode.text(&owed(&before)));
     let (runtime, agent) = agent::start(settings, store.clone()).await?;
     let outcome = async {

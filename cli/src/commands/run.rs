@@ -7,6 +7,7 @@ use crate::config::Settings;
 use crate::db::Db;
 use crate::error::CliError;
 use crate::escape::{self, Mode};
+use crate::follow::{Followed, follow};
 
 /// Asks `question` on `thread` and prints the answer as `mode` says (or one JSON object with
 /// `json`, its control characters written as JSON escapes).
@@ -28,6 +29,9 @@ pub async fn run(
     let _lock = (thread != NEW_THREAD)
         .then(|| db.lock(&format!("{AGENT}/{thread}")))
         .transpose()?;
+    if thread != NEW_THREAD {
+        refuse_if_waiting(store.as_ref(), thread).await?;
+    }
     let (runtime, agent) = agent::start(settings, store).await?;
     let options = AskOptions {
         thread_id: Some(thread.to_owned()),
@@ -35,41 +39,25 @@ pub async fn run(
         ..AskOptions::default()
     };
     let outcome = async {
-        let mut request = agent
+        let request = agent
             .submit(question, options)
             .await
             .map_err(|e| agent::ask_failure(e, settings))?;
         let thread = request.thread().to_owned();
-        // A call that waits for a person stops the run here, the request stored as it is:
-        // `motet approve`, `reject` or `answer` carries it on.
-        match tokio::time::timeout(settings.timeout, request.next_waiting()).await {
-            Ok(Some(waiting)) => return Ok::<_, CliError>(Err(waiting)),
-            // The answer is in.
-            Ok(None) => {}
-            Err(_) => {
-                let _ = request.cancel("no answer in time").await;
-                return Err(agent::ask_failure(
-                    motet::runtime::agent::AskError::Timeout(settings.timeout),
-                    settings,
-                ));
-            }
+        // A call that waits for a person stops the run once nothing else of the request runs,
+        // the request stored as it is: `motet approve`, `reject` or `answer` carries it on.
+        match follow(&agent, request, None).await? {
+            Ok(Followed::Answered(reply)) => Ok(Ok((thread, agent::completed(&reply)?))),
+            Ok(Followed::Waits(waits)) => Ok(Err(waits)),
+            Err(e) => Err(agent::ask_failure(e, settings)),
         }
-        let reply = request
-            .wait()
-            .await
-            .map_err(|e| agent::ask_failure(e, settings))?;
-        Ok(Ok((thread, agent::completed(&reply)?)))
     }
     .await;
     runtime.shutdown().await;
     let (thread, done) = match outcome? {
         Ok(done) => done,
-        Err(waiting) => {
-            println!("{}", crate::commands::pending::line(&waiting, mode));
-            println!(
-                "the request waits: `motet approve {call}` (or `reject {call}`, `answer {call} TEXT`) carries it on",
-                call = escape::label(&waiting.tool_call_id)
-            );
+        Err(waits) => {
+            crate::commands::pending::print_waits(&waits, mode);
             return Ok(());
         }
     };
@@ -87,4 +75,35 @@ pub async fn run(
         println!("{}", mode.text(&done.answer));
     }
     Ok(())
+}
+
+/// Fails with [`CliError::WaitsForPerson`] when `thread` of the CLI agent waits for a person:
+/// a question asked there now would not be taken in before the person answers.
+///
+/// # Errors
+/// That, or the store's failure.
+pub async fn refuse_if_waiting(
+    store: &dyn motet::runtime::store::ThreadStore,
+    thread: &str,
+) -> Result<(), CliError> {
+    let waits = motet::runtime::agent::waiting_on(store, AGENT, thread)
+        .await
+        .map_err(|e| CliError::Runtime(e.to_string()))?;
+    if waits.is_empty() {
+        return Ok(());
+    }
+    Err(CliError::WaitsForPerson {
+        thread: agent::shown_thread(thread),
+        how: waits
+            .iter()
+            .map(|w| {
+                format!(
+                    "call {} ({}) waits; {} carries it on",
+                    escape::label(&w.tool_call_id),
+                    escape::label(&w.tool),
+                    crate::commands::pending::how_to_answer(w)
+                )
+            })
+            .collect(),
+    })
 }

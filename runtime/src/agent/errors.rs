@@ -167,6 +167,12 @@ pub enum AskError {
     /// The request signal carried no request id to match the reply by.
     #[error("an ask needs a request id")]
     NoRequestId,
+    /// The request to carry on runs in this runtime already.
+    #[error("request `{request}` is running already")]
+    RequestRunning {
+        /// The request.
+        request: String,
+    },
     /// The request could not be built or sent.
     #[error("the request could not be sent: {message}")]
     Send {

@@ -239,6 +239,39 @@ impl AgentHandle {
             .map(Some)
     }
 
+    /// Carries on the one request `waiting` belongs to — it paused for a person in a process
+    /// that stopped — and returns its ticket, so that the request's answer (or its next wait)
+    /// can be followed after [`Runtime::respond`](super::Runtime::respond). Only that request
+    /// of that thread is resumed, unlike [`Runtime::recover`](super::Runtime::recover), which
+    /// resumes every thread owing work. The ticket keeps the request running when a wait on it
+    /// times out: a person may still be deciding.
+    ///
+    /// # Errors
+    /// [`AskError::RequestRunning`] when this runtime runs the request already (answer it with
+    /// [`Ticket::respond`] on its own ticket); [`AskError::AgentStopped`] when the agent is
+    /// not running; [`AskError::ThreadUnavailable`] when its thread cannot start.
+    pub async fn resume_waiting(
+        &self,
+        waiting: &motet_agents::Waiting,
+        timeout: Duration,
+    ) -> Result<Ticket, AskError> {
+        if self
+            .core
+            .requests
+            .get(&waiting.request_id)
+            .is_some_and(|r| r.status.is_running())
+        {
+            return Err(AskError::RequestRunning {
+                request: waiting.request_id.clone(),
+            });
+        }
+        let mut ticket = self
+            .resume_request(&waiting.thread, &waiting.request_id, timeout)
+            .await?;
+        ticket.keep_running = true;
+        Ok(ticket)
+    }
+
     /// Sends `agent.resume` for `request_id` on `thread_id`.
     pub(crate) async fn resume_request(
         &self,

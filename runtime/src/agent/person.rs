@@ -53,14 +53,19 @@ pub async fn waiting_in(
         if agent.is_some_and(|a| a != owner) {
             continue;
         }
-        all.extend(waits_of(store, owner, thread).await?);
+        all.extend(waiting_on(store, owner, thread).await?);
     }
     all.sort_by_key(|w| w.since_ms);
     Ok(all)
 }
 
-/// The calls waiting on thread `thread` of `agent` in `store`, as last committed.
-async fn waits_of(
+/// The calls waiting on thread `thread` of `agent` in `store`, as last committed (one read):
+/// [`waiting_in`] for a single thread.
+///
+/// # Errors
+/// [`RuntimeError::Store`] when the store cannot be read, or the stored state is not one the
+/// runtime wrote.
+pub async fn waiting_on(
     store: &dyn ThreadStore,
     agent: &str,
     thread: &str,
@@ -92,7 +97,7 @@ impl RuntimeCore {
         agent: &str,
         thread: &str,
     ) -> Result<Vec<Waiting>, RuntimeError> {
-        waits_of(self.store.as_ref(), agent, thread).await
+        waiting_on(self.store.as_ref(), agent, thread).await
     }
 
     /// The calls waiting on every stored thread (of `agent` only, when given), oldest first.
