@@ -8,7 +8,7 @@ use motet::directives::{Approval, ToolChoice};
 use motet::mcp::McpClient;
 use motet::providers::Providers;
 use motet::runtime::agent::Answer;
-use motet::runtime::agent::{AgentHandle, AgentSpec, AskError, Runtime};
+use motet::runtime::agent::{AgentHandle, AgentSpec, AskError, Runtime, RuntimeError};
 use motet::runtime::store::ThreadStore;
 use motet::runtime::tool::ToolSet;
 
@@ -166,8 +166,16 @@ pub async fn start(
     let agent = runtime
         .spawn(AgentSpec::new(AGENT, ReAct::new(config)).with_tools(tools))
         .await
-        .map_err(|e| CliError::Runtime(e.to_string()))?;
+        .map_err(runtime_failure)?;
     Ok((runtime, agent))
+}
+
+/// A runtime failure as the CLI reports it: the store's as a store error (exit 4).
+pub fn runtime_failure(error: RuntimeError) -> CliError {
+    match error {
+        RuntimeError::Store { message } => CliError::ThreadStore(message),
+        other => CliError::Runtime(other.to_string()),
+    }
 }
 
 /// The completed reply's data.
@@ -192,6 +200,9 @@ pub fn ask_failure(error: AskError, settings: &Settings) -> CliError {
             "no answer within {} s (raise it with --timeout)",
             after.as_secs()
         )),
+        AskError::ThreadUnavailable { message, .. } | AskError::Store { message } => {
+            CliError::ThreadStore(message)
+        }
         other => CliError::Request(other.to_string()),
     }
 }

@@ -70,6 +70,20 @@ impl Db {
         Ok(self.url.open().await?)
     }
 
+    /// Opens the store as [`open`](Self::open) does, for a command whose requests have
+    /// `timeout` (`--timeout`): a server's store gives up on any one operation (a load, a
+    /// claim, a commit) within that time too, so a lock held elsewhere is a store error, never
+    /// a hang.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub async fn open_within(
+        &self,
+        timeout: std::time::Duration,
+    ) -> Result<Arc<dyn ThreadStore>, CliError> {
+        Ok(self.url.open_within(Some(timeout)).await?)
+    }
+
     /// Opens the store for reading (`threads list`, `show`, `export`, `pending`): a SQLite
     /// file is opened read-only, so a file this user may only read can still be read and
     /// nothing is created; `None` when there is no file yet. A server's store is opened as

@@ -61,6 +61,10 @@ pub enum CliError {
     /// The thread store a URL names cannot be opened (the message names it, password hidden).
     #[error("{0}")]
     OpenStore(Box<OpenStoreError>),
+    /// The thread store failed while a request ran: its thread could not be loaded or
+    /// committed (a lock held elsewhere past the time allowed, a damaged row, a server gone).
+    #[error("thread store: {0}")]
+    ThreadStore(String),
     /// The store's folder cannot be created.
     #[error("cannot create {}: {source}", path.display())]
     DataDir {
@@ -179,6 +183,7 @@ impl CliError {
             | Self::NoModel
             | Self::Telemetry(_) => 3,
             Self::Store(_)
+            | Self::ThreadStore(_)
             | Self::OpenStore(_)
             | Self::DataDir { .. }
             | Self::UnknownThread { .. }

@@ -52,7 +52,7 @@ pub async fn follow(
                 let mut waits = agent
                     .waiting(Some(&thread))
                     .await
-                    .map_err(|e| CliError::Runtime(e.to_string()))?;
+                    .map_err(crate::agent::runtime_failure)?;
                 waits.retain(|w| w.request_id == request);
                 if waits.is_empty() {
                     continue;
@@ -60,7 +60,7 @@ pub async fn follow(
                 let stored = agent
                     .get_thread(Some(&thread))
                     .await
-                    .map_err(|e| CliError::Runtime(e.to_string()))?;
+                    .map_err(crate::agent::runtime_failure)?;
                 if stored.is_some_and(|t| settled(&t, &request, &waits, answered)) {
                     return Ok(Ok(Followed::Waits(waits)));
                 }

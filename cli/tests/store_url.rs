@@ -225,3 +225,68 @@ fn urls_naming_no_store_are_refused_without_showing_the_password() {
     // Nothing was created for any of them.
     assert!(!home.path().join(".local").exists());
 }
+
+#[test]
+fn a_table_locked_elsewhere_fails_run_within_its_timeout_as_a_store_error() {
+    let rt = tokio();
+    let Some(db) = rt.block_on(pg::TestDb::new("cli_locked")) else {
+        return;
+    };
+    // The schema is made, then another session holds the whole table (a process cut off by
+    // the network keeps its locks until TCP notices: hours).
+    let (holder, tx_open) = rt.block_on(async {
+        drop(open_store(&db.url).await.unwrap());
+        let holder = pg::connect(&db.url).await;
+        holder
+            .batch_execute("BEGIN; LOCK TABLE threads IN ACCESS EXCLUSIVE MODE")
+            .await
+            .unwrap();
+        (holder, true)
+    });
+    assert!(tx_open);
+    let home = tempfile::tempdir().unwrap();
+    let mut ask = motet(
+        &home,
+        &[
+            "--db",
+            &db.url,
+            "run",
+            "Hello?",
+            "--thread",
+            "held",
+            "--timeout",
+            "3",
+        ],
+    );
+    // A model that is never reached: the store fails first.
+    ask.env("MOTET_MODEL", "openai-compat:m")
+        .env("MOTET_OPENAI_COMPAT_BASE_URL", "http://127.0.0.1:9/v1");
+    let started = std::time::Instant::now();
+    let mut child = ask
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let output = loop {
+        if let Some(_status) = child.try_wait().unwrap() {
+            break child.wait_with_output().unwrap();
+        }
+        if started.elapsed() > std::time::Duration::from_secs(30) {
+            child.kill().unwrap();
+            panic!("`motet run --timeout 3` still waits on the locked table after 30 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(4), "{err}");
+    assert!(
+        err.contains("timeout") || err.contains("did not answer"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    rt.block_on(async {
+        holder.batch_execute("ROLLBACK").await.unwrap();
+        drop(holder);
+        db.drop_now().await;
+    });
+}

@@ -296,3 +296,208 @@ async fn stores_in_two_schemas_of_one_database_are_apart() {
     assert_eq!(tables, 1);
     db.drop_now().await;
 }
+
+/// Runs `op`, failing the test if it has not ended within `within`: what a hang looks like.
+async fn ends_within<T>(within: Duration, op: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(within, op)
+        .await
+        .unwrap_or_else(|_| panic!("still waiting after {within:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_held_elsewhere_is_a_store_error_in_bounded_time() {
+    let Some(db) = TestDb::new("held_lock").await else {
+        return;
+    };
+    let store = PostgresStore::open_with(
+        &db.url,
+        PostgresConfig::default().with_operation_timeout(Duration::from_secs(1)),
+    )
+    .await
+    .unwrap();
+    let env = FixedEnv::new(0);
+    let thread = conversation(&env, "thread_held");
+    let rev = save(&store, &thread).await;
+    // Another session (a process the network cut off keeps its locks for hours) holds the
+    // thread's row, then the whole table.
+    let mut holder = connect(&db.url).await;
+    let tx = holder.transaction().await.unwrap();
+    tx.execute(
+        "SELECT 1 FROM threads WHERE id = 'thread_held' FOR UPDATE",
+        &[],
+    )
+    .await
+    .unwrap();
+    let mut more = thread.clone();
+    more.append(&env, NewEntry::note("blocked"));
+    let err = ends_within(Duration::from_secs(10), store.commit(&more, rev))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, StoreError::ServerThread { thread_id, .. } if thread_id == "thread_held"),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("due to statement timeout")
+            || err.to_string().contains("due to lock timeout"),
+        "{err}"
+    );
+    let err = ends_within(Duration::from_secs(10), store.claim("thread_held"))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("due to statement timeout")
+            || err.to_string().contains("due to lock timeout"),
+        "{err}"
+    );
+    tx.batch_execute("LOCK TABLE threads IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    for err in [
+        ends_within(Duration::from_secs(10), store.load("thread_held"))
+            .await
+            .unwrap_err(),
+        ends_within(Duration::from_secs(10), store.list())
+            .await
+            .unwrap_err(),
+    ] {
+        assert!(
+            err.to_string().contains("due to statement timeout")
+                || err.to_string().contains("due to lock timeout"),
+            "{err}"
+        );
+    }
+    // Let go: the store works again and nothing half-written is there.
+    tx.rollback().await.unwrap();
+    assert_eq!(
+        store.load("thread_held").await.unwrap().unwrap().to_list(),
+        thread.to_list()
+    );
+    store.commit(&more, rev).await.unwrap();
+    db.drop_now().await;
+}
+
+/// A TCP relay to `target` on loopback that stops passing bytes (both ways, the connections
+/// kept open) once `frozen` is set: a server that stopped answering, or a network cut.
+fn freezing_relay(target: std::net::SocketAddr) -> (u16, Arc<std::sync::atomic::AtomicBool>) {
+    use std::io::{Read, Write};
+    use std::sync::atomic::Ordering;
+    let frozen = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let flag = frozen.clone();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(client) = client else { return };
+            let Ok(server) = std::net::TcpStream::connect(target) else {
+                return;
+            };
+            for (mut from, mut to) in [
+                (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                (server, client),
+            ] {
+                let flag = flag.clone();
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 16 * 1024];
+                    loop {
+                        let Ok(n) = from.read(&mut buf) else { return };
+                        if n == 0 {
+                            return;
+                        }
+                        while flag.load(Ordering::SeqCst) {
+                            std::thread::sleep(Duration::from_millis(50));
+                        }
+                        if to.write_all(&buf[..n]).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        }
+    });
+    (port, frozen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_stops_answering_is_a_timeout_not_a_hang() {
+    let Some(db) = TestDb::new("frozen").await else {
+        return;
+    };
+    let config: tokio_postgres::Config = db.url.parse().unwrap();
+    let tokio_postgres::config::Host::Tcp(host) = &config.get_hosts()[0] else {
+        panic!("a TCP server expected");
+    };
+    let target = std::net::SocketAddr::new(host.parse().unwrap(), config.get_ports()[0]);
+    let (port, frozen) = freezing_relay(target);
+    let relayed = db
+        .url
+        .replacen(&format!(":{}/", target.port()), &format!(":{port}/"), 1);
+    let store = PostgresStore::open_with(
+        &relayed,
+        PostgresConfig::default().with_operation_timeout(Duration::from_secs(1)),
+    )
+    .await
+    .unwrap();
+    let env = FixedEnv::new(0);
+    let thread = conversation(&env, "thread_frozen");
+    save(&store, &thread).await;
+    frozen.store(true, std::sync::atomic::Ordering::SeqCst);
+    let err = ends_within(Duration::from_secs(10), store.load("thread_frozen"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, StoreError::Timeout { thread_id: Some(id), .. } if id == "thread_frozen"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("did not answer within"), "{err}");
+    let err = ends_within(Duration::from_secs(10), store.list())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::Timeout {
+                thread_id: None,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // Answering again: the store serves again.
+    frozen.store(false, std::sync::atomic::Ordering::SeqCst);
+    let mut back = None;
+    for _ in 0..5 {
+        if let Ok(loaded) = store.load("thread_frozen").await {
+            back = loaded;
+            break;
+        }
+    }
+    assert_eq!(back.unwrap().to_list(), thread.to_list());
+    db.drop_now().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_errors_say_what_the_server_said() {
+    let Some(db) = TestDb::new("why").await else {
+        return;
+    };
+    let config = PostgresConfig::default().with_connect_timeout(Duration::from_secs(5));
+    let unknown_db = format!("{}_missing", db.url);
+    let err = PostgresStore::open_with(&unknown_db, config.clone())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("does not exist"), "{err}");
+    assert!(
+        err.to_string().contains(&format!("{}_missing", db.name)),
+        "{err}"
+    );
+    let unknown_role = db.url.replacen("://motet@", "://nobody_here@", 1);
+    if unknown_role != db.url {
+        let err = PostgresStore::open_with(&unknown_role, config)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("nobody_here"), "{err}");
+        assert!(err.to_string().contains("does not exist"), "{err}");
+    }
+    db.drop_now().await;
+}

@@ -33,7 +33,7 @@ const HELP: &str = "commands: /reset (forget this thread), /threads (list them),
 /// [`CliError::ThreadId`]; store and runtime failures, and reading the terminal; a failed
 /// answer is shown in the status line and the chat goes on.
 pub async fn run(settings: &Settings, db: &Db, thread: &str, mode: Mode) -> Result<(), CliError> {
-    let store = db.open().await?;
+    let store = db.open_within(settings.timeout).await?;
     let (runtime, agent) = agent::start(settings, store.clone()).await?;
     let mut chat = Chat {
         agent,

@@ -26,7 +26,7 @@ pub async fn list(db: &Db, mode: Mode) -> Result<(), CliError> {
     };
     let waiting = waiting_in(store.as_ref(), None)
         .await
-        .map_err(|e| CliError::Runtime(e.to_string()))?;
+        .map_err(crate::agent::runtime_failure)?;
     if waiting.is_empty() {
         println!("nothing waits for a person");
     }
@@ -153,16 +153,16 @@ pub async fn respond(
     mode: Mode,
 ) -> Result<(), CliError> {
     let thread = thread.map(agent::agent_thread).transpose()?;
-    let store = db.open().await?;
+    let store = db.open_within(settings.timeout).await?;
     let waiting = waiting_in(store.as_ref(), Some(AGENT))
         .await
-        .map_err(|e| CliError::Runtime(e.to_string()))?;
+        .map_err(crate::agent::runtime_failure)?;
     let w = choose(&waiting, call, thread)?.clone();
     let _lock = db.lock(&format!("{AGENT}/{}", w.thread))?;
     // Read again under the lock: another process may have answered it meanwhile.
     let waiting = waiting_in(store.as_ref(), Some(AGENT))
         .await
-        .map_err(|e| CliError::Runtime(e.to_string()))?;
+        .map_err(crate::agent::runtime_failure)?;
     let w = choose(&waiting, call, Some(&w.thread))?.clone();
     let kind = match response {
         Response::Approve => "approved",

@@ -17,7 +17,7 @@ use crate::render;
 /// [`CliError::ThreadId`], [`CliError::UnknownThread`]; a failed resumed request as
 /// [`agent::ask_failure`] words it.
 pub async fn run(settings: &Settings, db: &Db, thread: &str, mode: Mode) -> Result<(), CliError> {
-    let store = db.open().await?;
+    let store = db.open_within(settings.timeout).await?;
     let full = store_id(thread);
     let _lock = db.lock(&full)?;
     let Some(before) = store.load(&full).await? else {
@@ -30,7 +30,7 @@ pub async fn run(settings: &Settings, db: &Db, thread: &str, mode: Mode) -> Resu
     // carries it on.
     let waits = motet::runtime::agent::waiting_on(store.as_ref(), AGENT, agent_thread(thread)?)
         .await
-        .map_err(|e| CliError::Runtime(e.to_string()))?;
+        .map_err(crate::agent::runtime_failure)?;
     if !waits.is_empty() {
         println!("owed: a person's response to {} tool call(s)", waits.len());
         crate::commands::pending::print_waits(&waits, mode);

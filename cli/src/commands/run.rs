@@ -24,7 +24,7 @@ pub async fn run(
     mode: Mode,
 ) -> Result<(), CliError> {
     let thread = agent_thread(thread)?;
-    let store = db.open().await?;
+    let store = db.open_within(settings.timeout).await?;
     // A fresh thread is nobody else's; any other is held until the answer is in.
     let _lock = (thread != NEW_THREAD)
         .then(|| db.lock(&format!("{AGENT}/{thread}")))
@@ -88,7 +88,7 @@ pub async fn refuse_if_waiting(
 ) -> Result<(), CliError> {
     let waits = motet::runtime::agent::waiting_on(store, AGENT, thread)
         .await
-        .map_err(|e| CliError::Runtime(e.to_string()))?;
+        .map_err(crate::agent::runtime_failure)?;
     if waits.is_empty() {
         return Ok(());
     }

@@ -153,7 +153,7 @@ pub enum StoreError {
     },
     /// The database server failed on one thread's operation: it refused or dropped the
     /// connection, no pooled connection came in time, or it answered an SQL error.
-    #[error("thread {thread_id}: database server failure: {source}")]
+    #[error("thread {thread_id}: database server failure: {}", causes(source.as_ref()))]
     ServerThread {
         /// The thread.
         thread_id: String,
@@ -162,7 +162,7 @@ pub enum StoreError {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// The database server failed on an operation that is not about one thread (open, list).
-    #[error("database server failure: {source}")]
+    #[error("database server failure: {}", causes(source.as_ref()))]
     Server {
         /// What the driver or the pool said.
         #[source]
@@ -185,7 +185,38 @@ pub enum StoreError {
         /// The newest version this build knows.
         supported: i64,
     },
+    /// The store did not finish an operation in its time (a lock held elsewhere, a server
+    /// that stopped answering); nothing was committed by it.
+    #[error("{}the store did not answer within {} s", on_thread(thread_id.as_deref()), after.as_secs_f64())]
+    Timeout {
+        /// The thread, when the operation was on one.
+        thread_id: Option<String>,
+        /// The time it had.
+        after: std::time::Duration,
+    },
     /// The blocking task running a database call was cancelled or panicked.
     #[error("store task failed: {0}")]
     Task(String),
+}
+
+/// `thread ID: ` before a message about one thread.
+fn on_thread(thread_id: Option<&str>) -> String {
+    thread_id.map_or_else(String::new, |id| format!("thread {id}: "))
+}
+
+/// An error and its sources, each level once: the driver's "db error" says nothing without the
+/// server's own message beneath it ("password authentication failed for user ...", "database
+/// ... does not exist", "the database system is in recovery mode").
+pub(crate) fn causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let said = cause.to_string();
+        if !said.is_empty() && !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        source = cause.source();
+    }
+    text
 }

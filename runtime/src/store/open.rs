@@ -97,6 +97,21 @@ impl StoreUrl {
     /// feature; [`OpenStoreError::Open`] with the store's own error when it cannot be opened
     /// (a file that is not a motet store, a server that cannot be reached).
     pub async fn open(&self) -> Result<Arc<dyn ThreadStore>, OpenStoreError> {
+        self.open_within(None).await
+    }
+
+    /// Opens the store as [`open`](Self::open) does, with every operation of a PostgreSQL
+    /// store (opening it too) bounded by `limit` when given, rather than the default
+    /// [`PostgresConfig::operation_timeout`](super::PostgresConfig::operation_timeout) — for a
+    /// caller whose own deadline is shorter. A SQLite store waits for a lock its busy timeout
+    /// long (5 s) either way.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub async fn open_within(
+        &self,
+        limit: Option<std::time::Duration>,
+    ) -> Result<Arc<dyn ThreadStore>, OpenStoreError> {
         let failed = |source: StoreError| OpenStoreError::Open {
             store: self.redacted(),
             source,
@@ -105,14 +120,27 @@ impl StoreUrl {
             Self::Memory => Ok(Arc::new(MemoryStore::new())),
             Self::Sqlite(path) => Ok(Arc::new(SqliteStore::open(path).await.map_err(failed)?)),
             #[cfg(feature = "postgres")]
-            Self::Postgres(url) => Ok(Arc::new(
-                super::PostgresStore::open(url).await.map_err(failed)?,
-            )),
+            Self::Postgres(url) => {
+                let mut config = super::PostgresConfig::default();
+                if let Some(limit) = limit {
+                    config.operation_timeout = limit.min(config.operation_timeout);
+                    config.connect_timeout = limit.min(config.connect_timeout);
+                    config.wait_timeout = limit.min(config.wait_timeout);
+                }
+                Ok(Arc::new(
+                    super::PostgresStore::open_with(url, config)
+                        .await
+                        .map_err(failed)?,
+                ))
+            }
             #[cfg(not(feature = "postgres"))]
-            Self::Postgres(url) => Err(OpenStoreError::Unsupported {
-                url: redact(url),
-                feature: "postgres",
-            }),
+            Self::Postgres(url) => {
+                let _ = limit;
+                Err(OpenStoreError::Unsupported {
+                    url: redact(url),
+                    feature: "postgres",
+                })
+            }
         }
     }
 }

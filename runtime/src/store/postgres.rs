@@ -64,6 +64,12 @@ pub struct PostgresConfig {
     pub connect_timeout: Duration,
     /// How long an operation waits for a free pooled connection.
     pub wait_timeout: Duration,
+    /// How long one store operation may take in all, waiting for locks included: the
+    /// server's `statement_timeout` and `lock_timeout` for each of its statements (unless the
+    /// URL's `options` set them), and a bound on the whole operation here, so that a lock held
+    /// elsewhere (by a process the network cut off, which keeps it until TCP notices) or a
+    /// server that stopped answering is a [`StoreError`] in bounded time, never a hang.
+    pub operation_timeout: Duration,
 }
 
 impl Default for PostgresConfig {
@@ -72,6 +78,7 @@ impl Default for PostgresConfig {
             pool_size: 8,
             connect_timeout: Duration::from_secs(5),
             wait_timeout: Duration::from_secs(30),
+            operation_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -94,12 +101,41 @@ impl PostgresConfig {
         self.wait_timeout = timeout;
         self
     }
+
+    /// Sets how long one operation may take ([`operation_timeout`](Self::operation_timeout));
+    /// at least a millisecond.
+    pub fn with_operation_timeout(mut self, timeout: Duration) -> Self {
+        self.operation_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
 }
+
+/// `op`, or [`StoreError::Timeout`] once `limit` has passed (the operation is dropped: its
+/// transaction, if any, is rolled back when the server sees the connection again or ends it).
+async fn bounded<T>(
+    limit: Duration,
+    thread_id: Option<&str>,
+    op: impl std::future::Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    tokio::time::timeout(limit, op).await.unwrap_or_else(|_| {
+        Err(StoreError::Timeout {
+            thread_id: thread_id.map(str::to_owned),
+            after: limit,
+        })
+    })
+}
+
+/// What this side adds to [`PostgresConfig::operation_timeout`] before it gives up on an
+/// operation itself, so that the server's own statement or lock timeout, which says more,
+/// usually comes first.
+const CLIENT_GRACE: Duration = Duration::from_secs(1);
 
 /// Threads in a PostgreSQL database (in the first schema of the connection's `search_path`).
 #[derive(Clone)]
 pub struct PostgresStore {
     pool: Pool,
+    /// The bound on one operation, this side's grace included.
+    limit: Duration,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -436,6 +472,14 @@ impl PostgresStore {
         if pg.get_application_name().is_none() {
             pg.application_name("motet");
         }
+        // Each statement's (and each lock wait's) bound is the server's to enforce too; the
+        // URL's own `options` come after these, so a setting there wins.
+        let ms = config.operation_timeout.as_millis().max(1);
+        let options = format!(
+            "-c statement_timeout={ms} -c lock_timeout={ms} {}",
+            pg.get_options().unwrap_or_default()
+        );
+        pg.options(options.trim_end());
         let pool = Pool::builder(Manager::new(pg, NoTls))
             .max_size(config.pool_size.max(1))
             .wait_timeout(Some(config.wait_timeout))
@@ -444,9 +488,13 @@ impl PostgresStore {
             .runtime(Runtime::Tokio1)
             .build()
             .map_err(server_err)?;
-        let mut client = pool.get().await.map_err(server_err)?;
-        migrate(&mut client).await?;
-        Ok(Self { pool })
+        let limit = config.operation_timeout.saturating_add(CLIENT_GRACE);
+        let open = async {
+            let mut client = pool.get().await.map_err(server_err)?;
+            migrate(&mut client).await
+        };
+        bounded(limit, None, open).await?;
+        Ok(Self { pool, limit })
     }
 
     /// A pooled connection, for an operation on one thread.
@@ -462,22 +510,25 @@ impl PostgresStore {
         state: Option<&str>,
         epoch: Option<u64>,
     ) -> Result<u64, StoreError> {
-        let (encoded, totals) = encode_entries(thread_id, entries, expected_rev)?;
-        let err = thread_err(thread_id);
-        let mut client = self.client(thread_id).await?;
-        let tx = client.transaction().await.map_err(&err)?;
-        let rev = append_in(
-            &tx,
-            thread_id,
-            &encoded,
-            &totals,
-            expected_rev,
-            state,
-            epoch,
-        )
-        .await?;
-        tx.commit().await.map_err(&err)?;
-        Ok(rev)
+        bounded(self.limit, Some(thread_id), async {
+            let (encoded, totals) = encode_entries(thread_id, entries, expected_rev)?;
+            let err = thread_err(thread_id);
+            let mut client = self.client(thread_id).await?;
+            let tx = client.transaction().await.map_err(&err)?;
+            let rev = append_in(
+                &tx,
+                thread_id,
+                &encoded,
+                &totals,
+                expected_rev,
+                state,
+                epoch,
+            )
+            .await?;
+            tx.commit().await.map_err(&err)?;
+            Ok(rev)
+        })
+        .await
     }
 
     /// Reads the optional text `column` of one thread row; [`StoreError::NotFound`] when there
@@ -487,33 +538,39 @@ impl PostgresStore {
         thread_id: &str,
         column: &'static str,
     ) -> Result<Option<String>, StoreError> {
-        let err = thread_err(thread_id);
-        let client = self.client(thread_id).await?;
-        let stmt = client
-            .prepare_cached(&format!("SELECT {column} FROM threads WHERE id = $1"))
-            .await
-            .map_err(&err)?;
-        match client.query_opt(&stmt, &[&thread_id]).await.map_err(&err)? {
-            Some(row) => get_text(thread_id, &row, column),
-            None => Err(StoreError::NotFound {
-                thread_id: thread_id.to_owned(),
-            }),
-        }
+        bounded(self.limit, Some(thread_id), async {
+            let err = thread_err(thread_id);
+            let client = self.client(thread_id).await?;
+            let stmt = client
+                .prepare_cached(&format!("SELECT {column} FROM threads WHERE id = $1"))
+                .await
+                .map_err(&err)?;
+            match client.query_opt(&stmt, &[&thread_id]).await.map_err(&err)? {
+                Some(row) => get_text(thread_id, &row, column),
+                None => Err(StoreError::NotFound {
+                    thread_id: thread_id.to_owned(),
+                }),
+            }
+        })
+        .await
     }
 }
 
 impl PostgresStore {
     /// The `epoch` column `sql` returns for the thread (reading or bumping it).
     async fn epoch_by(&self, thread_id: &str, sql: &str) -> Result<u64, StoreError> {
-        let err = thread_err(thread_id);
-        let client = self.client(thread_id).await?;
-        let stmt = client.prepare_cached(sql).await.map_err(&err)?;
-        match client.query_opt(&stmt, &[&thread_id]).await.map_err(&err)? {
-            Some(row) => get_u64(thread_id, &row, "epoch"),
-            None => Err(StoreError::NotFound {
-                thread_id: thread_id.to_owned(),
-            }),
-        }
+        bounded(self.limit, Some(thread_id), async {
+            let err = thread_err(thread_id);
+            let client = self.client(thread_id).await?;
+            let stmt = client.prepare_cached(sql).await.map_err(&err)?;
+            match client.query_opt(&stmt, &[&thread_id]).await.map_err(&err)? {
+                Some(row) => get_u64(thread_id, &row, "epoch"),
+                None => Err(StoreError::NotFound {
+                    thread_id: thread_id.to_owned(),
+                }),
+            }
+        })
+        .await
     }
 }
 
@@ -545,9 +602,12 @@ impl ThreadStore for PostgresStore {
     }
 
     async fn create(&self, header: &ThreadHeader) -> Result<(), StoreError> {
-        let row = NewThreadRow::of(header)?;
-        let client = self.client(&row.id).await?;
-        insert_thread(&client, &row, None).await
+        bounded(self.limit, Some(header.id.as_str()), async {
+            let row = NewThreadRow::of(header)?;
+            let client = self.client(&row.id).await?;
+            insert_thread(&client, &row, None).await
+        })
+        .await
     }
 
     async fn create_with(
@@ -556,94 +616,103 @@ impl ThreadStore for PostgresStore {
         meta: Option<&ThreadMeta>,
         entries: &[Arc<Entry>],
     ) -> Result<u64, StoreError> {
-        let row = NewThreadRow::of(header)?;
-        let meta = meta.map(|m| encode_json(&row.id, m)).transpose()?;
-        let (encoded, totals) = encode_entries(&row.id, entries, 0)?;
-        let err = thread_err(&row.id);
-        let mut client = self.client(&row.id).await?;
-        let tx = client.transaction().await.map_err(&err)?;
-        insert_thread(&tx, &row, meta.as_deref()).await?;
-        let rev = append_in(&tx, &row.id, &encoded, &totals, 0, None, None).await?;
-        tx.commit().await.map_err(&err)?;
-        Ok(rev)
+        bounded(self.limit, Some(header.id.as_str()), async {
+            let row = NewThreadRow::of(header)?;
+            let meta = meta.map(|m| encode_json(&row.id, m)).transpose()?;
+            let (encoded, totals) = encode_entries(&row.id, entries, 0)?;
+            let err = thread_err(&row.id);
+            let mut client = self.client(&row.id).await?;
+            let tx = client.transaction().await.map_err(&err)?;
+            insert_thread(&tx, &row, meta.as_deref()).await?;
+            let rev = append_in(&tx, &row.id, &encoded, &totals, 0, None, None).await?;
+            tx.commit().await.map_err(&err)?;
+            Ok(rev)
+        })
+        .await
     }
 
     async fn load(&self, thread_id: &str) -> Result<Option<Thread>, StoreError> {
-        let err = thread_err(thread_id);
-        let mut client = self.client(thread_id).await?;
-        // One snapshot: the thread row and its entries agree.
-        let tx = client
-            .build_transaction()
-            .isolation_level(IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .await
-            .map_err(&err)?;
-        let head = tx
-            .prepare_cached(&format!(
-                "SELECT {SUMMARY_COLUMNS} FROM threads WHERE id = $1"
-            ))
-            .await
-            .map_err(&err)?;
-        let Some(row) = tx.query_opt(&head, &[&thread_id]).await.map_err(&err)? else {
-            return Ok(None);
-        };
-        let body = tx
-            .prepare_cached("SELECT seq, body FROM entries WHERE thread_id = $1 ORDER BY seq")
-            .await
-            .map_err(&err)?;
-        let rows = tx.query(&body, &[&thread_id]).await.map_err(&err)?;
-        tx.commit().await.map_err(&err)?;
-        drop(client);
-        let summary = decode_summary(&row)?;
-        let entries = entry_rows(thread_id, &rows)?;
-        let head = StoredHead {
-            id: &summary.id,
-            rev: summary.rev,
-            created_at: summary.created_at,
-            updated_at: summary.updated_at,
-            metadata: &summary.metadata,
-            parent: summary.parent.as_ref(),
-        };
-        assemble_thread(&head, &entries).map(Some)
+        bounded(self.limit, Some(thread_id), async {
+            let err = thread_err(thread_id);
+            let mut client = self.client(thread_id).await?;
+            // One snapshot: the thread row and its entries agree.
+            let tx = client
+                .build_transaction()
+                .isolation_level(IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()
+                .await
+                .map_err(&err)?;
+            let head = tx
+                .prepare_cached(&format!(
+                    "SELECT {SUMMARY_COLUMNS} FROM threads WHERE id = $1"
+                ))
+                .await
+                .map_err(&err)?;
+            let Some(row) = tx.query_opt(&head, &[&thread_id]).await.map_err(&err)? else {
+                return Ok(None);
+            };
+            let body = tx
+                .prepare_cached("SELECT seq, body FROM entries WHERE thread_id = $1 ORDER BY seq")
+                .await
+                .map_err(&err)?;
+            let rows = tx.query(&body, &[&thread_id]).await.map_err(&err)?;
+            tx.commit().await.map_err(&err)?;
+            drop(client);
+            let summary = decode_summary(&row)?;
+            let entries = entry_rows(thread_id, &rows)?;
+            let head = StoredHead {
+                id: &summary.id,
+                rev: summary.rev,
+                created_at: summary.created_at,
+                updated_at: summary.updated_at,
+                metadata: &summary.metadata,
+                parent: summary.parent.as_ref(),
+            };
+            assemble_thread(&head, &entries).map(Some)
+        })
+        .await
     }
 
     async fn load_after(&self, thread_id: &str, rev: u64) -> Result<Vec<Arc<Entry>>, StoreError> {
-        let err = thread_err(thread_id);
-        let from = to_db(thread_id, "rev", rev)?;
-        let client = self.client(thread_id).await?;
-        // One statement, so one snapshot: the thread's existence and its committed entries.
-        let stmt = client
-            .prepare_cached(
-                "SELECT e.seq, e.body FROM threads t \
-                 LEFT JOIN entries e ON e.thread_id = t.id AND e.seq >= $2 AND e.seq < t.rev \
-                 WHERE t.id = $1 ORDER BY e.seq",
-            )
-            .await
-            .map_err(&err)?;
-        let rows = client
-            .query(&stmt, &[&thread_id, &from])
-            .await
-            .map_err(&err)?;
-        drop(client);
-        if rows.is_empty() {
-            return Err(StoreError::NotFound {
-                thread_id: thread_id.to_owned(),
-            });
-        }
-        let mut pairs = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let seq: Option<i64> = row
-                .try_get("seq")
-                .map_err(|e| corrupt(thread_id, "seq", e))?;
-            if seq.is_some() {
-                pairs.push((
-                    get_u64(thread_id, row, "seq")?,
-                    get_text(thread_id, row, "body")?,
-                ));
+        bounded(self.limit, Some(thread_id), async {
+            let err = thread_err(thread_id);
+            let from = to_db(thread_id, "rev", rev)?;
+            let client = self.client(thread_id).await?;
+            // One statement, so one snapshot: the thread's existence and its committed entries.
+            let stmt = client
+                .prepare_cached(
+                    "SELECT e.seq, e.body FROM threads t \
+                     LEFT JOIN entries e ON e.thread_id = t.id AND e.seq >= $2 AND e.seq < t.rev \
+                     WHERE t.id = $1 ORDER BY e.seq",
+                )
+                .await
+                .map_err(&err)?;
+            let rows = client
+                .query(&stmt, &[&thread_id, &from])
+                .await
+                .map_err(&err)?;
+            drop(client);
+            if rows.is_empty() {
+                return Err(StoreError::NotFound {
+                    thread_id: thread_id.to_owned(),
+                });
             }
-        }
-        decode_entries(thread_id, &pairs)
+            let mut pairs = Vec::with_capacity(rows.len());
+            for row in &rows {
+                let seq: Option<i64> = row
+                    .try_get("seq")
+                    .map_err(|e| corrupt(thread_id, "seq", e))?;
+                if seq.is_some() {
+                    pairs.push((
+                        get_u64(thread_id, row, "seq")?,
+                        get_text(thread_id, row, "body")?,
+                    ));
+                }
+            }
+            decode_entries(thread_id, &pairs)
+        })
+        .await
     }
 
     async fn append(
@@ -672,66 +741,78 @@ impl ThreadStore for PostgresStore {
     }
 
     async fn summary(&self, thread_id: &str) -> Result<Option<ThreadSummary>, StoreError> {
-        let err = thread_err(thread_id);
-        let client = self.client(thread_id).await?;
-        let stmt = client
-            .prepare_cached(&format!(
-                "SELECT {SUMMARY_COLUMNS} FROM threads WHERE id = $1"
-            ))
-            .await
-            .map_err(&err)?;
-        let row = client.query_opt(&stmt, &[&thread_id]).await.map_err(&err)?;
-        row.as_ref().map(decode_summary).transpose()
+        bounded(self.limit, Some(thread_id), async {
+            let err = thread_err(thread_id);
+            let client = self.client(thread_id).await?;
+            let stmt = client
+                .prepare_cached(&format!(
+                    "SELECT {SUMMARY_COLUMNS} FROM threads WHERE id = $1"
+                ))
+                .await
+                .map_err(&err)?;
+            let row = client.query_opt(&stmt, &[&thread_id]).await.map_err(&err)?;
+            row.as_ref().map(decode_summary).transpose()
+        })
+        .await
     }
 
     async fn list(&self) -> Result<Vec<ThreadSummary>, StoreError> {
-        let client = self.pool.get().await.map_err(server_err)?;
-        let stmt = client
-            .prepare_cached(&format!(
-                "SELECT {SUMMARY_COLUMNS} FROM threads ORDER BY created_at, ord"
-            ))
-            .await
-            .map_err(server_err)?;
-        let rows = client.query(&stmt, &[]).await.map_err(server_err)?;
-        drop(client);
-        rows.iter().map(decode_summary).collect()
+        bounded(self.limit, None, async {
+            let client = self.pool.get().await.map_err(server_err)?;
+            let stmt = client
+                .prepare_cached(&format!(
+                    "SELECT {SUMMARY_COLUMNS} FROM threads ORDER BY created_at, ord"
+                ))
+                .await
+                .map_err(server_err)?;
+            let rows = client.query(&stmt, &[]).await.map_err(server_err)?;
+            drop(client);
+            rows.iter().map(decode_summary).collect()
+        })
+        .await
     }
 
     async fn delete(&self, thread_id: &str) -> Result<bool, StoreError> {
-        let err = thread_err(thread_id);
-        let mut client = self.client(thread_id).await?;
-        let tx = client.transaction().await.map_err(&err)?;
-        // The thread row first: that waits for an append holding its lock, so the entries
-        // deleted next include everything that append committed.
-        let deleted = tx
-            .execute("DELETE FROM threads WHERE id = $1", &[&thread_id])
-            .await
-            .map_err(&err)?;
-        tx.execute("DELETE FROM entries WHERE thread_id = $1", &[&thread_id])
-            .await
-            .map_err(&err)?;
-        tx.commit().await.map_err(&err)?;
-        Ok(deleted > 0)
+        bounded(self.limit, Some(thread_id), async {
+            let err = thread_err(thread_id);
+            let mut client = self.client(thread_id).await?;
+            let tx = client.transaction().await.map_err(&err)?;
+            // The thread row first: that waits for an append holding its lock, so the entries
+            // deleted next include everything that append committed.
+            let deleted = tx
+                .execute("DELETE FROM threads WHERE id = $1", &[&thread_id])
+                .await
+                .map_err(&err)?;
+            tx.execute("DELETE FROM entries WHERE thread_id = $1", &[&thread_id])
+                .await
+                .map_err(&err)?;
+            tx.commit().await.map_err(&err)?;
+            Ok(deleted > 0)
+        })
+        .await
     }
 
     async fn put_meta(&self, thread_id: &str, meta: &ThreadMeta) -> Result<(), StoreError> {
-        let json = encode_json(thread_id, meta)?;
-        let err = thread_err(thread_id);
-        let client = self.client(thread_id).await?;
-        let stmt = client
-            .prepare_cached("UPDATE threads SET meta = $2 WHERE id = $1")
-            .await
-            .map_err(&err)?;
-        let updated = client
-            .execute(&stmt, &[&thread_id, &json])
-            .await
-            .map_err(&err)?;
-        if updated == 0 {
-            return Err(StoreError::NotFound {
-                thread_id: thread_id.to_owned(),
-            });
-        }
-        Ok(())
+        bounded(self.limit, Some(thread_id), async {
+            let json = encode_json(thread_id, meta)?;
+            let err = thread_err(thread_id);
+            let client = self.client(thread_id).await?;
+            let stmt = client
+                .prepare_cached("UPDATE threads SET meta = $2 WHERE id = $1")
+                .await
+                .map_err(&err)?;
+            let updated = client
+                .execute(&stmt, &[&thread_id, &json])
+                .await
+                .map_err(&err)?;
+            if updated == 0 {
+                return Err(StoreError::NotFound {
+                    thread_id: thread_id.to_owned(),
+                });
+            }
+            Ok(())
+        })
+        .await
     }
 
     async fn get_meta(&self, thread_id: &str) -> Result<Option<ThreadMeta>, StoreError> {
