@@ -7,22 +7,36 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig, Implementation};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientConfig, Implementation, PaginatedRequestParams,
+};
 use rmcp::service::{
     ClientInitializeError, NotificationContext, Peer, RoleClient, RunningService, ServiceError,
     serve_client,
 };
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClientTransportConfig, StreamableHttpError,
+};
+use rmcp::transport::{DynamicTransportError, StreamableHttpClientTransport};
 use rmcp::{ClientHandler, model};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::McpError;
 use crate::config::{HttpServer, McpServerConfig, McpTransport, StdioServer, expand_env};
+use crate::guard::{Fault, FaultSlot, GuardedReader, MAX_ANSWER_DEPTH};
 use crate::naming::motet_name;
+use crate::redact::Secrets;
 use crate::tool::McpTool;
+use crate::{McpError, ToolListProblem};
+
+/// A stdio server's transport: its stdout (guarded) and stdin.
+type StdioTransport = AsyncRwTransport<
+    RoleClient,
+    GuardedReader<tokio::process::ChildStdout>,
+    tokio::process::ChildStdin,
+>;
 
 /// How many of the stdio server's last stderr lines an error message quotes.
 const STDERR_LINES: usize = 8;
@@ -55,6 +69,8 @@ struct Inner {
     /// The generation of a connection on which a call was abandoned (dropped unfinished,
     /// e.g. by the tool set's time limit); 0 when none. The next request pings it first.
     suspect: AtomicU64,
+    /// The configuration's secret values, kept out of every error text and log line.
+    secrets: Secrets,
 }
 
 /// Marks the connection suspect when a call is dropped before it finished.
@@ -87,8 +103,24 @@ struct Conn {
 
 struct Live {
     service: RunningService<RoleClient, Handler>,
-    pid: Option<u32>,
+    /// The stdio server's process, killed when dropped.
+    child: Option<tokio::process::Child>,
+    diagnostics: Diagnostics,
+}
+
+/// What explains a connection's end: the stdio server's last stderr lines, and the answer
+/// its output was cut off at (see [`GuardedReader`]).
+#[derive(Clone, Default)]
+struct Diagnostics {
     stderr: StderrTail,
+    fault: FaultSlot,
+}
+
+/// The live connection as one request uses it.
+struct Session {
+    peer: Peer<RoleClient>,
+    generation: u64,
+    diagnostics: Diagnostics,
 }
 
 impl Live {
@@ -136,7 +168,8 @@ impl ClientHandler for Handler {
     }
 }
 
-/// The last lines a stdio server wrote to stderr (they explain most failed starts).
+/// The last lines a stdio server wrote to stderr (they explain most failed starts), with the
+/// configured secrets redacted.
 #[derive(Clone, Default)]
 struct StderrTail(Arc<Mutex<VecDeque<String>>>);
 
@@ -148,11 +181,13 @@ impl StderrTail {
         }
     }
 
-    fn follow(&self, server: String, stderr: tokio::process::ChildStderr) {
+    fn follow(&self, server: String, stderr: tokio::process::ChildStderr, secrets: Secrets) {
         let tail = self.clone();
         tokio::spawn(async move {
             let mut lines = tokio::io::BufReader::new(stderr).lines();
             while let Ok(Some(line)) = lines.next_line().await {
+                // A traceback may print a token or the environment.
+                let line = secrets.redact(&line);
                 tracing::debug!(server = %server, "mcp server stderr: {line}");
                 if let Ok(mut kept) = tail.0.lock() {
                     if kept.len() == STDERR_LINES {
@@ -173,6 +208,12 @@ impl McpClient {
     /// Every [`McpError`] of starting, initializing or listing.
     pub async fn connect(config: McpServerConfig) -> Result<Self, McpError> {
         config.validate()?;
+        let secrets = Secrets::default();
+        if let McpTransport::Stdio(stdio) = config.transport() {
+            for (_, value) in &stdio.env {
+                secrets.add(value);
+            }
+        }
         let client = Self {
             inner: Arc::new(Inner {
                 config,
@@ -181,6 +222,7 @@ impl McpClient {
                 stale: Arc::new(AtomicBool::new(true)),
                 changes: Arc::new(watch::channel(0).0),
                 suspect: AtomicU64::new(0),
+                secrets,
             }),
         };
         client.refresh_tools().await?;
@@ -225,16 +267,23 @@ impl McpClient {
     /// # Errors
     /// Every [`McpError`] of reaching the server and of the `tools/list` request.
     pub async fn refresh_tools(&self) -> Result<(), McpError> {
-        let (peer, generation) = self.peer().await?;
+        let session = self.peer().await?;
         // Cleared before listing: a change announced while the list is in flight marks it
         // stale again, so it is not lost.
         self.inner.stale.store(false, Ordering::Release);
         let limit = self.inner.config.connect_timeout();
-        let listed = match tokio::time::timeout(limit, peer.list_all_tools()).await {
+        let listed = match tokio::time::timeout(limit, self.list_all_tools(&session.peer)).await {
             Ok(Ok(tools)) => tools,
-            Ok(Err(error)) => {
+            Ok(Err(Listing::Failed(error))) => {
                 self.inner.stale.store(true, Ordering::Release);
-                return Err(self.failed(error, generation).await);
+                return Err(self.failed(error, &session).await);
+            }
+            Ok(Err(Listing::Refused(problem))) => {
+                self.inner.stale.store(true, Ordering::Release);
+                return Err(McpError::ToolList {
+                    server: self.name().to_owned(),
+                    problem,
+                });
             }
             Err(_) => {
                 self.inner.stale.store(true, Ordering::Release);
@@ -244,7 +293,11 @@ impl McpClient {
                 });
             }
         };
-        let catalog = build_catalog(&self.inner.config, listed);
+        let mut catalog = build_catalog(&self.inner.config, listed);
+        catalog.refused = std::mem::take(&mut catalog.refused)
+            .into_iter()
+            .map(|refused| self.inner.secrets.redact_error(refused))
+            .collect();
         for refused in &catalog.refused {
             tracing::warn!(server = %self.name(), "{refused}");
         }
@@ -253,6 +306,41 @@ impl McpClient {
             Err(poisoned) => *poisoned.into_inner() = catalog,
         }
         Ok(())
+    }
+
+    /// Every page of `tools/list`, within the configured page and tool limits, refusing a
+    /// cursor already followed (a server whose cursor loops or never ends would otherwise
+    /// be listed until memory runs out).
+    async fn list_all_tools(&self, peer: &Peer<RoleClient>) -> Result<Vec<model::Tool>, Listing> {
+        let config = &self.inner.config;
+        let mut tools = Vec::new();
+        let mut followed = std::collections::HashSet::new();
+        let mut cursor = None;
+        for page in 1..=config.max_tool_pages() {
+            let params = PaginatedRequestParams::default().with_cursor(cursor);
+            let listed = peer.list_tools(Some(params)).await?;
+            if tools.len() + listed.tools.len() > config.max_tools() {
+                return Err(Listing::Refused(ToolListProblem::TooManyTools {
+                    limit: config.max_tools(),
+                }));
+            }
+            tools.extend(listed.tools);
+            match listed.next_cursor {
+                None => return Ok(tools),
+                Some(next) if !followed.insert(next.clone()) => {
+                    return Err(Listing::Refused(ToolListProblem::RepeatedCursor { page }));
+                }
+                Some(next) => cursor = Some(next),
+            }
+        }
+        Err(Listing::Refused(ToolListProblem::TooManyPages {
+            limit: config.max_tool_pages(),
+        }))
+    }
+
+    /// `text` with the configuration's secret values replaced by `[redacted]`.
+    pub(crate) fn redact(&self, text: &str) -> String {
+        self.inner.secrets.redact(text)
     }
 
     /// A receiver whose value changes each time the server announces a new tool list: an
@@ -274,18 +362,18 @@ impl McpClient {
         name: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
     ) -> Result<CallToolResult, McpError> {
-        let (peer, generation) = self.checked_peer().await?;
+        let session = self.checked_peer().await?;
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
         let mut guard = Abandoned {
             inner: &self.inner,
-            generation,
+            generation: session.generation,
             finished: false,
         };
-        let result = peer.call_tool(params).await;
+        let result = session.peer.call_tool(params).await;
         guard.finished = true;
         match result {
             Ok(result) => Ok(result),
-            Err(error) => Err(self.failed(error, generation).await),
+            Err(error) => Err(self.failed(error, &session).await),
         }
     }
 
@@ -293,7 +381,12 @@ impl McpClient {
     /// tests; `None` for HTTP servers and between restarts).
     pub async fn server_pid(&self) -> Option<u32> {
         let conn = self.inner.conn.lock().await;
-        conn.live.as_ref().filter(|live| live.is_up())?.pid
+        conn.live
+            .as_ref()
+            .filter(|live| live.is_up())?
+            .child
+            .as_ref()?
+            .id()
     }
 
     /// Closes the connection (a stdio server is stopped). A later request starts it again.
@@ -315,12 +408,15 @@ impl McpClient {
     /// connection whose calls hang (an HTTP session the server forgot, a server stuck on
     /// stdin) is replaced rather than wedging every later call. A server that is merely busy
     /// with the abandoned call still answers the ping.
-    async fn checked_peer(&self) -> Result<(Peer<RoleClient>, u64), McpError> {
-        let (peer, generation) = self.peer().await?;
+    async fn checked_peer(&self) -> Result<Session, McpError> {
+        let session = self.peer().await?;
+        let generation = session.generation;
         if self.inner.suspect.load(Ordering::Acquire) != generation {
-            return Ok((peer, generation));
+            return Ok(session);
         }
-        let ping = peer.send_request(model::ClientRequest::PingRequest(Default::default()));
+        let ping = session
+            .peer
+            .send_request(model::ClientRequest::PingRequest(Default::default()));
         match tokio::time::timeout(HEALTH_CHECK_TIMEOUT, ping).await {
             // Any answer, even an error (a server that does not implement ping), shows that
             // the connection carries requests and answers.
@@ -331,11 +427,11 @@ impl McpClient {
                     Ordering::AcqRel,
                     Ordering::Acquire,
                 );
-                Ok((peer, generation))
+                Ok(session)
             }
             failed => {
                 let why = match failed {
-                    Ok(Err(error)) => error.to_string(),
+                    Ok(Err(error)) => self.service_error(error, &session).to_string(),
                     _ => format!("no answer to ping within {HEALTH_CHECK_TIMEOUT:?}"),
                 };
                 tracing::info!(server = %self.name(), "a call was abandoned and {why}; reconnecting");
@@ -356,11 +452,15 @@ impl McpClient {
 
     /// The live connection's peer and generation, starting the server first when there is
     /// none.
-    async fn peer(&self) -> Result<(Peer<RoleClient>, u64), McpError> {
+    async fn peer(&self) -> Result<Session, McpError> {
         let mut conn = self.inner.conn.lock().await;
         if let Some(live) = &conn.live {
             if live.is_up() {
-                return Ok((live.service.peer().clone(), conn.generation));
+                return Ok(Session {
+                    peer: live.service.peer().clone(),
+                    generation: conn.generation,
+                    diagnostics: live.diagnostics.clone(),
+                });
             }
             tracing::info!(server = %self.name(), "mcp server connection lost; restarting");
             // Dropping the service stops what is left of it (a stdio child is killed).
@@ -383,6 +483,7 @@ impl McpClient {
         match self.start().await {
             Ok(live) => {
                 let peer = live.service.peer().clone();
+                let diagnostics = live.diagnostics.clone();
                 conn.live = Some(live);
                 conn.generation += 1;
                 conn.failures = 0;
@@ -390,9 +491,14 @@ impl McpClient {
                 conn.last_error = None;
                 // A restarted server may offer other tools.
                 self.inner.stale.store(true, Ordering::Release);
-                Ok((peer, conn.generation))
+                Ok(Session {
+                    peer,
+                    generation: conn.generation,
+                    diagnostics,
+                })
             }
             Err(error) => {
+                let error = self.inner.secrets.redact_error(error);
                 conn.failures = conn.failures.saturating_add(1);
                 let wait = self.inner.config.backoff(conn.failures);
                 conn.retry_at = Some(Instant::now() + wait);
@@ -412,63 +518,102 @@ impl McpClient {
             changes: Arc::clone(&self.inner.changes),
         };
         let limit = config.connect_timeout();
-        let (initialized, pid, stderr) = match config.transport() {
+        let diagnostics = Diagnostics::default();
+        let (initialized, child) = match config.transport() {
             McpTransport::Stdio(stdio) => {
-                let (transport, pid, stderr) = self.spawn(stdio)?;
+                let (transport, child) = self.spawn(stdio, &diagnostics)?;
                 let initialized =
                     tokio::time::timeout(limit, serve_client(handler, transport)).await;
-                (initialized, pid, stderr)
+                (initialized, Some(child))
             }
             McpTransport::Http(http) => {
                 let transport = self.http_transport(http)?;
                 let initialized =
                     tokio::time::timeout(limit, serve_client(handler, transport)).await;
-                (initialized, None, StderrTail::default())
+                (initialized, None)
             }
         };
         match initialized {
             Ok(Ok(service)) => Ok(Live {
                 service,
-                pid,
-                stderr,
+                child,
+                diagnostics,
             }),
-            Ok(Err(error)) => Err(McpError::Initialize {
-                server: config.name().to_owned(),
-                message: init_message(&error),
-                stderr: settle_stderr(&stderr).await,
-            }),
+            Ok(Err(error)) => Err(self.init_error(&error, &diagnostics).await),
             Err(_) => Err(McpError::ConnectTimeout {
                 server: config.name().to_owned(),
                 after: limit,
-                stderr: stderr.text(),
+                stderr: diagnostics.stderr.text(),
             }),
         }
     }
 
+    /// A failed handshake as an [`McpError`]: an answer too long or too deep to read, an HTTP
+    /// body over the limit, or the handshake's own failure with the stderr tail.
+    async fn init_error(
+        &self,
+        error: &ClientInitializeError,
+        diagnostics: &Diagnostics,
+    ) -> McpError {
+        let server = self.name().to_owned();
+        if let Some(fault) = diagnostics.fault.get() {
+            return fault_error(server, fault);
+        }
+        if let ClientInitializeError::TransportError { error, .. } = error
+            && let Some(limit) = body_too_large(error)
+        {
+            return McpError::AnswerTooLarge { server, limit };
+        }
+        McpError::Initialize {
+            server,
+            message: init_message(error),
+            stderr: settle_stderr(&diagnostics.stderr).await,
+        }
+    }
+
+    /// Starts the stdio server, its stdout read through a [`GuardedReader`] that records in
+    /// `diagnostics` why it cut the output off, and its stderr followed there.
     fn spawn(
         &self,
         stdio: &StdioServer,
-    ) -> Result<(TokioChildProcess, Option<u32>, StderrTail), McpError> {
+        diagnostics: &Diagnostics,
+    ) -> Result<(StdioTransport, tokio::process::Child), McpError> {
         let mut command = tokio::process::Command::new(&stdio.command);
         command.args(&stdio.args);
         command.envs(stdio.env.iter().map(|(k, v)| (k, v)));
         if let Some(cwd) = &stdio.cwd {
             command.current_dir(cwd);
         }
-        let spawned = TokioChildProcess::builder(command)
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .spawn();
-        let (process, stderr) = spawned.map_err(|error| McpError::Spawn {
+            .kill_on_drop(true);
+        let spawn_error = |message: String| McpError::Spawn {
             server: self.name().to_owned(),
             command: stdio.command.clone(),
-            message: error.to_string(),
-        })?;
-        let tail = StderrTail::default();
-        if let Some(stderr) = stderr {
-            tail.follow(self.name().to_owned(), stderr);
+            message,
+        };
+        let mut child = command
+            .spawn()
+            .map_err(|error| spawn_error(error.to_string()))?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(spawn_error(
+                "its stdin and stdout could not be piped".into(),
+            ));
+        };
+        if let Some(stderr) = child.stderr.take() {
+            diagnostics
+                .stderr
+                .follow(self.name().to_owned(), stderr, self.inner.secrets.clone());
         }
-        let pid = process.id();
-        Ok((process, pid, tail))
+        let limit = self.inner.config.max_answer_bytes();
+        let stdout = GuardedReader::new(stdout, limit, diagnostics.fault.clone());
+        // The guard cuts a long line off first; the SDK's own limit (a line is dropped and
+        // the connection kept) must not be the shorter one. Room for `\r\n`.
+        let transport = AsyncRwTransport::new_client(stdout, stdin)
+            .with_max_line_length(limit.saturating_add(2));
+        Ok((transport, child))
     }
 
     fn http_transport(
@@ -478,14 +623,23 @@ impl McpClient {
         use reqwest::header::{HeaderName, HeaderValue};
         let server = self.name();
         let mut headers = HashMap::with_capacity(http.headers.len());
+        let secrets = &self.inner.secrets;
         for (name, template) in &http.headers {
-            let value = expand_env(template, |var| std::env::var(var).ok()).map_err(|var| {
-                McpError::MissingEnv {
-                    server: server.to_owned(),
-                    header: name.clone(),
-                    var,
+            let lookup = |var: &str| {
+                let value = std::env::var(var).ok();
+                if let Some(value) = &value {
+                    secrets.add(value);
                 }
+                value
+            };
+            let value = expand_env(template, lookup).map_err(|var| McpError::MissingEnv {
+                server: server.to_owned(),
+                header: name.clone(),
+                var,
             })?;
+            // Every configured header value is treated as a secret: the SDK's HTTP errors
+            // quote the body of the answer, and a server may echo the request's headers.
+            secrets.add(&value);
             let invalid = |message: String| McpError::InvalidHeader {
                 server: server.to_owned(),
                 header: name.clone(),
@@ -498,40 +652,69 @@ impl McpClient {
             value.set_sensitive(true);
             headers.insert(header, value);
         }
+        let limit = self.inner.config.max_answer_bytes();
         let transport_config = StreamableHttpClientTransportConfig::with_uri(http.url.as_str())
-            .custom_headers(headers);
+            .custom_headers(headers)
+            .max_json_response_size(limit)
+            .max_sse_event_size(limit);
         Ok(StreamableHttpClientTransport::from_config(transport_config))
     }
 
     /// A failed request as an [`McpError`]. A connection that broke (closed, or its transport
     /// failed) is retired so the next request makes a new one: an HTTP server that restarted
     /// does not know the old session, and requests on it would wait forever.
-    async fn failed(&self, error: ServiceError, generation: u64) -> McpError {
-        let error = self.service_error(error).await;
-        if matches!(error, McpError::Closed { .. } | McpError::Transport { .. }) {
+    /// Its texts are redacted ([`Secrets`]).
+    async fn failed(&self, error: ServiceError, session: &Session) -> McpError {
+        let error = match error {
+            ServiceError::TransportClosed => {
+                let server = self.name().to_owned();
+                match session.diagnostics.fault.get() {
+                    Some(fault) => fault_error(server, fault),
+                    None => McpError::Closed {
+                        server,
+                        stderr: settle_stderr(&session.diagnostics.stderr).await,
+                    },
+                }
+            }
+            other => self.service_error(other, session),
+        };
+        let error = self.inner.secrets.redact_error(error);
+        if matches!(
+            error,
+            McpError::Closed { .. }
+                | McpError::Transport { .. }
+                | McpError::AnswerTooLarge { .. }
+                | McpError::AnswerTooDeep { .. }
+        ) {
             tracing::info!(server = %self.name(), "{error}; the next request reconnects");
-            self.retire(generation).await;
+            self.retire(session.generation).await;
         }
         error
     }
 
-    /// A failed request as an [`McpError`], with the stdio server's stderr when the
-    /// connection is gone.
-    async fn service_error(&self, error: ServiceError) -> McpError {
+    /// A failed request as an [`McpError`] (a closed connection is [`failed`](Self::failed)'s:
+    /// it waits for the stderr tail), its texts redacted.
+    fn service_error(&self, error: ServiceError, session: &Session) -> McpError {
         let server = self.name().to_owned();
-        match error {
+        let error = match error {
             ServiceError::McpError(data) => McpError::Server {
                 server,
                 code: data.code.0,
                 message: data.message.into_owned(),
             },
-            ServiceError::TransportClosed => {
-                let stderr = self.stderr_text().await;
-                McpError::Closed { server, stderr }
-            }
-            ServiceError::TransportSend(error) => McpError::Transport {
-                server,
-                message: error.error.to_string(),
+            ServiceError::TransportClosed => match session.diagnostics.fault.get() {
+                Some(fault) => fault_error(server, fault),
+                None => McpError::Closed {
+                    server,
+                    stderr: session.diagnostics.stderr.text(),
+                },
+            },
+            ServiceError::TransportSend(error) => match body_too_large(&error) {
+                Some(limit) => McpError::AnswerTooLarge { server, limit },
+                None => McpError::Transport {
+                    server,
+                    message: error.error.to_string(),
+                },
             },
             ServiceError::UnexpectedResponse => McpError::Protocol {
                 server,
@@ -541,18 +724,44 @@ impl McpClient {
                 server,
                 message: other.to_string(),
             },
-        }
-    }
-
-    async fn stderr_text(&self) -> String {
-        let tail = match self.inner.conn.try_lock() {
-            Ok(conn) => conn.live.as_ref().map(|live| live.stderr.clone()),
-            Err(_) => None,
         };
-        match tail {
-            Some(tail) => settle_stderr(&tail).await,
-            None => String::new(),
-        }
+        self.inner.secrets.redact_error(error)
+    }
+}
+
+/// Why a tool listing stopped.
+enum Listing {
+    /// A request failed.
+    Failed(ServiceError),
+    /// The server's list passed a limit or looped.
+    Refused(ToolListProblem),
+}
+
+impl From<ServiceError> for Listing {
+    fn from(error: ServiceError) -> Self {
+        Self::Failed(error)
+    }
+}
+
+/// The error for an answer the stdio transport cut off.
+fn fault_error(server: String, fault: Fault) -> McpError {
+    match fault {
+        Fault::TooLarge { limit } => McpError::AnswerTooLarge { server, limit },
+        Fault::TooDeep => McpError::AnswerTooDeep {
+            server,
+            limit: MAX_ANSWER_DEPTH,
+        },
+    }
+}
+
+/// The limit an HTTP answer's body passed, when that is why the transport failed.
+fn body_too_large(error: &DynamicTransportError) -> Option<usize> {
+    match error
+        .error
+        .downcast_ref::<StreamableHttpError<reqwest::Error>>()?
+    {
+        StreamableHttpError::ResponseBodyTooLarge { max_size } => Some(*max_size),
+        _ => None,
     }
 }
 

@@ -14,6 +14,17 @@ pub const DEFAULT_BACKOFF_INITIAL: Duration = Duration::from_millis(500);
 /// The longest wait between two failed starts.
 pub const DEFAULT_BACKOFF_MAX: Duration = Duration::from_secs(30);
 
+/// The most `tools/list` pages read in one listing unless configured: a server whose cursor
+/// never ends is stopped there rather than filling memory.
+pub const DEFAULT_MAX_TOOL_PAGES: usize = 100;
+
+/// The most tools one listing may give unless configured.
+pub const DEFAULT_MAX_TOOLS: usize = 1000;
+
+/// The longest single message read from a server unless configured, in bytes: 16 MiB, the
+/// SDK's own line limit (stdio) and JSON body limit (HTTP).
+pub const DEFAULT_MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
+
 /// The longest server name: with its `_` it leaves 32 characters of a motet tool name for the
 /// server's own tool name.
 pub const MAX_SERVER_NAME: usize = 31;
@@ -40,6 +51,9 @@ pub struct McpServerConfig {
     connect_timeout: Duration,
     backoff_initial: Duration,
     backoff_max: Duration,
+    max_tool_pages: usize,
+    max_tools: usize,
+    max_answer_bytes: usize,
 }
 
 /// How the server is reached.
@@ -93,6 +107,9 @@ impl std::fmt::Debug for McpServerConfig {
             .field("transport", &self.transport)
             .field("tool_prefix", &self.tool_prefix)
             .field("connect_timeout", &self.connect_timeout)
+            .field("max_tool_pages", &self.max_tool_pages)
+            .field("max_tools", &self.max_tools)
+            .field("max_answer_bytes", &self.max_answer_bytes)
             .finish()
     }
 }
@@ -107,6 +124,9 @@ impl McpServerConfig {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             backoff_initial: DEFAULT_BACKOFF_INITIAL,
             backoff_max: DEFAULT_BACKOFF_MAX,
+            max_tool_pages: DEFAULT_MAX_TOOL_PAGES,
+            max_tools: DEFAULT_MAX_TOOLS,
+            max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
         }
     }
 
@@ -204,6 +224,43 @@ impl McpServerConfig {
         self.backoff_initial = initial;
         self.backoff_max = max.max(initial);
         self
+    }
+
+    /// The most `tools/list` pages one listing reads (default [`DEFAULT_MAX_TOOL_PAGES`]);
+    /// a server that gives more fails the listing with [`McpError::ToolList`].
+    pub fn with_max_tool_pages(mut self, pages: usize) -> Self {
+        self.max_tool_pages = pages.max(1);
+        self
+    }
+
+    /// The most tools one listing may give (default [`DEFAULT_MAX_TOOLS`]); a server that
+    /// gives more fails the listing with [`McpError::ToolList`].
+    pub fn with_max_tools(mut self, tools: usize) -> Self {
+        self.max_tools = tools;
+        self
+    }
+
+    /// The longest single message read from the server, in bytes (default
+    /// [`DEFAULT_MAX_ANSWER_BYTES`]); a longer one ends the requests waiting on the connection
+    /// at once with [`McpError::AnswerTooLarge`].
+    pub fn with_max_answer_bytes(mut self, bytes: usize) -> Self {
+        self.max_answer_bytes = bytes;
+        self
+    }
+
+    /// The page limit of a tool listing.
+    pub fn max_tool_pages(&self) -> usize {
+        self.max_tool_pages
+    }
+
+    /// The tool limit of a tool listing.
+    pub fn max_tools(&self) -> usize {
+        self.max_tools
+    }
+
+    /// The answer size limit, in bytes.
+    pub fn max_answer_bytes(&self) -> usize {
+        self.max_answer_bytes
     }
 
     /// The server's name (in tool names, errors and spans).

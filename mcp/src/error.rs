@@ -125,6 +125,39 @@ pub enum McpError {
         /// What was wrong with it.
         message: String,
     },
+    /// One message from the server was longer than the answer limit
+    /// ([`McpServerConfig::with_max_answer_bytes`](crate::McpServerConfig::with_max_answer_bytes)).
+    /// It cannot be read, so the requests waiting on the connection end at once with this
+    /// error and the next request reconnects.
+    #[error("mcp server `{server}`: answer larger than {limit} bytes; the connection is dropped")]
+    AnswerTooLarge {
+        /// The server's configured name.
+        server: String,
+        /// The limit, in bytes.
+        limit: usize,
+    },
+    /// One message from the server was nested deeper than [`MAX_ANSWER_DEPTH`](crate::MAX_ANSWER_DEPTH)
+    /// arrays and objects (a result, an error, or a tool schema in `tools/list`). It cannot be
+    /// read, so the requests waiting on the connection end at once with this error and the
+    /// next request reconnects.
+    #[error(
+        "mcp server `{server}`: answer nested deeper than {limit} levels; the connection is dropped"
+    )]
+    AnswerTooDeep {
+        /// The server's configured name.
+        server: String,
+        /// The deepest nesting read.
+        limit: usize,
+    },
+    /// The server's tool list could not be read to its end: too many pages or tools, or a
+    /// cursor that loops.
+    #[error("mcp server `{server}`: tools/list {problem}")]
+    ToolList {
+        /// The server's configured name.
+        server: String,
+        /// What went wrong.
+        problem: ToolListProblem,
+    },
     /// A server tool whose name cannot become a motet tool name.
     #[error("mcp server `{server}`: tool `{tool}` is not offered: {reason}")]
     ToolName {
@@ -152,9 +185,120 @@ impl McpError {
             | Self::Transport { server, .. }
             | Self::Server { server, .. }
             | Self::Protocol { server, .. }
-            | Self::ToolName { server, .. } => server,
+            | Self::ToolName { server, .. }
+            | Self::AnswerTooLarge { server, .. }
+            | Self::AnswerTooDeep { server, .. }
+            | Self::ToolList { server, .. } => server,
         }
     }
+
+    /// The same error with `r` applied to every text the server or its process wrote (or that
+    /// quotes the configuration): messages, stderr tails, the last error of a backoff.
+    pub(crate) fn map_texts(self, r: impl Fn(String) -> String) -> Self {
+        match self {
+            Self::Config { server, message } => Self::Config {
+                server,
+                message: r(message),
+            },
+            Self::Spawn {
+                server,
+                command,
+                message,
+            } => Self::Spawn {
+                server,
+                command,
+                message: r(message),
+            },
+            Self::Initialize {
+                server,
+                message,
+                stderr,
+            } => Self::Initialize {
+                server,
+                message: r(message),
+                stderr: r(stderr),
+            },
+            Self::ConnectTimeout {
+                server,
+                after,
+                stderr,
+            } => Self::ConnectTimeout {
+                server,
+                after,
+                stderr: r(stderr),
+            },
+            Self::Closed { server, stderr } => Self::Closed {
+                server,
+                stderr: r(stderr),
+            },
+            Self::Backoff {
+                server,
+                retry_in,
+                last_error,
+            } => Self::Backoff {
+                server,
+                retry_in,
+                last_error: r(last_error),
+            },
+            Self::Transport { server, message } => Self::Transport {
+                server,
+                message: r(message),
+            },
+            Self::Server {
+                server,
+                code,
+                message,
+            } => Self::Server {
+                server,
+                code,
+                message: r(message),
+            },
+            Self::Protocol { server, message } => Self::Protocol {
+                server,
+                message: r(message),
+            },
+            Self::ToolName {
+                server,
+                tool,
+                reason,
+            } => Self::ToolName {
+                server,
+                tool: r(tool),
+                reason: r(reason),
+            },
+            // Names and numbers of motet's own: nothing a server wrote.
+            other @ (Self::MissingEnv { .. }
+            | Self::InvalidHeader { .. }
+            | Self::AnswerTooLarge { .. }
+            | Self::AnswerTooDeep { .. }
+            | Self::ToolList { .. }) => other,
+        }
+    }
+}
+
+/// Why a server's tool list could not be read to its end.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolListProblem {
+    /// More pages than [`McpServerConfig::with_max_tool_pages`](crate::McpServerConfig::with_max_tool_pages) allows.
+    #[error("gave more than {limit} pages")]
+    TooManyPages {
+        /// The page limit.
+        limit: usize,
+    },
+    /// More tools than [`McpServerConfig::with_max_tools`](crate::McpServerConfig::with_max_tools) allows.
+    #[error("gave more than {limit} tools")]
+    TooManyTools {
+        /// The tool limit.
+        limit: usize,
+    },
+    /// A page named, as the next one, a cursor the listing had already followed: it would
+    /// never end.
+    #[error("gave page {page} a cursor that repeats an earlier page's")]
+    RepeatedCursor {
+        /// The page (counted from 1) whose `nextCursor` repeats.
+        page: usize,
+    },
 }
 
 /// Renders a stderr tail after an error message, when there is one.

@@ -16,7 +16,8 @@ use crate::content::render;
 /// A call sends `tools/call` to the server (starting it first if it is down); the result is
 /// rendered by [`render`](crate::content::render). A result flagged `isError`, and every
 /// [`McpError`], becomes [`ToolError::Failed`] with its text, so the model reads what went
-/// wrong; a JSON-RPC "invalid params" answer becomes [`ToolError::InvalidArgs`].
+/// wrong; a JSON-RPC "invalid params" answer becomes [`ToolError::InvalidArgs`]. The
+/// configured header and environment values are redacted from every error text.
 #[derive(Clone)]
 pub struct McpTool {
     client: McpClient,
@@ -86,7 +87,9 @@ impl Tool for McpTool {
             Ok(result) => {
                 let rendered = render(&result);
                 if rendered.is_error {
-                    Err(ToolError::failed(rendered.text))
+                    // An error result may quote the request (its headers, the server's
+                    // environment); a successful one is the tool's answer and is kept as is.
+                    Err(ToolError::failed(self.client.redact(&rendered.text)))
                 } else {
                     Ok(rendered.text)
                 }

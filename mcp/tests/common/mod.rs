@@ -124,3 +124,47 @@ pub async fn call(tools: &ToolSet, name: &str, args: serde_json::Value) -> ToolR
         })
         .await
 }
+
+/// The fake server over Streamable HTTP (`fake_server.py http <mode>`) on a free port;
+/// stopped when dropped.
+pub struct FakeHttp {
+    child: Child,
+    pub url: String,
+}
+
+impl FakeHttp {
+    /// Starts it and waits for the port it prints.
+    pub fn start(mode: &str) -> Self {
+        use std::io::BufRead;
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake_server.py");
+        let mut child = Command::new("python3")
+            .arg(script)
+            .arg("http")
+            .arg(mode)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 runs the fake server");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut line = String::new();
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("the fake server prints its port");
+        let port = line
+            .trim()
+            .strip_prefix("port ")
+            .expect("a `port N` line")
+            .to_owned();
+        Self {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        }
+    }
+}
+
+impl Drop for FakeHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
