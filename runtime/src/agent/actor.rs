@@ -13,7 +13,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 
-use super::book::{Admission, RequestBook, RequestPolicy};
+use super::book::{self, Admission, RequestBook, RequestPolicy};
 use super::env::SystemEnv;
 use super::errors::AskError;
 use super::registry::{Parent, RunningAgent, RuntimeCore};
@@ -195,6 +195,9 @@ struct Occasional {
     held: Vec<ThreadMsg>,
     /// The tool calls waiting for a person, as last seen after a step.
     waits: Vec<waits::OpenWait>,
+    /// The request the stored thread was left in the middle of by a process that stopped,
+    /// until it is carried on ([`book::arrival`]).
+    interrupted: Option<String>,
 }
 
 impl Occasional {
@@ -203,6 +206,7 @@ impl Occasional {
             && self.children.is_empty()
             && self.held.is_empty()
             && self.waits.is_empty()
+            && self.interrupted.is_none()
     }
 }
 
@@ -275,7 +279,12 @@ where
             env,
             open: None,
             last_model: None,
-            occasional: None,
+            occasional: loaded.interrupted.map(|request| {
+                Box::new(Occasional {
+                    interrupted: Some(request),
+                    ..Occasional::default()
+                })
+            }),
             deliveries: deliveries::Deliveries::remembering(loaded.applied),
         })
     }
@@ -487,6 +496,7 @@ where
             self.step(myself, state, signal).await;
             return;
         };
+        let signal = self.on_arrival(state, signal, &id);
         let delivered = Self::delivery(state, &signal);
         let admission = match state.open().book.admit(&id, signal, self.agent.policy) {
             Admission::Interrupt { running, item } => {
@@ -686,6 +696,40 @@ where
             let calls = state.open().calls.entry(request.to_owned()).or_default();
             calls.retain(|c| !c.is_finished());
             calls.push(call);
+        }
+    }
+
+    /// `signal` (request `id`) as [`book::arrival`] decides it: the request the stored thread
+    /// was left in the middle of, sent again, becomes a resume of it.
+    fn on_arrival(&self, state: &mut ThreadState<S>, signal: Signal, id: &str) -> Signal {
+        let interrupted = state
+            .occasional
+            .as_ref()
+            .and_then(|o| o.interrupted.as_deref());
+        let arrival = book::arrival(signal.signal_type().as_str(), id, interrupted);
+        if arrival != book::Arrival::AsSent
+            && let Some(occasional) = state.occasional.as_mut()
+        {
+            occasional.interrupted = None;
+        }
+        if arrival != book::Arrival::CarryOn {
+            return signal;
+        }
+        let resume = Signal::builder(protocol::AGENT_RESUME, self.source())
+            .with_id(signal.id().clone())
+            .with_request_id(id)
+            .with_thread_id(&*self.thread_id)
+            .with_trace(signal.trace().clone())
+            .with_data(protocol::AgentResume {
+                idempotent_tools: self.agent.idempotent_tools(),
+            })
+            .build();
+        match resume {
+            Ok(resume) => {
+                tracing::info!(agent = %self.agent.name, thread = %self.thread_id, request = %id, "a request sent again after its process stopped is carried on, not asked again");
+                resume
+            }
+            Err(_) => signal,
         }
     }
 

@@ -37,6 +37,31 @@ pub(crate) enum Admission<T> {
     },
 }
 
+/// What a request signal that arrives does, given the request the stored thread was left in
+/// the middle of by a process that stopped (`interrupted`, until something carries it on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Arrival {
+    /// As it is: a new request (or a resume of another).
+    AsSent,
+    /// The interrupted request sent again under its own id (a batch that names its requests,
+    /// restarted): carried on as a resume of it, its question not committed a second time.
+    CarryOn,
+    /// A resume of the interrupted request, or the request itself: it is no longer owed.
+    Settles,
+}
+
+/// Decides [`Arrival`] for a signal of type `ty` with request id `id`.
+pub(crate) fn arrival(ty: &str, id: &str, interrupted: Option<&str>) -> Arrival {
+    if interrupted != Some(id) {
+        return Arrival::AsSent;
+    }
+    if ty == motet_agents::AGENT_REQUEST {
+        Arrival::CarryOn
+    } else {
+        Arrival::Settles
+    }
+}
+
 /// One thread's requests: the running one and those queued behind it, in arrival order.
 #[derive(Debug)]
 pub(crate) struct RequestBook<T> {
@@ -124,6 +149,16 @@ mod tests {
 
     fn book() -> RequestBook<&'static str> {
         RequestBook::default()
+    }
+
+    #[test]
+    fn the_interrupted_request_sent_again_is_carried_on_and_others_pass() {
+        use motet_agents::{AGENT_REQUEST, AGENT_RESUME};
+        assert_eq!(arrival(AGENT_REQUEST, "r1", Some("r1")), Arrival::CarryOn);
+        assert_eq!(arrival(AGENT_RESUME, "r1", Some("r1")), Arrival::Settles);
+        assert_eq!(arrival(AGENT_REQUEST, "r2", Some("r1")), Arrival::AsSent);
+        assert_eq!(arrival(AGENT_REQUEST, "r1", None), Arrival::AsSent);
+        assert_eq!(arrival(AGENT_RESUME, "r2", None), Arrival::AsSent);
     }
 
     #[test]

@@ -80,6 +80,9 @@ pub(super) struct Loaded<T> {
     pub(super) applied: Vec<String>,
     /// The fencing epoch claimed for this actor (0 for a thread not stored yet).
     pub(super) epoch: u64,
+    /// The request the stored thread was in the middle of when it was last committed: a
+    /// process stopped there.
+    pub(super) interrupted: Option<String>,
 }
 
 /// What a thread actor remembers of the snapshot it last stored: a 64-bit hash of it, not the
@@ -173,6 +176,7 @@ where
                 rev: stored.rev,
                 stored: true,
                 saved: stored.saved.as_deref().map(Fingerprint::of),
+                interrupted: stored.saved.as_deref().and_then(open_request),
                 applied: stored.applied,
             },
             None => Loaded {
@@ -181,6 +185,7 @@ where
                 rev: 0,
                 stored: false,
                 saved: None,
+                interrupted: None,
                 applied: Vec::new(),
             },
         })
