@@ -362,7 +362,16 @@ fn redact_conninfo(conninfo: &str) -> String {
             }
             1 + end
         } else {
-            rest.find(char::is_whitespace).unwrap_or(rest.len())
+            // Up to the next whitespace that no backslash escapes: libpq reads
+            // `password=abc\ def` as one value.
+            let mut escaped = false;
+            rest.char_indices()
+                .find(|&(_, c)| {
+                    let ends = !escaped && c.is_whitespace();
+                    escaped = !escaped && c == '\\';
+                    ends
+                })
+                .map_or(rest.len(), |(i, _)| i)
         };
         if key.eq_ignore_ascii_case("password") {
             out.push_str("***");
@@ -483,6 +492,14 @@ mod tests {
                 "host=h password = *** dbname=motet",
             ),
             ("host=h password='unterminated", "host=h password=***"),
+            (
+                "host=h password=abc\\ def123 dbname=motet",
+                "host=h password=*** dbname=motet",
+            ),
+            (
+                "password=a\\\\ b dbname=motet",
+                "password=*** b dbname=motet",
+            ),
             ("motet.db", "motet.db"),
         ];
         for (url, shown) in cases {
