@@ -58,3 +58,19 @@ fn bad_usage_exits_2_and_help_exits_0() {
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("--dialect"));
 }
+
+#[test]
+fn an_endless_input_is_refused_at_its_cap_not_read_to_the_end() {
+    // /dev/zero never ends: read without a cap it took 6 GB before this was bounded.
+    for file in ["/dev/zero", "-"] {
+        let mut command = Command::new(BIN);
+        command.args(["--dialect", "openai-chat", file]);
+        if file == "-" {
+            command.stdin(std::fs::File::open("/dev/zero").unwrap());
+        }
+        let out = command.output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{file}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("more than 256 MiB"), "{file}: {err}");
+    }
+}

@@ -30,13 +30,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let body = if file == "-" {
-        let mut buf = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf).map(|_| buf)
-    } else {
-        std::fs::read(&file)
-    };
-    let body = match body {
+    let body = match read_capped(&file) {
         Ok(body) => body,
         Err(e) => {
             eprintln!("motet-transcript: cannot read {file}: {e}");
@@ -60,6 +54,32 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// The most a recorded body may hold, as `motet transcript` allows: a stream is never this
+/// long, and an endless input (`/dev/zero`) must not take the machine's memory.
+const MAX_BODY_BYTES: u64 = 256 << 20;
+
+/// `file` (`-`: standard input), refused past [`MAX_BODY_BYTES`].
+fn read_capped(file: &str) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut body = Vec::new();
+    if file == "-" {
+        std::io::stdin()
+            .take(MAX_BODY_BYTES + 1)
+            .read_to_end(&mut body)?;
+    } else {
+        std::fs::File::open(file)?
+            .take(MAX_BODY_BYTES + 1)
+            .read_to_end(&mut body)?;
+    }
+    if body.len() as u64 > MAX_BODY_BYTES {
+        return Err(std::io::Error::other(format!(
+            "more than {} MiB: not a recorded response body",
+            MAX_BODY_BYTES >> 20
+        )));
+    }
+    Ok(body)
 }
 
 /// `Ok(None)` asks for help.
