@@ -29,7 +29,15 @@ impl ThreadLock {
         let path = lock_path(folder, thread);
         if let Some(folder) = path.parent() {
             std::fs::create_dir_all(folder).map_err(|source| CliError::Io {
-                what: format!("cannot create {}", folder.display()),
+                what: if folder.exists() && !folder.is_dir() {
+                    format!(
+                        "{} is a file, where motet keeps its thread locks (a folder): move it \
+                         away",
+                        folder.display()
+                    )
+                } else {
+                    format!("cannot create {}", folder.display())
+                },
                 source,
             })?;
         }
@@ -88,6 +96,22 @@ mod tests {
         assert!(other.is_ok());
         drop(held);
         assert!(ThreadLock::acquire(&db, "cli/notes").is_ok());
+    }
+
+    #[test]
+    fn a_file_where_the_lock_folder_goes_is_named_as_such() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("motet.db.locks");
+        std::fs::write(&folder, "not a folder").unwrap();
+        let Err(error) = ThreadLock::acquire(&folder, "cli/t") else {
+            panic!("locked inside a file");
+        };
+        assert!(
+            error
+                .to_string()
+                .contains("is a file, where motet keeps its thread locks"),
+            "{error}"
+        );
     }
 
     #[test]
