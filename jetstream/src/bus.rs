@@ -361,15 +361,30 @@ impl JetStreamBus {
             id: id.clone(),
             reason,
         };
+        // The server's `max_payload` (told at connect, 1 MiB by default) bounds headers and
+        // payload together; over it, no publish can succeed, so it is refused here, typed,
+        // rather than sent to be refused (a server that sees it closes the connection).
+        let size = wire::size(&headers, &payload);
+        let limit = self.inner.client.max_payload();
+        let too_large = || BusError::TooLarge {
+            id: id.clone(),
+            size,
+            limit,
+        };
+        if size > limit {
+            return Err(too_large());
+        }
         let pending = self
             .inner
             .js
             .publish_with_headers(subject, headers, payload)
             .await
             .map_err(|e| match e.kind() {
-                jetstream::context::PublishErrorKind::MaxPayloadExceeded => BusError::Encode {
+                // The limit changed under us (a reconnect to a server with another).
+                jetstream::context::PublishErrorKind::MaxPayloadExceeded => BusError::TooLarge {
                     id: id.clone(),
-                    reason: e.to_string(),
+                    size,
+                    limit: self.inner.client.max_payload(),
                 },
                 _ => not_confirmed(e.to_string()),
             })?;
