@@ -106,14 +106,33 @@ impl ResponseFormat {
     /// [`AnswerError::NotJson`] when the text is not one JSON value,
     /// [`AnswerError::Mismatch`] naming the first place where it breaks the schema (or, for
     /// [`ResponseFormat::JsonObject`], that it is not an object), [`AnswerError::Schema`] when
-    /// the schema itself cannot be applied (a `$ref` to nowhere).
+    /// the schema itself cannot be applied (a `$ref` to nowhere),
+    /// [`AnswerError::TooCostly`] when checking would take more than
+    /// [`ResponseFormat::CHECK_STEP_BUDGET`] steps.
     pub fn check(&self, answer: &str) -> Result<Value, AnswerError> {
+        self.check_within(answer, Self::CHECK_STEP_BUDGET)
+    }
+
+    /// The steps [`ResponseFormat::check`] takes at most: one per schema applied to a node of
+    /// the answer, one per `enum` entry compared, one per pair of items `uniqueItems`
+    /// compares. Each `$ref` target is applied to a node once and its outcome remembered, so a
+    /// schema's cost grows with its size times the answer's, never exponentially; a realistic
+    /// answer takes tens of thousands of steps, and a million is a few hundred milliseconds at
+    /// worst.
+    pub const CHECK_STEP_BUDGET: u64 = validate::STEP_BUDGET;
+
+    /// [`ResponseFormat::check`] in at most `budget` steps (see
+    /// [`ResponseFormat::CHECK_STEP_BUDGET`]).
+    ///
+    /// # Errors
+    /// As [`ResponseFormat::check`], with [`AnswerError::TooCostly`] past `budget` steps.
+    pub fn check_within(&self, answer: &str, budget: u64) -> Result<Value, AnswerError> {
         let value: Value =
             serde_json::from_str(answer.trim()).map_err(|e| AnswerError::NotJson {
                 message: e.to_string(),
             })?;
         match self {
-            Self::JsonSchema { schema, .. } => validate::validate(schema, &value)?,
+            Self::JsonSchema { schema, .. } => validate::validate(schema, &value, budget)?,
             Self::JsonObject if !value.is_object() => {
                 return Err(AnswerError::Mismatch {
                     path: "$".to_owned(),
@@ -219,11 +238,19 @@ pub enum AnswerError {
         /// serde's message.
         message: String,
     },
-    /// The schema cannot be applied (a `$ref` that points nowhere, references nested too deep).
+    /// The schema cannot be applied (a `$ref` that points nowhere, a `$ref` loop that goes no
+    /// deeper into the answer).
     #[error("the schema cannot be applied: {message}")]
     Schema {
         /// What is wrong with it.
         message: String,
+    },
+    /// Checking the answer against the schema would take more than `budget` steps (see
+    /// [`ResponseFormat::CHECK_STEP_BUDGET`]): the schema is too costly to check.
+    #[error("the schema is too costly to check: more than {budget} steps")]
+    TooCostly {
+        /// The steps allowed.
+        budget: u64,
     },
 }
 
@@ -232,6 +259,7 @@ impl From<validate::Failure> for AnswerError {
         match failure {
             validate::Failure::Mismatch { path, message } => Self::Mismatch { path, message },
             validate::Failure::Schema(message) => Self::Schema { message },
+            validate::Failure::TooCostly { budget } => Self::TooCostly { budget },
         }
     }
 }

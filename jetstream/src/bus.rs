@@ -16,6 +16,7 @@ use motet_signals::Signal;
 use crate::config::JetStreamConfig;
 use crate::inbox::{DEAD_CONSUMER, DEAD_REASON, DEAD_SEQUENCE, DEAD_SUBJECT, JetStreamInbox};
 use crate::subject::{self, Filter};
+use crate::url::Credentials;
 use crate::wire;
 
 /// The durable signal bus on NATS JetStream (see the crate docs and docs/bus.md). Cheap to
@@ -85,21 +86,37 @@ fn consumer_error(name: &str, reason: impl std::fmt::Display) -> BusError {
 pub const NATS_URL_VAR: &str = "MOTET_NATS_URL";
 
 impl JetStreamBus {
-    /// Connects to the NATS server at `url` (`nats://host:port`) and creates, or updates to
-    /// `config`, the signals' and the dead letters' streams. The client reconnects by itself for
-    /// as long as the bus lives.
+    /// Connects to the NATS server at `url` (`nats://host:port`, several comma-separated) and
+    /// creates, or updates to `config`, the signals' and the dead letters' streams. The client
+    /// reconnects by itself for as long as the bus lives.
+    ///
+    /// Credentials in the URL (`nats://user:password@host`, `nats://token@host`) are taken out
+    /// and handed to the client on their own: the client, its logs and this crate's errors see
+    /// the URL without them (errors show it as `nats://user:***@host`).
     ///
     /// # Errors
     /// [`BusError::Unavailable`] when the server cannot be reached, has no JetStream, or refuses
     /// a stream.
     pub async fn connect(url: &str, config: JetStreamConfig) -> Result<Self, BusError> {
-        let client = async_nats::ConnectOptions::new()
+        let split = crate::url::split(url);
+        let mut options = async_nats::ConnectOptions::new();
+        match split.credentials {
+            Some(Credentials::UserPassword { user, password }) => {
+                options = options.user_and_password(user, password);
+            }
+            Some(Credentials::Token(token)) => options = options.token(token),
+            None => {}
+        }
+        let client = options
             .name("motet")
             .connection_timeout(config.timeout)
             .request_timeout(Some(config.timeout))
-            .connect(url)
+            .connect(split.servers.as_str())
             .await
-            .map_err(|e| unavailable(format!("connecting to {url}: {e}")))?;
+            .map_err(|e| {
+                let shown = crate::url::redact(url);
+                unavailable(format!("connecting to {shown}: {e}"))
+            })?;
         Self::with_client(client, config).await
     }
 
@@ -344,15 +361,30 @@ impl JetStreamBus {
             id: id.clone(),
             reason,
         };
+        // The server's `max_payload` (told at connect, 1 MiB by default) bounds headers and
+        // payload together; over it, no publish can succeed, so it is refused here, typed,
+        // rather than sent to be refused (a server that sees it closes the connection).
+        let size = wire::size(&headers, &payload);
+        let limit = self.inner.client.max_payload();
+        let too_large = || BusError::TooLarge {
+            id: id.clone(),
+            size,
+            limit,
+        };
+        if size > limit {
+            return Err(too_large());
+        }
         let pending = self
             .inner
             .js
             .publish_with_headers(subject, headers, payload)
             .await
             .map_err(|e| match e.kind() {
-                jetstream::context::PublishErrorKind::MaxPayloadExceeded => BusError::Encode {
+                // The limit changed under us (a reconnect to a server with another).
+                jetstream::context::PublishErrorKind::MaxPayloadExceeded => BusError::TooLarge {
                     id: id.clone(),
-                    reason: e.to_string(),
+                    size,
+                    limit: self.inner.client.max_payload(),
                 },
                 _ => not_confirmed(e.to_string()),
             })?;

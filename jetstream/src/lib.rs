@@ -33,13 +33,16 @@
 //! - `config.rs`: [`JetStreamConfig`], [`StreamLimits`].
 //! - [`wire`]: signals as NATS messages (the CloudEvents NATS binding, both content modes).
 //! - [`subject`]: subjects, patterns as filter subjects, durable names, message ids (pure).
+//! - `url.rs`: credentials out of a server URL, and the URL shown masked ([`redact_url`]).
 
 mod bus;
 mod config;
 mod inbox;
 pub mod subject;
+mod url;
 pub mod wire;
 
 pub use bus::{ConsumerState, DeadLetter, JetStreamBus, NATS_URL_VAR};
 pub use config::{JetStreamConfig, StreamLimits};
 pub use inbox::{DEAD_CONSUMER, DEAD_REASON, DEAD_SEQUENCE, DEAD_SUBJECT};
+pub use url::redact as redact_url;

@@ -23,6 +23,26 @@ use serde_json::{Map, Value};
 /// The media type of a structured-mode payload.
 pub const STRUCTURED_CONTENT_TYPE: &str = "application/cloudevents+json";
 
+/// The size of a message on the wire as NATS counts it against `max_payload`: the header block
+/// (`NATS/1.0\r\n`, each `name: value\r\n`, a blank line) and the payload.
+pub fn size(headers: &HeaderMap, payload: &[u8]) -> usize {
+    let block: usize = headers
+        .iter()
+        .flat_map(|(name, values)| {
+            let name: &str = name.as_ref();
+            values
+                .iter()
+                .map(move |value| name.len() + ": ".len() + value.as_str().len() + "\r\n".len())
+        })
+        .sum();
+    let headers = if headers.is_empty() {
+        0
+    } else {
+        "NATS/1.0\r\n".len() + block + "\r\n".len()
+    };
+    headers + payload.len()
+}
+
 /// The structured-mode payload and headers of `signal` (`Content-Type`, `Nats-Msg-Id`).
 ///
 /// # Errors

@@ -56,6 +56,18 @@ pub enum BusError {
         /// Why.
         reason: String,
     },
+    /// The signal is larger on the wire than the broker takes in one message (NATS's
+    /// `max_payload`, 1 MiB by default): refused before sending, and publishing it again
+    /// cannot succeed.
+    #[error("signal {id} is {size} bytes on the wire, over the bus's limit of {limit} bytes")]
+    TooLarge {
+        /// The signal's id.
+        id: String,
+        /// Its size on the wire (payload and headers), in bytes.
+        size: usize,
+        /// The most the broker takes, in bytes.
+        limit: usize,
+    },
     /// A consumer could not be created or resumed with this specification.
     #[error("consumer {name}: {reason}")]
     Consumer {
@@ -76,6 +88,14 @@ pub enum BusError {
     /// The bus was closed.
     #[error("the bus is closed")]
     Closed,
+}
+
+impl BusError {
+    /// Whether publishing the same signal again would fail the same way ([`BusError::Encode`],
+    /// [`BusError::TooLarge`]): a publisher gives it up at once rather than retrying it.
+    pub fn is_permanent(&self) -> bool {
+        matches!(self, Self::Encode { .. } | Self::TooLarge { .. })
+    }
 }
 
 /// What the broker said about a published signal.

@@ -20,6 +20,7 @@ use motet_signals::Signal;
 use ractor::ActorRef;
 use serde::Serialize;
 
+use crate::agent::durable::Outgoing;
 use crate::agent::errors::RuntimeError;
 use crate::agent::registry::{Parent, RuntimeCore};
 use crate::agent::spec::DEFAULT_THREAD;
@@ -244,7 +245,7 @@ where
                 match emit.target {
                     EmitTarget::Bus => {
                         self.core.bus.publish(&signal);
-                        self.core.publish_durable(&signal);
+                        self.core.publish_durable(&signal, Outgoing::Emit);
                     }
                     EmitTarget::Agent(name) => {
                         let core = self.core.clone();
@@ -303,7 +304,7 @@ where
                     }
                 }
                 self.core.bus.publish(&signal);
-                self.core.publish_durable(&signal);
+                self.core.publish_durable(&signal, Outgoing::Reply);
             }
             Directive::Schedule(schedule) => {
                 let me = myself.clone();
