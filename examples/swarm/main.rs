@@ -168,6 +168,9 @@ fn fraction(text: &str) -> Result<f64, String> {
 /// Attempts per task: the first, and two more after a crash or a failed request.
 const MAX_ATTEMPTS: u32 = 3;
 
+/// How long the NATS server keeps this run's consumer once nothing consumes it (`--bus nats`).
+const RUN_CONSUMER_IDLE: Duration = Duration::from_secs(300);
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
@@ -289,7 +292,11 @@ async fn swarm(
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos());
             let run = format!("swarm-coordinator-{}-{started}", std::process::id());
-            spec.consume(ConsumerSpec::new(run, pattern("**")?))
+            // No later run uses this name again: the server removes the consumer once the run
+            // has been gone a while, rather than keeping it (and its place) forever.
+            spec.consume(
+                ConsumerSpec::new(run, pattern("**")?).with_inactive_threshold(RUN_CONSUMER_IDLE),
+            )
         }
     };
     let coordinator = runtime.spawn(spec).await.map_err(|e| e.to_string())?;

@@ -300,6 +300,8 @@ impl JetStreamBus {
             max_ack_pending: i64::try_from(max_in_flight).unwrap_or(i64::MAX),
             filter_subject,
             filter_subjects,
+            // A consumer of one run goes once idle; zero is JetStream's "never" for a durable.
+            inactive_threshold: spec.inactive_threshold.unwrap_or(Duration::ZERO),
             ..Default::default()
         };
         let stream = self
@@ -318,7 +320,8 @@ impl JetStreamBus {
             || existing.filter_subjects != wanted.filter_subjects
             || existing.ack_wait != wanted.ack_wait
             || existing.max_ack_pending != wanted.max_ack_pending
-            || existing.max_deliver != wanted.max_deliver;
+            || existing.max_deliver != wanted.max_deliver
+            || existing.inactive_threshold != wanted.inactive_threshold;
         if differs {
             let updated = pull::Config {
                 deliver_policy: existing.deliver_policy,

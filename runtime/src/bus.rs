@@ -142,12 +142,16 @@ pub struct ConsumerSpec {
     /// Deliveries handed out and not yet settled, at most: the backpressure bound. A consumer
     /// slower than its publishers holds this many, the broker keeps the rest.
     pub max_in_flight: usize,
+    /// For a consumer of one run (a name no later run uses again): how long it may go without
+    /// anyone consuming before the broker removes it, place and all. `None` (the default): it
+    /// stays until removed by hand, for a name that comes back.
+    pub inactive_threshold: Option<Duration>,
 }
 
 impl ConsumerSpec {
     /// A consumer named `name` of the signals matching `pattern`: new signals only, 5
     /// deliveries (pauses of 1 s, 5 s, 30 s, 60 s between them), 30 s acknowledgement wait, 64 in
-    /// flight.
+    /// flight, kept by the broker until removed by hand.
     pub fn new(name: impl Into<String>, pattern: Pattern) -> Self {
         Self {
             name: name.into(),
@@ -162,7 +166,15 @@ impl ConsumerSpec {
             ],
             ack_wait: Duration::from_secs(30),
             max_in_flight: 64,
+            inactive_threshold: None,
         }
+    }
+
+    /// A consumer of one run: removed by the broker once no one has consumed it for `idle`
+    /// (a broker that keeps nothing ignores it).
+    pub fn with_inactive_threshold(mut self, idle: Duration) -> Self {
+        self.inactive_threshold = Some(idle);
+        self
     }
 
     /// Starts a new consumer at `start`.
