@@ -15,8 +15,8 @@ use serde_json::{Map, Value};
 /// The steps a check takes at most by default: one per schema applied to a node of the
 /// answer (a remembered `$ref` outcome included), one per `enum` entry compared, one per pair
 /// of items `uniqueItems` compares. A realistic answer (thousands of nodes, a schemars schema
-/// with `anyOf`s a few wide) takes tens of thousands; a million is a few hundred
-/// milliseconds of work at worst.
+/// with `anyOf`s a few wide) takes tens of thousands; a million is about half a second of
+/// work at worst (each a failing `anyOf` branch, optimised build: 0.46 s).
 pub(super) const STEP_BUDGET: u64 = 1_000_000;
 
 /// `$ref`s followed in a row on one node of the answer, at most: a schema that refers to
