@@ -33,8 +33,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         },
     );
     let runtime = Runtime::builder().build()?;
+    // `Required`: the first LLM call must call a tool (the next is free to answer), so even
+    // a small local model multiplies with the tool rather than from memory.
     let agent = runtime
-        .spawn(ReActAgent::new("calc", model).tool(multiply))
+        .spawn(
+            ReActAgent::new("calc", model)
+                .tool(multiply)
+                .tool_choice(ToolChoice::Required),
+        )
         .await?;
     let answer = agent.ask(question).await?;
     println!("{answer}");

@@ -42,8 +42,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Offer the model a few of the server's tools; every MCP tool is an ordinary motet tool.
     let offered = ["echo", "get-sum", "get-tiny-image"];
+    // `Required`: the first LLM call must call one of them (the next is free to answer), so a
+    // small local model adds with `get-sum` rather than from memory.
     let mut agent = ReActAgent::new("mcp", model)
-        .system("Use the tools when they help, then answer in one short sentence.");
+        .system("Use the tools when they help, then answer in one short sentence.")
+        .tool_choice(ToolChoice::Required);
     for tool in server.tools().await? {
         if offered.contains(&tool.remote_name()) {
             println!("tool: {}", tool.name());

@@ -8,7 +8,9 @@
 
 use motet::agents::protocol;
 use motet::directives::results::Outcome;
-use motet::directives::{CallId, LlmRequest, LlmStream, Message, ToolDefs, ToolExec, Usage};
+use motet::directives::{
+    CallId, LlmOptions, LlmRequest, LlmStream, Message, ToolDefs, ToolExec, Usage,
+};
 use motet::prelude::*;
 
 /// Asks the model once, offering `tools`; answers with what the tool it calls says.
@@ -44,8 +46,18 @@ impl Strategy for Converter {
                     Message::system("Convert units with the `convert` tool."),
                     Message::user(request.query),
                 ];
-                let request =
-                    LlmRequest::new(self.model.clone(), messages).with_tools(self.tools.clone());
+                // The tool is the point: the model must call it (a small local model would
+                // otherwise answer from memory, and wrongly), and a bound on what it writes
+                // keeps a busy or looping server from holding the request to its timeout.
+                let request = LlmRequest::new(self.model.clone(), messages)
+                    .with_tools(self.tools.clone())
+                    .with_tool_choice(ToolChoice::Tool {
+                        name: "convert".into(),
+                    })
+                    .with_options(LlmOptions {
+                        max_tokens: Some(256),
+                        ..LlmOptions::default()
+                    });
                 *state = Waiting {
                     call: Some(call_id.clone()),
                     usage: Usage::default(),
@@ -150,6 +162,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let agent = runtime
         .spawn(AgentSpec::new("converter", converter).with_tools(tools))
         .await?;
+    // `ask` waits 30 s; a slower server needs `agent.submit(question, AskOptions { timeout,
+    // ..AskOptions::default() })` and the ticket's `wait()`.
     println!("{}", agent.ask(question).await?);
 
     runtime.shutdown().await;

@@ -34,7 +34,9 @@ pub mod prelude {
     pub use motet_agents::{
         Env, Input, ReAct, ReActConfig, Strategy, StrategyError, Thread, Waiting,
     };
-    pub use motet_directives::{Approval, Directive, ModelRef, Response, ResponseFormat};
+    pub use motet_directives::{
+        Approval, Directive, ModelRef, Response, ResponseFormat, ToolChoice,
+    };
     pub use motet_providers::{LlmClient, Providers};
     pub use motet_runtime::agent::{
         AgentHandle, AgentSpec, Answer, AskError, AskOptions, ReActAgent, Runtime, RuntimeError,

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use motet_agents::{ReAct, ReActConfig};
-use motet_directives::ModelRef;
+use motet_directives::{ModelRef, ToolChoice};
 
 use super::errors::RuntimeError;
 use super::spec::{AgentSpec, IntoSpec};
@@ -68,7 +68,16 @@ impl ReActAgent {
         self
     }
 
-    /// How long one tool run may take (default 30 s).
+    /// Whether the model must call a tool before it answers: [`ToolChoice::Required`] (any
+    /// tool) or `ToolChoice::Tool { name }` (that one) forces the request's first LLM call to
+    /// call one, and the calls after it are free again, so the model can answer from the
+    /// result. Default [`ToolChoice::Auto`]: the model decides — and a small local model
+    /// often answers arithmetic from memory, wrongly, rather than call the tool it was given.
+    pub fn tool_choice(self, choice: ToolChoice) -> Self {
+        self.configure(move |c| c.with_tool_choice(choice))
+    }
+
+    /// How long one tool run may take (default 60 s, [`crate::tool::DEFAULT_TIMEOUT`]).
     pub fn tool_timeout(mut self, timeout: Duration) -> Self {
         self.tools = self.tools.with_timeout(timeout);
         self
