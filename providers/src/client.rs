@@ -156,6 +156,57 @@ impl Providers {
     }
 }
 
+impl Providers {
+    /// The context window `model` is served with, in tokens: the capability table's for a known
+    /// hosted model; for an OpenAI-compatible server, what the server says of itself — a
+    /// llama.cpp server reports the context of one slot at `GET /props`
+    /// (`default_generation_settings.n_ctx`), which is what one request may use, often far less
+    /// than the model was trained for. `None` when neither knows (a server without `/props`,
+    /// an unknown model): the caller's own setting or default stands. Waits at most 2 s.
+    pub async fn context_window(&self, model: &motet_directives::ModelRef) -> Option<u32> {
+        if let Some(caps) = models::capabilities(model) {
+            return Some(caps.context_window);
+        }
+        let kind = ProviderKind::from_provider(model.provider()).ok()?;
+        if kind != ProviderKind::OpenAiCompat {
+            return None;
+        }
+        let (base_url, key) = self.config.resolve(kind).ok()?;
+        let mut request = self
+            .http
+            .get(props_url(&base_url))
+            .timeout(Duration::from_secs(2));
+        if let Some(key) = key {
+            request = request.bearer_auth(key.expose());
+        }
+        let response = request.send().await.ok()?.error_for_status().ok()?;
+        // A page of settings, not a stream: a small cap keeps a hostile server's answer small.
+        let body = response.bytes().await.ok()?;
+        if body.len() > 1 << 20 {
+            return None;
+        }
+        served_window(&body)
+    }
+}
+
+/// `GET /props` of the server whose OpenAI-compatible API is at `base_url` (`…/v1`).
+fn props_url(base_url: &str) -> String {
+    let base = base_url.trim_end_matches('/');
+    let host = base.strip_suffix("/v1").unwrap_or(base);
+    format!("{host}/props")
+}
+
+/// The per-slot context a llama.cpp `/props` answer reports (`default_generation_settings.n_ctx`,
+/// or `n_ctx` at its top in older servers); `None` for anything else.
+fn served_window(body: &[u8]) -> Option<u32> {
+    let props: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let n_ctx = props
+        .pointer("/default_generation_settings/n_ctx")
+        .or_else(|| props.get("n_ctx"))?
+        .as_u64()?;
+    u32::try_from(n_ctx).ok().filter(|&n| n > 0)
+}
+
 #[async_trait]
 impl LlmClient for Providers {
     async fn stream(&self, req: LlmRequest) -> Result<LlmEvents, ProviderError> {
@@ -616,4 +667,45 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod window_tests {
+    use super::*;
+
+    #[test]
+    fn the_props_of_a_llama_server_give_its_slot_context() {
+        let props =
+            br#"{"default_generation_settings":{"n_ctx":2048,"params":{}},"total_slots":2}"#;
+        assert_eq!(served_window(props), Some(2048));
+        assert_eq!(served_window(br#"{"n_ctx":4096}"#), Some(4096));
+        for other in [
+            &br#"{"default_generation_settings":{"n_ctx":0}}"#[..],
+            br#"{"default_generation_settings":{"n_ctx":-1}}"#,
+            br#"{"default_generation_settings":{"n_ctx":"big"}}"#,
+            br#"{"n_ctx":99999999999}"#,
+            br#"[]"#,
+            b"not json",
+        ] {
+            assert_eq!(
+                served_window(other),
+                None,
+                "{}",
+                String::from_utf8_lossy(other)
+            );
+        }
+    }
+
+    #[test]
+    fn props_live_beside_the_v1_api() {
+        assert_eq!(
+            props_url("http://127.0.0.1:8089/v1"),
+            "http://127.0.0.1:8089/props"
+        );
+        assert_eq!(
+            props_url("http://127.0.0.1:8089/v1/"),
+            "http://127.0.0.1:8089/props"
+        );
+        assert_eq!(props_url("http://h:1/llm"), "http://h:1/llm/props");
+    }
 }
