@@ -33,6 +33,11 @@ fn server() -> Option<(String, Option<String>)> {
             "skipped: neither MOTET_LOCAL_LLM_CACHE_URL nor MOTET_LOCAL_LLM_URL is set \
              (MOTET_LLM_CACHE=1 bash scripts/local-llm.sh start 8090)"
         );
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "CI=true, so what this test needs must be there: see the skipped line"
+        );
         return None;
     }
     let port = set("MOTET_LOCAL_LLM_CACHE_PORT").unwrap_or_else(|| "8090".to_owned());

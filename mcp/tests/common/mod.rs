@@ -21,6 +21,11 @@ pub fn everything() -> Option<PathBuf> {
                 "skipped: MOTET_MCP_EVERYTHING is not set to an installed server-everything \
                  (eval \"$(bash scripts/mcp-everything.sh env)\")"
             );
+            assert_ne!(
+                std::env::var("CI").as_deref(),
+                Ok("true"),
+                "CI=true, so what this test needs must be there: see the skipped line"
+            );
             None
         }
     }
