@@ -339,6 +339,10 @@ async fn swarm(
         model: choice.model.to_string(),
         store: motet::runtime::store::redact(&url),
         stored_threads,
+        bus: match args.bus {
+            BusChoice::Local => "local (in-process)",
+            BusChoice::Nats => "nats (JetStream)",
+        },
         agents,
         wall,
         report,
@@ -526,6 +530,8 @@ struct Summary {
     store: String,
     /// The threads the store holds at the end.
     stored_threads: usize,
+    /// The bus the answers travelled on.
+    bus: &'static str,
     agents: usize,
     wall: Duration,
     report: Report,
@@ -599,6 +605,7 @@ impl Summary {
             "model": self.model,
             "store": self.store,
             "stored_threads": self.stored_threads,
+            "bus": self.bus,
             "agents": self.agents,
             "tasks": r.outcomes.len(),
             "answered": self.answered(),
@@ -625,6 +632,7 @@ impl Summary {
                 "store",
                 format!("{} ({} threads)", self.store, self.stored_threads),
             ),
+            ("bus", self.bus.to_owned()),
             ("agents", self.agents.to_string()),
             (
                 "requests",
@@ -637,7 +645,11 @@ impl Summary {
             ),
             (
                 "latency p50 / p99",
-                format!("{} ms / {} ms", self.latency(0.5), self.latency(0.99)),
+                format!(
+                    "{} / {}",
+                    shown_ms(self.latency(0.5)),
+                    shown_ms(self.latency(0.99))
+                ),
             ),
             (
                 "restarts",
@@ -669,9 +681,25 @@ impl Summary {
     }
 }
 
+/// A latency as a person reads it: milliseconds under 10 s, seconds (one decimal) above.
+fn shown_ms(ms: u64) -> String {
+    if ms < 10_000 {
+        format!("{ms} ms")
+    } else {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn latencies_read_in_the_unit_that_fits() {
+        assert_eq!(shown_ms(840), "840 ms");
+        assert_eq!(shown_ms(9_999), "9999 ms");
+        assert_eq!(shown_ms(83_456), "83.5 s");
+    }
 
     #[test]
     fn store_names_become_urls() {
