@@ -217,10 +217,19 @@ ours_running() {
 
 start() {
   if ours_running && answers; then echo "$URL"; return 0; fi
+  # Whatever already listens on the port is decided on before minutes of building: a healthy
+  # llama-server started some other way is used as it is; anything else is in the way.
+  local rc=0; answers || rc=$?
+  if [ "$rc" = 0 ]; then
+    say "a server this script did not start answers on $URL: using it (stop it yourself)"
+    echo "$URL"
+    return 0
+  fi
+  [ "$rc" = 1 ] || die "something else is answering on port $PORT (pick another: MOTET_LLM_PORT)"
   build_server
   fetch_model
   [ -f "$TEMPLATE" ] || die "missing chat template $TEMPLATE"
-  local rc=0; answers || rc=$?
+  rc=0; answers || rc=$?
   [ "$rc" = 1 ] || die "something else is answering on port $PORT"
   mkdir -p "$RUN"
   say "starting llama-server on $URL (log: $LOG)"
