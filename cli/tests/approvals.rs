@@ -298,3 +298,39 @@ fn two_gated_calls_are_both_listed_and_answering_one_says_what_still_waits() {
     assert!(text.contains("done: 48"), "{text}");
     assert_eq!(results(&sandbox.db(), "cli/t"), ["42", "48"]);
 }
+
+/// Damages thread `id`'s row in the SQLite file at `db` as a bad disk or another program
+/// could: a revision no store writes (the way runtime/tests damage rows on purpose).
+fn damage_row(db: &Path, id: &str) {
+    let raw = rusqlite::Connection::open(db).unwrap();
+    let changed = raw
+        .execute("UPDATE threads SET rev = -1 WHERE id = ?1", [id])
+        .unwrap();
+    assert_eq!(changed, 1, "no thread {id} to damage");
+}
+
+#[test]
+fn pending_goes_on_past_a_damaged_thread_and_names_it() {
+    let (url, _) = scripted_server(1);
+    let sandbox = Sandbox::new(url);
+    sandbox.ok(&["run", "What is 6 times 7?", "--thread", "waits"]);
+    sandbox.ok(&["run", "What is 6 times 7?", "--thread", "broken"]);
+    damage_row(&sandbox.db(), "cli/broken");
+
+    let output = run(sandbox.motet(&["pending"]));
+    let (out, err) = (stdout(&output), stderr(&output));
+    // What waits on the readable thread is listed whole.
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(
+        out.contains("thread waits") && out.contains("call call_1"),
+        "{out}"
+    );
+    // The damaged one is named, with what is wrong, and the status says the store is damaged.
+    assert!(
+        err.contains("thread `cli/broken`") && err.contains("rev"),
+        "{err}"
+    );
+    assert!(err.contains("1 thread could not be read"), "{err}");
+    assert_eq!(output.status.code(), Some(4), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}

@@ -1419,3 +1419,45 @@ fn chat_asks_before_a_gated_call_and_takes_y_and_n() {
     assert_eq!(results[0].1, "391", "{results:?}");
     assert!(results[1].1.contains("said no"), "{results:?}");
 }
+
+/// Damages thread `id`'s row in the SQLite file at `db` as a bad disk or another program
+/// could: a revision no store writes (the way runtime/tests damage rows on purpose).
+fn damage_row(db: &Path, id: &str) {
+    let raw = rusqlite::Connection::open(db).unwrap();
+    let changed = raw
+        .execute("UPDATE threads SET rev = -1 WHERE id = ?1", [id])
+        .unwrap();
+    assert_eq!(changed, 1, "no thread {id} to damage");
+}
+
+#[test]
+fn threads_list_goes_on_past_a_damaged_thread_and_names_it() {
+    let sandbox = Sandbox::new();
+    store_work_thread(&sandbox.db());
+    let url = answering_server("fine");
+    let ok = run(against(
+        &sandbox,
+        &url,
+        &["run", "hello", "--thread", "broken"],
+    ));
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    damage_row(&sandbox.db(), "cli/broken");
+
+    let list = run(sandbox.motet(&["threads", "list"]));
+    let (out, err) = (stdout(&list), stderr(&list));
+    // The readable thread is listed, the damaged one named on stderr with what is wrong.
+    assert!(out.lines().any(|l| l.starts_with("work ")), "{out}");
+    assert!(!out.contains("broken"), "{out}");
+    assert!(
+        err.contains("thread `cli/broken` cannot be read") && err.contains("rev"),
+        "{err}"
+    );
+    assert!(err.contains("1 thread could not be read"), "{err}");
+    assert_eq!(list.status.code(), Some(4), "{err}");
+    // Loading it still fails closed: never shown as an empty thread.
+    assert_fails(
+        &run(sandbox.motet(&["threads", "show", "broken"])),
+        4,
+        &["cli/broken"],
+    );
+}

@@ -154,11 +154,17 @@ impl Chat {
                 self.status_line().await;
             }
             "threads" => {
-                let threads = self.store.list().await?;
-                if threads.is_empty() {
+                let listing = self.store.list_readable().await?;
+                if listing.threads.is_empty() && listing.unreadable.is_empty() {
                     say("no threads stored yet");
                 } else {
-                    print!("{}", render::thread_table(&threads));
+                    print!("{}", render::thread_table(&listing.threads));
+                    for thread in &listing.unreadable {
+                        say(&escape::message(&format!(
+                            "thread `{}` cannot be read: {}",
+                            thread.thread_id, thread.error
+                        )));
+                    }
                     say(&format!("current: {}", self.shown_thread()));
                 }
             }
