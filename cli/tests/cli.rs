@@ -1461,3 +1461,29 @@ fn threads_list_goes_on_past_a_damaged_thread_and_names_it() {
         &["cli/broken"],
     );
 }
+
+#[test]
+fn run_on_a_damaged_thread_is_a_store_error() {
+    let sandbox = Sandbox::new();
+    let url = answering_server("fine");
+    for thread in ["default", "broken"] {
+        let ok = run(against(
+            &sandbox,
+            &url,
+            &["run", "hello", "--thread", thread],
+        ));
+        assert!(ok.status.success(), "{}", stderr(&ok));
+    }
+    for thread in ["default", "broken"] {
+        damage_row(&sandbox.db(), &format!("cli/{thread}"));
+    }
+    for args in [
+        &["run", "again"][..],
+        &["run", "again", "--thread", "broken"][..],
+    ] {
+        let output = run(against(&sandbox, &url, args));
+        assert_fails(&output, 4, &["thread store", "rev"]);
+        let err = stderr(&output);
+        assert!(!err.to_lowercase().contains("actor"), "{err}");
+    }
+}
