@@ -1487,3 +1487,36 @@ fn run_on_a_damaged_thread_is_a_store_error() {
         assert!(!err.to_lowercase().contains("actor"), "{err}");
     }
 }
+
+#[test]
+fn reading_with_no_store_creates_nothing_even_where_nothing_can_be_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let motet = |home: &Path, args: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_motet"));
+        for var in CLEARED_VARS {
+            command.env_remove(var);
+        }
+        command
+            .env("HOME", home)
+            .current_dir(dir.path())
+            .args(args)
+            .stdin(Stdio::null());
+        run(command)
+    };
+    // A home where nothing can be created (below a file: even root cannot make a folder).
+    let file = dir.path().join("file");
+    std::fs::write(&file, "").unwrap();
+    let blocked = file.join("home");
+    let writable = dir.path().join("home");
+    std::fs::create_dir(&writable).unwrap();
+    for home in [&blocked, &writable] {
+        let list = motet(home, &["threads", "list"]);
+        assert!(list.status.success(), "{}", stderr(&list));
+        assert!(stdout(&list).contains("no threads in"), "{}", stdout(&list));
+        let pending = motet(home, &["pending"]);
+        assert!(pending.status.success(), "{}", stderr(&pending));
+        assert_fails(&motet(home, &["threads", "show", "x"]), 4, &["no thread"]);
+    }
+    // Reading made nothing, not even the data folder.
+    assert!(!writable.join(".local").exists());
+}
