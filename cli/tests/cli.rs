@@ -1520,3 +1520,42 @@ fn reading_with_no_store_creates_nothing_even_where_nothing_can_be_made() {
     // Reading made nothing, not even the data folder.
     assert!(!writable.join(".local").exists());
 }
+
+#[test]
+fn token_counts_past_32_bits_are_shown_and_stored_exactly() {
+    let sandbox = Sandbox::new();
+    tokio().block_on(async {
+        let store = SqliteStore::open(sandbox.db()).await.unwrap();
+        let env = FixedEnv::new(1_700_000_000_000);
+        let mut thread = Thread::new("cli/big", 1_700_000_000_000);
+        thread.append(&env, NewEntry::user("hi"));
+        let answer = AssistantMessage {
+            blocks: vec![AssistantBlock::text("hello")],
+            stop_reason: StopReason::EndTurn,
+        };
+        let usage = Usage {
+            input_tokens: u64::MAX,
+            output_tokens: 5,
+            cache_read_tokens: u64::MAX,
+            ..Usage::default()
+        };
+        thread.append(&env, NewEntry::assistant(answer, usage));
+        store
+            .create_with(&ThreadHeader::of(&thread), None, thread.to_list())
+            .await
+            .unwrap();
+    });
+    let max = u64::MAX.to_string();
+    let export = run(sandbox.motet(&["threads", "export", "big"]));
+    let text = stdout(&export);
+    assert!(
+        text.contains(&format!("\"cache_read_tokens\":{max}")),
+        "{text}"
+    );
+    assert!(text.contains(&format!("\"input_tokens\":{max}")), "{text}");
+    assert!(!text.contains(&u32::MAX.to_string()), "{text}");
+    let show = stdout(&run(sandbox.motet(&["threads", "show", "big"])));
+    assert!(show.contains(&format!("({max} in / 5 out)")), "{show}");
+    let list = stdout(&run(sandbox.motet(&["threads", "list"])));
+    assert!(list.contains(&format!("{max} in / 5 out")), "{list}");
+}
