@@ -334,3 +334,35 @@ fn pending_goes_on_past_a_damaged_thread_and_names_it() {
     assert_eq!(output.status.code(), Some(4), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+#[test]
+fn chat_asks_again_when_edited_arguments_are_not_json() {
+    let (url, _) = scripted_server(1);
+    let sandbox = Sandbox::new(url);
+    let mut command = sandbox.motet(&["chat"]);
+    command.stdin(Stdio::inherit());
+    let mut chat = rexpect::session::spawn_command(command, Some(60_000)).unwrap();
+    chat.exp_string("ready]").unwrap();
+    chat.send_line("What is 6 times 7?").unwrap();
+    chat.exp_string("approve? [y/N/edit] ").unwrap();
+    chat.send_line("edit").unwrap();
+    chat.exp_string("arguments (a JSON object): ").unwrap();
+    chat.send_line("{\"expression\": \"6 * 8\"").unwrap();
+    // Refused before anything is claimed, saying why, and asked again.
+    let refused = chat.exp_string("arguments (a JSON object): ").unwrap();
+    assert!(refused.contains("not valid JSON"), "{refused}");
+    assert!(!refused.contains("(approved)"), "{refused}");
+    chat.send_line("{\"expression\": \"6 * 8\"}").unwrap();
+    chat.exp_string("(approved)").unwrap();
+    let status = chat.exp_string("]").unwrap();
+    assert!(status.contains("ok"), "{status}");
+    chat.send_line("/quit").unwrap();
+    chat.exp_eof().unwrap();
+    // The call ran once, with the arguments typed the second time.
+    let results = results(&sandbox.db(), "cli/default");
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(
+        results[0].contains("edited") && results[0].ends_with("48"),
+        "{results:?}"
+    );
+}

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use motet::agents::EntryBody;
 use motet::agents::Waiting;
-use motet::directives::{Pause, Response};
+use motet::directives::{Pause, Response, ToolArgs};
 use motet::runtime::agent::{AgentHandle, AskOptions, DeltaKind, Ticket, TicketEvent};
 use motet::runtime::store::ThreadStore;
 use tokio::io::AsyncBufReadExt;
@@ -321,7 +321,9 @@ impl Chat {
     }
 
     /// Asks the person at the terminal about a call that waits for them: `approve? [y/N/edit]`
-    /// for an approval, the tool's question for an answer. The end of input rejects.
+    /// for an approval, the tool's question for an answer. The end of input rejects. Edited
+    /// arguments that are not a JSON object are refused, saying why, and asked for again; what
+    /// the person decided is said only once the runtime took it.
     async fn decide(
         &self,
         request: &Ticket,
@@ -344,16 +346,8 @@ impl Chat {
                 flush();
                 match read(stdin).await?.trim().to_ascii_lowercase().as_str() {
                     "y" | "yes" => Response::Approve,
-                    "e" | "edit" => {
-                        print!("arguments (a JSON object): ");
-                        flush();
-                        Response::Edit {
-                            args: read(stdin).await?.trim().to_owned(),
-                        }
-                    }
-                    _ => Response::Reject {
-                        reason: "the person at the terminal said no".to_owned(),
-                    },
+                    "e" | "edit" => edited(stdin).await?,
+                    _ => rejected(),
                 }
             }
             Pause::Question { text } => {
@@ -365,15 +359,17 @@ impl Chat {
                 }
             }
         };
-        say(match &response {
+        let verdict = match &response {
             Response::Approve | Response::Edit { .. } => "(approved)",
             Response::Reject { .. } => "(rejected)",
             Response::Answer { .. } => "(answered)",
-        });
+        };
         request
             .respond(&waiting.tool_call_id, response)
             .await
-            .map_err(|e| CliError::Request(e.to_string()))
+            .map_err(|e| CliError::Request(e.to_string()))?;
+        say(verdict);
+        Ok(())
     }
 
     /// `[cli · thread T · N messages · session tokens I in / O out · STATUS]`.
@@ -402,6 +398,33 @@ impl Chat {
     /// The current thread as users type it, escaped.
     fn shown_thread(&self) -> String {
         escape::label(&agent::shown_thread(&self.thread)).into_owned()
+    }
+}
+
+/// The arguments to run a call with instead, asked for until they are a JSON object (as the
+/// runtime requires: it refuses others with `RuntimeError::InvalidEdit`); an empty line or the
+/// end of input rejects the call.
+async fn edited(stdin: &mut Stdin) -> Result<Response, CliError> {
+    loop {
+        print!("arguments (a JSON object): ");
+        flush();
+        let args = read(stdin).await?.trim().to_owned();
+        if args.is_empty() {
+            return Ok(rejected());
+        }
+        match ToolArgs::from_text(args.as_str()).problem() {
+            None => return Ok(Response::Edit { args }),
+            Some(problem) => say(&escape::message(&format!(
+                "(not run with these: {problem}; type the arguments again, or an empty line to reject)"
+            ))),
+        }
+    }
+}
+
+/// The person at the terminal said no.
+fn rejected() -> Response {
+    Response::Reject {
+        reason: "the person at the terminal said no".to_owned(),
     }
 }
 
