@@ -1246,6 +1246,11 @@ fn chat_marks_the_text_of_a_cut_call_discarded_before_its_retry() {
     chat.expect("The answer is 391.");
     let status = chat.expect("]");
     assert!(status.contains("ok"), "{status}");
+    // Two calls reached the server: the answered one and the one cut off before it.
+    assert!(
+        status.contains("1 LLM call(s) · 1 cut off and retried"),
+        "{status}"
+    );
     chat.0.send_line("/quit").unwrap();
     chat.0.exp_eof().unwrap();
 }

@@ -245,6 +245,9 @@ impl Chat {
         let mut wrote = false;
         // The call whose text was printed last.
         let mut printed = None;
+        // Calls cut off after they began to write: each was a call to the provider, retried
+        // by another (or the request failed).
+        let mut cut_off = 0u32;
         // The whole answer, streaming included, has `--timeout` to arrive.
         let mut deadline = tokio::time::Instant::now() + self.settings.timeout;
         loop {
@@ -275,11 +278,14 @@ impl Chat {
                         flush();
                     }
                     // The call was cut after it wrote this much; a retry writes again.
-                    DeltaKind::Discard if printed.as_ref() == Some(&delta.call_id) => {
-                        say("\n[cut off: the text above is discarded]");
-                        printed = None;
+                    DeltaKind::Discard => {
+                        cut_off += 1;
+                        if printed.as_ref() == Some(&delta.call_id) {
+                            say("\n[cut off: the text above is discarded]");
+                            printed = None;
+                        }
                     }
-                    DeltaKind::Discard | DeltaKind::Reasoning => {}
+                    DeltaKind::Reasoning => {}
                 },
                 Streamed::Interrupt if !cancelled => {
                     cancelled = true;
@@ -307,7 +313,7 @@ impl Chat {
                     if !wrote {
                         say(&self.mode.text(&done.answer));
                     }
-                    format!("ok · {} LLM call(s)", done.iterations)
+                    calls(done.iterations, cut_off)
                 }
                 Err(e) => format!("failed: {e}"),
             },
@@ -418,6 +424,17 @@ async fn edited(stdin: &mut Stdin) -> Result<Response, CliError> {
                 "(not run with these: {problem}; type the arguments again, or an empty line to reject)"
             ))),
         }
+    }
+}
+
+/// The status of an answered request: its LLM calls, and the calls cut off after they began
+/// to write (each a provider call too, whose tokens the provider never reported, so the
+/// session's tokens are those of the answered calls, as `threads list` shows them).
+fn calls(answered: u32, cut_off: u32) -> String {
+    if cut_off == 0 {
+        format!("ok · {answered} LLM call(s)")
+    } else {
+        format!("ok · {answered} LLM call(s) · {cut_off} cut off and retried")
     }
 }
 
