@@ -68,7 +68,8 @@ pub enum CalcError {
     },
 }
 
-/// The deepest nesting of parentheses, unary signs and powers evaluated. The parser recurses
+/// The deepest nesting of parentheses (a function's included), unary signs and powers
+/// evaluated: 100 levels evaluate, 101 are [`CalcError::TooDeep`]. The parser recurses
 /// once per level: without a bound, 10,000 parentheses from a model overflowed the stack and
 /// aborted the whole process (and again on every resume).
 pub const MAX_NESTING: usize = 100;
@@ -160,7 +161,9 @@ impl Parser {
 
     /// unary := ('-' | '+') unary | power
     fn unary(&mut self) -> Result<f64, CalcError> {
-        if self.depth >= MAX_NESTING {
+        // The expression itself is the first `unary` entered, so `depth` here is the nesting
+        // of the level being entered: `1` is 0 deep, `(1)` and `-1` are 1 deep.
+        if self.depth > MAX_NESTING {
             return Err(CalcError::TooDeep { max: MAX_NESTING });
         }
         self.depth += 1;
@@ -301,6 +304,33 @@ mod tests {
         // Just inside the bound still evaluates.
         assert_eq!(evaluate(&deep("(", ")", MAX_NESTING - 1)), Ok(1.0));
         assert_eq!(evaluate(&deep("-", "", 98)), Ok(1.0));
+    }
+
+    #[test]
+    fn exactly_max_nesting_levels_evaluate_and_one_more_is_refused() {
+        let deep =
+            |open: &str, close: &str, n: usize| format!("{}1{}", open.repeat(n), close.repeat(n));
+        let too_deep = Err(CalcError::TooDeep { max: MAX_NESTING });
+        assert_eq!(MAX_NESTING, 100, "docs/cli.md says 100");
+        for (open, close, value) in [("(", ")", 1.0), ("sqrt(", ")", 1.0), ("-", "", 1.0)] {
+            assert_eq!(
+                evaluate(&deep(open, close, MAX_NESTING)),
+                Ok(value),
+                "{open}"
+            );
+            assert_eq!(
+                evaluate(&deep(open, close, MAX_NESTING + 1)),
+                too_deep,
+                "{open}"
+            );
+        }
+        let powers = |n: usize| format!("1{}", "^1".repeat(n));
+        assert_eq!(evaluate(&powers(MAX_NESTING)), Ok(1.0));
+        assert_eq!(evaluate(&powers(MAX_NESTING + 1)), too_deep);
+        assert_eq!(
+            too_deep.map_err(|e| e.to_string()),
+            Err("nested deeper than 100 levels (parentheses, signs or powers)".to_owned())
+        );
     }
 
     #[test]

@@ -247,12 +247,13 @@ impl Loaded {
     }
 
     /// The thread store: `--db`, else `MOTET_DATABASE_URL` (through `env`), else the file's
-    /// `db`, else `<data dir>/motet/motet.db` (its folder created). Each is a SQLite path or a
-    /// store URL ([`crate::db`]).
+    /// `db`, else `<data dir>/motet/motet.db` (its folder made by the first command that writes,
+    /// never by one that reads: [`Db::default_file`]). Each is a SQLite path or a store URL
+    /// ([`crate::db`]).
     ///
     /// # Errors
-    /// [`CliError::DataDir`] when the default folder cannot be made; [`CliError::BadFlag`],
-    /// [`CliError::Environment`] or [`CliError::ConfigFile`] for a setting that names no store.
+    /// [`CliError::BadFlag`], [`CliError::Environment`] or [`CliError::ConfigFile`] for a
+    /// setting that names no store.
     pub fn db(
         &self,
         flag: Option<&Path>,
@@ -266,11 +267,7 @@ impl Loaded {
         let dir = dirs::data_dir()
             .unwrap_or_else(|| PathBuf::from("."))
             .join("motet");
-        std::fs::create_dir_all(&dir).map_err(|source| CliError::DataDir {
-            path: dir.clone(),
-            source,
-        })?;
-        Ok(Db::file(dir.join("motet.db")))
+        Ok(Db::default_file(dir.join("motet.db")))
     }
 
     /// Everything an agent needs, with `env` standing for the process environment.

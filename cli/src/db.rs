@@ -32,6 +32,10 @@ pub enum DbSource<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Db {
     url: StoreUrl,
+    /// The folder the default store lives in, made by the first command that writes: a
+    /// command that only reads creates nothing, so with no store (or a home where nothing can
+    /// be made) it says there are no threads.
+    folder_to_make: Option<PathBuf>,
 }
 
 impl Db {
@@ -46,13 +50,38 @@ impl Db {
             return Ok(Self::file(input));
         };
         let url = StoreUrl::parse(text).map_err(|e| bad_url(e, source))?;
-        Ok(Self { url })
+        Ok(Self {
+            url,
+            folder_to_make: None,
+        })
     }
 
     /// The SQLite file at `path`.
     pub fn file(path: impl Into<PathBuf>) -> Self {
         Self {
             url: StoreUrl::Sqlite(path.into()),
+            folder_to_make: None,
+        }
+    }
+
+    /// The default store, the SQLite file at `path`, whose folder is made when a command
+    /// first writes to it ([`open`](Self::open), [`lock`](Self::lock)), not before.
+    pub fn default_file(path: PathBuf) -> Self {
+        let folder_to_make = path.parent().map(Path::to_path_buf);
+        Self {
+            url: StoreUrl::Sqlite(path),
+            folder_to_make,
+        }
+    }
+
+    /// Makes the default store's folder, for a command about to write.
+    fn make_folder(&self) -> Result<(), CliError> {
+        match &self.folder_to_make {
+            Some(folder) => std::fs::create_dir_all(folder).map_err(|source| CliError::DataDir {
+                path: folder.clone(),
+                source,
+            }),
+            None => Ok(()),
         }
     }
 
@@ -65,8 +94,10 @@ impl Db {
     /// none.
     ///
     /// # Errors
+    /// [`CliError::DataDir`] when the default store's folder cannot be made;
     /// [`CliError::OpenStore`] when it cannot be opened.
     pub async fn open(&self) -> Result<Arc<dyn ThreadStore>, CliError> {
+        self.make_folder()?;
         Ok(self.url.open().await?)
     }
 
@@ -81,6 +112,7 @@ impl Db {
         &self,
         timeout: std::time::Duration,
     ) -> Result<Arc<dyn ThreadStore>, CliError> {
+        self.make_folder()?;
         Ok(self.url.open_within(Some(timeout)).await?)
     }
 
@@ -93,6 +125,17 @@ impl Db {
     /// [`CliError::Store`], [`CliError::OpenStore`] when it cannot be opened.
     pub async fn read(&self) -> Result<Option<Arc<dyn ThreadStore>>, CliError> {
         match &self.url {
+            // No file, nor a folder it could be in (a path below a file): nothing stored yet.
+            StoreUrl::Sqlite(path)
+                if std::fs::metadata(path).is_err_and(|e| {
+                    matches!(
+                        e.kind(),
+                        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                    )
+                }) =>
+            {
+                Ok(None)
+            }
             StoreUrl::Sqlite(path) => match SqliteStore::open_read_only(path).await {
                 Ok(store) => Ok(Some(Arc::new(store))),
                 Err(StoreError::Missing { .. }) => Ok(None),
@@ -120,8 +163,10 @@ impl Db {
     /// alone: no lock.
     ///
     /// # Errors
-    /// As [`ThreadLock::acquire`].
+    /// [`CliError::DataDir`] when the default store's folder cannot be made; as
+    /// [`ThreadLock::acquire`].
     pub fn lock(&self, thread: &str) -> Result<Option<ThreadLock>, CliError> {
+        self.make_folder()?;
         let folder = match &self.url {
             StoreUrl::Memory => return Ok(None),
             StoreUrl::Sqlite(path) => {

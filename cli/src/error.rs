@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use motet::runtime::store::{OpenStoreError, StoreError};
+use motet::runtime::store::{OpenStoreError, StoreError, UnreadableThread};
 
 /// A command's failure. The message names what was wrong (the key and file, the model ref, the
 /// URL, the thread); [`CliError::exit_code`] tells scripts which kind of failure it was.
@@ -65,6 +65,18 @@ pub enum CliError {
     /// committed (a lock held elsewhere past the time allowed, a damaged row, a server gone).
     #[error("thread store: {0}")]
     ThreadStore(String),
+    /// Some threads of the store could not be read; each was named on standard error, and the
+    /// others were listed.
+    #[error(
+        "{count} thread{} could not be read in {store} (named above); the others are listed",
+        if *count == 1 { "" } else { "s" }
+    )]
+    Unreadable {
+        /// How many.
+        count: usize,
+        /// The store: its file, or its URL with the password hidden.
+        store: String,
+    },
     /// The store's folder cannot be created.
     #[error("cannot create {}: {source}", path.display())]
     DataDir {
@@ -186,10 +198,39 @@ impl CliError {
             | Self::ThreadStore(_)
             | Self::OpenStore(_)
             | Self::DataDir { .. }
+            | Self::Unreadable { .. }
             | Self::UnknownThread { .. }
             | Self::ThreadBusy { .. } => 4,
             Self::BadFlag { .. } | Self::ThreadId { .. } | Self::AmbiguousCall { .. } => 2,
             Self::OutputClosed => 0,
         }
     }
+}
+
+/// Names each thread a listing could not read on standard error (`motet: thread `ID` cannot
+/// be read: WHY`, escaped as every error is), then fails with [`CliError::Unreadable`] when
+/// there was any: a listing that skipped damaged threads must not look complete to a script.
+///
+/// # Errors
+/// [`CliError::Unreadable`] when `unreadable` is not empty.
+pub fn unreadable(
+    unreadable: &[UnreadableThread],
+    store: &impl std::fmt::Display,
+) -> Result<(), CliError> {
+    for thread in unreadable {
+        eprintln!(
+            "motet: {}",
+            crate::escape::message(&format!(
+                "thread `{}` cannot be read: {}",
+                thread.thread_id, thread.error
+            ))
+        );
+    }
+    if unreadable.is_empty() {
+        return Ok(());
+    }
+    Err(CliError::Unreadable {
+        count: unreadable.len(),
+        store: store.to_string(),
+    })
 }

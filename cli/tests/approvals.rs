@@ -298,3 +298,71 @@ fn two_gated_calls_are_both_listed_and_answering_one_says_what_still_waits() {
     assert!(text.contains("done: 48"), "{text}");
     assert_eq!(results(&sandbox.db(), "cli/t"), ["42", "48"]);
 }
+
+/// Damages thread `id`'s row in the SQLite file at `db` as a bad disk or another program
+/// could: a revision no store writes (the way runtime/tests damage rows on purpose).
+fn damage_row(db: &Path, id: &str) {
+    let raw = rusqlite::Connection::open(db).unwrap();
+    let changed = raw
+        .execute("UPDATE threads SET rev = -1 WHERE id = ?1", [id])
+        .unwrap();
+    assert_eq!(changed, 1, "no thread {id} to damage");
+}
+
+#[test]
+fn pending_goes_on_past_a_damaged_thread_and_names_it() {
+    let (url, _) = scripted_server(1);
+    let sandbox = Sandbox::new(url);
+    sandbox.ok(&["run", "What is 6 times 7?", "--thread", "waits"]);
+    sandbox.ok(&["run", "What is 6 times 7?", "--thread", "broken"]);
+    damage_row(&sandbox.db(), "cli/broken");
+
+    let output = run(sandbox.motet(&["pending"]));
+    let (out, err) = (stdout(&output), stderr(&output));
+    // What waits on the readable thread is listed whole.
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(
+        out.contains("thread waits") && out.contains("call call_1"),
+        "{out}"
+    );
+    // The damaged one is named, with what is wrong, and the status says the store is damaged.
+    assert!(
+        err.contains("thread `cli/broken`") && err.contains("rev"),
+        "{err}"
+    );
+    assert!(err.contains("1 thread could not be read"), "{err}");
+    assert_eq!(output.status.code(), Some(4), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn chat_asks_again_when_edited_arguments_are_not_json() {
+    let (url, _) = scripted_server(1);
+    let sandbox = Sandbox::new(url);
+    let mut command = sandbox.motet(&["chat"]);
+    command.stdin(Stdio::inherit());
+    let mut chat = rexpect::session::spawn_command(command, Some(60_000)).unwrap();
+    chat.exp_string("ready]").unwrap();
+    chat.send_line("What is 6 times 7?").unwrap();
+    chat.exp_string("approve? [y/N/edit] ").unwrap();
+    chat.send_line("edit").unwrap();
+    chat.exp_string("arguments (a JSON object): ").unwrap();
+    chat.send_line("{\"expression\": \"6 * 8\"").unwrap();
+    // Refused before anything is claimed, saying why, and asked again.
+    let refused = chat.exp_string("arguments (a JSON object): ").unwrap();
+    assert!(refused.contains("not valid JSON"), "{refused}");
+    assert!(!refused.contains("(approved)"), "{refused}");
+    chat.send_line("{\"expression\": \"6 * 8\"}").unwrap();
+    chat.exp_string("(approved)").unwrap();
+    let status = chat.exp_string("]").unwrap();
+    assert!(status.contains("ok"), "{status}");
+    chat.send_line("/quit").unwrap();
+    chat.exp_eof().unwrap();
+    // The call ran once, with the arguments typed the second time.
+    let results = results(&sandbox.db(), "cli/default");
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(
+        results[0].contains("edited") && results[0].ends_with("48"),
+        "{results:?}"
+    );
+}

@@ -1251,6 +1251,11 @@ fn chat_marks_the_text_of_a_cut_call_discarded_before_its_retry() {
     chat.expect("The answer is 391.");
     let status = chat.expect("]");
     assert!(status.contains("ok"), "{status}");
+    // Two calls reached the server: the answered one and the one cut off before it.
+    assert!(
+        status.contains("1 LLM call(s) · 1 cut off and retried"),
+        "{status}"
+    );
     chat.0.send_line("/quit").unwrap();
     chat.0.exp_eof().unwrap();
 }
@@ -1423,4 +1428,144 @@ fn chat_asks_before_a_gated_call_and_takes_y_and_n() {
     assert_eq!(results.len(), 2, "{results:?}");
     assert_eq!(results[0].1, "391", "{results:?}");
     assert!(results[1].1.contains("said no"), "{results:?}");
+}
+
+/// Damages thread `id`'s row in the SQLite file at `db` as a bad disk or another program
+/// could: a revision no store writes (the way runtime/tests damage rows on purpose).
+fn damage_row(db: &Path, id: &str) {
+    let raw = rusqlite::Connection::open(db).unwrap();
+    let changed = raw
+        .execute("UPDATE threads SET rev = -1 WHERE id = ?1", [id])
+        .unwrap();
+    assert_eq!(changed, 1, "no thread {id} to damage");
+}
+
+#[test]
+fn threads_list_goes_on_past_a_damaged_thread_and_names_it() {
+    let sandbox = Sandbox::new();
+    store_work_thread(&sandbox.db());
+    let url = answering_server("fine");
+    let ok = run(against(
+        &sandbox,
+        &url,
+        &["run", "hello", "--thread", "broken"],
+    ));
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    damage_row(&sandbox.db(), "cli/broken");
+
+    let list = run(sandbox.motet(&["threads", "list"]));
+    let (out, err) = (stdout(&list), stderr(&list));
+    // The readable thread is listed, the damaged one named on stderr with what is wrong.
+    assert!(out.lines().any(|l| l.starts_with("work ")), "{out}");
+    assert!(!out.contains("broken"), "{out}");
+    assert!(
+        err.contains("thread `cli/broken` cannot be read") && err.contains("rev"),
+        "{err}"
+    );
+    assert!(err.contains("1 thread could not be read"), "{err}");
+    assert_eq!(list.status.code(), Some(4), "{err}");
+    // Loading it still fails closed: never shown as an empty thread.
+    assert_fails(
+        &run(sandbox.motet(&["threads", "show", "broken"])),
+        4,
+        &["cli/broken"],
+    );
+}
+
+#[test]
+fn run_on_a_damaged_thread_is_a_store_error() {
+    let sandbox = Sandbox::new();
+    let url = answering_server("fine");
+    for thread in ["default", "broken"] {
+        let ok = run(against(
+            &sandbox,
+            &url,
+            &["run", "hello", "--thread", thread],
+        ));
+        assert!(ok.status.success(), "{}", stderr(&ok));
+    }
+    for thread in ["default", "broken"] {
+        damage_row(&sandbox.db(), &format!("cli/{thread}"));
+    }
+    for args in [
+        &["run", "again"][..],
+        &["run", "again", "--thread", "broken"][..],
+    ] {
+        let output = run(against(&sandbox, &url, args));
+        assert_fails(&output, 4, &["thread store", "rev"]);
+        let err = stderr(&output);
+        assert!(!err.to_lowercase().contains("actor"), "{err}");
+    }
+}
+
+#[test]
+fn reading_with_no_store_creates_nothing_even_where_nothing_can_be_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let motet = |home: &Path, args: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_motet"));
+        for var in CLEARED_VARS {
+            command.env_remove(var);
+        }
+        command
+            .env("HOME", home)
+            .current_dir(dir.path())
+            .args(args)
+            .stdin(Stdio::null());
+        run(command)
+    };
+    // A home where nothing can be created (below a file: even root cannot make a folder).
+    let file = dir.path().join("file");
+    std::fs::write(&file, "").unwrap();
+    let blocked = file.join("home");
+    let writable = dir.path().join("home");
+    std::fs::create_dir(&writable).unwrap();
+    for home in [&blocked, &writable] {
+        let list = motet(home, &["threads", "list"]);
+        assert!(list.status.success(), "{}", stderr(&list));
+        assert!(stdout(&list).contains("no threads in"), "{}", stdout(&list));
+        let pending = motet(home, &["pending"]);
+        assert!(pending.status.success(), "{}", stderr(&pending));
+        assert_fails(&motet(home, &["threads", "show", "x"]), 4, &["no thread"]);
+    }
+    // Reading made nothing, not even the data folder.
+    assert!(!writable.join(".local").exists());
+}
+
+#[test]
+fn token_counts_past_32_bits_are_shown_and_stored_exactly() {
+    let sandbox = Sandbox::new();
+    tokio().block_on(async {
+        let store = SqliteStore::open(sandbox.db()).await.unwrap();
+        let env = FixedEnv::new(1_700_000_000_000);
+        let mut thread = Thread::new("cli/big", 1_700_000_000_000);
+        thread.append(&env, NewEntry::user("hi"));
+        let answer = AssistantMessage {
+            blocks: vec![AssistantBlock::text("hello")],
+            stop_reason: StopReason::EndTurn,
+        };
+        let usage = Usage {
+            input_tokens: u64::MAX,
+            output_tokens: 5,
+            cache_read_tokens: u64::MAX,
+            ..Usage::default()
+        };
+        thread.append(&env, NewEntry::assistant(answer, usage));
+        store
+            .create_with(&ThreadHeader::of(&thread), None, thread.to_list())
+            .await
+            .unwrap();
+    });
+    let max = u64::MAX.to_string();
+    let export = run(sandbox.motet(&["threads", "export", "big"]));
+    let text = stdout(&export);
+    assert!(
+        text.contains(&format!("\"cache_read_tokens\":{max}")),
+        "{text}"
+    );
+    assert!(text.contains(&format!("\"input_tokens\":{max}")), "{text}");
+    assert!(!text.contains(&u32::MAX.to_string()), "{text}");
+    let show = stdout(&run(sandbox.motet(&["threads", "show", "big"])));
+    assert!(show.contains(&format!("({max} in / 5 out)")), "{show}");
+    let list = stdout(&run(sandbox.motet(&["threads", "list"])));
+    assert!(list.contains(&format!("{max} in / 5 out")), "{list}");
 }

@@ -71,7 +71,7 @@ pub use events::{
     THREAD_RESTARTED, ThreadFailure,
 };
 pub use handle::AgentHandle;
-pub use person::{waiting_in, waiting_on};
+pub use person::{WaitingListing, waiting_in, waiting_on, waiting_readable};
 pub use react::ReActAgent;
 pub use requests::{FINISHED_REQUESTS_KEPT, RequestRecord, RequestStatus};
 pub use runtime::{Runtime, RuntimeBuilder};

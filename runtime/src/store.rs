@@ -123,6 +123,58 @@ pub struct ThreadSummary {
     pub latest_boundary_seq: Option<u64>,
 }
 
+/// A thread whose stored row a listing could not read, and why.
+#[derive(Debug)]
+pub struct UnreadableThread {
+    /// The thread's id (`<unreadable id>` when the id itself cannot be read).
+    pub thread_id: String,
+    /// What is wrong with it, naming the thread.
+    pub error: StoreError,
+}
+
+/// A listing that went on past damaged threads: those it could read, oldest first, and those
+/// it could not.
+#[derive(Debug, Default)]
+pub struct ThreadListing {
+    /// Every thread whose row could be read, oldest first.
+    pub threads: Vec<ThreadSummary>,
+    /// The threads whose row could not be read, in the store's order.
+    pub unreadable: Vec<UnreadableThread>,
+}
+
+impl ThreadListing {
+    /// Sorts rows read one by one into the readable and the unreadable, keeping their order.
+    pub(crate) fn of(rows: impl IntoIterator<Item = Result<ThreadSummary, StoreError>>) -> Self {
+        let mut listing = Self::default();
+        for row in rows {
+            match row {
+                Ok(summary) => listing.threads.push(summary),
+                Err(error) => listing.unreadable.push(UnreadableThread {
+                    thread_id: match &error {
+                        StoreError::CorruptThread { thread_id, .. }
+                        | StoreError::CorruptEntry { thread_id, .. } => thread_id.clone(),
+                        _ => rows::UNREADABLE_ID.to_owned(),
+                    },
+                    error,
+                }),
+            }
+        }
+        listing
+    }
+
+    /// The readable threads, or the first unreadable one's error: a listing that fails
+    /// closed, as [`ThreadStore::list`] does.
+    ///
+    /// # Errors
+    /// The first unreadable thread's error.
+    pub fn into_whole(self) -> Result<Vec<ThreadSummary>, StoreError> {
+        match self.unreadable.into_iter().next() {
+            Some(unreadable) => Err(unreadable.error),
+            None => Ok(self.threads),
+        }
+    }
+}
+
 /// What an agent needs, besides the thread, to come back after a restart.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ThreadMeta {
@@ -210,6 +262,23 @@ pub trait ThreadStore: Send + Sync {
     /// # Errors
     /// Storage failures.
     async fn list(&self) -> Result<Vec<ThreadSummary>, StoreError>;
+
+    /// Every thread's header and totals, oldest first, as [`list`](Self::list) gives them,
+    /// except that a thread whose stored row cannot be read is set aside with its error
+    /// instead of failing the whole listing: one damaged row does not hide every other
+    /// thread. Loading such a thread still fails ([`load`](Self::load) fails closed).
+    ///
+    /// The default, for a store that cannot tell one bad row from a failed read, is
+    /// [`list`](Self::list) with nothing set aside.
+    ///
+    /// # Errors
+    /// Storage failures that are not one thread's: the store cannot be read at all.
+    async fn list_readable(&self) -> Result<ThreadListing, StoreError> {
+        Ok(ThreadListing {
+            threads: self.list().await?,
+            unreadable: Vec::new(),
+        })
+    }
 
     /// Deletes the thread, its entries and its meta; returns whether it existed.
     ///

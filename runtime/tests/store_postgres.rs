@@ -162,6 +162,18 @@ async fn undecodable_rows_fail_closed_naming_the_thread() {
         "{err}"
     );
     assert!(store.list().await.is_err());
+    // A listing that goes on past it: the damaged row set aside with its error, the thread
+    // whose entry is damaged listed (its row is whole), and loading both still failing.
+    let listing = store.list_readable().await.unwrap();
+    let listed: Vec<&str> = listing.threads.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(listed, ["thread_bad_entry"]);
+    assert_eq!(listing.unreadable.len(), 1);
+    assert_eq!(listing.unreadable[0].thread_id, "thread_bad_rev");
+    assert!(
+        matches!(&listing.unreadable[0].error, StoreError::CorruptThread { thread_id, reason } if thread_id == "thread_bad_rev" && reason.contains("rev")),
+        "{}",
+        listing.unreadable[0].error
+    );
     db.drop_now().await;
 }
 

@@ -247,6 +247,59 @@ async fn an_undecodable_entry_fails_closed_naming_thread_and_seq() {
 }
 
 #[tokio::test]
+async fn a_damaged_thread_row_is_set_aside_by_a_listing_and_fails_closed_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = written_db(
+        dir.path(),
+        "row.db",
+        &[
+            long_thread("thread_a", 2),
+            long_thread("thread_bad_rev", 2),
+            long_thread("thread_bad_usage", 2),
+            long_thread("thread_z", 3),
+        ],
+    )
+    .await;
+    raw(&path)
+        .execute_batch(
+            "UPDATE threads SET rev = -1 WHERE id = 'thread_bad_rev'; \
+             UPDATE threads SET usage = '{\"input_tokens\": \"many\"}' WHERE id = 'thread_bad_usage';",
+        )
+        .unwrap();
+    for store in [
+        SqliteStore::open(&path).await.unwrap(),
+        SqliteStore::open_read_only(&path).await.unwrap(),
+    ] {
+        assert!(store.list().await.is_err());
+        let listing = store.list_readable().await.unwrap();
+        let listed: Vec<&str> = listing.threads.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(listed, ["thread_a", "thread_z"]);
+        let unreadable: Vec<(&str, String)> = listing
+            .unreadable
+            .iter()
+            .map(|u| (u.thread_id.as_str(), u.error.to_string()))
+            .collect();
+        assert_eq!(unreadable.len(), 2, "{unreadable:?}");
+        assert_eq!(unreadable[0].0, "thread_bad_rev");
+        assert!(
+            unreadable[0].1.contains("thread_bad_rev") && unreadable[0].1.contains("rev"),
+            "{unreadable:?}"
+        );
+        assert_eq!(unreadable[1].0, "thread_bad_usage");
+        assert!(unreadable[1].1.contains("usage"), "{unreadable:?}");
+        // Loading a damaged thread still fails, naming it; never an empty thread.
+        for id in ["thread_bad_rev", "thread_bad_usage"] {
+            let err = store.load(id).await.unwrap_err();
+            assert!(err.to_string().contains(id), "{err}");
+        }
+        assert_eq!(
+            store.load("thread_z").await.unwrap().unwrap().entry_count(),
+            3
+        );
+    }
+}
+
+#[tokio::test]
 async fn a_missing_entry_row_is_not_a_shorter_thread() {
     let dir = tempfile::tempdir().unwrap();
     let path = written_db(dir.path(), "gap.db", &[long_thread("thread_g", 4)]).await;

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use motet_agents::{AGENT_COMPLETED, ReactCompleted};
 use motet_directives::{AssistantBlock, AssistantMessage, Message, ToolArgs, Usage};
-use motet_runtime::agent::{AgentSpec, AskError, Runtime};
+use motet_runtime::agent::{AgentSpec, AskError, Runtime, RuntimeError};
 use motet_runtime::testing::ScriptedModel;
 
 use common::*;
@@ -288,7 +288,8 @@ async fn a_thread_left_mid_request_is_resumed_without_running_a_tool_twice() {
     runtime.shutdown().await;
 }
 
-/// A store whose thread `echo/broken` cannot be read, as a damaged file would make it.
+/// A store whose threads `echo/broken` and `shut/default` cannot be read, as a damaged file
+/// would make them.
 struct DamagedStore(motet_runtime::store::MemoryStore);
 
 #[async_trait::async_trait]
@@ -303,7 +304,7 @@ impl motet_runtime::store::ThreadStore for DamagedStore {
         &self,
         thread_id: &str,
     ) -> Result<Option<motet_agents::Thread>, motet_runtime::store::StoreError> {
-        if thread_id == "echo/broken" {
+        if thread_id == "echo/broken" || thread_id == "shut/default" {
             return Err(motet_runtime::store::StoreError::CorruptEntry {
                 thread_id: thread_id.to_owned(),
                 seq: 3,
@@ -391,12 +392,26 @@ async fn an_unreadable_thread_fails_closed_and_is_never_replaced() {
                 assert_eq!(thread, "broken");
                 assert!(message.contains("echo/broken"), "{message}");
                 assert!(message.contains("seq 3"), "{message}");
+                // The store's words, not ractor's: nothing panicked.
+                assert!(!message.to_lowercase().contains("panic"), "{message}");
             }
             other => panic!("{other:?}"),
         }
     }
     // Other threads are fine.
     assert_eq!(answer(&agent, "hello", "fine").await, "hello");
+    // An agent whose default thread cannot be read does not start: the store's error.
+    match runtime
+        .spawn(AgentSpec::new("shut", react("openai:gpt-5.2", &tools)))
+        .await
+    {
+        Err(RuntimeError::Store { message }) => {
+            assert!(message.contains("shut/default"), "{message}");
+            assert!(message.contains("seq 3"), "{message}");
+            assert!(!message.to_lowercase().contains("panic"), "{message}");
+        }
+        other => panic!("{:?}", other.map(|_| ())),
+    }
     runtime.shutdown().await;
 }
 

@@ -77,35 +77,34 @@ pub enum EntryBody {
     },
 }
 
-/// What one LLM call consumed, as its assistant entry keeps it: [`Usage`]'s counts in 32 bits
-/// each, since every entry of every thread carries one and a call never nears four billion
-/// tokens (a count beyond is kept as `u32::MAX`). Reads and writes as a [`Usage`]: the JSON is
-/// the same.
+/// What one LLM call consumed, as its assistant entry keeps it: [`Usage`]'s counts, exactly.
+/// Reads and writes as a [`Usage`]: the JSON is the same.
 ///
-/// Input and output are held in place; cache reads, cache writes and reasoning only when one of
-/// them was counted, boxed. Sixteen bytes rather than twenty bring an entry's body to 64 bytes
-/// (the largest of its kinds, with a tool result's), eight less in every entry of every
-/// thread, for twelve on the heap in an assistant entry that counted any of the three.
+/// Most calls count only input and output tokens, well below four billion: those two are held
+/// in place in 32 bits each, and nothing else. A call that also counted cache reads, cache
+/// writes or reasoning, or whose counts do not fit 32 bits (a provider's `u64::MAX`), keeps
+/// its whole [`Usage`] boxed instead, so no count is ever cut down to fit. Sixteen bytes
+/// rather than forty in place bring an entry's body to 64 bytes (the largest of its kinds,
+/// with a tool result's), in every entry of every thread.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(from = "Usage", into = "Usage")]
 pub struct CallUsage {
     input_tokens: u32,
     output_tokens: u32,
-    /// Cache reads, cache writes, reasoning; `None` when all three are zero.
-    more: Option<Box<[u32; 3]>>,
+    /// Every count, when the two above cannot say them all; then those two are 0.
+    wide: Option<Box<Usage>>,
 }
 
 impl CallUsage {
     /// The counts as a [`Usage`].
     pub fn to_usage(&self) -> Usage {
-        let [cache_read, cache_write, reasoning] =
-            self.more.as_deref().copied().unwrap_or_default();
-        Usage {
-            input_tokens: self.input_tokens.into(),
-            output_tokens: self.output_tokens.into(),
-            cache_read_tokens: cache_read.into(),
-            cache_write_tokens: cache_write.into(),
-            reasoning_tokens: reasoning.into(),
+        match self.wide.as_deref() {
+            Some(usage) => *usage,
+            None => Usage {
+                input_tokens: self.input_tokens.into(),
+                output_tokens: self.output_tokens.into(),
+                ..Usage::default()
+            },
         }
     }
 
@@ -117,16 +116,23 @@ impl CallUsage {
 
 impl From<Usage> for CallUsage {
     fn from(usage: Usage) -> Self {
-        let narrow = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
-        let more = [
-            narrow(usage.cache_read_tokens),
-            narrow(usage.cache_write_tokens),
-            narrow(usage.reasoning_tokens),
-        ];
-        Self {
-            input_tokens: narrow(usage.input_tokens),
-            output_tokens: narrow(usage.output_tokens),
-            more: (more != [0; 3]).then(|| Box::new(more)),
+        let only_in_and_out = usage.cache_read_tokens == 0
+            && usage.cache_write_tokens == 0
+            && usage.reasoning_tokens == 0;
+        match (
+            u32::try_from(usage.input_tokens),
+            u32::try_from(usage.output_tokens),
+        ) {
+            (Ok(input_tokens), Ok(output_tokens)) if only_in_and_out => Self {
+                input_tokens,
+                output_tokens,
+                wide: None,
+            },
+            _ => Self {
+                input_tokens: 0,
+                output_tokens: 0,
+                wide: Some(Box::new(usage)),
+            },
         }
     }
 }
@@ -448,13 +454,13 @@ mod tests {
     }
 
     #[test]
-    fn a_count_beyond_32_bits_is_kept_as_the_largest_rather_than_wrapped() {
-        let huge = CallUsage::from(usage(u64::from(u32::MAX)));
-        assert_eq!(huge.to_usage().input_tokens, u64::from(u32::MAX));
-        assert_eq!(huge.to_usage().reasoning_tokens, u64::from(u32::MAX));
+    fn a_count_beyond_32_bits_is_kept_whole_rather_than_cut_to_the_largest() {
+        let huge = CallUsage::from(usage(u64::from(u32::MAX) + 1));
+        assert_eq!(huge.to_usage().input_tokens, u64::from(u32::MAX) + 1);
+        assert_eq!(huge.to_usage(), usage(u64::from(u32::MAX) + 1));
         let stored = format!(r#"{{"input_tokens": {}}}"#, u64::MAX);
         let read: CallUsage = serde_json::from_str(&stored).expect("reads");
-        assert_eq!(read.to_usage().input_tokens, u64::from(u32::MAX));
+        assert_eq!(read.to_usage().input_tokens, u64::MAX);
     }
 
     #[test]
@@ -491,14 +497,52 @@ mod tests {
             output_tokens: 5,
             ..Usage::default()
         });
-        assert!(plain.more.is_none());
+        assert!(plain.wide.is_none());
         assert_eq!(plain.to_usage().output_tokens, 5);
-        let reasoning = CallUsage::from(Usage {
+        let reasoning = Usage {
             reasoning_tokens: 3,
             ..Usage::default()
-        });
-        assert_eq!(reasoning.more.as_deref(), Some(&[0, 0, 3]));
-        assert_eq!(reasoning.to_usage().reasoning_tokens, 3);
-        assert!(!reasoning.is_zero());
+        };
+        let kept = CallUsage::from(reasoning);
+        assert_eq!(kept.wide.as_deref(), Some(&reasoning));
+        assert_eq!(kept.to_usage(), reasoning);
+        assert!(!kept.is_zero());
+    }
+
+    #[test]
+    fn counts_past_32_bits_are_kept_exactly() {
+        for usage in [
+            Usage {
+                cache_read_tokens: u64::MAX,
+                ..Usage::default()
+            },
+            Usage {
+                input_tokens: u64::from(u32::MAX) + 1,
+                output_tokens: 7,
+                ..Usage::default()
+            },
+            Usage {
+                input_tokens: 1,
+                output_tokens: u64::MAX,
+                cache_write_tokens: u64::from(u32::MAX) + 5,
+                reasoning_tokens: u64::MAX - 1,
+                ..Usage::default()
+            },
+        ] {
+            let kept = CallUsage::from(usage);
+            assert_eq!(kept.to_usage(), usage);
+            let json = serde_json::to_string(&kept).expect("writes");
+            let back: CallUsage = serde_json::from_str(&json).expect("reads");
+            assert_eq!(back.to_usage(), usage, "{json}");
+        }
+        // The largest count that fits stays in place.
+        let edge = Usage {
+            input_tokens: u64::from(u32::MAX),
+            output_tokens: u64::from(u32::MAX),
+            ..Usage::default()
+        };
+        let kept = CallUsage::from(edge);
+        assert!(kept.wide.is_none());
+        assert_eq!(kept.to_usage(), edge);
     }
 }

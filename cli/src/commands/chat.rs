@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use motet::agents::EntryBody;
 use motet::agents::Waiting;
-use motet::directives::{Pause, Response};
+use motet::directives::{Pause, Response, ToolArgs};
 use motet::runtime::agent::{AgentHandle, AskOptions, DeltaKind, Ticket, TicketEvent};
 use motet::runtime::store::ThreadStore;
 use tokio::io::AsyncBufReadExt;
@@ -154,11 +154,17 @@ impl Chat {
                 self.status_line().await;
             }
             "threads" => {
-                let threads = self.store.list().await?;
-                if threads.is_empty() {
+                let listing = self.store.list_readable().await?;
+                if listing.threads.is_empty() && listing.unreadable.is_empty() {
                     say("no threads stored yet");
                 } else {
-                    print!("{}", render::thread_table(&threads));
+                    print!("{}", render::thread_table(&listing.threads));
+                    for thread in &listing.unreadable {
+                        say(&escape::message(&format!(
+                            "thread `{}` cannot be read: {}",
+                            thread.thread_id, thread.error
+                        )));
+                    }
                     say(&format!("current: {}", self.shown_thread()));
                 }
             }
@@ -239,6 +245,9 @@ impl Chat {
         let mut wrote = false;
         // The call whose text was printed last.
         let mut printed = None;
+        // Calls cut off after they began to write: each was a call to the provider, retried
+        // by another (or the request failed).
+        let mut cut_off = 0u32;
         // The whole answer, streaming included, has `--timeout` to arrive.
         let mut deadline = tokio::time::Instant::now() + self.settings.timeout;
         loop {
@@ -269,11 +278,14 @@ impl Chat {
                         flush();
                     }
                     // The call was cut after it wrote this much; a retry writes again.
-                    DeltaKind::Discard if printed.as_ref() == Some(&delta.call_id) => {
-                        say("\n[cut off: the text above is discarded]");
-                        printed = None;
+                    DeltaKind::Discard => {
+                        cut_off += 1;
+                        if printed.as_ref() == Some(&delta.call_id) {
+                            say("\n[cut off: the text above is discarded]");
+                            printed = None;
+                        }
                     }
-                    DeltaKind::Discard | DeltaKind::Reasoning => {}
+                    DeltaKind::Reasoning => {}
                 },
                 Streamed::Interrupt if !cancelled => {
                     cancelled = true;
@@ -301,7 +313,7 @@ impl Chat {
                     if !wrote {
                         say(&self.mode.text(&done.answer));
                     }
-                    format!("ok · {} LLM call(s)", done.iterations)
+                    calls(done.iterations, cut_off)
                 }
                 Err(e) => format!("failed: {e}"),
             },
@@ -315,7 +327,9 @@ impl Chat {
     }
 
     /// Asks the person at the terminal about a call that waits for them: `approve? [y/N/edit]`
-    /// for an approval, the tool's question for an answer. The end of input rejects.
+    /// for an approval, the tool's question for an answer. The end of input rejects. Edited
+    /// arguments that are not a JSON object are refused, saying why, and asked for again; what
+    /// the person decided is said only once the runtime took it.
     async fn decide(
         &self,
         request: &Ticket,
@@ -338,16 +352,8 @@ impl Chat {
                 flush();
                 match read(stdin).await?.trim().to_ascii_lowercase().as_str() {
                     "y" | "yes" => Response::Approve,
-                    "e" | "edit" => {
-                        print!("arguments (a JSON object): ");
-                        flush();
-                        Response::Edit {
-                            args: read(stdin).await?.trim().to_owned(),
-                        }
-                    }
-                    _ => Response::Reject {
-                        reason: "the person at the terminal said no".to_owned(),
-                    },
+                    "e" | "edit" => edited(stdin).await?,
+                    _ => rejected(),
                 }
             }
             Pause::Question { text } => {
@@ -359,15 +365,17 @@ impl Chat {
                 }
             }
         };
-        say(match &response {
+        let verdict = match &response {
             Response::Approve | Response::Edit { .. } => "(approved)",
             Response::Reject { .. } => "(rejected)",
             Response::Answer { .. } => "(answered)",
-        });
+        };
         request
             .respond(&waiting.tool_call_id, response)
             .await
-            .map_err(|e| CliError::Request(e.to_string()))
+            .map_err(|e| CliError::Request(e.to_string()))?;
+        say(verdict);
+        Ok(())
     }
 
     /// `[cli · thread T · N messages · session tokens I in / O out · STATUS]`.
@@ -396,6 +404,44 @@ impl Chat {
     /// The current thread as users type it, escaped.
     fn shown_thread(&self) -> String {
         escape::label(&agent::shown_thread(&self.thread)).into_owned()
+    }
+}
+
+/// The arguments to run a call with instead, asked for until they are a JSON object (as the
+/// runtime requires: it refuses others with `RuntimeError::InvalidEdit`); an empty line or the
+/// end of input rejects the call.
+async fn edited(stdin: &mut Stdin) -> Result<Response, CliError> {
+    loop {
+        print!("arguments (a JSON object): ");
+        flush();
+        let args = read(stdin).await?.trim().to_owned();
+        if args.is_empty() {
+            return Ok(rejected());
+        }
+        match ToolArgs::from_text(args.as_str()).problem() {
+            None => return Ok(Response::Edit { args }),
+            Some(problem) => say(&escape::message(&format!(
+                "(not run with these: {problem}; type the arguments again, or an empty line to reject)"
+            ))),
+        }
+    }
+}
+
+/// The status of an answered request: its LLM calls, and the calls cut off after they began
+/// to write (each a provider call too, whose tokens the provider never reported, so the
+/// session's tokens are those of the answered calls, as `threads list` shows them).
+fn calls(answered: u32, cut_off: u32) -> String {
+    if cut_off == 0 {
+        format!("ok · {answered} LLM call(s)")
+    } else {
+        format!("ok · {answered} LLM call(s) · {cut_off} cut off and retried")
+    }
+}
+
+/// The person at the terminal said no.
+fn rejected() -> Response {
+    Response::Reject {
+        reason: "the person at the terminal said no".to_owned(),
     }
 }
 

@@ -3,7 +3,7 @@
 
 use motet::agents::Waiting;
 use motet::directives::{Pause, Response};
-use motet::runtime::agent::waiting_in;
+use motet::runtime::agent::{waiting_in, waiting_readable};
 
 use motet::runtime::agent::AskError;
 
@@ -14,26 +14,27 @@ use crate::error::CliError;
 use crate::escape::{self, Mode};
 use crate::follow::{Followed, follow};
 
-/// Prints every waiting call of the store, one per line, oldest first.
+/// Prints every waiting call of the store, one per line, oldest first; a thread that cannot
+/// be read is named on standard error with what is wrong, and the command then fails.
 ///
 /// # Errors
-/// [`CliError::Store`] when the store cannot be read; [`CliError::Runtime`] for a stored state
-/// the runtime cannot read.
+/// [`CliError::Store`] when the store cannot be read; [`CliError::Unreadable`] after the
+/// listing when some threads could not be read.
 pub async fn list(db: &Db, mode: Mode) -> Result<(), CliError> {
     let Some(store) = db.read().await? else {
         println!("nothing waits for a person");
         return Ok(());
     };
-    let waiting = waiting_in(store.as_ref(), None)
+    let listing = waiting_readable(store.as_ref(), None)
         .await
         .map_err(crate::agent::runtime_failure)?;
-    if waiting.is_empty() {
+    if listing.waiting.is_empty() && listing.unreadable.is_empty() {
         println!("nothing waits for a person");
     }
-    for w in &waiting {
+    for w in &listing.waiting {
         println!("{}", line(w, mode));
     }
-    Ok(())
+    crate::error::unreadable(&listing.unreadable, db)
 }
 
 /// One waiting call as `pending` shows it.

@@ -3,6 +3,7 @@
 use std::io::Write as _;
 
 use motet::agents::Thread;
+use motet::runtime::store::ThreadListing;
 
 use crate::agent::store_id;
 use crate::db::Db;
@@ -10,21 +11,23 @@ use crate::error::CliError;
 use crate::escape::{self, Mode};
 use crate::render;
 
-/// Prints every thread in the store.
+/// Prints every thread in the store that can be read; each thread whose stored row cannot be
+/// read is named on standard error with what is wrong, and the command then fails.
 ///
 /// # Errors
-/// [`CliError::Store`] when the store cannot be opened or read.
+/// [`CliError::Store`] when the store cannot be opened or read;
+/// [`CliError::Unreadable`] after the listing when some threads could not be read.
 pub async fn list(db: &Db) -> Result<(), CliError> {
-    let threads = match db.read().await? {
-        Some(store) => store.list().await?,
-        None => Vec::new(),
+    let listing = match db.read().await? {
+        Some(store) => store.list_readable().await?,
+        None => ThreadListing::default(),
     };
-    if threads.is_empty() {
+    if !listing.threads.is_empty() {
+        out(&render::thread_table(&listing.threads))?;
+    } else if listing.unreadable.is_empty() {
         out(&format!("no threads in {db}\n"))?;
-    } else {
-        out(&render::thread_table(&threads))?;
     }
-    Ok(())
+    crate::error::unreadable(&listing.unreadable, db)
 }
 
 /// Prints thread `id`'s entries, one per line, as `mode` says.

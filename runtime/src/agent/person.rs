@@ -16,7 +16,7 @@ use super::errors::RuntimeError;
 use super::handle::AgentHandle;
 use super::registry::RuntimeCore;
 use super::ticket::traced;
-use crate::store::{StoreError, ThreadStore};
+use crate::store::{StoreError, ThreadStore, UnreadableThread};
 
 /// How long a request resumed to take a response is awaited by nobody: its answer goes to the
 /// request records and the bus.
@@ -34,29 +34,95 @@ fn store_error(e: StoreError) -> RuntimeError {
 ///
 /// # Errors
 /// [`RuntimeError::Store`] when the store cannot be listed or read, or a stored state is not
-/// one the runtime wrote.
+/// one the runtime wrote: one damaged thread fails the whole listing
+/// ([`waiting_readable`] goes on past it).
 pub async fn waiting_in(
     store: &dyn ThreadStore,
     agent: Option<&str>,
 ) -> Result<Vec<Waiting>, RuntimeError> {
-    let mut all = Vec::new();
-    for summary in store.list().await.map_err(store_error)? {
-        let Some(meta) = store.get_meta(&summary.id).await.map_err(store_error)? else {
-            continue;
-        };
-        let (Some(owner), Some(thread)) = (
-            meta.strategy_config_id.as_deref(),
-            meta.extra.get("thread").and_then(|t| t.as_str()),
-        ) else {
-            continue;
-        };
-        if agent.is_some_and(|a| a != owner) {
-            continue;
-        }
-        all.extend(waiting_on(store, owner, thread).await?);
+    let listing = waiting_readable(store, agent).await?;
+    match listing.unreadable.into_iter().next() {
+        Some(unreadable) => Err(store_error(unreadable.error)),
+        None => Ok(listing.waiting),
     }
-    all.sort_by_key(|w| w.since_ms);
-    Ok(all)
+}
+
+/// The calls waiting for a person that a store could read, and the threads it could not.
+#[derive(Debug, Default)]
+pub struct WaitingListing {
+    /// The waiting calls, oldest first.
+    pub waiting: Vec<Waiting>,
+    /// The threads whose row, meta or stored state could not be read: whether anything
+    /// waits on them is unknown.
+    pub unreadable: Vec<UnreadableThread>,
+}
+
+/// As [`waiting_in`], going on past a thread whose row, meta or stored state cannot be read:
+/// that thread is set aside with its error, so one damaged thread does not hide what waits
+/// on every other.
+///
+/// # Errors
+/// [`RuntimeError::Store`] when the store cannot be listed at all.
+pub async fn waiting_readable(
+    store: &dyn ThreadStore,
+    agent: Option<&str>,
+) -> Result<WaitingListing, RuntimeError> {
+    let listing = store.list_readable().await.map_err(store_error)?;
+    let mut waiting = Vec::new();
+    let mut unreadable = listing.unreadable;
+    for summary in listing.threads {
+        match waits_on_stored(store, &summary.id, agent).await {
+            Ok(waits) => waiting.extend(waits),
+            Err(error) => unreadable.push(UnreadableThread {
+                thread_id: summary.id,
+                error,
+            }),
+        }
+    }
+    waiting.sort_by_key(|w| w.since_ms);
+    Ok(WaitingListing {
+        waiting,
+        unreadable,
+    })
+}
+
+/// The calls waiting on the stored thread `stored` when it is one of `agent`'s (any agent's,
+/// when `None`); nothing for a thread no agent of the runtime keeps.
+async fn waits_on_stored(
+    store: &dyn ThreadStore,
+    stored: &str,
+    agent: Option<&str>,
+) -> Result<Vec<Waiting>, StoreError> {
+    let Some(meta) = store.get_meta(stored).await? else {
+        return Ok(Vec::new());
+    };
+    let (Some(owner), Some(thread)) = (
+        meta.strategy_config_id.as_deref(),
+        meta.extra.get("thread").and_then(|t| t.as_str()),
+    ) else {
+        return Ok(Vec::new());
+    };
+    if agent.is_some_and(|a| a != owner) {
+        return Ok(Vec::new());
+    }
+    let id = store_id(owner, thread);
+    let saved = match store.load_state(&id).await {
+        Ok(saved) => saved,
+        Err(StoreError::NotFound { .. }) => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let Some(saved) = saved else {
+        return Ok(Vec::new());
+    };
+    let mut waits = stored_waiting(&saved).map_err(|reason| StoreError::CorruptThread {
+        thread_id: id.clone(),
+        reason: format!("its stored agent state cannot be read: {reason}"),
+    })?;
+    for w in &mut waits {
+        owner.clone_into(&mut w.agent);
+        thread.clone_into(&mut w.thread);
+    }
+    Ok(waits)
 }
 
 /// The calls waiting on thread `thread` of `agent` in `store`, as last committed (one read):

@@ -571,13 +571,27 @@ where
             thread_id: thread_id.into(),
             core,
         };
-        let (actor, _join) =
-            Actor::spawn(None, server, ())
-                .await
-                .map_err(|e| RuntimeError::SpawnFailed {
-                    name: self.name.to_string(),
-                    message: e.to_string(),
-                })?;
+        let (actor, _join) = Actor::spawn(None, server, ())
+            .await
+            .map_err(|e| spawn_failure(&self.name, e))?;
         Ok(actor)
+    }
+}
+
+/// Why a thread's actor did not start, as the caller should read it. A thread whose stored
+/// history cannot be loaded is the store's failure, with the store's words (naming the thread
+/// and what is wrong), not ractor's "actor panicked during startup" around them: nothing
+/// panicked.
+fn spawn_failure(agent: &str, error: ractor::SpawnErr) -> RuntimeError {
+    if let ractor::SpawnErr::StartupFailed(cause) = &error
+        && let Some(store) = cause.downcast_ref::<crate::store::StoreError>()
+    {
+        return RuntimeError::Store {
+            message: store.to_string(),
+        };
+    }
+    RuntimeError::SpawnFailed {
+        name: agent.to_owned(),
+        message: error.to_string(),
     }
 }

@@ -51,8 +51,8 @@ pub use migrations::SCHEMA_VERSION;
 
 use super::rows::{NewThreadRow, SummaryRow, corrupt, encode_json};
 use super::{
-    AppendTotals, EncodedEntry, StoreError, StoredHead, ThreadHeader, ThreadMeta, ThreadStore,
-    ThreadSummary, assemble_thread, decode_entries, encode_entries,
+    AppendTotals, EncodedEntry, StoreError, StoredHead, ThreadHeader, ThreadListing, ThreadMeta,
+    ThreadStore, ThreadSummary, assemble_thread, decode_entries, encode_entries,
 };
 
 /// How to open a [`PostgresStore`].
@@ -207,7 +207,7 @@ const SUMMARY_COLUMNS: &str = "id, created_at, updated_at, rev, usage, estimated
 /// Decodes a `threads` row selected with [`SUMMARY_COLUMNS`].
 fn decode_summary(row: &Row) -> Result<ThreadSummary, StoreError> {
     let id: String = row.try_get("id").map_err(|e| StoreError::CorruptThread {
-        thread_id: "<unreadable id>".to_owned(),
+        thread_id: super::rows::UNREADABLE_ID.to_owned(),
         reason: format!("id: {e}"),
     })?;
     SummaryRow {
@@ -757,6 +757,10 @@ impl ThreadStore for PostgresStore {
     }
 
     async fn list(&self) -> Result<Vec<ThreadSummary>, StoreError> {
+        self.list_readable().await?.into_whole()
+    }
+
+    async fn list_readable(&self) -> Result<ThreadListing, StoreError> {
         bounded(self.limit, None, async {
             let client = self.pool.get().await.map_err(server_err)?;
             let stmt = client
@@ -767,7 +771,7 @@ impl ThreadStore for PostgresStore {
                 .map_err(server_err)?;
             let rows = client.query(&stmt, &[]).await.map_err(server_err)?;
             drop(client);
-            rows.iter().map(decode_summary).collect()
+            Ok(ThreadListing::of(rows.iter().map(decode_summary)))
         })
         .await
     }

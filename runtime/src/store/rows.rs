@@ -7,6 +7,9 @@ use motet_directives::Usage;
 
 use super::{StoreError, ThreadHeader, ThreadSummary};
 
+/// The thread id named in the error of a row whose id itself cannot be read.
+pub(super) const UNREADABLE_ID: &str = "<unreadable id>";
+
 /// A stored value of `thread_id` that does not decode: the thread fails closed.
 pub(super) fn corrupt(thread_id: &str, what: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::CorruptThread {

@@ -32,10 +32,10 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionB
 
 pub use migrations::SCHEMA_VERSION;
 
-use super::rows::{NewThreadRow, SummaryRow, corrupt, encode_json};
+use super::rows::{NewThreadRow, SummaryRow, UNREADABLE_ID, corrupt, encode_json};
 use super::{
-    StoreError, StoredHead, ThreadHeader, ThreadMeta, ThreadStore, ThreadSummary, assemble_thread,
-    decode_entries, encode_entries,
+    StoreError, StoredHead, ThreadHeader, ThreadListing, ThreadMeta, ThreadStore, ThreadSummary,
+    assemble_thread, decode_entries, encode_entries,
 };
 
 /// How hard a commit works to reach the disk (`PRAGMA synchronous`, in WAL mode).
@@ -401,19 +401,31 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
 const SUMMARY_COLUMNS: &str = "id, created_at, updated_at, rev, usage, estimated_tokens, metadata, \
                                parent, latest_summary_seq, latest_boundary_seq";
 
-/// A summary row as rusqlite reads it (the columns of `SUMMARY_COLUMNS`, in order).
-fn summary_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SummaryRow> {
+/// A summary row as rusqlite reads it (the columns of `SUMMARY_COLUMNS`, in order). A value
+/// that does not read as its column's type (a negative count, text where a number belongs) is
+/// this thread's damage, named with it, not a failure of the whole query: a listing goes on
+/// past it.
+fn summary_row(row: &rusqlite::Row<'_>) -> Result<SummaryRow, StoreError> {
+    let id: String = row.get(0).map_err(|e| corrupt(UNREADABLE_ID, "id", e))?;
+    fn column<T: rusqlite::types::FromSql>(
+        row: &rusqlite::Row<'_>,
+        id: &str,
+        index: usize,
+        name: &str,
+    ) -> Result<T, StoreError> {
+        row.get(index).map_err(|e| corrupt(id, name, e))
+    }
     Ok(SummaryRow {
-        id: row.get(0)?,
-        created_at: row.get(1)?,
-        updated_at: row.get(2)?,
-        rev: row.get(3)?,
-        usage: row.get(4)?,
-        estimated_tokens: row.get(5)?,
-        metadata: row.get(6)?,
-        parent: row.get(7)?,
-        latest_summary_seq: row.get(8)?,
-        latest_boundary_seq: row.get(9)?,
+        created_at: column(row, &id, 1, "created_at")?,
+        updated_at: column(row, &id, 2, "updated_at")?,
+        rev: column(row, &id, 3, "rev")?,
+        usage: column(row, &id, 4, "usage")?,
+        estimated_tokens: column(row, &id, 5, "estimated_tokens")?,
+        metadata: column(row, &id, 6, "metadata")?,
+        parent: column(row, &id, 7, "parent")?,
+        latest_summary_seq: column(row, &id, 8, "latest_summary_seq")?,
+        latest_boundary_seq: column(row, &id, 9, "latest_boundary_seq")?,
+        id,
     })
 }
 
@@ -522,7 +534,7 @@ impl Inner {
             .query_row(
                 &format!("SELECT {SUMMARY_COLUMNS} FROM threads WHERE id = ?1"),
                 [thread_id],
-                summary_row,
+                |row| Ok(summary_row(row)),
             )
             .optional()
             .map_err(&err)?
@@ -532,7 +544,7 @@ impl Inner {
         let entries = read_entries(&tx, thread_id, 0).map_err(&err)?;
         drop(tx);
         drop(conn);
-        let summary = row.decode()?;
+        let summary = row.and_then(SummaryRow::decode)?;
         let head = StoredHead {
             id: &summary.id,
             rev: summary.rev,
@@ -888,16 +900,20 @@ impl ThreadStore for SqliteStore {
                 .query_row(
                     &format!("SELECT {SUMMARY_COLUMNS} FROM threads WHERE id = ?1"),
                     [&id],
-                    summary_row,
+                    |row| Ok(summary_row(row)),
                 )
                 .optional()
                 .map_err(thread_err(&inner.path, &id))?;
-            row.map(SummaryRow::decode).transpose()
+            row.map(|row| row.and_then(SummaryRow::decode)).transpose()
         })
         .await
     }
 
     async fn list(&self) -> Result<Vec<ThreadSummary>, StoreError> {
+        self.list_readable().await?.into_whole()
+    }
+
+    async fn list_readable(&self) -> Result<ThreadListing, StoreError> {
         self.run(|inner| {
             let err = db_err(&inner.path);
             let rows = {
@@ -907,10 +923,14 @@ impl ThreadStore for SqliteStore {
                         "SELECT {SUMMARY_COLUMNS} FROM threads ORDER BY created_at, rowid"
                     ))
                     .map_err(&err)?;
-                let rows = stmt.query_map([], summary_row).map_err(&err)?;
+                let rows = stmt
+                    .query_map([], |row| Ok(summary_row(row)))
+                    .map_err(&err)?;
                 rows.collect::<rusqlite::Result<Vec<_>>>().map_err(&err)?
             };
-            rows.into_iter().map(SummaryRow::decode).collect()
+            Ok(ThreadListing::of(
+                rows.into_iter().map(|row| row.and_then(SummaryRow::decode)),
+            ))
         })
         .await
     }
