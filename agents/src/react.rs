@@ -1025,6 +1025,10 @@ fn ignore(
 impl Strategy for ReAct {
     type State = ReActState;
 
+    fn model(&self) -> Option<&motet_directives::ModelRef> {
+        Some(&self.config.model)
+    }
+
     fn init(&self, env: &dyn Env) -> ReActState {
         ReActState::new(Thread::create(env))
     }

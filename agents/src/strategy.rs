@@ -87,6 +87,13 @@ pub trait Strategy {
         Vec::new()
     }
 
+    /// The model this strategy calls, when it has one: the runtime checks it against its LLM
+    /// client when the agent is spawned, so a missing key or base URL is said then, naming
+    /// the variable to set, rather than at the first ask. By default none.
+    fn model(&self) -> Option<&motet_directives::ModelRef> {
+        None
+    }
+
     /// Handles one signal.
     ///
     /// # Errors

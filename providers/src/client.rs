@@ -51,6 +51,16 @@ pub trait LlmClient: Send + Sync {
         false
     }
 
+    /// Whether calls for `model` can be made at all as configured (its provider known, its
+    /// key and base URL set), checked without a call when an agent is spawned. Default: yes.
+    ///
+    /// # Errors
+    /// [`ProviderError::Config`] naming what is missing.
+    fn check_model(&self, model: &motet_directives::ModelRef) -> Result<(), ProviderError> {
+        let _ = model;
+        Ok(())
+    }
+
     /// Runs a call to the end and assembles the response.
     ///
     /// # Errors
@@ -79,6 +89,10 @@ impl<T: LlmClient + ?Sized> LlmClient for std::sync::Arc<T> {
 
     async fn complete(&self, req: LlmRequest) -> Result<LlmResponse, ProviderError> {
         (**self).complete(req).await
+    }
+
+    fn check_model(&self, model: &motet_directives::ModelRef) -> Result<(), ProviderError> {
+        (**self).check_model(model)
     }
 }
 
@@ -215,6 +229,10 @@ impl LlmClient for Providers {
 
     fn retries_before_content(&self) -> bool {
         true
+    }
+
+    fn check_model(&self, model: &motet_directives::ModelRef) -> Result<(), ProviderError> {
+        self.client_for(model).map(|_| ())
     }
 }
 

@@ -226,6 +226,17 @@ impl Runtime {
     {
         let spec = spec.into_spec()?;
         let name = spec.name.clone();
+        // A model the client cannot call as configured (no key, no base URL) is said now,
+        // naming what to set, not at the first ask.
+        if let Some(model) = spec.strategy.model() {
+            self.core
+                .llm
+                .check_model(model)
+                .map_err(|e| RuntimeError::InvalidSpec {
+                    name: name.clone(),
+                    message: format!("model `{model}`: {e}"),
+                })?;
+        }
         register_agent(&self.core, spec, None).await?;
         Ok(AgentHandle {
             name,
