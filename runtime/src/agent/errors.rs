@@ -115,8 +115,10 @@ pub enum RuntimeError {
     },
 }
 
-/// Why an ask got no answer.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+/// Why an ask got no answer. Its `Debug` is its reason, as its `Display` is: a failure reply
+/// shows what it says, never the whole signal envelope (`main` returning an error prints
+/// `Debug`).
+#[derive(Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum AskError {
     /// No reply came within the timeout.
@@ -142,7 +144,7 @@ pub enum AskError {
         message: String,
     },
     /// The agent replied with a failure signal (e.g. `agent.failed`); its data says why.
-    #[error("the request failed: {}", reply.signal_type().as_str())]
+    #[error("the request failed: {}", failure_reason(reply))]
     Failed {
         /// The failure signal.
         reply: Box<Signal>,
@@ -179,4 +181,64 @@ pub enum AskError {
         /// What went wrong.
         message: String,
     },
+}
+
+impl std::fmt::Debug for AskError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "AskError(\"{self}\")")
+    }
+}
+
+/// What a failure reply says: ReAct's reason (`llm call failed: …`), else the `message` or
+/// `reason` its data carries, else its type.
+fn failure_reason(reply: &Signal) -> String {
+    if let Ok(failed) = reply.data_as::<motet_agents::ReactFailed>() {
+        return failed.reason.to_string();
+    }
+    let said = reply.data_as::<serde_json::Value>().ok().and_then(|data| {
+        ["message", "reason", "error"]
+            .iter()
+            .find_map(|key| data.get(*key).and_then(|v| v.as_str()).map(str::to_owned))
+    });
+    said.unwrap_or_else(|| reply.signal_type().as_str().to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(data: serde_json::Value) -> AskError {
+        let reply = Signal::builder(motet_agents::AGENT_FAILED, "test")
+            .with_request_id("r1")
+            .with_data(data)
+            .build()
+            .unwrap_or_else(|e| unreachable!("{e}"));
+        AskError::Failed {
+            reply: Box::new(reply),
+        }
+    }
+
+    #[test]
+    fn a_failure_says_its_reason_in_display_and_debug_alike() {
+        let error = failed(serde_json::json!({
+            "request_id": "r1",
+            "reason": {"kind": "llm", "error": {"kind": "invalid_request", "message": "MOTET_X_API_KEY is not set", "retryable": false}},
+            "usage": {"input_tokens": 0, "output_tokens": 0},
+        }));
+        let shown = error.to_string();
+        assert!(shown.contains("MOTET_X_API_KEY is not set"), "{shown}");
+        let debug = format!("{error:?}");
+        assert!(debug.contains("MOTET_X_API_KEY is not set"), "{debug}");
+        assert!(!debug.contains("specversion"), "{debug}");
+        assert!(
+            failed(serde_json::json!({"message": "too large"}))
+                .to_string()
+                .contains("too large")
+        );
+        assert!(
+            failed(serde_json::json!(7))
+                .to_string()
+                .contains("agent.failed")
+        );
+    }
 }
