@@ -151,8 +151,10 @@ impl ContextPolicy {
         }
     }
 
-    /// For a model with a context window of `tokens`: three quarters of it as input budget;
-    /// 2 turns up to 16K, 10 turns from 100K, 5 in between.
+    /// For a model with a context window of `tokens`: three quarters of it as input budget,
+    /// of which the answer's reserve is 2,000 tokens or a quarter of the window, whichever is
+    /// less (a 2,048-token llama.cpp slot keeps 1,024 for the history, 512 for the answer and
+    /// 512 for the estimate's error); 2 turns up to 16K, 10 turns from 100K, 5 in between.
     pub fn for_context_window(tokens: u32) -> Self {
         let max_input_tokens = u32::try_from(u64::from(tokens) * 3 / 4).unwrap_or(u32::MAX);
         let keep_last_turns = match tokens {
@@ -162,6 +164,7 @@ impl ContextPolicy {
         };
         Self {
             max_input_tokens,
+            reserve_output_tokens: (tokens / 4).min(Self::new().reserve_output_tokens),
             keep_last_turns,
             ..Self::new()
         }
@@ -373,6 +376,21 @@ impl<F: Fn(&ModelRef) -> Option<u32>> ContextWindows for F {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_small_window_keeps_room_for_history_and_answer() {
+        let slot = ContextPolicy::for_context_window(2_048);
+        assert_eq!(slot.max_input_tokens, 1_536);
+        assert_eq!(slot.reserve_output_tokens, 512);
+        assert_eq!(slot.input_budget(), 1_024);
+        // Large windows keep the usual reserve.
+        assert_eq!(ContextPolicy::for_context_window(200_000).reserve_output_tokens, 2_000);
+        assert_eq!(ContextPolicy::for_context_window(8_192).input_budget(), 4_144);
+        // Every window leaves the history some room.
+        for window in [256, 1_024, 2_048, 4_096, 8_000, 16_384, 128_000] {
+            assert!(ContextPolicy::for_context_window(window).input_budget() > 0, "{window}");
+        }
+    }
 
     #[test]
     fn presets_follow_the_seed() {
