@@ -384,11 +384,20 @@ mod tests {
         assert_eq!(slot.reserve_output_tokens, 512);
         assert_eq!(slot.input_budget(), 1_024);
         // Large windows keep the usual reserve.
-        assert_eq!(ContextPolicy::for_context_window(200_000).reserve_output_tokens, 2_000);
-        assert_eq!(ContextPolicy::for_context_window(8_192).input_budget(), 4_144);
+        assert_eq!(
+            ContextPolicy::for_context_window(200_000).reserve_output_tokens,
+            2_000
+        );
+        assert_eq!(
+            ContextPolicy::for_context_window(8_192).input_budget(),
+            4_144
+        );
         // Every window leaves the history some room.
         for window in [256, 1_024, 2_048, 4_096, 8_000, 16_384, 128_000] {
-            assert!(ContextPolicy::for_context_window(window).input_budget() > 0, "{window}");
+            assert!(
+                ContextPolicy::for_context_window(window).input_budget() > 0,
+                "{window}"
+            );
         }
     }
 

@@ -93,8 +93,9 @@ pub async fn start(
             model: settings.model.to_string(),
             message: e.to_string(),
         })?;
+    let providers = Arc::new(providers);
     let runtime = Runtime::builder()
-        .llm(Arc::new(providers))
+        .llm(providers.clone())
         .store(store)
         .build()
         .map_err(|e| CliError::Runtime(e.to_string()))?;
@@ -159,15 +160,48 @@ pub async fn start(
     if let Some(prompt) = &settings.system_prompt {
         config = config.with_system_prompt(prompt.clone());
     }
-    config.options.max_tokens = settings.max_tokens;
-    if let Some(policy) = &settings.policy {
-        config = config.with_context_policy(policy.clone());
+    let (policy, max_tokens) = context_for(settings, &providers).await;
+    config.options.max_tokens = max_tokens;
+    if let Some(policy) = policy {
+        config = config.with_context_policy(policy);
     }
     let agent = runtime
         .spawn(AgentSpec::new(AGENT, ReAct::new(config)).with_tools(tools))
         .await
         .map_err(runtime_failure)?;
     Ok((runtime, agent))
+}
+
+/// The context policy and answer bound the agent runs with. With the `auto` preset the
+/// policy follows the model's real window: the file's `context_window`, else what the model
+/// table or — for a local server — the server itself reports (llama.cpp gives each slot a
+/// share of its context, 2,048 tokens for scripts/local-llm.sh's, far below the 8,000 the
+/// default policy assumes: a chat past it failed every later question). A local server's
+/// answers are bounded by the policy's reserve unless `max_tokens` says otherwise, so a small
+/// model cannot write to the end of its window.
+async fn context_for(
+    settings: &Settings,
+    providers: &Providers,
+) -> (Option<motet::agents::ContextPolicy>, Option<u32>) {
+    let mut policy = settings.policy.clone();
+    if settings.auto_context {
+        let window = match settings.context_window {
+            Some(window) => Some(window),
+            None => providers.context_window(&settings.model).await,
+        };
+        if let Some(window) = window {
+            policy = Some(motet::agents::ContextPolicy::for_context_window(window));
+        }
+    }
+    let local = settings.model.provider() == "openai-compat";
+    let max_tokens = settings.max_tokens.or_else(|| {
+        local.then(|| {
+            policy
+                .as_ref()
+                .map_or(512, |p| p.reserve_output_tokens.max(64))
+        })
+    });
+    (policy, max_tokens)
 }
 
 /// A runtime failure as the CLI reports it: the store's as a store error (exit 4).

@@ -7,11 +7,12 @@
 //! | base URLs | — | `OPENAI_BASE_URL`, … | `[base_urls]` | each provider's own |
 //! | API keys | — | `OPENAI_API_KEY`, … | never in the file | — |
 //! | context policy | — | — | `context` | `auto` (from the model's window) |
+//! | context window | — | — | `context_window` | the model table's, else a local server's `/props` |
 //! | tools | — | — | `tools` | `["calculator"]` |
-//! | tool choice | `--tool-choice` | — | `tool_choice` | `auto` |
+//! | tool choice | `--tool-choice` | — | `tool_choice` | `required` on a local server, else `auto` |
 //! | system prompt | — | — | `system_prompt` | none |
 //! | request timeout | `--timeout` | — | `timeout_secs` | 120 |
-//! | answer length | — | — | `max_tokens` | the provider's |
+//! | answer length | — | — | `max_tokens` | a quarter of a local server's window, else the provider's |
 //! | provider limits | — | `MOTET_CONNECT_TIMEOUT`, … | `[limits]` | [`motet::providers::config`]'s |
 //! | MCP servers | — | `${VAR}` in `headers` | `[[mcp]]` | none |
 //!
@@ -70,6 +71,9 @@ pub struct FileConfig {
     pub db: Option<PathBuf>,
     /// A context policy preset.
     pub context: Option<String>,
+    /// The model's context window in tokens, for the `auto` preset when neither the model
+    /// table nor the server says it.
+    pub context_window: Option<u32>,
     /// Built-in tools the agent may call.
     pub tools: Option<Vec<String>>,
     /// Tools whose every call waits for a person's approval.
@@ -367,6 +371,11 @@ impl Loaded {
             }
             (None, Some(key)) => tool_choice(key, &tools, &mcp)
                 .map_err(|message| self.key_error("tool_choice", message))?,
+            // A small local model answers arithmetic from memory, wrongly, rather than call
+            // the tool it has: its first call must call one (the next is free to answer).
+            (None, None) if model.provider() == "openai-compat" && !tools.is_empty() => {
+                ToolChoice::Required
+            }
             (None, None) => ToolChoice::Auto,
         };
         if flags.timeout == Some(0) {
@@ -382,6 +391,9 @@ impl Loaded {
         if self.file.max_tokens == Some(0) {
             return Err(self.key_error("max_tokens", "must be at least 1"));
         }
+        if self.file.context_window.is_some_and(|w| w < 256) {
+            return Err(self.key_error("context_window", "must be at least 256 (tokens)"));
+        }
         Ok(Settings {
             model,
             base_url,
@@ -394,6 +406,8 @@ impl Loaded {
             system_prompt: self.file.system_prompt.clone(),
             timeout: Duration::from_secs(timeout_secs),
             max_tokens: self.file.max_tokens,
+            context_window: self.file.context_window,
+            auto_context: self.file.context.as_deref().is_none_or(|c| c == "auto"),
         })
     }
 
@@ -658,6 +672,32 @@ pub fn choose_model(providers: &ProvidersConfig) -> Option<&'static str> {
         })
 }
 
+/// The ports a local OpenAI-compatible server is looked for on when `MOTET_LOCAL_LLM_URL` is
+/// not set: scripts/local-llm.sh's, then llama.cpp's own default.
+pub const LOCAL_PORTS: [u16; 2] = [8089, 8080];
+
+/// The local server's URL (`http://127.0.0.1:PORT`) when one answers `GET /health` with 200 on
+/// one of [`LOCAL_PORTS`] of this machine — what the swarm example finds by itself, the CLI
+/// finds too. Waits at most about a second in all.
+pub fn find_local_server() -> Option<String> {
+    use std::io::{Read, Write};
+    LOCAL_PORTS.into_iter().find_map(|port| {
+        let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        let mut stream =
+            std::net::TcpStream::connect_timeout(&address, Duration::from_millis(200)).ok()?;
+        stream
+            .set_read_timeout(Some(Duration::from_millis(300)))
+            .ok()?;
+        stream
+            .write_all(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+            .ok()?;
+        let mut head = [0u8; 12];
+        stream.read_exact(&mut head).ok()?;
+        (head.starts_with(b"HTTP/1.") && &head[9..12] == b"200")
+            .then(|| format!("http://127.0.0.1:{port}"))
+    })
+}
+
 /// What an agent is built from.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -681,8 +721,14 @@ pub struct Settings {
     pub system_prompt: Option<String>,
     /// How long one request may take.
     pub timeout: Duration,
-    /// The output token limit of each LLM call (`None`: the provider's).
+    /// The output token limit of each LLM call (`None`: the provider's, or for a local
+    /// server a quarter of its window).
     pub max_tokens: Option<u32>,
+    /// The model's context window as the file gives it (`context_window`).
+    pub context_window: Option<u32>,
+    /// Whether the context policy follows the model's window (the `auto` preset): then the
+    /// window a local server reports replaces the default when the model is not a known one.
+    pub auto_context: bool,
 }
 
 #[cfg(test)]
@@ -902,10 +948,22 @@ mod tests {
     #[test]
     fn tool_choice_from_the_flag_over_the_file() {
         let vars = [("MOTET_LOCAL_LLM_URL", "http://h")];
-        let auto = Loaded::default()
+        // A local model's first call must call a tool; a hosted one decides for itself.
+        let local = Loaded::default()
             .settings(&Flags::default(), &env(&vars))
             .unwrap();
-        assert_eq!(auto.tool_choice, ToolChoice::Auto);
+        assert_eq!(local.tool_choice, ToolChoice::Required);
+        let hosted = Loaded::default()
+            .settings(&Flags::default(), &env(&[("OPENAI_API_KEY", "sk-test")]))
+            .unwrap();
+        assert_eq!(hosted.tool_choice, ToolChoice::Auto);
+        let no_tools = loaded("tools = []")
+            .settings(&Flags::default(), &env(&vars))
+            .unwrap();
+        assert_eq!(no_tools.tool_choice, ToolChoice::Auto);
+        let file = loaded("tool_choice = \"auto\"");
+        let s = file.settings(&Flags::default(), &env(&vars)).unwrap();
+        assert_eq!(s.tool_choice, ToolChoice::Auto);
         let file = loaded("tool_choice = \"required\"");
         let s = file.settings(&Flags::default(), &env(&vars)).unwrap();
         assert_eq!(s.tool_choice, ToolChoice::Required);

@@ -238,7 +238,17 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
         return commands::transcript::run(dialect, file);
     }
     let loaded = Loaded::read(cli.config.as_deref())?;
-    let env = |name: &str| std::env::var(name).ok();
+    // A local server is looked for only when MOTET_LOCAL_LLM_URL is not set at all (set it
+    // empty to look nowhere), and only once.
+    let local = std::sync::OnceLock::new();
+    let env = |name: &str| match std::env::var(name) {
+        Ok(value) if value.is_empty() => None,
+        Ok(value) => Some(value),
+        Err(_) if name == "MOTET_LOCAL_LLM_URL" => local
+            .get_or_init(motet_cli::config::find_local_server)
+            .clone(),
+        Err(_) => None,
+    };
     let db = loaded.db(cli.db.as_deref(), &env)?;
     let mode = Mode::for_stdout(cli.raw);
     match cli.command {

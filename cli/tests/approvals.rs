@@ -25,8 +25,13 @@ use tempfile::TempDir;
 struct Seen {
     /// The last user message of each request.
     questions: Mutex<Vec<String>>,
+    /// Each chat request's `max_tokens` and `tool_choice`.
+    asked_with: Mutex<Vec<(serde_json::Value, serde_json::Value)>>,
     stalled: AtomicUsize,
 }
+
+/// The per-slot context the scripted server reports at `GET /props`, as llama.cpp does.
+const SLOT_CONTEXT: u64 = 1_024;
 
 /// A scripted model: a user message whose text starts with `stall` is left unanswered the
 /// first time (the connection held open); a user message asks for `calls` calculator calls
@@ -49,6 +54,7 @@ fn scripted_server(calls: usize) -> (String, Arc<Seen>) {
 fn serve(stream: std::net::TcpStream, calls: usize, seen: &Seen) {
     let mut reader = BufReader::new(stream);
     let mut length = 0;
+    let mut props = false;
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 {
@@ -58,6 +64,7 @@ fn serve(stream: std::net::TcpStream, calls: usize, seen: &Seen) {
         if line.is_empty() {
             break;
         }
+        props |= line.starts_with("get /props ");
         if let Some(value) = line.strip_prefix("content-length:") {
             length = value.trim().parse().unwrap_or(0);
         }
@@ -66,7 +73,24 @@ fn serve(stream: std::net::TcpStream, calls: usize, seen: &Seen) {
     if reader.read_exact(&mut body).is_err() {
         return;
     }
+    if props {
+        let body = serde_json::json!({
+            "default_generation_settings": {"n_ctx": SLOT_CONTEXT}, "total_slots": 2,
+        })
+        .to_string();
+        let _ = write!(
+            reader.into_inner(),
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+             content-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        return;
+    }
     let request: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    seen.asked_with.lock().unwrap().push((
+        request["max_tokens"].clone(),
+        request["tool_choice"].clone(),
+    ));
     let messages = request["messages"].as_array().cloned().unwrap_or_default();
     let last = messages.last().cloned().unwrap_or_default();
     let chunk = |delta: serde_json::Value, finish: Option<&str>| {
@@ -140,6 +164,8 @@ impl Sandbox {
         for var in CLEARED_VARS {
             command.env_remove(var);
         }
+        // Set, and empty: no local server is looked for on this machine's usual ports.
+        command.env("MOTET_LOCAL_LLM_URL", "");
         command
             .env("HOME", self.dir.path())
             .env("MOTET_MODEL", "openai-compat:m")
@@ -365,4 +391,26 @@ fn chat_asks_again_when_edited_arguments_are_not_json() {
         results[0].contains("edited") && results[0].ends_with("48"),
         "{results:?}"
     );
+}
+
+#[test]
+fn a_local_server_is_asked_within_its_slot_and_made_to_call_a_tool_first() {
+    let (url, seen) = scripted_server(1);
+    let sandbox = Sandbox::new(url);
+    std::fs::write(sandbox.dir.path().join("motet.toml"), "timeout_secs = 30\n").unwrap();
+    let text = sandbox.ok(&["run", "What is 6 times 7?", "--thread", "slot"]);
+    assert!(text.contains("done: 42"), "{text}");
+    let asked = seen.asked_with.lock().unwrap().clone();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    // The answer is bounded by a quarter of the slot the server reports at /props...
+    for (max_tokens, _) in &asked {
+        assert_eq!(
+            max_tokens,
+            &serde_json::json!(SLOT_CONTEXT / 4),
+            "{asked:?}"
+        );
+    }
+    // ...and the first call must call a tool; the one after the result may answer.
+    assert_eq!(asked[0].1, "required", "{asked:?}");
+    assert_ne!(asked[1].1, "required", "{asked:?}");
 }

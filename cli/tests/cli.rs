@@ -40,6 +40,8 @@ impl Sandbox {
         for var in CLEARED_VARS {
             command.env_remove(var);
         }
+        // Set, and empty: no local server is looked for on this machine's usual ports.
+        command.env("MOTET_LOCAL_LLM_URL", "");
         command
             .env("HOME", self.dir.path())
             .current_dir(self.dir.path())
@@ -1506,6 +1508,8 @@ fn reading_with_no_store_creates_nothing_even_where_nothing_can_be_made() {
         for var in CLEARED_VARS {
             command.env_remove(var);
         }
+        // Set, and empty: no local server is looked for on this machine's usual ports.
+        command.env("MOTET_LOCAL_LLM_URL", "");
         command
             .env("HOME", home)
             .current_dir(dir.path())

@@ -29,6 +29,8 @@ fn ask(dir: &TempDir, server: &HostileServer, vars: &[(&str, &str)]) -> Output {
     for var in CLEARED_VARS {
         command.env_remove(var);
     }
+    // Set, and empty: no local server is looked for on this machine's usual ports.
+    command.env("MOTET_LOCAL_LLM_URL", "");
     command
         .env("HOME", dir.path())
         .env(

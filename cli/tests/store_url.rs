@@ -23,6 +23,8 @@ fn motet(home: &TempDir, args: &[&str]) -> Command {
     for var in CLEARED_VARS {
         command.env_remove(var);
     }
+    // Set, and empty: no local server is looked for on this machine's usual ports.
+    command.env("MOTET_LOCAL_LLM_URL", "");
     command
         .env("HOME", home.path())
         .current_dir(home.path())
