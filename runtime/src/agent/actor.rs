@@ -138,6 +138,9 @@ pub struct ThreadState<S: Strategy> {
     /// Set when the idle timeout closed the mailbox: what is still in it is held for the
     /// successor (`held`), never run here.
     retiring: bool,
+    /// Set when a commit failed: the strategy's state holds what the store does not, and is
+    /// taken back as stored (`catch_up`) before the thread handles anything else.
+    diverged: bool,
     /// The open requests and what each holds (asker, span, LLM calls), boxed together and
     /// made with the first: a thread between requests holds one word.
     open: Option<Box<Open>>,
@@ -276,6 +279,7 @@ where
             saved: loaded.saved,
             last_active: std::time::Instant::now(),
             retiring: false,
+            diverged: false,
             env,
             open: None,
             last_model: None,
@@ -476,6 +480,12 @@ where
             self.cancel_queued(state, &signal);
             return;
         }
+        if state.diverged
+            && let Err(error) = self.catch_up(state).await
+        {
+            self.refuse_unread(state, &signal, &error);
+            return;
+        }
         let is_request = protocol::starts_request(signal.signal_type().as_str());
         let now = state.env.now_ms();
         if is_request
@@ -619,7 +629,13 @@ where
                     continue;
                 }
                 Err(error) => {
-                    let fenced = matches!(error, crate::store::StoreError::Fenced { .. });
+                    use crate::store::StoreError;
+                    let fenced = matches!(error, StoreError::Fenced { .. });
+                    let moved_on = fenced
+                        || matches!(
+                            error,
+                            StoreError::Conflict { .. } | StoreError::AlreadyExists { .. }
+                        );
                     tracing::error!(parent: &handling, agent = %self.agent.name, thread = %self.thread_id, %error, fenced, "could not store the thread; the step's directives are not run");
                     trace::failed(&handling, "store_error", &error.to_string());
                     if let Some(key) = &delivered {
@@ -633,13 +649,23 @@ where
                         };
                         self.abandon(state, request, "store_error", &message, failure);
                     }
-                    if fenced {
-                        // Another writer took the thread over: what this actor held of it is
-                        // no longer the thread. It takes the stored thread as that writer left
-                        // it, at its epoch, without claiming it back (a successor that claimed
-                        // would fence the new owner in turn): a new question is then decided on
-                        // it, and refused as busy while the new owner's request runs.
+                    if moved_on {
+                        // Another writer moved the thread on or took it over: what this actor
+                        // held of it is no longer the thread. It takes the stored thread as
+                        // that writer left it, at its epoch, without claiming it back (a
+                        // successor that claimed would fence the new owner in turn): a new
+                        // question is then decided on it, and refused as busy while the new
+                        // owner's request runs.
                         self.reload(state).await;
+                    } else {
+                        // The write failed (the store down, a connection lost): the strategy
+                        // still holds what the step changed (a request it thinks runs, entries
+                        // the store lacks). The thread goes back to what is stored, now if the
+                        // store answers, else before the next signal.
+                        state.diverged = true;
+                        if let Err(error) = self.catch_up(state).await {
+                            tracing::warn!(parent: &handling, agent = %self.agent.name, thread = %self.thread_id, %error, "could not read the thread back after a failed commit; trying again with the next signal");
+                        }
                     }
                     return;
                 }

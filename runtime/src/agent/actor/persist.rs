@@ -217,6 +217,53 @@ where
         }
     }
 
+    /// Drops what the actor holds beyond the store after a commit failed, taking the thread
+    /// back as stored: as if its process had stopped at the last commit. A request whose first
+    /// commit failed left nothing behind (asked again, it runs afresh); one that failed later
+    /// is the stored thread's open request, carried on in place when asked again under its id
+    /// ([`book::arrival`](super::book::arrival)), and until then the thread takes new requests.
+    /// Fails, changing nothing, while the store cannot be read.
+    pub(super) async fn catch_up(&self, state: &mut ThreadState<S>) -> Result<(), StoreError> {
+        let interrupted = match self.load().await? {
+            Some(stored) => {
+                let interrupted = stored.saved.as_deref().and_then(open_request);
+                state.strategy = match stored.saved {
+                    Some(_) => self.agent.strategy.restore(&state.env, stored.state),
+                    None => stored.state,
+                };
+                state.stored_rev = stored.rev;
+                state.stored = true;
+                state.saved = stored.saved.as_deref().map(Fingerprint::of);
+                if let Some(deliveries) = state.deliveries.as_mut() {
+                    deliveries.replace_applied(stored.applied);
+                }
+                interrupted
+            }
+            None => {
+                // The thread's first write failed: it starts again as it would have.
+                state.strategy = self
+                    .agent
+                    .strategy
+                    .init_for_thread(&state.env, &self.store_id);
+                state.stored_rev = 0;
+                state.stored = false;
+                state.saved = None;
+                state.epoch = 0;
+                None
+            }
+        };
+        match interrupted {
+            Some(request) => state.occasional().interrupted = Some(request),
+            None => {
+                if let Some(occasional) = state.occasional.as_mut() {
+                    occasional.interrupted = None;
+                }
+            }
+        }
+        state.diverged = false;
+        Ok(())
+    }
+
     /// Writes what the step changed: the entries the strategy's thread gained and the state's
     /// snapshot (with `open`, the request still running after the step, and `delivered`, the
     /// bus delivery the step handled), in one write; nothing when neither changed.
