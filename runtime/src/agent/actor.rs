@@ -47,6 +47,16 @@ pub enum ThreadMsg {
         /// Where the reply goes.
         reply: oneshot::Sender<Result<Signal, AskError>>,
     },
+    /// The asker of `request` waited `after` for its reply and stopped waiting: the thread
+    /// decides what that means, in its order of events. A request still open (running or
+    /// queued) is cancelled and its asker gets [`AskError::Timeout`]; one that ended already
+    /// was answered, and nothing changes (no cancel reaches the strategy to be noted).
+    Expire {
+        /// The request waited for.
+        request: String,
+        /// How long its asker waited.
+        after: std::time::Duration,
+    },
     /// Stop if nothing happened for the idle timeout and no request is open.
     IdleCheck,
     /// A copy of the thread this actor keeps (if its strategy keeps one).
@@ -403,6 +413,10 @@ where
                 return Ok(());
             }
             ThreadMsg::Signal(signal) => signal,
+            ThreadMsg::Expire { request, after } => match self.expired(state, &request, after) {
+                Some(cancel) => cancel,
+                None => return Ok(()),
+            },
             ThreadMsg::Delivered { signal, committed } => {
                 state
                     .deliveries
@@ -468,6 +482,13 @@ where
         state: &mut ThreadState<S>,
         signal: Signal,
     ) {
+        if book::reports_work(signal.signal_type().as_str())
+            && let Some(id) = signal.request_id()
+            && self.core.requests.has_ended(id)
+        {
+            tracing::debug!(agent = %self.agent.name, thread = %self.thread_id, request = %id, signal = %signal.signal_type().as_str(), "a result of work for a request that ended is dropped");
+            return;
+        }
         if signal.signal_type().as_str() == protocol::AGENT_CANCEL
             && let Some(id) = signal.request_id()
             && let Some(withdrawn) = state.open.as_mut().and_then(|o| o.book.withdraw(id))
@@ -682,6 +703,30 @@ where
         for directive in directives {
             self.execute(myself, state, &signal, directive, parent.clone(), run);
         }
+    }
+
+    /// The asker of `request` stopped waiting after `after`: when the request is still open
+    /// ([`RequestBook::holds`]), its asker is told [`AskError::Timeout`] and the cancel that
+    /// ends it is returned, to be handled as any cancel; when it ended, its reply was sent
+    /// before this message was read, and nothing is done.
+    fn expired(
+        &self,
+        state: &mut ThreadState<S>,
+        request: &str,
+        after: std::time::Duration,
+    ) -> Option<Signal> {
+        let open = state.open.as_mut().filter(|o| o.book.holds(request))?;
+        if let Some(asker) = open.pending.remove(request) {
+            let _ = asker.send(Err(AskError::Timeout(after)));
+        }
+        let why = format!("no answer within {} s", after.as_secs_f64());
+        Signal::builder(protocol::AGENT_CANCEL, self.source())
+            .with_id(state.env.fresh_id("sig"))
+            .with_request_id(request)
+            .with_thread_id(&*self.thread_id)
+            .with_data(motet_agents::AgentCancel { reason: Some(why) })
+            .build()
+            .ok()
     }
 
     /// The key of `signal` when a durable bus consumer waits for its commit.
