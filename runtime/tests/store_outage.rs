@@ -114,8 +114,8 @@ async fn an_answer_whose_commit_failed_is_not_in_the_thread_and_the_next_ask_run
     runtime.shutdown().await;
 }
 
-#[tokio::test]
-async fn a_tool_turn_whose_commit_failed_leaves_no_request_running() {
+/// An agent whose model answers "first", asks for a tool, then answers "third" and "fourth".
+async fn tool_agent(store: Arc<FlakyStore>) -> (Runtime, AgentHandle) {
     let model = ScriptedModel::new([
         turn(vec![AssistantBlock::text("first")]),
         turn(vec![AssistantBlock::tool_use(
@@ -126,17 +126,19 @@ async fn a_tool_turn_whose_commit_failed_leaves_no_request_running() {
         turn(vec![AssistantBlock::text("third")]),
         turn(vec![AssistantBlock::text("fourth")]),
     ]);
-    let store = Arc::new(FlakyStore::default());
-    let runtime = Runtime::builder()
-        .llm(model)
-        .store(store.clone())
-        .build()
-        .unwrap();
+    let runtime = Runtime::builder().llm(model).store(store).build().unwrap();
     let tools = calculator();
     let agent = runtime
         .spawn(AgentSpec::new("echo", react("openai:gpt-5.2", &tools)).with_tools(tools))
         .await
         .unwrap();
+    (runtime, agent)
+}
+
+#[tokio::test]
+async fn a_tool_turn_whose_commit_failed_leaves_no_request_running() {
+    let store = Arc::new(FlakyStore::default());
+    let (runtime, agent) = tool_agent(store.clone()).await;
     assert_eq!(answer(&agent, "one", "t").await, "first");
 
     // The turn asking for the tool is not stored: the request fails there, its tool never runs.
@@ -158,6 +160,24 @@ async fn a_tool_turn_whose_commit_failed_leaves_no_request_running() {
             "assistant"
         ]
     );
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_conflicting_commit_while_the_store_cannot_be_read_leaves_no_request_running() {
+    let store = Arc::new(FlakyStore::default());
+    let (runtime, agent) = tool_agent(store.clone()).await;
+    assert_eq!(answer(&agent, "one", "t").await, "first");
+
+    // The tool turn's commit is refused as a conflict, and the thread cannot be reloaded.
+    store.conflicting.store(true, Ordering::SeqCst);
+    store.reads_down.store(true, Ordering::SeqCst);
+    store.fail_writes(1, 1);
+    store_failure(&agent, "two", "t").await;
+
+    // Once the store reads again, the thread is what it holds: no request of it runs.
+    store.reads_down.store(false, Ordering::SeqCst);
+    assert_eq!(answer(&agent, "three", "t").await, "third");
     runtime.shutdown().await;
 }
 

@@ -676,8 +676,11 @@ where
                         // that writer left it, at its epoch, without claiming it back (a
                         // successor that claimed would fence the new owner in turn): a new
                         // question is then decided on it, and refused as busy while the new
-                        // owner's request runs.
-                        self.reload(state).await;
+                        // owner's request runs. Unread (the store down too), the thread goes
+                        // back to what is stored before its next signal, as below.
+                        if !self.reload(state).await {
+                            state.diverged = true;
+                        }
                     } else {
                         // The write failed (the store down, a connection lost): the strategy
                         // still holds what the step changed (a request it thinks runs, entries

@@ -13,7 +13,7 @@ use motet_runtime::store::{
 };
 
 /// The in-memory store, whose writes fail on demand (after `skip` more writes succeed, the
-/// next `fail` ones fail), whose reads fail while `reads_down` is set, and whose writes each
+/// next `fail` ones fail, as the store being down or, with `conflicting`, as a conflict), whose reads fail while `reads_down` is set, and whose writes each
 /// take `write_delay_ms` (on tokio's clock, so a paused test controls it).
 #[derive(Default)]
 pub(crate) struct FlakyStore {
@@ -22,6 +22,9 @@ pub(crate) struct FlakyStore {
     fail: AtomicUsize,
     pub(crate) reads_down: AtomicBool,
     pub(crate) write_delay_ms: AtomicU64,
+    /// The failed writes say the thread changed concurrently (another writer), not that the
+    /// store is down.
+    pub(crate) conflicting: AtomicBool,
 }
 
 impl FlakyStore {
@@ -47,6 +50,11 @@ impl FlakyStore {
             .fail
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
         {
+            Ok(_) if self.conflicting.load(Ordering::SeqCst) => Err(StoreError::Conflict {
+                thread_id: thread_id.to_owned(),
+                expected: 0,
+                current: 0,
+            }),
             Ok(_) => Err(down(thread_id)),
             Err(_) => Ok(()),
         }

@@ -192,18 +192,25 @@ where
     }
 
     /// Replaces the strategy's state with the stored one (another writer moved the thread
-    /// on); nothing changes when it cannot be loaded.
-    pub(super) async fn reload(&self, state: &mut ThreadState<S>) {
+    /// on); nothing changes when it cannot be loaded. Returns whether it was reloaded.
+    pub(super) async fn reload(&self, state: &mut ThreadState<S>) -> bool {
         // Rejoined at the epoch whoever moved it on left it at (not claimed: a writer whose
         // request is still in flight keeps its claim; the rev keeps the two from interleaving).
         match self.core.store.epoch(&self.store_id).await {
             Ok(epoch) => state.epoch = epoch,
             Err(error) => {
                 tracing::warn!(thread = %self.store_id, %error, "could not read the thread's epoch to reload it");
-                return;
+                return false;
             }
         }
-        if let Ok(Some(stored)) = self.load().await {
+        let stored = match self.load().await {
+            Ok(stored) => stored,
+            Err(error) => {
+                tracing::warn!(thread = %self.store_id, %error, "could not read the thread to reload it");
+                return false;
+            }
+        };
+        if let Some(stored) = stored {
             state.stored_rev = stored.rev;
             state.stored = true;
             state.strategy = match stored.saved {
@@ -214,7 +221,9 @@ where
             if let Some(deliveries) = state.deliveries.as_mut() {
                 deliveries.replace_applied(stored.applied);
             }
+            return true;
         }
+        false
     }
 
     /// Drops what the actor holds beyond the store after a commit failed, taking the thread
