@@ -40,10 +40,16 @@ pub struct LlmResult {
     pub response: LlmResponse,
 }
 
-/// What kind of LLM failure happened.
+/// What kind of LLM failure happened: one kind per kind of provider error, so a stored
+/// failure says what went wrong without reading its message.
+///
+/// A kind this build does not know (written by a newer one) reads as [`Other`](Self::Other).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum LlmErrorKind {
+    /// The key was missing, wrong or lacks permission (HTTP 401, 403).
+    Auth,
     /// HTTP 429 or the provider's rate-limit error.
     RateLimited,
     /// The provider is overloaded (HTTP 529, 503).
@@ -52,9 +58,28 @@ pub enum LlmErrorKind {
     InvalidRequest,
     /// The prompt exceeded the model's context window.
     ContextLength,
+    /// The provider's content filter refused the request or stopped the response.
+    ContentFiltered,
+    /// The provider failed (HTTP 5xx other than overload).
+    Server,
+    /// The stream ended before the response was complete.
+    StreamTruncated,
+    /// The provider sent something that does not follow its protocol.
+    Protocol,
+    /// The response hit its token limit in the middle of a tool call.
+    MaxTokens,
+    /// The provider could not be reached.
+    Connect,
     /// The call timed out.
     Timeout,
+    /// The model, a hosted tool or the response format asked for is not supported.
+    Unsupported,
+    /// The response passed the client's limit on its size.
+    ResponseTooLarge,
+    /// The client is not configured to make the call (no key, unknown provider, bad URL).
+    Config,
     /// Anything else.
+    #[serde(other)]
     Other,
 }
 
@@ -62,11 +87,21 @@ impl LlmErrorKind {
     /// The kind as serialized (`rate_limited`, `context_length`, ...).
     pub fn as_str(&self) -> &'static str {
         match self {
+            Self::Auth => "auth",
             Self::RateLimited => "rate_limited",
             Self::Overloaded => "overloaded",
             Self::InvalidRequest => "invalid_request",
             Self::ContextLength => "context_length",
+            Self::ContentFiltered => "content_filtered",
+            Self::Server => "server",
+            Self::StreamTruncated => "stream_truncated",
+            Self::Protocol => "protocol",
+            Self::MaxTokens => "max_tokens",
+            Self::Connect => "connect",
             Self::Timeout => "timeout",
+            Self::Unsupported => "unsupported",
+            Self::ResponseTooLarge => "response_too_large",
+            Self::Config => "config",
             Self::Other => "other",
         }
     }
@@ -206,6 +241,38 @@ mod tests {
             .with_json_data(data)
             .build()
             .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn each_llm_error_kind_is_stored_under_its_name_and_an_unknown_one_reads_as_other() {
+        use LlmErrorKind as K;
+        let kinds = [
+            K::Auth,
+            K::RateLimited,
+            K::Overloaded,
+            K::InvalidRequest,
+            K::ContextLength,
+            K::ContentFiltered,
+            K::Server,
+            K::StreamTruncated,
+            K::Protocol,
+            K::MaxTokens,
+            K::Connect,
+            K::Timeout,
+            K::Unsupported,
+            K::ResponseTooLarge,
+            K::Config,
+            K::Other,
+        ];
+        for kind in kinds {
+            let stored = serde_json::to_value(&kind).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(stored, serde_json::json!(kind.as_str()));
+            let back: K = serde_json::from_value(stored).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(back, kind);
+        }
+        let newer: K =
+            serde_json::from_str("\"quota_exhausted\"").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(newer, K::Other);
     }
 
     #[test]

@@ -212,6 +212,31 @@ pub(crate) fn redact_secret(message: &str, secret: &str) -> String {
 }
 
 impl ProviderError {
+    /// The kind a failed call is recorded under (`llm.failed`, the thread's error entry).
+    /// Matched without a catch-all, so a new variant cannot fall into `other` unnoticed.
+    pub fn llm_error_kind(&self) -> motet_directives::results::LlmErrorKind {
+        use motet_directives::results::LlmErrorKind as K;
+        match self {
+            Self::Authentication { .. } => K::Auth,
+            Self::RateLimited { .. } => K::RateLimited,
+            Self::Overloaded { .. } => K::Overloaded,
+            Self::InvalidRequest { .. } => K::InvalidRequest,
+            Self::ContextLengthExceeded { .. } => K::ContextLength,
+            Self::ContentFiltered { .. } => K::ContentFiltered,
+            Self::Server { .. } => K::Server,
+            Self::StreamTruncated { .. } => K::StreamTruncated,
+            Self::Protocol { .. } => K::Protocol,
+            Self::MaxTokensInToolCall { .. } => K::MaxTokens,
+            Self::Connect { .. } => K::Connect,
+            Self::Timeout { .. } => K::Timeout,
+            Self::UnsupportedModel { .. }
+            | Self::UnsupportedHostedTool { .. }
+            | Self::UnsupportedResponseFormat { .. } => K::Unsupported,
+            Self::ResponseTooLarge { .. } => K::ResponseTooLarge,
+            Self::Config { .. } => K::Config,
+        }
+    }
+
     /// The same error with anything that looks like an API key removed from its message.
     pub(crate) fn redacted(self) -> Self {
         self.map_message(|m| redact_keys(&m))

@@ -47,6 +47,16 @@ pub enum ThreadMsg {
         /// Where the reply goes.
         reply: oneshot::Sender<Result<Signal, AskError>>,
     },
+    /// The asker of `request` waited `after` for its reply and stopped waiting: the thread
+    /// decides what that means, in its order of events. A request still open (running or
+    /// queued) is cancelled and its asker gets [`AskError::Timeout`]; one that ended already
+    /// was answered, and nothing changes (no cancel reaches the strategy to be noted).
+    Expire {
+        /// The request waited for.
+        request: String,
+        /// How long its asker waited.
+        after: std::time::Duration,
+    },
     /// Stop if nothing happened for the idle timeout and no request is open.
     IdleCheck,
     /// A copy of the thread this actor keeps (if its strategy keeps one).
@@ -138,6 +148,9 @@ pub struct ThreadState<S: Strategy> {
     /// Set when the idle timeout closed the mailbox: what is still in it is held for the
     /// successor (`held`), never run here.
     retiring: bool,
+    /// Set when a commit failed: the strategy's state holds what the store does not, and is
+    /// taken back as stored (`catch_up`) before the thread handles anything else.
+    diverged: bool,
     /// The open requests and what each holds (asker, span, LLM calls), boxed together and
     /// made with the first: a thread between requests holds one word.
     open: Option<Box<Open>>,
@@ -276,6 +289,7 @@ where
             saved: loaded.saved,
             last_active: std::time::Instant::now(),
             retiring: false,
+            diverged: false,
             env,
             open: None,
             last_model: None,
@@ -399,6 +413,10 @@ where
                 return Ok(());
             }
             ThreadMsg::Signal(signal) => signal,
+            ThreadMsg::Expire { request, after } => match self.expired(state, &request, after) {
+                Some(cancel) => cancel,
+                None => return Ok(()),
+            },
             ThreadMsg::Delivered { signal, committed } => {
                 state
                     .deliveries
@@ -464,6 +482,13 @@ where
         state: &mut ThreadState<S>,
         signal: Signal,
     ) {
+        if book::reports_work(signal.signal_type().as_str())
+            && let Some(id) = signal.request_id()
+            && self.core.requests.has_ended(id)
+        {
+            tracing::debug!(agent = %self.agent.name, thread = %self.thread_id, request = %id, signal = %signal.signal_type().as_str(), "a result of work for a request that ended is dropped");
+            return;
+        }
         if signal.signal_type().as_str() == protocol::AGENT_CANCEL
             && let Some(id) = signal.request_id()
             && let Some(withdrawn) = state.open.as_mut().and_then(|o| o.book.withdraw(id))
@@ -474,6 +499,12 @@ where
                 Self::delivery_settled(state, &key, Ok(()));
             }
             self.cancel_queued(state, &signal);
+            return;
+        }
+        if state.diverged
+            && let Err(error) = self.catch_up(state).await
+        {
+            self.refuse_unread(state, &signal, &error);
             return;
         }
         let is_request = protocol::starts_request(signal.signal_type().as_str());
@@ -619,7 +650,13 @@ where
                     continue;
                 }
                 Err(error) => {
-                    let fenced = matches!(error, crate::store::StoreError::Fenced { .. });
+                    use crate::store::StoreError;
+                    let fenced = matches!(error, StoreError::Fenced { .. });
+                    let moved_on = fenced
+                        || matches!(
+                            error,
+                            StoreError::Conflict { .. } | StoreError::AlreadyExists { .. }
+                        );
                     tracing::error!(parent: &handling, agent = %self.agent.name, thread = %self.thread_id, %error, fenced, "could not store the thread; the step's directives are not run");
                     trace::failed(&handling, "store_error", &error.to_string());
                     if let Some(key) = &delivered {
@@ -633,13 +670,26 @@ where
                         };
                         self.abandon(state, request, "store_error", &message, failure);
                     }
-                    if fenced {
-                        // Another writer took the thread over: what this actor held of it is
-                        // no longer the thread. It takes the stored thread as that writer left
-                        // it, at its epoch, without claiming it back (a successor that claimed
-                        // would fence the new owner in turn): a new question is then decided on
-                        // it, and refused as busy while the new owner's request runs.
-                        self.reload(state).await;
+                    if moved_on {
+                        // Another writer moved the thread on or took it over: what this actor
+                        // held of it is no longer the thread. It takes the stored thread as
+                        // that writer left it, at its epoch, without claiming it back (a
+                        // successor that claimed would fence the new owner in turn): a new
+                        // question is then decided on it, and refused as busy while the new
+                        // owner's request runs. Unread (the store down too), the thread goes
+                        // back to what is stored before its next signal, as below.
+                        if !self.reload(state).await {
+                            state.diverged = true;
+                        }
+                    } else {
+                        // The write failed (the store down, a connection lost): the strategy
+                        // still holds what the step changed (a request it thinks runs, entries
+                        // the store lacks). The thread goes back to what is stored, now if the
+                        // store answers, else before the next signal.
+                        state.diverged = true;
+                        if let Err(error) = self.catch_up(state).await {
+                            tracing::warn!(parent: &handling, agent = %self.agent.name, thread = %self.thread_id, %error, "could not read the thread back after a failed commit; trying again with the next signal");
+                        }
                     }
                     return;
                 }
@@ -656,6 +706,30 @@ where
         for directive in directives {
             self.execute(myself, state, &signal, directive, parent.clone(), run);
         }
+    }
+
+    /// The asker of `request` stopped waiting after `after`: when the request is still open
+    /// ([`RequestBook::holds`]), its asker is told [`AskError::Timeout`] and the cancel that
+    /// ends it is returned, to be handled as any cancel; when it ended, its reply was sent
+    /// before this message was read, and nothing is done.
+    fn expired(
+        &self,
+        state: &mut ThreadState<S>,
+        request: &str,
+        after: std::time::Duration,
+    ) -> Option<Signal> {
+        let open = state.open.as_mut().filter(|o| o.book.holds(request))?;
+        if let Some(asker) = open.pending.remove(request) {
+            let _ = asker.send(Err(AskError::Timeout(after)));
+        }
+        let why = format!("no answer within {} s", after.as_secs_f64());
+        Signal::builder(protocol::AGENT_CANCEL, self.source())
+            .with_id(state.env.fresh_id("sig"))
+            .with_request_id(request)
+            .with_thread_id(&*self.thread_id)
+            .with_data(motet_agents::AgentCancel { reason: Some(why) })
+            .build()
+            .ok()
     }
 
     /// The key of `signal` when a durable bus consumer waits for its commit.

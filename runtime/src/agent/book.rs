@@ -62,6 +62,16 @@ pub(crate) fn arrival(ty: &str, id: &str, interrupted: Option<&str>) -> Arrival 
     }
 }
 
+/// Whether a signal of type `ty` reports on work a request set going (an LLM call, a tool
+/// run). When that request has ended, its work was aborted with it, and such a signal raced the
+/// abort: the thread drops it rather than hand the strategy a result it could only note as
+/// stale — a note that would be in the thread or not depending on who won the race. (Summary
+/// results are not among them: a summary is kept whatever became of the request that asked.)
+pub(crate) fn reports_work(ty: &str) -> bool {
+    use motet_directives::results::{LLM_FAILED, LLM_RESULT, TOOL_PAUSED, TOOL_RESULT};
+    matches!(ty, LLM_RESULT | LLM_FAILED | TOOL_RESULT | TOOL_PAUSED)
+}
+
 /// One thread's requests: the running one and those queued behind it, in arrival order.
 #[derive(Debug)]
 pub(crate) struct RequestBook<T> {
@@ -137,6 +147,11 @@ impl<T> RequestBook<T> {
         self.running.as_deref()
     }
 
+    /// Whether request `id` runs or waits its turn here (it has not ended).
+    pub(crate) fn holds(&self, id: &str) -> bool {
+        self.running.as_deref() == Some(id) || self.queue.iter().any(|(queued, _)| queued == id)
+    }
+
     /// Nothing runs and nothing waits.
     pub(crate) fn is_quiet(&self) -> bool {
         self.running.is_none() && self.queue.is_empty()
@@ -174,6 +189,38 @@ mod tests {
         assert!(book.finished("r1"));
         assert_eq!(book.next(), Some("three"));
         assert_eq!(book.next(), None, "nothing else waits");
+    }
+
+    #[test]
+    fn the_results_of_a_requests_work_are_recognised_and_summaries_are_not() {
+        for ty in ["llm.result", "llm.failed", "tool.result", "tool.paused"] {
+            assert!(reports_work(ty), "{ty}");
+        }
+        for ty in [
+            "summary.result",
+            "summary.failed",
+            "agent.request",
+            "agent.cancel",
+            "agent.steer",
+            "user.defined",
+        ] {
+            assert!(!reports_work(ty), "{ty}");
+        }
+    }
+
+    #[test]
+    fn a_request_is_held_from_its_arrival_until_it_ends() {
+        let mut book = book();
+        assert!(!book.holds("r1"));
+        book.admit("r1", "one", RequestPolicy::Queue);
+        book.admit("r2", "two", RequestPolicy::Queue);
+        assert!(book.holds("r1"), "running");
+        assert!(book.holds("r2"), "queued");
+        assert!(!book.holds("r3"), "never arrived");
+        assert!(book.finished("r1"));
+        assert!(!book.holds("r1"), "ended");
+        assert_eq!(book.withdraw("r2"), Some("two"));
+        assert!(!book.holds("r2"), "withdrawn");
     }
 
     #[test]

@@ -180,6 +180,17 @@ impl Requests {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Whether request `id` ended (answered or failed) and was not opened again; `false` for a
+    /// request this log never saw or no longer keeps. Cheap for an open request (one lookup).
+    pub(crate) fn has_ended(&self, id: &str) -> bool {
+        !self.open.contains_key(id)
+            && self
+                .ended()
+                .records
+                .iter()
+                .any(|(kept_id, _)| kept_id.as_ref() == id)
+    }
+
     /// The record of request `id`: open, or among the last finished (the latest if the id ran
     /// twice).
     pub(crate) fn get(&self, id: &str) -> Option<RequestRecord> {

@@ -293,21 +293,43 @@ impl Ticket {
             Some(received) => received,
             None => match tokio::time::timeout(self.timeout, &mut self.answer).await {
                 Ok(received) => received,
-                Err(_) => {
-                    if !self.keep_running {
-                        let why = format!("no answer within {} s", self.timeout.as_secs_f64());
-                        if let Err(error) = self.cancel(why).await {
-                            tracing::debug!(%error, request = %self.id, "a timed-out request could not be cancelled");
-                        }
-                    }
-                    return Err(AskError::Timeout(self.timeout));
-                }
+                Err(_) if self.keep_running => return Err(AskError::Timeout(self.timeout)),
+                // The thread decides, in its order of events, whether the request ended before
+                // the wait did (its reply is then on its way) or is cancelled now (the reply is
+                // the timeout): the asker's outcome and the thread always agree.
+                Err(_) => match self.expire().await {
+                    Some(received) => received,
+                    None => return Err(AskError::Timeout(self.timeout)),
+                },
             },
         };
         let reply = interpret(&self.core, &self.agent, received)?;
         Ok(Answer::of(reply, &self.thread, &self.id))
     }
+
+    /// Tells the thread this wait timed out and takes its verdict: the request's reply when it
+    /// ended first, else [`AskError::Timeout`] from the thread, which cancelled it. `None` when
+    /// the thread cannot be told or gives no verdict within [`VERDICT_WAIT`] (a store that
+    /// hangs a step).
+    async fn expire(
+        &mut self,
+    ) -> Option<Result<Result<Signal, AskError>, oneshot::error::RecvError>> {
+        let expire = ThreadMsg::Expire {
+            request: self.id.clone(),
+            after: self.timeout,
+        };
+        if let Err(error) = self.core.send(&self.agent, &self.thread, expire).await {
+            tracing::debug!(%error, request = %self.id, "a timed-out request could not be cancelled");
+            return None;
+        }
+        tokio::time::timeout(VERDICT_WAIT, &mut self.answer)
+            .await
+            .ok()
+    }
 }
+
+/// How long a wait that timed out waits for the thread's verdict on its request.
+const VERDICT_WAIT: Duration = Duration::from_secs(5);
 
 /// The `agent.waiting` signals of one request, from the bus, and the waits shown so far.
 pub(crate) struct Waits {

@@ -114,6 +114,10 @@ where
         self.end_request_span(state, request, Some((kind, message)));
         let reply = state.open.as_mut().and_then(|open| {
             open.book.finished(request);
+            // Its LLM calls would stream for a request that is over.
+            if let Some(calls) = open.calls.remove(request) {
+                calls.iter().for_each(AbortHandle::abort);
+            }
             open.pending.remove(request)
         });
         if let Some(reply) = reply {
@@ -121,6 +125,31 @@ where
         }
         release_room(state);
         self.settle_thread(state);
+    }
+
+    /// Turns `signal` away while the thread cannot be read back after a failed commit
+    /// (`error`): nothing is handed to a strategy whose state the store does not hold. A
+    /// request fails with [`AskError::Store`], a durable delivery is told why (the bus delivers
+    /// it again), anything else is dropped.
+    pub(super) fn refuse_unread(
+        &self,
+        state: &mut ThreadState<S>,
+        signal: &Signal,
+        error: &crate::store::StoreError,
+    ) {
+        let message = format!("could not read the thread back after a failed commit: {error}");
+        tracing::warn!(agent = %self.agent.name, thread = %self.thread_id, signal = %signal.signal_type().as_str(), %error, "a signal turned away: the thread is not as stored and cannot be read");
+        if let Some(key) = Self::delivery(state, signal) {
+            Self::delivery_settled(state, &key, Err(message.clone()));
+        }
+        if protocol::starts_request(signal.signal_type().as_str())
+            && let Some(request) = signal.request_id()
+        {
+            let failure = AskError::Store {
+                message: message.clone(),
+            };
+            self.abandon(state, request, "store_error", &message, failure);
+        }
     }
 
     /// Closes a request's `invoke_agent` span (marked failed with `(error type, text)` when

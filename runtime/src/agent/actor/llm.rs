@@ -175,25 +175,162 @@ fn publish_delta(
     }
 }
 
-/// A provider error as the strategy sees it; one the client already retried is not retryable
+/// A provider error as the strategy sees it: its kind (the provider's own mapping, one kind per
+/// variant) and whether trying again may help; one the client already retried is not retryable
 /// again (one retry budget: the client's before content, the strategy's after).
 pub(super) fn llm_error(error: &ProviderError, retried: bool) -> LlmError {
-    let (kind, retryable) = match error {
-        ProviderError::RateLimited { .. } => (LlmErrorKind::RateLimited, true),
-        ProviderError::Overloaded { .. } => (LlmErrorKind::Overloaded, true),
-        ProviderError::InvalidRequest { .. } | ProviderError::UnsupportedModel { .. } => {
-            (LlmErrorKind::InvalidRequest, false)
-        }
-        ProviderError::ContextLengthExceeded { .. } => (LlmErrorKind::ContextLength, false),
-        ProviderError::Timeout { .. } => (LlmErrorKind::Timeout, true),
-        ProviderError::Server { .. }
-        | ProviderError::Connect { .. }
-        | ProviderError::StreamTruncated { .. } => (LlmErrorKind::Other, true),
-        _ => (LlmErrorKind::Other, false),
-    };
+    let kind = error.llm_error_kind();
+    // Worth another try: the provider or the way to it was busy or broke off; the request
+    // itself was not refused.
+    let retryable = matches!(
+        kind,
+        LlmErrorKind::RateLimited
+            | LlmErrorKind::Overloaded
+            | LlmErrorKind::Timeout
+            | LlmErrorKind::Server
+            | LlmErrorKind::Connect
+            | LlmErrorKind::StreamTruncated
+    );
     LlmError {
         kind,
         message: error.to_string(),
         retryable: retryable && !retried,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use motet_directives::results::LlmErrorKind as K;
+    use motet_providers::{Dialect, ProviderError as E};
+
+    use super::llm_error;
+
+    fn text() -> String {
+        "the provider's words".to_owned()
+    }
+
+    /// Every provider error, the kind its failure is stored under, and whether the strategy
+    /// may try the call again (when the client did not retry it already).
+    #[test]
+    fn every_provider_error_is_stored_under_its_own_kind() {
+        let cases = [
+            (
+                E::Authentication {
+                    status: 401,
+                    message: text(),
+                },
+                K::Auth,
+                false,
+            ),
+            (
+                E::Authentication {
+                    status: 403,
+                    message: text(),
+                },
+                K::Auth,
+                false,
+            ),
+            (
+                E::RateLimited {
+                    retry_after: Some(Duration::from_secs(1)),
+                    message: text(),
+                },
+                K::RateLimited,
+                true,
+            ),
+            (E::Overloaded { message: text() }, K::Overloaded, true),
+            (
+                E::InvalidRequest {
+                    status: 400,
+                    message: text(),
+                },
+                K::InvalidRequest,
+                false,
+            ),
+            (
+                E::ContextLengthExceeded { message: text() },
+                K::ContextLength,
+                false,
+            ),
+            (
+                E::ContentFiltered { message: text() },
+                K::ContentFiltered,
+                false,
+            ),
+            (
+                E::Server {
+                    status: 500,
+                    message: text(),
+                },
+                K::Server,
+                true,
+            ),
+            (
+                E::StreamTruncated { reason: text() },
+                K::StreamTruncated,
+                true,
+            ),
+            (E::Protocol { message: text() }, K::Protocol, false),
+            (
+                E::MaxTokensInToolCall {
+                    tool: "add".to_owned(),
+                },
+                K::MaxTokens,
+                false,
+            ),
+            (E::Connect { message: text() }, K::Connect, true),
+            (
+                E::Timeout {
+                    phase: "the first byte".to_owned(),
+                },
+                K::Timeout,
+                true,
+            ),
+            (
+                E::UnsupportedModel {
+                    model: "m".to_owned(),
+                    reason: text(),
+                },
+                K::Unsupported,
+                false,
+            ),
+            (
+                E::UnsupportedHostedTool {
+                    dialect: Dialect::Gemini,
+                    tool: "web_search",
+                    reason: text(),
+                },
+                K::Unsupported,
+                false,
+            ),
+            (
+                E::UnsupportedResponseFormat {
+                    dialect: Dialect::Gemini,
+                    reason: text(),
+                },
+                K::Unsupported,
+                false,
+            ),
+            (
+                E::ResponseTooLarge { limit: 1024 },
+                K::ResponseTooLarge,
+                false,
+            ),
+            (E::Config { message: text() }, K::Config, false),
+        ];
+        for (error, kind, retryable) in cases {
+            let fresh = llm_error(&error, false);
+            assert_eq!(fresh.kind, kind, "{error:?}");
+            assert_eq!(fresh.retryable, retryable, "{error:?}");
+            assert_eq!(fresh.message, error.to_string());
+            let retried = llm_error(&error, true);
+            assert_eq!(
+                (retried.kind, retried.retryable),
+                (kind, false),
+                "{error:?}"
+            );
+        }
     }
 }

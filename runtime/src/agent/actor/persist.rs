@@ -192,18 +192,25 @@ where
     }
 
     /// Replaces the strategy's state with the stored one (another writer moved the thread
-    /// on); nothing changes when it cannot be loaded.
-    pub(super) async fn reload(&self, state: &mut ThreadState<S>) {
+    /// on); nothing changes when it cannot be loaded. Returns whether it was reloaded.
+    pub(super) async fn reload(&self, state: &mut ThreadState<S>) -> bool {
         // Rejoined at the epoch whoever moved it on left it at (not claimed: a writer whose
         // request is still in flight keeps its claim; the rev keeps the two from interleaving).
         match self.core.store.epoch(&self.store_id).await {
             Ok(epoch) => state.epoch = epoch,
             Err(error) => {
                 tracing::warn!(thread = %self.store_id, %error, "could not read the thread's epoch to reload it");
-                return;
+                return false;
             }
         }
-        if let Ok(Some(stored)) = self.load().await {
+        let stored = match self.load().await {
+            Ok(stored) => stored,
+            Err(error) => {
+                tracing::warn!(thread = %self.store_id, %error, "could not read the thread to reload it");
+                return false;
+            }
+        };
+        if let Some(stored) = stored {
             state.stored_rev = stored.rev;
             state.stored = true;
             state.strategy = match stored.saved {
@@ -214,7 +221,56 @@ where
             if let Some(deliveries) = state.deliveries.as_mut() {
                 deliveries.replace_applied(stored.applied);
             }
+            return true;
         }
+        false
+    }
+
+    /// Drops what the actor holds beyond the store after a commit failed, taking the thread
+    /// back as stored: as if its process had stopped at the last commit. A request whose first
+    /// commit failed left nothing behind (asked again, it runs afresh); one that failed later
+    /// is the stored thread's open request, carried on in place when asked again under its id
+    /// ([`book::arrival`](super::book::arrival)), and until then the thread takes new requests.
+    /// Fails, changing nothing, while the store cannot be read.
+    pub(super) async fn catch_up(&self, state: &mut ThreadState<S>) -> Result<(), StoreError> {
+        let interrupted = match self.load().await? {
+            Some(stored) => {
+                let interrupted = stored.saved.as_deref().and_then(open_request);
+                state.strategy = match stored.saved {
+                    Some(_) => self.agent.strategy.restore(&state.env, stored.state),
+                    None => stored.state,
+                };
+                state.stored_rev = stored.rev;
+                state.stored = true;
+                state.saved = stored.saved.as_deref().map(Fingerprint::of);
+                if let Some(deliveries) = state.deliveries.as_mut() {
+                    deliveries.replace_applied(stored.applied);
+                }
+                interrupted
+            }
+            None => {
+                // The thread's first write failed: it starts again as it would have.
+                state.strategy = self
+                    .agent
+                    .strategy
+                    .init_for_thread(&state.env, &self.store_id);
+                state.stored_rev = 0;
+                state.stored = false;
+                state.saved = None;
+                state.epoch = 0;
+                None
+            }
+        };
+        match interrupted {
+            Some(request) => state.occasional().interrupted = Some(request),
+            None => {
+                if let Some(occasional) = state.occasional.as_mut() {
+                    occasional.interrupted = None;
+                }
+            }
+        }
+        state.diverged = false;
+        Ok(())
     }
 
     /// Writes what the step changed: the entries the strategy's thread gained and the state's
