@@ -1,5 +1,6 @@
-//! A strategy of one's own, nothing from ReAct: a unit converter that asks the model once with
-//! one tool on offer, runs the call the model makes, and replies with the tool's output.
+//! A strategy of one's own, nothing from ReAct: a kilometres-to-miles converter that asks the
+//! model once with one tool on offer, runs the call the model makes, and replies with the
+//! tool's output.
 //!
 //! `cargo run --example strategy -- "How many miles is 42 km?"`, with the model in
 //! `MOTET_MODEL` as for `examples/agent.rs`: `openai:gpt-5.2` with `OPENAI_API_KEY`, or
@@ -43,7 +44,7 @@ impl Strategy for Converter {
             Input::Request(request) => {
                 let call_id = CallId::new(env.fresh_id("call"));
                 let messages = vec![
-                    Message::system("Convert units with the `convert` tool."),
+                    Message::system("Convert kilometres to miles with the `convert` tool."),
                     Message::user(request.query),
                 ];
                 // The tool is the point: the model must call it (a small local model would
@@ -119,25 +120,26 @@ impl Waiting {
     }
 }
 
-/// A length to convert.
+/// A distance to convert.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
-pub(crate) struct Length {
-    pub(crate) value: f64,
-    /// One of m, km, ft, mi.
-    pub(crate) from: String,
-    /// One of m, km, ft, mi.
-    pub(crate) to: String,
+pub(crate) struct Kilometres {
+    /// The distance in kilometres.
+    pub(crate) km: f64,
 }
 
-/// Metres in one `unit`.
-pub(crate) fn metres(unit: &str) -> Result<f64, ToolError> {
-    match unit {
-        "m" => Ok(1.0),
-        "km" => Ok(1000.0),
-        "ft" => Ok(0.3048),
-        "mi" => Ok(1609.344),
-        other => Err(ToolError::invalid_args(format!("unknown unit `{other}`"))),
+/// Miles in a kilometre.
+pub(crate) const MILES_PER_KM: f64 = 0.621_371;
+
+/// What `convert` answers for `distance`.
+pub(crate) fn in_miles(distance: &Kilometres) -> Result<String, ToolError> {
+    if !distance.km.is_finite() {
+        return Err(ToolError::invalid_args("km must be a finite number"));
     }
+    Ok(format!(
+        "{} km = {:.2} mi",
+        distance.km,
+        distance.km * MILES_PER_KM
+    ))
 }
 
 #[tokio::main]
@@ -149,10 +151,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .nth(1)
         .unwrap_or_else(|| "How many miles is 42 km?".into());
 
-    let convert = tool_fn("convert", "Converts a length.", |l: Length| async move {
-        let result = l.value * metres(&l.from)? / metres(&l.to)?;
-        Ok(format!("{} {} = {result:.2} {}", l.value, l.from, l.to))
-    });
+    let convert = tool_fn(
+        "convert",
+        "Converts kilometres to miles.",
+        |d: Kilometres| async move { in_miles(&d) },
+    );
     let tools = ToolSet::builder().tool(convert).build()?;
     let converter = Converter {
         model: model.parse()?,

@@ -11,7 +11,7 @@ mod example;
 
 use std::sync::{Arc, Mutex};
 
-use example::{Converter, Length, metres};
+use example::{Converter, Kilometres, in_miles};
 use motet::agents::protocol::AGENT_FAILED;
 use motet::directives::{
     AssistantBlock, AssistantMessage, LlmResponse, Message, ToolArgs, ToolDefs, Usage,
@@ -21,20 +21,19 @@ use motet::runtime::agent::{AgentHandle, AgentSpec, AskError, Runtime};
 use motet::runtime::testing::{ScriptedModel, stop_for};
 use motet::runtime::tool::{ToolSet, tool_fn};
 
-/// The arguments each run of `convert` got.
-type Runs = Arc<Mutex<Vec<(f64, String, String)>>>;
+/// The distance each run of `convert` got.
+type Runs = Arc<Mutex<Vec<f64>>>;
 
 /// `convert`, noting each run's arguments in `runs`.
 fn converter_tools(runs: Runs) -> ToolSet {
-    let convert = tool_fn("convert", "Converts a length.", move |l: Length| {
-        runs.lock()
-            .unwrap()
-            .push((l.value, l.from.clone(), l.to.clone()));
-        async move {
-            let result = l.value * metres(&l.from)? / metres(&l.to)?;
-            Ok(format!("{} {} = {result:.2} {}", l.value, l.from, l.to))
-        }
-    });
+    let convert = tool_fn(
+        "convert",
+        "Converts kilometres to miles.",
+        move |d: Kilometres| {
+            runs.lock().unwrap().push(d.km);
+            async move { in_miles(&d) }
+        },
+    );
     ToolSet::builder().tool(convert).build().unwrap()
 }
 
@@ -78,10 +77,7 @@ fn tool_call(name: &str, args: &str) -> Result<LlmResponse, ProviderError> {
 
 #[tokio::test]
 async fn the_model_calls_the_offered_tool_and_its_output_is_the_answer() {
-    let model = ScriptedModel::new([tool_call(
-        "convert",
-        r#"{"value": 42, "from": "km", "to": "mi"}"#,
-    )]);
+    let model = ScriptedModel::new([tool_call("convert", r#"{"km": 42}"#)]);
     let (runtime, agent, definitions, runs) = spawn_converter(&model).await;
 
     let answer = agent.ask("How many miles is 42 km?").await.unwrap();
@@ -90,7 +86,7 @@ async fn the_model_calls_the_offered_tool_and_its_output_is_the_answer() {
     assert_eq!(answer.usage.input_tokens, 10, "the LLM call's usage");
     assert_eq!(
         *runs.lock().unwrap(),
-        [(42.0, "km".to_owned(), "mi".to_owned())],
+        [42.0],
         "the tool ran once, with the model's arguments"
     );
     let requests = model.requests();
@@ -102,7 +98,7 @@ async fn the_model_calls_the_offered_tool_and_its_output_is_the_answer() {
     assert_eq!(*requests[0].tools, *definitions);
     assert_eq!(requests[0].tools[0].name, "convert");
     assert!(
-        requests[0].tools[0].parameters["properties"]["from"].is_object(),
+        requests[0].tools[0].parameters["properties"]["km"].is_object(),
         "the offered definition carries the argument schema: {:?}",
         requests[0].tools[0].parameters
     );
