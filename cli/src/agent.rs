@@ -162,6 +162,13 @@ pub async fn start(
     }
     let (policy, max_tokens) = context_for(settings, &providers).await;
     config.options.max_tokens = max_tokens;
+    if settings.model.provider() == "openai-compat" {
+        // A small local model repeats its tool call until the answer's bound, and writes the
+        // chat template's `<tool_response>` tags into its answers as if it were the tool: one
+        // call per turn, and an answer ends where it would start to play the tool.
+        config.options.parallel_tool_calls = Some(false);
+        config.options.stop = vec!["<tool_response>".to_owned(), "</tool_response>".to_owned()];
+    }
     if let Some(policy) = policy {
         config = config.with_context_policy(policy);
     }

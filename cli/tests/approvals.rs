@@ -25,8 +25,8 @@ use tempfile::TempDir;
 struct Seen {
     /// The last user message of each request.
     questions: Mutex<Vec<String>>,
-    /// Each chat request's `max_tokens` and `tool_choice`.
-    asked_with: Mutex<Vec<(serde_json::Value, serde_json::Value)>>,
+    /// Each chat request's `max_tokens`, `tool_choice` and `parallel_tool_calls`.
+    asked_with: Mutex<Vec<(serde_json::Value, serde_json::Value, serde_json::Value)>>,
     stalled: AtomicUsize,
 }
 
@@ -90,6 +90,7 @@ fn serve(stream: std::net::TcpStream, calls: usize, seen: &Seen) {
     seen.asked_with.lock().unwrap().push((
         request["max_tokens"].clone(),
         request["tool_choice"].clone(),
+        request["parallel_tool_calls"].clone(),
     ));
     let messages = request["messages"].as_array().cloned().unwrap_or_default();
     let last = messages.last().cloned().unwrap_or_default();
@@ -403,12 +404,14 @@ fn a_local_server_is_asked_within_its_slot_and_made_to_call_a_tool_first() {
     let asked = seen.asked_with.lock().unwrap().clone();
     assert_eq!(asked.len(), 2, "{asked:?}");
     // The answer is bounded by a quarter of the slot the server reports at /props...
-    for (max_tokens, _) in &asked {
+    for (max_tokens, _, parallel) in &asked {
         assert_eq!(
             max_tokens,
             &serde_json::json!(SLOT_CONTEXT / 4),
             "{asked:?}"
         );
+        // One tool call a turn: a small model otherwise repeats its call to the bound.
+        assert_eq!(parallel, &serde_json::json!(false), "{asked:?}");
     }
     // ...and the first call must call a tool; the one after the result may answer.
     assert_eq!(asked[0].1, "required", "{asked:?}");
