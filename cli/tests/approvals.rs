@@ -360,6 +360,18 @@ fn pending_goes_on_past_a_damaged_thread_and_names_it() {
     assert!(err.contains("1 thread could not be read"), "{err}");
     assert_eq!(output.status.code(), Some(4), "{err}");
     assert!(!err.contains("panicked"), "{err}");
+
+    // A call that waits elsewhere is answered all the same; one not found names the thread
+    // that could not be read, since it may wait there.
+    let output = run(sandbox.motet(&["approve", "call_9"]));
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cli/broken") && err.contains("could not be read"),
+        "{err}"
+    );
+    let text = sandbox.ok(&["approve", "call_1"]);
+    assert!(text.contains("done: 42"), "{text}");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 use motet::agents::Waiting;
 use motet::directives::{Pause, Response};
-use motet::runtime::agent::{waiting_in, waiting_readable};
+use motet::runtime::agent::{waiting_on, waiting_readable};
 
 use motet::runtime::agent::AskError;
 
@@ -155,13 +155,40 @@ pub async fn respond(
 ) -> Result<(), CliError> {
     let thread = thread.map(agent::agent_thread).transpose()?;
     let store = db.open_within(settings.timeout).await?;
-    let waiting = waiting_in(store.as_ref(), Some(AGENT))
-        .await
-        .map_err(crate::agent::runtime_failure)?;
-    let w = choose(&waiting, call, thread)?.clone();
+    // A named thread is read alone; otherwise every thread, past any that cannot be read
+    // (which a refusal then names: the call may wait there).
+    let (waiting, unreadable) = match thread {
+        Some(thread) => (
+            waiting_on(store.as_ref(), AGENT, thread)
+                .await
+                .map_err(crate::agent::runtime_failure)?,
+            Vec::new(),
+        ),
+        None => {
+            let listing = waiting_readable(store.as_ref(), Some(AGENT))
+                .await
+                .map_err(crate::agent::runtime_failure)?;
+            (listing.waiting, listing.unreadable)
+        }
+    };
+    let w = match choose(&waiting, call, thread) {
+        Ok(w) => w.clone(),
+        Err(CliError::NotWaiting(message)) if !unreadable.is_empty() => {
+            let names: Vec<String> = unreadable
+                .iter()
+                .map(|u| escape::label(&u.thread_id).into_owned())
+                .collect();
+            return Err(CliError::NotWaiting(format!(
+                "{message}; {} thread(s) could not be read and may hold it: {}",
+                names.len(),
+                names.join(", ")
+            )));
+        }
+        Err(other) => return Err(other),
+    };
     let _lock = db.lock(&format!("{AGENT}/{}", w.thread))?;
     // Read again under the lock: another process may have answered it meanwhile.
-    let waiting = waiting_in(store.as_ref(), Some(AGENT))
+    let waiting = waiting_on(store.as_ref(), AGENT, &w.thread)
         .await
         .map_err(crate::agent::runtime_failure)?;
     let w = choose(&waiting, call, Some(&w.thread))?.clone();
