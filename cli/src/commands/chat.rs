@@ -336,10 +336,12 @@ impl Chat {
         waiting: &Waiting,
         stdin: &mut Stdin,
     ) -> Result<(), CliError> {
+        // The call's id tells apart two calls with the same tool and arguments.
         let call = format!(
-            "`{}` {}",
+            "`{}` {} [{}]",
             escape::label(&waiting.tool),
-            self.mode.text(waiting.args.get())
+            self.mode.text(waiting.args.get()),
+            escape::label(&waiting.tool_call_id)
         );
         let response = match &waiting.pause {
             Pause::Approval(approval) => {
