@@ -141,9 +141,17 @@ where
                     }
                     let ran = match &tools {
                         Some(tools) => {
+                            let started = std::time::Instant::now();
                             let ran = tools.run(view, &ctx).instrument(span.clone()).await;
                             if let Ran::Result(result) = &ran {
                                 trace::tool_finished(&span, result);
+                                tracing::info!(
+                                    tool = %exec.name,
+                                    call = %exec.tool_call_id,
+                                    is_error = result.is_error,
+                                    elapsed_ms = started.elapsed().as_millis(),
+                                    "tool call ran"
+                                );
                             }
                             ran
                         }

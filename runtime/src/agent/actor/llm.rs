@@ -78,6 +78,22 @@ pub(super) async fn stream_call(
         }
     };
     trace::chat_finished(&span, &model, seen, started.elapsed());
+    // What an agent did, readable without a trace receiver (RUST_LOG=motet_runtime=info).
+    let elapsed_ms = started.elapsed().as_millis();
+    match &outcome {
+        Ok(response) => tracing::info!(
+            %model,
+            call = %call_id.as_str(),
+            input_tokens = response.usage.input_tokens,
+            output_tokens = response.usage.output_tokens,
+            tool_calls = response.message.tool_calls().count(),
+            elapsed_ms,
+            "llm call answered"
+        ),
+        Err(failure) => {
+            tracing::info!(%model, call = %call_id.as_str(), error = %failure.error, elapsed_ms, "llm call failed")
+        }
+    }
     outcome
 }
 
