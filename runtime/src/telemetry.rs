@@ -342,6 +342,7 @@ impl Telemetry {
             tracer: Some(exporters.tracer),
             meter: Some(exporters.meter),
             runtime: exporters.runtime,
+            endpoint: Some(endpoint),
         };
         Ok((tracing::Dispatch::new(subscriber), guard))
     }
@@ -497,6 +498,8 @@ pub struct TelemetryGuard {
     tracer: Option<SdkTracerProvider>,
     meter: Option<SdkMeterProvider>,
     runtime: Option<tokio::runtime::Runtime>,
+    /// Where the exporters send, named in their failures.
+    endpoint: Option<String>,
 }
 
 impl std::fmt::Debug for TelemetryGuard {
@@ -522,12 +525,12 @@ impl TelemetryGuard {
                     if let Some(tracer) = &tracer {
                         tracer
                             .force_flush()
-                            .map_err(|e| TelemetryError::Shutdown(e.to_string()))?;
+                            .map_err(|e| self.failed(&e.to_string()))?;
                     }
                     if let Some(meter) = &meter {
                         meter
                             .force_flush()
-                            .map_err(|e| TelemetryError::Shutdown(e.to_string()))?;
+                            .map_err(|e| self.failed(&e.to_string()))?;
                     }
                     Ok(())
                 })
@@ -571,7 +574,18 @@ impl TelemetryGuard {
         }
         match result.is_empty() {
             true => Ok(()),
-            false => Err(TelemetryError::Shutdown(result.join("; "))),
+            false => Err(self.failed(&result.join("; "))),
+        }
+    }
+
+    /// An export failure, naming where it was sent: "Failed to shutdown" alone did not say
+    /// which receiver did not answer.
+    fn failed(&self, message: &str) -> TelemetryError {
+        match &self.endpoint {
+            Some(endpoint) => TelemetryError::Shutdown(format!(
+                "exporting to {endpoint} failed (is an OTLP receiver listening there?): {message}"
+            )),
+            None => TelemetryError::Shutdown(message.to_owned()),
         }
     }
 }
