@@ -711,8 +711,10 @@ fn chat_streams_answers_and_keeps_the_agent() {
         return;
     };
     let sandbox = Sandbox::new();
-    // Long enough for Ctrl-C to land while the story is written, short enough to be quick.
-    sandbox.config("max_tokens = 300\n");
+    // Long enough for Ctrl-C to land while the story is written, short enough to be quick;
+    // the model may answer without its tool (a local model's first call must call one by
+    // default).
+    sandbox.config("max_tokens = 300\ntool_choice = \"auto\"\n");
     let mut command = sandbox.with_local(&url, &["chat"]);
     command.stdin(Stdio::inherit());
     let mut chat = Pty::spawn(command);
@@ -1212,12 +1214,22 @@ fn cut_once_server() -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
     std::thread::spawn(move || {
-        for (n, stream) in listener.incoming().enumerate() {
+        // Calls counted, not connections: the CLI's look at `/props` is not a call.
+        let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        for stream in listener.incoming() {
             let Ok(mut stream) = stream else { return };
+            let calls = calls.clone();
             std::thread::spawn(move || {
                 use std::io::{Read, Write};
                 let mut buf = [0u8; 65536];
                 let _ = stream.read(&mut buf);
+                if buf.starts_with(b"GET ") {
+                    let _ = stream.write_all(
+                        b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                    );
+                    return;
+                }
+                let n = calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let chunk = |text: &str, finish: &str| {
                     format!(
                         r#"data: {{"id":"c","model":"m","choices":[{{"index":0,"delta":{{"content":"{text}"}},"finish_reason":{finish}}}]}}"#
