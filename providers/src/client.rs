@@ -193,11 +193,23 @@ impl Providers {
         if let Some(key) = key {
             request = request.bearer_auth(key.expose());
         }
-        let response = request.send().await.ok()?.error_for_status().ok()?;
-        // A page of settings, not a stream: a small cap keeps a hostile server's answer small.
-        let body = response.bytes().await.ok()?;
-        if body.len() > 1 << 20 {
+        let mut response = request.send().await.ok()?.error_for_status().ok()?;
+        let json = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.to_ascii_lowercase().contains("json"));
+        if !json {
             return None;
+        }
+        // A page of settings, not a stream: read in pieces and given up past 1 MiB, so a
+        // hostile server's endless answer takes no memory.
+        let mut body = Vec::new();
+        while let Some(piece) = response.chunk().await.ok()? {
+            if body.len() + piece.len() > 1 << 20 {
+                return None;
+            }
+            body.extend_from_slice(&piece);
         }
         served_window(&body)
     }
