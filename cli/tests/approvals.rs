@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{CLEARED_VARS, run, stderr, stdout};
+use common::{run, stderr, stdout};
 use motet::agents::{EntryBody, Thread};
 use motet::runtime::store::{SqliteStore, ThreadStore};
 use tempfile::TempDir;
@@ -161,21 +161,13 @@ impl Sandbox {
     }
 
     fn motet(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_motet"));
-        for var in CLEARED_VARS {
-            command.env_remove(var);
-        }
-        // Set, and empty: no local server is looked for on this machine's usual ports.
-        command.env("MOTET_LOCAL_LLM_URL", "");
+        let mut command = common::motet_in(self.dir.path());
         command
-            .env("HOME", self.dir.path())
             .env("MOTET_MODEL", "openai-compat:m")
             .env("MOTET_OPENAI_COMPAT_BASE_URL", &self.url)
-            .current_dir(self.dir.path())
             .arg("--db")
             .arg(self.db())
-            .args(args)
-            .stdin(Stdio::null());
+            .args(args);
         command
     }
 

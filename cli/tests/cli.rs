@@ -36,19 +36,8 @@ impl Sandbox {
     }
 
     fn motet(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_motet"));
-        for var in CLEARED_VARS {
-            command.env_remove(var);
-        }
-        // Set, and empty: no local server is looked for on this machine's usual ports.
-        command.env("MOTET_LOCAL_LLM_URL", "");
-        command
-            .env("HOME", self.dir.path())
-            .current_dir(self.dir.path())
-            .arg("--db")
-            .arg(self.db())
-            .args(args)
-            .stdin(Stdio::null());
+        let mut command = common::motet_in(self.dir.path());
+        command.arg("--db").arg(self.db()).args(args);
         command
     }
 

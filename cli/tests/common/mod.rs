@@ -31,6 +31,22 @@ pub(crate) const CLEARED_VARS: [&str; 23] = [
     "OTEL_EXPORTER_OTLP_ENDPOINT",
 ];
 
+/// The `motet` binary run in `dir` (its HOME too), with none of [`CLEARED_VARS`] and no local
+/// server looked for on this machine's usual ports (`MOTET_LOCAL_LLM_URL` set, and empty);
+/// standard input closed.
+pub(crate) fn motet_in(dir: &std::path::Path) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_motet"));
+    for var in CLEARED_VARS {
+        command.env_remove(var);
+    }
+    command
+        .env("MOTET_LOCAL_LLM_URL", "")
+        .env("HOME", dir)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null());
+    command
+}
+
 /// Runs `command` to its end.
 pub(crate) fn run(mut command: std::process::Command) -> std::process::Output {
     command.output().unwrap()
