@@ -12,25 +12,9 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{call, everything, fake_config, stdio_config, tool_set};
+use common::{call, everything, fake_config, python, stdio_config, tool_set};
 use motet_mcp::{McpClient, McpError, McpServerConfig};
 use serde_json::json;
-
-fn python() -> bool {
-    let found = std::process::Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|out| out.status.success());
-    if !found {
-        println!("skipped: python3 is not installed (the fake MCP server is a python script)");
-        assert_ne!(
-            std::env::var("CI").as_deref(),
-            Ok("true"),
-            "CI=true, so what this test needs must be there: see the skipped line"
-        );
-    }
-    found
-}
 
 fn kill(pid: u32) {
     let status = std::process::Command::new("kill")

@@ -12,7 +12,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{FakeHttp, call, fake_config, tool_set};
+use common::{FakeHttp, call, fake_config, python, tool_set};
 use motet_mcp::{McpClient, McpError, McpServerConfig, ToolListProblem};
 use serde_json::json;
 
@@ -27,22 +27,6 @@ const CALL_LIMIT: Duration = Duration::from_secs(8);
 
 /// How soon a hostile answer must become an error.
 const AT_ONCE: Duration = Duration::from_secs(4);
-
-fn python() -> bool {
-    let found = std::process::Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|out| out.status.success());
-    if !found {
-        println!("skipped: python3 is not installed (the fake MCP server is a python script)");
-        assert_ne!(
-            std::env::var("CI").as_deref(),
-            Ok("true"),
-            "CI=true, so what this test needs must be there: see the skipped line"
-        );
-    }
-    found
-}
 
 /// Every secret a case's configuration holds: none may reach an error text.
 fn secrets() -> Vec<String> {

@@ -173,3 +173,21 @@ impl Drop for FakeHttp {
         let _ = self.child.wait();
     }
 }
+
+/// Whether python3 runs (the project's fake MCP server is a python script); prints a
+/// `skipped:` line without it, and fails under `CI=true`.
+pub(crate) fn python() -> bool {
+    let found = std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if !found {
+        println!("skipped: python3 is not installed (the fake MCP server is a python script)");
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "CI=true, so what this test needs must be there: see the skipped line"
+        );
+    }
+    found
+}
