@@ -1,4 +1,4 @@
-//! One ReAct agent with one tool: `cargo run --example agent -- "What is 17 * 23?"`.
+//! One ReAct agent with one tool: `cargo run --release --example agent -- "What is 17 * 23?"`.
 //!
 //! The model comes from `MOTET_MODEL`: `openai:gpt-5.2` with `OPENAI_API_KEY`, or the local
 //! llama.cpp server as `openai-compat:local` with

@@ -2,7 +2,7 @@
 //! model once with one tool on offer, runs the call the model makes, and replies with the
 //! tool's output.
 //!
-//! `cargo run --example strategy -- "How many miles is 42 km?"`, with the model in
+//! `cargo run --release --example strategy -- "How many miles is 42 km?"`, with the model in
 //! `MOTET_MODEL` as for `examples/agent.rs`: `openai:gpt-5.2` with `OPENAI_API_KEY`, or
 //! `openai-compat:local` with `MOTET_OPENAI_COMPAT_BASE_URL=http://127.0.0.1:8089/v1`.
 //! tests/strategy.rs drives this very strategy with a scripted model.
