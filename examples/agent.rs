@@ -45,6 +45,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let answer = agent.ask(question).await?;
     println!("{answer}");
 
+    // What the agent did, entry by entry: the question, the model's tool call, the tool's
+    // result, the answer — each with the tokens its LLM call took.
+    if let Some(thread) = agent.get_thread(Some(&answer.thread)).await? {
+        for entry in thread.to_list() {
+            eprintln!("{entry}");
+        }
+    }
+
     runtime.shutdown().await;
     Ok(())
 }
