@@ -165,9 +165,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let agent = runtime
         .spawn(AgentSpec::new("converter", converter).with_tools(tools))
         .await?;
-    // `ask` waits 30 s; a slower server needs `agent.submit(question, AskOptions { timeout,
-    // ..AskOptions::default() })` and the ticket's `wait()`.
-    println!("{}", agent.ask(question).await?);
+    // `ask` waits 30 s; a small local model on a busy machine can take longer, so this asks
+    // with two minutes (`ask_with`; the same options stream deltas or pick a thread).
+    let options = AskOptions {
+        timeout: std::time::Duration::from_secs(120),
+        ..AskOptions::default()
+    };
+    println!("{}", agent.ask_with(question, options).await?);
 
     runtime.shutdown().await;
     Ok(())
