@@ -94,4 +94,9 @@ echo "nats at $MOTET_NATS_URL"
 section "tests"
 # Every server above is up, so no test has a reason to skip; under CI=true one that would
 # fails instead.
-cargo test --workspace "$@"
+# `-p CRATE` narrows the run to those crates (cargo's --workspace would override it).
+scope=(--workspace)
+for arg in "$@"; do
+  case "$arg" in -p | --package | -p* | --package=*) scope=() ;; esac
+done
+cargo test "${scope[@]}" "$@"
