@@ -3,7 +3,7 @@
 //! The default is the seeds' heuristic, `bytes / 4 + 10` per message. The thread computes an
 //! entry's estimate once, when it is appended, so a projection only adds stored numbers.
 
-use motet_directives::{AssistantBlock, AssistantMessage, Message, ProviderMeta};
+use motet_directives::{AssistantBlock, AssistantMessage, Message, ProviderMeta, ToolDef};
 
 use crate::thread::EntryBody;
 
@@ -89,6 +89,19 @@ pub fn estimate_body(estimator: &dyn TokenEstimator, body: &EntryBody) -> u32 {
     estimator.estimate_parts(&parts)
 }
 
+/// Estimated tokens of the tools' definitions as a request carries them: per tool, its name,
+/// description and parameter schema (as compact JSON), with one message's overhead.
+pub fn estimate_tools(estimator: &dyn TokenEstimator, tools: &[ToolDef]) -> u64 {
+    tools
+        .iter()
+        .map(|tool| {
+            // A `Value` always serializes; an empty schema would only undercount.
+            let schema = serde_json::to_string(&tool.parameters).unwrap_or_default();
+            u64::from(estimator.estimate_parts(&[&tool.name, &tool.description, &schema]))
+        })
+        .sum()
+}
+
 /// Estimated tokens of a message. A tool-results message counts one message per result, as
 /// the entries it was built from do.
 pub fn estimate_message(estimator: &dyn TokenEstimator, message: &Message) -> u32 {
@@ -138,6 +151,7 @@ mod tests {
         let body = EntryBody::Assistant {
             message: message.clone(),
             usage: CallUsage::default(),
+            basis: None,
         };
         // 40 + 40 + 2 + 4 + 2 + 40 = 128 bytes -> 32 + 10.
         assert_eq!(estimate_body(&Heuristic, &body), 42);

@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::env::Env;
 use crate::error::StrategyError;
-use crate::policy::PolicyOverride;
+use crate::policy::{ContextPolicy, PolicyOverride};
 
 /// A caller's question starts a request: [`AgentRequest`].
 pub const AGENT_REQUEST: &str = "agent.request";
@@ -49,6 +49,9 @@ pub const AGENT_RESUME: &str = "agent.resume";
 /// Adds a user message to the request it names, taken in at its next turn boundary:
 /// [`AgentSteer`].
 pub const AGENT_STEER: &str = "agent.steer";
+/// Sets (or clears) the agent's context policy on a thread — the layer between the request's
+/// override and the strategy's configured policy — queued like a request: [`AgentPolicy`].
+pub const AGENT_POLICY: &str = "agent.policy";
 /// A person answers a tool call the request it names waits on: [`AgentRespond`].
 pub const AGENT_RESPOND: &str = "agent.respond";
 /// Announces a tool call that waits for a person: [`Waiting`]. Published on the bus, with the
@@ -88,6 +91,15 @@ pub struct AgentCancel {
 pub struct AgentSteer {
     /// The message.
     pub text: String,
+}
+
+/// Data of `agent.policy`: the agent's context policy from now on (`None` clears it, so the
+/// strategy's configured policy applies again). The strategy replies `agent.completed`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentPolicy {
+    /// The policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_policy: Option<ContextPolicy>,
 }
 
 /// Data of `agent.respond`: a person's answer to the tool call `tool_call_id` of the request
@@ -176,6 +188,8 @@ pub enum Input<'a> {
     Steer(AgentSteer),
     /// `agent.respond`.
     Respond(AgentRespond),
+    /// `agent.policy`.
+    Policy(AgentPolicy),
     /// The result of one of the strategy's directives.
     Outcome(Outcome),
     /// Anything else: a signal from the bus, another agent, a schedule.
@@ -200,6 +214,7 @@ impl<'a> Input<'a> {
             AGENT_RESUME => Input::Resume(decode_or_default(signal)?),
             AGENT_STEER => Input::Steer(decode(signal)?),
             AGENT_RESPOND => Input::Respond(decode(signal)?),
+            AGENT_POLICY => Input::Policy(decode_or_default(signal)?),
             _ => Input::Other(signal),
         })
     }

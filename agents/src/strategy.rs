@@ -94,6 +94,15 @@ pub trait Strategy {
         None
     }
 
+    /// The context policy in force on this state's thread for its next LLM call (the agent's
+    /// layer over the strategy's configured one over the default; a request's override comes
+    /// on top per request): the runtime records it in the thread's stored meta. By default
+    /// none (a strategy that projects no context).
+    fn context_policy(&self, state: &Self::State) -> Option<crate::ContextPolicy> {
+        let _ = state;
+        None
+    }
+
     /// Handles one signal.
     ///
     /// # Errors

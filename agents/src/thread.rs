@@ -17,7 +17,7 @@ use std::sync::Arc;
 use motet_directives::Usage;
 use serde::{Deserialize, Serialize};
 
-pub use entry::{CallUsage, Entry, EntryBody, EntryKind, NewEntry, RefKey, Refs};
+pub use entry::{CallBasis, CallUsage, Entry, EntryBody, EntryKind, NewEntry, RefKey, Refs};
 pub use entry_id::EntryId;
 
 use crate::env::Env;
@@ -86,6 +86,12 @@ pub struct Thread {
     /// Index of the latest boundary entry, in 32 bits.
     #[serde(skip)]
     latest_boundary: Option<u32>,
+    /// Index of the latest assistant turn whose call basis records a policy.
+    #[serde(skip)]
+    latest_policy: Option<u32>,
+    /// Estimated tokens of the entries after the latest summary's range.
+    #[serde(skip)]
+    uncovered_tokens: u64,
 }
 
 /// A thread's metadata and the thread it was forked from: what few threads have, so a thread
@@ -147,6 +153,8 @@ impl From<ThreadRepr> for Thread {
             stats: ThreadStats::default(),
             latest_summary: None,
             latest_boundary: None,
+            latest_policy: None,
+            uncovered_tokens: 0,
         };
         for entry in repr.entries {
             thread.push_indexed(Arc::new(entry));
@@ -186,6 +194,8 @@ impl Thread {
             stats: ThreadStats::default(),
             latest_summary: None,
             latest_boundary: None,
+            latest_policy: None,
+            uncovered_tokens: 0,
         }
     }
 
@@ -204,6 +214,8 @@ impl Thread {
             stats: ThreadStats::default(),
             latest_summary: None,
             latest_boundary: None,
+            latest_policy: None,
+            uncovered_tokens: 0,
         };
         for entry in entries {
             thread.push_indexed(entry);
@@ -286,11 +298,28 @@ impl Thread {
             Arc::make_mut(&mut entry).seq = seq;
         }
         match &entry.body {
-            EntryBody::Summary { .. } => self.latest_summary = u32::try_from(index).ok(),
+            EntryBody::Summary { to_seq, .. } => {
+                self.latest_summary = u32::try_from(index).ok();
+                // What the summary leaves uncovered: the entries after its range, read once.
+                let after = usize::try_from(to_seq.saturating_add(1)).unwrap_or(usize::MAX);
+                self.uncovered_tokens = self
+                    .entries
+                    .get(after.min(index)..)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|e| u64::from(e.tokens))
+                    .sum();
+            }
             EntryBody::Boundary { .. } => self.latest_boundary = u32::try_from(index).ok(),
-            EntryBody::Assistant { usage, .. } => self.stats.usage += usage.to_usage(),
+            EntryBody::Assistant { usage, basis, .. } => {
+                self.stats.usage += usage.to_usage();
+                if basis.as_ref().is_some_and(|b| b.policy.is_some()) {
+                    self.latest_policy = u32::try_from(index).ok();
+                }
+            }
             _ => {}
         }
+        self.uncovered_tokens += u64::from(entry.tokens);
         self.stats.entry_count += 1;
         self.stats.estimated_tokens += u64::from(entry.tokens);
         if self.entries.len() == self.entries.capacity() {
@@ -460,6 +489,89 @@ impl Thread {
         self.latest_boundary
             .and_then(|i| self.entries.get(i as usize))
             .map(|e| &**e)
+    }
+
+    /// Entries after the latest summary's range (all of them when there is no summary).
+    pub fn entries_since_summary(&self) -> u64 {
+        let covered = match self.latest_summary().map(|e| &e.body) {
+            Some(EntryBody::Summary { to_seq, .. }) => to_seq.saturating_add(1),
+            _ => 0,
+        };
+        (self.entries.len() as u64).saturating_sub(covered)
+    }
+
+    /// Estimated tokens of the entries after the latest summary's range (the whole thread's
+    /// when there is no summary).
+    pub fn tokens_since_summary(&self) -> u64 {
+        self.uncovered_tokens
+    }
+
+    /// The policy the latest recorded LLM call of this thread was projected with.
+    pub fn policy_in_force(&self) -> Option<&crate::policy::ContextPolicy> {
+        self.latest_policy
+            .and_then(|i| self.entries.get(i as usize))
+            .and_then(|e| match &e.body {
+                EntryBody::Assistant { basis, .. } => basis.as_ref()?.policy.as_ref(),
+                _ => None,
+            })
+    }
+
+    /// The assistant turn of LLM call `call_id` and the basis its projection was made from.
+    fn call_turn(&self, call_id: &str) -> Option<(usize, &CallBasis)> {
+        self.entries.iter().enumerate().rev().find_map(|(i, e)| {
+            match (&e.body, e.refs.call_id.as_deref()) {
+                (EntryBody::Assistant { basis: Some(b), .. }, Some(id)) if id == call_id => {
+                    Some((i, &**b))
+                }
+                _ => None,
+            }
+        })
+    }
+
+    /// The entries LLM call `call_id` could see when its context was projected (seed 001's
+    /// `entries_before_call`): the thread up to the basis recorded with the call's assistant
+    /// turn. `None` when the thread holds no recorded turn of that call.
+    pub fn entries_before_call(&self, call_id: &str) -> Option<&[Arc<Entry>]> {
+        let (_, basis) = self.call_turn(call_id)?;
+        let end = basis
+            .last_seq
+            .and_then(|s| usize::try_from(s).ok())
+            .map_or(0, |s| s.saturating_add(1));
+        self.entries.get(..end.min(self.entries.len()))
+    }
+
+    /// The thread as LLM call `call_id` saw it (its entries up to the call's basis, at the
+    /// basis revision, sharing this thread's entries) and the policy in force for it: project
+    /// those with the strategy's system prompt and tools, and the call's messages come back
+    /// byte for byte. `None` when the thread holds no recorded turn of that call or no policy
+    /// recorded at or before it.
+    pub fn as_of_call(&self, call_id: &str) -> Option<(Thread, crate::policy::ContextPolicy)> {
+        let (turn, basis) = self.call_turn(call_id)?;
+        let policy = self.entries[..=turn]
+            .iter()
+            .rev()
+            .find_map(|e| match &e.body {
+                EntryBody::Assistant { basis: Some(b), .. } => b.policy.clone(),
+                _ => None,
+            })?;
+        let entries = self.entries_before_call(call_id)?;
+        let mut thread = Thread {
+            id: self.id.clone(),
+            rev: basis.rev,
+            entries: Vec::with_capacity(entries.len()),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            lineage: self.lineage.clone(),
+            stats: ThreadStats::default(),
+            latest_summary: None,
+            latest_boundary: None,
+            latest_policy: None,
+            uncovered_tokens: 0,
+        };
+        for entry in entries {
+            thread.push_indexed(entry.clone());
+        }
+        Some((thread, policy))
     }
 }
 
