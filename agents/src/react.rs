@@ -1141,6 +1141,15 @@ impl Strategy for ReAct {
         Some(&self.config.model)
     }
 
+    fn request_shape(&self) -> Option<LlmRequest> {
+        Some(
+            LlmRequest::new(self.config.model.clone(), Vec::new())
+                .with_tools(self.config.tools.clone())
+                .with_tool_choice(self.config.tool_choice.clone())
+                .with_options(self.config.options.clone()),
+        )
+    }
+
     fn init(&self, env: &dyn Env) -> ReActState {
         ReActState::new(Thread::create(env))
     }

@@ -103,6 +103,14 @@ pub trait Strategy {
         None
     }
 
+    /// A request of the shape this strategy sends — its model, tools and options, no messages —
+    /// which the runtime checks against the model's capabilities when the agent is spawned
+    /// (seed 004 §1.3: an unsupported model is refused when the agent is built, with the
+    /// reason). By default none: only [`Strategy::model`] is checked.
+    fn request_shape(&self) -> Option<motet_directives::LlmRequest> {
+        None
+    }
+
     /// Handles one signal.
     ///
     /// # Errors
