@@ -72,7 +72,7 @@ pub use protocol::{
     AGENT_CANCEL, AGENT_COMPLETED, AGENT_FAILED, AGENT_POLICY, AGENT_REQUEST, AGENT_RESPOND,
     AGENT_RESUME, AGENT_STEER, AGENT_SUMMARIZE, AGENT_WAITING, AgentCancel, AgentCompleted,
     AgentPolicy, AgentRequest, AgentRespond, AgentResume, AgentSteer, AgentSummarize, Input,
-    Waiting,
+    THREAD_UPDATED, ThreadUpdated, Waiting,
 };
 pub use react::{
     CONTEXT_WARNING, ContextWarning, ContextWarningReason, FailureReason, LLM_FAILED, LLM_RESULT,

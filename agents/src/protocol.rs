@@ -57,6 +57,8 @@ pub const AGENT_RESPOND: &str = "agent.respond";
 /// Announces a tool call that waits for a person: [`Waiting`]. Published on the bus, with the
 /// request's id and thread.
 pub const AGENT_WAITING: &str = "agent.waiting";
+/// Published by the runtime when a thread's new entries are committed: [`ThreadUpdated`].
+pub const THREAD_UPDATED: &str = "thread.updated";
 /// The conventional reply of a request that succeeded: [`AgentCompleted`] (and more).
 pub const AGENT_COMPLETED: &str = "agent.completed";
 /// The conventional reply of a request that failed; its data says why.
@@ -100,6 +102,22 @@ pub struct AgentPolicy {
     /// The policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_policy: Option<ContextPolicy>,
+}
+
+/// Data of `thread.updated` (seed 002): a thread's commit reached the store, so a UI or a
+/// supervisor can follow the conversation without reading the store.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadUpdated {
+    /// The stored thread's id.
+    pub thread_id: String,
+    /// The agent that runs it.
+    pub agent: String,
+    /// The thread's stored revision (its entry count) after the commit.
+    pub rev: u64,
+    /// Entries this commit added.
+    pub appended: u64,
+    /// Estimated tokens of the whole thread.
+    pub estimated_tokens: u64,
 }
 
 /// Data of `agent.respond`: a person's answer to the tool call `tool_call_id` of the request

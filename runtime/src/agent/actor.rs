@@ -143,6 +143,9 @@ pub struct ThreadState<S: Strategy> {
     epoch: u64,
     /// The state snapshot last stored (or the fresh state's, before the first write).
     saved: Option<persist::Fingerprint>,
+    /// The context policy last written to the thread's meta (`None`: not written by this
+    /// actor yet).
+    policy_written: Option<persist::Fingerprint>,
     /// When the thread last handled a message (for the idle timeout).
     last_active: std::time::Instant,
     /// Set when the idle timeout closed the mailbox: what is still in it is held for the
@@ -287,6 +290,7 @@ where
             epoch: loaded.epoch,
             stored: loaded.stored,
             saved: loaded.saved,
+            policy_written: None,
             last_active: std::time::Instant::now(),
             retiring: false,
             diverged: false,

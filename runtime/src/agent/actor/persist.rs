@@ -332,9 +332,9 @@ where
                 },
                 None => ThreadHeader::new(id.clone(), motet_agents::Env::now_ms(&state.env)),
             };
-            let created = store
-                .create_with(&header, Some(&self.meta()), entries)
-                .await?;
+            let (meta, policy) = self.meta(&state.strategy);
+            let created = store.create_with(&header, Some(&meta), entries).await?;
+            state.policy_written = policy;
             // Created at epoch 0, which this actor holds until someone claims the thread.
             state.epoch = 0;
             state.stored_rev = store
@@ -345,9 +345,43 @@ where
             state.stored_rev = store
                 .append_fenced(id, entries, state.stored_rev, Some(&snapshot), state.epoch)
                 .await?;
+            // The policy in force changed (the agent's layer was set): the meta says so.
+            let (meta, policy) = self.meta(&state.strategy);
+            if policy.is_some() && policy != state.policy_written {
+                store.put_meta(id, &meta).await?;
+                state.policy_written = policy;
+            }
         }
         state.saved = Some(print);
+        if !entries.is_empty() {
+            self.thread_updated(state, entries.len() as u64);
+        }
         Ok(())
+    }
+
+    /// Publishes `thread.updated` for a commit that added `appended` entries.
+    fn thread_updated(&self, state: &ThreadState<S>, appended: u64) {
+        let estimated_tokens = self
+            .agent
+            .strategy
+            .thread(&state.strategy)
+            .map_or(0, |t| t.stats().estimated_tokens);
+        let data = motet_agents::ThreadUpdated {
+            thread_id: self.thread_id.to_string(),
+            agent: self.agent.name.to_string(),
+            rev: state.stored_rev,
+            appended,
+            estimated_tokens,
+        };
+        if let Ok(signal) =
+            motet_signals::Signal::builder(motet_agents::THREAD_UPDATED, "motet.runtime")
+                .with_id(motet_agents::Env::fresh_id(&state.env, "sig"))
+                .with_thread_id(&*self.thread_id)
+                .with_data(data)
+                .build()
+        {
+            self.core.bus.publish(&signal);
+        }
     }
 
     /// The state as stored: its Thread swapped out for an empty one while it is written (the
@@ -390,14 +424,24 @@ where
 
     /// What the agent needs to come back: who runs the thread, under which name (`recover`
     /// reads both; every agent takes requests as `agent.request`, so no request type is kept).
-    fn meta(&self) -> ThreadMeta {
-        ThreadMeta {
-            policy: None,
+    ///
+    /// The context policy in force is recorded too (seed 000's ThreadMeta.policy), with its
+    /// fingerprint so a change is written once.
+    fn meta(&self, strategy: &S::State) -> (ThreadMeta, Option<Fingerprint>) {
+        let policy = self
+            .agent
+            .strategy
+            .context_policy(strategy)
+            .and_then(|p| serde_json::to_value(p).ok());
+        let print = policy.as_ref().map(|p| Fingerprint::of(&p.to_string()));
+        let meta = ThreadMeta {
+            policy,
             strategy_config_id: Some(self.agent.name.to_string()),
             extra: [("thread".to_owned(), serde_json::json!(self.thread_id))]
                 .into_iter()
                 .collect(),
-        }
+        };
+        (meta, print)
     }
 }
 
