@@ -56,9 +56,11 @@ mod thread;
 pub use env::{Env, FixedEnv};
 pub use error::{ProjectionError, StrategyError, ThreadError};
 pub use estimate::{
-    HEURISTIC_MESSAGE_OVERHEAD, Heuristic, TokenEstimator, estimate_body, estimate_message,
-    estimate_tools,
+    Calibrated, HEURISTIC_MESSAGE_OVERHEAD, Heuristic, TokenEstimator, estimate_body,
+    estimate_message, estimate_tools,
 };
+#[cfg(feature = "tiktoken")]
+pub use estimate::{TIKTOKEN_MESSAGE_OVERHEAD, Tiktoken};
 pub use id_text::id_text;
 pub use policy::{
     ContextPolicy, ContextWindows, EstimatorKind, PolicyOverride, Summarization, SummaryRole,

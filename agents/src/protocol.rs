@@ -239,9 +239,13 @@ impl<'a> Input<'a> {
 }
 
 /// Whether signals of type `signal_type` start a request on a thread (and so queue behind the
-/// running one): requests, summaries and resumes.
+/// running one): requests, summaries, resumes and policy changes (so a policy never changes
+/// in the middle of a request).
 pub fn starts_request(signal_type: &str) -> bool {
-    matches!(signal_type, AGENT_REQUEST | AGENT_SUMMARIZE | AGENT_RESUME)
+    matches!(
+        signal_type,
+        AGENT_REQUEST | AGENT_SUMMARIZE | AGENT_RESUME | AGENT_POLICY
+    )
 }
 
 /// Ends the request `cause` belongs to with `answer`: an `agent.completed` reply on its thread.

@@ -282,6 +282,7 @@ impl ReAct {
         let basis = CallBasis {
             rev: projection.meta.basis_rev,
             last_seq: projection.meta.basis_last_seq,
+            estimated_tokens: projection.meta.estimated_tokens,
             policy: (state.thread.policy_in_force() != Some(&policy)).then_some(policy),
         };
         let request_body = LlmRequest::new(self.config.model.clone(), projection.messages)

@@ -51,6 +51,30 @@ pub struct ForkOrigin {
     pub at_seq: u64,
 }
 
+/// The position of an indexed entry in 32 bits, `u32::MAX` for none: three of them share two
+/// words (a thread sits in its actor's task for the actor's life, and its size counts there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Slot(u32);
+
+impl Default for Slot {
+    fn default() -> Self {
+        Self::NONE
+    }
+}
+
+impl Slot {
+    const NONE: Self = Self(u32::MAX);
+
+    /// The slot of `index` (none past 32 bits: a thread in memory never nears 2^32 entries).
+    fn at(index: usize) -> Self {
+        u32::try_from(index).map_or(Self::NONE, Self)
+    }
+
+    fn get(self) -> Option<usize> {
+        (self != Self::NONE).then_some(self.0 as usize)
+    }
+}
+
 /// The longest list of entries [`Thread::settle`] gives room back for.
 const SETTLE_UP_TO: usize = 64;
 
@@ -82,16 +106,13 @@ pub struct Thread {
     /// Index of the latest summary entry, in 32 bits: a thread in memory never nears 2^32
     /// entries (32 GiB of pointers alone).
     #[serde(skip)]
-    latest_summary: Option<u32>,
+    latest_summary: Slot,
     /// Index of the latest boundary entry, in 32 bits.
     #[serde(skip)]
-    latest_boundary: Option<u32>,
+    latest_boundary: Slot,
     /// Index of the latest assistant turn whose call basis records a policy.
     #[serde(skip)]
-    latest_policy: Option<u32>,
-    /// Estimated tokens of the entries after the latest summary's range.
-    #[serde(skip)]
-    uncovered_tokens: u64,
+    latest_policy: Slot,
 }
 
 /// A thread's metadata and the thread it was forked from: what few threads have, so a thread
@@ -151,10 +172,9 @@ impl From<ThreadRepr> for Thread {
             updated_at: repr.updated_at,
             lineage: Lineage::of(repr.metadata, repr.parent),
             stats: ThreadStats::default(),
-            latest_summary: None,
-            latest_boundary: None,
-            latest_policy: None,
-            uncovered_tokens: 0,
+            latest_summary: Slot::NONE,
+            latest_boundary: Slot::NONE,
+            latest_policy: Slot::NONE,
         };
         for entry in repr.entries {
             thread.push_indexed(Arc::new(entry));
@@ -192,10 +212,9 @@ impl Thread {
             updated_at: created_at,
             lineage: None,
             stats: ThreadStats::default(),
-            latest_summary: None,
-            latest_boundary: None,
-            latest_policy: None,
-            uncovered_tokens: 0,
+            latest_summary: Slot::NONE,
+            latest_boundary: Slot::NONE,
+            latest_policy: Slot::NONE,
         }
     }
 
@@ -212,10 +231,9 @@ impl Thread {
             updated_at: head.updated_at,
             lineage: Lineage::of(head.metadata, head.parent),
             stats: ThreadStats::default(),
-            latest_summary: None,
-            latest_boundary: None,
-            latest_policy: None,
-            uncovered_tokens: 0,
+            latest_summary: Slot::NONE,
+            latest_boundary: Slot::NONE,
+            latest_policy: Slot::NONE,
         };
         for entry in entries {
             thread.push_indexed(entry);
@@ -298,28 +316,16 @@ impl Thread {
             Arc::make_mut(&mut entry).seq = seq;
         }
         match &entry.body {
-            EntryBody::Summary { to_seq, .. } => {
-                self.latest_summary = u32::try_from(index).ok();
-                // What the summary leaves uncovered: the entries after its range, read once.
-                let after = usize::try_from(to_seq.saturating_add(1)).unwrap_or(usize::MAX);
-                self.uncovered_tokens = self
-                    .entries
-                    .get(after.min(index)..)
-                    .unwrap_or_default()
-                    .iter()
-                    .map(|e| u64::from(e.tokens))
-                    .sum();
-            }
-            EntryBody::Boundary { .. } => self.latest_boundary = u32::try_from(index).ok(),
+            EntryBody::Summary { .. } => self.latest_summary = Slot::at(index),
+            EntryBody::Boundary { .. } => self.latest_boundary = Slot::at(index),
             EntryBody::Assistant { usage, basis, .. } => {
                 self.stats.usage += usage.to_usage();
                 if basis.as_ref().is_some_and(|b| b.policy.is_some()) {
-                    self.latest_policy = u32::try_from(index).ok();
+                    self.latest_policy = Slot::at(index);
                 }
             }
             _ => {}
         }
-        self.uncovered_tokens += u64::from(entry.tokens);
         self.stats.entry_count += 1;
         self.stats.estimated_tokens += u64::from(entry.tokens);
         if self.entries.len() == self.entries.capacity() {
@@ -480,40 +486,73 @@ impl Thread {
     /// The latest summary entry.
     pub fn latest_summary(&self) -> Option<&Entry> {
         self.latest_summary
-            .and_then(|i| self.entries.get(i as usize))
+            .get()
+            .and_then(|i| self.entries.get(i))
             .map(|e| &**e)
     }
 
     /// The latest window boundary entry.
     pub fn latest_boundary(&self) -> Option<&Entry> {
         self.latest_boundary
-            .and_then(|i| self.entries.get(i as usize))
+            .get()
+            .and_then(|i| self.entries.get(i))
             .map(|e| &**e)
     }
 
     /// Entries after the latest summary's range (all of them when there is no summary).
     pub fn entries_since_summary(&self) -> u64 {
+        (self.entries.len() - self.summary_end()) as u64
+    }
+
+    /// Estimated tokens of the entries after the latest summary's range (the whole thread's
+    /// when there is no summary). Reads those entries: a policy that triggers summaries on
+    /// tokens keeps them few.
+    pub fn tokens_since_summary(&self) -> u64 {
+        self.entries[self.summary_end()..]
+            .iter()
+            .map(|e| u64::from(e.tokens))
+            .sum()
+    }
+
+    /// The index of the first entry after the latest summary's range.
+    fn summary_end(&self) -> usize {
         let covered = match self.latest_summary().map(|e| &e.body) {
             Some(EntryBody::Summary { to_seq, .. }) => to_seq.saturating_add(1),
             _ => 0,
         };
-        (self.entries.len() as u64).saturating_sub(covered)
-    }
-
-    /// Estimated tokens of the entries after the latest summary's range (the whole thread's
-    /// when there is no summary).
-    pub fn tokens_since_summary(&self) -> u64 {
-        self.uncovered_tokens
+        usize::try_from(covered)
+            .unwrap_or(usize::MAX)
+            .min(self.entries.len())
     }
 
     /// The policy the latest recorded LLM call of this thread was projected with.
     pub fn policy_in_force(&self) -> Option<&crate::policy::ContextPolicy> {
         self.latest_policy
-            .and_then(|i| self.entries.get(i as usize))
+            .get()
+            .and_then(|i| self.entries.get(i))
             .and_then(|e| match &e.body {
                 EntryBody::Assistant { basis, .. } => basis.as_ref()?.policy.as_ref(),
                 _ => None,
             })
+    }
+
+    /// The heuristic calibrated by the latest call the provider counted: its prompt tokens
+    /// (`Usage::input_tokens`, cached ones included) over what its projection estimated.
+    /// `None` before any such call.
+    pub fn calibration(&self) -> Option<crate::estimate::Calibrated> {
+        self.entries.iter().rev().find_map(|e| match &e.body {
+            EntryBody::Assistant {
+                usage,
+                basis: Some(basis),
+                ..
+            } => {
+                let counted = usage.to_usage().input_tokens;
+                (counted > 0 && basis.estimated_tokens > 0).then(|| {
+                    crate::estimate::Calibrated::from_usage(basis.estimated_tokens, counted)
+                })
+            }
+            _ => None,
+        })
     }
 
     /// The assistant turn of LLM call `call_id` and the basis its projection was made from.
@@ -563,10 +602,9 @@ impl Thread {
             updated_at: self.updated_at,
             lineage: self.lineage.clone(),
             stats: ThreadStats::default(),
-            latest_summary: None,
-            latest_boundary: None,
-            latest_policy: None,
-            uncovered_tokens: 0,
+            latest_summary: Slot::NONE,
+            latest_boundary: Slot::NONE,
+            latest_policy: Slot::NONE,
         };
         for entry in entries {
             thread.push_indexed(entry.clone());

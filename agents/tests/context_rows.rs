@@ -546,3 +546,36 @@ fn a_projector_the_user_supplies_builds_the_context_and_its_rebuild() {
         .unwrap();
     assert_eq!(again.messages, messages);
 }
+
+#[test]
+fn the_previous_calls_usage_calibrates_the_estimate() {
+    let mut h = Harness::new(calculator());
+    assert!(h.state.thread.calibration().is_none());
+    let d = h.ask("r1", "q1", None);
+    let call = stream(&d).call_id.clone();
+    // The provider counted 1.5 times what the projection estimated.
+    let estimated = {
+        let s = stream(&d);
+        s.request
+            .messages
+            .iter()
+            .map(|m| u64::from(estimate_message(&Heuristic, m)))
+            .sum::<u64>()
+            + estimate_tools(&Heuristic, &s.request.tools)
+    };
+    let counted = estimated * 3 / 2;
+    let result = LlmResult {
+        call_id: call,
+        response: LlmResponse::new(
+            AssistantMessage::text("a1"),
+            Usage {
+                input_tokens: counted,
+                ..Usage::default()
+            },
+        ),
+    };
+    h.send("llm.result", serde_json::to_value(result).unwrap());
+    let calibrated = h.state.thread.calibration().unwrap();
+    assert_eq!(calibrated.per_mille(), 1_500);
+    assert_eq!(calibrated.estimate_parts(&["x".repeat(400).as_str()]), 165);
+}

@@ -93,6 +93,11 @@ pub struct CallBasis {
     /// The last entry the projection could read (`None`: the thread was empty).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_seq: Option<u64>,
+    /// What the projection estimated the context at (tools included): beside the provider's
+    /// count in the turn's usage, it calibrates the next estimates
+    /// ([`Thread::calibration`](crate::Thread::calibration)).
+    #[serde(default)]
+    pub estimated_tokens: u64,
     /// The policy in force, when it differs from the one the thread's previous recorded call
     /// used (`None`: the same); a thread keeps one copy per change, not one per call.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -143,9 +143,6 @@ pub struct ThreadState<S: Strategy> {
     epoch: u64,
     /// The state snapshot last stored (or the fresh state's, before the first write).
     saved: Option<persist::Fingerprint>,
-    /// The context policy last written to the thread's meta (`None`: not written by this
-    /// actor yet).
-    policy_written: Option<persist::Fingerprint>,
     /// When the thread last handled a message (for the idle timeout).
     last_active: std::time::Instant,
     /// Set when the idle timeout closed the mailbox: what is still in it is held for the
@@ -290,7 +287,6 @@ where
             epoch: loaded.epoch,
             stored: loaded.stored,
             saved: loaded.saved,
-            policy_written: None,
             last_active: std::time::Instant::now(),
             retiring: false,
             diverged: false,
@@ -639,6 +635,14 @@ where
                 Ok(()) => {
                     if let Some(key) = &delivered {
                         state.deliveries.get_or_insert_default().commit(key);
+                    }
+                    if signal.signal_type().as_str() == protocol::AGENT_POLICY {
+                        // The agent's policy layer changed: the stored meta records the policy
+                        // now in force. The state (and so the policy) is committed already; a
+                        // meta that failed to follow is only stale until the next change.
+                        if let Err(error) = self.write_meta(state).await {
+                            tracing::warn!(agent = %self.agent.name, thread = %self.thread_id, %error, "the thread's meta could not record its context policy");
+                        }
                     }
                     self.watch_waits(state, &waiting, &signal);
                     break directives;

@@ -332,9 +332,8 @@ where
                 },
                 None => ThreadHeader::new(id.clone(), motet_agents::Env::now_ms(&state.env)),
             };
-            let (meta, policy) = self.meta(&state.strategy);
+            let meta = self.meta(&state.strategy);
             let created = store.create_with(&header, Some(&meta), entries).await?;
-            state.policy_written = policy;
             // Created at epoch 0, which this actor holds until someone claims the thread.
             state.epoch = 0;
             state.stored_rev = store
@@ -345,12 +344,6 @@ where
             state.stored_rev = store
                 .append_fenced(id, entries, state.stored_rev, Some(&snapshot), state.epoch)
                 .await?;
-            // The policy in force changed (the agent's layer was set): the meta says so.
-            let (meta, policy) = self.meta(&state.strategy);
-            if policy.is_some() && policy != state.policy_written {
-                store.put_meta(id, &meta).await?;
-                state.policy_written = policy;
-            }
         }
         state.saved = Some(print);
         if !entries.is_empty() {
@@ -425,23 +418,30 @@ where
     /// What the agent needs to come back: who runs the thread, under which name (`recover`
     /// reads both; every agent takes requests as `agent.request`, so no request type is kept).
     ///
-    /// The context policy in force is recorded too (seed 000's ThreadMeta.policy), with its
-    /// fingerprint so a change is written once.
-    fn meta(&self, strategy: &S::State) -> (ThreadMeta, Option<Fingerprint>) {
+    /// The context policy in force is recorded too (seed 000's ThreadMeta.policy).
+    fn meta(&self, strategy: &S::State) -> ThreadMeta {
         let policy = self
             .agent
             .strategy
             .context_policy(strategy)
             .and_then(|p| serde_json::to_value(p).ok());
-        let print = policy.as_ref().map(|p| Fingerprint::of(&p.to_string()));
-        let meta = ThreadMeta {
+        ThreadMeta {
             policy,
             strategy_config_id: Some(self.agent.name.to_string()),
             extra: [("thread".to_owned(), serde_json::json!(self.thread_id))]
                 .into_iter()
                 .collect(),
-        };
-        (meta, print)
+        }
+    }
+
+    /// Rewrites the stored thread's meta (after the agent's context policy changed); nothing
+    /// for a thread not stored yet, whose first write carries it.
+    pub(super) async fn write_meta(&self, state: &ThreadState<S>) -> Result<(), StoreError> {
+        if !state.stored {
+            return Ok(());
+        }
+        let meta = self.meta(&state.strategy);
+        self.core.store.put_meta(&self.store_id, &meta).await
     }
 }
 
