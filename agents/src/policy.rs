@@ -271,18 +271,19 @@ impl ContextPolicy {
         if self.summarization != Summarization::RequestNew {
             return None;
         }
-        let entries = thread.entries_since_summary();
-        let tokens = thread.tokens_since_summary();
         if truncated {
-            Some(SummaryTrigger::Truncated)
-        } else if self.summary_after_entries > 0 && entries >= u64::from(self.summary_after_entries)
-        {
-            Some(SummaryTrigger::Entries { entries })
-        } else if self.summary_over_tokens > 0 && tokens > u64::from(self.summary_over_tokens) {
-            Some(SummaryTrigger::Tokens { tokens })
-        } else {
-            None
+            return Some(SummaryTrigger::Truncated);
         }
+        let entries = thread.entries_since_summary();
+        if self.summary_after_entries > 0 && entries >= u64::from(self.summary_after_entries) {
+            return Some(SummaryTrigger::Entries { entries });
+        }
+        if self.summary_over_tokens == 0 {
+            return None;
+        }
+        // Read only when asked for: it sums the entries no summary covers.
+        let tokens = thread.tokens_since_summary();
+        (tokens > u64::from(self.summary_over_tokens)).then_some(SummaryTrigger::Tokens { tokens })
     }
 
     /// Resolves the policy of one request: `request` over `agent` over `config` over
