@@ -55,13 +55,19 @@ pub enum EstimatorKind {
     /// `bytes / 4 + 10` per message.
     #[default]
     Heuristic,
+    /// The heuristic calibrated by the provider's count of the thread's latest call (its
+    /// usage): the budget is read in heuristic tokens at that call's ratio
+    /// ([`ContextPolicy::calibrated`]); the heuristic until a call has been counted.
+    Calibrated,
 }
 
 impl EstimatorKind {
     /// The estimator this kind names.
     pub fn estimator(self) -> &'static dyn crate::estimate::TokenEstimator {
         match self {
-            Self::Heuristic => &crate::estimate::Heuristic,
+            // A calibrated policy scales its budget, not each estimate: entries keep the
+            // heuristic estimate they were appended with.
+            Self::Heuristic | Self::Calibrated => &crate::estimate::Heuristic,
         }
     }
 }
@@ -250,6 +256,21 @@ impl ContextPolicy {
         policy
     }
 
+    /// This policy with its token limits read in heuristic tokens at `calibration`'s ratio: a
+    /// provider that counts 1.5 times the heuristic's estimate leaves two thirds of the
+    /// heuristic budget.
+    pub fn calibrated(&self, calibration: crate::estimate::Calibrated) -> Self {
+        let scale = |tokens: u32| {
+            let scaled = u64::from(tokens) * 1_000 / u64::from(calibration.per_mille().max(1));
+            u32::try_from(scaled).unwrap_or(u32::MAX)
+        };
+        Self {
+            max_input_tokens: scale(self.max_input_tokens),
+            reserve_output_tokens: scale(self.reserve_output_tokens),
+            ..self.clone()
+        }
+    }
+
     /// The warning threshold in tokens: `warn_at` of the input budget, `None` when the
     /// warning is off.
     pub fn warn_threshold(&self) -> Option<u64> {
@@ -358,6 +379,12 @@ impl ContextPolicy {
     /// Sets `low_water`.
     pub fn with_low_water(mut self, fraction: f64) -> Self {
         self.low_water = fraction;
+        self
+    }
+
+    /// Sets `token_estimator`.
+    pub fn with_token_estimator(mut self, estimator: EstimatorKind) -> Self {
+        self.token_estimator = estimator;
         self
     }
 

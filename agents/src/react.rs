@@ -45,7 +45,7 @@ use crate::protocol::{
 
 use crate::env::Env;
 use crate::error::StrategyError;
-use crate::policy::{ContextPolicy, Summarization, WindowMode};
+use crate::policy::{ContextPolicy, EstimatorKind, Summarization, WindowMode};
 use crate::projector::{
     DefaultProjector, ProjectionIds, ProjectionInput, ProjectionResult, Projector,
 };
@@ -308,6 +308,19 @@ impl ReAct {
         policy: &ContextPolicy,
         ids: &ProjectionIds,
     ) -> Result<ProjectionResult, crate::error::ProjectionError> {
+        // A calibrated policy reads its budget at the ratio of the latest counted call before
+        // this one: the thread holds it, so a rebuild of the call finds the same ratio.
+        let scaled;
+        let policy = match policy.token_estimator {
+            EstimatorKind::Calibrated => match thread.calibration() {
+                Some(calibration) => {
+                    scaled = policy.calibrated(calibration);
+                    &scaled
+                }
+                None => policy,
+            },
+            EstimatorKind::Heuristic => policy,
+        };
         let input = ProjectionInput {
             thread,
             policy,

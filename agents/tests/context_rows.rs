@@ -579,3 +579,56 @@ fn the_previous_calls_usage_calibrates_the_estimate() {
     assert_eq!(calibrated.per_mille(), 1_500);
     assert_eq!(calibrated.estimate_parts(&["x".repeat(400).as_str()]), 165);
 }
+
+/// What the projection estimated for the call `directives` ask for: its messages and tools.
+fn sent_estimate(directives: &[Directive]) -> u64 {
+    let s = stream(directives);
+    s.request
+        .messages
+        .iter()
+        .map(|m| u64::from(estimate_message(&Heuristic, m)))
+        .sum::<u64>()
+        + estimate_tools(&Heuristic, &s.request.tools)
+}
+
+#[test]
+fn a_calibrated_policy_reads_its_budget_at_the_latest_calls_ratio() {
+    let policy = ContextPolicy::new().with_token_estimator(motet_agents::EstimatorKind::Calibrated);
+    let mut h = Harness::new(calculator().with_context_policy(policy));
+    let answer = |call: &CallId, counted: u64| {
+        serde_json::to_value(LlmResult {
+            call_id: call.clone(),
+            response: LlmResponse::new(
+                AssistantMessage::text("a"),
+                Usage {
+                    input_tokens: counted,
+                    ..Usage::default()
+                },
+            ),
+        })
+        .unwrap()
+    };
+    let budget = |h: &Harness, call: &CallId| {
+        h.react
+            .projection_of_call(&h.state.thread, call.as_str())
+            .unwrap()
+            .unwrap()
+            .meta
+            .budget
+    };
+    // Nothing counted yet: the whole budget.
+    let d = h.ask("r1", "q1", None);
+    let first = stream(&d).call_id.clone();
+    h.send("llm.result", answer(&first, 0));
+    assert_eq!(budget(&h, &first), 6_000);
+    // The provider counts twice what the heuristic estimated for the second call...
+    let d = h.ask("r2", "q2", None);
+    let second = stream(&d).call_id.clone();
+    h.send("llm.result", answer(&second, 2 * sent_estimate(&d)));
+    assert_eq!(budget(&h, &second), 6_000);
+    // ...so the third reads the budget at that ratio: half, in heuristic tokens.
+    let d = h.ask("r3", "q3", None);
+    let third = stream(&d).call_id.clone();
+    h.send("llm.result", answer(&third, 0));
+    assert_eq!(budget(&h, &third), 3_000);
+}
