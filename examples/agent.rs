@@ -1,4 +1,4 @@
-//! One ReAct agent with one tool: `cargo run --example agent -- "What is 17 * 23?"`.
+//! One ReAct agent with one tool: `cargo run --release --example agent -- "What is 17 * 23?"`.
 //!
 //! The model comes from `MOTET_MODEL`: `openai:gpt-5.2` with `OPENAI_API_KEY`, or the local
 //! llama.cpp server as `openai-compat:local` with
@@ -44,6 +44,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await?;
     let answer = agent.ask(question).await?;
     println!("{answer}");
+
+    // What the agent did, entry by entry: the question, the model's tool call, the tool's
+    // result, the answer — each with the tokens its LLM call took.
+    if let Some(thread) = agent.get_thread(Some(&answer.thread)).await? {
+        for entry in thread.to_list() {
+            eprintln!("{entry}");
+        }
+    }
 
     runtime.shutdown().await;
     Ok(())

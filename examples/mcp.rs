@@ -1,4 +1,4 @@
-//! An agent with an MCP server's tools: `cargo run --example mcp -- "What is 17 plus 25?"`.
+//! An agent with an MCP server's tools: `cargo run --release --example mcp -- "What is 17 plus 25?"`.
 //!
 //! The server is the MCP reference server, server-everything (its tools become
 //! `everything_echo`, `everything_get-sum`, ...), started over stdio from the folder in

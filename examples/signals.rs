@@ -6,7 +6,7 @@
 //! they share a correlation id.
 //!
 //! ```text
-//! cargo run --example signals
+//! cargo run --release --example signals
 //! ```
 
 use std::sync::mpsc;

@@ -2,7 +2,7 @@
 //! model once with one tool on offer, runs the call the model makes, and replies with the
 //! tool's output.
 //!
-//! `cargo run --example strategy -- "How many miles is 42 km?"`, with the model in
+//! `cargo run --release --example strategy -- "How many miles is 42 km?"`, with the model in
 //! `MOTET_MODEL` as for `examples/agent.rs`: `openai:gpt-5.2` with `OPENAI_API_KEY`, or
 //! `openai-compat:local` with `MOTET_OPENAI_COMPAT_BASE_URL=http://127.0.0.1:8089/v1`.
 //! tests/strategy.rs drives this very strategy with a scripted model.
@@ -165,9 +165,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let agent = runtime
         .spawn(AgentSpec::new("converter", converter).with_tools(tools))
         .await?;
-    // `ask` waits 30 s; a slower server needs `agent.submit(question, AskOptions { timeout,
-    // ..AskOptions::default() })` and the ticket's `wait()`.
-    println!("{}", agent.ask(question).await?);
+    // `ask` waits 30 s; a small local model on a busy machine can take longer, so this asks
+    // with two minutes (`ask_with`; the same options stream deltas or pick a thread).
+    let options = AskOptions {
+        timeout: std::time::Duration::from_secs(120),
+        ..AskOptions::default()
+    };
+    println!("{}", agent.ask_with(question, options).await?);
 
     runtime.shutdown().await;
     Ok(())

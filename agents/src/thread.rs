@@ -10,6 +10,7 @@
 
 mod entry;
 mod entry_id;
+mod show;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -159,6 +159,18 @@ pub enum CliError {
         /// The threads it waits on, as users type them.
         threads: Vec<String>,
     },
+    /// A leading part of a call id that several waiting calls' ids start with.
+    #[error(
+        "`{prefix}` starts {} waiting calls' ids ({}): give more of the id",
+        calls.len(),
+        calls.join(", ")
+    )]
+    AmbiguousCallPrefix {
+        /// The part given.
+        prefix: String,
+        /// The ids it starts.
+        calls: Vec<String>,
+    },
     /// A thread whose request waits for a person: a new question or a resume would not be
     /// taken in before the person answers.
     #[error("thread `{thread}` waits for a person: {}", how.join("; "))]
@@ -201,7 +213,10 @@ impl CliError {
             | Self::Unreadable { .. }
             | Self::UnknownThread { .. }
             | Self::ThreadBusy { .. } => 4,
-            Self::BadFlag { .. } | Self::ThreadId { .. } | Self::AmbiguousCall { .. } => 2,
+            Self::BadFlag { .. }
+            | Self::ThreadId { .. }
+            | Self::AmbiguousCall { .. }
+            | Self::AmbiguousCallPrefix { .. } => 2,
             Self::OutputClosed => 0,
         }
     }

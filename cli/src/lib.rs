@@ -24,4 +24,5 @@ pub mod escape;
 pub mod follow;
 pub mod input;
 pub mod lock;
+pub mod progress;
 pub mod render;

@@ -169,7 +169,7 @@ enum Command {
 
 #[derive(Debug, Subcommand)]
 enum ThreadsCommand {
-    /// Every thread: entries, session tokens, last update.
+    /// Every thread: entries, tokens, last update.
     List,
     /// A thread's entries, one per line.
     Show {

@@ -1,88 +1,32 @@
 //! Threads and entries as people read them.
 
-use motet::agents::{Entry, EntryBody};
-use motet::directives::{AssistantBlock, Usage};
+use motet::agents::Entry;
+use motet::directives::Usage;
 use motet::runtime::store::ThreadSummary;
 
 use crate::agent::display_id;
 use crate::escape;
 
-/// One entry on one or more lines: `#seq kind: text`.
+/// One entry on one or more lines: `#seq kind: text` (the entry's own `Display`).
 pub fn entry(entry: &Entry) -> String {
-    let head = format!("#{:<3}", entry.seq);
-    match &entry.body {
-        EntryBody::User { content } => format!("{head} user: {content}"),
-        EntryBody::System { content } => format!("{head} system: {content}"),
-        EntryBody::Assistant { message, usage, .. } => {
-            let mut lines: Vec<String> = Vec::new();
-            let mut after_text = false;
-            for block in &message.blocks {
-                // Text blocks in a row read as one text (Anthropic sends an answer with
-                // citations as several blocks).
-                if let AssistantBlock::Text { text, .. } = block {
-                    match lines.last_mut().filter(|_| after_text) {
-                        Some(line) => line.push_str(text),
-                        None => lines.push(format!("assistant: {text}")),
-                    }
-                    after_text = true;
-                    continue;
-                }
-                after_text = false;
-                lines.push(match block {
-                    AssistantBlock::Reasoning { text, .. } => {
-                        format!("assistant (thinking): {text}")
-                    }
-                    AssistantBlock::ToolUse { id, name, args, .. } => {
-                        format!("assistant calls {name}({args}) [{id}]")
-                    }
-                    AssistantBlock::Opaque { provider, item } => {
-                        format!("assistant ({provider} item): {item}")
-                    }
-                    _ => "assistant: (a block this version cannot show)".to_owned(),
-                });
-            }
-            if lines.is_empty() {
-                lines.push("assistant: (empty turn)".to_owned());
-            }
-            let cost = if usage.is_zero() {
-                String::new()
-            } else {
-                format!(" ({})", tokens(&usage.to_usage()))
-            };
-            let first = format!("{head} {}{cost}", lines.remove(0));
-            std::iter::once(first)
-                .chain(lines.into_iter().map(|l| format!("     {l}")))
-                .collect::<Vec<_>>()
-                .join("\n")
-        }
-        EntryBody::ToolResult { name, result } => {
-            let verdict = if result.is_error {
-                "failed"
-            } else {
-                "returned"
-            };
-            format!(
-                "{head} tool {name} [{}] {verdict}: {}",
-                result.tool_use_id, result.content
-            )
-        }
-        EntryBody::Summary {
-            from_seq,
-            to_seq,
-            content,
-        } => format!("{head} summary of #{from_seq}..#{to_seq}: {content}"),
-        EntryBody::Boundary { from_seq } => format!("{head} window starts at #{from_seq}"),
-        EntryBody::Note { text } => format!("{head} note: {text}"),
-        EntryBody::Error { message } => format!("{head} error: {message}"),
-        EntryBody::Checkpoint { data } => format!("{head} checkpoint: {data}"),
-        EntryBody::SignalIn { signal } => format!("{head} signal in: {}", signal.signal_type()),
-        EntryBody::SignalOut { signal } => format!("{head} signal out: {}", signal.signal_type()),
-    }
+    entry.to_string()
 }
 
 /// `123 in / 45 out`.
 pub fn tokens(usage: &Usage) -> String {
     format!("{} in / {} out", usage.input_tokens, usage.output_tokens)
+}
+
+/// Unix milliseconds as an RFC 3339 UTC time to the millisecond (`2026-11-28T00:37:59.229Z`);
+/// the number itself when it is no time.
+pub fn rfc3339(unix_ms: u64) -> String {
+    i64::try_from(unix_ms)
+        .ok()
+        .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
+        .map_or_else(
+            || unix_ms.to_string(),
+            |t| t.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+        )
 }
 
 /// Unix milliseconds as a UTC time to the second.
@@ -131,7 +75,15 @@ pub fn thread_table(threads: &[ThreadSummary]) -> String {
 mod tests {
     use super::*;
     use motet::agents::{Env, FixedEnv, NewEntry, Thread};
-    use motet::directives::{AssistantMessage, StopReason, ToolArgs};
+    use motet::directives::{AssistantBlock, AssistantMessage, StopReason, ToolArgs};
+
+    #[test]
+    fn times_are_written_in_utc_and_a_number_that_is_no_time_as_itself() {
+        assert_eq!(rfc3339(1_795_826_279_229), "2026-11-28T00:37:59.229Z");
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(u64::MAX), u64::MAX.to_string());
+        assert_eq!(time(1_795_826_279_229), "2026-11-28 00:37:59");
+    }
 
     #[test]
     fn text_blocks_in_a_row_read_as_one_line_and_other_blocks_keep_theirs() {

@@ -168,10 +168,16 @@ fn threads_list_show_export_delete() {
         }
     }
 
+    // Each entry as stored, with its time also written as UTC (`at` stays the milliseconds).
     let expected: Vec<serde_json::Value> = thread
         .to_list()
         .iter()
-        .map(|e| serde_json::to_value(e).unwrap())
+        .map(|e| {
+            let mut value = serde_json::to_value(e).unwrap();
+            let utc = jiff::Timestamp::from_millisecond(i64::try_from(e.at).unwrap()).unwrap();
+            value["at_utc"] = utc.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string().into();
+            value
+        })
         .collect();
     let jsonl = run(sandbox.motet(&["threads", "export", "work"]));
     assert!(jsonl.status.success(), "{}", stderr(&jsonl));
@@ -707,11 +713,11 @@ fn chat_streams_answers_and_keeps_the_agent() {
     let mut command = sandbox.with_local(&url, &["chat"]);
     command.stdin(Stdio::inherit());
     let mut chat = Pty::spawn(command);
-    chat.expect("[cli · thread default · 0 messages · session tokens 0 in / 0 out · ready]");
+    chat.expect("[cli · thread default · 0 entries · 0 in / 0 out · session 0 in / 0 out · ready]");
 
     let started = Instant::now();
     chat.0.send_line("Name one colour, in one word.").unwrap();
-    let streamed = chat.expect("[cli · thread default · 2 messages · session tokens ");
+    let streamed = chat.expect("[cli · thread default · 2 entries · ");
     let status = chat.expect("]");
     assert!(status.contains(" out · ok"), "{status}");
     let first = started.elapsed();

@@ -68,4 +68,4 @@ pub use pause::{Approval, OnExpiry, Pause, Response};
 pub use request::{CacheTtl, LlmOptions, LlmRequest, ModelRef, PromptCache, ReasoningEffort};
 pub use response_format::{AnswerError, ResponseFormat, is_valid_schema_name};
 pub use tool::{ToolArgs, ToolCallIter, ToolCallView, ToolChoice, ToolDef, ToolDefs, ToolResult};
-pub use usage::{LlmResponse, StopReason, Usage};
+pub use usage::{LlmResponse, ModelUsage, StopReason, Usage};

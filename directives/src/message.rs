@@ -58,10 +58,24 @@ pub enum ProviderMeta {
         /// One JSON object text per citation, in the order they came.
         citations: Vec<String>,
     },
+    /// The `reasoning_details` an OpenAI-compatible server (OpenRouter) streamed with a
+    /// turn's reasoning: provider signatures (`reasoning.text` with `signature`) and encrypted
+    /// state (`reasoning.encrypted` with `data`) the model needs back to continue its reasoning
+    /// across a tool call. Sent back, on the assistant message, only to `openai-compat:` and
+    /// only when the request names the model that produced them.
+    #[serde(rename = "openai_compat_reasoning")]
+    OpenAiCompatReasoning {
+        /// The model that produced them, as the server named it in the stream.
+        model: String,
+        /// One JSON object text per detail, in `index` order: the streamed fragments of each
+        /// index merged (`text` and `summary` appended, every other field as last sent).
+        details: Vec<String>,
+    },
 }
 
 impl ProviderMeta {
-    /// The provider family this meta belongs to: `anthropic`, `gemini` or `openai`.
+    /// The provider family this meta belongs to: `anthropic`, `gemini`, `openai` or
+    /// `openai-compat`.
     pub fn family(&self) -> &'static str {
         match self {
             Self::Anthropic { .. }
@@ -69,6 +83,7 @@ impl ProviderMeta {
             | Self::AnthropicCitations { .. } => "anthropic",
             Self::Gemini { .. } => "gemini",
             Self::OpenAi { .. } | Self::OpenAiMessage { .. } => "openai",
+            Self::OpenAiCompatReasoning { .. } => "openai-compat",
         }
     }
 }

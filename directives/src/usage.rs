@@ -74,6 +74,18 @@ impl std::iter::Sum for Usage {
     }
 }
 
+/// What one model consumed within a response that more than one model worked on (Anthropic's
+/// advisor tool runs a second model inside the turn, priced as that model): the part of the
+/// response's [`Usage`] to price at that model's rates.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ModelUsage {
+    /// The model, as the provider named it.
+    pub model: String,
+    /// Its tokens.
+    #[serde(default)]
+    pub usage: Usage,
+}
+
 /// Why a turn ended. Values a provider adds later are kept verbatim in [`StopReason::Other`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(from = "String", into = "String")]
@@ -162,6 +174,11 @@ pub struct LlmResponse {
     /// The provider's response id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_id: Option<String>,
+    /// `usage` split by model, when the provider reported that more than one model worked on
+    /// the response (the entries sum to `usage`); empty when all of it is `model`'s. Left out
+    /// of JSON when empty, so responses stored before it read back unchanged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub usage_by_model: Vec<ModelUsage>,
 }
 
 impl LlmResponse {
@@ -172,6 +189,7 @@ impl LlmResponse {
             usage,
             model: None,
             response_id: None,
+            usage_by_model: Vec::new(),
         }
     }
 }
@@ -207,6 +225,46 @@ mod tests {
         assert_eq!(
             serde_json::from_str::<Usage>("{}").ok(),
             Some(Usage::default())
+        );
+    }
+
+    #[test]
+    fn a_response_stored_before_usage_by_model_reads_back_and_writes_as_it_was() {
+        let stored = serde_json::json!({
+            "message": {"blocks": [], "stop_reason": "end_turn"},
+            "usage": {"input_tokens": 5, "output_tokens": 1},
+            "model": "m"
+        });
+        let read: LlmResponse =
+            serde_json::from_value(stored.clone()).expect("an older response reads");
+        assert!(read.usage_by_model.is_empty());
+        assert_eq!(serde_json::to_value(&read).ok(), Some(stored));
+
+        let split = LlmResponse {
+            usage_by_model: vec![
+                ModelUsage {
+                    model: "executor".into(),
+                    usage: Usage {
+                        input_tokens: 3,
+                        ..Usage::default()
+                    },
+                },
+                ModelUsage {
+                    model: "advisor".into(),
+                    usage: Usage {
+                        input_tokens: 2,
+                        output_tokens: 1,
+                        ..Usage::default()
+                    },
+                },
+            ],
+            ..read
+        };
+        let json = serde_json::to_value(&split).expect("serializes");
+        assert_eq!(json["usage_by_model"][1]["model"], "advisor");
+        assert_eq!(
+            serde_json::from_value::<LlmResponse>(json).ok(),
+            Some(split)
         );
     }
 }

@@ -36,7 +36,7 @@
 //!
 //! ```text
 //! eval "$(bash scripts/nats.sh env)"       # after `bash scripts/nats.sh start`
-//! cargo run --release --features jetstream --example swarm -- --agents 20 --store postgres --bus nats
+//! cargo run --release --example swarm -- --agents 20 --store postgres --bus nats
 //! ```
 
 mod coordinator;
@@ -57,6 +57,7 @@ use motet::providers::ProvidersConfig;
 use motet::runtime::agent::{AGENT_STOPPED, THREAD_RESTARTED};
 use motet::runtime::bus::ConsumerSpec;
 use motet::signals::Delivery;
+use tracing::Instrument as _;
 
 use coordinator::{Batch, Coordinator, PROGRESS, Progress, RUN, Report, Skill, Task};
 use worker::{CHAOS, NOTES, TOOL_REPORT, Worker};
@@ -133,8 +134,8 @@ async fn nats_bus() -> Result<Arc<dyn motet::runtime::bus::SignalBus>, String> {
 #[cfg(not(feature = "jetstream"))]
 async fn nats_bus() -> Result<Arc<dyn motet::runtime::bus::SignalBus>, String> {
     Err(
-        "--bus nats needs the JetStream bus: cargo run --release --features jetstream \
-         --example swarm -- --bus nats"
+        "--bus nats needs the JetStream bus, the `jetstream` feature (on by default): \
+         cargo run --release --features jetstream --example swarm -- --bus nats"
             .to_owned(),
     )
 }
@@ -302,19 +303,38 @@ async fn swarm(
     let coordinator = runtime.spawn(spec).await.map_err(|e| e.to_string())?;
 
     bar.set_length(task_count as u64);
-    let shown = bar.clone();
+    // The bar's position moves with each answer (`swarm.progress`, from the coordinator); its
+    // message shows the work under way, from the runtime's own counts, four times a second:
+    // the first answers take a while on a small local model, the LLM and tool calls do not.
+    let busy = Arc::new(std::sync::Mutex::new((0usize, 0u64)));
+    let (shown, seen) = (bar.clone(), busy.clone());
     let _progress = runtime
         .bus()
         .subscribe(pattern(PROGRESS)?, move |signal: &Signal| {
             if let Ok(p) = signal.data_as::<Progress>() {
                 shown.set_position((p.answered + p.failed) as u64);
-                shown.set_message(format!(
-                    "{} agents busy · {} tokens · {} restarts",
-                    p.busy_agents, p.tokens, p.restarts
-                ));
+                if let Ok(mut busy) = seen.lock() {
+                    *busy = (p.busy_agents, p.restarts);
+                }
             }
             Delivery::Delivered
         });
+    let (live, counts) = (bar.clone(), runtime.clone());
+    let ticker = tokio::spawn(async move {
+        let mut every = tokio::time::interval(Duration::from_millis(250));
+        loop {
+            every.tick().await;
+            let done = counts.activity();
+            let (agents, restarts) = busy.lock().map_or((0, 0), |b| *b);
+            live.set_message(format!(
+                "{} LLM calls · {} tool calls · {} tokens · {agents} agents busy · {restarts} \
+                 restarts",
+                done.llm_calls,
+                done.tool_calls,
+                done.tokens()
+            ));
+        }
+    });
 
     let batch = Batch {
         tasks: tasks(task_count, args.chaos, args.seed),
@@ -325,11 +345,21 @@ async fn swarm(
         .build()
         .map_err(|e| e.to_string())?;
     let started = Instant::now();
+    // The batch's root span, open until the coordinator's reply: the run signal carries it, so
+    // every task's spans hang under it and it lasts as long as the batch.
+    let batch_span = tracing::info_span!(
+        "swarm",
+        otel.name = "swarm batch",
+        swarm.tasks = task_count,
+        swarm.agents = agents
+    );
     let reply = coordinator
         .request(run, Duration::from_secs(args.timeout))
+        .instrument(batch_span)
         .await
         .map_err(|e| format!("the batch did not finish: {e}"))?;
     let wall = started.elapsed();
+    ticker.abort();
     bar.finish_and_clear();
     runtime.shutdown().await;
 

@@ -8,7 +8,8 @@
 
 use indexmap::IndexMap;
 use motet_directives::{
-    AssistantBlock, AssistantMessage, LlmResponse, ProviderMeta, StopReason, ToolArgs, Usage,
+    AssistantBlock, AssistantMessage, LlmResponse, ModelUsage, ProviderMeta, StopReason, ToolArgs,
+    Usage,
 };
 use slab::Slab;
 
@@ -122,6 +123,7 @@ pub struct BlockAssembler {
     /// A [`LlmEvent::TextStart`] came: the next text delta opens a block of its own.
     text_started: bool,
     usage: Usage,
+    usage_by_model: Vec<ModelUsage>,
     model: Option<String>,
     response_id: Option<String>,
     stop_reason: Option<StopReason>,
@@ -145,9 +147,16 @@ impl BlockAssembler {
     pub fn push(&mut self, event: LlmEvent) -> Result<(), StreamAssemblyError> {
         if self.stop_reason.is_some() {
             // Usage may trail the finish reason (OpenAI's usage chunk, Anthropic's message_delta).
-            if let LlmEvent::Usage { usage } = event {
-                self.usage = usage;
-                return Ok(());
+            match event {
+                LlmEvent::Usage { usage } => {
+                    self.usage = usage;
+                    return Ok(());
+                }
+                LlmEvent::UsageByModel { usage } => {
+                    self.usage_by_model = usage;
+                    return Ok(());
+                }
+                _ => {}
             }
             return Err(StreamAssemblyError::AfterDone);
         }
@@ -239,6 +248,7 @@ impl BlockAssembler {
                 self.start(Slot::Opaque { provider, item });
             }
             LlmEvent::Usage { usage } => self.usage = usage,
+            LlmEvent::UsageByModel { usage } => self.usage_by_model = usage,
             LlmEvent::Done { stop_reason } => self.stop_reason = Some(stop_reason),
         }
         Ok(())
@@ -323,6 +333,7 @@ impl BlockAssembler {
             usage: self.usage,
             model: self.model,
             response_id: self.response_id,
+            usage_by_model: self.usage_by_model,
         })
     }
 

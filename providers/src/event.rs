@@ -1,6 +1,6 @@
 //! Streaming events: what a dialect decoder produces from SSE, and the assembler consumes.
 
-use motet_directives::{ProviderMeta, StopReason, Usage};
+use motet_directives::{ModelUsage, ProviderMeta, StopReason, Usage};
 
 /// What one block costs a response beyond its strings (the assembler's slot and index entries,
 /// a decoder's record of an item), counted against the response limit so that a stream of
@@ -108,6 +108,12 @@ pub enum LlmEvent {
         /// The totals.
         usage: Usage,
     },
+    /// Token usage split by model, when more than one model worked on the response (as the
+    /// provider reported each model's part); replaces any earlier split.
+    UsageByModel {
+        /// One entry per model.
+        usage: Vec<ModelUsage>,
+    },
     /// The response is complete.
     Done {
         /// How the turn ended.
@@ -144,6 +150,8 @@ impl LlmEvent {
             // The block it may open.
             LlmEvent::TextStart => BLOCK_BYTES,
             LlmEvent::Opaque { provider, item } => provider.len() + item.len() + BLOCK_BYTES,
+            // Its model names are held; it replaces the split before it, so this overcounts.
+            LlmEvent::UsageByModel { usage } => usage.iter().map(|u| u.model.len() + 64).sum(),
             LlmEvent::Started { .. } | LlmEvent::Usage { .. } | LlmEvent::Done { .. } => 0,
         }
     }
@@ -161,6 +169,9 @@ fn meta_bytes(meta: &ProviderMeta) -> usize {
         } => id.len() + encrypted_content.as_ref().map_or(0, String::len),
         ProviderMeta::OpenAiMessage { phase } => phase.len(),
         ProviderMeta::AnthropicCitations { citations } => citations.iter().map(String::len).sum(),
+        ProviderMeta::OpenAiCompatReasoning { model, details } => {
+            model.len() + details.iter().map(String::len).sum::<usize>()
+        }
         // A kind added later: its size written out.
         other => serde_json::to_string(other).map_or(0, |text| text.len()),
     }

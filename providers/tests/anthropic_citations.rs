@@ -546,15 +546,13 @@ fn citations_that_cannot_be_kept_are_protocol_errors() {
 /// its text still goes.
 #[test]
 fn a_damaged_stored_citation_is_left_out() {
-    let response = LlmResponse {
-        message: motet_directives::AssistantMessage {
+    let response = LlmResponse::new(
+        motet_directives::AssistantMessage {
             blocks: vec![cited("Cited.", &[SEARCH, "{not json"])],
             stop_reason: motet_directives::StopReason::EndTurn,
         },
-        usage: motet_directives::Usage::default(),
-        model: None,
-        response_id: None,
-    };
+        motet_directives::Usage::default(),
+    );
     let sent = anthropic_body(&response);
     assert!(
         sent.contains(&format!(

@@ -274,6 +274,43 @@ async fn malformed_json_in_an_event_is_a_protocol_error() {
     .await;
 }
 
+/// An error event before any content that says the request was at fault (a 400: Groq's
+/// `tool_use_failed`, `invalid_request_error`, `INVALID_ARGUMENT`) is not retried: sending the
+/// same request again would fail the same way. A server fault there is.
+#[tokio::test]
+async fn a_request_fault_in_the_stream_is_not_retried_and_a_server_fault_is() {
+    each_dialect(|dialect| async move {
+        let mut refused = wire::opening(dialect);
+        refused.push(wire::request_error_event(
+            dialect,
+            "the call does not parse",
+        ));
+        let server = serve([
+            Reply::events(refused),
+            Reply::events(wire::answer(dialect, "Hello")),
+        ])
+        .await;
+        let err = client(dialect, &server)
+            .complete(request(dialect))
+            .await
+            .expect_err("a request fault");
+        let ProviderError::InvalidRequest { status, message } = &err else {
+            panic!("{dialect}: {err:?}");
+        };
+        assert_eq!(*status, 400, "{dialect}");
+        assert!(
+            message.starts_with("the call does not parse"),
+            "{dialect}: {message}"
+        );
+        assert_eq!(server.hits(), 1, "{dialect}: retried a request fault");
+
+        let mut failed = wire::opening(dialect);
+        failed.push(wire::error_event(dialect, "the model broke"));
+        answered_on_the_retry(dialect, Reply::events(failed), "server fault").await;
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn an_error_event_mid_stream_is_typed_and_not_retried() {
     each_dialect(|dialect| async move {

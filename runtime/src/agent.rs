@@ -44,6 +44,7 @@
 //!
 //! [`LlmClient`]: motet_providers::LlmClient
 
+mod activity;
 mod actor;
 mod book;
 mod durable;
@@ -62,6 +63,7 @@ mod supervise;
 mod ticket;
 mod trace;
 
+pub use activity::ActivitySnapshot;
 pub use actor::{ThreadActor, ThreadMsg};
 pub use book::RequestPolicy;
 pub use env::SystemEnv;

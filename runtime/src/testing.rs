@@ -88,6 +88,11 @@ pub fn events_of(response: LlmResponse) -> Vec<LlmEvent> {
     events.push(LlmEvent::Usage {
         usage: response.usage,
     });
+    if !response.usage_by_model.is_empty() {
+        events.push(LlmEvent::UsageByModel {
+            usage: response.usage_by_model,
+        });
+    }
     events.push(LlmEvent::Done {
         stop_reason: response.message.stop_reason,
     });
@@ -123,5 +128,39 @@ pub fn stop_for(blocks: &[AssistantBlock]) -> StopReason {
         StopReason::ToolUse
     } else {
         StopReason::EndTurn
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use motet_directives::{AssistantMessage, ModelUsage, Usage};
+    use motet_providers::BlockAssembler;
+
+    use super::*;
+
+    /// The scripted events assemble back into the response, usage split by model included.
+    #[test]
+    fn a_scripted_response_streams_back_whole() {
+        let usage = |input| Usage {
+            input_tokens: input,
+            output_tokens: 1,
+            ..Usage::default()
+        };
+        let mut response = LlmResponse::new(AssistantMessage::text("ok"), usage(5));
+        response.usage_by_model = vec![
+            ModelUsage {
+                model: "executor".into(),
+                usage: usage(3),
+            },
+            ModelUsage {
+                model: "advisor".into(),
+                usage: usage(2),
+            },
+        ];
+        let mut assembler = BlockAssembler::new();
+        for event in events_of(response.clone()) {
+            assert_eq!(assembler.push(event), Ok(()));
+        }
+        assert_eq!(assembler.finish(), Ok(response));
     }
 }

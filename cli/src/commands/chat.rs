@@ -8,10 +8,9 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use motet::agents::EntryBody;
 use motet::agents::Waiting;
 use motet::directives::{Pause, Response, ToolArgs};
-use motet::runtime::agent::{AgentHandle, AskOptions, DeltaKind, Ticket, TicketEvent};
+use motet::runtime::agent::{AgentHandle, AskOptions, DeltaKind, Runtime, Ticket, TicketEvent};
 use motet::runtime::store::ThreadStore;
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
@@ -36,6 +35,7 @@ pub async fn run(settings: &Settings, db: &Db, thread: &str, mode: Mode) -> Resu
     let store = db.open_within(settings.timeout).await?;
     let (runtime, agent) = agent::start(settings, store.clone()).await?;
     let mut chat = Chat {
+        runtime: runtime.clone(),
         agent,
         store,
         settings: settings.clone(),
@@ -50,6 +50,8 @@ pub async fn run(settings: &Settings, db: &Db, thread: &str, mode: Mode) -> Resu
 }
 
 struct Chat {
+    /// The session's runtime, whose activity counts every LLM call this session made.
+    runtime: Runtime,
     agent: AgentHandle,
     store: Arc<dyn ThreadStore>,
     settings: Settings,
@@ -380,25 +382,22 @@ impl Chat {
         Ok(())
     }
 
-    /// `[cli · thread T · N messages · session tokens I in / O out · STATUS]`.
+    /// `[cli · thread T · N entries · I in / O out · session I in / O out · STATUS]`: the
+    /// thread's entries and stored token totals, as `threads list` counts them, then what this
+    /// session spent — every LLM call it made, a cancelled answer's included once its call ends
+    /// (the thread keeps no entry for it).
     async fn status_line(&self) {
-        let (messages, usage) = match self.agent.get_thread(Some(&self.thread)).await {
-            Ok(Some(thread)) => (
-                thread
-                    .to_list()
-                    .iter()
-                    .filter(|e| {
-                        matches!(e.body, EntryBody::User { .. } | EntryBody::Assistant { .. })
-                    })
-                    .count(),
-                thread.usage(),
-            ),
+        let (entries, usage) = match self.agent.get_thread(Some(&self.thread)).await {
+            Ok(Some(thread)) => (thread.entry_count(), thread.usage()),
             _ => (0, Default::default()),
         };
+        let session = self.runtime.activity();
         say(&format!(
-            "[{AGENT} · thread {} · {messages} messages · session tokens {} · {}]",
+            "[{AGENT} · thread {} · {entries} entries · {} · session {} in / {} out · {}]",
             self.shown_thread(),
             render::tokens(&usage),
+            session.input_tokens,
+            session.output_tokens,
             escape::message(&self.status)
         ));
     }

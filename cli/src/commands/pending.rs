@@ -85,21 +85,47 @@ pub fn print_waits(waits: &[Waiting], mode: Mode) {
     }
 }
 
-/// The one call of the CLI agent's `waiting` whose id is `call` (on `thread`, when given).
+/// The shortest leading part of a call id that names it.
+pub const MIN_CALL_PREFIX: usize = 4;
+
+/// The one call of the CLI agent's `waiting` whose id is `call` (on `thread`, when given), or,
+/// when no id is exactly `call`, whose id starts with it (at least [`MIN_CALL_PREFIX`]
+/// characters).
 ///
 /// # Errors
 /// [`CliError::NotWaiting`] when none is; [`CliError::AmbiguousCall`] when the id waits on
-/// several threads and none was named.
+/// several threads and none was named; [`CliError::AmbiguousCallPrefix`] when several ids
+/// start with `call`.
 pub fn choose<'a>(
     waiting: &'a [Waiting],
     call: &str,
     thread: Option<&str>,
 ) -> Result<&'a Waiting, CliError> {
     let on_thread = |w: &Waiting| thread.is_none_or(|t| t == w.thread);
-    let matching: Vec<&Waiting> = waiting
+    let exact: Vec<&Waiting> = waiting
         .iter()
         .filter(|w| w.tool_call_id == call && on_thread(w))
         .collect();
+    // Ids run to 32 characters and the docs shorten them: a leading part of one, as `git`
+    // takes a commit's, names the call when no id is exactly it and no other id starts so.
+    let matching = if exact.is_empty() && call.chars().count() >= MIN_CALL_PREFIX {
+        let by_prefix: Vec<&Waiting> = waiting
+            .iter()
+            .filter(|w| w.tool_call_id.starts_with(call) && on_thread(w))
+            .collect();
+        let mut ids: Vec<&str> = by_prefix.iter().map(|w| w.tool_call_id.as_str()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        if ids.len() > 1 {
+            return Err(CliError::AmbiguousCallPrefix {
+                prefix: call.to_owned(),
+                calls: ids.into_iter().map(str::to_owned).collect(),
+            });
+        }
+        by_prefix
+    } else {
+        exact
+    };
     match matching.as_slice() {
         [one] => Ok(one),
         [] => {
@@ -211,8 +237,8 @@ pub async fn respond(
             .await
             .map_err(|e| CliError::NotWaiting(e.to_string()))?;
         follow(&agent, ticket, Some(&w.tool_call_id)).await
-    }
-    .await;
+    };
+    let outcome = crate::progress::while_running(&runtime, outcome).await;
     runtime.shutdown().await;
     match outcome? {
         Ok(Followed::Answered(reply)) => {
@@ -238,4 +264,75 @@ pub async fn respond(
         Err(e) => return Err(agent::ask_failure(e, settings)),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)] // a failed expectation is a failed test
+
+    use super::*;
+    use motet::directives::{Approval, ToolArgs};
+
+    fn waits(call: &str, thread: &str) -> Waiting {
+        Waiting {
+            agent: AGENT.to_owned(),
+            thread: thread.to_owned(),
+            request_id: format!("req-{thread}"),
+            tool_call_id: call.to_owned(),
+            tool: "delete_file".to_owned(),
+            args: ToolArgs::from_text("{}"),
+            pause: Pause::Approval(Approval::default()),
+            since_ms: 0,
+            deadline_ms: None,
+        }
+    }
+
+    #[test]
+    fn a_call_is_named_by_its_id_or_a_leading_part_only_it_has() {
+        let all = [
+            waits("UzzvcsOxEDRKRHkYKIZjhwpwkn33DmXn", "a"),
+            waits("Uzzq81", "b"),
+            waits("call_7", "c"),
+        ];
+        let chosen = |call: &str| choose(&all, call, None).map(|w| w.thread.as_str());
+        assert_eq!(chosen("UzzvcsOxEDRKRHkYKIZjhwpwkn33DmXn").unwrap(), "a");
+        assert_eq!(chosen("Uzzv").unwrap(), "a");
+        assert_eq!(chosen("Uzzq").unwrap(), "b");
+        assert_eq!(chosen("call_7").unwrap(), "c");
+        // Too short to be a prefix, and not an id.
+        assert!(matches!(chosen("Uzv"), Err(CliError::NotWaiting(_))));
+        assert!(matches!(chosen("Uzz"), Err(CliError::NotWaiting(_))));
+        assert!(matches!(chosen("Uzz_"), Err(CliError::NotWaiting(_))));
+        // Two ids start so: both are named, none chosen.
+        let two = [waits("UzzvAAAA", "a"), waits("UzzvBBBB", "b")];
+        match choose(&two, "Uzzv", None) {
+            Err(CliError::AmbiguousCallPrefix { prefix, calls }) => {
+                assert_eq!(prefix, "Uzzv");
+                assert_eq!(calls, ["UzzvAAAA", "UzzvBBBB"]);
+            }
+            other => panic!("{other:?}"),
+        }
+        // A thread named narrows the prefix first.
+        assert_eq!(
+            choose(&two, "Uzzv", Some("b")).unwrap().tool_call_id,
+            "UzzvBBBB"
+        );
+    }
+
+    #[test]
+    fn an_exact_id_wins_over_a_longer_one_it_starts() {
+        let all = [waits("call_1", "a"), waits("call_12", "b")];
+        assert_eq!(choose(&all, "call_1", None).unwrap().thread, "a");
+        assert_eq!(choose(&all, "call_12", None).unwrap().thread, "b");
+    }
+
+    #[test]
+    fn one_prefix_on_two_threads_asks_for_a_thread() {
+        let all = [waits("UzzvAAAA", "a"), waits("UzzvAAAA", "b")];
+        assert!(matches!(
+            choose(&all, "Uzzv", None),
+            Err(CliError::AmbiguousCall { .. })
+        ));
+        assert_eq!(choose(&all, "Uzzv", Some("a")).unwrap().thread, "a");
+    }
 }

@@ -52,8 +52,9 @@ pub async fn run(settings: &Settings, db: &Db, thread: &str, mode: Mode) -> Resu
             .await
             .map_err(|e| agent::ask_failure(e, settings))?;
         Ok::<_, CliError>(Some((id, agent::completed(&reply)?)))
-    }
-    .await;
+    };
+    // On a terminal, a line on standard error shows the calls and tokens so far.
+    let outcome = crate::progress::while_running(&runtime, outcome).await;
     runtime.shutdown().await;
     let Some((request_id, done)) = outcome? else {
         println!("done: nothing (the thread owes nothing)");

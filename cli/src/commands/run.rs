@@ -51,8 +51,9 @@ pub async fn run(
             Ok(Followed::Waits(waits)) => Ok(Err(waits)),
             Err(e) => Err(agent::ask_failure(e, settings)),
         }
-    }
-    .await;
+    };
+    // On a terminal, a line on standard error shows the calls and tokens so far.
+    let outcome = crate::progress::while_running(&runtime, outcome).await;
     runtime.shutdown().await;
     let (thread, done) = match outcome? {
         Ok(done) => done,

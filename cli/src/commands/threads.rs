@@ -2,7 +2,7 @@
 
 use std::io::Write as _;
 
-use motet::agents::Thread;
+use motet::agents::{Entry, Thread};
 use motet::runtime::store::ThreadListing;
 
 use crate::agent::store_id;
@@ -38,7 +38,7 @@ pub async fn show(db: &Db, id: &str, mode: Mode) -> Result<(), CliError> {
     let thread = load(db, id).await?;
     let usage = thread.usage();
     out(&format!(
-        "thread {} · {} entries · session tokens {} · updated {} UTC\n",
+        "thread {} · {} entries · tokens {} · updated {} UTC\n",
         escape::label(thread.id()),
         thread.entry_count(),
         render::tokens(&usage),
@@ -51,7 +51,9 @@ pub async fn show(db: &Db, id: &str, mode: Mode) -> Result<(), CliError> {
 }
 
 /// Prints thread `id`'s entries as JSON lines (`jsonl`) or one array, with the characters a
-/// terminal would obey written as JSON escapes (the same document).
+/// terminal would obey written as JSON escapes (the same document). Each entry is the stored one
+/// with `at_utc` first: its `at` (Unix milliseconds, kept as stored) as an RFC 3339 UTC time,
+/// as `threads list` and `threads show` write times.
 ///
 /// # Errors
 /// [`CliError::UnknownThread`], [`CliError::Store`].
@@ -61,9 +63,10 @@ pub async fn export(db: &Db, id: &str, jsonl: bool) -> Result<(), CliError> {
         what: "cannot encode an entry as JSON".to_owned(),
         source: e.into(),
     };
+    let exported: Vec<Exported<'_>> = thread.to_list().iter().map(|e| Exported::of(e)).collect();
     if jsonl {
         let mut out = String::new();
-        for entry in thread.to_list() {
+        for entry in &exported {
             out.push_str(&escape::json(
                 &serde_json::to_string(entry).map_err(encode_failed)?,
             ));
@@ -71,10 +74,28 @@ pub async fn export(db: &Db, id: &str, jsonl: bool) -> Result<(), CliError> {
         }
         self::out(&out)?;
     } else {
-        let array = serde_json::to_string_pretty(thread.to_list()).map_err(encode_failed)?;
+        let array = serde_json::to_string_pretty(&exported).map_err(encode_failed)?;
         self::out(&format!("{}\n", escape::json(&array)))?;
     }
     Ok(())
+}
+
+/// An entry as `threads export` writes it.
+#[derive(serde::Serialize)]
+struct Exported<'a> {
+    /// The entry's time, RFC 3339 in UTC to the millisecond.
+    at_utc: String,
+    #[serde(flatten)]
+    entry: &'a Entry,
+}
+
+impl<'a> Exported<'a> {
+    fn of(entry: &'a Entry) -> Self {
+        Self {
+            at_utc: render::rfc3339(entry.at),
+            entry,
+        }
+    }
 }
 
 /// Writes to standard output; a reader that went away ends the command quietly

@@ -22,6 +22,8 @@ struct ApiError {
 }
 
 /// Classifies an HTTP error response, or with status 0 an `error` event inside the stream.
+/// An event's status comes from its error `type` (`invalid_request_error` is a 400, as over
+/// HTTP), so an error the request caused is not retried as a passing server fault.
 pub(crate) fn classify_error(status: u16, body: &str) -> ProviderError {
     let parsed = serde_json::from_str::<Body>(body)
         .ok()
@@ -33,6 +35,11 @@ pub(crate) fn classify_error(status: u16, body: &str) -> ProviderError {
             (kind, redact_keys(&message))
         }
         None => (String::new(), redact_keys(&excerpt(body))),
+    };
+    let status = if status == 0 {
+        crate::openai_responses::stream_status(Some(&kind), None)
+    } else {
+        status
     };
     match kind.as_str() {
         "authentication_error" | "permission_error" | "billing_error" => {
@@ -103,6 +110,29 @@ mod tests {
         assert!(matches!(
             classify_error(401, auth),
             ProviderError::Authentication { status: 401, .. }
+        ));
+    }
+
+    #[test]
+    fn an_error_event_is_typed_by_its_type_as_over_http() {
+        let invalid = r#"{"type":"error","error":{"type":"invalid_request_error","message":"tool_use ids must be unique"}}"#;
+        assert_eq!(
+            classify_error(0, invalid),
+            ProviderError::InvalidRequest {
+                status: 400,
+                message: "tool_use ids must be unique".into()
+            }
+        );
+        let missing = r#"{"type":"error","error":{"type":"not_found_error","message":"model: x"}}"#;
+        assert!(matches!(
+            classify_error(0, missing),
+            ProviderError::InvalidRequest { status: 404, .. }
+        ));
+        let api =
+            r#"{"type":"error","error":{"type":"api_error","message":"Internal server error"}}"#;
+        assert!(matches!(
+            classify_error(0, api),
+            ProviderError::Server { status: 0, .. }
         ));
     }
 

@@ -40,7 +40,7 @@
 use std::collections::HashMap;
 
 use indexmap::IndexMap;
-use motet_directives::{ProviderMeta, StopReason, Usage};
+use motet_directives::{ModelUsage, ProviderMeta, StopReason, Usage};
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -217,6 +217,30 @@ impl Counts {
         })
     }
 
+    /// Each count added.
+    fn plus(self, other: Self) -> Self {
+        Self {
+            input: self.input.saturating_add(other.input),
+            output: self.output.saturating_add(other.output),
+            cache_read: self.cache_read.saturating_add(other.cache_read),
+            cache_write: self.cache_write.saturating_add(other.cache_write),
+        }
+    }
+
+    /// In our terms: input counts cache reads and writes too.
+    fn usage(self, reasoning_tokens: u64) -> Usage {
+        Usage {
+            input_tokens: self
+                .input
+                .saturating_add(self.cache_read)
+                .saturating_add(self.cache_write),
+            output_tokens: self.output,
+            cache_read_tokens: self.cache_read,
+            cache_write_tokens: self.cache_write,
+            reasoning_tokens,
+        }
+    }
+
     /// The larger of each count.
     fn max(self, other: Self) -> Self {
         Self {
@@ -255,6 +279,14 @@ pub(crate) struct Decoder {
     counts: Counts,
     /// The sum over the last `usage.iterations` seen, if any came.
     iterations: Option<Counts>,
+    /// The last `usage.iterations` summed by the model named on them, when one names a model
+    /// other than the response's (Anthropic's advisor tool): the model and its counts, in the
+    /// order the models first appear.
+    by_model: Vec<(Option<String>, Counts)>,
+    /// `output_tokens_details.thinking_tokens`, the last one reported.
+    thinking: u64,
+    /// The response's model, from `message_start`.
+    model: Option<String>,
     stop_reason: Option<StopReason>,
     stopped: bool,
 }
@@ -299,25 +331,66 @@ impl Decoder {
                 None => {}
             }
         }
+        if let Some(thinking) = wire
+            .output_tokens_details
+            .as_ref()
+            .and_then(|d| d.thinking_tokens)
+        {
+            self.thinking = thinking;
+        }
         if let Some(iterations) = &wire.iterations {
             self.iterations = Some(Counts::of_iterations(iterations));
+            self.by_model = self.split_by_model(iterations);
         }
         let total = match self.iterations {
             Some(iterations) => iterations.max(self.counts),
             None => self.counts,
         };
         out.push(LlmEvent::Usage {
-            usage: Usage {
-                input_tokens: total
-                    .input
-                    .saturating_add(total.cache_read)
-                    .saturating_add(total.cache_write),
-                output_tokens: total.output,
-                cache_read_tokens: total.cache_read,
-                cache_write_tokens: total.cache_write,
-                reasoning_tokens: 0,
-            },
+            usage: total.usage(self.thinking),
         });
+        if !self.by_model.is_empty() {
+            // The top-level thinking count is the response's model's own.
+            let usage = self
+                .by_model
+                .iter()
+                .map(|(model, counts)| ModelUsage {
+                    usage: counts.usage(if model.is_none() { self.thinking } else { 0 }),
+                    model: model
+                        .clone()
+                        .or_else(|| self.model.clone())
+                        .unwrap_or_default(),
+                })
+                .collect();
+            out.push(LlmEvent::UsageByModel { usage });
+        }
+    }
+
+    /// `iterations` summed by model, when an iteration names a model other than the
+    /// response's; empty otherwise. Iterations without a `model` (`message`, `compaction`)
+    /// are the response's model's, and are keyed `None`.
+    fn split_by_model(&self, iterations: &[WireUsage]) -> Vec<(Option<String>, Counts)> {
+        fn named<'a>(i: &'a WireUsage, response: Option<&String>) -> Option<&'a String> {
+            i.model.as_ref().filter(|m| Some(*m) != response)
+        }
+        let other = |i| named(i, self.model.as_ref());
+        if !iterations.iter().any(|i| other(i).is_some()) {
+            return Vec::new();
+        }
+        let mut split: Vec<(Option<String>, Counts)> = Vec::new();
+        let mut position: HashMap<Option<&String>, usize> = HashMap::new();
+        for iteration in iterations {
+            let model = other(iteration);
+            let counts = Counts::of_iterations(std::slice::from_ref(iteration));
+            match position.get(&model).and_then(|&at| split.get_mut(at)) {
+                Some((_, sum)) => *sum = sum.plus(counts),
+                None => {
+                    position.insert(model, split.len());
+                    split.push((model.cloned(), counts));
+                }
+            }
+        }
+        split
     }
 
     fn block_start(
@@ -569,6 +642,9 @@ impl StreamDecoder for Decoder {
         match wire.kind.as_str() {
             "message_start" => {
                 let message = wire.message.unwrap_or_default();
+                if self.model.is_none() {
+                    self.model.clone_from(&message.model);
+                }
                 out.push(LlmEvent::Started {
                     model: message.model,
                     response_id: message.id,
@@ -712,10 +788,24 @@ struct WireUsage {
     cache_read_input_tokens: Option<u64>,
     #[serde(default, deserialize_with = "crate::count::option")]
     cache_creation_input_tokens: Option<u64>,
-    /// One entry per sampling iteration (`type` `compaction` or `message`), when there were
-    /// several: the same counts as the top level (an iteration lists no iterations of its own).
+    /// One entry per sampling iteration (`type` `compaction`, `message`, `advisor_message`),
+    /// when there were several: the same counts as the top level (an iteration lists no
+    /// iterations of its own).
     #[serde(default)]
     iterations: Option<Vec<WireUsage>>,
+    /// The model of an iteration another model ran (the advisor's `advisor_message`).
+    #[serde(default, deserialize_with = "lenient_text")]
+    model: Option<String>,
+    /// `thinking_tokens`: output tokens spent thinking.
+    #[serde(default)]
+    output_tokens_details: Option<WireOutputDetails>,
+}
+
+/// `usage.output_tokens_details`.
+#[derive(Debug, Default, Deserialize)]
+struct WireOutputDetails {
+    #[serde(default, deserialize_with = "crate::count::option")]
+    thinking_tokens: Option<u64>,
 }
 
 /// The part of a text block's `content_block_start` read besides its text.

@@ -1,6 +1,10 @@
 //! Our request rendered as a Chat Completions body.
+//!
+//! Chat Completions carries no reasoning back, except OpenRouter's `reasoning_details`: an
+//! assistant turn that came with them from an `openai-compat:` server sends them back, on the
+//! assistant message, to the same model there.
 
-use motet_directives::{AssistantBlock, LlmRequest, Message, ToolChoice, ToolDef};
+use motet_directives::{AssistantBlock, LlmRequest, Message, ProviderMeta, ToolChoice, ToolDef};
 use serde_json::{Map, Value, json};
 
 use crate::error::ProviderError;
@@ -24,7 +28,7 @@ pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
             Message::User { content } => {
                 messages.push(json!({"role": "user", "content": content}));
             }
-            Message::Assistant(turn) => messages.push(assistant(turn)),
+            Message::Assistant(turn) => messages.push(assistant(turn, req)),
             Message::ToolResults { results } => {
                 for result in results {
                     let content = if result.is_error {
@@ -102,7 +106,7 @@ pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
     Ok(Value::Object(body))
 }
 
-fn assistant(turn: &motet_directives::AssistantMessage) -> Value {
+fn assistant(turn: &motet_directives::AssistantMessage, req: &LlmRequest) -> Value {
     let text: String = turn.text_blocks().collect();
     let calls: Vec<Value> = turn
         .blocks
@@ -129,7 +133,38 @@ fn assistant(turn: &motet_directives::AssistantMessage) -> Value {
     if !calls.is_empty() {
         message.insert("tool_calls".into(), Value::Array(calls));
     }
+    let details = reasoning_details(turn, req);
+    if !details.is_empty() {
+        message.insert("reasoning_details".into(), Value::Array(details));
+    }
     Value::Object(message)
+}
+
+/// The `reasoning_details` an OpenAI-compatible server (OpenRouter) streamed with this turn,
+/// to send back with it: only to `openai-compat:` (OpenAI's own API has no such field) and only
+/// when the request names the model that produced them (a signature or encrypted reasoning is
+/// valid for that model alone). A detail whose stored text is not a JSON object is left out.
+fn reasoning_details(turn: &motet_directives::AssistantMessage, req: &LlmRequest) -> Vec<Value> {
+    if req.model.provider() != "openai-compat" {
+        return Vec::new();
+    }
+    turn.blocks
+        .iter()
+        .filter_map(|block| match block.meta() {
+            Some(ProviderMeta::OpenAiCompatReasoning { model, details })
+                if model == req.model.model() =>
+            {
+                Some(details)
+            }
+            _ => None,
+        })
+        .flatten()
+        .filter_map(|detail| {
+            serde_json::from_str::<Value>(detail)
+                .ok()
+                .filter(Value::is_object)
+        })
+        .collect()
 }
 
 /// The tools to list and the `tool_choice` to send.

@@ -11,16 +11,37 @@
 //! `id` and `model` empty): the response's id and model are each taken from the first chunk
 //! where they are not empty, so an answer never reports the model `""`.
 //!
+//! Reasoning comes in whichever field the server uses: `delta.reasoning_content` (DeepSeek,
+//! llama.cpp, older vLLM), `delta.reasoning` (Groq, OpenRouter, Ollama, newer vLLM), or
+//! `thinking` parts of a `delta.content` list (Mistral's Magistral, whose `content` is a list
+//! of `text` and `thinking` parts rather than a string). OpenRouter also sends
+//! `delta.reasoning_details` (`details`): signatures and encrypted reasoning the model needs
+//! back. They are merged over the stream and put, as
+//! [`ProviderMeta::OpenAiCompatReasoning`], on the stream's first reasoning block when the
+//! finish reason comes (the block stays open until then: details keep arriving after its
+//! text, a signature last); their text is the reasoning's text only when the server sent it in
+//! no other field (OpenRouter repeats it in `reasoning`).
+//!
 //! The stream is whole once a `finish_reason` came: `[DONE]` normally follows, but a missing
 //! `[DONE]` after the finish reason is tolerated (some compatible servers close without it and
-//! nothing is lost); no finish reason at all is [`ProviderError::StreamTruncated`]. Anything
-//! after `[DONE]` is ignored (some servers send their usage chunk there), and token counts are
-//! read leniently (`crate::count`).
+//! nothing is lost); no finish reason at all is [`ProviderError::StreamTruncated`]. After the
+//! finish reason, chunks that carry nothing new are accepted: OpenRouter repeats the finish
+//! reason, and sends its usage on a chunk whose choice has an empty delta; content after it
+//! is a protocol error. Anything after `[DONE]` is ignored (some servers send their usage
+//! chunk there), and token counts are read leniently (`crate::count`).
+//!
+//! An error inside the stream — `{"error": {...}}` on a chunk (OpenAI, Groq, OpenRouter, with
+//! or without choices beside it) or a chunk that is itself an error object (`"object":
+//! "error"`, older vLLM) — ends it with the typed error: its status from its numeric `code`
+//! or its `type`, so a request fault (`tool_use_failed`, `"code": 400`) is not retried.
 
 use std::collections::{HashMap, HashSet};
 
-use motet_directives::{StopReason, Usage};
+use motet_directives::{ProviderMeta, StopReason, Usage};
 use serde::Deserialize;
+use serde_json::Value;
+
+use super::details::Details;
 
 use crate::decoder::StreamDecoder;
 use crate::error::ProviderError;
@@ -49,8 +70,15 @@ pub(crate) struct Decoder {
     /// Whether the model and the id were reported (in `Started` or after it).
     model_known: bool,
     id_known: bool,
+    /// The reasoning block open for text.
     reasoning: Option<String>,
     reasoning_count: usize,
+    /// The reasoning block that carries the stream's `reasoning_details`: its completion
+    /// waits for the finish reason.
+    details_key: Option<String>,
+    details: Details,
+    /// The model as the stream first named it, for the details' meta.
+    model: Option<String>,
     /// Open calls by index. A map without order: replacing the call at one index must not
     /// shift the others (a stream that did so 40,000 times took 37 s).
     calls: HashMap<u64, OpenCall>,
@@ -84,19 +112,56 @@ impl Decoder {
             return;
         }
         self.started = true;
+        if self.model.is_none() {
+            self.model.clone_from(&model);
+        }
         self.model_known |= model.is_some();
         self.id_known |= response_id.is_some();
         out.push(LlmEvent::Started { model, response_id });
     }
 
     fn close_reasoning(&mut self, out: &mut Vec<LlmEvent>) {
-        if let Some(key) = self.reasoning.take() {
+        if let Some(key) = self.reasoning.take()
+            && self.details_key.as_ref() != Some(&key)
+        {
             out.push(LlmEvent::ReasoningComplete {
                 key,
                 text: None,
                 meta: None,
             });
         }
+    }
+
+    /// The open reasoning block's key, opening one if none is.
+    fn reasoning_key(&mut self, out: &mut Vec<LlmEvent>) -> String {
+        if let Some(key) = &self.reasoning {
+            return key.clone();
+        }
+        self.reasoning_count += 1;
+        let key = format!("reasoning_{}", self.reasoning_count);
+        out.push(LlmEvent::ReasoningStart { key: key.clone() });
+        self.reasoning = Some(key.clone());
+        key
+    }
+
+    fn reasoning_text(&mut self, text: String, out: &mut Vec<LlmEvent>) {
+        if text.is_empty() {
+            return;
+        }
+        let key = self.reasoning_key(out);
+        out.push(LlmEvent::ReasoningDelta { key, delta: text });
+    }
+
+    /// Merges a delta's `reasoning_details`, and returns the reasoning text they carry. The
+    /// first details of the stream go on the open reasoning block, or on one opened for them.
+    fn reasoning_details(&mut self, fragments: Vec<Value>, out: &mut Vec<LlmEvent>) -> String {
+        if fragments.is_empty() {
+            return String::new();
+        }
+        if self.details_key.is_none() {
+            self.details_key = Some(self.reasoning_key(out));
+        }
+        self.details.merge(fragments)
     }
 
     fn fresh_id(&mut self, wire: Option<&str>) -> String {
@@ -173,6 +238,17 @@ impl Decoder {
 
     fn finish_reason(&mut self, reason: &str, out: &mut Vec<LlmEvent>) {
         self.close_reasoning(out);
+        if let Some(key) = self.details_key.take() {
+            let meta = (!self.details.is_empty()).then(|| ProviderMeta::OpenAiCompatReasoning {
+                model: self.model.clone().unwrap_or_default(),
+                details: self.details.take(),
+            });
+            out.push(LlmEvent::ReasoningComplete {
+                key,
+                text: None,
+                meta,
+            });
+        }
         let mut open: Vec<OpenCall> = self.calls.drain().map(|(_, call)| call).collect();
         open.sort_unstable_by_key(|call| call.number);
         for call in open {
@@ -217,44 +293,23 @@ impl StreamDecoder for Decoder {
         if chunk.error.is_some() {
             return Err(super::classify_error(0, data));
         }
+        if chunk.object.as_deref() == Some("error") {
+            return Err(super::classify_error(0, &format!("{{\"error\":{data}}}")));
+        }
         self.started_with(&chunk, out);
         for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
-            if self.finished {
-                return Err(ProviderError::Protocol {
-                    message: "content arrived after the finish reason".to_owned(),
-                });
-            }
             let delta = choice.delta.unwrap_or_default();
-            if let Some(text) = delta.reasoning_content.filter(|t| !t.is_empty()) {
-                let key = match &self.reasoning {
-                    Some(key) => key.clone(),
-                    None => {
-                        self.reasoning_count += 1;
-                        let key = format!("reasoning_{}", self.reasoning_count);
-                        out.push(LlmEvent::ReasoningStart { key: key.clone() });
-                        self.reasoning = Some(key.clone());
-                        key
-                    }
-                };
-                out.push(LlmEvent::ReasoningDelta { key, delta: text });
+            if self.finished {
+                // OpenRouter repeats the finish reason and carries its usage on a choice with
+                // an empty delta; only something new would be lost.
+                if delta.has_content() {
+                    return Err(ProviderError::Protocol {
+                        message: "content arrived after the finish reason".to_owned(),
+                    });
+                }
+                continue;
             }
-            for text in [delta.refusal.as_ref(), delta.content.as_ref()]
-                .into_iter()
-                .flatten()
-                .filter(|t| !t.is_empty())
-            {
-                self.close_reasoning(out);
-                out.push(LlmEvent::TextDelta {
-                    delta: text.clone(),
-                    meta: None,
-                });
-            }
-            if delta.refusal.is_some_and(|r| !r.is_empty()) {
-                self.refused = true;
-            }
-            for (position, call) in delta.tool_calls.unwrap_or_default().into_iter().enumerate() {
-                self.tool_delta(position, call, out)?;
-            }
+            self.choice_delta(delta, out)?;
             if let Some(reason) = choice.finish_reason {
                 self.finish_reason(&reason, out);
             }
@@ -290,6 +345,44 @@ impl StreamDecoder for Decoder {
             })
         }
     }
+
+    fn held_bytes(&self) -> usize {
+        self.details.held_bytes()
+    }
+}
+
+impl Decoder {
+    /// One choice's delta before the finish reason: reasoning, text, refusal, tool calls.
+    fn choice_delta(&mut self, delta: Delta, out: &mut Vec<LlmEvent>) -> Result<(), ProviderError> {
+        let (content, thinking) = match delta.content {
+            Some(content) => content.split(),
+            None => (String::new(), String::new()),
+        };
+        let named = [delta.reasoning_content, delta.reasoning, Some(thinking)]
+            .into_iter()
+            .flatten()
+            .find(|t| !t.is_empty());
+        let detailed = self.reasoning_details(delta.reasoning_details.unwrap_or_default(), out);
+        // OpenRouter repeats the details' text in `reasoning`: one of the two is the text.
+        self.reasoning_text(named.unwrap_or(detailed), out);
+        let refusal = delta.refusal.unwrap_or_default();
+        for text in [refusal.as_str(), content.as_str()] {
+            if !text.is_empty() {
+                self.close_reasoning(out);
+                out.push(LlmEvent::TextDelta {
+                    delta: text.to_owned(),
+                    meta: None,
+                });
+            }
+        }
+        if !refusal.is_empty() {
+            self.refused = true;
+        }
+        for (position, call) in delta.tool_calls.unwrap_or_default().into_iter().enumerate() {
+            self.tool_delta(position, call, out)?;
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -308,6 +401,9 @@ struct Chunk {
     timings: Option<serde_json::Value>,
     #[serde(default)]
     error: Option<serde_json::Value>,
+    /// `error` when the chunk is itself an error object (older vLLM).
+    #[serde(default)]
+    object: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -323,13 +419,87 @@ struct Choice {
 #[derive(Debug, Default, Deserialize)]
 struct Delta {
     #[serde(default)]
-    content: Option<String>,
+    content: Option<Content>,
     #[serde(default)]
     reasoning_content: Option<String>,
+    #[serde(default)]
+    reasoning: Option<String>,
+    #[serde(default)]
+    reasoning_details: Option<Vec<Value>>,
     #[serde(default)]
     refusal: Option<String>,
     #[serde(default)]
     tool_calls: Option<Vec<WireToolCall>>,
+}
+
+impl Delta {
+    /// Whether the delta carries anything: text, reasoning, a refusal, tool calls, details.
+    fn has_content(&self) -> bool {
+        let text = |t: &Option<String>| t.as_deref().is_some_and(|t| !t.is_empty());
+        text(&self.reasoning_content)
+            || text(&self.reasoning)
+            || text(&self.refusal)
+            || self.content.as_ref().is_some_and(Content::has_content)
+            || self
+                .reasoning_details
+                .as_ref()
+                .is_some_and(|d| !d.is_empty())
+            || self.tool_calls.as_ref().is_some_and(|c| !c.is_empty())
+    }
+}
+
+/// `delta.content`: a string, or (Mistral) a list of parts.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Content {
+    Text(String),
+    Parts(Vec<ContentPart>),
+}
+
+/// A part of a Mistral content list: `{"type": "text", "text"}`, or `{"type": "thinking",
+/// "thinking": [{"type": "text", "text"}]}`. Other kinds are skipped.
+#[derive(Debug, Deserialize)]
+struct ContentPart {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    thinking: Option<Vec<ContentPart>>,
+}
+
+impl Content {
+    /// The text, and the reasoning text of `thinking` parts.
+    fn split(self) -> (String, String) {
+        let parts = match self {
+            Content::Text(text) => return (text, String::new()),
+            Content::Parts(parts) => parts,
+        };
+        let (mut text, mut thinking) = (String::new(), String::new());
+        for part in parts {
+            match (part.kind.as_str(), part.text, part.thinking) {
+                ("text", Some(more), _) => text.push_str(&more),
+                ("thinking", _, Some(inner)) => {
+                    for piece in inner {
+                        if piece.kind == "text"
+                            && let Some(more) = piece.text
+                        {
+                            thinking.push_str(&more);
+                        }
+                    }
+                }
+                (kind, ..) => tracing::debug!("a content part of type `{kind}` was skipped"),
+            }
+        }
+        (text, thinking)
+    }
+
+    fn has_content(&self) -> bool {
+        match self {
+            Content::Text(text) => !text.is_empty(),
+            Content::Parts(parts) => !parts.is_empty(),
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]

@@ -9,6 +9,8 @@
 
 use crate::error::ProviderError;
 
+use serde_json::Value;
+
 use super::wire::{ApiError, ErrorBody, code_text};
 
 /// Longest excerpt of a non-JSON error body kept in an error message.
@@ -26,14 +28,75 @@ pub(crate) fn classify_error(status: u16, body: &str) -> ProviderError {
 }
 
 /// Maps an error object (from an HTTP body, an `error` event or `response.failed`).
-/// `status` is 0 for errors that arrive inside a 200 stream.
+/// `status` is 0 for errors that arrive inside a 200 stream: the error's own status then
+/// comes from its `code` or `type` ([`stream_status`]), so that an error the request caused
+/// (Groq's `tool_use_failed`, OpenRouter's `"code": 400`) is not taken for a passing server
+/// fault and retried. A 4xx error from inside a stream keeps its textual code in its message.
 pub(super) fn classify_api_error(status: u16, error: &ApiError) -> ProviderError {
     let code = code_text(error.code.as_ref());
     let message = error
         .message
         .clone()
         .unwrap_or_else(|| code.clone().unwrap_or_else(|| "unknown error".to_owned()));
-    classify_parts(status, error.kind.as_deref(), code.as_deref(), message)
+    let in_stream = status == 0;
+    let status = if in_stream {
+        stream_status(error.kind.as_deref(), error.code.as_ref())
+    } else {
+        status
+    };
+    let classified = classify_parts(status, error.kind.as_deref(), code.as_deref(), message);
+    match classified {
+        ProviderError::InvalidRequest { status, message } if in_stream => {
+            let named = code
+                .as_deref()
+                .filter(|c| c.parse::<u16>().is_err() && !message.contains(c));
+            ProviderError::InvalidRequest {
+                status,
+                message: match named {
+                    Some(code) => format!("{message} ({code})"),
+                    None => message,
+                },
+            }
+        }
+        other => other,
+    }
+}
+
+/// The HTTP status an error inside a 200 stream stands for, or 0 when it names none: a
+/// numeric `code` that is an HTTP error status (OpenRouter, vLLM), else a `type` or `code`
+/// that says the request was at fault (OpenAI's and Groq's `invalid_request_error`, vLLM's
+/// `BadRequestError`, the Responses API's `invalid_*` and image codes of `response.failed`).
+pub(crate) fn stream_status(kind: Option<&str>, code: Option<&Value>) -> u16 {
+    if let Some(status) = code
+        .and_then(Value::as_u64)
+        .and_then(|n| u16::try_from(n).ok())
+        .filter(|n| (400..=599).contains(n))
+    {
+        return status;
+    }
+    let code = code.and_then(Value::as_str);
+    for name in [code, kind].into_iter().flatten() {
+        match name {
+            "not_found_error" | "NotFoundError" | "model_not_found" => return 404,
+            "request_too_large" => return 413,
+            "UnprocessableEntityError" => return 422,
+            "invalid_request_error"
+            | "BadRequestError"
+            | "tool_use_failed"
+            | "unsupported_parameter"
+            | "unsupported_value" => return 400,
+            name if name.starts_with("invalid_")
+                || name.starts_with("image_")
+                || name.starts_with("unsupported_")
+                || name.starts_with("empty_")
+                || name.starts_with("failed_to_download") =>
+            {
+                return 400;
+            }
+            _ => {}
+        }
+    }
+    0
 }
 
 fn classify_parts(
@@ -189,6 +252,50 @@ mod tests {
         assert!(matches!(
             classify_error(400, flagged),
             ProviderError::ContentFiltered { .. }
+        ));
+    }
+
+    #[test]
+    fn an_error_inside_a_stream_takes_its_status_from_its_code_or_type() {
+        // Groq, when a model's tool call does not parse (its documented error object).
+        let groq = r#"{"error":{"message":"Failed to call a function. Please adjust your prompt. See 'failed_generation' for more details.","type":"invalid_request_error","code":"tool_use_failed","failed_generation":"<function=x>"}}"#;
+        assert_eq!(
+            classify_error(0, groq),
+            ProviderError::InvalidRequest {
+                status: 400,
+                message: "Failed to call a function. Please adjust your prompt. See 'failed_generation' for more details. (tool_use_failed)".to_owned()
+            }
+        );
+        // OpenRouter and vLLM put the HTTP status in `code`.
+        let openrouter = r#"{"error":{"code":400,"message":"Token limit reached"}}"#;
+        assert_eq!(
+            classify_error(0, openrouter),
+            ProviderError::InvalidRequest {
+                status: 400,
+                message: "Token limit reached".to_owned()
+            }
+        );
+        let upstream = r#"{"error":{"code":502,"message":"Provider returned error"}}"#;
+        assert!(matches!(
+            classify_error(0, upstream),
+            ProviderError::Server { status: 502, .. }
+        ));
+        let vllm = r#"{"error":{"object":"error","message":"This model's maximum context length is 4096 tokens.","type":"BadRequestError","param":null,"code":400}}"#;
+        assert!(matches!(
+            classify_error(0, vllm),
+            ProviderError::ContextLengthExceeded { .. }
+        ));
+        let image =
+            r#"{"error":{"code":"invalid_image_url","message":"Failed to download the image."}}"#;
+        assert!(matches!(
+            classify_error(0, image),
+            ProviderError::InvalidRequest { status: 400, .. }
+        ));
+        // A server fault without a status stays one, status 0.
+        let server = r#"{"error":{"message":"The server had an error","type":"server_error"}}"#;
+        assert!(matches!(
+            classify_error(0, server),
+            ProviderError::Server { status: 0, .. }
         ));
     }
 

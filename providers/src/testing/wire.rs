@@ -164,6 +164,30 @@ pub fn error_event(dialect: Dialect, message: &str) -> String {
     }
 }
 
+/// An error event inside a 200 stream that says the request was at fault (a 400 in each
+/// dialect's own words: Groq's `tool_use_failed`, Anthropic's and the Responses API's
+/// `invalid_request_error`, Gemini's `INVALID_ARGUMENT`): never worth retrying.
+pub fn request_error_event(dialect: Dialect, message: &str) -> String {
+    match dialect {
+        Dialect::OpenAiChat => sse(
+            "",
+            &json!({"error": {"message": message, "type": "invalid_request_error", "code": "tool_use_failed"}}),
+        ),
+        Dialect::OpenAiResponses => sse(
+            "error",
+            &json!({"type": "error", "code": null, "message": message, "param": null, "error": {"type": "invalid_request_error", "message": message}}),
+        ),
+        Dialect::Anthropic => sse(
+            "error",
+            &json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}}),
+        ),
+        Dialect::Gemini => sse(
+            "",
+            &json!({"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}}),
+        ),
+    }
+}
+
 /// An HTTP error body of `dialect` with this message; the status decides its kind.
 pub fn error_body(dialect: Dialect, message: &str) -> String {
     match dialect {

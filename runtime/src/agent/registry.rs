@@ -60,6 +60,8 @@ pub(crate) struct RuntimeCore {
     pub(crate) signal_bus: Arc<dyn crate::bus::SignalBus>,
     /// The durable bus the runtime was built with, which `Emit`s to the bus and replies also reach.
     pub(crate) external_bus: Option<super::durable::ExternalBus>,
+    /// What the agents have done so far: calls and tokens, for [`super::Runtime::activity`].
+    pub(crate) activity: Arc<super::activity::Activity>,
 }
 
 impl RuntimeCore {

@@ -183,6 +183,7 @@ impl RuntimeBuilder {
                 idle_sweep: std::sync::Mutex::new(None),
                 idle_period_ns: std::sync::atomic::AtomicU64::new(0),
                 delta_type: super::events::LLM_DELTA.parse().ok(),
+                activity: Arc::default(),
             }),
         })
     }
@@ -198,6 +199,12 @@ impl Runtime {
     /// A builder.
     pub fn builder() -> RuntimeBuilder {
         RuntimeBuilder::default()
+    }
+
+    /// What this runtime's agents have done since it was built: LLM calls, tool calls and
+    /// tokens, counted as each finishes (a progress display can poll it).
+    pub fn activity(&self) -> super::ActivitySnapshot {
+        self.core.activity.snapshot()
     }
 
     /// The bus agents publish on.

@@ -114,6 +114,7 @@ where
             }
             Directive::ToolExec(exec) => {
                 let tools = self.agent.tools.clone();
+                let activity = self.core.activity.clone();
                 let task_cause = cause.clone();
                 let source = self.source();
                 let span =
@@ -145,6 +146,7 @@ where
                             let ran = tools.run(view, &ctx).instrument(span.clone()).await;
                             if let Ran::Result(result) = &ran {
                                 trace::tool_finished(&span, result);
+                                activity.tool_ran(result.is_error);
                                 tracing::info!(
                                     tool = %exec.name,
                                     call = %exec.tool_call_id,

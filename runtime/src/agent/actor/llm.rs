@@ -81,6 +81,10 @@ pub(super) async fn stream_call(
     // What an agent did, readable without a trace receiver (RUST_LOG=motet_runtime=info).
     let elapsed_ms = started.elapsed().as_millis();
     match &outcome {
+        Ok(response) => core.activity.llm_answered(&response.usage),
+        Err(_) => core.activity.llm_failed(),
+    }
+    match &outcome {
         Ok(response) => tracing::info!(
             %model,
             call = %call_id.as_str(),

@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
 
-#[path = "../examples/strategy.rs"]
+#[path = "../../examples/strategy.rs"]
 #[allow(dead_code, reason = "the example's `main`")]
 mod example;
 
