@@ -21,8 +21,10 @@ pub enum ThreadError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ProjectionError {
-    /// The system prompt, summary and pending input alone do not fit.
-    #[error("system, summary and pending input need {needed} tokens but the budget is {budget}")]
+    /// The tools' schemas, system prompt, summary and pending input alone do not fit.
+    #[error(
+        "tools, system, summary and pending input need {needed} tokens but the budget is {budget}"
+    )]
     FixedSegmentsOverBudget {
         /// Estimated tokens of the fixed segments.
         needed: u64,

@@ -56,30 +56,35 @@ mod thread;
 pub use env::{Env, FixedEnv};
 pub use error::{ProjectionError, StrategyError, ThreadError};
 pub use estimate::{
-    HEURISTIC_MESSAGE_OVERHEAD, Heuristic, TokenEstimator, estimate_body, estimate_message,
+    Calibrated, HEURISTIC_MESSAGE_OVERHEAD, Heuristic, TokenEstimator, estimate_body,
+    estimate_message, estimate_tools,
 };
+#[cfg(feature = "tiktoken")]
+pub use estimate::{TIKTOKEN_MESSAGE_OVERHEAD, Tiktoken};
 pub use id_text::id_text;
 pub use policy::{
     ContextPolicy, ContextWindows, EstimatorKind, PolicyOverride, Summarization, SummaryRole,
-    WindowMode,
+    SummaryTrigger, WindowMode,
 };
 pub use projector::{
-    ProjectionIds, ProjectionInput, ProjectionMeta, ProjectionResult, SUMMARY_PREFIX, project,
-    project_with,
+    DefaultProjector, ProjectionIds, ProjectionInput, ProjectionMeta, ProjectionResult, Projector,
+    SUMMARY_PREFIX, project, project_with,
 };
 pub use protocol::{
-    AGENT_CANCEL, AGENT_COMPLETED, AGENT_FAILED, AGENT_REQUEST, AGENT_RESPOND, AGENT_RESUME,
-    AGENT_STEER, AGENT_SUMMARIZE, AGENT_WAITING, AgentCancel, AgentCompleted, AgentRequest,
-    AgentRespond, AgentResume, AgentSteer, AgentSummarize, Input, Waiting,
+    AGENT_CANCEL, AGENT_COMPLETED, AGENT_FAILED, AGENT_POLICY, AGENT_REQUEST, AGENT_RESPOND,
+    AGENT_RESUME, AGENT_STEER, AGENT_SUMMARIZE, AGENT_WAITING, AgentCancel, AgentCompleted,
+    AgentPolicy, AgentRequest, AgentRespond, AgentResume, AgentSteer, AgentSummarize, Input,
+    THREAD_UPDATED, ThreadUpdated, Waiting,
 };
 pub use react::{
-    FailureReason, LLM_FAILED, LLM_RESULT, LlmError, LlmErrorKind, LlmFailed, LlmResult,
-    PendingSummary, PendingTool, ReAct, ReActConfig, ReActState, ReactCompleted, ReactFailed,
-    RequestState, SUMMARY_FAILED, SUMMARY_RESULT, Status, StructuredCalls, SummaryFailed,
-    SummaryResult, TOOL_PAUSED, TOOL_RESULT, ToolPaused, ToolResultSignal,
+    CONTEXT_WARNING, ContextWarning, ContextWarningReason, FailureReason, LLM_FAILED, LLM_RESULT,
+    LlmError, LlmErrorKind, LlmFailed, LlmResult, PendingSummary, PendingTool, ProjectorRef, ReAct,
+    ReActConfig, ReActState, ReactCompleted, ReactFailed, RequestState, SUMMARY_FAILED,
+    SUMMARY_RESULT, Status, StructuredCalls, SummaryFailed, SummaryResult, TOOL_PAUSED,
+    TOOL_RESULT, ToolPaused, ToolResultSignal,
 };
 pub use strategy::Strategy;
 pub use thread::{
-    CallUsage, Entry, EntryBody, EntryId, EntryKind, ForkOrigin, Lineage, NewEntry, RefKey, Refs,
-    Thread, ThreadHead, ThreadStats,
+    CallBasis, CallUsage, Entry, EntryBody, EntryId, EntryKind, ForkOrigin, Lineage, NewEntry,
+    RefKey, Refs, Thread, ThreadHead, ThreadStats,
 };

@@ -55,6 +55,21 @@ pub enum EstimatorKind {
     /// `bytes / 4 + 10` per message.
     #[default]
     Heuristic,
+    /// The heuristic calibrated by the provider's count of the thread's latest call (its
+    /// usage): the budget is read in heuristic tokens at that call's ratio
+    /// ([`ContextPolicy::calibrated`]); the heuristic until a call has been counted.
+    Calibrated,
+}
+
+impl EstimatorKind {
+    /// The estimator this kind names.
+    pub fn estimator(self) -> &'static dyn crate::estimate::TokenEstimator {
+        match self {
+            // A calibrated policy scales its budget, not each estimate: entries keep the
+            // heuristic estimate they were appended with.
+            Self::Heuristic | Self::Calibrated => &crate::estimate::Heuristic,
+        }
+    }
 }
 
 /// How to project a thread into an LLM context.
@@ -84,6 +99,15 @@ pub struct ContextPolicy {
     pub window: WindowMode,
     /// In stable mode, the fraction of the history budget a new boundary leaves filled.
     pub low_water: f64,
+    /// With [`Summarization::RequestNew`]: ask for a summary once this many entries follow
+    /// the latest summary (0 = never on this ground).
+    pub summary_after_entries: u32,
+    /// With [`Summarization::RequestNew`]: ask for a summary once the entries no summary
+    /// covers are estimated at more than this many tokens (0 = never on this ground).
+    pub summary_over_tokens: u32,
+    /// The fraction of the input budget a projection may fill before the strategy warns
+    /// (`context.warning`, reason `near_budget`); 0 or NaN turns the warning off.
+    pub warn_at: f64,
 }
 
 impl Default for ContextPolicy {
@@ -114,6 +138,9 @@ impl ContextPolicy {
             token_estimator: EstimatorKind::Heuristic,
             window: WindowMode::Stable,
             low_water: 0.7,
+            summary_after_entries: 0,
+            summary_over_tokens: 0,
+            warn_at: 0.9,
         }
     }
 
@@ -218,12 +245,66 @@ impl ContextPolicy {
             include_kinds,
             token_estimator,
             window,
-            low_water
+            low_water,
+            summary_after_entries,
+            summary_over_tokens,
+            warn_at
         );
         if over.system_prompt.is_some() {
             policy.system_prompt.clone_from(&over.system_prompt);
         }
         policy
+    }
+
+    /// This policy with its token limits read in heuristic tokens at `calibration`'s ratio: a
+    /// provider that counts 1.5 times the heuristic's estimate leaves two thirds of the
+    /// heuristic budget.
+    pub fn calibrated(&self, calibration: crate::estimate::Calibrated) -> Self {
+        let scale = |tokens: u32| {
+            let scaled = u64::from(tokens) * 1_000 / u64::from(calibration.per_mille().max(1));
+            u32::try_from(scaled).unwrap_or(u32::MAX)
+        };
+        Self {
+            max_input_tokens: scale(self.max_input_tokens),
+            reserve_output_tokens: scale(self.reserve_output_tokens),
+            ..self.clone()
+        }
+    }
+
+    /// The warning threshold in tokens: `warn_at` of the input budget, `None` when the
+    /// warning is off.
+    pub fn warn_threshold(&self) -> Option<u64> {
+        if self.warn_at.is_nan() || self.warn_at <= 0.0 {
+            return None;
+        }
+        // Truncation toward zero: the warning comes at the fraction or just before it.
+        Some((self.input_budget() as f64 * self.warn_at.min(1.0)) as u64)
+    }
+
+    /// Which of the policy's summary triggers fire for `thread` after a projection that was
+    /// `truncated` (seed 001 §8.3). `None` unless summarization is [`Summarization::RequestNew`];
+    /// the first ground that holds, in the order truncation, entries, tokens.
+    pub fn summary_trigger(
+        &self,
+        thread: &crate::thread::Thread,
+        truncated: bool,
+    ) -> Option<SummaryTrigger> {
+        if self.summarization != Summarization::RequestNew {
+            return None;
+        }
+        if truncated {
+            return Some(SummaryTrigger::Truncated);
+        }
+        let entries = thread.entries_since_summary();
+        if self.summary_after_entries > 0 && entries >= u64::from(self.summary_after_entries) {
+            return Some(SummaryTrigger::Entries { entries });
+        }
+        if self.summary_over_tokens == 0 {
+            return None;
+        }
+        // Read only when asked for: it sums the entries no summary covers.
+        let tokens = thread.tokens_since_summary();
+        (tokens > u64::from(self.summary_over_tokens)).then_some(SummaryTrigger::Tokens { tokens })
     }
 
     /// Resolves the policy of one request: `request` over `agent` over `config` over
@@ -300,6 +381,48 @@ impl ContextPolicy {
         self.low_water = fraction;
         self
     }
+
+    /// Sets `token_estimator`.
+    pub fn with_token_estimator(mut self, estimator: EstimatorKind) -> Self {
+        self.token_estimator = estimator;
+        self
+    }
+
+    /// Sets `summary_after_entries`.
+    pub fn with_summary_after_entries(mut self, entries: u32) -> Self {
+        self.summary_after_entries = entries;
+        self
+    }
+
+    /// Sets `summary_over_tokens`.
+    pub fn with_summary_over_tokens(mut self, tokens: u32) -> Self {
+        self.summary_over_tokens = tokens;
+        self
+    }
+
+    /// Sets `warn_at`.
+    pub fn with_warn_at(mut self, fraction: f64) -> Self {
+        self.warn_at = fraction;
+        self
+    }
+}
+
+/// Why a summary is asked for (seed 001 §8.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "trigger")]
+pub enum SummaryTrigger {
+    /// The projection had to drop history.
+    Truncated,
+    /// This many entries follow the latest summary.
+    Entries {
+        /// Entries since the latest summary.
+        entries: u64,
+    },
+    /// The entries no summary covers are estimated at this many tokens.
+    Tokens {
+        /// Estimated tokens since the latest summary.
+        tokens: u64,
+    },
 }
 
 /// A per-request change to a policy: every field that is set replaces the policy's.
@@ -339,6 +462,15 @@ pub struct PolicyOverride {
     /// See [`ContextPolicy::low_water`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub low_water: Option<f64>,
+    /// See [`ContextPolicy::summary_after_entries`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary_after_entries: Option<u32>,
+    /// See [`ContextPolicy::summary_over_tokens`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary_over_tokens: Option<u32>,
+    /// See [`ContextPolicy::warn_at`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warn_at: Option<f64>,
 }
 
 impl From<ContextPolicy> for PolicyOverride {
@@ -356,6 +488,9 @@ impl From<ContextPolicy> for PolicyOverride {
             token_estimator: Some(p.token_estimator),
             window: Some(p.window),
             low_water: Some(p.low_water),
+            summary_after_entries: Some(p.summary_after_entries),
+            summary_over_tokens: Some(p.summary_over_tokens),
+            warn_at: Some(p.warn_at),
         }
     }
 }

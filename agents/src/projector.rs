@@ -17,7 +17,7 @@ use motet_directives::{Message, ToolDefs, ToolResult};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ProjectionError;
-use crate::estimate::{Heuristic, TokenEstimator, estimate_message};
+use crate::estimate::{Heuristic, TokenEstimator, estimate_message, estimate_tools};
 use crate::policy::{ContextPolicy, Summarization, SummaryRole, WindowMode};
 use crate::thread::{EntryBody, EntryKind, Thread};
 
@@ -65,8 +65,11 @@ pub struct ProjectionMeta {
     pub pending_count: usize,
     /// True when history inside the window had to be dropped.
     pub truncated: bool,
-    /// Estimated tokens of all messages.
+    /// Estimated tokens of all messages and the tools' schemas.
     pub estimated_tokens: u64,
+    /// Of those, the tools' schemas (names, descriptions, parameter schemas).
+    #[serde(default)]
+    pub tool_tokens: u64,
     /// The input budget.
     pub budget: u64,
     /// True when a summary was shown.
@@ -108,6 +111,37 @@ pub struct ProjectionResult {
     pub meta: ProjectionMeta,
 }
 
+/// How a thread becomes the messages of one LLM call. [`DefaultProjector`] is the seeds'
+/// newest-first walk ([`project_with`]); a user can supply another (a retrieval step, a
+/// different grouping) to [`ReActConfig::with_projector`](crate::ReActConfig::with_projector).
+/// It must stay a pure function of its input: a call's context is rebuilt from the thread by
+/// projecting again ([`Thread::as_of_call`]).
+pub trait Projector: Send + Sync + std::fmt::Debug {
+    /// Projects `input`, counting tokens with `estimator`.
+    ///
+    /// # Errors
+    /// A [`ProjectionError`] when no context fits.
+    fn project(
+        &self,
+        input: &ProjectionInput<'_>,
+        estimator: &dyn TokenEstimator,
+    ) -> Result<ProjectionResult, ProjectionError>;
+}
+
+/// The seeds' projector: [`project_with`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DefaultProjector;
+
+impl Projector for DefaultProjector {
+    fn project(
+        &self,
+        input: &ProjectionInput<'_>,
+        estimator: &dyn TokenEstimator,
+    ) -> Result<ProjectionResult, ProjectionError> {
+        project_with(input, estimator)
+    }
+}
+
 /// Projects with the seeds' heuristic estimator.
 ///
 /// # Errors
@@ -137,12 +171,16 @@ pub fn project_with(
         .or(policy.system_prompt.as_deref())
         .map(Message::system);
     let (summary, window_start) = window(thread, policy);
-    let fixed: u64 = system
-        .iter()
-        .chain(summary.iter())
-        .chain(input.pending.iter())
-        .map(|m| u64::from(estimate_message(estimator, m)))
-        .sum();
+    // The tools' schemas go with every call and count against the same window: a server
+    // with many tools can take a good part of it.
+    let tool_tokens = estimate_tools(estimator, input.tools);
+    let fixed: u64 = tool_tokens
+        + system
+            .iter()
+            .chain(summary.iter())
+            .chain(input.pending.iter())
+            .map(|m| u64::from(estimate_message(estimator, m)))
+            .sum::<u64>();
     if fixed > budget {
         return Err(ProjectionError::FixedSegmentsOverBudget {
             needed: fixed,
@@ -181,6 +219,7 @@ pub fn project_with(
             pending_count: input.pending.len(),
             truncated: walk.truncated,
             estimated_tokens: fixed + walk.used,
+            tool_tokens,
             budget,
             summary_used,
             entries_included,

@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::env::Env;
 use crate::error::StrategyError;
-use crate::policy::PolicyOverride;
+use crate::policy::{ContextPolicy, PolicyOverride};
 
 /// A caller's question starts a request: [`AgentRequest`].
 pub const AGENT_REQUEST: &str = "agent.request";
@@ -49,11 +49,16 @@ pub const AGENT_RESUME: &str = "agent.resume";
 /// Adds a user message to the request it names, taken in at its next turn boundary:
 /// [`AgentSteer`].
 pub const AGENT_STEER: &str = "agent.steer";
+/// Sets (or clears) the agent's context policy on a thread — the layer between the request's
+/// override and the strategy's configured policy — queued like a request: [`AgentPolicy`].
+pub const AGENT_POLICY: &str = "agent.policy";
 /// A person answers a tool call the request it names waits on: [`AgentRespond`].
 pub const AGENT_RESPOND: &str = "agent.respond";
 /// Announces a tool call that waits for a person: [`Waiting`]. Published on the bus, with the
 /// request's id and thread.
 pub const AGENT_WAITING: &str = "agent.waiting";
+/// Published by the runtime when a thread's new entries are committed: [`ThreadUpdated`].
+pub const THREAD_UPDATED: &str = "thread.updated";
 /// The conventional reply of a request that succeeded: [`AgentCompleted`] (and more).
 pub const AGENT_COMPLETED: &str = "agent.completed";
 /// The conventional reply of a request that failed; its data says why.
@@ -88,6 +93,31 @@ pub struct AgentCancel {
 pub struct AgentSteer {
     /// The message.
     pub text: String,
+}
+
+/// Data of `agent.policy`: the agent's context policy from now on (`None` clears it, so the
+/// strategy's configured policy applies again). The strategy replies `agent.completed`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentPolicy {
+    /// The policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_policy: Option<ContextPolicy>,
+}
+
+/// Data of `thread.updated` (seed 002): a thread's commit reached the store, so a UI or a
+/// supervisor can follow the conversation without reading the store.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadUpdated {
+    /// The stored thread's id.
+    pub thread_id: String,
+    /// The agent that runs it.
+    pub agent: String,
+    /// The thread's stored revision (its entry count) after the commit.
+    pub rev: u64,
+    /// Entries this commit added.
+    pub appended: u64,
+    /// Estimated tokens of the whole thread.
+    pub estimated_tokens: u64,
 }
 
 /// Data of `agent.respond`: a person's answer to the tool call `tool_call_id` of the request
@@ -176,6 +206,8 @@ pub enum Input<'a> {
     Steer(AgentSteer),
     /// `agent.respond`.
     Respond(AgentRespond),
+    /// `agent.policy`.
+    Policy(AgentPolicy),
     /// The result of one of the strategy's directives.
     Outcome(Outcome),
     /// Anything else: a signal from the bus, another agent, a schedule.
@@ -200,15 +232,20 @@ impl<'a> Input<'a> {
             AGENT_RESUME => Input::Resume(decode_or_default(signal)?),
             AGENT_STEER => Input::Steer(decode(signal)?),
             AGENT_RESPOND => Input::Respond(decode(signal)?),
+            AGENT_POLICY => Input::Policy(decode_or_default(signal)?),
             _ => Input::Other(signal),
         })
     }
 }
 
 /// Whether signals of type `signal_type` start a request on a thread (and so queue behind the
-/// running one): requests, summaries and resumes.
+/// running one): requests, summaries, resumes and policy changes (so a policy never changes
+/// in the middle of a request).
 pub fn starts_request(signal_type: &str) -> bool {
-    matches!(signal_type, AGENT_REQUEST | AGENT_SUMMARIZE | AGENT_RESUME)
+    matches!(
+        signal_type,
+        AGENT_REQUEST | AGENT_SUMMARIZE | AGENT_RESUME | AGENT_POLICY
+    )
 }
 
 /// Ends the request `cause` belongs to with `answer`: an `agent.completed` reply on its thread.

@@ -26,11 +26,12 @@ use motet_directives::{
 use motet_signals::Signal;
 use serde::Serialize;
 
-pub use config::ReActConfig;
+pub use config::{ProjectorRef, ReActConfig};
 pub use signals::{
-    FailureReason, LLM_FAILED, LLM_RESULT, LlmError, LlmErrorKind, LlmFailed, LlmResult,
-    ReactCompleted, ReactFailed, SUMMARY_FAILED, SUMMARY_RESULT, SummaryFailed, SummaryResult,
-    TOOL_PAUSED, TOOL_RESULT, ToolPaused, ToolResultSignal,
+    CONTEXT_WARNING, ContextWarning, ContextWarningReason, FailureReason, LLM_FAILED, LLM_RESULT,
+    LlmError, LlmErrorKind, LlmFailed, LlmResult, ReactCompleted, ReactFailed, SUMMARY_FAILED,
+    SUMMARY_RESULT, SummaryFailed, SummaryResult, TOOL_PAUSED, TOOL_RESULT, ToolPaused,
+    ToolResultSignal,
 };
 pub use state::{PendingSummary, PendingTool, ReActState, RequestState, Status};
 pub use structured::StructuredCalls;
@@ -38,16 +39,18 @@ pub use structured::StructuredCalls;
 use motet_directives::results::Outcome;
 
 use crate::protocol::{
-    AGENT_CANCEL, AGENT_COMPLETED, AGENT_FAILED, AGENT_STEER, AgentCancel, AgentRequest,
-    AgentResume, AgentSteer, AgentSummarize, Input,
+    AGENT_CANCEL, AGENT_COMPLETED, AGENT_FAILED, AGENT_STEER, AgentCancel, AgentPolicy,
+    AgentRequest, AgentResume, AgentSteer, AgentSummarize, Input,
 };
 
 use crate::env::Env;
 use crate::error::StrategyError;
-use crate::policy::{ContextPolicy, Summarization, WindowMode};
-use crate::projector::{ProjectionIds, ProjectionInput, ProjectionResult, project};
+use crate::policy::{ContextPolicy, EstimatorKind, Summarization, WindowMode};
+use crate::projector::{
+    DefaultProjector, ProjectionIds, ProjectionInput, ProjectionResult, Projector,
+};
 use crate::strategy::Strategy;
-use crate::thread::{EntryBody, NewEntry, Refs, Thread};
+use crate::thread::{CallBasis, EntryBody, EntryKind, NewEntry, Refs, Thread};
 
 /// The ReAct strategy. Cloning it is cheap (the configuration is shared), so one strategy can
 /// be handed to any number of agents.
@@ -215,12 +218,15 @@ impl ReAct {
             request_id: Some(request.request_id.to_string()),
             call_id: Some(call_id.as_str().to_owned()),
         };
+        let request_id = request.request_id.clone();
         let refs = Refs::request(request.request_id.clone())
             .with_call_id(call_id.shared())
             .with_iteration(request.iteration);
         let mut directives = Vec::new();
+        let mut warning = None;
         let projection = match self.project(&state.thread, &policy, &ids) {
             Ok(first) if first.meta.truncated => {
+                warning = Some(ContextWarningReason::Truncated);
                 let restart = match (policy.window, first.meta.suggested_boundary) {
                     (WindowMode::Stable, Some(seq)) => {
                         let boundary = NewEntry::boundary(seq).with_refs(refs.clone());
@@ -237,6 +243,18 @@ impl ReAct {
                     WindowMode::Sliding => Ok(first),
                 }
             }
+            Ok(fits) => {
+                // Nothing dropped, but the policy may still want the older part summarized
+                // (entries or tokens since the last summary): everything before the request's
+                // question, which stays raw.
+                if state.summaries.is_empty()
+                    && policy.summary_trigger(&state.thread, false).is_some()
+                {
+                    let restart = question_seq(&state.thread, &request_id);
+                    directives.extend(self.request_summary(state, step, restart));
+                }
+                Ok(fits)
+            }
             other => other,
         };
         let projection = match projection {
@@ -248,6 +266,25 @@ impl ReAct {
                 return self.fail(state, step, reason);
             }
         };
+        let near = policy
+            .warn_threshold()
+            .is_some_and(|at| projection.meta.estimated_tokens >= at);
+        if let Some(reason) = warning.or(near.then_some(ContextWarningReason::NearBudget)) {
+            let data = ContextWarning::of(reason, &projection.meta);
+            let signal = self.signal(state, step, CONTEXT_WARNING, &request_id, &data)?;
+            directives.push(Directive::Emit(Emit {
+                signal,
+                target: EmitTarget::Bus,
+            }));
+        }
+        // Kept with the call's turn, so its context can be rebuilt from the thread; the
+        // policy only when it changed since the thread's last recorded call.
+        let basis = CallBasis {
+            rev: projection.meta.basis_rev,
+            last_seq: projection.meta.basis_last_seq,
+            estimated_tokens: projection.meta.estimated_tokens,
+            policy: (state.thread.policy_in_force() != Some(&policy)).then_some(policy),
+        };
         let request_body = LlmRequest::new(self.config.model.clone(), projection.messages)
             .with_tools(projection.tool_spec)
             .with_tool_choice(tool_choice)
@@ -255,6 +292,7 @@ impl ReAct {
             .with_stable_prefix(projection.meta.stable_prefix);
         if let Some(request) = state.request.as_mut() {
             request.llm_call = Some(call_id.clone());
+            request.call_basis = Some(Box::new(basis));
         }
         state.status = Status::AwaitingLlm;
         directives.push(Directive::LlmStream(LlmStream {
@@ -270,14 +308,59 @@ impl ReAct {
         policy: &ContextPolicy,
         ids: &ProjectionIds,
     ) -> Result<ProjectionResult, crate::error::ProjectionError> {
-        project(&ProjectionInput {
+        // A calibrated policy reads its budget at the ratio of the latest counted call before
+        // this one: the thread holds it, so a rebuild of the call finds the same ratio.
+        let scaled;
+        let policy = match policy.token_estimator {
+            EstimatorKind::Calibrated => match thread.calibration() {
+                Some(calibration) => {
+                    scaled = policy.calibrated(calibration);
+                    &scaled
+                }
+                None => policy,
+            },
+            EstimatorKind::Heuristic => policy,
+        };
+        let input = ProjectionInput {
             thread,
             policy,
             pending: &[],
             system: self.config.system_prompt.as_deref(),
             tools: &self.config.tools,
             ids,
-        })
+        };
+        let estimator = policy.token_estimator.estimator();
+        match &self.config.projector {
+            Some(projector) => projector.get_ref().project(&input, estimator),
+            None => DefaultProjector.project(&input, estimator),
+        }
+    }
+
+    /// The context LLM call `call_id` was sent, rebuilt from `thread` (seed 001's
+    /// `entries_before_call`): its entries up to the basis kept with the call's turn,
+    /// projected again with the policy in force then and this strategy's system prompt and
+    /// tools. The same messages, byte for byte, as long as the configuration is the one the
+    /// call ran with. `None` when the thread holds no recorded turn of that call.
+    ///
+    /// # Errors
+    /// The projection's error (only if the configuration changed since the call).
+    pub fn projection_of_call(
+        &self,
+        thread: &Thread,
+        call_id: &str,
+    ) -> Option<Result<ProjectionResult, crate::error::ProjectionError>> {
+        let (basis, policy) = thread.as_of_call(call_id)?;
+        let request_id = thread
+            .to_list()
+            .iter()
+            .rev()
+            .find(|e| e.refs.call_id.as_deref() == Some(call_id))
+            .and_then(|e| e.refs.request_id.as_deref().map(str::to_owned));
+        let ids = ProjectionIds {
+            request_id,
+            call_id: Some(call_id.to_owned()),
+        };
+        Some(self.project(&basis, &policy, &ids))
     }
 
     /// A `Summarize` directive for everything before `restart` (from the start of the latest
@@ -290,6 +373,10 @@ impl ReAct {
     ) -> Option<Directive> {
         let to_seq = restart?.checked_sub(1)?;
         let from_seq = match state.thread.latest_summary().map(|e| &e.body) {
+            // Nothing new to summarize: the latest summary already reaches that far.
+            Some(EntryBody::Summary {
+                to_seq: covered, ..
+            }) if *covered >= to_seq => return None,
             Some(EntryBody::Summary { from_seq, .. }) => *from_seq,
             _ => 0,
         };
@@ -346,7 +433,10 @@ impl ReAct {
             let paused = message.stop_reason == StopReason::PauseTurn;
             let answer =
                 paused_text(state.thread.to_list(), &request.request_id) + &message.to_string();
-            let entry = NewEntry::assistant(message, result.response.usage).with_refs(refs);
+            let mut entry = NewEntry::assistant(message, result.response.usage).with_refs(refs);
+            if let Some(basis) = request.call_basis.take() {
+                entry = entry.with_basis(*basis);
+            }
             state.thread.append(step.env, entry);
             if paused {
                 // The provider paused the turn (its server tools are still at work): the
@@ -382,7 +472,10 @@ impl ReAct {
             )));
         }
         request.turn_call = Some(llm_call);
-        let entry = NewEntry::assistant(message, result.response.usage).with_refs(refs);
+        let mut entry = NewEntry::assistant(message, result.response.usage).with_refs(refs);
+        if let Some(basis) = request.call_basis.take() {
+            entry = entry.with_basis(*basis);
+        }
         state.thread.append(step.env, entry);
         state.status = Status::AwaitingTools;
         Ok(directives)
@@ -782,6 +875,29 @@ impl ReAct {
         })])
     }
 
+    /// `agent.policy`: the agent's layer of the context policy, from the next call on.
+    fn on_policy(
+        &self,
+        state: &mut ReActState,
+        step: &Step<'_>,
+        set: AgentPolicy,
+    ) -> Result<Vec<Directive>, StrategyError> {
+        let request_id = step.request_id();
+        let answer = match &set.context_policy {
+            Some(_) => "context policy set",
+            None => "context policy cleared",
+        };
+        state.context_policy = set.context_policy.map(Box::new);
+        let completed = ReactCompleted {
+            request_id: request_id.clone(),
+            answer: answer.to_owned(),
+            usage: Usage::default(),
+            thread_usage: state.thread.usage(),
+            iterations: 0,
+        };
+        self.reply(state, step, AGENT_COMPLETED, &request_id, completed)
+    }
+
     /// Answers a `agent.summarize` request with `agent.failed`.
     fn summary_refused(
         &self,
@@ -924,6 +1040,16 @@ impl ReAct {
     }
 }
 
+/// The seq of request `request_id`'s latest question (user entry).
+fn question_seq(thread: &Thread, request_id: &str) -> Option<u64> {
+    thread
+        .to_list()
+        .iter()
+        .rev()
+        .find(|e| e.kind() == EntryKind::User && e.refs.request_id.as_deref() == Some(request_id))
+        .map(|e| u64::from(e.seq))
+}
+
 /// The request `entries` show begun and not ended: its last turn (a question, tool calls, or
 /// their results) awaits the model, and no failure of that request follows it.
 fn unfinished_request(entries: &[std::sync::Arc<crate::thread::Entry>]) -> Option<String> {
@@ -1029,6 +1155,15 @@ impl Strategy for ReAct {
         Some(&self.config.model)
     }
 
+    fn request_shape(&self) -> Option<LlmRequest> {
+        Some(
+            LlmRequest::new(self.config.model.clone(), Vec::new())
+                .with_tools(self.config.tools.clone())
+                .with_tool_choice(self.config.tool_choice.clone())
+                .with_options(self.config.options.clone()),
+        )
+    }
+
     fn init(&self, env: &dyn Env) -> ReActState {
         ReActState::new(Thread::create(env))
     }
@@ -1077,6 +1212,14 @@ impl Strategy for ReAct {
         Some(&state.thread)
     }
 
+    fn context_policy(&self, state: &ReActState) -> Option<ContextPolicy> {
+        Some(ContextPolicy::resolve(
+            None,
+            state.context_policy.as_deref(),
+            self.config.context_policy.as_ref(),
+        ))
+    }
+
     fn waiting(&self, state: &ReActState) -> Vec<crate::protocol::Waiting> {
         person::waiting_of(state)
     }
@@ -1099,6 +1242,7 @@ impl Strategy for ReAct {
             Input::Steer(steer) => Ok(self.on_steer(state, &step, steer)),
             Input::Respond(respond) => self.on_respond(state, &step, respond),
             Input::Summarize(range) => self.on_summarize(state, &step, range),
+            Input::Policy(set) => self.on_policy(state, &step, set),
             Input::Outcome(Outcome::Llm(result)) => self.on_llm_result(state, &step, result),
             Input::Outcome(Outcome::LlmFailed(failed)) => self.on_llm_failed(state, &step, failed),
             Input::Outcome(Outcome::Tool(tool)) => {

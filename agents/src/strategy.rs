@@ -94,6 +94,23 @@ pub trait Strategy {
         None
     }
 
+    /// The context policy in force on this state's thread for its next LLM call (the agent's
+    /// layer over the strategy's configured one over the default; a request's override comes
+    /// on top per request): the runtime records it in the thread's stored meta. By default
+    /// none (a strategy that projects no context).
+    fn context_policy(&self, state: &Self::State) -> Option<crate::ContextPolicy> {
+        let _ = state;
+        None
+    }
+
+    /// A request of the shape this strategy sends — its model, tools and options, no messages —
+    /// which the runtime checks against the model's capabilities when the agent is spawned
+    /// (seed 004 §1.3: an unsupported model is refused when the agent is built, with the
+    /// reason). By default none: only [`Strategy::model`] is checked.
+    fn request_shape(&self) -> Option<motet_directives::LlmRequest> {
+        None
+    }
+
     /// Handles one signal.
     ///
     /// # Errors

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use motet_directives::Usage;
 use serde::{Deserialize, Serialize};
 
-pub use entry::{CallUsage, Entry, EntryBody, EntryKind, NewEntry, RefKey, Refs};
+pub use entry::{CallBasis, CallUsage, Entry, EntryBody, EntryKind, NewEntry, RefKey, Refs};
 pub use entry_id::EntryId;
 
 use crate::env::Env;
@@ -52,6 +52,30 @@ pub struct ForkOrigin {
     pub at_seq: u64,
 }
 
+/// The position of an indexed entry in 32 bits, `u32::MAX` for none: three of them share two
+/// words (a thread sits in its actor's task for the actor's life, and its size counts there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Slot(u32);
+
+impl Default for Slot {
+    fn default() -> Self {
+        Self::NONE
+    }
+}
+
+impl Slot {
+    const NONE: Self = Self(u32::MAX);
+
+    /// The slot of `index` (none past 32 bits: a thread in memory never nears 2^32 entries).
+    fn at(index: usize) -> Self {
+        u32::try_from(index).map_or(Self::NONE, Self)
+    }
+
+    fn get(self) -> Option<usize> {
+        (self != Self::NONE).then_some(self.0 as usize)
+    }
+}
+
 /// The longest list of entries [`Thread::settle`] gives room back for.
 const SETTLE_UP_TO: usize = 64;
 
@@ -83,10 +107,13 @@ pub struct Thread {
     /// Index of the latest summary entry, in 32 bits: a thread in memory never nears 2^32
     /// entries (32 GiB of pointers alone).
     #[serde(skip)]
-    latest_summary: Option<u32>,
+    latest_summary: Slot,
     /// Index of the latest boundary entry, in 32 bits.
     #[serde(skip)]
-    latest_boundary: Option<u32>,
+    latest_boundary: Slot,
+    /// Index of the latest assistant turn whose call basis records a policy.
+    #[serde(skip)]
+    latest_policy: Slot,
 }
 
 /// A thread's metadata and the thread it was forked from: what few threads have, so a thread
@@ -146,8 +173,9 @@ impl From<ThreadRepr> for Thread {
             updated_at: repr.updated_at,
             lineage: Lineage::of(repr.metadata, repr.parent),
             stats: ThreadStats::default(),
-            latest_summary: None,
-            latest_boundary: None,
+            latest_summary: Slot::NONE,
+            latest_boundary: Slot::NONE,
+            latest_policy: Slot::NONE,
         };
         for entry in repr.entries {
             thread.push_indexed(Arc::new(entry));
@@ -185,8 +213,9 @@ impl Thread {
             updated_at: created_at,
             lineage: None,
             stats: ThreadStats::default(),
-            latest_summary: None,
-            latest_boundary: None,
+            latest_summary: Slot::NONE,
+            latest_boundary: Slot::NONE,
+            latest_policy: Slot::NONE,
         }
     }
 
@@ -203,8 +232,9 @@ impl Thread {
             updated_at: head.updated_at,
             lineage: Lineage::of(head.metadata, head.parent),
             stats: ThreadStats::default(),
-            latest_summary: None,
-            latest_boundary: None,
+            latest_summary: Slot::NONE,
+            latest_boundary: Slot::NONE,
+            latest_policy: Slot::NONE,
         };
         for entry in entries {
             thread.push_indexed(entry);
@@ -287,9 +317,14 @@ impl Thread {
             Arc::make_mut(&mut entry).seq = seq;
         }
         match &entry.body {
-            EntryBody::Summary { .. } => self.latest_summary = u32::try_from(index).ok(),
-            EntryBody::Boundary { .. } => self.latest_boundary = u32::try_from(index).ok(),
-            EntryBody::Assistant { usage, .. } => self.stats.usage += usage.to_usage(),
+            EntryBody::Summary { .. } => self.latest_summary = Slot::at(index),
+            EntryBody::Boundary { .. } => self.latest_boundary = Slot::at(index),
+            EntryBody::Assistant { usage, basis, .. } => {
+                self.stats.usage += usage.to_usage();
+                if basis.as_ref().is_some_and(|b| b.policy.is_some()) {
+                    self.latest_policy = Slot::at(index);
+                }
+            }
             _ => {}
         }
         self.stats.entry_count += 1;
@@ -452,15 +487,130 @@ impl Thread {
     /// The latest summary entry.
     pub fn latest_summary(&self) -> Option<&Entry> {
         self.latest_summary
-            .and_then(|i| self.entries.get(i as usize))
+            .get()
+            .and_then(|i| self.entries.get(i))
             .map(|e| &**e)
     }
 
     /// The latest window boundary entry.
     pub fn latest_boundary(&self) -> Option<&Entry> {
         self.latest_boundary
-            .and_then(|i| self.entries.get(i as usize))
+            .get()
+            .and_then(|i| self.entries.get(i))
             .map(|e| &**e)
+    }
+
+    /// Entries after the latest summary's range (all of them when there is no summary).
+    pub fn entries_since_summary(&self) -> u64 {
+        (self.entries.len() - self.summary_end()) as u64
+    }
+
+    /// Estimated tokens of the entries after the latest summary's range (the whole thread's
+    /// when there is no summary). Reads those entries: a policy that triggers summaries on
+    /// tokens keeps them few.
+    pub fn tokens_since_summary(&self) -> u64 {
+        self.entries[self.summary_end()..]
+            .iter()
+            .map(|e| u64::from(e.tokens))
+            .sum()
+    }
+
+    /// The index of the first entry after the latest summary's range.
+    fn summary_end(&self) -> usize {
+        let covered = match self.latest_summary().map(|e| &e.body) {
+            Some(EntryBody::Summary { to_seq, .. }) => to_seq.saturating_add(1),
+            _ => 0,
+        };
+        usize::try_from(covered)
+            .unwrap_or(usize::MAX)
+            .min(self.entries.len())
+    }
+
+    /// The policy the latest recorded LLM call of this thread was projected with.
+    pub fn policy_in_force(&self) -> Option<&crate::policy::ContextPolicy> {
+        self.latest_policy
+            .get()
+            .and_then(|i| self.entries.get(i))
+            .and_then(|e| match &e.body {
+                EntryBody::Assistant { basis, .. } => basis.as_ref()?.policy.as_ref(),
+                _ => None,
+            })
+    }
+
+    /// The heuristic calibrated by the latest call the provider counted: its prompt tokens
+    /// (`Usage::input_tokens`, cached ones included) over what its projection estimated.
+    /// `None` before any such call.
+    pub fn calibration(&self) -> Option<crate::estimate::Calibrated> {
+        self.entries.iter().rev().find_map(|e| match &e.body {
+            EntryBody::Assistant {
+                usage,
+                basis: Some(basis),
+                ..
+            } => {
+                let counted = usage.to_usage().input_tokens;
+                (counted > 0 && basis.estimated_tokens > 0).then(|| {
+                    crate::estimate::Calibrated::from_usage(basis.estimated_tokens, counted)
+                })
+            }
+            _ => None,
+        })
+    }
+
+    /// The assistant turn of LLM call `call_id` and the basis its projection was made from.
+    fn call_turn(&self, call_id: &str) -> Option<(usize, &CallBasis)> {
+        self.entries.iter().enumerate().rev().find_map(|(i, e)| {
+            match (&e.body, e.refs.call_id.as_deref()) {
+                (EntryBody::Assistant { basis: Some(b), .. }, Some(id)) if id == call_id => {
+                    Some((i, &**b))
+                }
+                _ => None,
+            }
+        })
+    }
+
+    /// The entries LLM call `call_id` could see when its context was projected (seed 001's
+    /// `entries_before_call`): the thread up to the basis recorded with the call's assistant
+    /// turn. `None` when the thread holds no recorded turn of that call.
+    pub fn entries_before_call(&self, call_id: &str) -> Option<&[Arc<Entry>]> {
+        let (_, basis) = self.call_turn(call_id)?;
+        let end = basis
+            .last_seq
+            .and_then(|s| usize::try_from(s).ok())
+            .map_or(0, |s| s.saturating_add(1));
+        self.entries.get(..end.min(self.entries.len()))
+    }
+
+    /// The thread as LLM call `call_id` saw it (its entries up to the call's basis, at the
+    /// basis revision, sharing this thread's entries) and the policy in force for it: project
+    /// those with the strategy's system prompt and tools, and the call's messages come back
+    /// byte for byte. `None` when the thread holds no recorded turn of that call or no policy
+    /// recorded at or before it.
+    pub fn as_of_call(&self, call_id: &str) -> Option<(Thread, crate::policy::ContextPolicy)> {
+        let (turn, basis) = self.call_turn(call_id)?;
+        let policy = self.entries[..=turn]
+            .iter()
+            .rev()
+            .find_map(|e| match &e.body {
+                EntryBody::Assistant { basis: Some(b), .. } => b.policy.clone(),
+                _ => None,
+            })?;
+        let entries = self.entries_before_call(call_id)?;
+        let mut thread = Thread {
+            id: self.id.clone(),
+            rev: basis.rev,
+            entries: Vec::with_capacity(entries.len()),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            lineage: self.lineage.clone(),
+            stats: ThreadStats::default(),
+            latest_summary: Slot::NONE,
+            latest_boundary: Slot::NONE,
+            latest_policy: Slot::NONE,
+        };
+        for entry in entries {
+            thread.push_indexed(entry.clone());
+        }
+        Some((thread, policy))
     }
 }
 

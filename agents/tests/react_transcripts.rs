@@ -810,7 +810,14 @@ fn a_request_override_changes_only_that_request() {
         response_format: None,
     };
     let d = describe_all(&h.send("agent.request", to_value(&input)));
-    assert_eq!(d, ["llm call_2: S:You are a calculator. | U:q2"]);
+    // The override cut the history: the strategy warns that the context was truncated.
+    assert_eq!(
+        d,
+        [
+            "emit context.warning r2",
+            "llm call_2: S:You are a calculator. | U:q2"
+        ]
+    );
     h.send("llm.result", llm_text("call_2", "a2"));
     assert_eq!(
         h.ask("r3", "q3"),

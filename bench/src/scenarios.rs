@@ -6,6 +6,7 @@ mod agents;
 mod append;
 mod bus;
 mod cache;
+mod estimate;
 mod jetstream;
 mod pg_append;
 mod prefix;
@@ -22,6 +23,7 @@ pub(crate) const ALL: &[(&str, RunFn)] = &[
     ("bus", bus::run),
     ("project", project::run),
     ("prefix", prefix::run),
+    ("estimate", estimate::run),
     ("append", append::run),
     ("sse", sse::run),
     ("spawn", agents::run_spawn),
@@ -36,6 +38,7 @@ pub(crate) const ALL: &[(&str, RunFn)] = &[
 /// named, never by `all`.
 pub(crate) const ON_REQUEST: &[(&str, RunFn)] = &[
     ("cache", cache::run),
+    ("estimate_live", estimate::run_live),
     ("pg_append", pg_append::run),
     ("jetstream", jetstream::run),
 ];

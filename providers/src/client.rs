@@ -61,6 +61,18 @@ pub trait LlmClient: Send + Sync {
         Ok(())
     }
 
+    /// Whether requests shaped like `req` (its model, tools and options; its messages are not
+    /// looked at) can be made: [`LlmClient::check_model`] and, for clients that know models'
+    /// capabilities, what the request asks of the model. Checked when an agent is spawned.
+    /// Default: [`LlmClient::check_model`].
+    ///
+    /// # Errors
+    /// [`ProviderError::Config`] as for `check_model`; [`ProviderError::UnsupportedModel`] with
+    /// the reason when the model cannot do what the request asks (or is not allowed).
+    fn check_request(&self, req: &LlmRequest) -> Result<(), ProviderError> {
+        self.check_model(&req.model)
+    }
+
     /// Runs a call to the end and assembles the response.
     ///
     /// # Errors
@@ -94,6 +106,10 @@ impl<T: LlmClient + ?Sized> LlmClient for std::sync::Arc<T> {
     fn check_model(&self, model: &motet_directives::ModelRef) -> Result<(), ProviderError> {
         (**self).check_model(model)
     }
+
+    fn check_request(&self, req: &LlmRequest) -> Result<(), ProviderError> {
+        (**self).check_request(req)
+    }
 }
 
 /// Every configured provider behind one client: the model ref of each request picks the
@@ -118,6 +134,8 @@ impl<T: LlmClient + ?Sized> LlmClient for std::sync::Arc<T> {
 pub struct Providers {
     http: reqwest::Client,
     config: ProvidersConfig,
+    /// The models agents may use, when restricted (seed 004's allowlist); `None`: any model.
+    allowlist: Option<std::sync::Arc<[String]>>,
 }
 
 impl Providers {
@@ -138,7 +156,34 @@ impl Providers {
         Ok(Self {
             http: http_client(&config.timeouts)?,
             config,
+            allowlist: None,
         })
+    }
+
+    /// Only these models (`provider:model`, as written in a model ref) may be called: any other
+    /// is refused as [`ProviderError::UnsupportedModel`] when an agent is spawned and on every
+    /// request. Without an allowlist any model may be called — plain chat works with models the
+    /// capability table does not know.
+    pub fn with_model_allowlist<I, M>(mut self, models: I) -> Self
+    where
+        I: IntoIterator<Item = M>,
+        M: Into<String>,
+    {
+        self.allowlist = Some(models.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Refuses a model outside the allowlist, if one is configured.
+    fn allowed(&self, model: &motet_directives::ModelRef) -> Result<(), ProviderError> {
+        match &self.allowlist {
+            Some(list) if !list.iter().any(|m| *m == model.to_string()) => {
+                Err(ProviderError::UnsupportedModel {
+                    model: model.to_string(),
+                    reason: "it is not in the configured model allowlist".to_owned(),
+                })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The configuration in use.
@@ -236,6 +281,7 @@ fn served_window(body: &[u8]) -> Option<u32> {
 #[async_trait]
 impl LlmClient for Providers {
     async fn stream(&self, req: LlmRequest) -> Result<LlmEvents, ProviderError> {
+        self.allowed(&req.model)?;
         self.client_for(&req.model)?.stream(req).await
     }
 
@@ -244,7 +290,13 @@ impl LlmClient for Providers {
     }
 
     fn check_model(&self, model: &motet_directives::ModelRef) -> Result<(), ProviderError> {
+        self.allowed(model)?;
         self.client_for(model).map(|_| ())
+    }
+
+    fn check_request(&self, req: &LlmRequest) -> Result<(), ProviderError> {
+        self.check_model(&req.model)?;
+        models::validate(req)
     }
 }
 

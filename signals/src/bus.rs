@@ -188,6 +188,29 @@ impl Bus {
         priority: i32,
         target: impl SubscriberTarget,
     ) -> Subscription {
+        self.subscribe_route(pattern, priority, None, target)
+    }
+
+    /// As [`Bus::subscribe_with_priority`], for the signals matching `pattern` that `when`
+    /// accepts too (a condition on the data, source or extensions; called once per signal of a
+    /// matching type, on the publisher's thread, so it should be quick).
+    pub fn subscribe_when(
+        &self,
+        pattern: Pattern,
+        priority: i32,
+        when: crate::Predicate,
+        target: impl SubscriberTarget,
+    ) -> Subscription {
+        self.subscribe_route(pattern, priority, Some(when), target)
+    }
+
+    fn subscribe_route(
+        &self,
+        pattern: Pattern,
+        priority: i32,
+        when: Option<crate::Predicate>,
+        target: impl SubscriberTarget,
+    ) -> Subscription {
         let mut routes = self
             .inner
             .routes
@@ -202,7 +225,10 @@ impl Bus {
             counters: Counters::default(),
             active: AtomicBool::new(true),
         });
-        let route = routes.add(&pattern, priority, Arc::clone(&subscriber));
+        let route = match when {
+            Some(when) => routes.add_when(&pattern, priority, when, Arc::clone(&subscriber)),
+            None => routes.add(&pattern, priority, Arc::clone(&subscriber)),
+        };
         drop(routes);
         Subscription {
             bus: Arc::downgrade(&self.inner),
@@ -219,7 +245,7 @@ impl Bus {
                 .routes
                 .read()
                 .unwrap_or_else(PoisonError::into_inner);
-            routes.route(signal.signal_type()).cloned().collect()
+            routes.route_signal(signal).cloned().collect()
         };
         let mut outcome = PublishOutcome {
             matched: targets.len(),

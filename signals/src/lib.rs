@@ -48,6 +48,6 @@ pub use bus::{
     Bus, BusStats, Delivery, PublishOutcome, SubscriberTarget, Subscription, SubscriptionStats,
 };
 pub use error::SignalError;
-pub use router::{Matches, RouteId, Router};
+pub use router::{Matches, Predicate, RouteId, Router, SignalMatches};
 pub use signal::{SPEC_VERSION, Signal, SignalBuilder, SignalData, SignalId, TraceContext};
 pub use signal_type::{Pattern, PatternSegment, SignalType};

@@ -10,12 +10,41 @@
 //! the patterns that share its prefixes, not on the total number of routes.
 //!
 //! Matches come back ordered by priority (higher first), then registration order.
+//!
+//! A route may also carry a [`Predicate`] on the whole signal (Jido's router: `{path, match_fn,
+//! handler}`): [`Router::route_signal`] returns only the routes whose pattern matches the type
+//! and whose predicate, if any, accepts the signal. The trie finds candidates by type first, so
+//! a predicate costs one call per candidate, never a pass over all routes.
 
 use std::cmp::Reverse;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use crate::{Pattern, PatternSegment, SignalType};
+use std::sync::Arc;
+
+use crate::{Pattern, PatternSegment, Signal, SignalType};
+
+/// A condition on a whole signal (its data, source, extensions) that a route also requires.
+#[derive(Clone)]
+pub struct Predicate(Arc<dyn Fn(&Signal) -> bool + Send + Sync>);
+
+impl Predicate {
+    /// A predicate from a function.
+    pub fn new(test: impl Fn(&Signal) -> bool + Send + Sync + 'static) -> Self {
+        Self(Arc::new(test))
+    }
+
+    /// Whether `signal` passes.
+    pub fn accepts(&self, signal: &Signal) -> bool {
+        (self.0)(signal)
+    }
+}
+
+impl std::fmt::Debug for Predicate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Predicate(..)")
+    }
+}
 
 /// Identifies one route; returned by [`Router::add`], used by [`Router::remove`].
 ///
@@ -34,6 +63,7 @@ impl RouteId {
 struct Route<T> {
     id: RouteId,
     priority: i32,
+    when: Option<Predicate>,
     handler: T,
 }
 
@@ -158,6 +188,28 @@ impl<T> Router<T> {
     /// Adds `handler` for `pattern`. Higher `priority` is returned first; equal priorities keep
     /// registration order.
     pub fn add(&mut self, pattern: &Pattern, priority: i32, handler: T) -> RouteId {
+        self.insert(pattern, priority, None, handler)
+    }
+
+    /// Adds `handler` for `pattern` that applies only to signals `when` accepts; found by
+    /// [`Router::route_signal`] (and by [`Router::route`], which looks at the type alone).
+    pub fn add_when(
+        &mut self,
+        pattern: &Pattern,
+        priority: i32,
+        when: Predicate,
+        handler: T,
+    ) -> RouteId {
+        self.insert(pattern, priority, Some(when), handler)
+    }
+
+    fn insert(
+        &mut self,
+        pattern: &Pattern,
+        priority: i32,
+        when: Option<Predicate>,
+        handler: T,
+    ) -> RouteId {
         let id = RouteId(self.next_id);
         self.next_id += 1;
         let mut node = &mut self.root;
@@ -167,6 +219,7 @@ impl<T> Router<T> {
         let route = Route {
             id,
             priority,
+            when,
             handler,
         };
         let at = node
@@ -221,7 +274,17 @@ impl<T> Router<T> {
         Some(route.handler)
     }
 
+    /// Every handler whose pattern matches `signal`'s type and whose predicate, if any, accepts
+    /// it, by priority (higher first) then registration.
+    pub fn route_signal<'a, 's>(&'a self, signal: &'s Signal) -> SignalMatches<'a, 's, T> {
+        SignalMatches {
+            matches: self.route(signal.signal_type()),
+            signal,
+        }
+    }
+
     /// Every handler whose pattern matches `ty`, by priority (higher first) then registration.
+    /// Predicates are not evaluated (there is no signal): see [`Router::route_signal`].
     pub fn route<'a>(&'a self, ty: &SignalType) -> Matches<'a, T> {
         let text = ty.as_str();
         let mut inline = [""; INLINE_SEGMENTS];
@@ -460,13 +523,47 @@ impl<'a, T> Matches<'a, T> {
     }
 }
 
+/// The routes [`Router::route_signal`] found: pattern and predicate both accept the signal.
+#[derive(Debug)]
+pub struct SignalMatches<'a, 's, T> {
+    matches: Matches<'a, T>,
+    signal: &'s Signal,
+}
+
+impl<'a, T> Iterator for SignalMatches<'a, '_, T> {
+    type Item = &'a T;
+
+    fn next(&mut self) -> Option<&'a T> {
+        loop {
+            let route = self.matches.next_route()?;
+            if route.when.as_ref().is_none_or(|p| p.accepts(self.signal)) {
+                return Some(&route.handler);
+            }
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(self.matches.remaining))
+    }
+}
+
 impl<'a, T> Iterator for Matches<'a, T> {
     type Item = &'a T;
 
     fn next(&mut self) -> Option<&'a T> {
+        self.next_route().map(|r| &r.handler)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.remaining, Some(self.remaining))
+    }
+}
+
+impl<'a, T> Matches<'a, T> {
+    fn next_route(&mut self) -> Option<&'a Route<T>> {
         if let Some(sorted) = &mut self.overflow {
             self.remaining = self.remaining.saturating_sub(1);
-            return sorted.next().map(|r| &r.handler);
+            return sorted.next();
         }
         let runs = self.runs.get_mut(..self.run_count)?;
         let mut best: Option<usize> = None;
@@ -484,11 +581,7 @@ impl<'a, T> Iterator for Matches<'a, T> {
         let (head, rest) = run.split_first()?;
         *run = rest;
         self.remaining = self.remaining.saturating_sub(1);
-        Some(&head.handler)
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.remaining, Some(self.remaining))
+        Some(head)
     }
 }
 

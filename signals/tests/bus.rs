@@ -344,3 +344,50 @@ fn has_subscribers_for_follows_subscriptions() {
     drop(sub);
     assert!(!bus.has_subscribers_for("llm.delta"));
 }
+
+#[test]
+fn a_predicate_narrows_a_subscription_to_the_signals_it_accepts() {
+    let bus = Bus::new();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let urgent = motet_signals::Predicate::new(|s: &Signal| {
+        s.data_as::<serde_json::Value>()
+            .is_ok_and(|d| d["urgent"] == serde_json::json!(true))
+    });
+    let _pager = bus.subscribe_when(pattern("task.**"), 10, urgent, recorder(&log, "pager"));
+    let _all = bus.subscribe(pattern("task.**"), recorder(&log, "all"));
+    let data = |urgent: bool| {
+        Signal::builder("task.7.failed", "test")
+            .with_json_data(serde_json::json!({ "urgent": urgent }))
+            .build()
+            .unwrap()
+    };
+    let outcome = bus.publish(&data(true));
+    assert_eq!((outcome.matched, outcome.delivered), (2, 2));
+    let outcome = bus.publish(&data(false));
+    assert_eq!((outcome.matched, outcome.delivered), (1, 1));
+    // The predicate's subscription has the higher priority: it hears an urgent signal first.
+    assert_eq!(
+        *log.lock().unwrap(),
+        [
+            "pager:task.7.failed",
+            "all:task.7.failed",
+            "all:task.7.failed"
+        ]
+    );
+}
+
+#[test]
+fn router_predicates_filter_route_signal_but_not_route() {
+    let mut router = motet_signals::Router::new();
+    let from_billing = motet_signals::Predicate::new(|s: &Signal| s.source() == "billing");
+    router.add(&pattern("invoice.*"), 0, "any");
+    router.add_when(&pattern("invoice.*"), 5, from_billing, "billing");
+    let billing = Signal::builder("invoice.paid", "billing").build().unwrap();
+    let other = Signal::builder("invoice.paid", "crm").build().unwrap();
+    let found: Vec<&&str> = router.route_signal(&billing).collect();
+    assert_eq!(found, [&"billing", &"any"]);
+    let found: Vec<&&str> = router.route_signal(&other).collect();
+    assert_eq!(found, [&"any"]);
+    // By type alone, every candidate.
+    assert_eq!(router.route(billing.signal_type()).count(), 2);
+}

@@ -3,6 +3,7 @@
 use motet_directives::{EmitTarget, LlmOptions, ModelRef, ToolChoice, ToolDefs};
 
 use crate::policy::ContextPolicy;
+use crate::projector::Projector;
 use crate::react::structured::StructuredCalls;
 
 /// How a ReAct agent runs.
@@ -46,6 +47,36 @@ pub struct ReActConfig {
     pub max_format_retries: u32,
     /// Which calls of a structured request carry the response format (default: every call).
     pub structured_calls: StructuredCalls,
+    /// The projector (the seeds' [`DefaultProjector`](crate::DefaultProjector) when `None`).
+    pub projector: Option<ProjectorRef>,
+}
+
+/// A shared [`Projector`]; two are equal when they are the same one.
+#[derive(Clone)]
+pub struct ProjectorRef(std::sync::Arc<dyn Projector>);
+
+impl ProjectorRef {
+    /// Shares `projector`.
+    pub fn new(projector: impl Projector + 'static) -> Self {
+        Self(std::sync::Arc::new(projector))
+    }
+
+    /// The projector.
+    pub fn get_ref(&self) -> &dyn Projector {
+        &*self.0
+    }
+}
+
+impl std::fmt::Debug for ProjectorRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl PartialEq for ProjectorRef {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 impl ReActConfig {
@@ -68,7 +99,15 @@ impl ReActConfig {
             summary_instructions: None,
             max_format_retries: 2,
             structured_calls: StructuredCalls::Every,
+            projector: None,
         }
+    }
+
+    /// Projects with `projector` instead of the seeds' (it must stay a pure function of its
+    /// input).
+    pub fn with_projector(mut self, projector: impl Projector + 'static) -> Self {
+        self.projector = Some(ProjectorRef::new(projector));
+        self
     }
 
     /// Sets the system prompt.

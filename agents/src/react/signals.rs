@@ -111,3 +111,52 @@ pub struct ReactFailed {
     /// Usage of this request's LLM calls.
     pub usage: Usage,
 }
+
+/// Published when a projection had to drop history or nears its budget: [`ContextWarning`].
+/// A UI or a supervisor can then summarize, switch to a larger model or start a new thread.
+pub const CONTEXT_WARNING: &str = "context.warning";
+
+/// Why a [`ContextWarning`] was published.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContextWarningReason {
+    /// History inside the window had to be dropped.
+    Truncated,
+    /// The context fills at least the policy's `warn_at` fraction of the budget.
+    NearBudget,
+}
+
+/// Data of `context.warning` (seed 002): how full the context of one LLM call is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextWarning {
+    /// Why.
+    pub reason: ContextWarningReason,
+    /// The LLM call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    /// Estimated tokens of the context (tools included).
+    pub estimated_tokens: u64,
+    /// Of those, the tools' schemas.
+    pub tool_tokens: u64,
+    /// The input budget.
+    pub budget: u64,
+    /// Entries shown and entries in the thread.
+    pub entries_included: usize,
+    /// Entries in the thread.
+    pub entries_total: usize,
+}
+
+impl ContextWarning {
+    /// The warning for a projection with `meta`.
+    pub fn of(reason: ContextWarningReason, meta: &crate::projector::ProjectionMeta) -> Self {
+        Self {
+            reason,
+            call_id: meta.call_id.clone(),
+            estimated_tokens: meta.estimated_tokens,
+            tool_tokens: meta.tool_tokens,
+            budget: meta.budget,
+            entries_included: meta.entries_included,
+            entries_total: meta.entries_total,
+        }
+    }
+}

@@ -129,6 +129,10 @@ pub struct RequestState {
     /// Answers that did not match `response_format` and were sent back to the model.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub format_retries: u32,
+    /// What the projection of the call in flight was made from, kept with its turn when it
+    /// comes back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_basis: Option<Box<crate::thread::CallBasis>>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -169,6 +173,7 @@ impl RequestState {
             steers: Vec::new(),
             response_format: None,
             format_retries: 0,
+            call_basis: None,
         }
     }
 }

@@ -28,6 +28,11 @@ pub enum EntryBody {
         /// Tokens the call consumed.
         #[serde(default)]
         usage: CallUsage,
+        /// What the call's projection was made from, so it can be made again
+        /// ([`Thread::as_of_call`](crate::Thread::as_of_call)); absent in turns committed
+        /// by older versions or by hand.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        basis: Option<Box<CallBasis>>,
     },
     /// The result of one tool call, referencing the call by `result.tool_use_id`.
     ToolResult {
@@ -75,6 +80,28 @@ pub enum EntryBody {
         /// The signal.
         signal: Signal,
     },
+}
+
+/// What the projection of one LLM call was made from, kept with the call's assistant turn
+/// (seed 001 §3.1 and §6): the thread up to `last_seq` (as it stood at revision `rev`) and the
+/// policy in force. With the strategy's system prompt and tools, that is all a projection
+/// depends on, so the messages the call saw can be rebuilt byte for byte.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallBasis {
+    /// The thread revision projected.
+    pub rev: u64,
+    /// The last entry the projection could read (`None`: the thread was empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_seq: Option<u64>,
+    /// What the projection estimated the context at (tools included): beside the provider's
+    /// count in the turn's usage, it calibrates the next estimates
+    /// ([`Thread::calibration`](crate::Thread::calibration)).
+    #[serde(default)]
+    pub estimated_tokens: u64,
+    /// The policy in force, when it differs from the one the thread's previous recorded call
+    /// used (`None`: the same); a thread keeps one copy per change, not one per call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<crate::policy::ContextPolicy>,
 }
 
 /// What one LLM call consumed, as its assistant entry keeps it: [`Usage`]'s counts, exactly.
@@ -380,7 +407,17 @@ impl NewEntry {
         Self::new(EntryBody::Assistant {
             message,
             usage: usage.into(),
+            basis: None,
         })
+    }
+
+    /// Records what the call's projection was made from, when this is an assistant turn
+    /// (other entries are unchanged).
+    pub fn with_basis(mut self, basis: CallBasis) -> Self {
+        if let EntryBody::Assistant { basis: slot, .. } = &mut self.body {
+            *slot = Some(Box::new(basis));
+        }
+        self
     }
 
     /// A tool result.
@@ -485,8 +522,9 @@ mod tests {
     #[test]
     fn an_entry_stays_small() {
         // Every entry of every thread pays these: a conversing agent's memory is mostly them.
-        assert!(size_of::<EntryBody>() <= 64, "{}", size_of::<EntryBody>());
-        assert!(size_of::<Entry>() <= 136, "{}", size_of::<Entry>());
+        // The assistant turn's call basis (one boxed word) sets the body's size.
+        assert!(size_of::<EntryBody>() <= 72, "{}", size_of::<EntryBody>());
+        assert!(size_of::<Entry>() <= 144, "{}", size_of::<Entry>());
         assert_eq!(size_of::<CallUsage>(), 16);
     }
 

@@ -21,7 +21,7 @@ fn shown(entry: &Entry) -> String {
     match &entry.body {
         EntryBody::User { content } => format!("{head} user: {content}"),
         EntryBody::System { content } => format!("{head} system: {content}"),
-        EntryBody::Assistant { message, usage } => {
+        EntryBody::Assistant { message, usage, .. } => {
             let mut lines: Vec<String> = Vec::new();
             let mut after_text = false;
             for block in &message.blocks {

@@ -5,6 +5,9 @@
 //! an entry). There is no boundary or summary in either thread, so the projector must find the
 //! window itself: its newest-first walk stops at the first group that does not fit, and the
 //! ratio of the two figures shows what the thread's length costs.
+//!
+//! Both offer twenty tools (an MCP server's worth), whose schemas the projection counts against
+//! the budget on every call.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -14,7 +17,7 @@ use motet_agents::{
     project,
 };
 use motet_directives::{
-    AssistantBlock, AssistantMessage, StopReason, ToolArgs, ToolDefs, ToolResult, Usage,
+    AssistantBlock, AssistantMessage, StopReason, ToolArgs, ToolDef, ToolDefs, ToolResult, Usage,
 };
 
 use crate::report::{Report, round2};
@@ -69,10 +72,27 @@ fn policy() -> ContextPolicy {
         .with_window(WindowMode::Sliding)
 }
 
+/// Twenty tools with small schemas, as an MCP server lists them.
+fn tools() -> ToolDefs {
+    (0..20)
+        .map(|i| {
+            ToolDef::new(
+                format!("lookup_{i}"),
+                "Looks a record up in the remote system and returns what it finds.",
+                serde_json::json!({"type": "object", "properties": {
+                    "query": {"type": "string", "description": "what to look for"},
+                    "limit": {"type": "integer", "description": "how many results at most"}
+                }, "required": ["query"]}),
+            )
+        })
+        .collect::<Vec<_>>()
+        .into()
+}
+
 fn variant(entries: usize) -> Report {
     let thread = conversation(entries, SEED);
     let policy = policy();
-    let tools = ToolDefs::from(Vec::new());
+    let tools = tools();
     let ids = ProjectionIds::default();
     let input = ProjectionInput {
         thread: &thread,
@@ -106,6 +126,7 @@ fn variant(entries: usize) -> Report {
             .with("messages", result.messages.len())
             .with("entries_included", result.meta.entries_included)
             .with("estimated_tokens", result.meta.estimated_tokens)
+            .with("tool_tokens", result.meta.tool_tokens)
             .with("truncated", result.meta.truncated);
     }
     report

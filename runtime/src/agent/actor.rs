@@ -636,6 +636,14 @@ where
                     if let Some(key) = &delivered {
                         state.deliveries.get_or_insert_default().commit(key);
                     }
+                    if signal.signal_type().as_str() == protocol::AGENT_POLICY {
+                        // The agent's policy layer changed: the stored meta records the policy
+                        // now in force. The state (and so the policy) is committed already; a
+                        // meta that failed to follow is only stale until the next change.
+                        if let Err(error) = self.write_meta(state).await {
+                            tracing::warn!(agent = %self.agent.name, thread = %self.thread_id, %error, "the thread's meta could not record its context policy");
+                        }
+                    }
                     self.watch_waits(state, &waiting, &signal);
                     break directives;
                 }

@@ -24,6 +24,18 @@ pub enum RuntimeError {
         /// What is wrong.
         message: String,
     },
+    /// The agent's model cannot do what the agent asks of it (reasoning it cannot replay, a
+    /// hosted tool it lacks), or is not in the configured allowlist: refused at spawn (seed 004
+    /// §1.3), not at the first ask.
+    #[error("agent `{name}`: model `{model}` is not supported: {reason}")]
+    UnsupportedModel {
+        /// The agent.
+        name: String,
+        /// The model.
+        model: String,
+        /// Why.
+        reason: String,
+    },
     /// An agent with this name is already running.
     #[error("an agent named `{name}` is already running")]
     NameTaken {

@@ -4,7 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use motet_agents::{
-    AGENT_REQUEST, AGENT_RESUME, AGENT_SUMMARIZE, AgentRequest, AgentResume, AgentSummarize, Env,
+    AGENT_POLICY, AGENT_REQUEST, AGENT_RESUME, AGENT_SUMMARIZE, AgentPolicy, AgentRequest,
+    AgentResume, AgentSummarize, ContextPolicy, Env,
 };
 use motet_signals::Signal;
 use tokio::sync::oneshot;
@@ -106,6 +107,37 @@ impl AgentHandle {
         let thread = signal.thread_id().unwrap_or(DEFAULT_THREAD).to_owned();
         let reply = self.request(signal, timeout).await?;
         Ok(Answer::of(reply, &thread, &request).text)
+    }
+
+    /// Sets the agent's context policy on thread `thread_id` (the default thread for `None`):
+    /// the layer below a request's own override and above the strategy's configured policy
+    /// (docs/context.md, "Policy"). `None` clears it. Queued behind a running request like an
+    /// ask, kept with the thread's state (a restart keeps it) and recorded in the thread's
+    /// stored meta.
+    ///
+    /// # Errors
+    /// [`AskError::Strategy`] when the agent's strategy takes no policy (it does not answer
+    /// `agent.policy`); otherwise as [`AgentHandle::ask`].
+    pub async fn set_context_policy(
+        &self,
+        thread_id: Option<&str>,
+        policy: Option<ContextPolicy>,
+        timeout: Duration,
+    ) -> Result<(), AskError> {
+        let env = SystemEnv;
+        let thread = RuntimeCore::thread_id(thread_id);
+        let signal = Signal::builder(AGENT_POLICY, "motet.handle")
+            .with_id(env.fresh_id("sig"))
+            .with_request_id(env.fresh_id("req"))
+            .with_thread_id(&thread)
+            .with_data(AgentPolicy {
+                context_policy: policy,
+            })
+            .build()
+            .map_err(|e| AskError::Send {
+                message: e.to_string(),
+            })?;
+        self.request(signal, timeout).await.map(|_| ())
     }
 
     /// Submits `query` as an `agent.request` and returns at once: the [`Ticket`] can be

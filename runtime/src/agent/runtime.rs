@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use dashmap::DashMap;
 use motet_agents::Strategy;
-use motet_providers::{LlmClient, Providers};
+use motet_providers::{LlmClient, ProviderError, Providers};
 use motet_signals::Bus;
 
 use super::errors::RuntimeError;
@@ -233,16 +233,30 @@ impl Runtime {
     {
         let spec = spec.into_spec()?;
         let name = spec.name.clone();
-        // A model the client cannot call as configured (no key, no base URL) is said now,
-        // naming what to set, not at the first ask.
-        if let Some(model) = spec.strategy.model() {
-            self.core
-                .llm
-                .check_model(model)
-                .map_err(|e| RuntimeError::InvalidSpec {
+        // A model the client cannot call as configured (no key, no base URL), or that cannot
+        // do what the agent asks of it (seed 004 §1.3), is said now, not at the first ask.
+        let shape = spec.strategy.request_shape();
+        let checked = match &shape {
+            Some(request) => Some((&request.model, self.core.llm.check_request(request))),
+            None => spec
+                .strategy
+                .model()
+                .map(|model| (model, self.core.llm.check_model(model))),
+        };
+        if let Some((model, Err(error))) = checked {
+            return Err(match error {
+                ProviderError::UnsupportedModel { model, reason } => {
+                    RuntimeError::UnsupportedModel {
+                        name: name.clone(),
+                        model,
+                        reason,
+                    }
+                }
+                other => RuntimeError::InvalidSpec {
                     name: name.clone(),
-                    message: format!("model `{model}`: {e}"),
-                })?;
+                    message: format!("model `{model}`: {other}"),
+                },
+            });
         }
         register_agent(&self.core, spec, None).await?;
         Ok(AgentHandle {

@@ -332,9 +332,8 @@ where
                 },
                 None => ThreadHeader::new(id.clone(), motet_agents::Env::now_ms(&state.env)),
             };
-            let created = store
-                .create_with(&header, Some(&self.meta()), entries)
-                .await?;
+            let meta = self.meta(&state.strategy);
+            let created = store.create_with(&header, Some(&meta), entries).await?;
             // Created at epoch 0, which this actor holds until someone claims the thread.
             state.epoch = 0;
             state.stored_rev = store
@@ -347,7 +346,35 @@ where
                 .await?;
         }
         state.saved = Some(print);
+        if !entries.is_empty() {
+            self.thread_updated(state, entries.len() as u64);
+        }
         Ok(())
+    }
+
+    /// Publishes `thread.updated` for a commit that added `appended` entries.
+    fn thread_updated(&self, state: &ThreadState<S>, appended: u64) {
+        let estimated_tokens = self
+            .agent
+            .strategy
+            .thread(&state.strategy)
+            .map_or(0, |t| t.stats().estimated_tokens);
+        let data = motet_agents::ThreadUpdated {
+            thread_id: self.thread_id.to_string(),
+            agent: self.agent.name.to_string(),
+            rev: state.stored_rev,
+            appended,
+            estimated_tokens,
+        };
+        if let Ok(signal) =
+            motet_signals::Signal::builder(motet_agents::THREAD_UPDATED, "motet.runtime")
+                .with_id(motet_agents::Env::fresh_id(&state.env, "sig"))
+                .with_thread_id(&*self.thread_id)
+                .with_data(data)
+                .build()
+        {
+            self.core.bus.publish(&signal);
+        }
     }
 
     /// The state as stored: its Thread swapped out for an empty one while it is written (the
@@ -390,14 +417,31 @@ where
 
     /// What the agent needs to come back: who runs the thread, under which name (`recover`
     /// reads both; every agent takes requests as `agent.request`, so no request type is kept).
-    fn meta(&self) -> ThreadMeta {
+    ///
+    /// The context policy in force is recorded too (seed 000's ThreadMeta.policy).
+    fn meta(&self, strategy: &S::State) -> ThreadMeta {
+        let policy = self
+            .agent
+            .strategy
+            .context_policy(strategy)
+            .and_then(|p| serde_json::to_value(p).ok());
         ThreadMeta {
-            policy: None,
+            policy,
             strategy_config_id: Some(self.agent.name.to_string()),
             extra: [("thread".to_owned(), serde_json::json!(self.thread_id))]
                 .into_iter()
                 .collect(),
         }
+    }
+
+    /// Rewrites the stored thread's meta (after the agent's context policy changed); nothing
+    /// for a thread not stored yet, whose first write carries it.
+    pub(super) async fn write_meta(&self, state: &ThreadState<S>) -> Result<(), StoreError> {
+        if !state.stored {
+            return Ok(());
+        }
+        let meta = self.meta(&state.strategy);
+        self.core.store.put_meta(&self.store_id, &meta).await
     }
 }
 
