@@ -22,14 +22,17 @@ pub async fn while_running<F: Future>(runtime: &Runtime, work: F) -> F::Output {
     tokio::pin!(work);
     let mut tick = tokio::time::interval(EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut drawn = 0;
     loop {
         tokio::select! {
             biased;
             out = &mut work => {
-                draw("");
+                draw(drawn, "");
                 return out;
             }
-            _ = tick.tick() => draw(&line(started.elapsed(), since(before, runtime.activity()))),
+            _ = tick.tick() => {
+                drawn = draw(drawn, &line(started.elapsed(), since(before, runtime.activity())));
+            }
         }
     }
 }
@@ -57,12 +60,21 @@ pub fn line(elapsed: Duration, done: ActivitySnapshot) -> String {
     )
 }
 
-/// Replaces the line under the cursor on standard error with `text` (wipes it for "").
-fn draw(text: &str) {
+/// Replaces the `drawn` characters of the line under the cursor on standard error with `text`
+/// (wipes them for ""), with a carriage return and spaces only — no escape sequence, so a
+/// terminal that obeys none shows it as well; the characters now drawn.
+fn draw(drawn: usize, text: &str) -> usize {
     let mut err = std::io::stderr().lock();
+    let now = text.chars().count();
+    let wipe = " ".repeat(drawn.saturating_sub(now));
     // A terminal that went away is no reason to fail the command.
-    let _ = write!(err, "\r\x1b[2K{text}");
+    let _ = if text.is_empty() {
+        write!(err, "\r{wipe}\r")
+    } else {
+        write!(err, "\r{text}{wipe}")
+    };
     let _ = err.flush();
+    now
 }
 
 #[cfg(test)]

@@ -808,7 +808,7 @@ fn chat_timeout_holds_while_an_answer_streams() {
     command.env("MOTET_OPENAI_COMPAT_BASE_URL", stalling_server());
     command.stdin(Stdio::inherit());
     let mut chat = Pty::spawn(command);
-    chat.expect("[cli · thread default · 0 messages");
+    chat.expect("[cli · thread default · 0 entries");
     chat.expect("> ");
     let started = Instant::now();
     chat.0.send_line("hello?").unwrap();
@@ -1163,7 +1163,7 @@ fn chat_escapes_a_streamed_answer() {
     let mut chat = Pty::spawn(command);
     chat.expect("> ");
     chat.0.send_line("hi").unwrap();
-    let streamed = chat.expect("[cli · thread default · 2 messages");
+    let streamed = chat.expect("[cli · thread default · 2 entries");
     chat.0.send_line("/quit").unwrap();
     chat.0.exp_eof().unwrap();
     assert!(streamed.contains(HOSTILE_SHOWN), "{streamed:?}");
