@@ -56,7 +56,8 @@ mod thread;
 pub use env::{Env, FixedEnv};
 pub use error::{ProjectionError, StrategyError, ThreadError};
 pub use estimate::{
-    HEURISTIC_MESSAGE_OVERHEAD, Heuristic, TokenEstimator, estimate_body, estimate_message,
+    AUDIO_BYTES_PER_TOKEN, HEURISTIC_MESSAGE_OVERHEAD, Heuristic, IMAGE_TOKENS, PDF_PAGE_TOKENS,
+    TokenEstimator, estimate_body, estimate_message, media_tokens,
 };
 pub use id_text::id_text;
 pub use policy::{

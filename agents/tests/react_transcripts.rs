@@ -1601,7 +1601,7 @@ fn a_steer_survives_a_restart_and_the_resumed_request_takes_it_in() {
         .messages
         .iter()
         .filter_map(|m| match m {
-            Message::User { content } => Some(content.clone()),
+            Message::User { content } => Some(content.to_string()),
             _ => None,
         })
         .collect();

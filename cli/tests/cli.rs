@@ -289,7 +289,7 @@ fn a_question_longer_than_a_command_line_comes_from_standard_input() {
     let Some(EntryBody::User { content }) = thread.to_list().first().map(|e| &e.body) else {
         panic!("the question was not stored");
     };
-    assert_eq!(content.len(), question.len());
+    assert_eq!(content.text().len(), question.len());
 }
 
 #[test]
@@ -1279,7 +1279,7 @@ fn questions_in(db: &Path, id: &str) -> Vec<String> {
             .to_list()
             .iter()
             .filter_map(|e| match &e.body {
-                EntryBody::User { content } => Some(content.clone()),
+                EntryBody::User { content } => Some(content.to_string()),
                 _ => None,
             })
             .collect()
