@@ -123,8 +123,8 @@ fn body(req: &LlmRequest) -> Result<Request<'_>, ProviderError> {
                             parts: result
                                 .attachments
                                 .iter()
-                                .filter_map(|part| part.source())
-                                .map(|source| media(source, req))
+                                .filter_map(|part| Some((part.source()?, part.kind())))
+                                .map(|(source, kind)| media(source, kind, req))
                                 .collect::<Result<_, _>>()?,
                         }),
                         ..Part::default()
@@ -213,7 +213,7 @@ fn user_part<'a>(
     let MediaPart {
         inline_data,
         file_data,
-    } = media(source, req)?;
+    } = media(source, part.kind(), req)?;
     Ok(Part {
         inline_data,
         file_data,
@@ -227,7 +227,11 @@ fn user_part<'a>(
 /// # Errors
 /// [`ProviderError::UnsupportedContent`] for a URL whose media type is neither given nor
 /// known from its extension ([`crate::models::validate`] refuses it first).
-fn media<'a>(source: &'a MediaSource, req: &LlmRequest) -> Result<MediaPart<'a>, ProviderError> {
+fn media<'a>(
+    source: &'a MediaSource,
+    kind: motet_directives::PartKind,
+    req: &LlmRequest,
+) -> Result<MediaPart<'a>, ProviderError> {
     Ok(match source {
         MediaSource::Bytes { media_type, data } => MediaPart {
             inline_data: Some(Box::new(InlineData {
@@ -241,7 +245,7 @@ fn media<'a>(source: &'a MediaSource, req: &LlmRequest) -> Result<MediaPart<'a>,
                 ProviderError::UnsupportedContent {
                     dialect: crate::Dialect::Gemini,
                     model: req.model.to_string(),
-                    kind: "file",
+                    kind: kind.as_str(),
                     reason: format!("fileData needs a media type, and `{url}` names none"),
                 }
             })?;
