@@ -31,7 +31,7 @@ pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
             Message::User { content } => {
                 let content = match content {
                     UserContent::Text(text) => json!(text),
-                    UserContent::Parts(parts) => user_parts(parts, req)?,
+                    UserContent::Parts(parts) => Value::Array(user_parts(parts, req)?),
                 };
                 messages.push(json!({"role": "user", "content": content}));
             }
@@ -58,9 +58,7 @@ pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
                         "type": "text",
                         "text": format!("Attached to the result of tool call {}:", result.tool_use_id),
                     }));
-                    if let Value::Array(parts) = user_parts(&result.attachments, req)? {
-                        attached.extend(parts);
-                    }
+                    attached.extend(user_parts(&result.attachments, req)?);
                 }
                 if !attached.is_empty() {
                     messages.push(json!({"role": "user", "content": attached}));
@@ -135,7 +133,7 @@ pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
 /// # Errors
 /// [`ProviderError::UnsupportedContent`] for audio or a document at a URL, or audio that is not
 /// WAV or MP3 (which [`crate::models::validate`] refuses first).
-fn user_parts(parts: &[Part], req: &LlmRequest) -> Result<Value, ProviderError> {
+fn user_parts(parts: &[Part], req: &LlmRequest) -> Result<Vec<Value>, ProviderError> {
     let refuse = |kind: &'static str, reason: &str| ProviderError::UnsupportedContent {
         dialect: crate::Dialect::OpenAiChat,
         model: req.model.to_string(),
@@ -174,7 +172,7 @@ fn user_parts(parts: &[Part], req: &LlmRequest) -> Result<Value, ProviderError> 
             }
         });
     }
-    Ok(Value::Array(out))
+    Ok(out)
 }
 
 fn assistant(turn: &motet_directives::AssistantMessage, req: &LlmRequest) -> Value {
