@@ -18,6 +18,9 @@ use motet_directives::{AssistantBlock, AssistantMessage, Message, ProviderMeta, 
 
 use crate::thread::EntryBody;
 
+mod media;
+pub use media::{AUDIO_BYTES_PER_TOKEN, IMAGE_TOKENS, PDF_PAGE_TOKENS, media_tokens};
+
 /// Counts prompt tokens. Implementations may wrap a real tokenizer.
 pub trait TokenEstimator {
     /// Tokens of one message whose content is made of `parts` (text, tool arguments, provider
@@ -120,11 +123,18 @@ fn assistant_parts<'a>(message: &'a AssistantMessage, parts: &mut Vec<&'a str>) 
 pub fn estimate_body(estimator: &dyn TokenEstimator, body: &EntryBody) -> u32 {
     let mut parts: Vec<&str> = Vec::new();
     match body {
-        EntryBody::User { content } | EntryBody::System { content } => parts.push(content),
+        EntryBody::User { content } => {
+            let text = content.text();
+            return estimator
+                .estimate_parts(&[&text])
+                .saturating_add(media_tokens(content.media()));
+        }
+        EntryBody::System { content } => parts.push(content),
         EntryBody::Assistant { message, .. } => assistant_parts(message, &mut parts),
         EntryBody::ToolResult { result, .. } => {
-            parts.push(&result.tool_use_id);
-            parts.push(&result.content);
+            return estimator
+                .estimate_parts(&[&result.tool_use_id, &result.content])
+                .saturating_add(media_tokens(&result.attachments));
         }
         EntryBody::Summary { content, .. } => parts.push(content),
         EntryBody::Boundary { .. }
@@ -155,12 +165,22 @@ pub fn estimate_tools(estimator: &dyn TokenEstimator, tools: &[ToolDef]) -> u64 
 pub fn estimate_message(estimator: &dyn TokenEstimator, message: &Message) -> u32 {
     let mut parts: Vec<&str> = Vec::new();
     match message {
-        Message::System { content } | Message::User { content } => parts.push(content),
+        Message::System { content } => parts.push(content),
+        Message::User { content } => {
+            let text = content.text();
+            return estimator
+                .estimate_parts(&[&text])
+                .saturating_add(media_tokens(content.media()));
+        }
         Message::Assistant(turn) => assistant_parts(turn, &mut parts),
         Message::ToolResults { results } => {
             return results
                 .iter()
-                .map(|r| estimator.estimate_parts(&[&r.tool_use_id, &r.content]))
+                .map(|r| {
+                    estimator
+                        .estimate_parts(&[&r.tool_use_id, &r.content])
+                        .saturating_add(media_tokens(&r.attachments))
+                })
                 .fold(0u32, u32::saturating_add);
         }
     }

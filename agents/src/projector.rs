@@ -255,7 +255,7 @@ fn window(thread: &Thread, policy: &ContextPolicy) -> (Option<Message>, usize) {
         let text = format!("{SUMMARY_PREFIX}{content}");
         summary = Some(match policy.summary_role {
             SummaryRole::System => Message::System { content: text },
-            SummaryRole::User => Message::User { content: text },
+            SummaryRole::User => Message::user(text),
         });
     }
     let start = usize::try_from(start).unwrap_or(usize::MAX);
@@ -338,7 +338,9 @@ fn walk(
 fn render(thread: &Thread, group: &Group, out: &mut Vec<Message>) {
     let entries = thread.to_list();
     match &entries[group.head].body {
-        EntryBody::User { content } => out.push(Message::user(content.clone())),
+        EntryBody::User { content } => out.push(Message::User {
+            content: content.clone(),
+        }),
         EntryBody::System { content } => out.push(Message::system(content.clone())),
         EntryBody::Assistant { message, .. } => {
             match out.last_mut() {

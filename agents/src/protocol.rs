@@ -76,6 +76,13 @@ pub struct AgentRequest {
     /// ReAct asks its calls for it and checks the answer against it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_format: Option<motet_directives::ResponseFormat>,
+    /// Images, documents or audio sent with the query: the user message is the query's text
+    /// then these, in order. Absent from the signal when there are none.
+    #[serde(
+        default,
+        skip_serializing_if = "motet_directives::Attachments::is_empty"
+    )]
+    pub attachments: motet_directives::Attachments,
 }
 
 /// Data of `agent.cancel` (may be absent).
@@ -347,6 +354,7 @@ mod tests {
         assert_eq!(
             Input::of(&request).expect("decodes"),
             Input::Request(AgentRequest {
+                attachments: Default::default(),
                 query: "hi".into(),
                 context_policy: None,
                 response_format: None,

@@ -155,9 +155,15 @@ impl ReAct {
         }
         let request_id: ArcStr = request_id.into();
         let refs = Refs::request(request_id.clone());
-        state
-            .thread
-            .append(step.env, NewEntry::user(input.query).with_refs(refs));
+        let asked = if input.attachments.is_empty() {
+            NewEntry::user(input.query)
+        } else {
+            let parts = std::iter::once(motet_directives::Part::text(input.query))
+                .chain(input.attachments.iter().cloned())
+                .collect::<Vec<_>>();
+            NewEntry::user_content(parts)
+        };
+        state.thread.append(step.env, asked.with_refs(refs));
         let mut request = RequestState::new(request_id, input.context_policy);
         request.response_format = input.response_format.map(Box::new);
         state.request = Some(Box::new(request));

@@ -137,6 +137,7 @@ impl World {
                     "agent.request",
                     AgentRequest {
                         query,
+                        attachments: Default::default(),
                         context_policy: None,
                         response_format: None,
                     },

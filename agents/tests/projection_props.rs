@@ -185,7 +185,7 @@ fn run(thread: &Thread, policy: &ContextPolicy) -> Result<ProjectionResult, Proj
 /// The seq a history message came from, read from the markers the generator wrote.
 fn marker(message: &Message) -> Option<u64> {
     let text = match message {
-        Message::User { content } if !content.starts_with("Summary") => content.clone(),
+        Message::User { content } if !content.text().starts_with("Summary") => content.to_string(),
         Message::Assistant(turn) => turn
             .tool_calls()
             .next()

@@ -58,6 +58,7 @@ impl Harness {
 
     fn ask(&mut self, query: &str, format: Option<ResponseFormat>) -> Vec<String> {
         let input = AgentRequest {
+            attachments: Default::default(),
             query: query.into(),
             context_policy: None,
             response_format: format,

@@ -63,6 +63,7 @@ impl Harness {
     fn ask(&mut self, request: &str, query: &str) -> Vec<String> {
         self.request = request.into();
         let input = AgentRequest {
+            attachments: Default::default(),
             query: query.into(),
             context_policy: None,
             response_format: None,
@@ -685,6 +686,7 @@ fn a_long_session_crosses_window_boundaries_and_uses_a_summary() {
         let query = format!("turn {turn}: {}", "please compute this ".repeat(4));
         let input = to_value(&AgentRequest {
             query,
+            attachments: Default::default(),
             context_policy: None,
             response_format: None,
         });
@@ -761,6 +763,7 @@ fn a_context_length_failure_shrinks_the_window_and_retries() {
     }
     h.request = "r5".into();
     let input = AgentRequest {
+        attachments: Default::default(),
         query: "last".into(),
         context_policy: None,
         response_format: None,
@@ -805,6 +808,7 @@ fn a_request_override_changes_only_that_request() {
         ..Default::default()
     };
     let input = AgentRequest {
+        attachments: Default::default(),
         query: "q2".into(),
         context_policy: Some(over),
         response_format: None,
@@ -1001,6 +1005,7 @@ fn a_forced_first_tool_call_then_the_model_may_answer() {
     let mut h = Harness::new(calculator().with_tool_choice(ToolChoice::Required));
     h.request = "r1".into();
     let input = to_value(&AgentRequest {
+        attachments: Default::default(),
         query: "17 * 23?".into(),
         context_policy: None,
         response_format: None,
@@ -1186,6 +1191,7 @@ fn tool_call_ids_are_unique_in_the_thread() {
     let mut h = Harness::new(calculator());
     h.request = "r1".into();
     let input = to_value(&AgentRequest {
+        attachments: Default::default(),
         query: "two sums, then one more".into(),
         context_policy: None,
         response_format: None,
@@ -1244,6 +1250,7 @@ fn input_signal(request: &str, query: &str) -> Signal {
         .with_time(None)
         .with_request_id(request)
         .with_data(AgentRequest {
+            attachments: Default::default(),
             query: query.into(),
             context_policy: None,
             response_format: None,
@@ -1608,7 +1615,7 @@ fn a_steer_survives_a_restart_and_the_resumed_request_takes_it_in() {
         .messages
         .iter()
         .filter_map(|m| match m {
-            Message::User { content } => Some(content.clone()),
+            Message::User { content } => Some(content.to_string()),
             _ => None,
         })
         .collect();
@@ -1931,6 +1938,7 @@ fn a_waiting_call_survives_a_restart_and_is_answered_after_it_without_running_tw
     let refused = describe_all(&h.send(
         "agent.request",
         to_value(&AgentRequest {
+            attachments: Default::default(),
             query: "something else".into(),
             context_policy: None,
             response_format: None,

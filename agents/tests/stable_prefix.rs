@@ -49,6 +49,7 @@ fn calls(window: WindowMode, turns: usize) -> (Vec<LlmRequest>, usize) {
     for turn in 0..turns {
         let request = format!("r{turn}");
         let input = AgentRequest {
+            attachments: Default::default(),
             query: format!("question {turn}: {}", "word ".repeat(20 + turn % 7 * 10)),
             context_policy: None,
             response_format: None,

@@ -89,6 +89,14 @@ enum Command {
         /// Print one JSON object: answer, thread, request_id, model, usage, iterations.
         #[arg(long)]
         json: bool,
+        /// An image to send with the question (PNG, JPEG, GIF, WebP; its type from its first
+        /// bytes or its extension); may be given more than once.
+        #[arg(long, value_name = "PATH")]
+        image: Vec<std::path::PathBuf>,
+        /// A file to send with the question: an image, a PDF or plain-text document, WAV or
+        /// MP3 audio; may be given more than once. Sent after the images.
+        #[arg(long, value_name = "PATH")]
+        file: Vec<std::path::PathBuf>,
         #[command(flatten)]
         model: ModelArgs,
     },
@@ -256,11 +264,24 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
             question,
             thread,
             json,
+            image,
+            file,
             model,
         } => {
+            use motet_cli::input::{AttachAs, attachment};
+            // Read before anything starts: a file that cannot be sent fails the run at once.
+            let attachments = image
+                .iter()
+                .map(|path| attachment(path, AttachAs::Image))
+                .chain(file.iter().map(|path| attachment(path, AttachAs::File)))
+                .collect::<Result<Vec<_>, _>>()?;
             let settings = loaded.settings(&model.flags(), &env)?;
             let question = motet_cli::input::question(&question)?;
-            commands::run::run(&settings, &db, &question, &thread, json, mode).await
+            let asked = commands::run::Question {
+                text: &question,
+                attachments: attachments.into(),
+            };
+            commands::run::run(&settings, &db, asked, &thread, json, mode).await
         }
         Command::Chat { thread, model } => {
             let settings = loaded.settings(&model.flags(), &env)?;

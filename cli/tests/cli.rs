@@ -295,7 +295,7 @@ fn a_question_longer_than_a_command_line_comes_from_standard_input() {
     let Some(EntryBody::User { content }) = thread.to_list().first().map(|e| &e.body) else {
         panic!("the question was not stored");
     };
-    assert_eq!(content.len(), question.len());
+    assert_eq!(content.text().len(), question.len());
 }
 
 #[test]
@@ -1285,7 +1285,7 @@ fn questions_in(db: &Path, id: &str) -> Vec<String> {
             .to_list()
             .iter()
             .filter_map(|e| match &e.body {
-                EntryBody::User { content } => Some(content.clone()),
+                EntryBody::User { content } => Some(content.to_string()),
                 _ => None,
             })
             .collect()
@@ -1579,4 +1579,54 @@ fn token_counts_past_32_bits_are_shown_and_stored_exactly() {
     assert!(show.contains(&format!("({max} in / 5 out)")), "{show}");
     let list = stdout(&run(sandbox.motet(&["threads", "list"])));
     assert!(list.contains(&format!("{max} in / 5 out")), "{list}");
+}
+
+#[test]
+fn run_sends_an_image_and_a_file_with_the_question_and_refuses_what_it_cannot_name() {
+    let sandbox = Sandbox::new();
+    let png = sandbox.dir.path().join("square.png");
+    std::fs::write(&png, b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR").unwrap();
+    let pdf = sandbox.dir.path().join("report");
+    std::fs::write(&pdf, b"%PDF-1.4\n").unwrap();
+    let url = answering_server("Red.");
+    let png_arg = png.to_str().unwrap();
+    let pdf_arg = pdf.to_str().unwrap();
+    let output = run(against(
+        &sandbox,
+        &url,
+        &["run", "--image", png_arg, "--file", pdf_arg, "What colour?"],
+    ));
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "Red.");
+    let thread = load(&sandbox.db(), "cli/default").unwrap();
+    let Some(EntryBody::User { content }) = thread.to_list().first().map(|e| &e.body) else {
+        panic!("the question was not stored");
+    };
+    assert_eq!(content.text(), "What colour?");
+    let kinds: Vec<_> = content
+        .media()
+        .map(|part| {
+            let media_type = part.source().and_then(|s| s.media_type()).unwrap_or("");
+            (part.kind().as_str(), media_type.to_owned())
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("image", "image/png".to_owned()),
+            ("document", "application/pdf".to_owned())
+        ]
+    );
+
+    // A file whose type cannot be told, and a PDF given as an image, fail before any request.
+    let odd = sandbox.dir.path().join("data.bin");
+    std::fs::write(&odd, b"\0\x01\x02").unwrap();
+    let output = run(against(
+        &sandbox,
+        &url,
+        &["run", "--file", odd.to_str().unwrap(), "?"],
+    ));
+    assert_fails(&output, 2, &["--file", "cannot tell what"]);
+    let output = run(against(&sandbox, &url, &["run", "--image", pdf_arg, "?"]));
+    assert_fails(&output, 2, &["--image", "not an image"]);
 }

@@ -13,6 +13,8 @@
 //!
 //! # Layout
 //! - `message` — [`Message`], [`AssistantMessage`], [`AssistantBlock`], [`ProviderMeta`].
+//! - `content` — what a user message or a tool result carries besides text: [`UserContent`],
+//!   [`Part`] (text, image, document, audio), [`MediaSource`] and the shared bytes, [`Blob`].
 //! - `tool` — [`ToolArgs`], [`ToolCallView`], [`ToolResult`], [`ToolDef`], [`ToolChoice`].
 //! - `usage` — [`Usage`], [`StopReason`], [`LlmResponse`].
 //! - `request` — [`LlmRequest`], [`LlmOptions`], [`ModelRef`].
@@ -44,6 +46,7 @@
 //! assert_eq!((call.name, args.a + args.b), ("add", 4));
 //! ```
 
+mod content;
 mod directive;
 mod error;
 mod hosted;
@@ -57,6 +60,7 @@ mod usage;
 
 /// Shared text in one word (a reference-counted string): call ids and a thread entry's refs.
 pub use arcstr::ArcStr;
+pub use content::{Attachments, Blob, MediaSource, Part, PartKind, UserContent};
 pub use directive::{
     CallId, CancelSchedule, ChildSpec, Directive, Emit, EmitTarget, LlmStream, Reply, ReplyStatus,
     Schedule, ScheduleId, Spawn, Stop, StopChild, Summarize, ToolExec,

@@ -5,6 +5,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::ArcStr;
+use crate::content::{Part, UserContent};
 use crate::tool::{ToolArgs, ToolCallIter, ToolCallView, ToolResult};
 use crate::usage::StopReason;
 
@@ -275,10 +276,11 @@ pub enum Message {
         /// The instructions.
         content: String,
     },
-    /// What the user said.
+    /// What the user said: plain text (a JSON string, as stored before parts existed) or a
+    /// list of parts (text, images, documents, audio).
     User {
-        /// The text.
-        content: String,
+        /// The text or the parts.
+        content: UserContent,
     },
     /// An assistant turn.
     Assistant(AssistantMessage),
@@ -297,10 +299,28 @@ impl Message {
         }
     }
 
-    /// A user message.
+    /// A user message of plain text.
     pub fn user(content: impl Into<String>) -> Self {
         Self::User {
-            content: content.into(),
+            content: UserContent::Text(content.into()),
+        }
+    }
+
+    /// A user message of parts: text, images, documents, audio, in order.
+    ///
+    /// ```
+    /// use motet_directives::{Message, Part};
+    ///
+    /// let png = vec![0x89, b'P', b'N', b'G'];
+    /// let message = Message::user_parts([
+    ///     Part::text("What colour is this square?"),
+    ///     Part::image_bytes("image/png", png),
+    /// ]);
+    /// assert_eq!(message.role(), "user");
+    /// ```
+    pub fn user_parts(parts: impl IntoIterator<Item = Part>) -> Self {
+        Self::User {
+            content: UserContent::Parts(parts.into_iter().collect()),
         }
     }
 

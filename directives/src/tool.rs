@@ -8,6 +8,7 @@ use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use crate::content::{Attachments, Part};
 use crate::message::AssistantBlock;
 use crate::{ArcStr, DirectiveError};
 
@@ -377,6 +378,10 @@ pub struct ToolResult {
     /// True when the tool failed; the model sees the content as an error.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
+    /// Images, documents or audio the tool returned besides its text (an MCP tool's image
+    /// content), in order; absent from the stored form when there are none.
+    #[serde(default, skip_serializing_if = "Attachments::is_empty")]
+    pub attachments: Attachments,
 }
 
 impl ToolResult {
@@ -386,7 +391,15 @@ impl ToolResult {
             tool_use_id: tool_use_id.into(),
             content: content.into(),
             is_error: false,
+            attachments: Attachments::default(),
         }
+    }
+
+    /// The same result with `parts` attached after its text (images a tool returned).
+    #[must_use]
+    pub fn with_attachments(mut self, parts: impl IntoIterator<Item = Part>) -> Self {
+        self.attachments = self.attachments.iter().cloned().chain(parts).collect();
+        self
     }
 
     /// An error result the model can read and react to.
@@ -395,6 +408,7 @@ impl ToolResult {
             tool_use_id: tool_use_id.into(),
             content: content.into(),
             is_error: true,
+            attachments: Attachments::default(),
         }
     }
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 use motet_directives::{
     AssistantBlock, AssistantMessage, CacheTtl, CallId, CancelSchedule, ChildSpec, Directive, Emit,
     EmitTarget, HostedTool, LlmOptions, LlmRequest, LlmResponse, LlmStream, McpServer, Message,
-    ModelRef, PromptCache, ProviderMeta, ReasoningEffort, Schedule, ScheduleId, Spawn, Stop,
+    ModelRef, Part, PromptCache, ProviderMeta, ReasoningEffort, Schedule, ScheduleId, Spawn, Stop,
     StopChild, StopReason, Summarize, ToolArgs, ToolChoice, ToolDef, ToolExec, ToolResult, Usage,
     WebSearch,
 };
@@ -352,6 +352,40 @@ fn tool_args_nested_past_the_limit_are_text_that_says_why_and_still_travel() {
     assert_eq!(
         ToolArgs::from_text("{\"a\": ").problem().as_deref(),
         Some("not valid JSON: EOF while parsing a value at line 1 column 6; received: {\"a\": ")
+    );
+}
+
+/// A user message stored before parts existed reads back as plain text and writes out byte for
+/// byte as it was stored; a message of parts and a tool result with an image round trip too.
+#[test]
+fn user_text_as_stored_before_parts_and_multimodal_messages() {
+    let stored = r#"{"role":"user","content":"2+2? \u00e9\n"}"#;
+    let read: Message = serde_json::from_str(stored).unwrap();
+    assert_eq!(read, Message::user("2+2? é\n"));
+    assert_eq!(
+        serde_json::to_string(&read).unwrap(),
+        r#"{"role":"user","content":"2+2? é\n"}"#
+    );
+    assert_eq!(
+        round_trip(&Message::user("plain")),
+        r#"{"role":"user","content":"plain"}"#
+    );
+    let parts = Message::user_parts([
+        Part::text("compare"),
+        Part::image_bytes("image/png", vec![0_u8, 1, 2, 250, 251, 252, 253]),
+        Part::image_url("https://example.com/cat.jpg"),
+        Part::document_bytes("application/pdf", &b"%PDF-1.4"[..]).with_name("a.pdf"),
+        Part::audio_bytes("audio/wav", &b"RIFF"[..]),
+    ]);
+    let text = round_trip(&parts);
+    assert!(text.contains(r#""data":"AAEC+vv8/Q==""#), "{text}");
+    let result = ToolResult::ok("c1", "a screenshot")
+        .with_attachments([Part::image_bytes("image/jpeg", vec![0xff, 0xd8, 0xff])]);
+    let text = round_trip(&result);
+    assert!(text.contains("attachments"), "{text}");
+    assert!(
+        !round_trip(&ToolResult::ok("c1", "4")).contains("attachments"),
+        "a result without attachments is stored as before"
     );
 }
 

@@ -2,8 +2,13 @@
 //!
 //! Text is kept; binary content is described (its type and size), never pasted as base64: a
 //! model cannot see an image through a text result, and a few kilobytes of base64 would crowd
-//! out everything else in its context.
+//! out everything else in its context. Images and audio, and embedded images and PDFs, also
+//! pass through as [`Part`]s (the result's attachments), which each dialect sends in its own
+//! form where it can (docs/providers.md, "Images, documents and audio").
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use motet_directives::Part;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 
 /// What the model reads when a result has no content at all.
@@ -16,6 +21,23 @@ pub struct Rendered {
     pub text: String,
     /// The server's `isError`.
     pub is_error: bool,
+    /// The images, sounds and embedded images or PDFs, in order, as parts for the model.
+    pub attachments: Vec<Part>,
+}
+
+/// `data` (base64) as a part of `kind` for `mime`, or `None` when it is not base64 or the
+/// media type is one no provider takes as that kind.
+fn attachment(mime: &str, data: &str) -> Option<Part> {
+    let bytes = BASE64.decode(data.trim()).ok()?;
+    if mime.starts_with("image/") {
+        Some(Part::image_bytes(mime, bytes))
+    } else if mime.starts_with("audio/") {
+        Some(Part::audio_bytes(mime, bytes))
+    } else if mime == "application/pdf" {
+        Some(Part::document_bytes(mime, bytes))
+    } else {
+        None
+    }
 }
 
 /// Renders a result's content blocks, in order, joined by newlines:
@@ -27,8 +49,11 @@ pub struct Rendered {
 ///
 /// When no block is text, `structuredContent` (if any) follows as JSON, so a server that
 /// answers only with structured data is still read.
+///
+/// Images, audio and embedded image or PDF blobs are also attached, decoded, in order.
 pub fn render(result: &CallToolResult) -> Rendered {
     let mut parts: Vec<String> = Vec::with_capacity(result.content.len() + 1);
+    let mut attachments = Vec::new();
     let mut has_text = false;
     for block in &result.content {
         match block {
@@ -36,16 +61,22 @@ pub fn render(result: &CallToolResult) -> Rendered {
                 has_text = true;
                 parts.push(text.text.clone());
             }
-            ContentBlock::Image(image) => parts.push(format!(
-                "[image: {}, {}]",
-                mime_or_unknown(&image.mime_type),
-                Bytes(base64_len(&image.data))
-            )),
-            ContentBlock::Audio(audio) => parts.push(format!(
-                "[audio: {}, {}]",
-                mime_or_unknown(&audio.mime_type),
-                Bytes(base64_len(&audio.data))
-            )),
+            ContentBlock::Image(image) => {
+                attachments.extend(attachment(&image.mime_type, &image.data));
+                parts.push(format!(
+                    "[image: {}, {}]",
+                    mime_or_unknown(&image.mime_type),
+                    Bytes(base64_len(&image.data))
+                ));
+            }
+            ContentBlock::Audio(audio) => {
+                attachments.extend(attachment(&audio.mime_type, &audio.data));
+                parts.push(format!(
+                    "[audio: {}, {}]",
+                    mime_or_unknown(&audio.mime_type),
+                    Bytes(base64_len(&audio.data))
+                ));
+            }
             ContentBlock::Resource(embedded) => match &embedded.resource {
                 ResourceContents::TextResourceContents {
                     uri,
@@ -65,11 +96,21 @@ pub fn render(result: &CallToolResult) -> Rendered {
                     mime_type,
                     blob,
                     ..
-                } => parts.push(format!(
-                    "[resource {uri}: {}, {}]",
-                    mime_or_unknown(mime_type.as_deref().unwrap_or("")),
-                    Bytes(base64_len(blob))
-                )),
+                } => {
+                    let mime = mime_type.as_deref().unwrap_or("");
+                    // Embedded images and PDFs; other blobs (archives, audio files a
+                    // resource holds) stay a description.
+                    if mime.starts_with("image/") || mime == "application/pdf" {
+                        attachments.extend(
+                            attachment(mime, blob).map(|part| part.with_name(uri.as_str())),
+                        );
+                    }
+                    parts.push(format!(
+                        "[resource {uri}: {}, {}]",
+                        mime_or_unknown(mime),
+                        Bytes(base64_len(blob))
+                    ));
+                }
                 _ => parts.push("[resource of a kind motet does not read]".into()),
             },
             ContentBlock::ResourceLink(link) => {
@@ -94,6 +135,7 @@ pub fn render(result: &CallToolResult) -> Rendered {
     Rendered {
         text,
         is_error: result.is_error.unwrap_or(false),
+        attachments,
     }
 }
 
@@ -160,6 +202,32 @@ mod tests {
         assert_eq!(
             rendered.text,
             "[image: image/png, 6 bytes]\n[audio: audio/wav, 2 bytes]"
+        );
+    }
+
+    #[test]
+    fn images_audio_and_embedded_pdfs_pass_through_as_parts_in_order() {
+        let rendered = render(&result(json!({"content": [
+            {"type": "text", "text": "a chart"},
+            {"type": "image", "data": "iVBORw==", "mimeType": "image/png"},
+            {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
+            {"type": "resource", "resource": {"uri": "file:///r.pdf", "mimeType": "application/pdf", "blob": "JVBERg=="}},
+            {"type": "resource", "resource": {"uri": "file:///a.gz", "mimeType": "application/gzip", "blob": "AAAA"}},
+            {"type": "image", "data": "not base64!", "mimeType": "image/png"}
+        ]})));
+        assert_eq!(
+            rendered.attachments,
+            [
+                Part::image_bytes("image/png", &b"\x89PNG"[..]),
+                Part::audio_bytes("audio/wav", &b"RIFF"[..]),
+                Part::document_bytes("application/pdf", &b"%PDF"[..]).with_name("file:///r.pdf"),
+            ]
+        );
+        // The text still says where each one was, for a model whose dialect cannot take it.
+        assert!(
+            rendered
+                .text
+                .starts_with("a chart\n[image: image/png, 4 bytes]")
         );
     }
 

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use motet_directives::ToolArgs;
+use motet_directives::{Attachments, ToolArgs};
 use motet_runtime::tool::{Tool, ToolContext, ToolError};
 
 use crate::McpError;
@@ -69,7 +69,18 @@ impl Tool for McpTool {
         self.spec.idempotent
     }
 
-    async fn call(&self, args: &ToolArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
+    async fn call(&self, args: &ToolArgs, ctx: &ToolContext) -> Result<String, ToolError> {
+        self.call_with_attachments(args, ctx)
+            .await
+            .map(|(text, _)| text)
+    }
+
+    /// The result's text, and its images, audio and embedded PDFs as attachments.
+    async fn call_with_attachments(
+        &self,
+        args: &ToolArgs,
+        _ctx: &ToolContext,
+    ) -> Result<(String, Attachments), ToolError> {
         let arguments: serde_json::Map<String, serde_json::Value> = args
             .parse()
             .map_err(|error| ToolError::invalid_args(error.to_string()))?;
@@ -91,7 +102,7 @@ impl Tool for McpTool {
                     // environment); a successful one is the tool's answer and is kept as is.
                     Err(ToolError::failed(self.client.redact(&rendered.text)))
                 } else {
-                    Ok(rendered.text)
+                    Ok((rendered.text, Attachments::from(rendered.attachments)))
                 }
             }
             // JSON-RPC -32602: the server rejected the arguments.

@@ -58,6 +58,16 @@ async fn exercise(client: &McpClient) {
         .max()
         .unwrap_or(0);
     assert!(longest_word < 200, "base64 leaked into {:?}", image.content);
+    // And the image itself reaches the model as the result's attachment, decoded.
+    match image.attachments.first() {
+        Some(motet_directives::Part::Image {
+            source: motet_directives::MediaSource::Bytes { media_type, data },
+        }) => {
+            assert_eq!(media_type, "image/png");
+            assert!(data.as_bytes().starts_with(b"\x89PNG"), "{data:?}");
+        }
+        other => panic!("the image was not attached: {other:?}"),
+    }
 
     // An embedded text resource is inlined under a line naming it.
     let reference = call(

@@ -60,11 +60,14 @@ impl Dialect {
     /// [`ProviderError::InvalidRequest`] or [`ProviderError::Config`] when the request cannot
     /// be expressed in this dialect, or its `tool_choice` names a tool it does not offer;
     /// [`ProviderError::UnsupportedHostedTool`] for a hosted tool the dialect does not have;
-    /// [`ProviderError::UnsupportedResponseFormat`] for a response format it cannot give.
+    /// [`ProviderError::UnsupportedResponseFormat`] for a response format it cannot give;
+    /// [`ProviderError::UnsupportedContent`] for an image, document or sound it has no form
+    /// for, [`ProviderError::ContentTooLarge`] for parts past its size limits.
     pub fn render(self, req: &LlmRequest) -> Result<Value, ProviderError> {
         check_named_tool(req)?;
         hosted::check_dialect(self, req)?;
         structured::check_dialect(self, req)?;
+        crate::media::check_dialect(self, req)?;
         match self {
             Dialect::OpenAiChat => openai_chat::request::render(req),
             Dialect::OpenAiResponses => openai_responses::request::render(req),
@@ -83,6 +86,7 @@ impl Dialect {
         check_named_tool(req)?;
         hosted::check_dialect(self, req)?;
         structured::check_dialect(self, req)?;
+        crate::media::check_dialect(self, req)?;
         match self {
             Dialect::OpenAiChat => openai_chat::request::encode(req),
             Dialect::OpenAiResponses => openai_responses::request::encode(req),

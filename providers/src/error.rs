@@ -120,6 +120,30 @@ pub enum ProviderError {
         /// Why, naming the model, the keyword or the place in the schema when one is the reason.
         reason: String,
     },
+    /// An image, document or sound the dialect has no form for, or that a known model
+    /// documents it cannot read; refused before anything is sent, never dropped in silence.
+    #[error("{dialect} cannot send the {kind} part to `{model}`: {reason}")]
+    UnsupportedContent {
+        /// The dialect the request would be sent in.
+        dialect: crate::Dialect,
+        /// The model ref.
+        model: String,
+        /// The part's kind: `image`, `document` or `audio`.
+        kind: &'static str,
+        /// Why, naming the format or the model's inputs.
+        reason: String,
+    },
+    /// A part, or all the parts of a request, larger than the provider takes; refused before
+    /// anything is sent.
+    #[error("{what} is {size} bytes as sent, more than the {limit} the provider takes")]
+    ContentTooLarge {
+        /// What is too large: one part of a kind, or the request's parts together.
+        what: String,
+        /// Its size in the body (base64), in bytes.
+        size: usize,
+        /// The limit, in bytes.
+        limit: usize,
+    },
     /// The response passed [`Limits::max_response_bytes`](crate::Limits) (text, reasoning,
     /// tool calls and the provider data kept with them); the stream was stopped there.
     #[error(
@@ -231,7 +255,9 @@ impl ProviderError {
             Self::Timeout { .. } => K::Timeout,
             Self::UnsupportedModel { .. }
             | Self::UnsupportedHostedTool { .. }
-            | Self::UnsupportedResponseFormat { .. } => K::Unsupported,
+            | Self::UnsupportedResponseFormat { .. }
+            | Self::UnsupportedContent { .. } => K::Unsupported,
+            Self::ContentTooLarge { .. } => K::InvalidRequest,
             Self::ResponseTooLarge { .. } => K::ResponseTooLarge,
             Self::Config { .. } => K::Config,
         }

@@ -19,6 +19,7 @@ use motet_directives::{LlmRequest, ModelRef};
 
 use crate::dialect::Dialect;
 use crate::error::ProviderError;
+use crate::media::{self, Inputs};
 use crate::{hosted, structured};
 
 /// What a model can do.
@@ -32,13 +33,26 @@ pub struct ModelCaps {
     /// interleaved thinking with signatures, OpenAI reasoning items with encrypted content,
     /// Gemini thought signatures).
     pub reasoning_replay: bool,
+    /// What it reads besides text: images, PDFs, audio (docs/providers.md, "Images,
+    /// documents and audio").
+    pub inputs: Inputs,
 }
 
+/// A model that reads text, images and PDFs.
 const fn caps(context_window: u32, max_output: u32, reasoning_replay: bool) -> ModelCaps {
     ModelCaps {
         context_window,
         max_output,
         reasoning_replay,
+        inputs: Inputs::IMAGE_PDF,
+    }
+}
+
+impl ModelCaps {
+    /// The same capabilities, reading `inputs` besides text.
+    const fn reading(mut self, inputs: Inputs) -> Self {
+        self.inputs = inputs;
+        self
     }
 }
 
@@ -61,19 +75,73 @@ const TABLE: &[(&str, &str, ModelCaps)] = &[
         caps(200_000, 64_000, false),
     ),
     ("anthropic", "claude-3-5", caps(200_000, 8_192, false)),
-    ("anthropic", "claude-3", caps(200_000, 4_096, false)),
+    // Claude 3 (Opus, Sonnet, Haiku) predates PDF support, which came with 3.5.
+    (
+        "anthropic",
+        "claude-3",
+        caps(200_000, 4_096, false).reading(Inputs {
+            pdf: false,
+            ..Inputs::IMAGE_PDF
+        }),
+    ),
     ("openai", "gpt-5.2", caps(400_000, 128_000, true)),
     ("openai", "gpt-5.1", caps(400_000, 128_000, false)),
     ("openai", "gpt-5", caps(400_000, 128_000, false)),
     ("openai", "gpt-4.1", caps(1_047_576, 32_768, false)),
     ("openai", "gpt-4o", caps(128_000, 16_384, false)),
+    // The audio models of Chat Completions hear but do not see.
+    (
+        "openai",
+        "gpt-4o-audio",
+        caps(128_000, 16_384, false).reading(Inputs {
+            image: false,
+            pdf: false,
+            audio: true,
+        }),
+    ),
+    (
+        "openai",
+        "gpt-audio",
+        caps(128_000, 16_384, false).reading(Inputs {
+            image: false,
+            pdf: false,
+            audio: true,
+        }),
+    ),
+    // o1-mini and o3-mini read text only.
+    (
+        "openai",
+        "o1-mini",
+        caps(128_000, 65_536, false).reading(Inputs::TEXT),
+    ),
+    (
+        "openai",
+        "o3-mini",
+        caps(200_000, 100_000, false).reading(Inputs::TEXT),
+    ),
     ("openai", "o4-mini", caps(200_000, 100_000, false)),
     ("openai", "o3", caps(200_000, 100_000, false)),
     ("openai", "o1", caps(200_000, 100_000, false)),
-    ("gemini", "gemini-3", caps(1_048_576, 65_536, true)),
-    ("gemini", "gemini-2.5", caps(1_048_576, 65_536, false)),
-    ("gemini", "gemini-2.0", caps(1_048_576, 8_192, false)),
-    ("gemini", "gemini-1.5", caps(1_048_576, 8_192, false)),
+    (
+        "gemini",
+        "gemini-3",
+        caps(1_048_576, 65_536, true).reading(Inputs::ALL),
+    ),
+    (
+        "gemini",
+        "gemini-2.5",
+        caps(1_048_576, 65_536, false).reading(Inputs::ALL),
+    ),
+    (
+        "gemini",
+        "gemini-2.0",
+        caps(1_048_576, 8_192, false).reading(Inputs::ALL),
+    ),
+    (
+        "gemini",
+        "gemini-1.5",
+        caps(1_048_576, 8_192, false).reading(Inputs::ALL),
+    ),
 ];
 
 /// The dialect a model ref's provider part selects.
@@ -116,12 +184,17 @@ pub fn capabilities(model: &ModelRef) -> Option<ModelCaps> {
 /// express, and — for models whose provider documents it — ones the model can run
 /// (docs/providers.md, "Hosted tools"). A response format must be one the dialect can express
 /// and, for models whose provider documents it, one the model can give (docs/structured-output.md).
+/// Images, documents and audio must be ones the dialect can carry, the model (when known) can
+/// read, within the dialect's size limits (the `media` module).
 ///
 /// # Errors
 /// [`ProviderError::UnsupportedModel`] with the reason,
 /// [`ProviderError::UnsupportedHostedTool`] naming the tool and why,
 /// [`ProviderError::UnsupportedResponseFormat`] for a response format the dialect, the model
 /// or its constrained decoding cannot take,
+/// [`ProviderError::UnsupportedContent`] for an image, document or sound the dialect has no
+/// form for or the known model cannot read, [`ProviderError::ContentTooLarge`] for parts past
+/// the dialect's size limits,
 /// [`ProviderError::InvalidRequest`] for a hosted tool asked for twice or an MCP server
 /// without its name, URL or token, or [`ProviderError::Config`] for an unknown provider.
 pub fn validate(req: &LlmRequest) -> Result<(), ProviderError> {
@@ -131,6 +204,8 @@ pub fn validate(req: &LlmRequest) -> Result<(), ProviderError> {
     hosted::check_model(dialect, req)?;
     structured::check_dialect(dialect, req)?;
     structured::check_model(dialect, req)?;
+    media::check_dialect(dialect, req)?;
+    media::check_model(dialect, req)?;
     let wants_reasoning =
         req.options.thinking_budget.is_some() || req.options.reasoning_effort.is_some();
     if !wants_reasoning {

@@ -96,6 +96,23 @@ pub trait Tool: Send + Sync + 'static {
     /// tool's own failures. Both reach the model as an error result. [`ToolError::Question`]
     /// to ask a person instead of answering.
     async fn call(&self, args: &ToolArgs, ctx: &ToolContext) -> Result<String, ToolError>;
+
+    /// Runs the call and answers with text and what it returned besides text (images,
+    /// documents, audio: an MCP tool's image content), which reach the model as the result's
+    /// [`attachments`](motet_directives::ToolResult::attachments). Default: [`call`](Self::call)'s
+    /// text, nothing attached; a tool that returns media implements this and `call` both.
+    ///
+    /// # Errors
+    /// As for [`call`](Self::call).
+    async fn call_with_attachments(
+        &self,
+        args: &ToolArgs,
+        ctx: &ToolContext,
+    ) -> Result<(String, motet_directives::Attachments), ToolError> {
+        self.call(args, ctx)
+            .await
+            .map(|text| (text, motet_directives::Attachments::default()))
+    }
 }
 
 /// Who is calling: handed to every [`Tool::call`].

@@ -21,6 +21,7 @@ fn request(id: &str, thread: &str, query: &str) -> Signal {
         .with_request_id(id)
         .with_thread_id(thread)
         .with_data(AgentRequest {
+            attachments: Default::default(),
             query: query.to_owned(),
             context_policy: None,
             response_format: None,

@@ -108,6 +108,7 @@ async fn cancelling_a_request_stops_its_llm_stream() {
     let request = motet_signals::Signal::builder(motet_agents::AGENT_REQUEST, "test")
         .with_request_id("req-1")
         .with_data(motet_agents::AgentRequest {
+            attachments: Default::default(),
             query: "think forever".into(),
             context_policy: None,
             response_format: None,
@@ -210,6 +211,7 @@ async fn cancelling_a_request_closes_its_provider_connection() {
     let request = motet_signals::Signal::builder(motet_agents::AGENT_REQUEST, "test")
         .with_request_id("req-1")
         .with_data(motet_agents::AgentRequest {
+            attachments: Default::default(),
             query: "go".into(),
             context_policy: None,
             response_format: None,

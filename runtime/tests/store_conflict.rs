@@ -48,7 +48,7 @@ async fn a_question_after_another_writer_is_decided_on_the_stored_thread() {
         .to_list()
         .iter()
         .filter_map(|e| match &e.body {
-            EntryBody::User { content } => Some(content.as_str()),
+            EntryBody::User { content } => content.as_text(),
             _ => None,
         })
         .collect();
@@ -59,7 +59,7 @@ async fn a_question_after_another_writer_is_decided_on_the_stored_thread() {
         .messages
         .iter()
         .filter_map(|m| match m {
-            Message::User { content } => Some(content.clone()),
+            Message::User { content } => Some(content.to_string()),
             _ => None,
         })
         .collect();
@@ -94,7 +94,7 @@ fn questions(thread: &motet_agents::Thread) -> Vec<String> {
         .to_list()
         .iter()
         .filter_map(|e| match &e.body {
-            EntryBody::User { content } => Some(content.clone()),
+            EntryBody::User { content } => Some(content.to_string()),
             EntryBody::Assistant { message, .. } => Some(format!("= {message}")),
             _ => None,
         })

@@ -68,7 +68,7 @@ async fn stored_questions(store: &dyn ThreadStore, thread: &str) -> Vec<String> 
         .to_list()
         .iter()
         .filter_map(|e| match &e.body {
-            EntryBody::User { content } => Some(content.clone()),
+            EntryBody::User { content } => Some(content.to_string()),
             _ => None,
         })
         .collect()

@@ -39,7 +39,7 @@ fn last_user_message(request: &motet_directives::LlmRequest) -> String {
         .iter()
         .rev()
         .find_map(|m| match m {
-            Message::User { content } => Some(content.clone()),
+            Message::User { content } => Some(content.to_string()),
             _ => None,
         })
         .unwrap()

@@ -1,6 +1,6 @@
 //! One entry of a thread: its kind and payload, its correlation refs, its token estimate.
 
-use motet_directives::{ArcStr, AssistantMessage, ToolResult, Usage};
+use motet_directives::{ArcStr, AssistantMessage, ToolResult, Usage, UserContent};
 use motet_signals::Signal;
 
 use super::EntryId;
@@ -10,10 +10,11 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "payload", rename_all = "snake_case")]
 pub enum EntryBody {
-    /// What the user said.
+    /// What the user said: plain text (stored as a string, as before parts existed) or parts
+    /// (text, images, documents, audio).
     User {
-        /// The text.
-        content: String,
+        /// The text or the parts.
+        content: UserContent,
     },
     /// A system message recorded in the conversation (not the agent's system prompt).
     System {
@@ -37,7 +38,7 @@ pub enum EntryBody {
     /// The result of one tool call, referencing the call by `result.tool_use_id`.
     ToolResult {
         /// The tool's name (Gemini's `functionResponse` names it).
-        name: Box<str>,
+        name: ArcStr,
         /// The result as the model will see it.
         result: ToolResult,
     },
@@ -265,9 +266,8 @@ impl EntryBody {
     /// entry is kept for the life of its thread, so it holds what it says and no more.
     pub(crate) fn shrink_to_fit(&mut self) {
         match self {
-            Self::User { content } | Self::System { content } | Self::Summary { content, .. } => {
-                content.shrink_to_fit();
-            }
+            Self::User { content } => content.shrink_to_fit(),
+            Self::System { content } | Self::Summary { content, .. } => content.shrink_to_fit(),
             Self::Assistant { message, .. } => message.shrink_to_fit(),
             Self::ToolResult { result, .. } => result.content.shrink_to_fit(),
             Self::Note { text } => text.shrink_to_fit(),
@@ -388,8 +388,15 @@ impl NewEntry {
         }
     }
 
-    /// A user message.
+    /// A user message of plain text.
     pub fn user(content: impl Into<String>) -> Self {
+        Self::new(EntryBody::User {
+            content: UserContent::Text(content.into()),
+        })
+    }
+
+    /// A user message of text or parts (images, documents, audio).
+    pub fn user_content(content: impl Into<UserContent>) -> Self {
         Self::new(EntryBody::User {
             content: content.into(),
         })
@@ -423,7 +430,7 @@ impl NewEntry {
     /// A tool result.
     pub fn tool_result(name: impl Into<Box<str>>, result: ToolResult) -> Self {
         Self::new(EntryBody::ToolResult {
-            name: name.into(),
+            name: ArcStr::from(&*name.into()),
             result,
         })
     }

@@ -133,6 +133,7 @@ fn session(url: &str, window: WindowMode, turns: usize, budget: u32) -> Option<(
     for turn in 0..turns {
         let request = format!("r{turn}");
         let input = AgentRequest {
+            attachments: Default::default(),
             query: format!("Question {turn}: {}?", words(&mut rng, 8, 20)),
             context_policy: None,
             response_format: None,

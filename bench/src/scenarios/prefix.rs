@@ -76,6 +76,7 @@ fn simulate(window: WindowMode, low_water: f64) -> (Tally, std::time::Duration) 
     for turn in 0..TURNS {
         let request = format!("r{turn}");
         let input = AgentRequest {
+            attachments: Default::default(),
             query: format!("question {turn}: {}", words(&mut rng, 20, 120)),
             context_policy: None,
             response_format: None,

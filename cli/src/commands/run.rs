@@ -9,6 +9,15 @@ use crate::error::CliError;
 use crate::escape::{self, Mode};
 use crate::follow::{Followed, follow};
 
+/// What `motet run` asks: the question's text and the files sent with it.
+#[derive(Debug, Clone)]
+pub struct Question<'a> {
+    /// The text.
+    pub text: &'a str,
+    /// The images, documents and audio of `--image` and `--file`, in that order.
+    pub attachments: motet::directives::Attachments,
+}
+
 /// Asks `question` on `thread` and prints the answer as `mode` says (or one JSON object with
 /// `json`, its control characters written as JSON escapes).
 ///
@@ -18,7 +27,7 @@ use crate::follow::{Followed, follow};
 pub async fn run(
     settings: &Settings,
     db: &Db,
-    question: &str,
+    question: Question<'_>,
     thread: &str,
     json: bool,
     mode: Mode,
@@ -36,11 +45,12 @@ pub async fn run(
     let options = AskOptions {
         thread_id: Some(thread.to_owned()),
         timeout: settings.timeout,
+        attachments: question.attachments,
         ..AskOptions::default()
     };
     let outcome = async {
         let request = agent
-            .submit(question, options)
+            .submit(question.text, options)
             .await
             .map_err(|e| agent::ask_failure(e, settings))?;
         let thread = request.thread().to_owned();

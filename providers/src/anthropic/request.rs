@@ -31,8 +31,8 @@
 //! blocks cannot be).
 
 use motet_directives::{
-    AssistantBlock, CacheTtl, HostedTool, LlmRequest, Message, PromptCache, ProviderMeta, Secret,
-    ToolChoice, UserLocation,
+    AssistantBlock, CacheTtl, HostedTool, LlmRequest, MediaSource, Message, PromptCache,
+    ProviderMeta, Secret, ToolChoice, UserContent, UserLocation,
 };
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::value::RawValue;
@@ -147,7 +147,15 @@ fn body(req: &LlmRequest) -> Result<Body<'_>, ProviderError> {
         match message {
             Message::System { content } => system.push(content.as_str()),
             Message::User { content } => messages.push(Turn {
-                content: Content::Text(content),
+                content: match content {
+                    UserContent::Text(text) => Content::Text(text),
+                    UserContent::Parts(parts) => Content::Blocks(
+                        parts
+                            .iter()
+                            .map(|part| content_block(part, req).map(Part::Built))
+                            .collect::<Result<_, _>>()?,
+                    ),
+                },
                 role: "user",
             }),
             Message::Assistant(turn) => {
@@ -162,20 +170,28 @@ fn body(req: &LlmRequest) -> Result<Body<'_>, ProviderError> {
                 }
             }
             Message::ToolResults { results } => {
-                let content = results
-                    .iter()
-                    .map(|r| {
-                        let mut block = json!({
-                            "type": "tool_result",
-                            "tool_use_id": r.tool_use_id,
-                            "content": r.content,
-                        });
-                        if r.is_error {
-                            block["is_error"] = json!(true);
+                let mut content = Vec::with_capacity(results.len());
+                for r in results {
+                    // With attachments, the content is a list of blocks: the text, then them.
+                    let result_content = if r.attachments.is_empty() {
+                        json!(r.content)
+                    } else {
+                        let mut blocks = vec![json!({"type": "text", "text": r.content})];
+                        for part in &r.attachments {
+                            blocks.push(content_block(part, req)?);
                         }
-                        Part::Built(block)
-                    })
-                    .collect();
+                        Value::Array(blocks)
+                    };
+                    let mut block = json!({
+                        "type": "tool_result",
+                        "tool_use_id": r.tool_use_id,
+                        "content": result_content,
+                    });
+                    if r.is_error {
+                        block["is_error"] = json!(true);
+                    }
+                    content.push(Part::Built(block));
+                }
                 messages.push(Turn {
                     content: Content::Blocks(content),
                     role: "user",
@@ -260,6 +276,49 @@ fn body(req: &LlmRequest) -> Result<Body<'_>, ProviderError> {
     Ok(Body {
         fields: body,
         messages,
+    })
+}
+
+/// A user part as an Anthropic content block: `text`, `image` or `document`, the source
+/// `base64` (with its media type), `url`, or for a plain-text document `text` (its bytes read
+/// as UTF-8, invalid sequences replaced).
+///
+/// # Errors
+/// [`ProviderError::UnsupportedContent`] for audio, which Anthropic does not take
+/// ([`crate::models::validate`] refuses it first).
+fn content_block(part: &motet_directives::Part, req: &LlmRequest) -> Result<Value, ProviderError> {
+    use motet_directives::Part as P;
+    let source = |source: &MediaSource| match source {
+        MediaSource::Url { url, .. } => json!({"type": "url", "url": url}),
+        MediaSource::Bytes { media_type, data } if media_type == "text/plain" => json!({
+            "type": "text",
+            "media_type": media_type,
+            "data": String::from_utf8_lossy(data.as_bytes()),
+        }),
+        MediaSource::Bytes { media_type, data } => json!({
+            "type": "base64",
+            "media_type": media_type,
+            "data": data.to_base64(),
+        }),
+    };
+    Ok(match part {
+        P::Text { text } => json!({"type": "text", "text": text}),
+        P::Image { source: from } => json!({"type": "image", "source": source(from)}),
+        P::Document { source: from, name } => {
+            let mut block = json!({"type": "document", "source": source(from)});
+            if let Some(name) = name {
+                block["title"] = json!(name);
+            }
+            block
+        }
+        P::Audio { .. } => {
+            return Err(ProviderError::UnsupportedContent {
+                dialect: crate::Dialect::Anthropic,
+                model: req.model.to_string(),
+                kind: "audio",
+                reason: "Anthropic has no audio input".to_owned(),
+            });
+        }
     })
 }
 

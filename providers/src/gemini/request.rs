@@ -32,8 +32,8 @@
 //!   there whitespace and key order do not survive.
 
 use motet_directives::{
-    AssistantBlock, AssistantMessage, HostedTool, LlmRequest, Message, ProviderMeta,
-    ReasoningEffort, ToolChoice,
+    AssistantBlock, AssistantMessage, HostedTool, LlmRequest, MediaSource, Message, ProviderMeta,
+    ReasoningEffort, ToolChoice, UserContent,
 };
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -42,9 +42,9 @@ use crate::error::ProviderError;
 
 use super::PROVIDER;
 use super::wire::{
-    Args, Content, ContentPart, EmptyObject, FunctionCall, FunctionCallingConfig,
-    FunctionDeclaration, FunctionResponse, GenerationConfig, Part, Request, ResponseBody,
-    SignatureProbe, SystemInstruction, ThinkingConfig, Tool, ToolConfig,
+    Args, Content, ContentPart, EmptyObject, FileData, FunctionCall, FunctionCallingConfig,
+    FunctionDeclaration, FunctionResponse, GenerationConfig, InlineData, MediaPart, Part, Request,
+    ResponseBody, SignatureProbe, SystemInstruction, ThinkingConfig, Tool, ToolConfig,
 };
 
 /// Google's documented placeholder for calls that have no signature of their own.
@@ -73,7 +73,13 @@ fn body(req: &LlmRequest) -> Result<Request<'_>, ProviderError> {
             Message::System { content } => system.push(text_part(content)),
             Message::User { content } => contents.push(Content {
                 role: "user",
-                parts: vec![ContentPart::Known(text_part(content))],
+                parts: match content {
+                    UserContent::Text(text) => vec![ContentPart::Known(text_part(text))],
+                    UserContent::Parts(parts) => parts
+                        .iter()
+                        .map(|part| user_part(part, req).map(ContentPart::Known))
+                        .collect::<Result<_, _>>()?,
+                },
             }),
             Message::Assistant(turn) => {
                 let parts = model_parts(turn);
@@ -114,6 +120,12 @@ fn body(req: &LlmRequest) -> Result<Request<'_>, ProviderError> {
                             name,
                             response,
                             id: Some(&result.tool_use_id),
+                            parts: result
+                                .attachments
+                                .iter()
+                                .filter_map(|part| Some((part.source()?, part.kind())))
+                                .map(|(source, kind)| media(source, kind, req))
+                                .collect::<Result<_, _>>()?,
                         }),
                         ..Part::default()
                     }));
@@ -185,6 +197,67 @@ fn built_in_tool<'a>(tool: &HostedTool) -> Option<Tool<'a>> {
         }),
         HostedTool::McpServer(_) => None,
     }
+}
+
+/// A user part as a Gemini part: `text`, `inlineData` for bytes, `fileData` for a URL.
+fn user_part<'a>(
+    part: &'a motet_directives::Part,
+    req: &LlmRequest,
+) -> Result<Part<'a>, ProviderError> {
+    let Some(source) = part.source() else {
+        return Ok(match part {
+            motet_directives::Part::Text { text } => text_part(text),
+            _ => Part::default(),
+        });
+    };
+    let MediaPart {
+        inline_data,
+        file_data,
+    } = media(source, part.kind(), req)?;
+    Ok(Part {
+        inline_data,
+        file_data,
+        ..Part::default()
+    })
+}
+
+/// A source as `inlineData` (bytes, base64) or `fileData` (a URL with its media type), in a
+/// function response's media part (a user part takes the same two fields).
+///
+/// # Errors
+/// [`ProviderError::UnsupportedContent`] for a URL whose media type is neither given nor
+/// known from its extension ([`crate::models::validate`] refuses it first).
+fn media<'a>(
+    source: &'a MediaSource,
+    kind: motet_directives::PartKind,
+    req: &LlmRequest,
+) -> Result<MediaPart<'a>, ProviderError> {
+    Ok(match source {
+        MediaSource::Bytes { media_type, data } => MediaPart {
+            inline_data: Some(Box::new(InlineData {
+                mime_type: media_type,
+                data: data.to_base64(),
+            })),
+            file_data: None,
+        },
+        MediaSource::Url { url, .. } => {
+            let mime_type = crate::media::url_media_type(source).ok_or_else(|| {
+                ProviderError::UnsupportedContent {
+                    dialect: crate::Dialect::Gemini,
+                    model: req.model.to_string(),
+                    kind: kind.as_str(),
+                    reason: format!("fileData needs a media type, and `{url}` names none"),
+                }
+            })?;
+            MediaPart {
+                inline_data: None,
+                file_data: Some(Box::new(FileData {
+                    mime_type,
+                    file_uri: url,
+                })),
+            }
+        }
+    })
 }
 
 fn text_part(text: &str) -> Part<'_> {

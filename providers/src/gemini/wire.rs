@@ -69,6 +69,37 @@ pub(super) struct Part<'a> {
     pub(super) function_response: Option<FunctionResponse<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) thought_signature: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) inline_data: Option<Box<InlineData<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) file_data: Option<Box<FileData<'a>>>,
+}
+
+/// Bytes in the request: `inlineData {mimeType, data}` (base64).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct InlineData<'a> {
+    pub(super) mime_type: &'a str,
+    pub(super) data: String,
+}
+
+/// A file at a URI the model reads: `fileData {mimeType, fileUri}`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct FileData<'a> {
+    pub(super) mime_type: &'a str,
+    pub(super) file_uri: &'a str,
+}
+
+/// A media part of a function response (Gemini 3's multimodal function responses): exactly
+/// one of `inlineData`, `fileData`.
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct MediaPart<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) inline_data: Option<Box<InlineData<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) file_data: Option<Box<FileData<'a>>>,
 }
 
 /// A call the model made, replayed.
@@ -99,6 +130,9 @@ pub(super) struct FunctionResponse<'a> {
     pub(super) response: ResponseBody<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) id: Option<&'a str>,
+    /// Images and files the tool returned besides its text.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(super) parts: Vec<MediaPart<'a>>,
 }
 
 /// Gemini reads `output` as the function's output and `error` as its failure.

@@ -4,7 +4,10 @@
 //! assistant turn that came with them from an `openai-compat:` server sends them back, on the
 //! assistant message, to the same model there.
 
-use motet_directives::{AssistantBlock, LlmRequest, Message, ProviderMeta, ToolChoice, ToolDef};
+use motet_directives::{
+    AssistantBlock, LlmRequest, MediaSource, Message, Part, ProviderMeta, ToolChoice, ToolDef,
+    UserContent,
+};
 use serde_json::{Map, Value, json};
 
 use crate::error::ProviderError;
@@ -26,6 +29,10 @@ pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
                 messages.push(json!({"role": "system", "content": content}));
             }
             Message::User { content } => {
+                let content = match content {
+                    UserContent::Text(text) => json!(text),
+                    UserContent::Parts(parts) => Value::Array(user_parts(parts, req)?),
+                };
                 messages.push(json!({"role": "user", "content": content}));
             }
             Message::Assistant(turn) => messages.push(assistant(turn, req)),
@@ -42,6 +49,19 @@ pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
                         "tool_call_id": result.tool_use_id,
                         "content": content,
                     }));
+                }
+                // A tool message holds text only: what the tools returned besides text follows
+                // the results as one user message, each result's parts after a line naming it.
+                let mut attached = Vec::new();
+                for result in results.iter().filter(|r| !r.attachments.is_empty()) {
+                    attached.push(json!({
+                        "type": "text",
+                        "text": format!("Attached to the result of tool call {}:", result.tool_use_id),
+                    }));
+                    attached.extend(user_parts(&result.attachments, req)?);
+                }
+                if !attached.is_empty() {
+                    messages.push(json!({"role": "user", "content": attached}));
                 }
             }
         }
@@ -104,6 +124,55 @@ pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
         body.insert("response_format".into(), format);
     }
     Ok(Value::Object(body))
+}
+
+/// A user message's parts as Chat Completions content parts: `text`, `image_url` (a `data:`
+/// URL for bytes), `input_audio` (base64 with its format, `wav` or `mp3`), `file` (a PDF as a
+/// `data:` URL in `file_data`, with its file name).
+///
+/// # Errors
+/// [`ProviderError::UnsupportedContent`] for audio or a document at a URL, or audio that is not
+/// WAV or MP3 (which [`crate::models::validate`] refuses first).
+fn user_parts(parts: &[Part], req: &LlmRequest) -> Result<Vec<Value>, ProviderError> {
+    let refuse = |kind: &'static str, reason: &str| ProviderError::UnsupportedContent {
+        dialect: crate::Dialect::OpenAiChat,
+        model: req.model.to_string(),
+        kind,
+        reason: reason.to_owned(),
+    };
+    let mut out = Vec::with_capacity(parts.len());
+    for part in parts {
+        out.push(match part {
+            Part::Text { text } => json!({"type": "text", "text": text}),
+            Part::Image { source } => {
+                json!({"type": "image_url", "image_url": {"url": source.to_url()}})
+            }
+            Part::Audio { source } => {
+                let MediaSource::Bytes { media_type, data } = source else {
+                    return Err(refuse("audio", "audio goes as bytes only"));
+                };
+                let format = crate::media::audio_format(media_type)
+                    .ok_or_else(|| refuse("audio", "only WAV or MP3 audio"))?;
+                json!({
+                    "type": "input_audio",
+                    "input_audio": {"data": data.to_base64(), "format": format},
+                })
+            }
+            Part::Document { source, name } => {
+                if matches!(source, MediaSource::Url { .. }) {
+                    return Err(refuse("document", "a document goes as bytes only"));
+                }
+                let mut file = Map::new();
+                file.insert(
+                    "filename".into(),
+                    json!(name.as_deref().unwrap_or("document.pdf")),
+                );
+                file.insert("file_data".into(), json!(source.to_url()));
+                json!({"type": "file", "file": file})
+            }
+        });
+    }
+    Ok(out)
 }
 
 fn assistant(turn: &motet_directives::AssistantMessage, req: &LlmRequest) -> Value {

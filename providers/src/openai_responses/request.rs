@@ -35,8 +35,8 @@
 use std::borrow::Cow;
 
 use motet_directives::{
-    AssistantBlock, AssistantMessage, HostedTool, LlmRequest, McpApproval, Message, ProviderMeta,
-    ReasoningEffort, Secret, ToolChoice as OurToolChoice,
+    AssistantBlock, AssistantMessage, HostedTool, LlmRequest, McpApproval, MediaSource, Message,
+    Part, ProviderMeta, ReasoningEffort, Secret, ToolChoice as OurToolChoice, UserContent,
 };
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -44,8 +44,8 @@ use serde_json::value::RawValue;
 use crate::error::ProviderError;
 
 use super::wire::{
-    Container, InputContent, InputItem, Location, ReasoningConfig, Request, SearchFilters,
-    SummaryText, Token, Tool, ToolChoice,
+    Container, FunctionOutput, InputContent, InputItem, Location, ReasoningConfig, Request,
+    SearchFilters, SummaryText, Token, Tool, ToolChoice,
 };
 
 /// The provider family whose opaque items this dialect replays.
@@ -71,6 +71,53 @@ pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
     })
 }
 
+/// Parts as Responses content: `input_text`, `input_image` (an `https:` or `data:` URL,
+/// `detail: auto`), `input_file` (a PDF's bytes as a `data:` URL in `file_data`, or its
+/// `file_url`).
+///
+/// # Errors
+/// [`ProviderError::UnsupportedContent`] for audio, which the Responses API does not take
+/// ([`crate::models::validate`] refuses it first).
+fn input_parts<'a>(
+    parts: &'a [Part],
+    req: &LlmRequest,
+) -> Result<Vec<InputContent<'a>>, ProviderError> {
+    parts
+        .iter()
+        .map(|part| {
+            Ok(match part {
+                Part::Text { text } => InputContent::InputText {
+                    text: Cow::Borrowed(text),
+                },
+                Part::Image { source } => InputContent::InputImage {
+                    image_url: source.to_url(),
+                    detail: "auto",
+                },
+                Part::Document { source, name } => match source {
+                    MediaSource::Url { url, .. } => InputContent::InputFile {
+                        filename: name.as_deref(),
+                        file_data: None,
+                        file_url: Some(url),
+                    },
+                    MediaSource::Bytes { .. } => InputContent::InputFile {
+                        filename: Some(name.as_deref().unwrap_or("document.pdf")),
+                        file_data: Some(source.to_url().into_owned()),
+                        file_url: None,
+                    },
+                },
+                Part::Audio { .. } => {
+                    return Err(ProviderError::UnsupportedContent {
+                        dialect: crate::Dialect::OpenAiResponses,
+                        model: req.model.to_string(),
+                        kind: "audio",
+                        reason: "the Responses API has no audio input".to_owned(),
+                    });
+                }
+            })
+        })
+        .collect()
+}
+
 /// The typed request body, borrowing from `req`.
 fn body(req: &LlmRequest) -> Result<Request<'_>, ProviderError> {
     let mut input = Vec::with_capacity(req.messages.len());
@@ -78,24 +125,41 @@ fn body(req: &LlmRequest) -> Result<Request<'_>, ProviderError> {
         match message {
             Message::System { content } => input.push(InputItem::Message {
                 role: "developer",
-                content: vec![InputContent::InputText { text: content }],
+                content: vec![InputContent::InputText {
+                    text: Cow::Borrowed(content),
+                }],
                 phase: None,
             }),
             Message::User { content } => input.push(InputItem::Message {
                 role: "user",
-                content: vec![InputContent::InputText { text: content }],
+                content: match content {
+                    UserContent::Text(text) => vec![InputContent::InputText {
+                        text: Cow::Borrowed(text),
+                    }],
+                    UserContent::Parts(parts) => input_parts(parts, req)?,
+                },
                 phase: None,
             }),
             Message::Assistant(turn) => render_assistant(turn, &mut input),
             Message::ToolResults { results } => {
-                input.extend(results.iter().map(|result| InputItem::FunctionCallOutput {
-                    call_id: &result.tool_use_id,
-                    output: if result.is_error {
+                for result in results {
+                    let text = if result.is_error {
                         Cow::Owned(format!("Error: {}", result.content))
                     } else {
                         Cow::Borrowed(result.content.as_str())
-                    },
-                }));
+                    };
+                    let output = if result.attachments.is_empty() {
+                        FunctionOutput::Text(text)
+                    } else {
+                        let mut parts = vec![InputContent::InputText { text }];
+                        parts.extend(input_parts(&result.attachments, req)?);
+                        FunctionOutput::Parts(parts)
+                    };
+                    input.push(InputItem::FunctionCallOutput {
+                        call_id: &result.tool_use_id,
+                        output,
+                    });
+                }
             }
         }
     }

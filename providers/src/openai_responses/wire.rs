@@ -72,11 +72,20 @@ pub(super) enum InputItem<'a> {
     /// The result of a tool call.
     FunctionCallOutput {
         call_id: &'a str,
-        output: std::borrow::Cow<'a, str>,
+        output: FunctionOutput<'a>,
     },
     /// An output item motet does not model, sent back as it was received.
     #[serde(untagged)]
     Opaque(&'a RawValue),
+}
+
+/// A `function_call_output`'s `output`: text, or a list of content parts when the tool
+/// returned images or files besides its text.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(super) enum FunctionOutput<'a> {
+    Text(std::borrow::Cow<'a, str>),
+    Parts(Vec<InputContent<'a>>),
 }
 
 /// One content part of an input message.
@@ -84,9 +93,23 @@ pub(super) enum InputItem<'a> {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub(super) enum InputContent<'a> {
     /// Text from the system or the user.
-    InputText { text: &'a str },
+    InputText { text: std::borrow::Cow<'a, str> },
     /// Text the assistant produced earlier.
     OutputText { text: &'a str },
+    /// An image: an `https:` URL or a `data:` URL of its bytes.
+    InputImage {
+        image_url: std::borrow::Cow<'a, str>,
+        detail: &'static str,
+    },
+    /// A file (a PDF): its bytes as a `data:` URL in `file_data`, or its `file_url`.
+    InputFile {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        filename: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        file_data: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        file_url: Option<&'a str>,
+    },
 }
 
 /// A reasoning summary part.

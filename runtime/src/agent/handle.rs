@@ -163,6 +163,7 @@ impl AgentHandle {
                 query: query.into(),
                 context_policy: options.context_policy,
                 response_format: options.response_format,
+                attachments: options.attachments,
             })
             .build()
             .map_err(|e| AskError::Send {

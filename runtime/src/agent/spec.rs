@@ -31,6 +31,8 @@ pub struct AskOptions {
     /// request; [`AgentHandle::ask_structured`](super::AgentHandle::ask_structured) sets it
     /// from the type asked for. Default none.
     pub response_format: Option<ResponseFormat>,
+    /// Images, documents or audio sent with the query (after its text). Default none.
+    pub attachments: motet_directives::Attachments,
 }
 
 impl Default for AskOptions {
@@ -42,6 +44,7 @@ impl Default for AskOptions {
             stream: false,
             keep_running: false,
             response_format: None,
+            attachments: motet_directives::Attachments::default(),
         }
     }
 }

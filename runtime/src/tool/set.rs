@@ -202,8 +202,11 @@ impl ToolSet {
     /// question the tool asked instead (for a runtime that can put it to a person).
     pub async fn run(&self, call: ToolCallView<'_>, ctx: &ToolContext) -> Ran {
         let max_output = self.max_output();
-        Ran::Result(match self.execute(call, ctx).await {
-            Ok(output) => ToolResult::ok(call.id, output),
+        Ran::Result(match self.execute_with_attachments(call, ctx).await {
+            Ok((output, attachments)) => ToolResult {
+                attachments,
+                ..ToolResult::ok(call.id, output)
+            },
             Err(ToolError::Question { text }) => return Ran::Question(text),
             Err(error) => {
                 let content = match &error {
@@ -228,6 +231,21 @@ impl ToolSet {
         call: ToolCallView<'_>,
         ctx: &ToolContext,
     ) -> Result<String, ToolError> {
+        self.execute_with_attachments(call, ctx)
+            .await
+            .map(|(text, _)| text)
+    }
+
+    /// [`execute`](Self::execute), with what the tool returned besides text (images an MCP
+    /// tool returned), as [`Tool::call_with_attachments`] gives it.
+    ///
+    /// # Errors
+    /// As for [`execute`](Self::execute).
+    pub async fn execute_with_attachments(
+        &self,
+        call: ToolCallView<'_>,
+        ctx: &ToolContext,
+    ) -> Result<(String, motet_directives::Attachments), ToolError> {
         let registry = &self.view.registry;
         let Some((index, _, tool)) = registry.tools.get_full(call.name) else {
             return Err(ToolError::UnknownTool {
@@ -246,9 +264,11 @@ impl ToolSet {
         }
         // Dropping the call's future on timeout cancels it at its next await; the unwind guard
         // keeps a panic inside the tool from reaching the agent.
-        let guarded = AssertUnwindSafe(tool.call(call.args, ctx)).catch_unwind();
+        let guarded = AssertUnwindSafe(tool.call_with_attachments(call.args, ctx)).catch_unwind();
         match tokio::time::timeout(registry.timeout, guarded).await {
-            Ok(Ok(Ok(output))) => Ok(truncate(output, registry.max_output)),
+            Ok(Ok(Ok((output, attachments)))) => {
+                Ok((truncate(output, registry.max_output), attachments))
+            }
             Ok(Ok(Err(error))) => Err(error),
             Ok(Err(payload)) => {
                 let message = panic_message(payload.as_ref());

@@ -77,7 +77,7 @@ impl motet_providers::LlmClient for EchoModel {
             .messages
             .iter()
             .filter_map(|m| match m {
-                Message::User { content } => Some(content.as_str()),
+                Message::User { content } => content.as_text(),
                 _ => None,
             })
             .collect();

@@ -70,6 +70,7 @@ impl ByHand {
             .with_id(self.env.fresh_id("sig"))
             .with_request_id(format!("req-{n}"))
             .with_data(AgentRequest {
+                attachments: Default::default(),
                 query: "What is 2 + 3?".into(),
                 context_policy: None,
                 response_format: None,

@@ -1,0 +1,90 @@
+//! A tool that returns an image besides its text (as an MCP tool's image content does): the
+//! image reaches the model's next request as the result's attachment, and the thread keeps it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
+
+mod common;
+
+use std::sync::Arc;
+
+use motet_agents::{ReAct, ReActConfig};
+use motet_directives::{AssistantBlock, Attachments, Message, Part, ToolArgs};
+use motet_runtime::agent::{AgentSpec, AskOptions, Runtime};
+use motet_runtime::testing::ScriptedModel;
+use motet_runtime::tool::{Tool, ToolContext, ToolError, ToolSet};
+
+use common::turn;
+
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\n";
+
+/// Answers with a caption and the picture.
+struct Camera;
+
+#[async_trait::async_trait]
+impl Tool for Camera {
+    fn name(&self) -> &str {
+        "camera"
+    }
+    fn description(&self) -> &str {
+        "Takes a picture."
+    }
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::json!({"type": "object"})
+    }
+    async fn call(&self, _args: &ToolArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
+        Ok("a picture".into())
+    }
+    async fn call_with_attachments(
+        &self,
+        _args: &ToolArgs,
+        _ctx: &ToolContext,
+    ) -> Result<(String, Attachments), ToolError> {
+        let picture = Part::image_bytes("image/png", PNG);
+        Ok(("a picture".into(), Attachments::from(vec![picture])))
+    }
+}
+
+#[tokio::test]
+async fn a_tools_image_reaches_the_next_request_as_an_attachment() {
+    let tools = Arc::new(ToolSet::builder().tool(Camera).build().unwrap());
+    let model = Arc::new(ScriptedModel::new([
+        turn(vec![AssistantBlock::tool_use(
+            "tc_1",
+            "camera",
+            ToolArgs::from_text("{}"),
+        )]),
+        turn(vec![AssistantBlock::text("a red square")]),
+    ]));
+    let runtime = Runtime::builder().llm(model.clone()).build().unwrap();
+    let react = ReAct::new(
+        ReActConfig::new("openai:gpt-4o".parse().unwrap()).with_tools(tools.definitions()),
+    );
+    let agent = runtime
+        .spawn(AgentSpec::new("viewer", react).with_tools(tools))
+        .await
+        .unwrap();
+    agent
+        .submit("what is it?", AskOptions::default())
+        .await
+        .unwrap()
+        .wait()
+        .await
+        .unwrap();
+    let requests = model.requests();
+    let results = requests
+        .last()
+        .unwrap()
+        .messages
+        .iter()
+        .find_map(|m| match m {
+            Message::ToolResults { results } => Some(results.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(results[0].content, "a picture");
+    assert_eq!(
+        results[0].attachments.as_slice(),
+        [Part::image_bytes("image/png", PNG)]
+    );
+    runtime.shutdown().await;
+}
