@@ -57,8 +57,7 @@ pub use env::{Env, FixedEnv};
 pub use error::{ProjectionError, StrategyError, ThreadError};
 pub use estimate::{
     AUDIO_BYTES_PER_TOKEN, Calibrated, HEURISTIC_MESSAGE_OVERHEAD, Heuristic, IMAGE_TOKENS,
-    PDF_PAGE_TOKENS, TokenEstimator, estimate_body, estimate_message, estimate_tools,
-    media_tokens,
+    PDF_PAGE_TOKENS, TokenEstimator, estimate_body, estimate_message, estimate_tools, media_tokens,
 };
 #[cfg(feature = "tiktoken")]
 pub use estimate::{TIKTOKEN_MESSAGE_OVERHEAD, Tiktoken};

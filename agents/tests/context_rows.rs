@@ -64,6 +64,7 @@ impl Harness {
             query: query.into(),
             context_policy: over,
             response_format: None,
+            attachments: Default::default(),
         };
         self.send("agent.request", serde_json::to_value(input).unwrap())
     }

@@ -471,7 +471,8 @@ pub(crate) fn run_live() -> Vec<Report> {
 fn message_parts(message: &motet_directives::Message) -> Vec<String> {
     use motet_directives::Message;
     match message {
-        Message::System { content } | Message::User { content } => vec![content.clone()],
+        Message::System { content } => vec![content.clone()],
+        Message::User { content } => vec![content.text().into_owned()],
         Message::Assistant(turn) => vec![turn.to_string()],
         Message::ToolResults { results } => results.iter().map(|r| r.content.clone()).collect(),
     }
