@@ -289,7 +289,7 @@ impl ReAct {
             rev: projection.meta.basis_rev,
             last_seq: projection.meta.basis_last_seq,
             estimated_tokens: projection.meta.estimated_tokens,
-            policy: (state.thread.policy_in_force() != Some(&policy)).then_some(policy),
+            policy: (state.thread.policy_in_force() != Some(&policy)).then(|| Box::new(policy)),
         };
         let request_body = LlmRequest::new(self.config.model.clone(), projection.messages)
             .with_tools(projection.tool_spec)

@@ -532,7 +532,7 @@ impl Thread {
             .get()
             .and_then(|i| self.entries.get(i))
             .and_then(|e| match &e.body {
-                EntryBody::Assistant { basis, .. } => basis.as_ref()?.policy.as_ref(),
+                EntryBody::Assistant { basis, .. } => basis.as_ref()?.policy.as_deref(),
                 _ => None,
             })
     }
@@ -591,7 +591,7 @@ impl Thread {
             .iter()
             .rev()
             .find_map(|e| match &e.body {
-                EntryBody::Assistant { basis: Some(b), .. } => b.policy.clone(),
+                EntryBody::Assistant { basis: Some(b), .. } => b.policy.as_deref().cloned(),
                 _ => None,
             })?;
         let entries = self.entries_before_call(call_id)?;

@@ -34,7 +34,7 @@ fn recorded(thread: &motet_agents::Thread) -> Vec<ContextPolicy> {
         .to_list()
         .iter()
         .filter_map(|e| match &e.body {
-            EntryBody::Assistant { basis, .. } => basis.as_ref()?.policy.clone(),
+            EntryBody::Assistant { basis, .. } => basis.as_ref()?.policy.as_deref().cloned(),
             _ => None,
         })
         .collect()

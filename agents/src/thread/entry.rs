@@ -100,9 +100,10 @@ pub struct CallBasis {
     #[serde(default)]
     pub estimated_tokens: u64,
     /// The policy in force, when it differs from the one the thread's previous recorded call
-    /// used (`None`: the same); a thread keeps one copy per change, not one per call.
+    /// used (`None`: the same); a thread keeps one copy per change, not one per call — boxed,
+    /// so the basis of a call that kept the policy is five words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub policy: Option<crate::policy::ContextPolicy>,
+    pub policy: Option<Box<crate::policy::ContextPolicy>>,
 }
 
 /// What one LLM call consumed, as its assistant entry keeps it: [`Usage`]'s counts, exactly.
