@@ -126,10 +126,16 @@ fn a_question_asked_on_postgres_is_read_back_by_every_command() {
         let store = open_store(&db.url).await.unwrap();
         store.load("cli/pg").await.unwrap().unwrap()
     });
+    // (with each entry's time also in UTC, `at_utc`)
     let expected: Vec<serde_json::Value> = stored
         .to_list()
         .iter()
-        .map(|e| serde_json::to_value(e).unwrap())
+        .map(|e| {
+            let mut value = serde_json::to_value(e).unwrap();
+            let utc = jiff::Timestamp::from_millisecond(i64::try_from(e.at).unwrap()).unwrap();
+            value["at_utc"] = utc.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string().into();
+            value
+        })
         .collect();
     let export = with_env(&["threads", "export", "pg"]);
     assert!(export.status.success(), "{}", stderr(&export));
