@@ -32,6 +32,7 @@
 //! - [`config`] — [`ApiKey`] (never printed), [`ProvidersConfig`] from the environment.
 //! - [`models`] — model refs to dialects, the capability table, request validation.
 //! - [`retry`] — [`RetryPolicy`].
+//! - `scope` — [`CallScope`]: who a call is for (agent, thread, request, tenant, [`Priority`]).
 //! - `endpoint` — URLs and headers per dialect (beta headers included).
 //! - `hosted` — which hosted tools (web search, code execution, remote MCP servers) each
 //!   dialect and model can run.
@@ -57,6 +58,7 @@ pub mod models;
 mod openai_chat;
 mod openai_responses;
 pub mod retry;
+mod scope;
 pub mod sse;
 mod structured;
 #[cfg(feature = "test-utils")]
@@ -74,4 +76,5 @@ pub use event::LlmEvent;
 pub use media::Inputs;
 pub use models::ModelCaps;
 pub use retry::RetryPolicy;
+pub use scope::{CallKind, CallScope, Priority};
 pub use sse::SseEvent;

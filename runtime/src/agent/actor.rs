@@ -112,6 +112,15 @@ pub(crate) struct LiveAgent<S> {
     /// The agent's running threads by thread id: the registry's second level. Almost always
     /// one (the default thread) or none, held in place rather than in a map's table.
     pub(crate) threads: std::sync::Mutex<few::Few<ActorRef<ThreadMsg>>>,
+    /// The agent's tenant and priority, which most agents leave at their defaults (boxed: one
+    /// word for them).
+    pub(crate) labels: Option<Box<Labels>>,
+}
+
+/// An agent's tenant and priority, for its LLM calls' [`CallScope`](motet_providers::CallScope).
+pub(crate) struct Labels {
+    pub(crate) tenant: Option<Arc<str>>,
+    pub(crate) priority: motet_providers::Priority,
 }
 
 impl<S> LiveAgent<S> {
@@ -812,6 +821,19 @@ where
                 resume
             }
             Err(_) => signal,
+        }
+    }
+
+    /// Who this thread's LLM calls for `cause` are made for.
+    fn scope(&self, cause: &Signal, kind: motet_providers::CallKind) -> motet_providers::CallScope {
+        let labels = self.agent.labels.as_deref();
+        motet_providers::CallScope {
+            agent: self.agent.name.clone(),
+            thread: self.thread_id.clone(),
+            request: cause.request_id().map(Arc::from),
+            tenant: labels.and_then(|l| l.tenant.clone()),
+            priority: labels.map(|l| l.priority).unwrap_or_default(),
+            kind,
         }
     }
 

@@ -344,6 +344,14 @@ where
         intensity: spec.intensity,
         attached: std::sync::Mutex::new(None),
         threads: std::sync::Mutex::new(super::actor::few::Few::default()),
+        labels: (spec.tenant.is_some() || spec.priority != motet_providers::Priority::Normal).then(
+            || {
+                Box::new(super::actor::Labels {
+                    tenant: spec.tenant,
+                    priority: spec.priority,
+                })
+            },
+        ),
     });
     // The agent's spawning lock is taken before the agent becomes visible, so no racing ask can
     // start its default thread first and the thread needs no lookup before it starts. The lock

@@ -60,6 +60,8 @@ pub struct AgentSpec<S> {
     pub(crate) consumers: Vec<crate::bus::ConsumerSpec>,
     pub(crate) groups: Vec<String>,
     pub(crate) idle_timeout: Option<Duration>,
+    pub(crate) tenant: Option<Arc<str>>,
+    pub(crate) priority: motet_providers::Priority,
 }
 
 impl<S: Strategy> AgentSpec<S> {
@@ -75,7 +77,25 @@ impl<S: Strategy> AgentSpec<S> {
             consumers: Vec::new(),
             groups: Vec::new(),
             idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
+            tenant: None,
+            priority: motet_providers::Priority::Normal,
         }
+    }
+
+    /// Labels the agent as one tenant's: a shared provider account's limits share their
+    /// capacity fairly between tenants (and between agents within one), and budgets and cost
+    /// accounts sum per tenant.
+    pub fn with_tenant(mut self, tenant: impl Into<Arc<str>>) -> Self {
+        self.tenant = Some(tenant.into());
+        self
+    }
+
+    /// How soon the agent's LLM calls are served when a shared provider account is at its
+    /// limits: a person waiting (a chat) is [`High`](motet_providers::Priority::High), a
+    /// batch [`Low`](motet_providers::Priority::Low). Default `Normal`.
+    pub fn with_priority(mut self, priority: motet_providers::Priority) -> Self {
+        self.priority = priority;
+        self
     }
 
     /// Stops a thread's actor after this long without messages, to bound the memory of an

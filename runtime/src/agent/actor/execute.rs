@@ -73,10 +73,18 @@ where
                 let core = self.core.clone();
                 let task_cause = cause.clone();
                 let source = self.source();
+                let scope = self.scope(cause, motet_providers::CallKind::Turn);
                 let work = Box::pin(async move {
                     let call_id = call.call_id;
-                    let streamed =
-                        stream_call(&core, call.request, &source, &task_cause, &call_id, span);
+                    let streamed = stream_call(
+                        &core,
+                        call.request,
+                        &scope,
+                        &source,
+                        &task_cause,
+                        &call_id,
+                        span,
+                    );
                     // A panic in the call (a provider's bug, a client's) must still answer the
                     // strategy, or the request waits for a result that never comes.
                     let outcome = AssertUnwindSafe(streamed)
@@ -201,6 +209,7 @@ where
                     .instructions
                     .unwrap_or_else(|| SUMMARY_INSTRUCTIONS.to_owned());
                 let span = trace::directive_span("summarize", &self.thread_id, parent);
+                let scope = self.scope(cause, motet_providers::CallKind::Summary);
                 let task = tokio::spawn(async move {
                     let outcome = match model {
                         _ if transcript.is_empty() => {
@@ -215,10 +224,18 @@ where
                                 vec![Message::system(instructions), Message::user(transcript)],
                             );
                             let chat = trace::chat_span(&request, span.id(), 0);
-                            stream_call(&core, request, &source, &task_cause, &call_id, chat)
-                                .await
-                                .map(|response| response.message.to_string())
-                                .map_err(|failure| failure.error.to_string())
+                            stream_call(
+                                &core,
+                                request,
+                                &scope,
+                                &source,
+                                &task_cause,
+                                &call_id,
+                                chat,
+                            )
+                            .await
+                            .map(|response| response.message.to_string())
+                            .map_err(|failure| failure.error.to_string())
                         }
                     };
                     let signal = match outcome {

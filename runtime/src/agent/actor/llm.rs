@@ -59,6 +59,7 @@ pub(super) fn transcript(entries: &[std::sync::Arc<motet_agents::Entry>]) -> Str
 pub(super) async fn stream_call(
     core: &RuntimeCore,
     request: motet_directives::LlmRequest,
+    scope: &motet_providers::CallScope,
     source: &str,
     cause: &Signal,
     call_id: &CallId,
@@ -66,7 +67,7 @@ pub(super) async fn stream_call(
 ) -> Result<motet_directives::LlmResponse, CallFailure> {
     let model = request.model.clone();
     let started = std::time::Instant::now();
-    let outcome = stream_events(core, request, source, cause, call_id)
+    let outcome = stream_events(core, request, scope, source, cause, call_id)
         .instrument(span.clone())
         .await;
     let error;
@@ -122,10 +123,12 @@ impl From<ProviderError> for CallFailure {
 async fn stream_events(
     core: &RuntimeCore,
     request: motet_directives::LlmRequest,
+    scope: &motet_providers::CallScope,
     source: &str,
     cause: &Signal,
     call_id: &CallId,
 ) -> Result<motet_directives::LlmResponse, CallFailure> {
+    let _ = scope; // the shared limits and budgets queue and charge by it
     let _permit = core.permit(request.model.provider()).await;
     let mut events = core
         .llm
