@@ -14,6 +14,7 @@
 //! projecting again, so the next calls share their prefix.
 
 mod config;
+mod fallback;
 mod person;
 mod signals;
 mod state;
@@ -51,6 +52,7 @@ use crate::projector::{
 };
 use crate::strategy::Strategy;
 use crate::thread::{CallBasis, EntryBody, EntryKind, NewEntry, Refs, Thread};
+use fallback::AfterFailure;
 
 /// The ReAct strategy. Cloning it is cheap (the configuration is shared), so one strategy can
 /// be handed to any number of agents.
@@ -214,6 +216,8 @@ impl ReAct {
         };
         let tool_choice = self.config.tool_choice_after(request.tool_calls);
         let (options, tool_choice) = self.call_options(request, tool_choice);
+        let chain_index = request.model as usize;
+        let model = self.config.model_at(chain_index).clone();
         let policy = ContextPolicy::resolve(
             request.policy_override.as_deref(),
             state.context_policy.as_deref(),
@@ -290,8 +294,9 @@ impl ReAct {
             last_seq: projection.meta.basis_last_seq,
             estimated_tokens: projection.meta.estimated_tokens,
             policy: (state.thread.policy_in_force() != Some(&policy)).then(|| Box::new(policy)),
+            model: (chain_index > 0).then(|| Box::new(model.clone())),
         };
-        let request_body = LlmRequest::new(self.config.model.clone(), projection.messages)
+        let request_body = LlmRequest::new(model, projection.messages)
             .with_tools(projection.tool_spec)
             .with_tool_choice(tool_choice)
             .with_options(options)
@@ -502,17 +507,30 @@ impl ReAct {
             return Ok(ignore(state, step, LLM_FAILED, &failed.call_id));
         };
         request.llm_call = None;
-        let note = format!("llm call {} failed: {}", failed.call_id, failed.error);
+        let mut note = format!("llm call {} failed: {}", failed.call_id, failed.error);
         let refs = Refs::request(request.request_id.clone()).with_call_id(failed.call_id.shared());
+        let decision = fallback::after_failure(
+            &failed.error,
+            request.llm_retries,
+            self.config.max_llm_retries,
+            request.model as usize,
+            self.config.chain_len(),
+        );
+        let retry = decision != AfterFailure::Fail;
+        match decision {
+            AfterFailure::Retry | AfterFailure::Shrink => request.llm_retries += 1,
+            AfterFailure::Switch(next) => {
+                // The next model of the chain, from the next call on, with retries of its own.
+                request.model = u32::try_from(next).unwrap_or(u32::MAX);
+                request.llm_retries = 0;
+                let model = self.config.model_at(next);
+                note.push_str(&format!("; falling back to {model}"));
+            }
+            AfterFailure::Fail => {}
+        }
         // Our token estimate undershot the model's count: halve this request's input budget and
         // project again (the window moves, committing a boundary in stable mode).
-        let shrink = failed.error.kind == LlmErrorKind::ContextLength;
-        let retry =
-            (failed.error.retryable || shrink) && request.llm_retries < self.config.max_llm_retries;
-        if retry {
-            request.llm_retries += 1;
-        }
-        if retry && shrink {
+        if decision == AfterFailure::Shrink {
             let policy = ContextPolicy::resolve(
                 request.policy_override.as_deref(),
                 state.context_policy.as_deref(),
@@ -635,6 +653,7 @@ impl ReAct {
         let (message, iteration, turn_call) = match &entries[turn].body {
             EntryBody::User { .. } => {
                 let mut request = RequestState::new(request_id, None);
+                request.model = self.chain_index_in(entries, &request.request_id);
                 request.steers = steers;
                 format.restore(&mut request);
                 state.request = Some(Box::new(request));
@@ -648,6 +667,7 @@ impl ReAct {
             _ => return Ok(Vec::new()),
         };
         let mut request = RequestState::new(request_id, None);
+        request.model = self.chain_index_in(entries, &request.request_id);
         request.steers = steers;
         format.restore(&mut request);
         request.tool_calls = tool_calls_in(&entries[..=turn], &request.request_id);
@@ -841,6 +861,28 @@ impl ReAct {
             }
             Err(message) => self.summary_refused(state, step, &request_id, message),
         }
+    }
+
+    /// Where in the model chain the request `request_id` was when it stopped: at the model
+    /// that answered its last turn (its call basis names a fallback), else at the start.
+    fn chain_index_in(
+        &self,
+        entries: &[std::sync::Arc<crate::thread::Entry>],
+        request_id: &str,
+    ) -> u32 {
+        let answered_by = entries.iter().rev().find_map(|entry| match &entry.body {
+            EntryBody::Assistant { basis, .. }
+                if entry.refs.request_id.as_deref() == Some(request_id) =>
+            {
+                Some(basis.as_ref().and_then(|b| b.model.as_ref()))
+            }
+            _ => None,
+        });
+        answered_by
+            .flatten()
+            .and_then(|model| self.config.chain_index(model))
+            .and_then(|index| u32::try_from(index).ok())
+            .unwrap_or(0)
     }
 
     /// `agent.summarize`: a summary of `from_seq..=to_seq` on request. The range must lie in
@@ -1159,6 +1201,10 @@ impl Strategy for ReAct {
 
     fn model(&self) -> Option<&motet_directives::ModelRef> {
         Some(&self.config.model)
+    }
+
+    fn fallback_models(&self) -> &[motet_directives::ModelRef] {
+        &self.config.fallbacks
     }
 
     fn request_shape(&self) -> Option<LlmRequest> {

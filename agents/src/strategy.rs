@@ -111,6 +111,13 @@ pub trait Strategy {
         None
     }
 
+    /// The models this strategy may fall back to besides [`Strategy::model`]; the runtime
+    /// checks each as it checks that one (with [`Strategy::request_shape`]'s tools and
+    /// options) when the agent is spawned. By default none.
+    fn fallback_models(&self) -> &[motet_directives::ModelRef] {
+        &[]
+    }
+
     /// Handles one signal.
     ///
     /// # Errors

@@ -155,6 +155,7 @@ pub async fn start(
         )));
     }
     let mut config = ReActConfig::new(settings.model.clone())
+        .with_fallbacks(settings.fallbacks.iter().cloned())
         .with_tools(tools.definitions())
         .with_tool_choice(settings.tool_choice.clone());
     if let Some(prompt) = &settings.system_prompt {

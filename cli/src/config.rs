@@ -3,6 +3,7 @@
 //! | setting | flag | environment | file key | default |
 //! |---|---|---|---|---|
 //! | model | `--model` | `MOTET_MODEL` | `model` | chosen from the environment ([`choose_model`]) |
+//! | fallback models | — | — | `fallbacks` | none |
 //! | store | `--db` | `MOTET_DATABASE_URL` | `db` | `<data dir>/motet/motet.db` |
 //! | base URLs | — | `OPENAI_BASE_URL`, … | `[base_urls]` | each provider's own |
 //! | API keys | — | `OPENAI_API_KEY`, … | never in the file | — |
@@ -67,6 +68,9 @@ const PRESETS: &str = "auto, default, short, long or tool-focused";
 pub struct FileConfig {
     /// `provider:model`.
     pub model: Option<String>,
+    /// Models a request falls back to, in order, when the model is overloaded, down, out of
+    /// capacity or finds the context too long (`provider:model` each).
+    pub fallbacks: Option<Vec<String>>,
     /// The thread store: a SQLite path or a store URL (`postgres://...`).
     pub db: Option<PathBuf>,
     /// A context policy preset.
@@ -327,6 +331,7 @@ impl Loaded {
                     .to_owned(),
             })?;
         self.check_base_urls()?;
+        let fallbacks = self.fallbacks(&providers)?;
         let policy = self.policy(&model)?;
         let tools = self
             .file
@@ -396,6 +401,7 @@ impl Loaded {
         }
         Ok(Settings {
             model,
+            fallbacks,
             base_url,
             providers,
             policy,
@@ -409,6 +415,30 @@ impl Loaded {
             context_window: self.file.context_window,
             auto_context: self.file.context.as_deref().is_none_or(|c| c == "auto"),
         })
+    }
+
+    /// The `fallbacks` models, checked: each a `provider:model` whose provider is configured.
+    fn fallbacks(&self, providers: &ProvidersConfig) -> Result<Vec<ModelRef>, CliError> {
+        let mut models = Vec::new();
+        for text in self.file.fallbacks.iter().flatten() {
+            let fail =
+                |message: String| self.key_error("fallbacks", format!("`{text}`: {message}"));
+            let model: ModelRef = text.parse().map_err(|_| {
+                fail("expected provider:model, e.g. anthropic:claude-sonnet-4-5".into())
+            })?;
+            let configured = ProviderKind::from_provider(model.provider())
+                .and_then(|kind| providers.resolve(kind));
+            if let Err(error) = configured {
+                let message = error.to_string();
+                return Err(fail(
+                    message
+                        .trim_start_matches("configuration error: ")
+                        .to_owned(),
+                ));
+            }
+            models.push(model);
+        }
+        Ok(models)
     }
 
     /// The `[[mcp]]` servers, checked: a unique valid name, and a command or a URL.
@@ -703,6 +733,8 @@ pub fn find_local_server() -> Option<String> {
 pub struct Settings {
     /// The model every call uses.
     pub model: ModelRef,
+    /// The models a request falls back to, in order.
+    pub fallbacks: Vec<ModelRef>,
     /// Where its provider is (for messages about an unreachable server).
     pub base_url: String,
     /// Keys and URLs.
@@ -801,6 +833,39 @@ mod tests {
             http.headers,
             [("Authorization".to_owned(), "Bearer ${TOKEN}".to_owned())]
         );
+    }
+
+    #[test]
+    fn fallbacks_are_models_whose_providers_are_configured() {
+        let vars = [
+            ("MOTET_OPENAI_COMPAT_BASE_URL", "http://h/v1"),
+            ("ANTHROPIC_API_KEY", "sk-ant"),
+        ];
+        let s = loaded(r#"fallbacks = ["anthropic:claude-sonnet-4-5", "openai-compat:small"]"#)
+            .settings(&model("openai-compat:m"), &env(&vars))
+            .unwrap();
+        let names: Vec<String> = s.fallbacks.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            names,
+            ["anthropic:claude-sonnet-4-5", "openai-compat:small"]
+        );
+        for (text, reason) in [
+            (r#"fallbacks = ["claude"]"#, "expected provider:model"),
+            (r#"fallbacks = ["nobody:m"]"#, "nobody"),
+            (
+                r#"fallbacks = ["gemini:gemini-2.5-flash"]"#,
+                "GEMINI_API_KEY",
+            ),
+        ] {
+            let err = loaded(text)
+                .settings(&model("openai-compat:m"), &env(&vars))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("key `fallbacks`") && err.contains(reason),
+                "{text}: {err}"
+            );
+        }
     }
 
     #[test]

@@ -9,8 +9,14 @@ use crate::react::structured::StructuredCalls;
 /// How a ReAct agent runs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReActConfig {
-    /// The model every call uses.
+    /// The model every call uses, unless it fails in a way another model may not (then the
+    /// fallbacks, in order).
     pub model: ModelRef,
+    /// The models a request falls back to, in order, when a call fails from overload, an
+    /// outage, the account's limits or a context too long (after the retries that may mend
+    /// it). A request moves down the chain only between calls and stays on the model it moved
+    /// to; the next request starts on [`model`](Self::model) again. Default none.
+    pub fallbacks: Vec<ModelRef>,
     /// The system prompt.
     pub system_prompt: Option<String>,
     /// Tools offered to the model.
@@ -84,6 +90,7 @@ impl ReActConfig {
     pub fn new(model: ModelRef) -> Self {
         Self {
             model,
+            fallbacks: Vec::new(),
             system_prompt: None,
             tools: ToolDefs::from(Vec::new()),
             tool_choice: ToolChoice::Auto,
@@ -108,6 +115,36 @@ impl ReActConfig {
     pub fn with_projector(mut self, projector: impl Projector + 'static) -> Self {
         self.projector = Some(ProjectorRef::new(projector));
         self
+    }
+
+    /// Falls back to these models, in order ([`fallbacks`](Self::fallbacks)).
+    pub fn with_fallbacks(mut self, models: impl IntoIterator<Item = ModelRef>) -> Self {
+        self.fallbacks = models.into_iter().collect();
+        self
+    }
+
+    /// The model at `index` of the chain (0: [`model`](Self::model)); the last one past it.
+    pub fn model_at(&self, index: usize) -> &ModelRef {
+        match index.checked_sub(1) {
+            None => &self.model,
+            Some(i) => self
+                .fallbacks
+                .get(i)
+                .or(self.fallbacks.last())
+                .unwrap_or(&self.model),
+        }
+    }
+
+    /// How many models the chain has: the agent's and its fallbacks.
+    pub fn chain_len(&self) -> usize {
+        1 + self.fallbacks.len()
+    }
+
+    /// Where `model` is in the chain, if it is in it.
+    pub fn chain_index(&self, model: &ModelRef) -> Option<usize> {
+        std::iter::once(&self.model)
+            .chain(&self.fallbacks)
+            .position(|m| m == model)
     }
 
     /// Sets the system prompt.

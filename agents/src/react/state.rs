@@ -105,6 +105,10 @@ pub struct RequestState {
     /// Retries spent on the current iteration.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub llm_retries: u32,
+    /// Where in the agent's model chain the request is (0: the agent's model; more after it
+    /// fell back).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub model: u32,
     /// The LLM call whose tool calls are pending.
     pub turn_call: Option<CallId>,
     /// Tool calls of the current turn.
@@ -165,6 +169,7 @@ impl RequestState {
             iteration: 0,
             llm_call: None,
             llm_retries: 0,
+            model: 0,
             turn_call: None,
             tools: Vec::new(),
             tool_calls: 0,

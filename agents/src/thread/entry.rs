@@ -104,6 +104,11 @@ pub struct CallBasis {
     /// so the basis of a call that kept the policy is five words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<Box<crate::policy::ContextPolicy>>,
+    /// The model that answered, when it was not the agent's own but a fallback of its chain
+    /// (`None`: the agent's model). A resume reads it to go on where the request was. Boxed:
+    /// most calls are the agent's model's, and their basis keeps one word for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<Box<motet_directives::ModelRef>>,
 }
 
 /// What one LLM call consumed, as its assistant entry keeps it: [`Usage`]'s counts, exactly.

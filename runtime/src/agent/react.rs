@@ -18,6 +18,7 @@ use crate::tool::{Tool, ToolSet};
 pub struct ReActAgent {
     name: String,
     model: String,
+    fallbacks: Vec<String>,
     system: Option<String>,
     tools: crate::tool::ToolSetBuilder,
     configure: Vec<ConfigStep>,
@@ -43,11 +44,21 @@ impl ReActAgent {
         Self {
             name: name.into(),
             model: model.into(),
+            fallbacks: Vec::new(),
             system: None,
             tools: ToolSet::builder(),
             configure: Vec::new(),
             spec: Vec::new(),
         }
+    }
+
+    /// A model to fall back to when the one before it in the chain fails from overload, an
+    /// outage, the account's limits or a context too long: `.fallback("anthropic:claude-sonnet-4-5")`.
+    /// Called again, the next one after it. A request moves down the chain only between
+    /// calls and stays on the model it moved to; the thread records which model answered.
+    pub fn fallback(mut self, model: impl Into<String>) -> Self {
+        self.fallbacks.push(model.into());
+        self
     }
 
     /// The system prompt.
@@ -112,8 +123,18 @@ impl IntoSpec<ReAct> for ReActAgent {
             .model
             .parse()
             .map_err(|e| invalid(format!("model `{}`: {e}", self.model)))?;
+        let fallbacks = self
+            .fallbacks
+            .iter()
+            .map(|text| {
+                text.parse::<ModelRef>()
+                    .map_err(|e| invalid(format!("fallback model `{text}`: {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let tools = self.tools.build().map_err(|e| invalid(e.to_string()))?;
-        let mut config = ReActConfig::new(model).with_tools(tools.definitions());
+        let mut config = ReActConfig::new(model)
+            .with_fallbacks(fallbacks)
+            .with_tools(tools.definitions());
         if let Some(system) = self.system {
             config = config.with_system_prompt(system);
         }
@@ -159,6 +180,7 @@ mod tests {
         let config = spec.strategy.config();
         assert_eq!(config.system_prompt.as_deref(), Some("Be brief."));
         assert_eq!(config.max_iterations, 4);
+        assert!(config.fallbacks.is_empty());
         let offered: Vec<&str> = config.tools.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(offered, ["shout"]);
         let run = spec.tools.as_ref().expect("the agent runs its tools");
@@ -170,6 +192,14 @@ mod tests {
     fn a_bad_model_or_two_tools_of_one_name_fail_the_spec() {
         let bad_model = ReActAgent::new("a", "no-provider").into_spec();
         assert!(matches!(bad_model, Err(RuntimeError::InvalidSpec { .. })));
+        let bad_fallback = ReActAgent::new("a", "openai:gpt-5.2")
+            .fallback("no-provider")
+            .into_spec();
+        assert!(
+            matches!(&bad_fallback, Err(RuntimeError::InvalidSpec { message, .. }) if message.starts_with("fallback model `no-provider`")),
+            "{:?}",
+            bad_fallback.err()
+        );
         let twice = ReActAgent::new("a", "openai:gpt-5.2")
             .tool(shout())
             .tool(shout())

@@ -236,14 +236,30 @@ impl Runtime {
         // A model the client cannot call as configured (no key, no base URL), or that cannot
         // do what the agent asks of it (seed 004 §1.3), is said now, not at the first ask.
         let shape = spec.strategy.request_shape();
-        let checked = match &shape {
+        let primary = match &shape {
             Some(request) => Some((&request.model, self.core.llm.check_request(request))),
             None => spec
                 .strategy
                 .model()
                 .map(|model| (model, self.core.llm.check_model(model))),
         };
-        if let Some((model, Err(error))) = checked {
+        // Each fallback as the agent's own model: a chain that cannot be called is said now.
+        let fallbacks = spec.strategy.fallback_models().iter().map(|model| {
+            let checked = match &shape {
+                Some(request) => {
+                    let mut request = request.clone();
+                    request.model = model.clone();
+                    self.core.llm.check_request(&request)
+                }
+                None => self.core.llm.check_model(model),
+            };
+            (model, checked)
+        });
+        let failed = primary
+            .into_iter()
+            .chain(fallbacks)
+            .find_map(|(model, checked)| checked.err().map(|error| (model, error)));
+        if let Some((model, error)) = failed {
             return Err(match error {
                 ProviderError::UnsupportedModel { model, reason } => {
                     RuntimeError::UnsupportedModel {
