@@ -328,6 +328,16 @@ impl HostileServer {
         self.shared.rejected.load(Ordering::SeqCst)
     }
 
+    /// Tokens the [`ServerLimit`] charged the admitted requests, after what they gave back.
+    pub fn tokens_admitted(&self) -> u64 {
+        self.shared.limit.as_ref().map_or(0, |account| {
+            account
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .admitted
+        })
+    }
+
     /// Connections the client closed before the server was done with them.
     pub fn closed(&self) -> usize {
         *self.shared.closed.borrow()
@@ -621,6 +631,8 @@ struct Account {
     requests: f64,
     tokens: f64,
     refilled: std::time::Instant,
+    /// Tokens charged to admitted requests, net of what they gave back.
+    admitted: u64,
 }
 
 /// Whether a request was admitted, and the headers that say so.
@@ -647,6 +659,7 @@ impl Account {
             requests: limit.requests_per_minute as f64,
             tokens: limit.tokens_per_minute as f64,
             refilled: std::time::Instant::now(),
+            admitted: 0,
         }
     }
 
@@ -674,6 +687,7 @@ impl Account {
         if admitted {
             self.requests -= 1.0;
             self.tokens -= want;
+            self.admitted = self.admitted.saturating_add(want as u64);
         } else {
             let per_request = self.per_second(self.limit.requests_per_minute);
             let per_token = self.per_second(self.limit.tokens_per_minute);
@@ -737,6 +751,7 @@ impl Account {
     fn refund(&mut self, tokens: u64) {
         self.refill();
         self.tokens = (self.tokens + tokens as f64).min(self.limit.tokens_per_minute as f64);
+        self.admitted = self.admitted.saturating_sub(tokens);
     }
 }
 
