@@ -384,10 +384,10 @@ impl FairQueue {
         let weight = agent.weight;
         let more = !agent.queue.is_empty();
         tenant.vtime = agent.flow.serve(weight, more);
-        tenant.waiting -= 1;
+        tenant.waiting = tenant.waiting.saturating_sub(1);
         let more = tenant.waiting > 0;
         self.vtime = tenant.flow.serve(1.0, more);
-        self.waiting -= 1;
+        self.waiting = self.waiting.saturating_sub(1);
         Some(id)
     }
 
@@ -406,11 +406,11 @@ impl FairQueue {
         if agent.queue.is_empty() {
             agent.flow.head_finish = None;
         }
-        tenant.waiting -= 1;
+        tenant.waiting = tenant.waiting.saturating_sub(1);
         if tenant.waiting == 0 {
             tenant.flow.head_finish = None;
         }
-        self.waiting -= 1;
+        self.waiting = self.waiting.saturating_sub(1);
         true
     }
 

@@ -394,3 +394,113 @@ fn idle_flows_are_forgotten() {
     let flows: usize = g.queues[1].tenants.values().map(|t| t.agents.len()).sum();
     assert!(flows < SWEEP_EVERY as usize, "{flows}");
 }
+
+mod invariants {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Enqueue {
+            agent: u8,
+            tenant: u8,
+            priority: u8,
+            input: u16,
+            output: u16,
+        },
+        Advance(u16),
+        SettleOldest(u16),
+        Cancel(u8),
+        Throttle(Option<u16>),
+        Learn(u16, u16),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (0u8..6, 0u8..3, 0u8..3, 0u16..3000, 0u16..3000).prop_map(
+                |(agent, tenant, priority, input, output)| Op::Enqueue {
+                    agent,
+                    tenant,
+                    priority,
+                    input,
+                    output,
+                }
+            ),
+            3 => (0u16..2000).prop_map(Op::Advance),
+            2 => (0u16..5000).prop_map(Op::SettleOldest),
+            1 => (0u8..50).prop_map(Op::Cancel),
+            1 => proptest::option::of(0u16..3000).prop_map(Op::Throttle),
+            1 => (0u16..200, 0u16..200).prop_map(|(l, r)| Op::Learn(l, r)),
+        ]
+    }
+
+    proptest! {
+        /// Whatever happens, no more requests are granted than the bucket allows (a full
+        /// minute's burst plus the refill since), streams never pass their limit, and nothing
+        /// panics.
+        #[test]
+        fn grants_stay_within_the_limits(ops in proptest::collection::vec(op(), 1..200)) {
+            let t0 = Instant::now();
+            let rates = Rates::unlimited()
+                .with_requests_per_minute(30)
+                .with_tokens_per_minute(20_000)
+                .with_concurrent(4)
+                .with_window(Duration::from_secs(6));
+            let mut g = Governor::new(rates, t0);
+            let mut now = t0;
+            let mut ids = Vec::new();
+            let mut granted = Vec::new();
+            let mut total = 0u64;
+            for op in ops {
+                match op {
+                    Op::Enqueue { agent, tenant, priority, input, output } => {
+                        let priority = [Priority::Low, Priority::Normal, Priority::High]
+                            [usize::from(priority)];
+                        let claim = Claim::new(format!("a{agent}"), input.into(), output.into())
+                            .with_tenant(format!("t{tenant}"))
+                            .with_priority(priority);
+                        ids.push(g.enqueue(claim, now));
+                    }
+                    Op::Advance(ms) => now += Duration::from_millis(ms.into()),
+                    Op::SettleOldest(used) => {
+                        if !granted.is_empty() {
+                            let id = granted.remove(0);
+                            let spent = Spent { input_tokens: used.into(), output_tokens: 1 };
+                            g.settle(id, spent, now);
+                        }
+                    }
+                    Op::Cancel(n) => {
+                        if let Some(id) = ids.get(usize::from(n)) {
+                            g.cancel(*id);
+                            granted.retain(|other| other != id);
+                        }
+                    }
+                    Op::Throttle(ms) => {
+                        g.throttle(ms.map(|ms| Duration::from_millis(ms.into())), now);
+                    }
+                    Op::Learn(limit, remaining) => {
+                        let learned = Learned {
+                            requests: Window {
+                                limit: Some(limit.into()),
+                                remaining: Some(remaining.into()),
+                                reset: None,
+                            },
+                            ..Learned::default()
+                        };
+                        g.learn(&learned, now);
+                    }
+                }
+                let new = g.grant(now);
+                total += new.len() as u64;
+                granted.extend(new);
+                prop_assert!(g.active() <= 4);
+                let elapsed = now.duration_since(t0).as_secs_f64();
+                prop_assert!(total as f64 <= 30.0 + 5.0 * elapsed + 1e-6, "{total} in {elapsed} s");
+                if g.waiting() > 0 && g.active() < 4 && g.backoff_until(now).is_none() {
+                    prop_assert!(g.next_wake(now).is_some(), "a waiting claim is never forgotten");
+                }
+            }
+        }
+    }
+}
