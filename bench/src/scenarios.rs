@@ -8,6 +8,7 @@ mod bus;
 mod cache;
 mod estimate;
 mod jetstream;
+mod limits;
 mod pg_append;
 mod prefix;
 mod project;
@@ -31,6 +32,7 @@ pub(crate) const ALL: &[(&str, RunFn)] = &[
     ("react", agents::run_react),
     ("fanout", agents::run_fanout),
     ("memory", agents::run_memory),
+    ("limits", limits::run),
 ];
 
 /// Scenarios that need an external server (a llama.cpp server named by `MOTET_LOCAL_LLM_URL`,

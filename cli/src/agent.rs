@@ -6,7 +6,7 @@ use std::sync::Arc;
 use motet::agents::{FailureReason, LlmErrorKind, ReAct, ReActConfig, ReactCompleted, ReactFailed};
 use motet::directives::{Approval, ToolChoice};
 use motet::mcp::McpClient;
-use motet::providers::Providers;
+use motet::providers::{Priority, Providers};
 use motet::runtime::agent::Answer;
 use motet::runtime::agent::{AgentHandle, AgentSpec, AskError, Runtime, RuntimeError};
 use motet::runtime::store::ThreadStore;
@@ -94,9 +94,11 @@ pub async fn start(
             message: e.to_string(),
         })?;
     let providers = Arc::new(providers);
-    let runtime = Runtime::builder()
-        .llm(providers.clone())
-        .store(store)
+    let mut runtime = Runtime::builder().llm(providers.clone()).store(store);
+    for (account, rates) in &settings.limits {
+        runtime = runtime.llm_limits(account.clone(), *rates);
+    }
+    let runtime = runtime
         .build()
         .map_err(|e| CliError::Runtime(e.to_string()))?;
     let mut builder = ToolSet::builder();
@@ -174,7 +176,13 @@ pub async fn start(
         config = config.with_context_policy(policy);
     }
     let agent = runtime
-        .spawn(AgentSpec::new(AGENT, ReAct::new(config)).with_tools(tools))
+        .spawn(
+            AgentSpec::new(AGENT, ReAct::new(config))
+                .with_tools(tools)
+                // A person waits for every answer: served before batch agents on a shared
+                // account.
+                .with_priority(Priority::High),
+        )
         .await
         .map_err(runtime_failure)?;
     Ok((runtime, agent))

@@ -31,6 +31,7 @@ use motet::agents::ContextPolicy;
 use motet::directives::{ModelRef, ToolChoice};
 use motet::mcp::McpServerConfig;
 use motet::providers::config::{backoff_secs, response_bytes, timeout_secs};
+use motet::providers::limits::Rates;
 use motet::providers::{ProviderKind, ProvidersConfig, models};
 use serde::Deserialize;
 
@@ -173,6 +174,44 @@ pub struct LimitsTable {
     /// Bytes of text, reasoning and tool arguments one answer may hold
     /// (`MOTET_MAX_RESPONSE_BYTES`).
     pub max_response_bytes: Option<u64>,
+    /// `[limits.openai]`: the OpenAI account's shared limits.
+    pub openai: Option<AccountLimits>,
+    /// `[limits.openai-responses]`.
+    #[serde(rename = "openai-responses")]
+    pub openai_responses: Option<AccountLimits>,
+    /// `[limits.anthropic]`.
+    pub anthropic: Option<AccountLimits>,
+    /// `[limits.gemini]`.
+    pub gemini: Option<AccountLimits>,
+    /// `[limits.openai-compat]`.
+    #[serde(rename = "openai-compat")]
+    pub openai_compat: Option<AccountLimits>,
+}
+
+/// `[limits.<provider>]`: the provider account's shared limits. Calls past them wait their
+/// turn instead of meeting the provider's 429s; limits the provider's headers announce lower
+/// these on their own.
+///
+/// ```toml
+/// [limits.openai]
+/// requests_per_minute = 500
+/// input_tokens_per_minute = 200000
+/// output_tokens_per_minute = 50000
+/// concurrent = 16
+/// ```
+#[derive(Debug, Default, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccountLimits {
+    /// Requests per minute.
+    pub requests_per_minute: Option<u64>,
+    /// Input tokens per minute.
+    pub input_tokens_per_minute: Option<u64>,
+    /// Output tokens per minute.
+    pub output_tokens_per_minute: Option<u64>,
+    /// Input and output tokens together per minute.
+    pub tokens_per_minute: Option<u64>,
+    /// Calls streaming at once (default 64).
+    pub concurrent: Option<u32>,
 }
 
 /// `[base_urls]`: where each provider is, below the environment's `*_BASE_URL`.
@@ -399,11 +438,13 @@ impl Loaded {
         if self.file.context_window.is_some_and(|w| w < 256) {
             return Err(self.key_error("context_window", "must be at least 256 (tokens)"));
         }
+        let limits = self.account_limits()?;
         Ok(Settings {
             model,
             fallbacks,
             base_url,
             providers,
+            limits,
             policy,
             tools,
             approve,
@@ -588,6 +629,52 @@ impl Loaded {
         Ok(config)
     }
 
+    /// The `[limits.<provider>]` tables as the runtime takes them, each value checked.
+    fn account_limits(&self) -> Result<Vec<(String, Rates)>, CliError> {
+        let table = &self.file.limits;
+        let accounts = [
+            ("openai", table.openai),
+            ("openai-responses", table.openai_responses),
+            ("anthropic", table.anthropic),
+            ("gemini", table.gemini),
+            ("openai-compat", table.openai_compat),
+        ];
+        let mut limits = Vec::new();
+        for (provider, account) in accounts {
+            let Some(account) = account else { continue };
+            let mut rates = Rates::unlimited();
+            let per_minute = [
+                ("requests_per_minute", account.requests_per_minute),
+                ("input_tokens_per_minute", account.input_tokens_per_minute),
+                ("output_tokens_per_minute", account.output_tokens_per_minute),
+                ("tokens_per_minute", account.tokens_per_minute),
+            ];
+            for (key, value) in per_minute {
+                if value == Some(0) {
+                    return Err(self.key_error(
+                        &format!("limits.{provider}.{key}"),
+                        "must be at least 1 (leave it out for no limit)",
+                    ));
+                }
+            }
+            rates.requests_per_minute = account.requests_per_minute;
+            rates.input_tokens_per_minute = account.input_tokens_per_minute;
+            rates.output_tokens_per_minute = account.output_tokens_per_minute;
+            rates.tokens_per_minute = account.tokens_per_minute;
+            if let Some(concurrent) = account.concurrent {
+                if concurrent == 0 {
+                    return Err(self.key_error(
+                        &format!("limits.{provider}.concurrent"),
+                        "must be at least 1",
+                    ));
+                }
+                rates = rates.with_concurrent(concurrent);
+            }
+            limits.push((provider.to_owned(), rates));
+        }
+        Ok(limits)
+    }
+
     /// Every `[base_urls]` entry must be an `http://` or `https://` URL with a host: a typo
     /// is said at load, naming the key, not later as a connection failure.
     fn check_base_urls(&self) -> Result<(), CliError> {
@@ -739,6 +826,8 @@ pub struct Settings {
     pub base_url: String,
     /// Keys and URLs.
     pub providers: ProvidersConfig,
+    /// Each provider account's shared limits (`[limits.<provider>]`).
+    pub limits: Vec<(String, Rates)>,
     /// The agent's context policy.
     pub policy: Option<ContextPolicy>,
     /// Enabled built-in tools.
@@ -1163,5 +1252,70 @@ mod tests {
             err.to_string(),
             "environment: MOTET_MAX_RETRIES=`lots`: not a whole number of retries (like 2, or 0 for none)"
         );
+    }
+
+    #[test]
+    fn provider_accounts_get_their_shared_limits() {
+        let vars = [("MOTET_LOCAL_LLM_URL", "http://h")];
+        let none = Loaded::default()
+            .settings(&Flags::default(), &env(&vars))
+            .unwrap();
+        assert!(
+            none.limits.is_empty(),
+            "nothing configured: the runtime's defaults"
+        );
+        let file = loaded(
+            "[limits]\nmax_retries = 1\n\n[limits.openai]\nrequests_per_minute = 500\n\
+             input_tokens_per_minute = 200000\noutput_tokens_per_minute = 50000\nconcurrent = 16\n\n\
+             [limits.openai-compat]\ntokens_per_minute = 9000\n",
+        );
+        let limits = file
+            .settings(&Flags::default(), &env(&vars))
+            .unwrap()
+            .limits;
+        let openai = Rates::unlimited()
+            .with_requests_per_minute(500)
+            .with_input_tokens_per_minute(200_000)
+            .with_output_tokens_per_minute(50_000)
+            .with_concurrent(16);
+        let compat = Rates::unlimited().with_tokens_per_minute(9000);
+        assert_eq!(
+            limits,
+            vec![
+                ("openai".to_owned(), openai),
+                ("openai-compat".to_owned(), compat)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_bad_account_limit_is_a_config_error_naming_its_key() {
+        let vars = [("MOTET_LOCAL_LLM_URL", "http://h")];
+        for (text, key) in [
+            (
+                "[limits.openai]\nrequests_per_minute = 0",
+                "`limits.openai.requests_per_minute`: must be at least 1",
+            ),
+            (
+                "[limits.anthropic]\nconcurrent = 0",
+                "`limits.anthropic.concurrent`: must be at least 1",
+            ),
+        ] {
+            let err = loaded(text)
+                .settings(&Flags::default(), &env(&vars))
+                .unwrap_err();
+            assert_eq!(err.exit_code(), 3, "{text}");
+            let err = err.to_string();
+            assert!(err.contains(key), "{text}: {err}");
+        }
+        for text in [
+            "[limits.openai]\nrequests_per_hour = 5",
+            "[limits.openai]\nrequests_per_minute = -5",
+            "[limits.openai]\nconcurrent = \"many\"",
+            "[limits.mistral]\nrequests_per_minute = 5",
+        ] {
+            // `Loaded::read` turns a parse failure into `CliError::ConfigFile`.
+            assert!(toml::from_str::<FileConfig>(text).is_err(), "{text}");
+        }
     }
 }

@@ -271,7 +271,10 @@ async fn swarm(
         // Cloning a ReAct shares its configuration: a thousand workers, two configurations.
         let (skill, tools, react) = &kits[k % kits.len()];
         let name = format!("worker-{k:04}");
-        let spec = AgentSpec::new(&name, Worker(react.clone())).with_tools(tools.clone());
+        // A batch: on a shared provider account, a person's chat goes first.
+        let spec = AgentSpec::new(&name, Worker(react.clone()))
+            .with_tools(tools.clone())
+            .with_priority(motet::providers::Priority::Low);
         runtime.spawn(spec).await.map_err(|e| e.to_string())?;
         workers.push((name, *skill));
     }

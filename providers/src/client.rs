@@ -14,6 +14,7 @@
 
 use std::collections::VecDeque;
 use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -27,6 +28,7 @@ use crate::dialect::Dialect;
 use crate::endpoint::endpoint;
 use crate::error::ProviderError;
 use crate::event::LlmEvent;
+use crate::limits::RateObserver;
 use crate::models;
 use crate::retry::{Failure, RetryHints, RetryPolicy};
 
@@ -48,6 +50,14 @@ pub trait LlmClient: Send + Sync {
     /// again on top, which multiplied the requests one overload cost (3 × 3). Failures in
     /// the middle of a stream are never retried by the client. Default `false`.
     fn retries_before_content(&self) -> bool {
+        false
+    }
+
+    /// Reports every response head of this client's calls (its own retries included) to
+    /// `observer`, unless one is already attached; returns whether it was attached. Clients
+    /// that make no HTTP calls ignore it (the default).
+    fn share_rate_observer(&self, observer: Arc<dyn RateObserver>) -> bool {
+        let _ = observer;
         false
     }
 
@@ -90,13 +100,17 @@ pub trait LlmClient: Send + Sync {
 
 /// A shared client is a client: `Arc<Providers>`, `Arc<dyn LlmClient>`.
 #[async_trait]
-impl<T: LlmClient + ?Sized> LlmClient for std::sync::Arc<T> {
+impl<T: LlmClient + ?Sized> LlmClient for Arc<T> {
     async fn stream(&self, req: LlmRequest) -> Result<LlmEvents, ProviderError> {
         (**self).stream(req).await
     }
 
     fn retries_before_content(&self) -> bool {
         (**self).retries_before_content()
+    }
+
+    fn share_rate_observer(&self, observer: Arc<dyn RateObserver>) -> bool {
+        (**self).share_rate_observer(observer)
     }
 
     async fn complete(&self, req: LlmRequest) -> Result<LlmResponse, ProviderError> {
@@ -135,7 +149,18 @@ pub struct Providers {
     http: reqwest::Client,
     config: ProvidersConfig,
     /// The models agents may use, when restricted (seed 004's allowlist); `None`: any model.
-    allowlist: Option<std::sync::Arc<[String]>>,
+    allowlist: Option<Arc<[String]>>,
+    /// Told of every response head (shared with the clients made from this one).
+    observer: ObserverSlot,
+}
+
+/// Where a client's [`RateObserver`] is kept: set once, shared by the clones of the client.
+pub(crate) type ObserverSlot = Arc<OnceLock<Arc<dyn RateObserver>>>;
+
+fn slot_with(observer: Arc<dyn RateObserver>) -> ObserverSlot {
+    let slot = ObserverSlot::default();
+    let _ = slot.set(observer);
+    slot
 }
 
 impl Providers {
@@ -157,7 +182,16 @@ impl Providers {
             http: http_client(&config.timeouts)?,
             config,
             allowlist: None,
+            observer: ObserverSlot::default(),
         })
+    }
+
+    /// Reports every response head (status and headers, 2xx and errors, the client's own
+    /// retries included) to `observer`: what [`crate::limits::SharedLimits`] learns the
+    /// account's limits and its 429s from.
+    pub fn with_rate_observer(mut self, observer: Arc<dyn RateObserver>) -> Self {
+        self.observer = slot_with(observer);
+        self
     }
 
     /// Only these models (`provider:model`, as written in a model ref) may be called: any other
@@ -211,6 +245,7 @@ impl Providers {
             retry: self.config.retry,
             timeouts: self.config.timeouts,
             limits: self.config.limits,
+            observer: Arc::clone(&self.observer),
         })
     }
 }
@@ -289,6 +324,10 @@ impl LlmClient for Providers {
         true
     }
 
+    fn share_rate_observer(&self, observer: Arc<dyn RateObserver>) -> bool {
+        self.observer.set(observer).is_ok()
+    }
+
     fn check_model(&self, model: &motet_directives::ModelRef) -> Result<(), ProviderError> {
         self.allowed(model)?;
         self.client_for(model).map(|_| ())
@@ -310,6 +349,7 @@ pub struct HttpClient {
     retry: RetryPolicy,
     timeouts: Timeouts,
     limits: Limits,
+    observer: ObserverSlot,
 }
 
 impl HttpClient {
@@ -332,7 +372,14 @@ impl HttpClient {
             retry: RetryPolicy::default(),
             timeouts,
             limits: Limits::default(),
+            observer: ObserverSlot::default(),
         })
+    }
+
+    /// Reports every response head to `observer` (see [`Providers::with_rate_observer`]).
+    pub fn with_rate_observer(mut self, observer: Arc<dyn RateObserver>) -> Self {
+        self.observer = slot_with(observer);
+        self
     }
 
     /// With these timeouts.
@@ -387,6 +434,14 @@ impl HttpClient {
         }
         let status = response.status().as_u16();
         let hints = hints(&response);
+        if let Some(observer) = self.observer.get() {
+            let headers: Vec<(&str, &str)> = response
+                .headers()
+                .iter()
+                .filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?)))
+                .collect();
+            observer.observed(&req.model, status, &headers);
+        }
         if !response.status().is_success() {
             let body = read_capped(response, MAX_ERROR_BODY, &self.timeouts).await;
             let mut error = self.dialect.classify_error(status, &body);
@@ -438,6 +493,10 @@ impl LlmClient for HttpClient {
         self.retry.max_retries > 0
     }
 
+    fn share_rate_observer(&self, observer: Arc<dyn RateObserver>) -> bool {
+        self.observer.set(observer).is_ok()
+    }
+
     async fn stream(&self, req: LlmRequest) -> Result<LlmEvents, ProviderError> {
         models::validate(&req)?;
         // Encoded once: every retry sends the same bytes.
@@ -462,6 +521,12 @@ impl LlmClient for HttpClient {
                 .decide(attempt_no, failure, hints, fastrand::f64())
             {
                 Some(wait) => {
+                    // Not before the account's shared backoff ends: a retry of its own would
+                    // meet the same 429 the backoff is there to avoid.
+                    let wait = match self.observer.get() {
+                        Some(observer) => wait.max(observer.hold(&req.model)),
+                        None => wait,
+                    };
                     // An event of the current span: on the `chat` span it becomes a span event.
                     tracing::info!(
                         dialect = %self.dialect,

@@ -32,6 +32,8 @@
 //! - [`config`] — [`ApiKey`] (never printed), [`ProvidersConfig`] from the environment.
 //! - [`models`] — model refs to dialects, the capability table, request validation.
 //! - [`retry`] — [`RetryPolicy`].
+//! - [`limits`] — [`limits::SharedLimits`]: an account's requests and tokens per minute and
+//!   streams at once, configured and learned from headers, one backoff on 429, fair turns.
 //! - `scope` — [`CallScope`]: who a call is for (agent, thread, request, tenant, [`Priority`]).
 //! - `endpoint` — URLs and headers per dialect (beta headers included).
 //! - `hosted` — which hosted tools (web search, code execution, remote MCP servers) each
@@ -53,6 +55,7 @@ mod error;
 mod event;
 mod gemini;
 mod hosted;
+pub mod limits;
 mod media;
 pub mod models;
 mod openai_chat;

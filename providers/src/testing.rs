@@ -238,6 +238,10 @@ struct Shared {
     hits: AtomicUsize,
     requests: Mutex<Vec<Received>>,
     closed: watch::Sender<usize>,
+    /// The account limit it enforces, if any.
+    limit: Option<Mutex<Account>>,
+    /// Requests it answered 429 for being past the limit.
+    rejected: AtomicUsize,
 }
 
 /// The scripted server on `127.0.0.1` (a free port). Stops accepting when dropped.
@@ -255,6 +259,29 @@ impl HostileServer {
     /// # Errors
     /// When the port cannot be bound.
     pub async fn start(replies: impl IntoIterator<Item = Reply>) -> std::io::Result<Self> {
+        Self::serve(replies, None).await
+    }
+
+    /// Starts a server that enforces `limit` the way the real APIs do: each request is
+    /// charged one request and its tokens (a quarter of its body's bytes, plus its
+    /// `max_tokens`); past the limit it answers `429` with `retry-after-ms`, `retry-after` and
+    /// the `x-ratelimit-*` headers, within it the scripted reply with the same headers. The
+    /// output not generated (`max_tokens` minus [`ServerLimit::output_tokens`]) is given back
+    /// when the reply has been written.
+    ///
+    /// # Errors
+    /// When the port cannot be bound.
+    pub async fn limited(
+        limit: ServerLimit,
+        replies: impl IntoIterator<Item = Reply>,
+    ) -> std::io::Result<Self> {
+        Self::serve(replies, Some(limit)).await
+    }
+
+    async fn serve(
+        replies: impl IntoIterator<Item = Reply>,
+        limit: Option<ServerLimit>,
+    ) -> std::io::Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}", listener.local_addr()?);
         let mut replies: Vec<Reply> = replies.into_iter().collect();
@@ -266,6 +293,8 @@ impl HostileServer {
             hits: AtomicUsize::new(0),
             requests: Mutex::default(),
             closed: watch::Sender::new(0),
+            limit: limit.map(|limit| Mutex::new(Account::new(limit))),
+            rejected: AtomicUsize::new(0),
         });
         let accept = tokio::spawn(accept_loop(listener, shared.clone()));
         Ok(Self {
@@ -292,6 +321,21 @@ impl HostileServer {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// Requests answered `429` for being past the [`ServerLimit`].
+    pub fn rejected(&self) -> usize {
+        self.shared.rejected.load(Ordering::SeqCst)
+    }
+
+    /// Tokens the [`ServerLimit`] charged the admitted requests, after what they gave back.
+    pub fn tokens_admitted(&self) -> u64 {
+        self.shared.limit.as_ref().map_or(0, |account| {
+            account
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .admitted
+        })
     }
 
     /// Connections the client closed before the server was done with them.
@@ -348,6 +392,43 @@ struct Connection {
 impl Connection {
     async fn answer(&mut self, reply: Reply, shared: &Shared) -> std::io::Result<Outcome> {
         let received = self.read_request().await?;
+        let (reply, refund) = match &shared.limit {
+            None => (reply, 0),
+            Some(account) => {
+                let verdict = account
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .admit(&received);
+                if verdict.admitted {
+                    (verdict.headed(reply), verdict.refund)
+                } else {
+                    shared.rejected.fetch_add(1, Ordering::SeqCst);
+                    let busy = Reply::json(
+                        429,
+                        r#"{"error":{"message":"Rate limit reached for requests","type":"requests","code":"rate_limit_exceeded"}}"#,
+                    );
+                    (verdict.headed(busy), 0)
+                }
+            }
+        };
+        let outcome = self.answer_with(reply, received, shared).await;
+        if refund > 0
+            && let Some(account) = &shared.limit
+        {
+            account
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .refund(refund);
+        }
+        outcome
+    }
+
+    async fn answer_with(
+        &mut self,
+        reply: Reply,
+        received: Received,
+        shared: &Shared,
+    ) -> std::io::Result<Outcome> {
         let secrets = KEY_HEADERS
             .iter()
             .filter_map(|name| received.header(name))
@@ -507,4 +588,180 @@ fn json_escape(text: &str) -> String {
         .and_then(|q| q.strip_suffix('"'))
         .unwrap_or(&quoted)
         .to_owned()
+}
+
+/// An account limit the server enforces (see [`HostileServer::limited`]): continuously
+/// refilling buckets of `requests_per_minute` requests and `tokens_per_minute` tokens over a
+/// `minute` that tests and benchmarks scale down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerLimit {
+    /// Requests per minute.
+    pub requests_per_minute: u64,
+    /// Input and output tokens per minute.
+    pub tokens_per_minute: u64,
+    /// How long a minute is.
+    pub minute: Duration,
+    /// The output tokens each scripted reply generates (the rest of a request's `max_tokens`
+    /// is given back when the reply ends).
+    pub output_tokens: u64,
+}
+
+impl ServerLimit {
+    /// `requests` and `tokens` a minute, a minute of 60 s, replies of 20 output tokens.
+    pub fn per_minute(requests: u64, tokens: u64) -> Self {
+        Self {
+            requests_per_minute: requests,
+            tokens_per_minute: tokens,
+            minute: Duration::from_secs(60),
+            output_tokens: 20,
+        }
+    }
+
+    /// With a minute this long.
+    pub fn with_minute(mut self, minute: Duration) -> Self {
+        self.minute = minute.max(Duration::from_millis(1));
+        self
+    }
+}
+
+/// The server's side of the limit: two buckets refilling continuously.
+#[derive(Debug)]
+struct Account {
+    limit: ServerLimit,
+    requests: f64,
+    tokens: f64,
+    refilled: std::time::Instant,
+    /// Tokens charged to admitted requests, net of what they gave back.
+    admitted: u64,
+}
+
+/// Whether a request was admitted, and the headers that say so.
+struct Verdict {
+    admitted: bool,
+    headers: Vec<(String, String)>,
+    /// Tokens to give back after the reply.
+    refund: u64,
+}
+
+impl Verdict {
+    fn headed(&self, mut reply: Reply) -> Reply {
+        for (name, value) in &self.headers {
+            reply = reply.header(name.clone(), value.clone());
+        }
+        reply
+    }
+}
+
+impl Account {
+    fn new(limit: ServerLimit) -> Self {
+        Self {
+            limit,
+            requests: limit.requests_per_minute as f64,
+            tokens: limit.tokens_per_minute as f64,
+            refilled: std::time::Instant::now(),
+            admitted: 0,
+        }
+    }
+
+    fn per_second(&self, per_minute: u64) -> f64 {
+        per_minute as f64 / self.limit.minute.as_secs_f64()
+    }
+
+    fn refill(&mut self) {
+        let now = std::time::Instant::now();
+        let elapsed = now.saturating_duration_since(self.refilled).as_secs_f64();
+        self.refilled = now;
+        self.requests = (self.requests + elapsed * self.per_second(self.limit.requests_per_minute))
+            .min(self.limit.requests_per_minute as f64);
+        self.tokens = (self.tokens + elapsed * self.per_second(self.limit.tokens_per_minute))
+            .min(self.limit.tokens_per_minute as f64);
+    }
+
+    fn admit(&mut self, request: &Received) -> Verdict {
+        self.refill();
+        let max_tokens = max_tokens(&request.body);
+        let tokens = (request.body.len() as u64).div_ceil(4) + max_tokens;
+        let want = (tokens as f64).min(self.limit.tokens_per_minute as f64);
+        let admitted = self.requests >= 1.0 && self.tokens >= want;
+        let mut wait = 0.0_f64;
+        if admitted {
+            self.requests -= 1.0;
+            self.tokens -= want;
+            self.admitted = self.admitted.saturating_add(want as u64);
+        } else {
+            let per_request = self.per_second(self.limit.requests_per_minute);
+            let per_token = self.per_second(self.limit.tokens_per_minute);
+            wait = ((1.0 - self.requests) / per_request)
+                .max((want - self.tokens) / per_token)
+                .max(0.001);
+        }
+        let reset = |level: f64, limit: u64, rate: f64| {
+            let ms = ((limit as f64 - level).max(0.0) / rate * 1000.0).ceil();
+            format!("{ms}ms")
+        };
+        let mut headers = vec![
+            (
+                "x-ratelimit-limit-requests".to_owned(),
+                self.limit.requests_per_minute.to_string(),
+            ),
+            (
+                "x-ratelimit-remaining-requests".to_owned(),
+                (self.requests.max(0.0).floor() as u64).to_string(),
+            ),
+            (
+                "x-ratelimit-reset-requests".to_owned(),
+                reset(
+                    self.requests,
+                    self.limit.requests_per_minute,
+                    self.per_second(self.limit.requests_per_minute),
+                ),
+            ),
+            (
+                "x-ratelimit-limit-tokens".to_owned(),
+                self.limit.tokens_per_minute.to_string(),
+            ),
+            (
+                "x-ratelimit-remaining-tokens".to_owned(),
+                (self.tokens.max(0.0).floor() as u64).to_string(),
+            ),
+            (
+                "x-ratelimit-reset-tokens".to_owned(),
+                reset(
+                    self.tokens,
+                    self.limit.tokens_per_minute,
+                    self.per_second(self.limit.tokens_per_minute),
+                ),
+            ),
+        ];
+        if !admitted {
+            let ms = (wait * 1000.0).ceil();
+            headers.push(("retry-after-ms".to_owned(), format!("{ms}")));
+            headers.push((
+                "retry-after".to_owned(),
+                format!("{}", wait.ceil().max(1.0)),
+            ));
+        }
+        Verdict {
+            admitted,
+            headers,
+            refund: max_tokens.saturating_sub(self.limit.output_tokens),
+        }
+    }
+
+    fn refund(&mut self, tokens: u64) {
+        self.refill();
+        self.tokens = (self.tokens + tokens as f64).min(self.limit.tokens_per_minute as f64);
+        self.admitted = self.admitted.saturating_sub(tokens);
+    }
+}
+
+/// The most output a request asks for, in any dialect's name for it (0 when it names none).
+fn max_tokens(body: &[u8]) -> u64 {
+    let Ok(json) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return 0;
+    };
+    ["max_tokens", "max_completion_tokens", "max_output_tokens"]
+        .iter()
+        .find_map(|key| json.get(key).and_then(serde_json::Value::as_u64))
+        .unwrap_or(0)
 }

@@ -69,8 +69,8 @@ pub use book::RequestPolicy;
 pub use env::SystemEnv;
 pub use errors::{AskError, RuntimeError};
 pub use events::{
-    AGENT_STOPPED, CHILD_FAILED, CHILD_STARTED, ChildEvent, DeltaKind, LLM_DELTA, LlmDelta,
-    THREAD_RESTARTED, ThreadFailure,
+    AGENT_STOPPED, CHILD_FAILED, CHILD_STARTED, ChildEvent, DeltaKind, LLM_DELTA, LLM_WAITING,
+    LLM_WAITING_AFTER, LlmDelta, LlmWaiting, THREAD_RESTARTED, ThreadFailure,
 };
 pub use handle::AgentHandle;
 pub use person::{WaitingListing, waiting_in, waiting_on, waiting_readable};

@@ -684,6 +684,9 @@ pub(crate) struct Instruments {
     /// `motet.person.wait.duration`: seconds a tool call waited for a person, by
     /// `motet.wait.kind` and `motet.wait.outcome`.
     pub(crate) wait_duration: Histogram<f64>,
+    /// `motet.llm.wait.duration`: seconds an LLM call waited for its provider account's shared
+    /// limits, by `motet.limits.account` and `motet.priority`.
+    pub(crate) llm_wait: Histogram<f64>,
 }
 
 impl Instruments {
@@ -734,6 +737,14 @@ impl Instruments {
                 .with_description("Time a tool call waited for a person")
                 .with_boundaries(vec![
                     1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0, 14400.0, 86400.0, 604800.0,
+                ])
+                .build(),
+            llm_wait: meter
+                .f64_histogram("motet.llm.wait.duration")
+                .with_unit("s")
+                .with_description("Time an LLM call waited for its provider account's limits")
+                .with_boundaries(vec![
+                    0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
                 ])
                 .build(),
         }

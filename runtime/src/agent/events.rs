@@ -1,5 +1,6 @@
 //! The signals the runtime itself publishes or sends: a child's start or failure, a thread's
-//! restart, an agent's stop, and the fragments of a streaming LLM call.
+//! restart, an agent's stop, the fragments of a streaming LLM call, and an LLM call's wait for
+//! its provider account.
 
 use motet_directives::CallId;
 use serde::Serialize;
@@ -43,6 +44,28 @@ pub struct ThreadFailure {
 
 /// The type of the signals that carry streamed text while an LLM call runs (for UIs).
 pub const LLM_DELTA: &str = "llm.delta";
+
+/// The type of the notice that an LLM call is waiting for its provider account's capacity
+/// (a shared rate limit or backoff), published once per call that waits longer than
+/// [`LLM_WAITING_AFTER`] (for UIs: "waiting for the provider").
+pub const LLM_WAITING: &str = "llm.waiting";
+
+/// How long an LLM call waits for its account before [`LLM_WAITING`] is published.
+pub const LLM_WAITING_AFTER: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Data of `llm.waiting`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct LlmWaiting {
+    /// The `LlmStream` directive's call id.
+    pub call_id: CallId,
+    /// The provider account it waits for (`openai`, or `openai:gpt-5.2`).
+    pub account: String,
+    /// Calls waiting for that account, this one included.
+    pub waiting: usize,
+    /// How long the shared backoff after a 429 still holds, in milliseconds (0: none; the
+    /// call waits for its turn).
+    pub backoff_ms: u64,
+}
 
 /// Data of `llm.delta`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]

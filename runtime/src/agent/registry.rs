@@ -35,9 +35,12 @@ pub(crate) struct RuntimeCore {
     /// The registry the other way round for supervised threads, so the supervisor finds a
     /// failed actor's (agent, thread) at once.
     pub(crate) thread_keys: Registry<ractor::ActorId, (Arc<str>, Arc<str>)>,
-    /// How many LLM calls may run at once per provider (the `provider` part of a model ref).
-    pub(crate) llm_limits: DashMap<String, Arc<tokio::sync::Semaphore>>,
-    pub(crate) default_llm_limit: usize,
+    /// Each provider account's shared limits: streams at once, requests and tokens per
+    /// minute, the shared backoff, and whose call goes next.
+    pub(crate) limits: motet_providers::limits::SharedLimits,
+    /// The longest an LLM call waits for its account's capacity before it fails; `None`: as
+    /// long as it takes.
+    pub(crate) llm_max_wait: Option<Duration>,
     /// The supervisor of every thread actor, started with the first one.
     pub(crate) supervisor: tokio::sync::OnceCell<ActorRef<()>>,
     /// Named groups of agents, for `Emit` to a group.
@@ -144,16 +147,6 @@ impl RuntimeCore {
         let families: Vec<Arc<dyn RunningAgent>> =
             self.agents.iter().map(|e| e.value().clone()).collect();
         families.iter().flat_map(|f| f.threads()).collect()
-    }
-
-    /// Waits for a free slot to call `provider`; the slot is held until the permit drops.
-    pub(crate) async fn permit(&self, provider: &str) -> Option<tokio::sync::OwnedSemaphorePermit> {
-        let semaphore = self
-            .llm_limits
-            .entry(provider.to_owned())
-            .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(self.default_llm_limit)))
-            .clone();
-        semaphore.acquire_owned().await.ok()
     }
 
     /// The thread id a caller means: the default thread for `None`, a fresh id for `"new"`.

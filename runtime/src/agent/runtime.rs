@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use dashmap::DashMap;
 use motet_agents::Strategy;
+use motet_providers::limits::{Rates, SharedLimits};
 use motet_providers::{LlmClient, ProviderError, Providers};
 use motet_signals::Bus;
 
@@ -25,6 +26,9 @@ pub struct RuntimeBuilder {
     bus: Option<Arc<Bus>>,
     limits: Vec<(String, usize)>,
     default_limit: Option<usize>,
+    rates: Vec<(String, Rates)>,
+    shared_limits: Option<SharedLimits>,
+    llm_max_wait: Option<Duration>,
     store: Option<Arc<dyn ThreadStore>>,
     kinds: HashMap<String, KindFactory>,
     keep_finished: Option<usize>,
@@ -50,6 +54,64 @@ impl RuntimeBuilder {
     pub fn default_llm_concurrency(mut self, calls: usize) -> Self {
         self.default_limit = Some(calls.max(1));
         self
+    }
+
+    /// The limits of one provider account (`openai`), or of one model with limits of its own
+    /// (`openai:gpt-5.2`): requests, input, output and total tokens per minute and streams at
+    /// once. Calls over them wait, fairly between tenants and agents and by priority, rather
+    /// than meet the provider's 429s. Limits the provider's headers announce lower these (and
+    /// fill those not given) on their own. Streams at once default to
+    /// [`DEFAULT_LLM_CONCURRENCY`]; [`llm_concurrency`](Self::llm_concurrency) sets them too.
+    pub fn llm_limits(mut self, account: impl Into<String>, rates: Rates) -> Self {
+        self.rates.push((account.into(), rates));
+        self
+    }
+
+    /// Uses these shared limits instead of the ones the builder would make (the
+    /// [`llm_limits`](Self::llm_limits) and concurrency settings are then ignored): to share
+    /// one set between runtimes, or to watch it.
+    pub fn shared_limits(mut self, limits: SharedLimits) -> Self {
+        self.shared_limits = Some(limits);
+        self
+    }
+
+    /// The longest an LLM call waits for its account's capacity; past it the call fails with
+    /// a rate-limited error the strategy sees. By default a call waits as long as it takes.
+    pub fn llm_max_wait(mut self, wait: Duration) -> Self {
+        self.llm_max_wait = Some(wait);
+        self
+    }
+
+    /// The shared limits the settings describe.
+    fn limits(&mut self) -> SharedLimits {
+        if let Some(limits) = self.shared_limits.take() {
+            return limits;
+        }
+        let default_streams = self.default_limit.unwrap_or(DEFAULT_LLM_CONCURRENCY);
+        let streams = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        let mut limits = SharedLimits::new()
+            .with_defaults(Rates::unlimited().with_concurrent(streams(default_streams)));
+        let mut accounts: Vec<(String, Rates)> = Vec::new();
+        for (account, rates) in self.rates.drain(..) {
+            let rates = Rates {
+                concurrent: rates.concurrent.or(Some(streams(default_streams))),
+                ..rates
+            };
+            accounts.retain(|(a, _)| *a != account);
+            accounts.push((account, rates));
+        }
+        for (provider, calls) in self.limits.drain(..) {
+            match accounts.iter_mut().find(|(a, _)| *a == provider) {
+                Some((_, rates)) => rates.concurrent = Some(streams(calls)),
+                None => {
+                    accounts.push((provider, Rates::unlimited().with_concurrent(streams(calls))))
+                }
+            }
+        }
+        for (account, rates) in accounts {
+            limits = limits.with_account(account, rates);
+        }
+        limits
     }
 
     /// Where agents' threads are stored: every entry a strategy appends is committed before the
@@ -135,7 +197,8 @@ impl RuntimeBuilder {
     /// # Errors
     /// [`RuntimeError::NoLlmClient`] when no client was given and the environment's providers
     /// cannot be configured (a malformed limit variable).
-    pub fn build(self) -> Result<Runtime, RuntimeError> {
+    pub fn build(mut self) -> Result<Runtime, RuntimeError> {
+        let limits = self.limits();
         let llm = match self.llm {
             Some(llm) => llm,
             None => Arc::new(
@@ -144,6 +207,9 @@ impl RuntimeBuilder {
                 })?,
             ),
         };
+        // The client reports its responses' limit headers and 429s to the shared limits
+        // (unless it already reports them elsewhere).
+        llm.share_rate_observer(Arc::new(limits.clone()));
         let bus = self.bus.unwrap_or_default();
         let (signal_bus, external_bus) = match self.signal_bus {
             Some(durable) => (
@@ -167,12 +233,8 @@ impl RuntimeBuilder {
                 external_bus,
                 agents: Registry::default(),
                 thread_keys: Registry::default(),
-                llm_limits: self
-                    .limits
-                    .into_iter()
-                    .map(|(p, n)| (p, Arc::new(tokio::sync::Semaphore::new(n))))
-                    .collect(),
-                default_llm_limit: self.default_limit.unwrap_or(DEFAULT_LLM_CONCURRENCY),
+                limits,
+                llm_max_wait: self.llm_max_wait,
                 supervisor: tokio::sync::OnceCell::new(),
                 groups: DashMap::new(),
                 store: self
@@ -205,6 +267,11 @@ impl Runtime {
     /// tokens, counted as each finishes (a progress display can poll it).
     pub fn activity(&self) -> super::ActivitySnapshot {
         self.core.activity.snapshot()
+    }
+
+    /// The shared limits of the provider accounts agents call: what waits, the backoff.
+    pub fn limits(&self) -> &SharedLimits {
+        &self.core.limits
     }
 
     /// The bus agents publish on.

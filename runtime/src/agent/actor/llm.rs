@@ -1,4 +1,5 @@
-//! An LLM call as a thread runs it: streamed (its fragments published as `llm.delta`),
+//! An LLM call as a thread runs it: given its turn by the account's shared limits (a long wait
+//! published as `llm.waiting`), streamed (its fragments published as `llm.delta`),
 //! assembled, traced, and its failure turned into the strategy's `LlmError`; and the transcript
 //! a summary call reads.
 
@@ -11,7 +12,10 @@ use crate::agent::registry::RuntimeCore;
 use crate::agent::trace;
 use tracing::Instrument as _;
 
-use crate::agent::events::{DeltaKind, LLM_DELTA, LlmDelta};
+use crate::agent::events::{
+    DeltaKind, LLM_DELTA, LLM_WAITING, LLM_WAITING_AFTER, LlmDelta, LlmWaiting,
+};
+use motet_providers::limits::{Claim, LimitError, Permit, Spent};
 
 /// What a summary call is told when the directive brings no instructions.
 pub(super) const SUMMARY_INSTRUCTIONS: &str = "Summarize the conversation below for the assistant that will continue it: \
@@ -128,8 +132,8 @@ async fn stream_events(
     cause: &Signal,
     call_id: &CallId,
 ) -> Result<motet_directives::LlmResponse, CallFailure> {
-    let _ = scope; // the shared limits and budgets queue and charge by it
-    let _permit = core.permit(request.model.provider()).await;
+    let claim = claim_for(core, &request, scope);
+    let permit = wait_for_capacity(core, &request.model, claim, source, cause, call_id).await?;
     let mut events = core
         .llm
         .stream(request)
@@ -147,12 +151,110 @@ async fn stream_events(
         }
     })
     .await;
+    match &outcome {
+        // What the provider counted goes back to the account in place of the estimate; a
+        // call that reported nothing keeps the estimate charged.
+        Ok(response) if !response.usage.is_zero() => permit.finish(Spent {
+            input_tokens: response.usage.input_tokens,
+            output_tokens: response.usage.output_tokens,
+        }),
+        _ => drop(permit),
+    }
     if outcome.is_err() && shown {
         // What was shown of this call is not an answer: say so before the failure (and any
         // retry, which streams again from the start) reaches the strategy.
         publish_delta(core, source, cause, call_id, DeltaKind::Discard, "");
     }
     Ok(outcome?)
+}
+
+/// The output a call is assumed to generate when its request sets no `max_tokens` (the
+/// Anthropic dialect's own default); what it did not use goes back when it finishes.
+const DEFAULT_MAX_OUTPUT: u64 = 4096;
+
+/// What a call asks of its account: its input estimated from the request (messages and tool
+/// definitions), its `max_tokens`, who it is for, and the runtime's longest wait.
+fn claim_for(
+    core: &RuntimeCore,
+    request: &motet_directives::LlmRequest,
+    scope: &motet_providers::CallScope,
+) -> Claim {
+    let estimator = motet_agents::Heuristic;
+    let input = request
+        .messages
+        .iter()
+        .map(|m| u64::from(motet_agents::estimate_message(&estimator, m)))
+        .sum::<u64>()
+        .saturating_add(motet_agents::estimate_tools(&estimator, &request.tools));
+    let output = request
+        .options
+        .max_tokens
+        .map_or(DEFAULT_MAX_OUTPUT, u64::from);
+    let mut claim = Claim::for_scope(scope, input, output);
+    claim.deadline = core
+        .llm_max_wait
+        .and_then(|wait| std::time::Instant::now().checked_add(wait));
+    claim
+}
+
+/// Waits for the account's capacity. A wait longer than [`LLM_WAITING_AFTER`] is published as
+/// `llm.waiting`; every wait is recorded in `motet.llm.wait.duration` and, past a millisecond,
+/// as an event of the `chat` span.
+async fn wait_for_capacity(
+    core: &RuntimeCore,
+    model: &motet_directives::ModelRef,
+    claim: Claim,
+    source: &str,
+    cause: &Signal,
+    call_id: &CallId,
+) -> Result<Permit, CallFailure> {
+    let priority = claim.priority;
+    let acquire = core.limits.acquire(model, claim);
+    tokio::pin!(acquire);
+    let granted = tokio::select! {
+        granted = &mut acquire => granted,
+        () = tokio::time::sleep(LLM_WAITING_AFTER) => {
+            publish_waiting(core, model, source, cause, call_id);
+            acquire.await
+        }
+    };
+    let account = core.limits.account_key(model);
+    let waited = match &granted {
+        Ok(permit) => permit.waited(),
+        Err(LimitError::DeadlinePassed { waited, .. }) => *waited,
+        Err(_) => std::time::Duration::ZERO,
+    };
+    crate::telemetry::instruments().llm_wait.record(
+        waited.as_secs_f64(),
+        &[
+            opentelemetry::KeyValue::new("motet.limits.account", account),
+            opentelemetry::KeyValue::new("motet.priority", priority.as_str()),
+        ],
+    );
+    granted.map_err(|e| CallFailure::from(ProviderError::from(e)))
+}
+
+/// Publishes one `llm.waiting` on the bus.
+fn publish_waiting(
+    core: &RuntimeCore,
+    model: &motet_directives::ModelRef,
+    source: &str,
+    cause: &Signal,
+    call_id: &CallId,
+) {
+    let data = LlmWaiting {
+        call_id: call_id.clone(),
+        account: core.limits.account_key(model),
+        waiting: core.limits.waiting(model),
+        backoff_ms: u64::try_from(core.limits.backoff(model).as_millis()).unwrap_or(u64::MAX),
+    };
+    if let Ok(signal) = Signal::builder(LLM_WAITING, source)
+        .caused_by(cause)
+        .with_data(data)
+        .build()
+    {
+        core.bus.publish(&signal);
+    }
 }
 
 /// Assembles a call's events into its response, handing each text and reasoning fragment to
