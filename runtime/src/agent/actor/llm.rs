@@ -342,6 +342,17 @@ mod tests {
                 false,
             ),
             (E::Config { message: text() }, K::Config, false),
+            (
+                E::BudgetExceeded(motet_providers::budget::BudgetExceeded {
+                    level: motet_providers::budget::BudgetLevel::Request,
+                    measure: motet_providers::budget::Measure::Tokens,
+                    limit: 100,
+                    spent: 90,
+                    estimated_input: 20,
+                }),
+                K::Budget,
+                false,
+            ),
         ];
         for (error, kind, retryable) in cases {
             let fresh = llm_error(&error, false);
