@@ -12,7 +12,8 @@ use async_trait::async_trait;
 use motet_agents::{Entry, Lineage, Thread, ThreadHead};
 
 use super::{
-    StoreError, ThreadHeader, ThreadMeta, ThreadStore, ThreadSummary, check_contiguous, totals_of,
+    StoreError, ThreadHeader, ThreadMeta, ThreadStore, ThreadSummary, UsageFilter, UsageRecord,
+    check_contiguous, totals_of,
 };
 
 /// One stored thread: its meta, state and entries (shared with the threads that hold them). Its
@@ -80,6 +81,8 @@ struct Inner {
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     inner: Mutex<Inner>,
+    /// The usage ledger, apart from the threads: recording a call never waits for a commit.
+    ledger: Mutex<Vec<UsageRecord>>,
 }
 
 impl MemoryStore {
@@ -338,6 +341,29 @@ impl ThreadStore for MemoryStore {
             .ok_or_else(|| not_found(thread_id))?;
         stored.meta = Some(meta);
         Ok(())
+    }
+
+    async fn record_usage(&self, record: &UsageRecord) -> Result<(), StoreError> {
+        self.ledger
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(record.clone());
+        Ok(())
+    }
+
+    async fn usage_records(&self, filter: &UsageFilter) -> Result<Vec<UsageRecord>, StoreError> {
+        let ledger = self
+            .ledger
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut rows: Vec<UsageRecord> = ledger
+            .iter()
+            .filter(|r| filter.matches(r))
+            .cloned()
+            .collect();
+        drop(ledger);
+        rows.sort_by_key(|r| r.at);
+        Ok(rows)
     }
 
     async fn get_meta(&self, thread_id: &str) -> Result<Option<ThreadMeta>, StoreError> {
