@@ -103,10 +103,11 @@ impl std::iter::Sum for Cost {
 }
 
 impl fmt::Display for Cost {
-    /// Dollars with cents, and with six decimals below a cent: `$2.00`, `$0.000123`.
+    /// Dollars with cents when the amount is whole cents (`$2.00`), else with six decimals
+    /// (`$0.017500`, `$0.000123`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let usd = self.usd();
-        if self.0 == 0 || usd >= 0.01 {
+        if self.0 % 10_000_000_000 == 0 {
             write!(f, "${usd:.2}")
         } else {
             write!(f, "${usd:.6}")

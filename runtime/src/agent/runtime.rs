@@ -29,6 +29,9 @@ pub struct RuntimeBuilder {
     kinds: HashMap<String, KindFactory>,
     keep_finished: Option<usize>,
     signal_bus: Option<Arc<dyn SignalBus>>,
+    prices: Option<motet_providers::PriceTable>,
+    budgets: super::costs::LevelBudgets,
+    tenant_budgets: HashMap<String, motet_providers::budget::Budget>,
 }
 
 impl RuntimeBuilder {
@@ -130,6 +133,38 @@ impl RuntimeBuilder {
         self
     }
 
+    /// The prices LLM calls are costed at: the ledger, the `motet.llm.cost` metric and dollar
+    /// budgets use them. By default the shipped table
+    /// ([`PriceTable::builtin`](motet_providers::PriceTable::builtin)).
+    pub fn prices(mut self, prices: motet_providers::PriceTable) -> Self {
+        self.prices = Some(prices);
+        self
+    }
+
+    /// A hard budget for every agent's requests, threads, agents or tenants (at `level`): a
+    /// call that would start past it fails with `LlmErrorKind::Budget`, and spending never
+    /// passes it by more than one call's `max_tokens`. An agent's own
+    /// ([`AgentSpec::with_budget`]) and a tenant's own ([`tenant_budget`](Self::tenant_budget))
+    /// take its place.
+    pub fn budget(
+        mut self,
+        level: motet_providers::budget::BudgetLevel,
+        budget: motet_providers::budget::Budget,
+    ) -> Self {
+        self.budgets.set(level, budget);
+        self
+    }
+
+    /// A hard budget for the agents labelled `tenant` ([`AgentSpec::with_tenant`]), together.
+    pub fn tenant_budget(
+        mut self,
+        tenant: impl Into<String>,
+        budget: motet_providers::budget::Budget,
+    ) -> Self {
+        self.tenant_budgets.insert(tenant.into(), budget);
+        self
+    }
+
     /// The runtime.
     ///
     /// # Errors
@@ -184,6 +219,12 @@ impl RuntimeBuilder {
                 idle_period_ns: std::sync::atomic::AtomicU64::new(0),
                 delta_type: super::events::LLM_DELTA.parse().ok(),
                 activity: Arc::default(),
+                costs: super::costs::Costs::new(
+                    self.prices
+                        .unwrap_or_else(motet_providers::PriceTable::builtin),
+                    self.budgets,
+                    self.tenant_budgets,
+                ),
             }),
         })
     }

@@ -67,9 +67,26 @@ pub(super) async fn stream_call(
 ) -> Result<motet_directives::LlmResponse, CallFailure> {
     let model = request.model.clone();
     let started = std::time::Instant::now();
-    let outcome = stream_events(core, request, scope, source, cause, call_id)
-        .instrument(span.clone())
-        .await;
+    let mut request = request;
+    // The hard budgets first: a refused call is never sent, and fails like any other call.
+    let outcome = match core.costs.admit(&*core.store, scope, &mut request).await {
+        Err(refused) => Err(CallFailure::from(refused)),
+        Ok(reservation) => {
+            let outcome = stream_events(core, request, scope, source, cause, call_id)
+                .instrument(span.clone())
+                .await;
+            // Given back before the usage is counted, so the call is never counted twice.
+            drop(reservation);
+            if let Ok(response) = &outcome {
+                let cost = core
+                    .costs
+                    .record(&*core.store, scope, &model, response)
+                    .await;
+                trace::chat_cost(&span, &model, scope.kind, &response.usage, cost);
+            }
+            outcome
+        }
+    };
     let error;
     let seen = match &outcome {
         Ok(response) => Ok(response),
