@@ -94,9 +94,14 @@ pub async fn start(
             message: e.to_string(),
         })?;
     let providers = Arc::new(providers);
-    let runtime = Runtime::builder()
+    let mut builder = Runtime::builder()
         .llm(providers.clone())
         .store(store)
+        .prices(settings.prices.clone());
+    for (level, budget) in &settings.budgets {
+        builder = builder.budget(*level, *budget);
+    }
+    let runtime = builder
         .build()
         .map_err(|e| CliError::Runtime(e.to_string()))?;
     let mut builder = ToolSet::builder();
