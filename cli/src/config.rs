@@ -99,7 +99,7 @@ pub struct FileConfig {
     /// `[prices."provider:model"]`: prices in place of the shipped ones (docs/governance-costs.md).
     #[serde(default)]
     pub prices: std::collections::BTreeMap<String, PriceEntry>,
-    /// `[budget.request]`, `[budget.thread]`, `[budget.agent]`, `[budget.tenant]`: hard budgets.
+    /// `[budget.request]`, `[budget.thread]`, `[budget.agent]`: hard budgets.
     #[serde(default)]
     pub budget: BudgetTable,
 }
@@ -127,7 +127,8 @@ pub struct PriceEntry {
     pub reasoning: Option<f64>,
 }
 
-/// `[budget.*]`: the hard budget of each request, thread, the agent and its tenant.
+/// `[budget.*]`: the hard budget of each request, each thread and the agent. (The command
+/// line's agent carries no tenant label, so it has no tenant budget.)
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BudgetTable {
@@ -137,8 +138,6 @@ pub struct BudgetTable {
     pub thread: Option<BudgetEntry>,
     /// The agent.
     pub agent: Option<BudgetEntry>,
-    /// The agent's tenant.
-    pub tenant: Option<BudgetEntry>,
 }
 
 /// One budget: tokens (input plus output), dollars, or both.
@@ -510,7 +509,6 @@ impl Loaded {
             (BudgetLevel::Request, &table.request),
             (BudgetLevel::Thread, &table.thread),
             (BudgetLevel::Agent, &table.agent),
-            (BudgetLevel::Tenant, &table.tenant),
         ] {
             let Some(entry) = entry else { continue };
             let key = format!("budget.{level}");
