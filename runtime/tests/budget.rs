@@ -187,3 +187,71 @@ async fn an_agent_budget_half_spent_before_a_restart_is_half_spent_after_it() {
     assert_eq!(model.requests().len(), 1);
     runtime.shutdown().await;
 }
+
+/// A model that answers after a pause, writing all of its `max_tokens`: the worst case for a
+/// budget, with every call in flight at once.
+#[derive(Clone)]
+struct SlowSpender;
+
+#[async_trait::async_trait]
+impl motet_providers::LlmClient for SlowSpender {
+    async fn stream(
+        &self,
+        req: motet_directives::LlmRequest,
+    ) -> Result<motet_providers::LlmEvents, ProviderError> {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let output = u64::from(req.options.max_tokens.unwrap_or(0));
+        let response = LlmResponse::new(
+            AssistantMessage {
+                blocks: vec![AssistantBlock::text("5")],
+                stop_reason: motet_directives::StopReason::EndTurn,
+            },
+            Usage {
+                input_tokens: 100,
+                output_tokens: output,
+                ..Usage::default()
+            },
+        );
+        let events = motet_runtime::testing::events_of(response);
+        Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))))
+    }
+}
+
+#[tokio::test]
+async fn calls_racing_under_one_agent_budget_pass_it_by_at_most_one_calls_max_tokens() {
+    let store = Arc::new(MemoryStore::new());
+    let runtime = Runtime::builder()
+        .llm(SlowSpender)
+        .store(store.clone())
+        .build()
+        .unwrap();
+    let tools = calculator();
+    let limit = 10_000;
+    let agent = runtime
+        .spawn(
+            AgentSpec::new("busy", react("openai-compat:local", &tools))
+                .with_budget(BudgetLevel::Agent, Budget::tokens(limit)),
+        )
+        .await
+        .unwrap();
+    // Ten threads ask at once; each call may write 4,096 tokens (the budget's max_tokens for a
+    // model the capability table does not know).
+    let asks = (0..10).map(|n| agent.ask_with("go", on(&format!("t{n}"))));
+    let outcomes = futures::future::join_all(asks).await;
+    let refused = outcomes
+        .iter()
+        .filter(|o| matches!(o, Err(motet_runtime::agent::AskError::Failed { .. })))
+        .count();
+    let spent = store
+        .usage_totals(&UsageFilter::agent("busy"))
+        .await
+        .unwrap();
+    let max_tokens = u64::from(motet_runtime::agent::DEFAULT_BUDGETED_MAX_TOKENS);
+    assert!(refused > 0, "every racing call was let through");
+    assert!(
+        spent.usage.total_tokens() <= limit + max_tokens,
+        "{} spent under a limit of {limit}",
+        spent.usage.total_tokens()
+    );
+    runtime.shutdown().await;
+}

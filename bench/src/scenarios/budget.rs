@@ -101,14 +101,21 @@ async fn measure() -> Vec<Report> {
         eprintln!("budget: the runtime did not build");
         return Vec::new();
     };
-    let tools = Arc::new(
-        ToolSet::builder()
-            .tool(tool_fn("add", "Adds two integers.", |args: AddArgs| async move {
-                Ok::<_, ToolError>((args.a + args.b).to_string())
-            }))
-            .build(),
-    );
-    let Ok(model_ref) = "openai-compat:scripted".parse() else {
+    let tools = match ToolSet::builder()
+        .tool(tool_fn(
+            "add",
+            "Adds two integers.",
+            |args: AddArgs| async move { Ok::<_, ToolError>((args.a + args.b).to_string()) },
+        ))
+        .build()
+    {
+        Ok(tools) => Arc::new(tools),
+        Err(error) => {
+            eprintln!("budget: the tool set did not build: {error}");
+            return Vec::new();
+        }
+    };
+    let Ok(model_ref) = "openai-compat:scripted".parse::<motet_directives::ModelRef>() else {
         return Vec::new();
     };
     let mut rng = fastrand::Rng::with_seed(SEED ^ 1);
@@ -156,10 +163,7 @@ async fn measure() -> Vec<Report> {
                     return Vec::new();
                 }
             }
-            let Ok(spent) = store
-                .usage_totals(&UsageFilter::agent(agent.name()))
-                .await
-            else {
+            let Ok(spent) = store.usage_totals(&UsageFilter::agent(agent.name())).await else {
                 eprintln!("budget: the ledger could not be read");
                 return Vec::new();
             };
