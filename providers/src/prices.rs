@@ -63,7 +63,7 @@ impl Cost {
     /// Dollars, rounded to the nearest pico-dollar; `None` for a negative or non-finite amount.
     pub fn from_usd(usd: f64) -> Option<Self> {
         let pico = (usd * 1e12).round();
-        (pico.is_finite() && pico >= 0.0 && pico <= u64::MAX as f64).then(|| Self(pico as u64))
+        (pico.is_finite() && pico >= 0.0 && pico <= u64::MAX as f64).then_some(Self(pico as u64))
     }
 
     /// The amount in pico-dollars.
@@ -107,7 +107,7 @@ impl fmt::Display for Cost {
     /// (`$0.017500`, `$0.000123`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let usd = self.usd();
-        if self.0 % 10_000_000_000 == 0 {
+        if self.0.is_multiple_of(10_000_000_000) {
             write!(f, "${usd:.2}")
         } else {
             write!(f, "${usd:.6}")
@@ -133,7 +133,8 @@ impl Rate {
     /// or non-finite price.
     pub fn per_million_usd(usd: f64) -> Option<Self> {
         let micro = (usd * 1e6).round();
-        (micro.is_finite() && micro >= 0.0 && micro <= u64::MAX as f64).then(|| Self(micro as u64))
+        (micro.is_finite() && micro >= 0.0 && micro <= u64::MAX as f64)
+            .then_some(Self(micro as u64))
     }
 
     /// Dollars per million tokens.
