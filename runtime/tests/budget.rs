@@ -83,10 +83,7 @@ async fn a_request_past_its_hard_budget_fails_with_a_budget_failure_and_no_furth
     assert_eq!(ledger[0].thread, "default");
     assert_eq!(ledger[0].model, "openai:gpt-5.2");
     let request = ledger[0].request.clone().unwrap();
-    let totals = store
-        .usage_totals(&UsageFilter::request(request))
-        .await
-        .unwrap();
+    let totals = runtime.usage(&UsageFilter::request(request)).await.unwrap();
     assert_eq!(totals.usage.total_tokens(), 3_000);
     // The budget gave the calls a max_tokens (gpt-5.2's 128,000), the bound it reserved.
     assert_eq!(model.requests()[0].options.max_tokens, Some(128_000));

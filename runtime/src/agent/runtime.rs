@@ -248,6 +248,19 @@ impl Runtime {
         self.core.activity.snapshot()
     }
 
+    /// What the LLM calls `filter` selects cost, summed from the store's usage ledger
+    /// (summaries included): per request, thread, agent or tenant
+    /// ([`UsageFilter`](crate::store::UsageFilter)), across restarts when the store is durable.
+    ///
+    /// # Errors
+    /// The store's, when its ledger cannot be read.
+    pub async fn usage(
+        &self,
+        filter: &crate::store::UsageFilter,
+    ) -> Result<crate::store::UsageTotals, crate::store::StoreError> {
+        self.core.store.usage_totals(filter).await
+    }
+
     /// The bus agents publish on.
     pub fn bus(&self) -> &Arc<Bus> {
         &self.core.bus
