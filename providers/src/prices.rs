@@ -117,7 +117,7 @@ impl fmt::Display for Cost {
 
 /// A rate in micro-dollars per million tokens (the same number as pico-dollars per token):
 /// `$1.25 / MTok` is `Rate(1_250_000)`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Rate(u64);
 
 impl Rate {

@@ -253,11 +253,7 @@ impl Costs {
             .sum::<u64>()
             .saturating_add(estimate_tools(&Heuristic, &request.tools));
         let price = self.prices.price(&request.model).unwrap_or_default();
-        let dearer = if price.reasoning.usd_per_million() > price.output.usd_per_million() {
-            price.reasoning
-        } else {
-            price.output
-        };
+        let dearer = price.reasoning.max(price.output);
         CallEstimate {
             input_tokens,
             max_output_tokens: max_tokens,
