@@ -10,6 +10,9 @@
 //! With `--json` each result is one line:
 //! `{"scenario": "...", "variant": "...", "n": ..., "ns_per_op": ..., "ops_per_sec": ...}`
 //! plus scenario-specific fields.
+//!
+//! `budget` checks a guarantee rather than a speed (how far spending passes a hard budget,
+//! against one call's `max_tokens`), so it has no floor.
 
 mod alloc;
 mod report;

@@ -4,6 +4,7 @@ use crate::report::Report;
 
 mod agents;
 mod append;
+mod budget;
 mod bus;
 mod cache;
 mod estimate;
@@ -33,6 +34,7 @@ pub(crate) const ALL: &[(&str, RunFn)] = &[
     ("fanout", agents::run_fanout),
     ("memory", agents::run_memory),
     ("limits", limits::run),
+    ("budget", budget::run),
 ];
 
 /// Scenarios that need an external server (a llama.cpp server named by `MOTET_LOCAL_LLM_URL`,

@@ -94,9 +94,15 @@ pub async fn start(
             message: e.to_string(),
         })?;
     let providers = Arc::new(providers);
-    let mut runtime = Runtime::builder().llm(providers.clone()).store(store);
+    let mut runtime = Runtime::builder()
+        .llm(providers.clone())
+        .store(store)
+        .prices(settings.prices.clone());
     for (account, rates) in &settings.limits {
         runtime = runtime.llm_limits(account.clone(), *rates);
+    }
+    for (level, budget) in &settings.budgets {
+        runtime = runtime.budget(*level, *budget);
     }
     let runtime = runtime
         .build()

@@ -6,3 +6,4 @@ pub mod resume;
 pub mod run;
 pub mod threads;
 pub mod transcript;
+pub mod usage;

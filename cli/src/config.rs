@@ -30,9 +30,10 @@ use std::time::Duration;
 use motet::agents::ContextPolicy;
 use motet::directives::{ModelRef, ToolChoice};
 use motet::mcp::McpServerConfig;
+use motet::providers::budget::{Budget, BudgetLevel};
 use motet::providers::config::{backoff_secs, response_bytes, timeout_secs};
 use motet::providers::limits::Rates;
-use motet::providers::{ProviderKind, ProvidersConfig, models};
+use motet::providers::{Cost, Price, PriceTable, ProviderKind, ProvidersConfig, Rate, models};
 use serde::Deserialize;
 
 use crate::calculator;
@@ -100,6 +101,58 @@ pub struct FileConfig {
     /// `[[mcp]]`: MCP servers whose tools the agent may call.
     #[serde(default)]
     pub mcp: Vec<McpEntry>,
+    /// `[prices."provider:model"]`: prices in place of the shipped ones (docs/governance-costs.md).
+    #[serde(default)]
+    pub prices: std::collections::BTreeMap<String, PriceEntry>,
+    /// `[budget.request]`, `[budget.thread]`, `[budget.agent]`: hard budgets.
+    #[serde(default)]
+    pub budget: BudgetTable,
+}
+
+/// One `[prices."provider:model"]` table: USD per million tokens. A cache price left out is the
+/// input price; the reasoning price left out is the output price.
+///
+/// ```toml
+/// [prices."openai-compat:my-hosted-llama"]
+/// input = 0.20
+/// output = 0.60
+/// ```
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PriceEntry {
+    /// Uncached input.
+    pub input: f64,
+    /// Input read from the provider's cache.
+    pub cache_read: Option<f64>,
+    /// Input written to the provider's cache.
+    pub cache_write: Option<f64>,
+    /// Output.
+    pub output: f64,
+    /// Reasoning output.
+    pub reasoning: Option<f64>,
+}
+
+/// `[budget.*]`: the hard budget of each request, each thread and the agent. (The command
+/// line's agent carries no tenant label, so it has no tenant budget.)
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetTable {
+    /// Each request.
+    pub request: Option<BudgetEntry>,
+    /// Each thread.
+    pub thread: Option<BudgetEntry>,
+    /// The agent.
+    pub agent: Option<BudgetEntry>,
+}
+
+/// One budget: tokens (input plus output), dollars, or both.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetEntry {
+    /// Input plus output tokens.
+    pub tokens: Option<u64>,
+    /// US dollars at the price table's prices.
+    pub usd: Option<f64>,
 }
 
 /// One `[[mcp]]` entry: an MCP server, started as a command (stdio) or reached at a URL
@@ -439,7 +492,11 @@ impl Loaded {
             return Err(self.key_error("context_window", "must be at least 256 (tokens)"));
         }
         let limits = self.account_limits()?;
+        let prices = self.prices()?;
+        let budgets = self.budgets()?;
         Ok(Settings {
+            prices,
+            budgets,
             model,
             fallbacks,
             base_url,
@@ -480,6 +537,71 @@ impl Loaded {
             models.push(model);
         }
         Ok(models)
+    }
+
+    /// The shipped price table with the file's `[prices."provider:model"]` in place of the
+    /// shipped prices.
+    fn prices(&self) -> Result<PriceTable, CliError> {
+        let mut table = PriceTable::builtin();
+        for (model, entry) in &self.file.prices {
+            let key = format!("prices.\"{model}\"");
+            if model.parse::<ModelRef>().is_err() {
+                return Err(self.key_error(&key, "name a model as `provider:model`"));
+            }
+            let rate = |name: &str, usd: f64| {
+                Rate::per_million_usd(usd).ok_or_else(|| {
+                    self.key_error(
+                        &format!("{key}.{name}"),
+                        "must be a price in dollars per million tokens, 0 or more",
+                    )
+                })
+            };
+            let input = rate("input", entry.input)?;
+            let output = rate("output", entry.output)?;
+            table.set_price(
+                model.clone(),
+                Price {
+                    input,
+                    cache_read: rate("cache_read", entry.cache_read.unwrap_or(entry.input))?,
+                    cache_write: rate("cache_write", entry.cache_write.unwrap_or(entry.input))?,
+                    output,
+                    reasoning: rate("reasoning", entry.reasoning.unwrap_or(entry.output))?,
+                },
+            );
+        }
+        Ok(table)
+    }
+
+    /// The file's `[budget.*]` tables, checked.
+    fn budgets(&self) -> Result<Vec<(BudgetLevel, Budget)>, CliError> {
+        let table = &self.file.budget;
+        let mut budgets = Vec::new();
+        for (level, entry) in [
+            (BudgetLevel::Request, &table.request),
+            (BudgetLevel::Thread, &table.thread),
+            (BudgetLevel::Agent, &table.agent),
+        ] {
+            let Some(entry) = entry else { continue };
+            let key = format!("budget.{level}");
+            let mut budget = Budget::UNLIMITED;
+            if let Some(tokens) = entry.tokens {
+                budget = budget.with_tokens(tokens);
+            }
+            if let Some(usd) = entry.usd {
+                let cost = Cost::from_usd(usd).ok_or_else(|| {
+                    self.key_error(
+                        &format!("{key}.usd"),
+                        "must be an amount in dollars, 0 or more",
+                    )
+                })?;
+                budget = budget.with_cost(cost);
+            }
+            if !budget.is_limited() {
+                return Err(self.key_error(&key, "give `tokens`, `usd` or both"));
+            }
+            budgets.push((level, budget));
+        }
+        Ok(budgets)
     }
 
     /// The `[[mcp]]` servers, checked: a unique valid name, and a command or a URL.
@@ -850,6 +972,10 @@ pub struct Settings {
     /// Whether the context policy follows the model's window (the `auto` preset): then the
     /// window a local server reports replaces the default when the model is not a known one.
     pub auto_context: bool,
+    /// The prices calls are costed at: the shipped ones and the file's `[prices]`.
+    pub prices: PriceTable,
+    /// The file's hard budgets (`[budget.*]`).
+    pub budgets: Vec<(BudgetLevel, Budget)>,
 }
 
 #[cfg(test)]

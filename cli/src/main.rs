@@ -159,6 +159,19 @@ enum Command {
         #[command(flatten)]
         model: ModelArgs,
     },
+    /// LLM calls, tokens, cached share and cost from the store's usage ledger, totalled by
+    /// agent, model, UTC day or tenant.
+    Usage {
+        /// What to total by.
+        #[arg(long, value_enum, default_value_t = UsageBy::Agent)]
+        by: UsageBy,
+        /// Only calls from this UTC day (2026-11-01) or RFC 3339 time on.
+        #[arg(long, value_name = "WHEN")]
+        since: Option<String>,
+        /// Print one JSON object: the groups and the total.
+        #[arg(long)]
+        json: bool,
+    },
     /// The stored threads.
     Threads {
         #[command(subcommand)]
@@ -197,6 +210,30 @@ enum ThreadsCommand {
         /// The thread.
         id: String,
     },
+}
+
+/// What `usage` totals by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum UsageBy {
+    /// The agent.
+    Agent,
+    /// The model (`provider:model`).
+    Model,
+    /// The UTC day.
+    Day,
+    /// The agent's tenant.
+    Tenant,
+}
+
+impl From<UsageBy> for motet::runtime::store::UsageGroup {
+    fn from(by: UsageBy) -> Self {
+        match by {
+            UsageBy::Agent => Self::Agent,
+            UsageBy::Model => Self::Model,
+            UsageBy::Day => Self::Day,
+            UsageBy::Tenant => Self::Tenant,
+        }
+    }
 }
 
 /// How `threads export` writes entries.
@@ -329,6 +366,10 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
             let response = Response::Answer { text };
             commands::pending::respond(&settings, &db, &call, thread.as_deref(), response, mode)
                 .await
+        }
+        Command::Usage { by, since, json } => {
+            let since = since.as_deref().map(commands::usage::since).transpose()?;
+            commands::usage::report(&db, by.into(), since, json).await
         }
         Command::Threads { command } => match command {
             ThreadsCommand::List => commands::threads::list(&db).await,

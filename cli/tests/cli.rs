@@ -1630,3 +1630,160 @@ fn run_sends_an_image_and_a_file_with_the_question_and_refuses_what_it_cannot_na
     let output = run(against(&sandbox, &url, &["run", "--image", pdf_arg, "?"]));
     assert_fails(&output, 2, &["--image", "not an image"]);
 }
+
+/// Writes three priced calls and an unpriced one into the usage ledger of the store at `db`.
+fn store_usage(db: &Path) {
+    use motet::providers::{CallKind, Cost};
+    use motet::runtime::store::UsageRecord;
+    tokio().block_on(async {
+        let store = SqliteStore::open(db).await.unwrap();
+        let day = 86_400_000;
+        let call = |at: u64, agent: &str, model: &str, kind, cost: Option<u64>| UsageRecord {
+            at,
+            agent: agent.to_owned(),
+            thread: "default".to_owned(),
+            request: Some(format!("req_{at}")),
+            tenant: (agent == "writer").then(|| "acme".to_owned()),
+            model: model.to_owned(),
+            kind,
+            usage: Usage {
+                input_tokens: 1_000,
+                output_tokens: 100,
+                cache_read_tokens: 250,
+                ..Usage::default()
+            },
+            cost: cost.map(Cost::from_picodollars),
+        };
+        for record in [
+            call(
+                1_795_000_000_000,
+                "writer",
+                "openai:gpt-5.2",
+                CallKind::Turn,
+                Some(2_000_000_000),
+            ),
+            call(
+                1_795_000_000_001,
+                "writer",
+                "openai:gpt-5.2",
+                CallKind::Summary,
+                Some(500_000_000),
+            ),
+            call(
+                1_795_000_000_000 + day,
+                "critic",
+                "anthropic:claude-haiku-4-5",
+                CallKind::Turn,
+                Some(10_000_000_000),
+            ),
+            call(
+                1_795_000_000_000 + day,
+                "critic",
+                "openai-compat:mystery",
+                CallKind::Turn,
+                None,
+            ),
+        ] {
+            store.record_usage(&record).await.unwrap();
+        }
+    });
+}
+
+#[test]
+fn usage_totals_the_ledger_by_agent_model_day_and_tenant() {
+    let sandbox = Sandbox::new();
+    // No store yet: nothing recorded, and nothing is created to say so.
+    let empty = run(sandbox.motet(&["usage"]));
+    assert!(empty.status.success(), "{}", stderr(&empty));
+    assert!(stdout(&empty).contains("no LLM calls recorded"));
+    assert!(!sandbox.db().exists());
+
+    store_usage(&sandbox.db());
+    let by_agent = run(sandbox.motet(&["usage"]));
+    assert!(by_agent.status.success(), "{}", stderr(&by_agent));
+    let text = stdout(&by_agent);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("AGENT"), "{text}");
+    assert!(
+        lines[1].starts_with("critic") && lines[1].contains("$0.01"),
+        "{text}"
+    );
+    assert!(
+        lines[2].starts_with("writer") && lines[2].contains("$0.002500"),
+        "{text}"
+    );
+    assert!(
+        lines[3].starts_with("TOTAL") && lines[3].contains("25.0%"),
+        "{text}"
+    );
+    assert!(text.contains("unpriced calls: 1"), "{text}");
+
+    let by_model = stdout(&run(sandbox.motet(&["usage", "--by", "model"])));
+    assert!(
+        by_model.contains("anthropic:claude-haiku-4-5"),
+        "{by_model}"
+    );
+    assert!(by_model.contains("openai-compat:mystery"), "{by_model}");
+
+    let by_day = stdout(&run(sandbox.motet(&[
+        "usage",
+        "--by",
+        "day",
+        "--since",
+        "2026-11-20",
+    ])));
+    assert!(!by_day.contains("2026-11-18"), "{by_day}");
+    let json = stdout(&run(sandbox.motet(&[
+        "usage",
+        "--by",
+        "tenant",
+        "--json",
+        "--since",
+        "2026-11-18T00:00:00Z",
+    ])));
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(value["by"], "tenant");
+    assert_eq!(value["total"]["calls"], 4);
+    assert_eq!(value["groups"][1]["key"], "acme");
+    assert_eq!(value["groups"][1]["summary_calls"], 1);
+    assert_eq!(value["groups"][1]["cost_picodollars"], 2_500_000_000u64);
+
+    assert_fails(
+        &run(sandbox.motet(&["usage", "--since", "last week"])),
+        2,
+        &["--since", "neither a UTC day"],
+    );
+}
+
+#[test]
+fn prices_and_budgets_in_the_config_file_are_checked() {
+    let sandbox = Sandbox::new();
+    let cases = [
+        (
+            "[prices.\"nomodel\"]\ninput = 1.0\noutput = 2.0\n",
+            "key `prices.\"nomodel\"`: name a model as `provider:model`",
+        ),
+        (
+            "[prices.\"openai:gpt-5.2\"]\ninput = -1.0\noutput = 2.0\n",
+            "key `prices.\"openai:gpt-5.2\".input`: must be a price",
+        ),
+        (
+            "[prices.\"openai:gpt-5.2\"]\ninput = 1.0\n",
+            "missing field `output`",
+        ),
+        (
+            "[budget.request]\n",
+            "key `budget.request`: give `tokens`, `usd` or both",
+        ),
+        ("[budget.request]\nusd = -2\n", "key `budget.request.usd`"),
+        ("[budget.week]\ntokens = 1\n", "unknown field `week`"),
+    ];
+    for (text, needle) in cases {
+        sandbox.config(text);
+        assert_fails(
+            &run(sandbox.with_local("http://127.0.0.1:9", &["run", "hi"])),
+            3,
+            &[needle, "motet.toml"],
+        );
+    }
+}

@@ -78,6 +78,9 @@ pub enum LlmErrorKind {
     ResponseTooLarge,
     /// The client is not configured to make the call (no key, unknown provider, bad URL).
     Config,
+    /// A hard budget (tokens or dollars, per request, thread, agent or tenant) refused the call
+    /// before it was sent: trying again cannot help.
+    Budget,
     /// Anything else.
     #[serde(other)]
     Other,
@@ -102,6 +105,7 @@ impl LlmErrorKind {
             Self::Unsupported => "unsupported",
             Self::ResponseTooLarge => "response_too_large",
             Self::Config => "config",
+            Self::Budget => "budget",
             Self::Other => "other",
         }
     }
@@ -262,6 +266,7 @@ mod tests {
             K::Unsupported,
             K::ResponseTooLarge,
             K::Config,
+            K::Budget,
             K::Other,
         ];
         for kind in kinds {

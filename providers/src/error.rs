@@ -153,6 +153,10 @@ pub enum ProviderError {
         /// The limit, in bytes.
         limit: usize,
     },
+    /// A hard budget refused the call before it was sent (the runtime's budgets; nothing
+    /// was spent on it).
+    #[error("budget exhausted: {0}")]
+    BudgetExceeded(crate::budget::BudgetExceeded),
     /// Configuration is missing or wrong (no key, unknown provider, bad URL).
     #[error("configuration error: {message}")]
     Config {
@@ -259,6 +263,7 @@ impl ProviderError {
             | Self::UnsupportedContent { .. } => K::Unsupported,
             Self::ContentTooLarge { .. } => K::InvalidRequest,
             Self::ResponseTooLarge { .. } => K::ResponseTooLarge,
+            Self::BudgetExceeded(_) => K::Budget,
             Self::Config { .. } => K::Config,
         }
     }

@@ -31,6 +31,9 @@
 //!   HTTP, per-phase timeouts, retries before content.
 //! - [`config`] — [`ApiKey`] (never printed), [`ProvidersConfig`] from the environment.
 //! - [`models`] — model refs to dialects, the capability table, request validation.
+//! - [`prices`] — [`PriceTable`], [`Price`], [`Cost`]: what a call's usage costs, exactly.
+//! - [`budget`] — [`Budget`](budget::Budget) and the pure decision whether a call may start
+//!   under the hard budgets of its request, thread, agent and tenant.
 //! - [`retry`] — [`RetryPolicy`].
 //! - [`limits`] — [`limits::SharedLimits`]: an account's requests and tokens per minute and
 //!   streams at once, configured and learned from headers, one backoff on 429, fair turns.
@@ -45,6 +48,7 @@
 mod anthropic;
 mod assembler;
 mod body;
+pub mod budget;
 pub mod client;
 pub mod config;
 mod count;
@@ -60,6 +64,7 @@ mod media;
 pub mod models;
 mod openai_chat;
 mod openai_responses;
+pub mod prices;
 pub mod retry;
 mod scope;
 pub mod sse;
@@ -78,6 +83,7 @@ pub use error::ProviderError;
 pub use event::LlmEvent;
 pub use media::Inputs;
 pub use models::ModelCaps;
+pub use prices::{Cost, PRICES_AS_OF, Price, PriceTable, Rate};
 pub use retry::RetryPolicy;
 pub use scope::{CallKind, CallScope, Priority};
 pub use sse::SseEvent;

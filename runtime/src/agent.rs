@@ -47,6 +47,7 @@
 mod activity;
 mod actor;
 mod book;
+mod costs;
 mod durable;
 mod env;
 mod errors;
@@ -66,6 +67,7 @@ mod trace;
 pub use activity::ActivitySnapshot;
 pub use actor::{ThreadActor, ThreadMsg};
 pub use book::RequestPolicy;
+pub use costs::{DEFAULT_BUDGETED_MAX_TOKENS, LevelBudgets};
 pub use env::SystemEnv;
 pub use errors::{AskError, RuntimeError};
 pub use events::{

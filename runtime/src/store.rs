@@ -32,8 +32,11 @@
 //! - `postgres` (feature `postgres`) — `PostgresStore`, `PostgresConfig`, with a fencing epoch
 //!   beside the rev; `postgres/migrations`.
 //! - `rows` — what the SQL stores share: the rows they insert and read, JSON column errors.
+//! - `ledger` — the usage ledger's rows ([`UsageRecord`]), filters and sums: every LLM call's
+//!   usage and price, which budgets and `motet usage` read.
 
 mod error;
+mod ledger;
 mod memory;
 mod open;
 #[cfg(feature = "postgres")]
@@ -50,6 +53,9 @@ use motet_directives::Usage;
 use serde::{Deserialize, Serialize};
 
 pub use error::StoreError;
+pub use ledger::{
+    UsageFilter, UsageGroup, UsageRecord, UsageTotals, cached_share, group_totals, utc_day,
+};
 pub use memory::MemoryStore;
 pub use open::{
     ACCEPTED_URLS, DATABASE_URL_VAR, OpenStoreError, StoreUrl, StoreUrlError, database_url_from,
@@ -373,6 +379,37 @@ pub trait ThreadStore: Send + Sync {
             }
             None => self.append(thread_id, entries, expected_rev).await,
         }
+    }
+
+    /// Records one LLM call's usage and price in the usage ledger; it has been written (at the
+    /// store's durability) when this returns `Ok`.
+    ///
+    /// The built-in stores keep a ledger. The default, for a store without one, keeps nothing:
+    /// budgets then count only what this process spent since it started.
+    ///
+    /// # Errors
+    /// Storage failures; [`StoreError::Ledger`] for a count the store cannot hold.
+    async fn record_usage(&self, record: &UsageRecord) -> Result<(), StoreError> {
+        let _ = record;
+        Ok(())
+    }
+
+    /// The usage ledger's rows that pass `filter`, oldest first. The default, for a store
+    /// without a ledger, has none.
+    ///
+    /// # Errors
+    /// Storage failures; [`StoreError::Ledger`] for a row that cannot be read.
+    async fn usage_records(&self, filter: &UsageFilter) -> Result<Vec<UsageRecord>, StoreError> {
+        let _ = filter;
+        Ok(Vec::new())
+    }
+
+    /// The usage and cost of the ledger's rows that pass `filter`, summed.
+    ///
+    /// # Errors
+    /// As for [`usage_records`](Self::usage_records).
+    async fn usage_totals(&self, filter: &UsageFilter) -> Result<UsageTotals, StoreError> {
+        Ok(UsageTotals::of(&self.usage_records(filter).await?))
     }
 
     /// Appends the entries of `thread` that the store does not hold yet, given the rev the

@@ -671,6 +671,9 @@ pub(crate) struct Instruments {
     pub(crate) token_usage: Histogram<u64>,
     /// `gen_ai.client.operation.duration`: seconds per LLM call.
     pub(crate) operation_duration: Histogram<f64>,
+    /// `motet.llm.cost`: dollars spent on LLM calls at the price table's prices, by provider,
+    /// model and `motet.call.kind` (turn or summary).
+    pub(crate) cost: Counter<f64>,
     /// `motet.requests`: requests finished, by `motet.request.status`.
     pub(crate) requests: Counter<u64>,
     /// `motet.errors`: failures, by `error.type`.
@@ -710,6 +713,11 @@ impl Instruments {
                     0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48,
                     40.96, 81.92,
                 ])
+                .build(),
+            cost: meter
+                .f64_counter("motet.llm.cost")
+                .with_unit("USD")
+                .with_description("Cost of LLM calls at the price table's prices")
                 .build(),
             requests: meter
                 .u64_counter("motet.requests")

@@ -513,3 +513,62 @@ async fn connection_errors_say_what_the_server_said() {
     }
     db.drop_now().await;
 }
+
+/// A budget counts from the ledger: an agent's budget half spent by one runtime is half spent
+/// for the next one on the same database.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_half_spent_before_a_restart_is_half_spent_after_it() {
+    use motet_agents::{ReAct, ReActConfig};
+    use motet_directives::{AssistantBlock, AssistantMessage, LlmResponse, StopReason, Usage};
+    use motet_providers::budget::{Budget, BudgetLevel};
+    use motet_runtime::agent::{AgentSpec, AskError, Runtime};
+    use motet_runtime::testing::ScriptedModel;
+
+    let Some(db) = TestDb::new("budget").await else {
+        return;
+    };
+    let spending = || {
+        Ok(LlmResponse::new(
+            AssistantMessage {
+                blocks: vec![AssistantBlock::text("done")],
+                stop_reason: StopReason::EndTurn,
+            },
+            Usage {
+                input_tokens: 1_000,
+                output_tokens: 500,
+                ..Usage::default()
+            },
+        ))
+    };
+    let start = |model: ScriptedModel, store: PostgresStore| {
+        Runtime::builder()
+            .llm(Arc::new(model))
+            .store(Arc::new(store))
+            .budget(BudgetLevel::Agent, Budget::tokens(3_000))
+            .build()
+            .unwrap()
+    };
+    let agent_spec = || {
+        AgentSpec::new(
+            "spender",
+            ReAct::new(ReActConfig::new("openai:gpt-5.2".parse().unwrap())),
+        )
+    };
+    let runtime = start(ScriptedModel::new([spending()]), open(&db).await);
+    let agent = runtime.spawn(agent_spec()).await.unwrap();
+    agent.ask("first").await.unwrap();
+    runtime.shutdown().await;
+
+    let model = ScriptedModel::new([spending(), spending()]);
+    let runtime = start(model.clone(), open(&db).await);
+    let agent = runtime.spawn(agent_spec()).await.unwrap();
+    agent.ask("second").await.unwrap();
+    let Err(AskError::Failed { reply }) = agent.ask("third").await else {
+        panic!("the third call must be refused: 3,000 of 3,000 tokens spent");
+    };
+    let data: serde_json::Value = reply.data_as().unwrap();
+    assert_eq!(data["reason"]["error"]["kind"], "budget", "{data}");
+    assert_eq!(model.requests().len(), 1);
+    runtime.shutdown().await;
+    db.drop_now().await;
+}

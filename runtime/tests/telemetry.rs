@@ -132,7 +132,17 @@ struct Delegate {
 
 async fn agents(model_url: &str) -> (Runtime, AgentHandle) {
     let client = HttpClient::new(Dialect::OpenAiChat, model_url, Some(ApiKey::new(KEY))).unwrap();
-    let runtime = Runtime::builder().llm(Arc::new(client)).build().unwrap();
+    // The fake model has a price, so its calls are costed (`motet.llm.cost`).
+    let price = motet_providers::Price {
+        input: motet_providers::Rate::per_million_micro(1_000_000),
+        output: motet_providers::Rate::per_million_micro(2_000_000),
+        ..motet_providers::Price::default()
+    };
+    let runtime = Runtime::builder()
+        .llm(Arc::new(client))
+        .prices(motet_providers::PriceTable::empty().with_price("openai:fake-model", price))
+        .build()
+        .unwrap();
     let worker = runtime
         .spawn(AgentSpec::new(
             "worker",
@@ -282,6 +292,8 @@ async fn a_request_across_two_agents_is_one_trace_exported_over_grpc() {
         assert_eq!(chat.attr("gen_ai.usage.input_tokens"), Some("12"));
         assert_eq!(chat.attr("gen_ai.usage.output_tokens"), Some("3"));
         assert!(chat.attr("gen_ai.response.finish_reasons").is_some());
+        assert!(chat.attr("motet.llm.cost_usd").is_some(), "{chat:#?}");
+        assert!(chat.attr("motet.llm.cached_share").is_some(), "{chat:#?}");
         assert!(chat.attr("motet.iteration").is_some());
     }
     assert_eq!(worker_chat.attr("motet.iteration"), Some("1"));
@@ -351,6 +363,7 @@ async fn a_request_across_two_agents_is_one_trace_exported_over_grpc() {
         "gen_ai.client.token.usage",
         "gen_ai.client.operation.duration",
         "motet.requests",
+        "motet.llm.cost",
     ] {
         assert!(names.iter().any(|n| n == metric), "{metric} in {names:?}");
     }

@@ -86,14 +86,33 @@ async fn summarize_calls_the_model_over_the_thread_range() {
     let model = ScriptedModel::new([turn(vec![AssistantBlock::text(
         "Two notes: buy milk, call Rome.",
     )])]);
+    let store = Arc::new(motet_runtime::store::MemoryStore::new());
     let runtime = Runtime::builder()
         .llm(Arc::new(model.clone()))
+        .store(store.clone())
         .build()
         .unwrap();
     let agent = runtime.spawn(AgentSpec::new("notes", Notes)).await.unwrap();
     agent.ask("buy milk").await.unwrap();
     agent.ask("call Rome").await.unwrap();
     let reply = agent.ask("summarize").await.unwrap();
+    // The summary call is in the usage ledger, priced, charged to its request and thread.
+    use motet_runtime::store::{ThreadStore as _, UsageFilter};
+    let ledger = store.usage_records(&UsageFilter::all()).await.unwrap();
+    assert_eq!(ledger.len(), 1);
+    assert_eq!(ledger[0].kind, motet_providers::CallKind::Summary);
+    assert_eq!(ledger[0].request.as_deref(), reply.signal.request_id());
+    assert_eq!(
+        (ledger[0].agent.as_str(), ledger[0].thread.as_str()),
+        ("notes", "default")
+    );
+    // 10 input tokens at $1.75 / MTok and 5 output tokens at $14 / MTok.
+    assert_eq!(
+        ledger[0].cost,
+        Some(motet_providers::Cost::from_picodollars(
+            10 * 1_750_000 + 5 * 14_000_000
+        ))
+    );
     assert_eq!(
         reply.signal.data_as::<String>().unwrap(),
         "Two notes: buy milk, call Rome."

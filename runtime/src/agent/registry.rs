@@ -65,6 +65,8 @@ pub(crate) struct RuntimeCore {
     pub(crate) external_bus: Option<super::durable::ExternalBus>,
     /// What the agents have done so far: calls and tokens, for [`super::Runtime::activity`].
     pub(crate) activity: Arc<super::activity::Activity>,
+    /// The price table, the hard budgets and what each budgeted level has spent.
+    pub(crate) costs: super::costs::Costs,
 }
 
 impl RuntimeCore {
@@ -325,6 +327,7 @@ where
     S::State: Send + Sync + 'static,
 {
     let name = spec.name;
+    core.costs.set_agent(&name, &spec.budgets);
     let config = Arc::new(LiveAgent {
         name: Arc::from(name.as_str()),
         strategy: spec.strategy,

@@ -33,6 +33,9 @@ pub struct RuntimeBuilder {
     kinds: HashMap<String, KindFactory>,
     keep_finished: Option<usize>,
     signal_bus: Option<Arc<dyn SignalBus>>,
+    prices: Option<motet_providers::PriceTable>,
+    budgets: super::costs::LevelBudgets,
+    tenant_budgets: HashMap<String, motet_providers::budget::Budget>,
 }
 
 impl RuntimeBuilder {
@@ -192,6 +195,38 @@ impl RuntimeBuilder {
         self
     }
 
+    /// The prices LLM calls are costed at: the ledger, the `motet.llm.cost` metric and dollar
+    /// budgets use them. By default the shipped table
+    /// ([`PriceTable::builtin`](motet_providers::PriceTable::builtin)).
+    pub fn prices(mut self, prices: motet_providers::PriceTable) -> Self {
+        self.prices = Some(prices);
+        self
+    }
+
+    /// A hard budget for every agent's requests, threads, agents or tenants (at `level`): a
+    /// call that would start past it fails with `LlmErrorKind::Budget`, and spending never
+    /// passes it by more than one call's `max_tokens`. An agent's own
+    /// ([`AgentSpec::with_budget`]) and a tenant's own ([`tenant_budget`](Self::tenant_budget))
+    /// take its place.
+    pub fn budget(
+        mut self,
+        level: motet_providers::budget::BudgetLevel,
+        budget: motet_providers::budget::Budget,
+    ) -> Self {
+        self.budgets.set(level, budget);
+        self
+    }
+
+    /// A hard budget for the agents labelled `tenant` ([`AgentSpec::with_tenant`]), together.
+    pub fn tenant_budget(
+        mut self,
+        tenant: impl Into<String>,
+        budget: motet_providers::budget::Budget,
+    ) -> Self {
+        self.tenant_budgets.insert(tenant.into(), budget);
+        self
+    }
+
     /// The runtime.
     ///
     /// # Errors
@@ -246,6 +281,12 @@ impl RuntimeBuilder {
                 idle_period_ns: std::sync::atomic::AtomicU64::new(0),
                 delta_type: super::events::LLM_DELTA.parse().ok(),
                 activity: Arc::default(),
+                costs: super::costs::Costs::new(
+                    self.prices
+                        .unwrap_or_else(motet_providers::PriceTable::builtin),
+                    self.budgets,
+                    self.tenant_budgets,
+                ),
             }),
         })
     }
@@ -272,6 +313,19 @@ impl Runtime {
     /// The shared limits of the provider accounts agents call: what waits, the backoff.
     pub fn limits(&self) -> &SharedLimits {
         &self.core.limits
+    }
+
+    /// What the LLM calls `filter` selects cost, summed from the store's usage ledger
+    /// (summaries included): per request, thread, agent or tenant
+    /// ([`UsageFilter`](crate::store::UsageFilter)), across restarts when the store is durable.
+    ///
+    /// # Errors
+    /// The store's, when its ledger cannot be read.
+    pub async fn usage(
+        &self,
+        filter: &crate::store::UsageFilter,
+    ) -> Result<crate::store::UsageTotals, crate::store::StoreError> {
+        self.core.store.usage_totals(filter).await
     }
 
     /// The bus agents publish on.

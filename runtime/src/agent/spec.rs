@@ -62,6 +62,10 @@ pub struct AgentSpec<S> {
     pub(crate) idle_timeout: Option<Duration>,
     pub(crate) tenant: Option<Arc<str>>,
     pub(crate) priority: motet_providers::Priority,
+    pub(crate) budgets: Vec<(
+        motet_providers::budget::BudgetLevel,
+        motet_providers::budget::Budget,
+    )>,
 }
 
 impl<S: Strategy> AgentSpec<S> {
@@ -79,7 +83,22 @@ impl<S: Strategy> AgentSpec<S> {
             idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
             tenant: None,
             priority: motet_providers::Priority::Normal,
+            budgets: Vec::new(),
         }
+    }
+
+    /// A hard budget (tokens, dollars or both) for each of this agent's requests
+    /// ([`BudgetLevel::Request`](motet_providers::budget::BudgetLevel::Request)), each of its
+    /// threads, or the agent as a whole, in place of the runtime's
+    /// ([`RuntimeBuilder::budget`](super::RuntimeBuilder::budget)). A call it would take past
+    /// the limit fails with `LlmErrorKind::Budget` (docs/governance-costs.md).
+    pub fn with_budget(
+        mut self,
+        level: motet_providers::budget::BudgetLevel,
+        budget: motet_providers::budget::Budget,
+    ) -> Self {
+        self.budgets.push((level, budget));
+        self
     }
 
     /// Labels the agent as one tenant's: a shared provider account's limits share their

@@ -185,6 +185,34 @@ pub(crate) fn chat_finished(
         .record(elapsed.as_secs_f64(), &attributes);
 }
 
+/// Records what an answered call cost on its `chat` span (`motet.llm.cost_usd`, and
+/// `motet.llm.cached_share`: the share of input tokens read from the provider's cache) and on
+/// the `motet.llm.cost` counter. An unpriced call records its cached share only.
+pub(crate) fn chat_cost(
+    span: &Span,
+    model: &ModelRef,
+    kind: motet_providers::CallKind,
+    usage: &motet_directives::Usage,
+    cost: Option<motet_providers::Cost>,
+) {
+    if !span.is_disabled() {
+        if let Some(cost) = cost {
+            span.set_attribute("motet.llm.cost_usd", cost.usd());
+        }
+        span.set_attribute("motet.llm.cached_share", crate::store::cached_share(usage));
+    }
+    if let Some(cost) = cost {
+        instruments().cost.add(
+            cost.usd(),
+            &[
+                KeyValue::new("gen_ai.provider.name", provider_name(model.provider())),
+                KeyValue::new("gen_ai.request.model", model.model().to_owned()),
+                KeyValue::new("motet.call.kind", kind.as_str()),
+            ],
+        );
+    }
+}
+
 /// `execute_tool {name}`.
 pub(crate) fn tool_span(name: &str, tool_call_id: &str, args: &str, parent: Option<Id>) -> Span {
     let span = tracing::info_span!(

@@ -194,6 +194,15 @@ pub enum StoreError {
         /// The time it had.
         after: std::time::Duration,
     },
+    /// A usage ledger row holds a value that cannot be read back (a negative count, an unknown
+    /// cost), or a record has a value the store cannot hold (a count above `i64::MAX`).
+    #[error("usage ledger row {row}: {reason}")]
+    Ledger {
+        /// The row's id in the ledger (0 for a record not yet written).
+        row: i64,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The blocking task running a database call was cancelled or panicked.
     #[error("store task failed: {0}")]
     Task(String),

@@ -12,7 +12,8 @@ use async_trait::async_trait;
 use motet_agents::{Entry, Lineage, Thread, ThreadHead};
 
 use super::{
-    StoreError, ThreadHeader, ThreadMeta, ThreadStore, ThreadSummary, check_contiguous, totals_of,
+    StoreError, ThreadHeader, ThreadMeta, ThreadStore, ThreadSummary, UsageFilter, UsageRecord,
+    check_contiguous, totals_of,
 };
 
 /// One stored thread: its meta, state and entries (shared with the threads that hold them). Its
@@ -76,10 +77,91 @@ struct Inner {
     created: u64,
 }
 
+/// The in-memory usage ledger: one compact row per call, its names shared between rows (an
+/// agent's calls name the same agent, thread, tenant and model; a request's, the same request),
+/// so a store kept for a long session holds about a hundred bytes a call.
+#[derive(Debug, Default)]
+struct Ledger {
+    rows: Vec<Row>,
+    names: std::collections::HashSet<Arc<str>, foldhash::fast::RandomState>,
+}
+
+impl Ledger {
+    /// The shared copy of `name`.
+    fn name(&mut self, name: &str) -> Arc<str> {
+        if let Some(known) = self.names.get(name) {
+            return Arc::clone(known);
+        }
+        let new: Arc<str> = Arc::from(name);
+        self.names.insert(Arc::clone(&new));
+        new
+    }
+
+    fn push(&mut self, record: &UsageRecord) {
+        let row = Row {
+            at: record.at,
+            agent: self.name(&record.agent),
+            thread: self.name(&record.thread),
+            request: record.request.as_deref().map(|r| self.name(r)),
+            tenant: record.tenant.as_deref().map(|t| self.name(t)),
+            model: self.name(&record.model),
+            kind: record.kind,
+            usage: record.usage,
+            cost: record.cost,
+        };
+        self.rows.push(row);
+    }
+}
+
+/// One call in the in-memory ledger.
+#[derive(Debug)]
+struct Row {
+    at: u64,
+    agent: Arc<str>,
+    thread: Arc<str>,
+    request: Option<Arc<str>>,
+    tenant: Option<Arc<str>>,
+    model: Arc<str>,
+    kind: motet_providers::CallKind,
+    usage: motet_directives::Usage,
+    cost: Option<motet_providers::Cost>,
+}
+
+impl Row {
+    /// Whether the row passes `filter` (as [`UsageFilter::matches`] on its record).
+    fn passes(&self, filter: &UsageFilter) -> bool {
+        let same = |want: &Option<String>, have: Option<&str>| {
+            want.as_deref().is_none_or(|want| Some(want) == have)
+        };
+        filter.since.is_none_or(|since| self.at >= since)
+            && filter.before.is_none_or(|before| self.at < before)
+            && same(&filter.agent, Some(&self.agent))
+            && same(&filter.thread, Some(&self.thread))
+            && same(&filter.request, self.request.as_deref())
+            && same(&filter.tenant, self.tenant.as_deref())
+    }
+
+    fn record(&self) -> UsageRecord {
+        UsageRecord {
+            at: self.at,
+            agent: self.agent.to_string(),
+            thread: self.thread.to_string(),
+            request: self.request.as_deref().map(str::to_owned),
+            tenant: self.tenant.as_deref().map(str::to_owned),
+            model: self.model.to_string(),
+            kind: self.kind,
+            usage: self.usage,
+            cost: self.cost,
+        }
+    }
+}
+
 /// Threads in a map behind a mutex.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     inner: Mutex<Inner>,
+    /// The usage ledger, apart from the threads: recording a call never waits for a commit.
+    ledger: Mutex<Ledger>,
 }
 
 impl MemoryStore {
@@ -338,6 +420,30 @@ impl ThreadStore for MemoryStore {
             .ok_or_else(|| not_found(thread_id))?;
         stored.meta = Some(meta);
         Ok(())
+    }
+
+    async fn record_usage(&self, record: &UsageRecord) -> Result<(), StoreError> {
+        self.ledger
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(record);
+        Ok(())
+    }
+
+    async fn usage_records(&self, filter: &UsageFilter) -> Result<Vec<UsageRecord>, StoreError> {
+        let ledger = self
+            .ledger
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut rows: Vec<UsageRecord> = ledger
+            .rows
+            .iter()
+            .filter(|r| r.passes(filter))
+            .map(Row::record)
+            .collect();
+        drop(ledger);
+        rows.sort_by_key(|r| r.at);
+        Ok(rows)
     }
 
     async fn get_meta(&self, thread_id: &str) -> Result<Option<ThreadMeta>, StoreError> {

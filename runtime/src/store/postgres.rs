@@ -49,6 +49,7 @@ use tokio_postgres::{IsolationLevel, NoTls, Row};
 
 pub use migrations::SCHEMA_VERSION;
 
+use super::ledger::{self, Bind, RawRow};
 use super::rows::{NewThreadRow, SummaryRow, corrupt, encode_json};
 use super::{
     AppendTotals, EncodedEntry, StoreError, StoredHead, ThreadHeader, ThreadListing, ThreadMeta,
@@ -815,6 +816,97 @@ impl ThreadStore for PostgresStore {
                 });
             }
             Ok(())
+        })
+        .await
+    }
+
+    async fn record_usage(&self, record: &super::UsageRecord) -> Result<(), StoreError> {
+        let (ints, cost) = ledger::integers(record)?;
+        bounded(self.limit, None, async {
+            let client = self.pool.get().await.map_err(server_err)?;
+            let insert = client
+                .prepare_cached(
+                    "INSERT INTO usage_ledger (at, agent, thread, request, tenant, model, kind, \
+                     input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, \
+                     reasoning_tokens, cost) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+                )
+                .await
+                .map_err(server_err)?;
+            client
+                .execute(
+                    &insert,
+                    &[
+                        &ints[0],
+                        &record.agent,
+                        &record.thread,
+                        &record.request,
+                        &record.tenant,
+                        &record.model,
+                        &record.kind.as_str(),
+                        &ints[1],
+                        &ints[2],
+                        &ints[3],
+                        &ints[4],
+                        &ints[5],
+                        &cost,
+                    ],
+                )
+                .await
+                .map_err(server_err)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn usage_records(
+        &self,
+        filter: &super::UsageFilter,
+    ) -> Result<Vec<super::UsageRecord>, StoreError> {
+        let conditions = ledger::conditions(filter)?;
+        bounded(self.limit, None, async {
+            let mut sql = format!("SELECT {} FROM usage_ledger", ledger::COLUMNS);
+            for (position, (condition, _)) in conditions.iter().enumerate() {
+                let joint = if position == 0 { " WHERE " } else { " AND " };
+                sql.push_str(&format!("{joint}{condition} ${}", position + 1));
+            }
+            sql.push_str(" ORDER BY at, id");
+            let binds: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = conditions
+                .iter()
+                .map(|(_, bind)| match bind {
+                    Bind::Int(value) => value as &(dyn tokio_postgres::types::ToSql + Sync),
+                    Bind::Text(value) => value as &(dyn tokio_postgres::types::ToSql + Sync),
+                })
+                .collect();
+            let client = self.pool.get().await.map_err(server_err)?;
+            let rows = client
+                .query(sql.as_str(), binds.as_slice())
+                .await
+                .map_err(server_err)?;
+            drop(client);
+            rows.iter()
+                .map(|row| {
+                    let raw = RawRow {
+                        id: row.try_get(0).map_err(server_err)?,
+                        at: row.try_get(1).map_err(server_err)?,
+                        agent: row.try_get(2).map_err(server_err)?,
+                        thread: row.try_get(3).map_err(server_err)?,
+                        request: row.try_get(4).map_err(server_err)?,
+                        tenant: row.try_get(5).map_err(server_err)?,
+                        model: row.try_get(6).map_err(server_err)?,
+                        kind: row.try_get(7).map_err(server_err)?,
+                        counts: [
+                            row.try_get(8).map_err(server_err)?,
+                            row.try_get(9).map_err(server_err)?,
+                            row.try_get(10).map_err(server_err)?,
+                            row.try_get(11).map_err(server_err)?,
+                            row.try_get(12).map_err(server_err)?,
+                        ],
+                        cost: row.try_get(13).map_err(server_err)?,
+                    };
+                    raw.decode()
+                })
+                .collect()
         })
         .await
     }

@@ -32,6 +32,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionB
 
 pub use migrations::SCHEMA_VERSION;
 
+use super::ledger::{self, Bind, RawRow};
 use super::rows::{NewThreadRow, SummaryRow, UNREADABLE_ID, corrupt, encode_json};
 use super::{
     StoreError, StoredHead, ThreadHeader, ThreadListing, ThreadMeta, ThreadStore, ThreadSummary,
@@ -968,6 +969,89 @@ impl ThreadStore for SqliteStore {
                 return Err(StoreError::NotFound { thread_id: id });
             }
             Ok(())
+        })
+        .await
+    }
+
+    async fn record_usage(&self, record: &super::UsageRecord) -> Result<(), StoreError> {
+        let (ints, cost) = ledger::integers(record)?;
+        let record = record.clone();
+        self.run(move |inner| {
+            let conn = lock(&inner.writer);
+            conn.prepare_cached(
+                "INSERT INTO usage_ledger (at, agent, thread, request, tenant, model, kind, \
+                 input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, \
+                 reasoning_tokens, cost) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+            )
+            .and_then(|mut insert| {
+                insert.execute(params![
+                    ints[0],
+                    record.agent,
+                    record.thread,
+                    record.request,
+                    record.tenant,
+                    record.model,
+                    record.kind.as_str(),
+                    ints[1],
+                    ints[2],
+                    ints[3],
+                    ints[4],
+                    ints[5],
+                    cost
+                ])
+            })
+            .map_err(db_err(&inner.path))?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn usage_records(
+        &self,
+        filter: &super::UsageFilter,
+    ) -> Result<Vec<super::UsageRecord>, StoreError> {
+        let conditions = ledger::conditions(filter)?;
+        self.run(move |inner| {
+            let err = db_err(&inner.path);
+            let mut sql = format!("SELECT {} FROM usage_ledger", ledger::COLUMNS);
+            for (position, (condition, _)) in conditions.iter().enumerate() {
+                let joint = if position == 0 { " WHERE " } else { " AND " };
+                sql.push_str(&format!("{joint}{condition} ?{}", position + 1));
+            }
+            sql.push_str(" ORDER BY at, id");
+            let binds: Vec<&dyn rusqlite::ToSql> = conditions
+                .iter()
+                .map(|(_, bind)| match bind {
+                    Bind::Int(value) => value as &dyn rusqlite::ToSql,
+                    Bind::Text(value) => value as &dyn rusqlite::ToSql,
+                })
+                .collect();
+            let conn = lock(&inner.reader);
+            let mut select = conn.prepare(&sql).map_err(&err)?;
+            let rows = select
+                .query_map(binds.as_slice(), |row| {
+                    Ok(RawRow {
+                        id: row.get(0)?,
+                        at: row.get(1)?,
+                        agent: row.get(2)?,
+                        thread: row.get(3)?,
+                        request: row.get(4)?,
+                        tenant: row.get(5)?,
+                        model: row.get(6)?,
+                        kind: row.get(7)?,
+                        counts: [
+                            row.get(8)?,
+                            row.get(9)?,
+                            row.get(10)?,
+                            row.get(11)?,
+                            row.get(12)?,
+                        ],
+                        cost: row.get(13)?,
+                    })
+                })
+                .map_err(&err)?;
+            rows.map(|row| row.map_err(&err)?.decode()).collect()
         })
         .await
     }

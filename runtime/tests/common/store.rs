@@ -480,4 +480,69 @@ pub(crate) async fn whole_suite(store: Arc<dyn ThreadStore>) {
     create_with_is_all_or_nothing(store.as_ref()).await;
     a_stale_epoch_cannot_commit_even_at_the_right_rev(store.as_ref()).await;
     two_writers_one_wins(Arc::clone(&store), Arc::clone(&store)).await;
+    the_usage_ledger_keeps_every_call_and_sums_it_per_level(store.as_ref()).await;
+}
+
+/// Every field of a usage record reads back as written; filters select by time, request,
+/// thread, agent and tenant; the sums count summaries and unpriced calls.
+pub(crate) async fn the_usage_ledger_keeps_every_call_and_sums_it_per_level(
+    store: &dyn ThreadStore,
+) {
+    use motet_providers::{CallKind, Cost};
+    use motet_runtime::store::{UsageFilter, UsageRecord};
+    let record =
+        |at: u64, agent: &str, thread: &str, request: Option<&str>, kind, cost: Option<u64>| {
+            UsageRecord {
+                at,
+                agent: agent.to_owned(),
+                thread: thread.to_owned(),
+                request: request.map(str::to_owned),
+                tenant: (agent != "solo").then(|| "acme".to_owned()),
+                model: "anthropic:claude-haiku-4-5".to_owned(),
+                kind,
+                usage: Usage {
+                    input_tokens: 1_000,
+                    output_tokens: 200,
+                    cache_read_tokens: 600,
+                    cache_write_tokens: 100,
+                    reasoning_tokens: 50,
+                },
+                cost: cost.map(Cost::from_picodollars),
+            }
+        };
+    let rows = [
+        record(10, "a", "main", Some("r1"), CallKind::Turn, Some(3_000)),
+        record(11, "a", "main", Some("r1"), CallKind::Summary, Some(1_000)),
+        record(12, "a", "other", Some("r2"), CallKind::Turn, None),
+        record(13, "b", "main", None, CallKind::Turn, Some(5)),
+        record(14, "solo", "main", Some("r3"), CallKind::Turn, Some(7)),
+    ];
+    for row in &rows {
+        store.record_usage(row).await.unwrap();
+    }
+    assert_eq!(
+        store.usage_records(&UsageFilter::all()).await.unwrap(),
+        rows
+    );
+    let request = store
+        .usage_totals(&UsageFilter::request("r1"))
+        .await
+        .unwrap();
+    assert_eq!((request.calls, request.summary_calls), (2, 1));
+    assert_eq!(request.cost, Cost::from_picodollars(4_000));
+    assert_eq!(request.usage.input_tokens, 2_000);
+    let thread = store
+        .usage_totals(&UsageFilter::thread("a", "main"))
+        .await
+        .unwrap();
+    assert_eq!(thread.calls, 2);
+    let agent = store.usage_totals(&UsageFilter::agent("a")).await.unwrap();
+    assert_eq!((agent.calls, agent.unpriced_calls), (3, 1));
+    let tenant = store
+        .usage_totals(&UsageFilter::tenant("acme"))
+        .await
+        .unwrap();
+    assert_eq!(tenant.calls, 4);
+    let window = UsageFilter::all().with_since(11).with_before(13);
+    assert_eq!(store.usage_records(&window).await.unwrap(), rows[1..3]);
 }

@@ -71,9 +71,26 @@ pub(super) async fn stream_call(
 ) -> Result<motet_directives::LlmResponse, CallFailure> {
     let model = request.model.clone();
     let started = std::time::Instant::now();
-    let outcome = stream_events(core, request, scope, source, cause, call_id)
-        .instrument(span.clone())
-        .await;
+    let mut request = request;
+    // The hard budgets first: a refused call is never sent, and fails like any other call.
+    let outcome = match core.costs.admit(&*core.store, scope, &mut request).await {
+        Err(refused) => Err(CallFailure::from(refused)),
+        Ok(reservation) => {
+            let outcome = stream_events(core, request, scope, source, cause, call_id)
+                .instrument(span.clone())
+                .await;
+            // Given back before the usage is counted, so the call is never counted twice.
+            drop(reservation);
+            if let Ok(response) = &outcome {
+                let cost = core
+                    .costs
+                    .record(&*core.store, scope, &model, response)
+                    .await;
+                trace::chat_cost(&span, &model, scope.kind, &response.usage, cost);
+            }
+            outcome
+        }
+    };
     let error;
     let seen = match &outcome {
         Ok(response) => Ok(response),
@@ -444,6 +461,17 @@ mod tests {
                 false,
             ),
             (E::Config { message: text() }, K::Config, false),
+            (
+                E::BudgetExceeded(motet_providers::budget::BudgetExceeded {
+                    level: motet_providers::budget::BudgetLevel::Request,
+                    measure: motet_providers::budget::Measure::Tokens,
+                    limit: 100,
+                    spent: 90,
+                    estimated_input: 20,
+                }),
+                K::Budget,
+                false,
+            ),
         ];
         for (error, kind, retryable) in cases {
             let fresh = llm_error(&error, false);

@@ -60,8 +60,33 @@ CREATE TABLE entries (
 );
 ";
 
+/// Version 2: the usage ledger, as in the SQLite store's version 4: one row per LLM call, the
+/// price in pico-dollars (NULL when the model had no price).
+const V2: &str = "
+CREATE TABLE usage_ledger (
+    id                 bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    at                 bigint NOT NULL,
+    agent              text   NOT NULL,
+    thread             text   NOT NULL,
+    request            text,
+    tenant             text,
+    model              text   NOT NULL,
+    kind               text   NOT NULL,
+    input_tokens       bigint NOT NULL,
+    output_tokens      bigint NOT NULL,
+    cache_read_tokens  bigint NOT NULL,
+    cache_write_tokens bigint NOT NULL,
+    reasoning_tokens   bigint NOT NULL,
+    cost               bigint
+);
+CREATE INDEX usage_ledger_request ON usage_ledger (request) WHERE request IS NOT NULL;
+CREATE INDEX usage_ledger_agent ON usage_ledger (agent, thread, at);
+CREATE INDEX usage_ledger_tenant ON usage_ledger (tenant, at) WHERE tenant IS NOT NULL;
+CREATE INDEX usage_ledger_at ON usage_ledger (at);
+";
+
 /// Every migration, in order.
-pub(super) const MIGRATIONS: &[&str] = &[V1];
+pub(super) const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// The schema version this build writes and reads.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

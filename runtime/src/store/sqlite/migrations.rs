@@ -47,8 +47,35 @@ const V2: &str = "ALTER TABLE threads ADD COLUMN state TEXT;";
 /// Version 3: the fencing epoch (`threads.epoch`, 0 until a writer claims the thread).
 const V3: &str = "ALTER TABLE threads ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;";
 
+/// Version 4: the usage ledger, one row per LLM call (turns and summaries): when, for whom
+/// (agent, thread, request, tenant), the model, the token counts and the price in pico-dollars
+/// (NULL when the model had no price). Indexed for the sums a budget reads (per request, thread,
+/// agent, tenant) and for `motet usage --since`.
+const V4: &str = "
+CREATE TABLE usage_ledger (
+    id                 INTEGER PRIMARY KEY,
+    at                 INTEGER NOT NULL,
+    agent              TEXT    NOT NULL,
+    thread             TEXT    NOT NULL,
+    request            TEXT,
+    tenant             TEXT,
+    model              TEXT    NOT NULL,
+    kind               TEXT    NOT NULL,
+    input_tokens       INTEGER NOT NULL,
+    output_tokens      INTEGER NOT NULL,
+    cache_read_tokens  INTEGER NOT NULL,
+    cache_write_tokens INTEGER NOT NULL,
+    reasoning_tokens   INTEGER NOT NULL,
+    cost               INTEGER
+);
+CREATE INDEX usage_ledger_request ON usage_ledger (request) WHERE request IS NOT NULL;
+CREATE INDEX usage_ledger_agent ON usage_ledger (agent, thread, at);
+CREATE INDEX usage_ledger_tenant ON usage_ledger (tenant, at) WHERE tenant IS NOT NULL;
+CREATE INDEX usage_ledger_at ON usage_ledger (at);
+";
+
 /// Every migration, in order.
-pub(super) const MIGRATIONS: &[&str] = &[V1, V2, V3];
+pub(super) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// The schema version this build writes and reads.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

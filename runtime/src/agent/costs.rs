@@ -1,0 +1,364 @@
+//! Cost accounting and hard budgets as the runtime carries them out: every LLM call's usage is
+//! priced and recorded in the store's usage ledger, and a call is started only when the hard
+//! budgets of its request, thread, agent and tenant admit it
+//! ([`motet_providers::budget::admit`] decides; this module keeps the tallies it decides on).
+//!
+//! # Tallies
+//! Each limited level (a request, a thread, an agent, a tenant) has a tally: what the ledger
+//! held for it from before this runtime started (read from the store the first time a call
+//! of that level is checked, so a budget half spent before a restart stays half spent), what
+//! this runtime recorded since, and what the calls still running there may spend (their
+//! estimated input and their whole `max_tokens`, reserved while they run). Checking and
+//! reserving happen under one lock, so calls racing at one level cannot all slip under its
+//! limit. Another process spending from the same ledger at the same time is not seen until
+//! this one reads that level again (at its next start).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use dashmap::DashMap;
+use motet_agents::{Heuristic, estimate_message, estimate_tools};
+use motet_directives::{LlmRequest, LlmResponse};
+use motet_providers::budget::{self, Budget, BudgetLevel, CallEstimate, Spent};
+use motet_providers::{CallScope, Cost, PriceTable, ProviderError};
+
+use crate::store::{ThreadStore, UsageFilter, UsageRecord};
+
+/// `max_tokens` given to a call under a budget that set none, when the model's capability
+/// table does not know its limit.
+pub const DEFAULT_BUDGETED_MAX_TOKENS: u32 = 4_096;
+
+/// The hard budgets of one agent's requests, threads and the agent itself, and of a tenant.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LevelBudgets {
+    /// Each request.
+    pub request: Budget,
+    /// Each thread.
+    pub thread: Budget,
+    /// The agent, all threads together.
+    pub agent: Budget,
+    /// The agent's tenant, all its agents together (when the tenant has no budget of its own).
+    pub tenant: Budget,
+}
+
+impl LevelBudgets {
+    /// The budget of `level`.
+    pub fn get(&self, level: BudgetLevel) -> Budget {
+        match level {
+            BudgetLevel::Request => self.request,
+            BudgetLevel::Thread => self.thread,
+            BudgetLevel::Agent => self.agent,
+            BudgetLevel::Tenant => self.tenant,
+        }
+    }
+
+    /// Sets the budget of `level`.
+    pub fn set(&mut self, level: BudgetLevel, budget: Budget) {
+        match level {
+            BudgetLevel::Request => self.request = budget,
+            BudgetLevel::Thread => self.thread = budget,
+            BudgetLevel::Agent => self.agent = budget,
+            BudgetLevel::Tenant => self.tenant = budget,
+        }
+    }
+
+    fn any(&self) -> bool {
+        [self.request, self.thread, self.agent, self.tenant]
+            .iter()
+            .any(Budget::is_limited)
+    }
+}
+
+/// A level's tally key.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Key {
+    Request(Arc<str>),
+    Thread(Arc<str>, Arc<str>),
+    Agent(Arc<str>),
+    Tenant(Arc<str>),
+}
+
+impl Key {
+    /// The ledger rows of this level.
+    fn filter(&self) -> UsageFilter {
+        match self {
+            Self::Request(r) => UsageFilter::request(&**r),
+            Self::Thread(a, t) => UsageFilter::thread(&**a, &**t),
+            Self::Agent(a) => UsageFilter::agent(&**a),
+            Self::Tenant(t) => UsageFilter::tenant(&**t),
+        }
+    }
+}
+
+/// What one level has spent.
+#[derive(Debug, Clone, Copy, Default)]
+struct Tally {
+    /// From the ledger, before this runtime started; `None` until read.
+    before: Option<Spent>,
+    /// Recorded by this runtime.
+    since: Spent,
+    /// Reserved by the calls running now.
+    running: Spent,
+}
+
+impl Tally {
+    fn spent(&self) -> Spent {
+        self.before
+            .unwrap_or_default()
+            .plus(self.since)
+            .plus(self.running)
+    }
+}
+
+/// The runtime's prices, budgets and tallies.
+pub(crate) struct Costs {
+    prices: PriceTable,
+    /// Every agent's budgets, unless it has its own.
+    defaults: LevelBudgets,
+    /// Agents' own budgets (set on their spec).
+    agents: DashMap<String, LevelBudgets>,
+    /// Tenants' own budgets.
+    tenants: HashMap<String, Budget>,
+    /// Whether any budget is set anywhere: when not, calls skip the budget path.
+    limited: std::sync::atomic::AtomicBool,
+    tallies: Arc<Mutex<HashMap<Key, Tally>>>,
+    /// When this runtime started (Unix ms): ledger rows before it are read, later ones counted.
+    started_at: u64,
+}
+
+impl Costs {
+    /// Prices and budgets as configured.
+    pub(crate) fn new(
+        prices: PriceTable,
+        defaults: LevelBudgets,
+        tenants: HashMap<String, Budget>,
+    ) -> Self {
+        let limited = defaults.any() || tenants.values().any(Budget::is_limited);
+        Self {
+            prices,
+            defaults,
+            agents: DashMap::new(),
+            tenants,
+            limited: limited.into(),
+            tallies: Arc::default(),
+            started_at: now_ms(),
+        }
+    }
+
+    /// Sets one agent's own budgets.
+    pub(crate) fn set_agent(&self, agent: &str, budgets: &[(BudgetLevel, Budget)]) {
+        if budgets.is_empty() {
+            return;
+        }
+        let mut own = self.defaults;
+        for (level, budget) in budgets {
+            own.set(*level, *budget);
+        }
+        if own.any() {
+            self.limited
+                .store(true, std::sync::atomic::Ordering::Release);
+        }
+        self.agents.insert(agent.to_owned(), own);
+    }
+
+    /// The limited levels of a call for `scope`, with their tally keys.
+    fn levels(&self, scope: &CallScope) -> Vec<(BudgetLevel, Budget, Key)> {
+        if !self.limited.load(std::sync::atomic::Ordering::Acquire) {
+            return Vec::new();
+        }
+        let own = self
+            .agents
+            .get(&*scope.agent)
+            .map(|b| *b.value())
+            .unwrap_or(self.defaults);
+        let mut levels = Vec::new();
+        if let Some(request) = &scope.request {
+            levels.push((
+                BudgetLevel::Request,
+                own.request,
+                Key::Request(request.clone()),
+            ));
+        }
+        levels.push((
+            BudgetLevel::Thread,
+            own.thread,
+            Key::Thread(scope.agent.clone(), scope.thread.clone()),
+        ));
+        levels.push((
+            BudgetLevel::Agent,
+            own.agent,
+            Key::Agent(scope.agent.clone()),
+        ));
+        if let Some(tenant) = &scope.tenant {
+            let budget = self.tenants.get(&**tenant).copied().unwrap_or(own.tenant);
+            levels.push((BudgetLevel::Tenant, budget, Key::Tenant(tenant.clone())));
+        }
+        levels.retain(|(_, budget, _)| budget.is_limited());
+        levels
+    }
+
+    /// Checks the call against its budgets and reserves what it may spend; gives it a
+    /// `max_tokens` when a budget applies and it has none. `None` when no budget applies.
+    ///
+    /// # Errors
+    /// [`ProviderError::BudgetExceeded`] when a hard budget refuses it (nothing is reserved).
+    pub(crate) async fn admit(
+        &self,
+        store: &dyn ThreadStore,
+        scope: &CallScope,
+        request: &mut LlmRequest,
+    ) -> Result<Option<Reservation>, ProviderError> {
+        let levels = self.levels(scope);
+        if levels.is_empty() {
+            return Ok(None);
+        }
+        for (_, _, key) in &levels {
+            self.read_before(store, key).await;
+        }
+        let max_tokens = *request.options.max_tokens.get_or_insert_with(|| {
+            motet_providers::models::capabilities(&request.model)
+                .map_or(DEFAULT_BUDGETED_MAX_TOKENS, |caps| caps.max_output)
+        });
+        let estimate = self.estimate(request, u64::from(max_tokens));
+        let at_most = estimate.at_most();
+        let mut tallies = self.tallies.lock().unwrap_or_else(PoisonError::into_inner);
+        let checked: Vec<_> = levels
+            .iter()
+            .map(|(level, limit, key)| {
+                let spent = tallies.get(key).map(Tally::spent).unwrap_or_default();
+                (*level, *limit, spent)
+            })
+            .collect();
+        budget::admit(&checked, &estimate).map_err(ProviderError::BudgetExceeded)?;
+        let keys: Vec<Key> = levels.into_iter().map(|(_, _, key)| key).collect();
+        for key in &keys {
+            let tally = tallies.entry(key.clone()).or_default();
+            tally.running = tally.running.plus(at_most);
+        }
+        drop(tallies);
+        Ok(Some(Reservation {
+            tallies: Arc::clone(&self.tallies),
+            keys,
+            amount: at_most,
+        }))
+    }
+
+    /// What the call may spend: its prompt estimated as the thread's projection estimates it,
+    /// and its whole `max_tokens`, priced.
+    fn estimate(&self, request: &LlmRequest, max_tokens: u64) -> CallEstimate {
+        let input_tokens = request
+            .messages
+            .iter()
+            .map(|m| u64::from(estimate_message(&Heuristic, m)))
+            .sum::<u64>()
+            .saturating_add(estimate_tools(&Heuristic, &request.tools));
+        let price = self.prices.price(&request.model).unwrap_or_default();
+        let dearer = price.reasoning.max(price.output);
+        CallEstimate {
+            input_tokens,
+            max_output_tokens: max_tokens,
+            input_cost: price.input.of(input_tokens),
+            max_output_cost: dearer.of(max_tokens),
+        }
+    }
+
+    /// Reads what the ledger held for `key` before this runtime started, once. A store that
+    /// cannot be read leaves it unread (asked again at the next call) and is logged: the call
+    /// is checked against what this runtime saw.
+    async fn read_before(&self, store: &dyn ThreadStore, key: &Key) {
+        let known = self
+            .tallies
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key)
+            .is_some_and(|t| t.before.is_some());
+        if known {
+            return;
+        }
+        match store
+            .usage_totals(&key.filter().with_before(self.started_at))
+            .await
+        {
+            Ok(totals) => {
+                let before = Spent {
+                    tokens: totals.usage.total_tokens(),
+                    cost: totals.cost,
+                };
+                let mut tallies = self.tallies.lock().unwrap_or_else(PoisonError::into_inner);
+                let tally = tallies.entry(key.clone()).or_default();
+                tally.before.get_or_insert(before);
+            }
+            Err(error) => {
+                tracing::warn!(?key, %error, "budget: the usage ledger could not be read");
+            }
+        }
+    }
+
+    /// Prices an answered call, records it in the ledger and in the tallies of its limited
+    /// levels; returns its cost (`None` when unpriced). A ledger that cannot be written is
+    /// logged, not the call's failure.
+    pub(crate) async fn record(
+        &self,
+        store: &dyn ThreadStore,
+        scope: &CallScope,
+        request_model: &motet_directives::ModelRef,
+        response: &LlmResponse,
+    ) -> Option<Cost> {
+        let cost = self
+            .prices
+            .cost_split(request_model, &response.usage, &response.usage_by_model);
+        let spent = Spent {
+            tokens: response.usage.total_tokens(),
+            cost: cost.unwrap_or_default(),
+        };
+        let levels = self.levels(scope);
+        if !levels.is_empty() {
+            let mut tallies = self.tallies.lock().unwrap_or_else(PoisonError::into_inner);
+            for (_, _, key) in levels {
+                let tally = tallies.entry(key).or_default();
+                tally.since = tally.since.plus(spent);
+            }
+        }
+        let record = UsageRecord {
+            at: now_ms().max(self.started_at),
+            agent: scope.agent.to_string(),
+            thread: scope.thread.to_string(),
+            request: scope.request.as_deref().map(str::to_owned),
+            tenant: scope.tenant.as_deref().map(str::to_owned),
+            model: request_model.to_string(),
+            kind: scope.kind,
+            usage: response.usage,
+            cost,
+        };
+        if let Err(error) = store.record_usage(&record).await {
+            tracing::warn!(agent = %scope.agent, %error, "the usage ledger could not be written");
+        }
+        cost
+    }
+}
+
+/// What a running call reserved at each of its limited levels, given back when it ends
+/// (answered, failed or dropped).
+pub(crate) struct Reservation {
+    tallies: Arc<Mutex<HashMap<Key, Tally>>>,
+    keys: Vec<Key>,
+    amount: Spent,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        let mut tallies = self.tallies.lock().unwrap_or_else(PoisonError::into_inner);
+        for key in &self.keys {
+            if let Some(tally) = tallies.get_mut(key) {
+                tally.running = tally.running.minus(self.amount);
+            }
+        }
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
