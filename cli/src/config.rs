@@ -101,7 +101,7 @@ pub struct FileConfig {
     /// `[[mcp]]`: MCP servers whose tools the agent may call.
     #[serde(default)]
     pub mcp: Vec<McpEntry>,
-    /// `[prices."provider:model"]`: prices in place of the shipped ones (docs/governance-costs.md).
+    /// `[prices."provider:model"]`: prices in place of the shipped ones (docs/governance.md).
     #[serde(default)]
     pub prices: std::collections::BTreeMap<String, PriceEntry>,
     /// `[budget.request]`, `[budget.thread]`, `[budget.agent]`: hard budgets.

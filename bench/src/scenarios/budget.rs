@@ -1,5 +1,5 @@
 //! `budget`: how far a request's spending can pass its hard budget — at most one call's
-//! `max_tokens`, the budgets' guarantee (docs/governance-costs.md).
+//! `max_tokens`, the budgets' guarantee (docs/governance.md).
 //!
 //! 1,000 runs, each one request of a ReAct agent under a hard request budget drawn at random
 //! (10,000 to 100,000 tokens), against a scripted model that never stops asking for a tool: each

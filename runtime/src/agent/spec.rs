@@ -91,7 +91,7 @@ impl<S: Strategy> AgentSpec<S> {
     /// ([`BudgetLevel::Request`](motet_providers::budget::BudgetLevel::Request)), each of its
     /// threads, or the agent as a whole, in place of the runtime's
     /// ([`RuntimeBuilder::budget`](super::RuntimeBuilder::budget)). A call it would take past
-    /// the limit fails with `LlmErrorKind::Budget` (docs/governance-costs.md).
+    /// the limit fails with `LlmErrorKind::Budget` (docs/governance.md).
     pub fn with_budget(
         mut self,
         level: motet_providers::budget::BudgetLevel,
