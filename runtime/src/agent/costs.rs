@@ -93,12 +93,15 @@ impl Key {
 /// What one level has spent.
 #[derive(Debug, Clone, Copy, Default)]
 struct Tally {
-    /// From the ledger, before this runtime started; `None` until read.
+    /// What the ledger held for the level when this runtime first checked it; `None` until
+    /// read.
     before: Option<Spent>,
-    /// Recorded by this runtime.
+    /// Recorded by this runtime since it read `before`.
     since: Spent,
     /// Reserved by the calls running now.
     running: Spent,
+    /// When a call of the level last started or was recorded (Unix ms).
+    touched: u64,
 }
 
 impl Tally {
@@ -122,8 +125,25 @@ pub(crate) struct Costs {
     /// Whether any budget is set anywhere: when not, calls skip the budget path.
     limited: std::sync::atomic::AtomicBool,
     tallies: Arc<Mutex<HashMap<Key, Tally>>>,
-    /// When this runtime started (Unix ms): ledger rows before it are read, later ones counted.
-    started_at: u64,
+}
+
+/// Tallies kept before the idle ones of finished requests are let go: a long-running process
+/// asks many requests, each with a tally of its own, and would otherwise keep them all.
+const TALLIES_KEPT: usize = 4_096;
+
+/// How long a request's tally stays after its last call, however many there are: long enough
+/// that no call of it is still being recorded when it goes. A request that calls again later
+/// reads its total back from the ledger.
+const IDLE_TALLY_MS: u64 = 60_000;
+
+/// Lets go of the tallies of requests with no call running and none for [`IDLE_TALLY_MS`]. Their
+/// spending is in the ledger: a later call of one reads it back.
+fn forget_idle_requests(tallies: &mut HashMap<Key, Tally>, now: u64) {
+    tallies.retain(|key, tally| {
+        !matches!(key, Key::Request(_))
+            || tally.running != Spent::default()
+            || now.saturating_sub(tally.touched) < IDLE_TALLY_MS
+    });
 }
 
 impl Costs {
@@ -141,7 +161,6 @@ impl Costs {
             tenants,
             limited: limited.into(),
             tallies: Arc::default(),
-            started_at: now_ms(),
         }
     }
 
@@ -221,7 +240,11 @@ impl Costs {
         });
         let estimate = self.estimate(request, u64::from(max_tokens));
         let at_most = estimate.at_most();
+        let now = now_ms();
         let mut tallies = self.tallies.lock().unwrap_or_else(PoisonError::into_inner);
+        if tallies.len() > TALLIES_KEPT {
+            forget_idle_requests(&mut tallies, now);
+        }
         let checked: Vec<_> = levels
             .iter()
             .map(|(level, limit, key)| {
@@ -234,6 +257,7 @@ impl Costs {
         for key in &keys {
             let tally = tallies.entry(key.clone()).or_default();
             tally.running = tally.running.plus(at_most);
+            tally.touched = now;
         }
         drop(tallies);
         Ok(Some(Reservation {
@@ -262,9 +286,10 @@ impl Costs {
         }
     }
 
-    /// Reads what the ledger held for `key` before this runtime started, once. A store that
-    /// cannot be read leaves it unread (asked again at the next call) and is logged: the call
-    /// is checked against what this runtime saw.
+    /// Reads what the ledger holds for `key`, once while its tally is kept (every call this
+    /// runtime recorded before is in it: a level's calls are recorded in its tally only once
+    /// the tally was read). A store that cannot be read leaves it unread (asked again at the
+    /// next call) and is logged: the call is checked against what this runtime saw.
     async fn read_before(&self, store: &dyn ThreadStore, key: &Key) {
         let known = self
             .tallies
@@ -275,9 +300,7 @@ impl Costs {
         if known {
             return;
         }
-        match store
-            .usage_totals(&key.filter().with_before(self.started_at))
-            .await
+        match store.usage_totals(&key.filter()).await
         {
             Ok(totals) => {
                 let before = Spent {
@@ -312,15 +335,19 @@ impl Costs {
             cost: cost.unwrap_or_default(),
         };
         let levels = self.levels(scope);
+        let now = now_ms();
         if !levels.is_empty() {
             let mut tallies = self.tallies.lock().unwrap_or_else(PoisonError::into_inner);
+            // Only a tally already read counts it: one read later finds it in the ledger.
             for (_, _, key) in levels {
-                let tally = tallies.entry(key).or_default();
-                tally.since = tally.since.plus(spent);
+                if let Some(tally) = tallies.get_mut(&key).filter(|t| t.before.is_some()) {
+                    tally.since = tally.since.plus(spent);
+                    tally.touched = now;
+                }
             }
         }
         let record = UsageRecord {
-            at: now_ms().max(self.started_at),
+            at: now,
             agent: scope.agent.to_string(),
             thread: scope.thread.to_string(),
             request: scope.request.as_deref().map(str::to_owned),
@@ -361,4 +388,51 @@ fn now_ms() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tally(running: u64, touched: u64) -> Tally {
+        Tally {
+            before: Some(Spent::default()),
+            since: Spent {
+                tokens: 10,
+                cost: Cost::ZERO,
+            },
+            running: Spent {
+                tokens: running,
+                cost: Cost::ZERO,
+            },
+            touched,
+        }
+    }
+
+    #[test]
+    fn only_idle_requests_tallies_are_let_go() {
+        let now = 1_000_000;
+        let long_ago = now - IDLE_TALLY_MS;
+        let mut tallies = HashMap::from([
+            (Key::Request("idle".into()), tally(0, long_ago)),
+            (Key::Request("running".into()), tally(500, long_ago)),
+            (Key::Request("recent".into()), tally(0, now - 1)),
+            (Key::Thread("a".into(), "t".into()), tally(0, long_ago)),
+            (Key::Agent("a".into()), tally(0, long_ago)),
+            (Key::Tenant("acme".into()), tally(0, long_ago)),
+        ]);
+        forget_idle_requests(&mut tallies, now);
+        let mut kept: Vec<String> = tallies.keys().map(|k| format!("{k:?}")).collect();
+        kept.sort();
+        assert_eq!(
+            kept,
+            [
+                r#"Agent("a")"#,
+                r#"Request("recent")"#,
+                r#"Request("running")"#,
+                r#"Tenant("acme")"#,
+                r#"Thread("a", "t")"#,
+            ]
+        );
+    }
 }
