@@ -300,8 +300,7 @@ impl Costs {
         if known {
             return;
         }
-        match store.usage_totals(&key.filter()).await
-        {
+        match store.usage_totals(&key.filter()).await {
             Ok(totals) => {
                 let before = Spent {
                     tokens: totals.usage.total_tokens(),

@@ -228,12 +228,16 @@ async fn wait_for_capacity(
     let priority = claim.priority;
     let acquire = core.limits.acquire(model, claim);
     tokio::pin!(acquire);
-    let granted = tokio::select! {
-        granted = &mut acquire => granted,
-        () = tokio::time::sleep(LLM_WAITING_AFTER) => {
-            publish_waiting(core, model, source, cause, call_id);
-            acquire.await
-        }
+    // Most calls find capacity at once: they need no timer for the notice.
+    let granted = match futures::poll!(&mut acquire) {
+        std::task::Poll::Ready(granted) => granted,
+        std::task::Poll::Pending => tokio::select! {
+            granted = &mut acquire => granted,
+            () = tokio::time::sleep(LLM_WAITING_AFTER) => {
+                publish_waiting(core, model, source, cause, call_id);
+                acquire.await
+            }
+        },
     };
     let account = core.limits.account_key(model);
     let waited = match &granted {
