@@ -226,6 +226,7 @@ impl Costs {
         store: &dyn ThreadStore,
         scope: &CallScope,
         request: &mut LlmRequest,
+        input_tokens: u64,
     ) -> Result<Option<Reservation>, ProviderError> {
         let levels = self.levels(scope);
         if levels.is_empty() {
@@ -238,7 +239,7 @@ impl Costs {
             motet_providers::models::capabilities(&request.model)
                 .map_or(DEFAULT_BUDGETED_MAX_TOKENS, |caps| caps.max_output)
         });
-        let estimate = self.estimate(request, u64::from(max_tokens));
+        let estimate = self.estimate(request, input_tokens, u64::from(max_tokens));
         let at_most = estimate.at_most();
         let now = now_ms();
         let mut tallies = self.tallies.lock().unwrap_or_else(PoisonError::into_inner);
@@ -267,15 +268,9 @@ impl Costs {
         }))
     }
 
-    /// What the call may spend: its prompt estimated as the thread's projection estimates it,
-    /// and its whole `max_tokens`, priced.
-    fn estimate(&self, request: &LlmRequest, max_tokens: u64) -> CallEstimate {
-        let input_tokens = request
-            .messages
-            .iter()
-            .map(|m| u64::from(estimate_message(&Heuristic, m)))
-            .sum::<u64>()
-            .saturating_add(estimate_tools(&Heuristic, &request.tools));
+    /// What the call may spend: its estimated prompt ([`input_estimate`]) and its whole
+    /// `max_tokens`, priced.
+    fn estimate(&self, request: &LlmRequest, input_tokens: u64, max_tokens: u64) -> CallEstimate {
         let price = self.prices.price(&request.model).unwrap_or_default();
         let dearer = price.reasoning.max(price.output);
         CallEstimate {
@@ -380,6 +375,17 @@ impl Drop for Reservation {
             }
         }
     }
+}
+
+/// A request's prompt estimated as the thread's projection estimates it: its messages and tool
+/// definitions, by the heuristic. Made once a call, for its account's limits and its budgets.
+pub(crate) fn input_estimate(request: &LlmRequest) -> u64 {
+    request
+        .messages
+        .iter()
+        .map(|m| u64::from(estimate_message(&Heuristic, m)))
+        .sum::<u64>()
+        .saturating_add(estimate_tools(&Heuristic, &request.tools))
 }
 
 fn now_ms() -> u64 {

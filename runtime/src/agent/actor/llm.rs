@@ -72,11 +72,16 @@ pub(super) async fn stream_call(
     let model = request.model.clone();
     let started = std::time::Instant::now();
     let mut request = request;
+    let input = crate::agent::costs::input_estimate(&request);
     // The hard budgets first: a refused call is never sent, and fails like any other call.
-    let outcome = match core.costs.admit(&*core.store, scope, &mut request).await {
+    let outcome = match core
+        .costs
+        .admit(&*core.store, scope, &mut request, input)
+        .await
+    {
         Err(refused) => Err(CallFailure::from(refused)),
         Ok(reservation) => {
-            let outcome = stream_events(core, request, scope, source, cause, call_id)
+            let outcome = stream_events(core, request, scope, input, source, cause, call_id)
                 .instrument(span.clone())
                 .await;
             // Given back before the usage is counted, so the call is never counted twice.
@@ -145,11 +150,12 @@ async fn stream_events(
     core: &RuntimeCore,
     request: motet_directives::LlmRequest,
     scope: &motet_providers::CallScope,
+    input: u64,
     source: &str,
     cause: &Signal,
     call_id: &CallId,
 ) -> Result<motet_directives::LlmResponse, CallFailure> {
-    let claim = claim_for(core, &request, scope);
+    let claim = claim_for(core, &request, scope, input);
     let permit = wait_for_capacity(core, &request.model, claim, source, cause, call_id).await?;
     let mut events = core
         .llm
@@ -195,14 +201,8 @@ fn claim_for(
     core: &RuntimeCore,
     request: &motet_directives::LlmRequest,
     scope: &motet_providers::CallScope,
+    input: u64,
 ) -> Claim {
-    let estimator = motet_agents::Heuristic;
-    let input = request
-        .messages
-        .iter()
-        .map(|m| u64::from(motet_agents::estimate_message(&estimator, m)))
-        .sum::<u64>()
-        .saturating_add(motet_agents::estimate_tools(&estimator, &request.tools));
     let output = request
         .options
         .max_tokens
