@@ -1,7 +1,6 @@
 //! `motet threads`: list, show, export and delete stored threads.
 
-use std::io::Write as _;
-
+use super::out;
 use motet::agents::{Entry, Thread};
 use motet::runtime::store::ThreadListing;
 
@@ -95,23 +94,6 @@ impl<'a> Exported<'a> {
             at_utc: render::rfc3339(entry.at),
             entry,
         }
-    }
-}
-
-/// Writes to standard output; a reader that went away ends the command quietly
-/// ([`CliError::OutputClosed`]) instead of panicking as `println!` does.
-fn out(text: &str) -> Result<(), CliError> {
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(CliError::OutputClosed),
-        Err(source) => Err(CliError::Io {
-            what: "cannot write to standard output".to_owned(),
-            source,
-        }),
     }
 }
 

@@ -1,8 +1,7 @@
 //! `motet usage`: the usage ledger's totals by agent, model, UTC day or tenant — calls, tokens,
 //! the cached share of input, and cost at the prices of the day each call was made.
 
-use std::io::Write as _;
-
+use super::out;
 use motet::runtime::store::{UsageFilter, UsageGroup, UsageRecord, UsageTotals, group_totals};
 
 use crate::db::Db;
@@ -126,22 +125,6 @@ fn table(by: UsageGroup, groups: &[(String, UsageTotals)], total: &UsageTotals) 
         ));
     }
     text
-}
-
-/// Writes to standard output; a reader that went away ends the command quietly.
-fn out(text: &str) -> Result<(), CliError> {
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(CliError::OutputClosed),
-        Err(source) => Err(CliError::Io {
-            what: "cannot write to standard output".to_owned(),
-            source,
-        }),
-    }
 }
 
 #[cfg(test)]
