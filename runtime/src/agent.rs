@@ -1,7 +1,7 @@
 //! Agents: a pure strategy hosted by a ractor actor that executes the directives it returns.
 //!
 //! Every signal an agent receives goes to its strategy; the directives that come back are
-//! executed by the [`ThreadActor`], and every outcome — an LLM response or failure, a tool
+//! executed by the thread's actor, and every outcome — an LLM response or failure, a tool
 //! result, a scheduled signal — returns to the same actor's mailbox as a signal. State changes
 //! therefore happen in one place, one signal at a time; the actor decides nothing itself.
 //!
@@ -20,20 +20,16 @@
 //! id and waits for the strategy's `Directive::Reply` for it, returned as an [`Answer`].
 //!
 //! # Layout
-//! - `runtime` — [`Runtime`], [`RuntimeBuilder`]; `spec` — [`AgentSpec`], [`AskOptions`],
-//!   [`IntoSpec`]; `react` — [`ReActAgent`], a ReAct agent in one chain.
-//! - `handle` — [`AgentHandle`]; `ticket` — [`Ticket`] (a submitted request) and [`Answer`];
-//!   `structured` — [`AgentHandle::ask_structured`]: an answer decoded into a type, checked
-//!   against its JSON Schema ([`StructuredError`]).
-//! - `registry` — what every agent of a runtime shares, and each agent's threads.
-//! - `actor` — [`ThreadActor`]: admission, the strategy step and the commit point; `actor/`
-//!   holds the directive executor (`execute`), LLM calls (`llm`), the store side (`persist`)
-//!   and the end of a request (`finish`).
-//! - `book` — the pure request book: which request runs, which wait, what a newcomer does.
-//! - `supervise` — the supervisor of thread actors: restart on failure within the agent's
-//!   restart intensity, stop the agent past it.
-//! - `requests` — request tracking: [`RequestRecord`] with status, timestamps and result.
-//! - `errors`, `events`, `env` ([`SystemEnv`]), `trace` (the GenAI spans).
+//! Two sides and what both share (docs/architecture.md, "The runtime, room by room"):
+//! - `caller/` — what a user holds: [`Runtime`] and [`RuntimeBuilder`], [`AgentSpec`] and
+//!   [`AskOptions`], [`AgentHandle`], [`Ticket`] and [`Answer`], a person's answers, structured
+//!   answers ([`StructuredError`]) and [`ReActAgent`].
+//! - `host/` — what runs agents: the shared context (`core`), the registry, the thread actor,
+//!   one executor per directive (`execute/`), the supervisor and the durable bus's consumers
+//!   and publisher.
+//! - shared leaves: `book` (the pure decisions of a thread), `signals` (every protocol signal
+//!   the runtime makes), `requests` ([`RequestRecord`]), `costs`, `activity`, `errors`,
+//!   `events`, `trace`, `env` ([`SystemEnv`]).
 //!
 //! Directives executed so far: `LlmStream` (through the runtime's [`LlmClient`]), `ToolExec`
 //! (through the agent's [`crate::tool::ToolSet`]), `Summarize` (an LLM call over the thread's
@@ -45,28 +41,28 @@
 //! [`LlmClient`]: motet_providers::LlmClient
 
 mod activity;
-mod actor;
 mod book;
+mod caller;
 mod costs;
-mod durable;
 mod env;
 mod errors;
 mod events;
-mod handle;
-mod person;
-mod react;
-mod registry;
+mod host;
 mod requests;
-mod runtime;
-mod spec;
-mod structured;
-mod supervise;
-mod ticket;
+mod signals;
 mod trace;
 
 pub use activity::ActivitySnapshot;
-pub use actor::{ThreadActor, ThreadMsg};
 pub use book::RequestPolicy;
+pub use caller::handle::AgentHandle;
+pub use caller::person::{WaitingListing, waiting_in, waiting_on, waiting_readable};
+pub use caller::react::ReActAgent;
+pub use caller::runtime::{Runtime, RuntimeBuilder};
+pub use caller::spec::{
+    AgentSpec, AskOptions, DEFAULT_IDLE_TIMEOUT, DEFAULT_LLM_CONCURRENCY, IntoSpec,
+};
+pub use caller::structured::StructuredError;
+pub use caller::ticket::{Answer, Ticket, TicketEvent};
 pub use costs::{DEFAULT_BUDGETED_MAX_TOKENS, LevelBudgets};
 pub use env::SystemEnv;
 pub use errors::{AskError, RuntimeError};
@@ -74,14 +70,5 @@ pub use events::{
     AGENT_STOPPED, CHILD_FAILED, CHILD_STARTED, ChildEvent, DeltaKind, LLM_DELTA, LLM_WAITING,
     LLM_WAITING_AFTER, LlmDelta, LlmWaiting, THREAD_RESTARTED, ThreadFailure,
 };
-pub use handle::AgentHandle;
-pub use person::{WaitingListing, waiting_in, waiting_on, waiting_readable};
-pub use react::ReActAgent;
+pub use host::core::{DEFAULT_THREAD, NEW_THREAD};
 pub use requests::{FINISHED_REQUESTS_KEPT, RequestRecord, RequestStatus};
-pub use runtime::{Runtime, RuntimeBuilder};
-pub use spec::{
-    AgentSpec, AskOptions, DEFAULT_IDLE_TIMEOUT, DEFAULT_LLM_CONCURRENCY, DEFAULT_THREAD, IntoSpec,
-    NEW_THREAD,
-};
-pub use structured::StructuredError;
-pub use ticket::{Answer, Ticket, TicketEvent};

@@ -1,7 +1,7 @@
 //! The runtime: supervised agent actors that execute the directives their strategies return.
 //!
 //! # Layout
-//! - [`agent`] — [`agent::Runtime`], [`agent::ThreadActor`] (a ractor actor per conversation thread), asks,
+//! - [`agent`] — [`agent::Runtime`], a ractor actor per conversation thread, asks,
 //!   and the execution of directives.
 //! - [`bus`] — durable signal buses: the [`bus::SignalBus`] trait a broker implements (named
 //!   consumers, acknowledgement after commit, redelivery, dead letters), the pure redelivery

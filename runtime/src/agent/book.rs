@@ -1,6 +1,14 @@
 //! Which request a thread is working on, which wait their turn, and what a new one does: the
-//! decisions of a thread's request book, pure so they are tested without an actor. The thread
-//! actor carries them out (cancelling, stepping the strategy, recording the request).
+//! decisions of a thread, pure so they are tested without an actor. The thread actor carries
+//! them out (cancelling, stepping the strategy, recording the request):
+//! - [`screen`]: a signal that reaches the thread is dropped (the stale result of
+//!   a request's work), answers a queued request it cancels, or goes on;
+//! - [`arrival`]: a request sent again after its process stopped is carried on;
+//! - [`RequestBook::admit`]: a request runs, waits, joins the running one, passes to the
+//!   strategy, or interrupts the running one ([`INTERRUPTED`]);
+//! - [`RequestBook::expire`]: an asker that stopped waiting cancels its request, if still open;
+//! - [`decide_again`]: a new request whose commit lost a race is decided again, once;
+//! - [`retires`]: a thread idle long enough stops.
 
 use std::collections::VecDeque;
 
@@ -28,13 +36,51 @@ pub(crate) enum Admission<T> {
     Queued,
     /// It is the running request already (a resume of it): whoever asked waits for its reply.
     Joined,
-    /// Cancel the running request first, then admit this one again with [`RequestBook::readmit`].
+    /// Cancel the running request first (saying [`INTERRUPTED`]), then admit this one again
+    /// with [`RequestBook::readmit`].
     Interrupt {
         /// The request to cancel.
         running: String,
         /// The request that asked.
         item: T,
     },
+}
+
+/// Why a running request is cancelled for a newer one ([`RequestPolicy::Interrupt`]).
+pub(crate) const INTERRUPTED: &str = "interrupted by a newer request";
+
+/// What a thread does with a signal that reaches it, before anything else.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Screen<T> {
+    /// On to the strategy (through admission, for a request).
+    Pass,
+    /// Dropped: the result of work for a request that ended ([`reports_work`]).
+    Stale,
+    /// A cancel of request `id`, which waited its turn and was taken out of the queue: the
+    /// strategy never saw it, so the thread answers it (cancelled before it ran).
+    CancelledQueued {
+        /// The request.
+        id: String,
+        /// What it was admitted with.
+        item: T,
+    },
+}
+
+/// Whether a new request of type `ty`, whose commit found the thread moved on or taken over by
+/// another writer (`lost_race`), is decided again on the stored thread: once (`tried` says
+/// whether it was already), and only a question (`agent.request`), of which nothing has run yet.
+pub(crate) fn decide_again(ty: &str, lost_race: bool, tried: bool) -> bool {
+    lost_race && !tried && ty == motet_agents::AGENT_REQUEST
+}
+
+/// Whether a thread stops for being idle: nothing open or pending (`quiet`), and no message
+/// for `idle_for`, at least its `timeout` (never without one).
+pub(crate) fn retires(
+    quiet: bool,
+    idle_for: std::time::Duration,
+    timeout: Option<std::time::Duration>,
+) -> bool {
+    quiet && timeout.is_some_and(|timeout| idle_for >= timeout)
 }
 
 /// What a request signal that arrives does, given the request the stored thread was left in
@@ -72,6 +118,32 @@ pub(crate) fn reports_work(ty: &str) -> bool {
     matches!(ty, LLM_RESULT | LLM_FAILED | TOOL_RESULT | TOOL_PAUSED)
 }
 
+/// The first decision on a signal of type `ty` for request `request` (if any) that reaches a
+/// thread with `book` (none while no request is open); `ended` says whether a request has
+/// ended (the runtime's records know requests the book forgot).
+pub(crate) fn screen<T>(
+    book: Option<&mut RequestBook<T>>,
+    ty: &str,
+    request: Option<&str>,
+    ended: impl FnOnce(&str) -> bool,
+) -> Screen<T> {
+    let Some(id) = request else {
+        return Screen::Pass;
+    };
+    if reports_work(ty) && ended(id) {
+        return Screen::Stale;
+    }
+    if ty == motet_agents::AGENT_CANCEL
+        && let Some(item) = book.and_then(|book| book.withdraw(id))
+    {
+        return Screen::CancelledQueued {
+            id: id.to_owned(),
+            item,
+        };
+    }
+    Screen::Pass
+}
+
 /// One thread's requests: the running one and those queued behind it, in arrival order.
 #[derive(Debug)]
 pub(crate) struct RequestBook<T> {
@@ -90,6 +162,12 @@ impl<T> Default for RequestBook<T> {
 }
 
 impl<T> RequestBook<T> {
+    /// The asker of request `id` stopped waiting: whether the request is cancelled (it is
+    /// still open, running or queued) — else it ended and was answered, and nothing changes.
+    pub(crate) fn expire(&self, id: &str) -> bool {
+        self.holds(id)
+    }
+
     /// Request `id` arrives with `item` (what the actor will hand the strategy).
     pub(crate) fn admit(&mut self, id: &str, item: T, policy: RequestPolicy) -> Admission<T> {
         let Some(running) = &self.running else {
@@ -174,6 +252,97 @@ mod tests {
         assert_eq!(arrival(AGENT_REQUEST, "r2", Some("r1")), Arrival::AsSent);
         assert_eq!(arrival(AGENT_REQUEST, "r1", None), Arrival::AsSent);
         assert_eq!(arrival(AGENT_RESUME, "r2", None), Arrival::AsSent);
+    }
+
+    #[test]
+    fn the_stale_result_of_an_ended_requests_work_is_dropped_and_others_pass() {
+        let mut book = book();
+        book.admit("r1", "one", RequestPolicy::Queue);
+        let ended = |id: &str| id == "old";
+        assert_eq!(
+            screen(Some(&mut book), "llm.result", Some("old"), ended),
+            Screen::Stale
+        );
+        assert_eq!(
+            screen(Some(&mut book), "tool.result", Some("old"), ended),
+            Screen::Stale
+        );
+        assert_eq!(
+            screen(Some(&mut book), "llm.result", Some("r1"), ended),
+            Screen::Pass
+        );
+        assert_eq!(
+            screen(Some(&mut book), "summary.result", Some("old"), ended),
+            Screen::Pass
+        );
+        assert_eq!(
+            screen(Some(&mut book), "user.defined", None, ended),
+            Screen::Pass
+        );
+        let none: Option<&mut RequestBook<&str>> = None;
+        assert_eq!(
+            screen(none, "llm.result", Some("old"), ended),
+            Screen::Stale,
+            "no book"
+        );
+    }
+
+    #[test]
+    fn a_cancel_of_a_queued_request_takes_it_out_for_the_thread_to_answer() {
+        let mut book = book();
+        book.admit("r1", "one", RequestPolicy::Queue);
+        book.admit("r2", "two", RequestPolicy::Queue);
+        let never = |_: &str| false;
+        assert_eq!(
+            screen(Some(&mut book), "agent.cancel", Some("r2"), never),
+            Screen::CancelledQueued {
+                id: "r2".into(),
+                item: "two"
+            }
+        );
+        assert!(!book.holds("r2"));
+        // The running request's cancel goes to the strategy, which stops its work.
+        assert_eq!(
+            screen(Some(&mut book), "agent.cancel", Some("r1"), never),
+            Screen::Pass
+        );
+        assert_eq!(
+            screen(Some(&mut book), "agent.cancel", Some("r9"), never),
+            Screen::Pass
+        );
+    }
+
+    #[test]
+    fn an_expired_wait_cancels_an_open_request_and_not_an_ended_one() {
+        let mut book = book();
+        book.admit("r1", "one", RequestPolicy::Queue);
+        book.admit("r2", "two", RequestPolicy::Queue);
+        assert!(book.expire("r1"), "running");
+        assert!(book.expire("r2"), "queued");
+        assert!(book.finished("r1"));
+        assert!(!book.expire("r1"), "answered already");
+    }
+
+    #[test]
+    fn only_a_new_question_that_lost_a_race_is_decided_again_and_once() {
+        assert!(decide_again("agent.request", true, false));
+        assert!(!decide_again("agent.request", true, true), "once");
+        assert!(!decide_again("agent.request", false, false), "no race lost");
+        assert!(
+            !decide_again("llm.result", true, false),
+            "work of a running request"
+        );
+        assert!(!decide_again("agent.resume", true, false));
+    }
+
+    #[test]
+    fn a_thread_retires_when_quiet_past_its_idle_timeout() {
+        use std::time::Duration;
+        let minute = Some(Duration::from_secs(60));
+        assert!(retires(true, Duration::from_secs(60), minute));
+        assert!(!retires(true, Duration::from_secs(59), minute));
+        assert!(!retires(false, Duration::from_secs(600), minute), "busy");
+        assert!(!retires(true, Duration::from_secs(600), None), "no timeout");
     }
 
     #[test]

@@ -195,6 +195,33 @@ pub enum AskError {
     },
 }
 
+impl AskError {
+    /// A request signal that could not be built.
+    pub(crate) fn send(error: motet_signals::SignalError) -> Self {
+        Self::Send {
+            message: error.to_string(),
+        }
+    }
+
+    /// How an ask sees thread `thread` of `agent` that could not be reached (`error`): a
+    /// thread that cannot start or be read is unavailable, anything else means the agent
+    /// stopped.
+    pub(crate) fn unreachable(agent: &str, thread: &str, error: RuntimeError) -> Self {
+        match error {
+            RuntimeError::SpawnFailed { message, .. } | RuntimeError::Store { message } => {
+                Self::ThreadUnavailable {
+                    agent: agent.to_owned(),
+                    thread: thread.to_owned(),
+                    message,
+                }
+            }
+            _ => Self::AgentStopped {
+                agent: agent.to_owned(),
+            },
+        }
+    }
+}
+
 impl std::fmt::Debug for AskError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "AskError(\"{self}\")")

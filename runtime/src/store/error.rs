@@ -208,6 +208,18 @@ pub enum StoreError {
     Task(String),
 }
 
+impl StoreError {
+    /// Whether another writer moved the thread on or took it over first: the write lost a
+    /// race ([`StoreError::Conflict`], [`StoreError::AlreadyExists`], [`StoreError::Fenced`]),
+    /// and what the writer held of the thread is no longer the thread.
+    pub fn lost_race(&self) -> bool {
+        matches!(
+            self,
+            Self::Conflict { .. } | Self::AlreadyExists { .. } | Self::Fenced { .. }
+        )
+    }
+}
+
 /// `thread ID: ` before a message about one thread.
 fn on_thread(thread_id: Option<&str>) -> String {
     thread_id.map_or_else(String::new, |id| format!("thread {id}: "))

@@ -5,17 +5,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use motet_agents::{
-    AGENT_CANCEL, AGENT_STEER, AGENT_WAITING, AgentCancel, AgentCompleted, AgentSteer, Env, Waiting,
+    AGENT_CANCEL, AGENT_STEER, AGENT_WAITING, AgentCancel, AgentCompleted, AgentSteer, Waiting,
 };
 use motet_directives::{Response, Usage};
 use motet_signals::{Bus, Delivery, Pattern, Signal, Subscription};
 use tokio::sync::oneshot;
 
-use super::actor::ThreadMsg;
-use super::env::SystemEnv;
-use super::errors::{AskError, RuntimeError};
-use super::events::{LLM_DELTA, LlmDelta};
-use super::registry::RuntimeCore;
+use crate::agent::errors::{AskError, RuntimeError};
+use crate::agent::events::{LLM_DELTA, LlmDelta};
+use crate::agent::host::core::{RuntimeCore, ThreadMsg};
+use crate::agent::signals::from_caller;
 
 /// A request's answer: the reply's text and usage, where it ran, and the reply itself.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,7 +26,7 @@ pub struct Answer {
     pub usage: Usage,
     /// The thread the request ran on.
     pub thread: String,
-    /// The request's id (see [`Runtime::request`](super::Runtime::request)).
+    /// The request's id (see [`Runtime::request`](crate::agent::Runtime::request)).
     pub request_id: String,
     /// The reply signal, for strategies that say more than a text (decode it with
     /// [`Signal::data_as`]).
@@ -82,7 +81,7 @@ pub struct Ticket {
 /// What a ticket reports while its request runs ([`Ticket::next_event`]).
 #[derive(Debug, Clone, PartialEq)]
 pub enum TicketEvent {
-    /// A fragment the model wrote (with [`AskOptions::stream`](super::AskOptions::stream)).
+    /// A fragment the model wrote (with [`AskOptions::stream`](crate::agent::AskOptions::stream)).
     Delta(LlmDelta),
     /// A tool call now waits for a person: answer it with [`Ticket::respond`].
     Waiting(Waiting),
@@ -98,7 +97,31 @@ impl std::fmt::Debug for Ticket {
 }
 
 impl Ticket {
-    /// The request id (see [`Runtime::request`](super::Runtime::request) for its status).
+    /// The ticket of request `id` submitted to thread `thread` of `agent`, its reply coming on
+    /// `answer`.
+    pub(crate) fn new(
+        core: &Arc<RuntimeCore>,
+        agent: &str,
+        id: String,
+        thread: String,
+        answer: oneshot::Receiver<Result<Signal, AskError>>,
+        timeout: Duration,
+    ) -> Self {
+        Self {
+            id,
+            thread,
+            agent: agent.to_owned(),
+            core: core.clone(),
+            answer,
+            ready: None,
+            timeout,
+            keep_running: false,
+            deltas: None,
+            waits: None,
+        }
+    }
+
+    /// The request id (see [`Runtime::request`](crate::agent::Runtime::request) for its status).
     pub fn id(&self) -> &str {
         &self.id
     }
@@ -109,7 +132,7 @@ impl Ticket {
     }
 
     /// The next text or reasoning fragment the model wrote for this request, while it runs;
-    /// `None` when the request was not submitted with [`AskOptions::stream`](super::AskOptions::stream)
+    /// `None` when the request was not submitted with [`AskOptions::stream`](crate::agent::AskOptions::stream)
     /// or no more will come (the answer is then ready).
     pub async fn next_delta(&mut self) -> Option<LlmDelta> {
         let deltas = self.deltas.as_mut()?;
@@ -152,7 +175,9 @@ impl Ticket {
             // Subscribed first, then the stored list read: a call that starts waiting in
             // between is in one or the other (both, at worst: shown once).
             let mut watch = Waits::subscribe(&self.core.bus, &self.id);
-            if let Ok(stored) = self.core.waits_of(&self.agent, &self.thread).await {
+            if let Ok(stored) =
+                super::person::waiting_on(self.core.store.as_ref(), &self.agent, &self.thread).await
+            {
                 watch
                     .backlog
                     .extend(stored.into_iter().filter(|w| w.request_id == self.id));
@@ -202,7 +227,8 @@ impl Ticket {
     /// # Errors
     /// [`RuntimeError::Store`] when the store cannot be read.
     pub async fn waiting(&self) -> Result<Vec<Waiting>, RuntimeError> {
-        let mut all = self.core.waits_of(&self.agent, &self.thread).await?;
+        let mut all =
+            super::person::waiting_on(self.core.store.as_ref(), &self.agent, &self.thread).await?;
         all.retain(|w| w.request_id == self.id);
         Ok(all)
     }
@@ -223,9 +249,8 @@ impl Ticket {
         tool_call_id: &str,
         response: Response,
     ) -> Result<(), RuntimeError> {
-        self.core
-            .respond(&self.agent, &self.thread, &self.id, tool_call_id, response)
-            .await
+        let (agent, thread) = (&self.agent, &self.thread);
+        super::person::respond(&self.core, agent, thread, &self.id, tool_call_id, response).await
     }
 
     /// Asks the agent to stop working on the request (`agent.cancel`); its LLM calls and
@@ -242,17 +267,13 @@ impl Ticket {
 
     /// Sends the request's thread a signal of type `ty` about this request.
     async fn tell(&self, ty: &str, data: impl serde::Serialize) -> Result<(), RuntimeError> {
-        let signal = Signal::builder(ty, "motet.ask")
-            .with_id(SystemEnv.fresh_id("sig"))
-            .with_request_id(&self.id)
-            .with_thread_id(&self.thread)
-            .with_data(data)
-            .build()
-            .map_err(|_| RuntimeError::NotRunning {
+        let signal = from_caller(ty, &self.thread, Some(&self.id), data).map_err(|_| {
+            RuntimeError::NotRunning {
                 name: self.agent.clone(),
-            })?;
+            }
+        })?;
         self.core
-            .send(&self.agent, &self.thread, ThreadMsg::Signal(traced(signal)))
+            .send(&self.agent, &self.thread, ThreadMsg::Signal(signal))
             .await
     }
 
@@ -287,7 +308,7 @@ impl Ticket {
     /// cancelled unless it was asked to keep running).
     ///
     /// # Errors
-    /// As [`AgentHandle::ask`](super::AgentHandle::ask).
+    /// As [`AgentHandle::ask`](crate::agent::AgentHandle::ask).
     pub async fn wait(mut self) -> Result<Answer, AskError> {
         let received = match self.ready.take() {
             Some(received) => received,
@@ -367,7 +388,7 @@ impl Waits {
 
     /// True the first time `waiting` is seen.
     fn first_time(&mut self, waiting: &Waiting) -> bool {
-        let key = super::person::wait_key(waiting);
+        let key = wait_key(waiting);
         if self.shown.contains(&key) {
             return false;
         }
@@ -428,17 +449,10 @@ pub(crate) fn interpret(
     }
 }
 
-/// `signal` carrying the caller's current span as its trace context (unless it already names
-/// one), so the agent's work continues the caller's trace.
-pub(crate) fn traced(signal: Signal) -> Signal {
-    if signal.trace().traceparent.is_some() {
-        return signal;
-    }
-    let context = crate::telemetry::context_of(&tracing::Span::current());
-    match context.traceparent {
-        Some(_) => signal.with_trace(context),
-        None => signal,
-    }
+/// The key a ticket remembers a wait it showed by: the same call can wait twice (approved, then
+/// its tool asks a question).
+fn wait_key(waiting: &Waiting) -> (String, u64) {
+    (waiting.tool_call_id.clone(), waiting.since_ms)
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use motet_directives::results::{LlmError, LlmErrorKind};
 use motet_providers::{BlockAssembler, LlmEvent, ProviderError};
 use motet_signals::Signal;
 
-use crate::agent::registry::RuntimeCore;
+use super::core::RuntimeCore;
 use crate::agent::trace;
 use tracing::Instrument as _;
 
@@ -18,12 +18,12 @@ use crate::agent::events::{
 use motet_providers::limits::{Claim, LimitError, Permit, Spent};
 
 /// What a summary call is told when the directive brings no instructions.
-pub(super) const SUMMARY_INSTRUCTIONS: &str = "Summarize the conversation below for the assistant that will continue it: \
+pub(crate) const SUMMARY_INSTRUCTIONS: &str = "Summarize the conversation below for the assistant that will continue it: \
 keep the user's goals, decisions, facts learned (with numbers and names), tool results that \
 still matter, and open questions. Write plain prose, no preamble.";
 
 /// A range of thread entries as a plain transcript for a summary call.
-pub(super) fn transcript(entries: &[std::sync::Arc<motet_agents::Entry>]) -> String {
+pub(crate) fn transcript(entries: &[std::sync::Arc<motet_agents::Entry>]) -> String {
     use motet_agents::EntryBody;
     let mut out = String::new();
     for entry in entries {
@@ -60,7 +60,7 @@ pub(super) fn transcript(entries: &[std::sync::Arc<motet_agents::Entry>]) -> Str
 
 /// Streams one call inside its `chat` span, recording the response (or error) and the GenAI
 /// metrics when it ends.
-pub(super) async fn stream_call(
+pub(crate) async fn stream_call(
     core: &RuntimeCore,
     request: motet_directives::LlmRequest,
     scope: &motet_providers::CallScope,
@@ -129,9 +129,9 @@ pub(super) async fn stream_call(
 }
 
 /// A failed LLM call, and whether the client already retried it (before any content).
-pub(super) struct CallFailure {
-    pub(super) error: ProviderError,
-    pub(super) retried: bool,
+pub(crate) struct CallFailure {
+    pub(crate) error: ProviderError,
+    pub(crate) retried: bool,
 }
 
 impl From<ProviderError> for CallFailure {
@@ -324,7 +324,7 @@ fn publish_delta(
 /// A provider error as the strategy sees it: its kind (the provider's own mapping, one kind per
 /// variant) and whether trying again may help; one the client already retried is not retryable
 /// again (one retry budget: the client's before content, the strategy's after).
-pub(super) fn llm_error(error: &ProviderError, retried: bool) -> LlmError {
+pub(crate) fn llm_error(error: &ProviderError, retried: bool) -> LlmError {
     let kind = error.llm_error_kind();
     // Worth another try: the provider or the way to it was busy or broke off; the request
     // itself was not refused.

@@ -5,6 +5,7 @@
 use motet_agents::{Strategy, Thread, Waiting};
 use serde::{Deserialize, Serialize};
 
+use super::state::Fingerprint;
 use super::{ThreadActor, ThreadState};
 use crate::store::{StoreError, ThreadHeader, ThreadMeta};
 
@@ -83,24 +84,6 @@ pub(super) struct Loaded<T> {
     /// The request the stored thread was in the middle of when it was last committed: a
     /// process stopped there.
     pub(super) interrupted: Option<String>,
-}
-
-/// What a thread actor remembers of the snapshot it last stored: a 64-bit hash of it, not the
-/// text, which would be a second copy of it beside the store's (hundreds of bytes per running
-/// thread). It is only ever compared with the next snapshot, so a new snapshot that differs
-/// and still matches (a chance of 2^-64 per commit) would skip one write of the state; the
-/// entries are written regardless. The hash is never 0, so an absent fingerprint costs no
-/// extra word.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Fingerprint(std::num::NonZeroU64);
-
-impl Fingerprint {
-    pub(super) fn of(snapshot: &str) -> Self {
-        use std::hash::BuildHasher as _;
-        let hash =
-            foldhash::quality::FixedState::with_seed(0x6d6f_7465_745f_3031).hash_one(snapshot);
-        Self(std::num::NonZeroU64::new(hash).unwrap_or(std::num::NonZeroU64::MIN))
-    }
 }
 
 /// How many times a load is tried again when the thread changes between reading its entries
@@ -230,7 +213,7 @@ where
     /// back as stored: as if its process had stopped at the last commit. A request whose first
     /// commit failed left nothing behind (asked again, it runs afresh); one that failed later
     /// is the stored thread's open request, carried on in place when asked again under its id
-    /// ([`book::arrival`](super::book::arrival)), and until then the thread takes new requests.
+    /// ([`book::arrival`](crate::agent::book::arrival)), and until then the thread takes new requests.
     /// Fails, changing nothing, while the store cannot be read.
     pub(super) async fn catch_up(&self, state: &mut ThreadState<S>) -> Result<(), StoreError> {
         let interrupted = match self.load().await? {
@@ -262,9 +245,9 @@ where
             }
         };
         match interrupted {
-            Some(request) => state.occasional().interrupted = Some(request),
+            Some(request) => state.tracked.occasional().interrupted = Some(request),
             None => {
-                if let Some(occasional) = state.occasional.as_mut() {
+                if let Some(occasional) = state.tracked.occasional.as_mut() {
                     occasional.interrupted = None;
                 }
             }
@@ -445,4 +428,4 @@ where
     }
 }
 
-const SYSTEM_ENV: super::SystemEnv = super::SystemEnv;
+const SYSTEM_ENV: crate::agent::env::SystemEnv = crate::agent::env::SystemEnv;

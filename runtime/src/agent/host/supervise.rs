@@ -17,8 +17,8 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 
 use motet_signals::Signal;
 
-use super::events::{AGENT_STOPPED, THREAD_RESTARTED, ThreadFailure};
-use super::registry::RuntimeCore;
+use super::core::RuntimeCore;
+use crate::agent::events::{AGENT_STOPPED, THREAD_RESTARTED, ThreadFailure};
 use crate::supervisor::{Decision, ExitReason, Restart, RestartHistory, RestartStrategy, decide};
 
 /// The supervisor actor. Its only messages are supervision events.
@@ -59,11 +59,11 @@ impl Actor for ThreadSupervisor {
         };
         match event {
             SupervisionEvent::ActorFailed(cell, error) => {
-                let Some((agent, thread)) = core.forget_thread(cell.get_id()) else {
+                let Some(key) = core.forget_thread(cell.get_id()) else {
                     return Ok(());
                 };
-                let (agent, thread) = (agent.to_string(), thread.to_string());
-                let Some(family) = core.agents.get(&agent).map(|f| f.value().clone()) else {
+                let (agent, thread) = (key.agent.to_string(), key.thread.to_string());
+                let Some(running) = core.agent(&agent) else {
                     return Ok(());
                 };
                 let now_ms = u64::try_from(state.started.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -72,7 +72,7 @@ impl Actor for ThreadSupervisor {
                     &[Restart::Transient],
                     0,
                     &ExitReason::Failed(error.to_string()),
-                    family.intensity(),
+                    running.intensity(),
                     state.histories.entry(agent.clone()).or_default(),
                     now_ms,
                 );
@@ -88,21 +88,8 @@ impl Actor for ThreadSupervisor {
                         );
                         // A message sent since the failure may have started the thread again
                         // already (`RuntimeCore::send`): that actor is the restart.
-                        let _spawning = family.spawning().lock().await;
-                        let restarted = match family.thread(&thread) {
-                            Some(actor) => Ok(actor),
-                            None => {
-                                family
-                                    .clone()
-                                    .spawn_thread(core.clone(), thread.clone())
-                                    .await
-                            }
-                        };
-                        match restarted {
-                            Ok(actor) => {
-                                family.insert_thread(thread.clone(), actor);
-                                publish(&core, THREAD_RESTARTED, agent, thread, &error);
-                            }
+                        match core.ensure_thread(&running, &thread, None).await {
+                            Ok(_) => publish(&core, THREAD_RESTARTED, agent, thread, &error),
                             Err(spawn_error) => {
                                 tracing::error!(%agent, %thread, %spawn_error, "could not restart an agent thread");
                             }
@@ -139,7 +126,7 @@ fn publish(
         thread,
         error: error.to_string(),
     };
-    match Signal::builder(kind, "motet.supervisor")
+    match Signal::builder(kind, crate::agent::signals::RUNTIME)
         .with_data(data)
         .build()
     {

@@ -7,12 +7,12 @@ use motet_agents::{PolicyOverride, Strategy};
 use motet_directives::ResponseFormat;
 use motet_signals::Pattern;
 
-use super::book::RequestPolicy;
-use super::errors::RuntimeError;
+use crate::agent::book::RequestPolicy;
+use crate::agent::errors::RuntimeError;
 use crate::supervisor::Intensity;
 use crate::tool::ToolSet;
 
-/// Options of one [`AgentHandle::ask`](super::AgentHandle::ask).
+/// Options of one [`AgentHandle::ask`](crate::agent::AgentHandle::ask).
 #[derive(Debug, Clone)]
 pub struct AskOptions {
     /// The thread the request runs on; `None` for the agent's default thread.
@@ -22,13 +22,13 @@ pub struct AskOptions {
     /// How long to wait for the reply. Default 30 s. A request not answered in time is
     /// cancelled, unless `keep_running`.
     pub timeout: Duration,
-    /// Deliver the model's text as it is written ([`Ticket::next_delta`](super::Ticket::next_delta)). Default false.
+    /// Deliver the model's text as it is written ([`Ticket::next_delta`](crate::agent::Ticket::next_delta)). Default false.
     pub stream: bool,
     /// Leave the request running when the wait times out (its end is then seen with
-    /// [`Runtime::request`](super::Runtime::request)). Default false.
+    /// [`Runtime::request`](crate::agent::Runtime::request)). Default false.
     pub keep_running: bool,
     /// The shape the answer must have (structured output), sent to the strategy with the
-    /// request; [`AgentHandle::ask_structured`](super::AgentHandle::ask_structured) sets it
+    /// request; [`AgentHandle::ask_structured`](crate::agent::AgentHandle::ask_structured) sets it
     /// from the type asked for. Default none.
     pub response_format: Option<ResponseFormat>,
     /// Images, documents or audio sent with the query (after its text). Default none.
@@ -90,7 +90,7 @@ impl<S: Strategy> AgentSpec<S> {
     /// A hard budget (tokens, dollars or both) for each of this agent's requests
     /// ([`BudgetLevel::Request`](motet_providers::budget::BudgetLevel::Request)), each of its
     /// threads, or the agent as a whole, in place of the runtime's
-    /// ([`RuntimeBuilder::budget`](super::RuntimeBuilder::budget)). A call it would take past
+    /// ([`RuntimeBuilder::budget`](crate::agent::RuntimeBuilder::budget)). A call it would take past
     /// the limit fails with `LlmErrorKind::Budget` (docs/governance.md).
     pub fn with_budget(
         mut self,
@@ -132,7 +132,7 @@ impl<S: Strategy> AgentSpec<S> {
         self
     }
 
-    /// Consumes the runtime's durable bus ([`RuntimeBuilder::signal_bus`](super::RuntimeBuilder::signal_bus))
+    /// Consumes the runtime's durable bus ([`RuntimeBuilder::signal_bus`](crate::agent::RuntimeBuilder::signal_bus))
     /// as the named consumer `consumer`: every signal it delivers goes to the agent's default
     /// thread, and the bus acknowledges it only once the step that handled it committed. A
     /// delivery the thread fails (the strategy rejects it, the store refuses the commit, the
@@ -166,15 +166,15 @@ impl<S: Strategy> AgentSpec<S> {
 
     /// The tools this agent runs for its strategy's `ToolExec` directives (a [`ToolSet`], or
     /// one shared in an `Arc`). The strategy offers their definitions to the model itself
-    /// ([`ToolSet::definitions`]); [`ReActAgent`](super::ReActAgent) does both from one list.
+    /// ([`ToolSet::definitions`]); [`ReActAgent`](crate::agent::ReActAgent) does both from one list.
     pub fn with_tools(mut self, tools: impl Into<Arc<ToolSet>>) -> Self {
         self.tools = Some(tools.into());
         self
     }
 }
 
-/// What [`Runtime::spawn`](super::Runtime::spawn) starts: an [`AgentSpec`], or a description
-/// that becomes one ([`ReActAgent`](super::ReActAgent)).
+/// What [`Runtime::spawn`](crate::agent::Runtime::spawn) starts: an [`AgentSpec`], or a description
+/// that becomes one ([`ReActAgent`](crate::agent::ReActAgent)).
 pub trait IntoSpec<S> {
     /// The spec.
     ///
@@ -188,12 +188,6 @@ impl<S> IntoSpec<S> for AgentSpec<S> {
         Ok(self)
     }
 }
-
-/// The id of every agent's default thread.
-pub const DEFAULT_THREAD: &str = "default";
-
-/// The thread id that asks for a fresh thread.
-pub const NEW_THREAD: &str = "new";
 
 /// How long a thread actor waits without messages before it is stopped (10 minutes).
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);

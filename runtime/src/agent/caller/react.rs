@@ -1,5 +1,5 @@
 //! [`ReActAgent`]: a ReAct agent in one chain — model, system prompt, tools given once,
-//! options — ready for [`Runtime::spawn`](super::Runtime::spawn).
+//! options — ready for [`Runtime::spawn`](crate::agent::Runtime::spawn).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,8 +7,8 @@ use std::time::Duration;
 use motet_agents::{ReAct, ReActConfig};
 use motet_directives::{ModelRef, ToolChoice};
 
-use super::errors::RuntimeError;
 use super::spec::{AgentSpec, IntoSpec};
+use crate::agent::errors::RuntimeError;
 use crate::tool::{Tool, ToolSet};
 
 /// A ReAct agent being described: `ReActAgent::new("calc", "openai:gpt-5.2")

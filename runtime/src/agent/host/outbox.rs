@@ -1,20 +1,15 @@
-//! The runtime's side of a durable [`SignalBus`]: an agent's named consumers, each delivering
-//! to the agent's default thread and settling a delivery only once the thread answered
-//! (committed, or why not: [`settle`] decides), and the publisher that puts `Emit`s to the bus on
-//! a durable bus in the order they were emitted.
+//! The publisher that puts `Emit`s to the bus and replies on a durable [`SignalBus`] beside
+//! the in-process one, in the order they were emitted, each tried until the bus confirms it.
+//! A leaf: it knows the bus, not the agents.
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use motet_agents::AGENT_FAILED;
 use motet_signals::Signal;
-use tokio::sync::{Semaphore, mpsc, oneshot};
-use tokio::task::AbortHandle;
+use tokio::sync::mpsc;
 
-use super::actor::ThreadMsg;
-use super::registry::RuntimeCore;
-use super::spec::DEFAULT_THREAD;
-use crate::bus::{BusError, ConsumerSpec, Inbox, SignalBus, settle};
+use crate::bus::{BusError, SignalBus};
 
 /// Emits waiting for the durable bus, at most (the publisher task holds them in order).
 const PUBLISH_QUEUE: usize = 1024;
@@ -30,113 +25,72 @@ const PAUSES: [Duration; 4] = [
 /// Attempts to publish one emitted signal before it is given up (and logged as lost).
 const PUBLISH_ATTEMPTS: usize = 10;
 
-fn pause(attempt: usize) -> Duration {
+/// The pause before attempt `attempt + 1` at something the bus refused.
+pub(crate) fn pause(attempt: usize) -> Duration {
     PAUSES[attempt.min(PAUSES.len() - 1)]
 }
 
-/// Starts the consumers of agent `agent`, each consuming before this returns (so nothing
-/// published after the spawn is missed, even on a bus that keeps nothing); one the bus refuses
-/// now is tried again on its task. The tasks end when aborted (the agent stopped) or when the
-/// runtime is gone.
-pub(crate) async fn start_consumers(
-    core: &Arc<RuntimeCore>,
-    agent: &str,
-    specs: Vec<ConsumerSpec>,
-) -> Vec<AbortHandle> {
-    let mut tasks = Vec::with_capacity(specs.len());
-    for spec in specs {
-        let bus = core.signal_bus.clone();
-        let inbox = match bus.consume(&spec).await {
-            Ok(inbox) => Some(inbox),
-            Err(error) => {
-                tracing::warn!(%agent, consumer = %spec.name, %error, "could not start a durable consumer; trying again");
-                None
-            }
-        };
-        let core = Arc::downgrade(core);
-        let agent = agent.to_owned();
-        tasks.push(tokio::spawn(consume(core, bus, agent, spec, inbox)).abort_handle());
-    }
-    tasks
+/// A durable bus the runtime was built with, beside its in-process one.
+pub(crate) struct ExternalBus {
+    bus: Arc<dyn SignalBus>,
+    /// Started with the first emit.
+    publisher: std::sync::OnceLock<mpsc::Sender<(Signal, Outgoing)>>,
+    /// Signals handed to the publisher and not yet published or given up.
+    unpublished: Arc<std::sync::atomic::AtomicUsize>,
 }
 
-/// One consumer: deliveries to the agent's default thread, at most `max_in_flight` unsettled.
-async fn consume(
-    core: Weak<RuntimeCore>,
-    bus: Arc<dyn SignalBus>,
-    agent: String,
-    spec: ConsumerSpec,
-    inbox: Option<Box<dyn Inbox>>,
-) {
-    let mut inbox = match inbox {
-        Some(inbox) => inbox,
-        None => {
-            let mut attempt = 0;
-            loop {
-                tokio::time::sleep(pause(attempt)).await;
-                if core.strong_count() == 0 {
-                    return;
-                }
-                match bus.consume(&spec).await {
-                    Ok(inbox) => break inbox,
-                    Err(error) => {
-                        tracing::warn!(%agent, consumer = %spec.name, %error, "could not start a durable consumer; trying again");
-                        attempt += 1;
+impl ExternalBus {
+    /// A publisher onto `bus`, started with the first signal handed to it.
+    pub(crate) fn new(bus: Arc<dyn SignalBus>) -> Self {
+        Self {
+            bus,
+            publisher: std::sync::OnceLock::new(),
+            unpublished: Arc::default(),
+        }
+    }
+
+    /// Waits, at most `patience`, until every signal handed to the durable bus's publisher was
+    /// published (or given up); `false` when some were still waiting.
+    pub(crate) async fn flush(&self, patience: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + patience;
+        while self.unpublished.load(std::sync::atomic::Ordering::Acquire) > 0 {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        true
+    }
+
+    /// Hands an emitted signal to the durable bus's publisher. A full queue makes the emit wait on a task of its
+    /// own, so the thread never blocks; such emits may overtake one another.
+    pub(crate) fn publish(&self, signal: &Signal, kind: Outgoing) {
+        let external = self;
+        let queue = external
+            .publisher
+            .get_or_init(|| publisher(external.bus.clone(), Arc::clone(&external.unpublished)));
+        external
+            .unpublished
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        match queue.try_send((signal.clone(), kind)) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(signal)) => {
+                let queue = queue.clone();
+                let unpublished = Arc::clone(&external.unpublished);
+                tokio::spawn(async move {
+                    if queue.send(signal).await.is_err() {
+                        unpublished.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
                     }
-                }
+                });
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                external
+                    .unpublished
+                    .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
             }
         }
-    };
-    let spec = Arc::new(spec);
-    let room = Arc::new(Semaphore::new(spec.max_in_flight.max(1)));
-    while let Some(next) = inbox.next().await {
-        let delivered = match next {
-            Ok(delivered) => delivered,
-            Err(error) => {
-                tracing::warn!(%agent, consumer = %spec.name, %error, "a durable consumer failed; it goes on");
-                tokio::time::sleep(pause(0)).await;
-                continue;
-            }
-        };
-        let Ok(permit) = Arc::clone(&room).acquire_owned().await else {
-            return;
-        };
-        let Some(core) = core.upgrade() else {
-            return;
-        };
-        // Into the thread's mailbox from here, in the order the bus delivered them; only the
-        // waits for their commits run side by side.
-        let (committed, answer) = oneshot::channel();
-        let msg = ThreadMsg::Delivered {
-            signal: delivered.signal.clone(),
-            committed,
-        };
-        let sent = core.send(&agent, DEFAULT_THREAD, msg).await;
-        drop(core);
-        let spec = Arc::clone(&spec);
-        let agent = agent.clone();
-        tokio::spawn(async move {
-            let handled = match sent {
-                Ok(()) => answer.await.unwrap_or_else(|_| {
-                    Err("the agent's thread stopped before committing it".to_owned())
-                }),
-                Err(error) => Err(error.to_string()),
-            };
-            let decision = settle(
-                handled.as_ref().map(|_| ()).map_err(String::as_str),
-                delivered.attempt,
-                &spec,
-            );
-            let sequence = delivered.sequence;
-            if let Err(error) = delivered.settle(decision).await {
-                tracing::warn!(%agent, consumer = %spec.name, sequence, %error, "could not settle a delivery; the bus delivers it again");
-            }
-            drop(permit);
-        });
     }
-    tracing::info!(%agent, consumer = %spec.name, "a durable consumer ended: the bus closed it");
 }
-
 /// What a signal handed to the durable bus's publisher is: what stands in for it when the bus
 /// will not take it depends on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,7 +105,7 @@ pub(crate) enum Outgoing {
 /// tried until the bus confirms it, refuses it for good ([`BusError::is_permanent`]: not tried
 /// again), or [`PUBLISH_ATTEMPTS`] failed. A reply not published has [`stand_in`] published in
 /// its place; an emit not published is logged as lost.
-pub(crate) fn publisher(
+fn publisher(
     bus: Arc<dyn SignalBus>,
     unpublished: Arc<std::sync::atomic::AtomicUsize>,
 ) -> mpsc::Sender<(Signal, Outgoing)> {
@@ -240,69 +194,6 @@ impl Drop for Unpublished<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
     }
-}
-
-impl RuntimeCore {
-    /// Waits, at most `patience`, until every signal handed to the durable bus's publisher was
-    /// published (or given up); `false` when some were still waiting.
-    pub(crate) async fn flush_durable(&self, patience: Duration) -> bool {
-        let Some(external) = &self.external_bus else {
-            return true;
-        };
-        let deadline = tokio::time::Instant::now() + patience;
-        while external
-            .unpublished
-            .load(std::sync::atomic::Ordering::Acquire)
-            > 0
-        {
-            if tokio::time::Instant::now() >= deadline {
-                return false;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        true
-    }
-
-    /// Hands an emitted signal to the durable bus's publisher (when the runtime has a bus of
-    /// its own beside the in-process one). A full queue makes the emit wait on a task of its
-    /// own, so the thread never blocks; such emits may overtake one another.
-    pub(crate) fn publish_durable(&self, signal: &Signal, kind: Outgoing) {
-        let Some(external) = &self.external_bus else {
-            return;
-        };
-        let queue = external
-            .publisher
-            .get_or_init(|| publisher(external.bus.clone(), Arc::clone(&external.unpublished)));
-        external
-            .unpublished
-            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-        match queue.try_send((signal.clone(), kind)) {
-            Ok(()) => {}
-            Err(mpsc::error::TrySendError::Full(signal)) => {
-                let queue = queue.clone();
-                let unpublished = Arc::clone(&external.unpublished);
-                tokio::spawn(async move {
-                    if queue.send(signal).await.is_err() {
-                        unpublished.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
-                    }
-                });
-            }
-            Err(mpsc::error::TrySendError::Closed(_)) => {
-                external
-                    .unpublished
-                    .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
-            }
-        }
-    }
-}
-
-/// A durable bus the runtime was built with, beside its in-process one.
-pub(crate) struct ExternalBus {
-    pub(crate) bus: Arc<dyn SignalBus>,
-    /// Started with the first emit.
-    pub(crate) publisher: std::sync::OnceLock<mpsc::Sender<(Signal, Outgoing)>>,
-    /// Signals handed to the publisher and not yet published or given up.
-    pub(crate) unpublished: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 #[cfg(test)]

@@ -10,12 +10,13 @@ use motet_providers::limits::{Rates, SharedLimits};
 use motet_providers::{LlmClient, ProviderError, Providers};
 use motet_signals::Bus;
 
-use super::errors::RuntimeError;
 use super::handle::AgentHandle;
-use super::registry::{KindFactory, Registry, RuntimeCore, register_agent};
-use super::requests::{FINISHED_REQUESTS_KEPT, RequestRecord, Requests};
 use super::spec::{AgentSpec, DEFAULT_LLM_CONCURRENCY, IntoSpec};
 use super::ticket::Ticket;
+use crate::agent::errors::RuntimeError;
+use crate::agent::host::core::{KindFactory, Registry, RuntimeCore};
+use crate::agent::host::registry::register_agent;
+use crate::agent::requests::{FINISHED_REQUESTS_KEPT, RequestRecord, Requests};
 use crate::bus::{LocalBus, SignalBus};
 use crate::store::{MemoryStore, OpenStoreError, ThreadStore};
 
@@ -34,7 +35,7 @@ pub struct RuntimeBuilder {
     keep_finished: Option<usize>,
     signal_bus: Option<Arc<dyn SignalBus>>,
     prices: Option<motet_providers::PriceTable>,
-    budgets: super::costs::LevelBudgets,
+    budgets: crate::agent::costs::LevelBudgets,
     tenant_budgets: HashMap<String, motet_providers::budget::Budget>,
 }
 
@@ -249,11 +250,7 @@ impl RuntimeBuilder {
         let (signal_bus, external_bus) = match self.signal_bus {
             Some(durable) => (
                 Arc::clone(&durable),
-                Some(super::durable::ExternalBus {
-                    bus: durable,
-                    publisher: std::sync::OnceLock::new(),
-                    unpublished: Arc::default(),
-                }),
+                Some(crate::agent::host::outbox::ExternalBus::new(durable)),
             ),
             None => (
                 Arc::new(LocalBus::new((*bus).clone())) as Arc<dyn SignalBus>,
@@ -267,7 +264,6 @@ impl RuntimeBuilder {
                 signal_bus,
                 external_bus,
                 agents: Registry::default(),
-                thread_keys: Registry::default(),
                 limits,
                 llm_max_wait: self.llm_max_wait,
                 supervisor: tokio::sync::OnceCell::new(),
@@ -277,11 +273,10 @@ impl RuntimeBuilder {
                     .unwrap_or_else(|| Arc::new(MemoryStore::new()) as Arc<dyn ThreadStore>),
                 kinds: self.kinds,
                 requests: Requests::keeping(self.keep_finished.unwrap_or(FINISHED_REQUESTS_KEPT)),
-                idle_sweep: std::sync::Mutex::new(None),
-                idle_period_ns: std::sync::atomic::AtomicU64::new(0),
-                delta_type: super::events::LLM_DELTA.parse().ok(),
+                housekeeping: Default::default(),
+                delta_type: crate::agent::events::LLM_DELTA.parse().ok(),
                 activity: Arc::default(),
-                costs: super::costs::Costs::new(
+                costs: crate::agent::costs::Costs::new(
                     self.prices
                         .unwrap_or_else(motet_providers::PriceTable::builtin),
                     self.budgets,
@@ -306,7 +301,7 @@ impl Runtime {
 
     /// What this runtime's agents have done since it was built: LLM calls, tool calls and
     /// tokens, counted as each finishes (a progress display can poll it).
-    pub fn activity(&self) -> super::ActivitySnapshot {
+    pub fn activity(&self) -> crate::agent::ActivitySnapshot {
         self.core.activity.snapshot()
     }
 
@@ -341,7 +336,7 @@ impl Runtime {
     }
 
     /// Starts an agent: an [`AgentSpec`] around any strategy, or a
-    /// [`ReActAgent`](super::ReActAgent).
+    /// [`ReActAgent`](crate::agent::ReActAgent).
     ///
     /// # Errors
     /// [`RuntimeError::InvalidSpec`] when the description is not a valid agent,
@@ -456,7 +451,10 @@ impl Runtime {
                 continue;
             };
             let saved = store.load_state(&summary.id).await.map_err(store_error)?;
-            let Some(request) = saved.as_deref().and_then(super::actor::open_request) else {
+            let Some(request) = saved
+                .as_deref()
+                .and_then(crate::agent::host::actor::open_request)
+            else {
                 continue;
             };
             match agent.resume_request(thread, &request, timeout).await {
@@ -475,7 +473,7 @@ impl Runtime {
     /// # Errors
     /// [`RuntimeError::Store`] when the store cannot be listed or read.
     pub async fn waiting(&self) -> Result<Vec<motet_agents::Waiting>, RuntimeError> {
-        self.core.all_waits(None).await
+        super::person::waiting_in(self.core.store.as_ref(), None).await
     }
 
     /// Answers `waiting` (from [`waiting`](Self::waiting) or an `agent.waiting` signal) with
@@ -490,15 +488,15 @@ impl Runtime {
         waiting: &motet_agents::Waiting,
         response: motet_directives::Response,
     ) -> Result<(), RuntimeError> {
-        self.core
-            .respond(
-                &waiting.agent,
-                &waiting.thread,
-                &waiting.request_id,
-                &waiting.tool_call_id,
-                response,
-            )
-            .await
+        super::person::respond(
+            &self.core,
+            &waiting.agent,
+            &waiting.thread,
+            &waiting.request_id,
+            &waiting.tool_call_id,
+            response,
+        )
+        .await
     }
 
     /// Stops an agent, its children and their threads.
@@ -528,17 +526,6 @@ impl Runtime {
                 "shutdown: some emitted signals were not yet published on the durable bus"
             );
         }
-        self.core.thread_keys.clear();
-        if let Some(supervisor) = self.core.supervisor.get() {
-            supervisor.stop(None);
-        }
-        if let Ok(mut sweep) = self.core.idle_sweep.lock()
-            && let Some(task) = sweep.take()
-        {
-            task.abort();
-            self.core
-                .idle_period_ns
-                .store(0, std::sync::atomic::Ordering::Release);
-        }
+        self.core.shut_down();
     }
 }

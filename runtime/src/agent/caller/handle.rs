@@ -4,41 +4,26 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use motet_agents::{
-    AGENT_POLICY, AGENT_REQUEST, AGENT_RESUME, AGENT_SUMMARIZE, AgentPolicy, AgentRequest,
-    AgentResume, AgentSummarize, ContextPolicy, Env,
+    AGENT_POLICY, AGENT_REQUEST, AGENT_SUMMARIZE, AgentPolicy, AgentRequest, AgentSummarize,
+    ContextPolicy, Env,
 };
 use motet_signals::Signal;
 use tokio::sync::oneshot;
 
-use super::actor::ThreadMsg;
-use super::env::SystemEnv;
-use super::errors::{AskError, RuntimeError};
-use super::registry::RuntimeCore;
-use super::requests::RequestRecord;
-use super::spec::{AskOptions, DEFAULT_THREAD};
-use super::ticket::{Answer, Deltas, Ticket, interpret, traced};
+use super::person;
+use super::spec::AskOptions;
+use super::ticket::{Answer, Deltas, Ticket, interpret};
+use crate::agent::env::SystemEnv;
+use crate::agent::errors::{AskError, RuntimeError};
+use crate::agent::host::core::{DEFAULT_THREAD, RuntimeCore, ThreadMsg, store_id};
+use crate::agent::requests::RequestRecord;
+use crate::agent::signals::{from_caller, traced};
 
 /// A running agent.
 #[derive(Clone)]
 pub struct AgentHandle {
     pub(crate) name: String,
     pub(crate) core: Arc<RuntimeCore>,
-}
-
-/// How an ask sees a thread that could not be reached.
-fn unreachable_thread(agent: &str, thread: Option<&str>, error: RuntimeError) -> AskError {
-    match error {
-        RuntimeError::SpawnFailed { message, .. } | RuntimeError::Store { message } => {
-            AskError::ThreadUnavailable {
-                agent: agent.to_owned(),
-                thread: thread.unwrap_or(DEFAULT_THREAD).to_owned(),
-                message,
-            }
-        }
-        _ => AskError::AgentStopped {
-            agent: agent.to_owned(),
-        },
-    }
 }
 
 impl std::fmt::Debug for AgentHandle {
@@ -92,19 +77,11 @@ impl AgentHandle {
         to_seq: u64,
         timeout: Duration,
     ) -> Result<String, AskError> {
-        let env = SystemEnv;
-        let mut builder = Signal::builder(AGENT_SUMMARIZE, "motet.handle")
-            .with_id(env.fresh_id("sig"))
-            .with_request_id(env.fresh_id("req"))
-            .with_data(AgentSummarize { from_seq, to_seq });
-        if let Some(thread) = thread_id {
-            builder = builder.with_thread_id(thread);
-        }
-        let signal = builder.build().map_err(|e| AskError::Send {
-            message: e.to_string(),
-        })?;
-        let request = signal.request_id().unwrap_or_default().to_owned();
-        let thread = signal.thread_id().unwrap_or(DEFAULT_THREAD).to_owned();
+        let request = SystemEnv.fresh_id("req");
+        let thread = RuntimeCore::thread_id(thread_id);
+        let data = AgentSummarize { from_seq, to_seq };
+        let signal =
+            from_caller(AGENT_SUMMARIZE, &thread, Some(&request), data).map_err(AskError::send)?;
         let reply = self.request(signal, timeout).await?;
         Ok(Answer::of(reply, &thread, &request).text)
     }
@@ -124,19 +101,13 @@ impl AgentHandle {
         policy: Option<ContextPolicy>,
         timeout: Duration,
     ) -> Result<(), AskError> {
-        let env = SystemEnv;
         let thread = RuntimeCore::thread_id(thread_id);
-        let signal = Signal::builder(AGENT_POLICY, "motet.handle")
-            .with_id(env.fresh_id("sig"))
-            .with_request_id(env.fresh_id("req"))
-            .with_thread_id(&thread)
-            .with_data(AgentPolicy {
-                context_policy: policy,
-            })
-            .build()
-            .map_err(|e| AskError::Send {
-                message: e.to_string(),
-            })?;
+        let request = SystemEnv.fresh_id("req");
+        let data = AgentPolicy {
+            context_policy: policy,
+        };
+        let signal =
+            from_caller(AGENT_POLICY, &thread, Some(&request), data).map_err(AskError::send)?;
         self.request(signal, timeout).await.map(|_| ())
     }
 
@@ -151,25 +122,17 @@ impl AgentHandle {
         query: impl Into<String>,
         options: AskOptions,
     ) -> Result<Ticket, AskError> {
-        let env = SystemEnv;
-        let request_id = env.fresh_id("req");
+        let request_id = SystemEnv.fresh_id("req");
         let wanted = options.thread_id.clone();
         let thread = RuntimeCore::thread_id(options.thread_id.as_deref());
-        let signal = Signal::builder(AGENT_REQUEST, "motet.ask")
-            .with_id(env.fresh_id("sig"))
-            .with_request_id(&request_id)
-            .with_thread_id(&thread)
-            .with_data(AgentRequest {
-                query: query.into(),
-                context_policy: options.context_policy,
-                response_format: options.response_format,
-                attachments: options.attachments,
-            })
-            .build()
-            .map_err(|e| AskError::Send {
-                message: e.to_string(),
-            })?;
-        let signal = traced(signal);
+        let data = AgentRequest {
+            query: query.into(),
+            context_policy: options.context_policy,
+            response_format: options.response_format,
+            attachments: options.attachments,
+        };
+        let signal =
+            from_caller(AGENT_REQUEST, &thread, Some(&request_id), data).map_err(AskError::send)?;
         // Subscribed before the request is sent, so no delta is missed.
         let deltas = options
             .stream
@@ -178,19 +141,21 @@ impl AgentHandle {
         self.core
             .send(&self.name, &thread, ThreadMsg::Ask { signal, reply })
             .await
-            .map_err(|e| unreachable_thread(&self.name, wanted.as_deref(), e))?;
-        Ok(Ticket {
-            id: request_id,
+            .map_err(|e| {
+                let wanted = wanted.as_deref().unwrap_or(DEFAULT_THREAD);
+                AskError::unreachable(&self.name, wanted, e)
+            })?;
+        let mut ticket = Ticket::new(
+            &self.core,
+            &self.name,
+            request_id,
             thread,
-            agent: self.name.clone(),
-            core: self.core.clone(),
             answer,
-            ready: None,
-            timeout: options.timeout,
-            keep_running: options.keep_running,
-            deltas,
-            waits: None,
-        })
+            options.timeout,
+        );
+        ticket.keep_running = options.keep_running;
+        ticket.deltas = deltas;
+        Ok(ticket)
     }
 
     /// Sends any request signal (it must carry a request id) to the thread it names (or the
@@ -202,7 +167,7 @@ impl AgentHandle {
         let thread = RuntimeCore::thread_id(signal.thread_id());
         let (reply, answer) = oneshot::channel();
         let ask = ThreadMsg::Ask {
-            signal: traced(signal),
+            signal: traced(signal, &tracing::Span::current()),
             reply,
         };
         self.core
@@ -246,9 +211,11 @@ impl AgentHandle {
         let store_error = |e: crate::store::StoreError| AskError::Store {
             message: e.to_string(),
         };
-        let store_id = super::actor::store_id(&self.name, thread_id);
+        let store_id = store_id(&self.name, thread_id);
         let open = match self.core.store.load_state(&store_id).await {
-            Ok(saved) => saved.as_deref().and_then(super::actor::open_request),
+            Ok(saved) => saved
+                .as_deref()
+                .and_then(crate::agent::host::actor::open_request),
             Err(crate::store::StoreError::NotFound { .. }) => return Ok(None),
             Err(e) => return Err(store_error(e)),
         };
@@ -274,8 +241,8 @@ impl AgentHandle {
 
     /// Carries on the one request `waiting` belongs to — it paused for a person in a process
     /// that stopped — and returns its ticket, so that the request's answer (or its next wait)
-    /// can be followed after [`Runtime::respond`](super::Runtime::respond). Only that request
-    /// of that thread is resumed, unlike [`Runtime::recover`](super::Runtime::recover), which
+    /// can be followed after [`Runtime::respond`](crate::agent::Runtime::respond). Only that request
+    /// of that thread is resumed, unlike [`Runtime::recover`](crate::agent::Runtime::recover), which
     /// resumes every thread owing work. The ticket keeps the request running when a wait on it
     /// times out: a person may still be deciding.
     ///
@@ -305,78 +272,24 @@ impl AgentHandle {
         Ok(ticket)
     }
 
-    /// Sends `agent.resume` for `request_id` on `thread_id`.
+    /// Sends `agent.resume` for `request_id` on `thread_id`, and returns its ticket.
     pub(crate) async fn resume_request(
         &self,
         thread_id: &str,
         request_id: &str,
         timeout: Duration,
     ) -> Result<Ticket, AskError> {
-        let stopped = || AskError::AgentStopped {
-            agent: self.name.clone(),
-        };
-        let running = self
-            .core
-            .agents
-            .get(&self.name)
-            .map(|f| f.value().clone())
-            .ok_or_else(stopped)?;
-        let wanted = thread_id;
-        let thread_id = RuntimeCore::thread_id(Some(thread_id));
-        let signal = Signal::builder(AGENT_RESUME, "motet.resume")
-            .with_id(SystemEnv.fresh_id("sig"))
-            .with_request_id(request_id)
-            .with_thread_id(&thread_id)
-            .with_data(AgentResume {
-                idempotent_tools: running.idempotent_tools(),
-            })
-            .build()
-            .map_err(|e| AskError::Send {
-                message: e.to_string(),
-            })?;
-        let (reply, answer) = oneshot::channel();
-        let ask = ThreadMsg::Ask {
-            signal: traced(signal),
-            reply,
-        };
-        // On record as running from now, not from when its thread admits it: a response sent
-        // right after (`Runtime::respond`) must not resume it a second time.
-        self.core.requests.arrived(
-            request_id,
-            &Arc::from(self.name.as_str()),
-            &Arc::from(thread_id.as_str()),
-            false,
-            SystemEnv.now_ms(),
-        );
-        self.core
-            .send(&self.name, &thread_id, ask)
-            .await
-            .map_err(|e| {
-                self.core.requests.finished(
-                    request_id,
-                    super::requests::RequestStatus::Failed,
-                    None,
-                    SystemEnv.now_ms(),
-                );
-                unreachable_thread(&self.name, Some(wanted), e)
-            })?;
-        Ok(Ticket {
-            id: request_id.to_owned(),
-            thread: thread_id,
-            agent: self.name.clone(),
-            core: self.core.clone(),
-            answer,
-            ready: None,
-            timeout,
-            keep_running: false,
-            deltas: None,
-            waits: None,
-        })
+        let (thread, answer) =
+            person::resume(&self.core, &self.name, thread_id, request_id).await?;
+        let id = request_id.to_owned();
+        Ok(Ticket::new(
+            &self.core, &self.name, id, thread, answer, timeout,
+        ))
     }
 
     /// The tool calls waiting for a person on thread `thread_id` of this agent (every thread
     /// of it for `None`), as last committed: listed after a crash or a restart too, with no
-    /// thread running. Answer one with [`Runtime::respond`](super::Runtime::respond).
+    /// thread running. Answer one with [`Runtime::respond`](crate::agent::Runtime::respond).
     ///
     /// # Errors
     /// [`RuntimeError::Store`] when the store cannot be read.
@@ -385,8 +298,8 @@ impl AgentHandle {
         thread_id: Option<&str>,
     ) -> Result<Vec<motet_agents::Waiting>, RuntimeError> {
         match thread_id {
-            Some(thread) => self.core.waits_of(&self.name, thread).await,
-            None => self.core.all_waits(Some(&self.name)).await,
+            Some(thread) => person::waiting_on(self.core.store.as_ref(), &self.name, thread).await,
+            None => person::waiting_in(self.core.store.as_ref(), Some(&self.name)).await,
         }
     }
 
@@ -404,9 +317,8 @@ impl AgentHandle {
         let thread_id = thread_id.unwrap_or(DEFAULT_THREAD).to_owned();
         let running = self
             .core
-            .agents
-            .get(&self.name)
-            .and_then(|family| family.remove_thread(&thread_id));
+            .agent(&self.name)
+            .and_then(|agent| agent.remove_thread(&thread_id));
         if let Some(actor) = running {
             let _ = actor
                 .stop_and_wait(
@@ -417,7 +329,7 @@ impl AgentHandle {
         }
         self.core
             .store
-            .delete(&super::actor::store_id(&self.name, &thread_id))
+            .delete(&store_id(&self.name, &thread_id))
             .await
             .map(|_| ())
             .map_err(|e| RuntimeError::Store {
@@ -435,16 +347,14 @@ impl AgentHandle {
         &self,
         thread_id: Option<&str>,
     ) -> Result<Option<motet_agents::Thread>, RuntimeError> {
-        let family = self
+        let agent = self
             .core
-            .agents
-            .get(&self.name)
-            .map(|f| f.value().clone())
+            .agent(&self.name)
             .ok_or_else(|| RuntimeError::NotRunning {
                 name: self.name.clone(),
             })?;
         let thread_id = thread_id.unwrap_or(DEFAULT_THREAD).to_owned();
-        if let Some(actor) = family.thread(&thread_id) {
+        if let Some(actor) = agent.thread(&thread_id) {
             let (tx, rx) = oneshot::channel();
             if actor.cast(ThreadMsg::GetThread(tx)).is_ok()
                 && let Ok(thread) = rx.await
@@ -454,7 +364,7 @@ impl AgentHandle {
         }
         self.core
             .store
-            .load(&super::actor::store_id(&self.name, &thread_id))
+            .load(&store_id(&self.name, &thread_id))
             .await
             .map_err(|e| RuntimeError::Store {
                 message: e.to_string(),
@@ -468,7 +378,11 @@ impl AgentHandle {
     pub async fn send(&self, signal: Signal) -> Result<(), RuntimeError> {
         let thread = RuntimeCore::thread_id(signal.thread_id());
         self.core
-            .send(&self.name, &thread, ThreadMsg::Signal(traced(signal)))
+            .send(
+                &self.name,
+                &thread,
+                ThreadMsg::Signal(traced(signal, &tracing::Span::current())),
+            )
             .await
     }
 }

@@ -12,9 +12,9 @@ use motet_directives::{AnswerError, ResponseFormat};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
-use super::errors::AskError;
 use super::handle::AgentHandle;
 use super::spec::AskOptions;
+use crate::agent::errors::AskError;
 
 /// Why a structured ask gave no value.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

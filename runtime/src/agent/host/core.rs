@@ -1,0 +1,555 @@
+//! What every agent of a runtime shares, in one place: [`RuntimeCore`] (the agents by name, the
+//! bus, the store, the LLM client and its limits, groups, kinds, requests), the mailbox every
+//! thread actor reads ([`ThreadMsg`]), an agent's entry in the registry ([`LiveAgent`] behind the
+//! strategy-free [`RunningAgent`]) and the key of a thread ([`ThreadKey`]).
+//!
+//! A leaf: it names no other part of the host. The actor, the executors, the supervisor and the
+//! caller's side all reach each other through it, never the other way round.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use dashmap::DashMap;
+use motet_agents::Env as _;
+use motet_providers::LlmClient;
+use motet_signals::{Bus, Signal, Subscription};
+use ractor::{ActorId, ActorRef};
+use tokio::sync::oneshot;
+use tokio::task::AbortHandle;
+
+use super::few::Few;
+use super::outbox::{ExternalBus, Outgoing};
+use crate::agent::activity::Activity;
+use crate::agent::book::RequestPolicy;
+use crate::agent::costs::Costs;
+use crate::agent::env::SystemEnv;
+use crate::agent::errors::{AskError, RuntimeError};
+use crate::agent::requests::Requests;
+use crate::store::ThreadStore;
+use crate::supervisor::Intensity;
+use crate::tool::ToolSet;
+
+/// The id of every agent's default thread, used when a caller names none.
+pub const DEFAULT_THREAD: &str = "default";
+
+/// The thread id that asks for a fresh thread.
+pub const NEW_THREAD: &str = "new";
+
+/// A concurrent map keyed by names and ids that arrive with requests: foldhash, seeded at
+/// random per map, costs a fraction of SipHash on these short keys and still keeps an outsider
+/// choosing thread ids from predicting collisions.
+pub(crate) type Registry<K, V> = DashMap<K, V, foldhash::fast::RandomState>;
+
+/// What every agent of a runtime shares.
+pub(crate) struct RuntimeCore {
+    pub(crate) llm: Arc<dyn LlmClient>,
+    pub(crate) bus: Arc<Bus>,
+    /// The registry, first level: the agents by name. Each agent holds the second: its running
+    /// threads by thread id (`RunningAgent::thread`), so (agent, thread id) → the owning actor.
+    pub(crate) agents: Registry<String, Arc<dyn RunningAgent>>,
+    /// Each provider account's shared limits: streams at once, requests and tokens per
+    /// minute, the shared backoff, and whose call goes next.
+    pub(crate) limits: motet_providers::limits::SharedLimits,
+    /// The longest an LLM call waits for its account's capacity before it fails; `None`: as
+    /// long as it takes.
+    pub(crate) llm_max_wait: Option<Duration>,
+    /// The supervisor of every thread actor, started with the first one.
+    pub(crate) supervisor: tokio::sync::OnceCell<ActorRef<()>>,
+    /// Named groups of agents, for `Emit` to a group.
+    pub(crate) groups: DashMap<String, Vec<String>>,
+    /// Where threads are stored.
+    pub(crate) store: Arc<dyn ThreadStore>,
+    /// Agent kinds a `Spawn` directive can start, by name.
+    pub(crate) kinds: HashMap<String, KindFactory>,
+    /// Every request's status, timestamps and result.
+    pub(crate) requests: Requests,
+    /// `llm.delta` as a parsed type, to ask the bus whether anyone listens.
+    pub(crate) delta_type: Option<motet_signals::SignalType>,
+    /// Where agents' durable consumers consume: the builder's durable bus, else the
+    /// in-process bus behind the same trait ([`crate::bus::LocalBus`]).
+    pub(crate) signal_bus: Arc<dyn crate::bus::SignalBus>,
+    /// The durable bus the runtime was built with, which `Emit`s to the bus and replies also reach.
+    pub(crate) external_bus: Option<ExternalBus>,
+    /// What the agents have done so far: calls and tokens, for `Runtime::activity`.
+    pub(crate) activity: Arc<Activity>,
+    /// The price table, the hard budgets and what each budgeted level has spent.
+    pub(crate) costs: Costs,
+    /// The core's own bookkeeping of running threads.
+    pub(crate) housekeeping: Housekeeping,
+}
+
+/// What the core keeps for itself about running threads: which supervised actor runs which
+/// thread, and the idle sweeper. Only the core's methods read or change it.
+#[derive(Default)]
+pub(crate) struct Housekeeping {
+    /// The registry the other way round for supervised threads, so the supervisor finds a
+    /// failed actor's thread at once.
+    thread_keys: Registry<ActorId, ThreadKey>,
+    /// The sweeper that asks idle threads to stop, started with the first thread that has an
+    /// idle timeout; the shortest timeout seen sets its pace. Held while one is started.
+    idle_sweep: std::sync::Mutex<Option<AbortHandle>>,
+    /// The sweeper's period in nanoseconds (0 while none runs), read without the lock.
+    idle_period_ns: AtomicU64,
+}
+
+/// How long [`RuntimeCore::send`] waits for a thread whose actor is stopping.
+pub(crate) const SEND_PATIENCE: Duration = Duration::from_secs(5);
+
+impl RuntimeCore {
+    /// Whether anyone subscribed to `llm.delta`.
+    pub(crate) fn wants_deltas(&self) -> bool {
+        self.delta_type
+            .as_ref()
+            .is_some_and(|ty| self.bus.has_subscribers(ty))
+    }
+
+    /// The thread id a caller means: the default thread for `None`, a fresh id for `"new"`.
+    pub(crate) fn thread_id(wanted: Option<&str>) -> String {
+        match wanted {
+            None => DEFAULT_THREAD.to_owned(),
+            Some(NEW_THREAD) => SystemEnv.fresh_id("thread"),
+            Some(id) => id.to_owned(),
+        }
+    }
+
+    /// The registered agent `name`.
+    pub(crate) fn agent(&self, name: &str) -> Option<Arc<dyn RunningAgent>> {
+        self.agents.get(name).map(|f| f.value().clone())
+    }
+
+    /// The agents of group `name`.
+    pub(crate) fn group_members(&self, name: &str) -> Vec<String> {
+        self.groups
+            .get(name)
+            .map(|g| g.value().clone())
+            .unwrap_or_default()
+    }
+
+    /// Every running thread actor of every agent.
+    pub(crate) fn all_threads(&self) -> Vec<ActorRef<ThreadMsg>> {
+        let agents: Vec<Arc<dyn RunningAgent>> =
+            self.agents.iter().map(|e| e.value().clone()).collect();
+        agents.iter().flat_map(|f| f.threads()).collect()
+    }
+
+    /// Sends `msg` to thread `thread` of `agent`, starting the thread's actor when none runs.
+    ///
+    /// An actor on its way out (draining after its idle timeout, or failed) turns the message
+    /// away; it is then sent again, to the actor that comes after once the old one has left the
+    /// registry (the messages it still held are handed to that successor first, see
+    /// [`RuntimeCore::succeed`]), so a message is never lost to an actor that was stopping and
+    /// one sender's messages keep their order.
+    ///
+    /// # Errors
+    /// [`RuntimeError::NotRunning`] when the agent is not (or no longer) registered, or its
+    /// thread would not take the message for [`SEND_PATIENCE`]; [`RuntimeError::SpawnFailed`]
+    /// when the thread's actor cannot start.
+    pub(crate) async fn send(
+        self: &Arc<Self>,
+        agent: &str,
+        thread: &str,
+        mut msg: ThreadMsg,
+    ) -> Result<(), RuntimeError> {
+        let not_running = || RuntimeError::NotRunning {
+            name: agent.to_owned(),
+        };
+        let deadline = tokio::time::Instant::now() + SEND_PATIENCE;
+        loop {
+            let running = self.agent(agent).ok_or_else(not_running)?;
+            let actor = match running.thread(thread) {
+                Some(actor) => actor,
+                None => self.ensure_thread(&running, thread, None).await?,
+            };
+            match actor.cast(msg) {
+                Ok(()) => return Ok(()),
+                Err(ractor::MessagingErr::SendErr(back)) => msg = back,
+                Err(_) => return Err(not_running()),
+            }
+            // Wait for the leaving actor to leave the registry, then send again.
+            let mut pause = Duration::from_micros(50);
+            while running
+                .thread(thread)
+                .is_some_and(|a| a.get_id() == actor.get_id())
+            {
+                if tokio::time::Instant::now() >= deadline {
+                    return Err(not_running());
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(10));
+            }
+        }
+    }
+
+    /// Makes sure thread `thread` of `agent` runs, and returns its actor: the running one, or
+    /// one started now. Starts are serialised by the agent's spawning lock, so racing asks start
+    /// a thread once.
+    ///
+    /// With `leaving` (an actor that is stopping, and the messages it held), a new actor is
+    /// started in its place unless another already took it, and the held messages are handed
+    /// to it, in order, before it is registered: a sender waiting for `leaving` to go can reach
+    /// the successor only after them.
+    pub(crate) async fn ensure_thread(
+        self: &Arc<Self>,
+        agent: &Arc<dyn RunningAgent>,
+        thread: &str,
+        leaving: Option<(ActorId, Vec<ThreadMsg>)>,
+    ) -> Result<ActorRef<ThreadMsg>, RuntimeError> {
+        let _guard = agent.spawning().lock().await;
+        let leaving_id = leaving.as_ref().map(|(id, _)| *id);
+        if let Some(actor) = agent.thread(thread)
+            && Some(actor.get_id()) != leaving_id
+        {
+            return Ok(actor);
+        }
+        let actor = match agent
+            .clone()
+            .spawn_thread(self.clone(), thread.to_owned())
+            .await
+        {
+            Ok(actor) => actor,
+            Err(error) => {
+                if let Some(id) = leaving_id {
+                    agent.forget_thread(thread, id);
+                }
+                return Err(error);
+            }
+        };
+        if let Some((_, held)) = leaving {
+            let mut lost = 0;
+            for msg in held {
+                if actor.cast(msg).is_err() {
+                    lost += 1;
+                }
+            }
+            if lost > 0 {
+                tracing::warn!(agent = %agent.name(), %thread, lost, "messages for a stopping thread could not be handed on");
+            }
+        }
+        agent.insert_thread(thread.to_owned(), actor.clone());
+        Ok(actor)
+    }
+
+    /// Starts the successor of the thread actor `leaving` and hands it `held`, the messages
+    /// `leaving` received before it closed its mailbox ([`RuntimeCore::ensure_thread`]).
+    pub(crate) async fn succeed(
+        self: &Arc<Self>,
+        key: &ThreadKey,
+        leaving: ActorId,
+        held: Vec<ThreadMsg>,
+    ) {
+        let Some(agent) = self.agent(&key.agent) else {
+            return;
+        };
+        if let Err(error) = self
+            .ensure_thread(&agent, &key.thread, Some((leaving, held)))
+            .await
+        {
+            tracing::error!(agent = %key.agent, thread = %key.thread, %error, "could not start a thread to take the messages its stopping actor held");
+        }
+    }
+
+    /// Removes the agent `name` from the registry and ends its bus subscriptions.
+    pub(crate) fn remove_agent(&self, name: &str) -> Option<Arc<dyn RunningAgent>> {
+        let (_, agent) = self.agents.remove(name)?;
+        agent.end_subscriptions();
+        Some(agent)
+    }
+
+    /// Stops the agent `name` and, first, every agent it started (children, recursively).
+    pub(crate) fn stop_agent(&self, name: &str, reason: &str) {
+        let children: Vec<String> = self
+            .agents
+            .iter()
+            .filter(|e| e.value().parent().is_some_and(|p| p.agent == name))
+            .map(|e| e.key().clone())
+            .collect();
+        for child in children {
+            self.stop_agent(&child, reason);
+        }
+        let agent = self.remove_agent(name);
+        for mut group in self.groups.iter_mut() {
+            group.retain(|member| member != name);
+        }
+        for actor in agent.map(|f| f.threads()).unwrap_or_default() {
+            actor.stop(Some(reason.to_owned()));
+        }
+    }
+
+    /// Records that the supervised actor `id` runs the thread `key`.
+    pub(crate) fn watch_thread(&self, id: ActorId, key: ThreadKey) {
+        self.housekeeping.thread_keys.insert(id, key);
+    }
+
+    /// Forgets the supervised thread actor `id`, returning its thread when it was registered,
+    /// and takes it out of its agent's running threads if it is still the one running it.
+    pub(crate) fn forget_thread(&self, id: ActorId) -> Option<ThreadKey> {
+        let (_, key) = self.housekeeping.thread_keys.remove(&id)?;
+        if let Some(agent) = self.agent(&key.agent) {
+            agent.forget_thread(&key.thread, id);
+        }
+        Some(key)
+    }
+
+    /// Makes sure a sweeper asks every thread, at least every `idle / 2`, whether it has been
+    /// idle long enough to stop. One task for the whole runtime, not one per thread.
+    pub(crate) fn watch_idle(self: &Arc<Self>, idle: Duration) {
+        let period = (idle / 2).max(Duration::from_millis(1));
+        // Every thread start asks; all but the first of each timeout get their answer here,
+        // without the lock.
+        let period_ns = u64::try_from(period.as_nanos()).unwrap_or(u64::MAX);
+        let swept = |core: &Self| {
+            let current = core.housekeeping.idle_period_ns.load(Ordering::Acquire);
+            current != 0 && current <= period_ns
+        };
+        if swept(self) {
+            return;
+        }
+        let Ok(mut sweep) = self.housekeeping.idle_sweep.lock() else {
+            return;
+        };
+        // Again under the lock: another start may have begun a sweeper meanwhile.
+        if swept(self) {
+            return;
+        }
+        if let Some(old) = sweep.take() {
+            old.abort();
+        }
+        let core = Arc::downgrade(self);
+        let task = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(period);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let Some(core) = core.upgrade() else {
+                    break;
+                };
+                let threads = core.all_threads();
+                drop(core);
+                for thread in threads {
+                    let _ = thread.cast(ThreadMsg::IdleCheck);
+                }
+            }
+        });
+        *sweep = Some(task.abort_handle());
+        self.housekeeping
+            .idle_period_ns
+            .store(period_ns, Ordering::Release);
+    }
+
+    /// Ends the core's own work at shutdown: the supervisor, the idle sweeper and the record of
+    /// supervised threads.
+    pub(crate) fn shut_down(&self) {
+        self.housekeeping.thread_keys.clear();
+        if let Some(supervisor) = self.supervisor.get() {
+            supervisor.stop(None);
+        }
+        if let Ok(mut sweep) = self.housekeeping.idle_sweep.lock()
+            && let Some(task) = sweep.take()
+        {
+            task.abort();
+            self.housekeeping.idle_period_ns.store(0, Ordering::Release);
+        }
+    }
+
+    /// Hands a signal to the durable bus's publisher, when the runtime has a durable bus beside
+    /// the in-process one.
+    pub(crate) fn publish_durable(&self, signal: &Signal, kind: Outgoing) {
+        if let Some(external) = &self.external_bus {
+            external.publish(signal, kind);
+        }
+    }
+
+    /// Waits, at most `patience`, until every signal handed to the durable bus's publisher was
+    /// published (or given up); `false` when some were still waiting.
+    pub(crate) async fn flush_durable(&self, patience: Duration) -> bool {
+        match &self.external_bus {
+            Some(external) => external.flush(patience).await,
+            None => true,
+        }
+    }
+}
+
+/// A thread of an agent: the registry's key for it, and (as `<agent>/<thread>`) its id in the
+/// store, so two agents' threads of the same name never share a history.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct ThreadKey {
+    pub(crate) agent: Arc<str>,
+    pub(crate) thread: Arc<str>,
+}
+
+impl ThreadKey {
+    /// The key of `thread` of `agent`.
+    pub(crate) fn new(agent: impl Into<Arc<str>>, thread: impl Into<Arc<str>>) -> Self {
+        Self {
+            agent: agent.into(),
+            thread: thread.into(),
+        }
+    }
+
+    /// The thread's id in the store: `<agent>/<thread>`.
+    pub(crate) fn store_id(&self) -> String {
+        store_id(&self.agent, &self.thread)
+    }
+}
+
+/// The store id of `thread` of `agent`: `<agent>/<thread>`. The one place it is built.
+pub(crate) fn store_id(agent: &str, thread: &str) -> String {
+    format!("{agent}/{thread}")
+}
+
+/// What a thread actor's mailbox receives.
+#[derive(Debug)]
+pub(crate) enum ThreadMsg {
+    /// A signal for the strategy.
+    Signal(Signal),
+    /// A signal for the strategy whose reply (a signal of one of the reply types carrying the
+    /// same request id) is sent back on `reply`.
+    Ask {
+        /// The request signal; it must carry a request id.
+        signal: Signal,
+        /// Where the reply goes.
+        reply: oneshot::Sender<Result<Signal, AskError>>,
+    },
+    /// The asker of `request` waited `after` for its reply and stopped waiting: the thread
+    /// decides what that means, in its order of events. A request still open (running or
+    /// queued) is cancelled and its asker gets [`AskError::Timeout`]; one that ended already
+    /// was answered, and nothing changes (no cancel reaches the strategy to be noted).
+    Expire {
+        /// The request waited for.
+        request: String,
+        /// How long its asker waited.
+        after: Duration,
+    },
+    /// Stop if nothing happened for the idle timeout and no request is open.
+    IdleCheck,
+    /// A copy of the thread this actor keeps (if its strategy keeps one).
+    GetThread(oneshot::Sender<Option<motet_agents::Thread>>),
+    /// A signal from a durable bus consumer, which is told on `committed` once the step that
+    /// handled it committed (or why it was not), so the bus acknowledges it only then. One
+    /// already committed (same `source` and `id`) is answered at once and not handled again.
+    Delivered {
+        /// The signal for the strategy.
+        signal: Signal,
+        /// Where the outcome goes: `Ok` once committed, else why not.
+        committed: oneshot::Sender<Result<(), String>>,
+    },
+}
+
+/// Where a child agent's `Emit` to its parent goes: the parent agent's thread that spawned it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Parent {
+    pub(crate) agent: String,
+    pub(crate) thread: String,
+}
+
+/// Starts an agent of a registered kind under a name, with its configuration.
+pub(crate) type KindFactory = Arc<
+    dyn Fn(
+            Arc<RuntimeCore>,
+            String,
+            &serde_json::Value,
+            Option<Parent>,
+        ) -> futures::future::BoxFuture<'static, Result<(), RuntimeError>>
+        + Send
+        + Sync,
+>;
+
+/// One agent's entry in the registry, whatever its strategy type.
+#[async_trait::async_trait]
+pub(crate) trait RunningAgent: Send + Sync {
+    /// The agent's name.
+    fn name(&self) -> &str;
+    /// Held while one of the agent's threads starts.
+    fn spawning(&self) -> &tokio::sync::Mutex<()>;
+    /// How often the agent's threads may fail before the agent is stopped.
+    fn intensity(&self) -> Intensity;
+    /// Keeps the agent's bus subscriptions, ended with the agent.
+    fn keep_subscriptions(&self, subscriptions: Vec<Subscription>);
+    /// Keeps the tasks of the agent's durable consumers, aborted with its subscriptions.
+    fn keep_consumers(&self, consumers: Vec<AbortHandle>);
+    /// Drops the agent's bus subscriptions (its threads may outlive it briefly while they stop).
+    fn end_subscriptions(&self);
+    /// The agent thread that spawned this agent.
+    fn parent(&self) -> Option<&Parent>;
+    /// The names of the agent's tools that are safe to run twice.
+    fn idempotent_tools(&self) -> Vec<String>;
+    /// The running actor of thread `id`.
+    fn thread(&self, id: &str) -> Option<ActorRef<ThreadMsg>>;
+    /// Records the running actor of thread `id`.
+    fn insert_thread(&self, id: String, actor: ActorRef<ThreadMsg>);
+    /// Removes thread `id` from the agent's running threads, returning its actor.
+    fn remove_thread(&self, id: &str) -> Option<ActorRef<ThreadMsg>>;
+    /// Forgets thread `id` when `actor` is still the one running it.
+    fn forget_thread(&self, id: &str, actor: ActorId);
+    /// The actors of the agent's running threads.
+    fn threads(&self) -> Vec<ActorRef<ThreadMsg>>;
+    /// How many threads of the agent are running.
+    fn thread_count(&self) -> usize;
+    /// Starts the actor of thread `thread_id` (not yet registered: [`RuntimeCore::ensure_thread`]
+    /// does that).
+    async fn spawn_thread(
+        self: Arc<Self>,
+        core: Arc<RuntimeCore>,
+        thread_id: String,
+    ) -> Result<ActorRef<ThreadMsg>, RuntimeError>;
+}
+
+/// What an agent holds on the bus; it ends when the agent is removed.
+#[derive(Default)]
+pub(crate) struct Attached {
+    /// Bus subscriptions; they end when dropped.
+    pub(crate) subscriptions: Vec<Subscription>,
+    /// The tasks of the agent's durable bus consumers; aborted when the agent is removed.
+    pub(crate) consumers: Vec<AbortHandle>,
+}
+
+/// What every thread of one agent shares: its entry in the registry.
+pub(crate) struct LiveAgent<S> {
+    pub(crate) name: Arc<str>,
+    pub(crate) strategy: S,
+    pub(crate) tools: Option<Arc<ToolSet>>,
+    pub(crate) policy: RequestPolicy,
+    /// Stop a thread's actor after this long without messages (it comes back from the store).
+    pub(crate) idle_timeout: Option<Duration>,
+    /// The agent thread that spawned this one, for `Emit` to the parent.
+    pub(crate) parent: Option<Box<Parent>>,
+    /// Held while one of the agent's threads starts, so racing asks start it once.
+    pub(crate) spawning: tokio::sync::Mutex<()>,
+    /// How often the agent's threads may fail before the agent is stopped.
+    pub(crate) intensity: Intensity,
+    /// The agent's bus subscriptions and durable consumers, which most agents have none of
+    /// (one word for them).
+    pub(crate) attached: std::sync::Mutex<Option<Box<Attached>>>,
+    /// The agent's running threads by thread id: the registry's second level. Almost always
+    /// one (the default thread) or none, held in place rather than in a map's table.
+    pub(crate) threads: std::sync::Mutex<Few<ActorRef<ThreadMsg>>>,
+    /// The agent's tenant and priority, which most agents leave at their defaults (boxed: one
+    /// word for them).
+    pub(crate) labels: Option<Box<Labels>>,
+}
+
+/// An agent's tenant and priority, for its LLM calls' [`CallScope`](motet_providers::CallScope).
+pub(crate) struct Labels {
+    pub(crate) tenant: Option<Arc<str>>,
+    pub(crate) priority: motet_providers::Priority,
+}
+
+impl<S> LiveAgent<S> {
+    /// The running threads, locked. Nothing panics while holding the lock (map operations
+    /// only), so a poisoned lock still holds a consistent map.
+    pub(crate) fn running_threads(&self) -> std::sync::MutexGuard<'_, Few<ActorRef<ThreadMsg>>> {
+        self.threads
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The names of the agent's tools that are safe to run twice.
+    pub(crate) fn idempotent_tools(&self) -> Vec<String> {
+        self.tools
+            .as_ref()
+            .map(|tools| tools.idempotent_tools())
+            .unwrap_or_default()
+    }
+}

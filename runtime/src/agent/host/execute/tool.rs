@@ -1,0 +1,109 @@
+//! `ToolExec`: one tool call through the agent's [`ToolSet`](crate::tool::ToolSet), answered
+//! `tool.result`, or `tool.paused` when it waits for a person (a gated tool not yet approved,
+//! or a tool that asked a question).
+
+use motet_directives::results::{TOOL_PAUSED, TOOL_RESULT, ToolPaused, ToolResultSignal};
+use motet_directives::{Pause, ToolCallView, ToolExec, ToolResult};
+use motet_signals::Signal;
+use tracing::Instrument as _;
+
+use crate::agent::host::tracked::{Here, Run, Tracked};
+use crate::agent::signals::result_signal;
+use crate::agent::trace;
+use crate::tool::{Ran, ToolContext};
+
+/// Starts the tool call `exec` for `cause`.
+pub(super) fn run(
+    here: &Here<'_>,
+    tracked: &mut Tracked,
+    cause: &Signal,
+    exec: ToolExec,
+    parent: Option<tracing::Id>,
+    run: Run,
+) {
+    let tools = here.tools.cloned();
+    let activity = here.core.activity.clone();
+    let task_cause = cause.clone();
+    let source = here.source();
+    let span = trace::tool_span(&exec.name, &exec.tool_call_id, exec.args.get(), parent);
+    let mut ctx = ToolContext::new(exec.tool_call_id.as_str())
+        .with_agent_id(&**here.agent)
+        .with_thread_id(&**here.thread);
+    if let Some(request) = cause.request_id() {
+        ctx = ctx.with_request_id(request);
+    }
+    let work = Box::pin(async move {
+        let view = ToolCallView {
+            id: &exec.tool_call_id,
+            name: &exec.name,
+            args: &exec.args,
+        };
+        // Gated: it waits for a person before it runs (unless one approved it).
+        let gate = match &tools {
+            Some(tools) if !exec.approved => tools.approval(view),
+            _ => None,
+        };
+        if let Some(approval) = gate {
+            trace::tool_paused(&span, "approval");
+            return paused(&source, &task_cause, exec, Pause::Approval(approval));
+        }
+        let ran = match &tools {
+            Some(tools) => {
+                let started = std::time::Instant::now();
+                let ran = tools.run(view, &ctx).instrument(span.clone()).await;
+                if let Ran::Result(result) = &ran {
+                    trace::tool_finished(&span, result);
+                    activity.tool_ran(result.is_error);
+                    tracing::info!(
+                        tool = %exec.name,
+                        call = %exec.tool_call_id,
+                        is_error = result.is_error,
+                        elapsed_ms = started.elapsed().as_millis(),
+                        "tool call ran"
+                    );
+                }
+                ran
+            }
+            None => Ran::Result(ToolResult::error(
+                exec.tool_call_id.clone(),
+                format!(
+                    "no tools are available to this agent (asked for `{}`)",
+                    exec.name
+                ),
+            )),
+        };
+        match ran {
+            Ran::Result(result) => result_signal(
+                TOOL_RESULT,
+                &source,
+                &task_cause,
+                ToolResultSignal {
+                    call_id: exec.call_id,
+                    result,
+                },
+            ),
+            Ran::Question(text) => {
+                trace::tool_paused(&span, "question");
+                paused(&source, &task_cause, exec, Pause::Question { text })
+            }
+        }
+    });
+    // Cancelling the request aborts the tool too (dropping its future).
+    tracked.start(here, cause, work, run);
+}
+
+/// `tool.paused` for `exec`: it waits for a person.
+fn paused(source: &str, cause: &Signal, exec: ToolExec, pause: Pause) -> Signal {
+    result_signal(
+        TOOL_PAUSED,
+        source,
+        cause,
+        ToolPaused {
+            call_id: exec.call_id,
+            tool_call_id: exec.tool_call_id,
+            name: exec.name,
+            args: exec.args,
+            pause,
+        },
+    )
+}
