@@ -39,9 +39,9 @@ use motet_signals::Signal;
 pub use config::{ProjectorRef, ReActConfig};
 pub use signals::{
     CONTEXT_WARNING, ContextWarning, ContextWarningReason, FailureReason, LLM_FAILED, LLM_RESULT,
-    LlmError, LlmErrorKind, LlmFailed, LlmResult, ReactCompleted, ReactFailed, SUMMARY_FAILED,
-    SUMMARY_RESULT, SummaryFailed, SummaryResult, TOOL_PAUSED, TOOL_RESULT, ToolPaused,
-    ToolResultSignal,
+    LlmError, LlmErrorKind, LlmFailed, LlmResult, ReactCompleted, ReactFailed, ReactReply,
+    SUMMARY_FAILED, SUMMARY_RESULT, SummaryFailed, SummaryResult, TOOL_PAUSED, TOOL_RESULT,
+    ToolPaused, ToolResultSignal,
 };
 pub use state::{PendingSummary, PendingTool, ReActState, RequestState, Status};
 pub use structured::StructuredCalls;

@@ -1,17 +1,20 @@
 //! Summaries: asked for by the context policy or by `agent.summarize`, built here (the
 //! instructions and the transcript are the strategy's), and committed when they come back.
 
-use motet_directives::{CallId, Directive, Summarize, Usage};
+use motet_directives::{CallId, Directive, ModelRef, Summarize, Usage};
 
 use super::state::{PendingSummary, ReActState};
 use super::{FailureReason, ReAct, ReactCompleted, ReactFailed, Step, ignore};
-use crate::error::StrategyError;
+use crate::error::{StrategyError, SummaryError};
 use crate::protocol::{AGENT_COMPLETED, AGENT_FAILED, AgentSummarize};
+use crate::summary::summary_request;
 use crate::thread::{EntryBody, NewEntry, Refs};
 
 impl ReAct {
     /// A `Summarize` directive for everything before `restart` (from the start of the latest
-    /// summary's range, so the new summary replaces it).
+    /// summary's range, so the new summary replaces it), with the model the request is at in
+    /// its chain unless summaries have a model of their own. None when there is nothing new to
+    /// summarize.
     pub(super) fn request_summary(
         &self,
         state: &mut ReActState,
@@ -27,20 +30,41 @@ impl ReAct {
             Some(EntryBody::Summary { from_seq, .. }) => *from_seq,
             _ => 0,
         };
+        let chain_index = state.request.as_ref().map_or(0, |r| r.model as usize);
+        let model = self.config.model_at(chain_index).clone();
+        // A range of notes and boundaries only is not worth a call.
+        self.summarize(state, step, from_seq, to_seq, model, None)
+            .ok()
+    }
+
+    /// The `Summarize` directive for `from_seq..=to_seq` (built with `summary_request`, with
+    /// `ReActConfig::summary_model` over `model` and the configured instructions), its result
+    /// awaited for `request_id` when a request asked for it.
+    fn summarize(
+        &self,
+        state: &mut ReActState,
+        step: &Step<'_>,
+        from_seq: u64,
+        to_seq: u64,
+        model: ModelRef,
+        request_id: Option<String>,
+    ) -> Result<Directive, SummaryError> {
+        let model = self.config.summary_model.clone().unwrap_or(model);
+        let instructions = self.config.summary_instructions.as_deref();
+        let request = summary_request(&state.thread, from_seq, to_seq, model, instructions)?;
         let call_id = CallId::new(step.env.fresh_id("summary"));
         state.summaries.push(PendingSummary {
             call_id: call_id.clone(),
             from_seq,
             to_seq,
-            request_id: None,
+            request_id,
         });
-        Some(Directive::Summarize(Summarize {
+        Ok(Directive::Summarize(Summarize {
             call_id,
             thread_id: state.thread.id().to_owned(),
             from_seq,
             to_seq,
-            model: self.config.summary_model.clone(),
-            instructions: self.config.summary_instructions.clone(),
+            request,
         }))
     }
 
@@ -87,7 +111,7 @@ impl ReAct {
     }
 
     /// `agent.summarize`: a summary of `from_seq..=to_seq` on request. The range must lie in
-    /// the thread; the answer is the summary's text.
+    /// the thread and hold something to summarize; the answer is the summary's text.
     pub(super) fn on_summarize(
         &self,
         state: &mut ReActState,
@@ -95,33 +119,12 @@ impl ReAct {
         range: AgentSummarize,
     ) -> Result<Vec<Directive>, StrategyError> {
         let request_id = step.request_id();
-        let count = state.thread.entry_count() as u64;
-        if range.from_seq > range.to_seq || range.to_seq >= count {
-            let message = format!(
-                "entries {}..={} are not in the thread (it has {count})",
-                range.from_seq, range.to_seq
-            );
-            return self.summary_refused(state, step, &request_id, message);
+        let model = self.config.model.clone();
+        let asked = Some(request_id.clone());
+        match self.summarize(state, step, range.from_seq, range.to_seq, model, asked) {
+            Ok(directive) => Ok(vec![directive]),
+            Err(refused) => self.summary_refused(state, step, &request_id, refused.to_string()),
         }
-        let call_id = CallId::new(step.env.fresh_id("summary"));
-        state.summaries.push(PendingSummary {
-            call_id: call_id.clone(),
-            from_seq: range.from_seq,
-            to_seq: range.to_seq,
-            request_id: Some(request_id),
-        });
-        Ok(vec![Directive::Summarize(Summarize {
-            call_id,
-            thread_id: state.thread.id().to_owned(),
-            from_seq: range.from_seq,
-            to_seq: range.to_seq,
-            model: self
-                .config
-                .summary_model
-                .clone()
-                .or_else(|| Some(self.config.model.clone())),
-            instructions: self.config.summary_instructions.clone(),
-        })])
     }
 
     /// Answers a `agent.summarize` request with `agent.failed`.

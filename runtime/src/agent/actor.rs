@@ -7,7 +7,6 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use motet_agents::{Env, Strategy, protocol};
-use motet_directives::ModelRef;
 use motet_signals::Signal;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::sync::oneshot;
@@ -141,8 +140,6 @@ pub struct ThreadState<S: Strategy> {
     supervised: bool,
     strategy: S::State,
     env: SystemEnv,
-    /// The model of the last LLM call: summaries use it when their directive names none.
-    last_model: Option<ModelRef>,
     /// Whether the thread exists in the store yet.
     stored: bool,
     /// Entries of the strategy's thread already in the store.
@@ -301,7 +298,6 @@ where
             diverged: false,
             env,
             open: None,
-            last_model: None,
             occasional: loaded.interrupted.map(|request| {
                 Box::new(Occasional {
                     interrupted: Some(request),

@@ -12,9 +12,7 @@ use motet_directives::results::{
     LLM_FAILED, LLM_RESULT, LlmFailed, LlmResult, SUMMARY_FAILED, SUMMARY_RESULT, SummaryFailed,
     SummaryResult, TOOL_PAUSED, TOOL_RESULT, ToolPaused, ToolResultSignal,
 };
-use motet_directives::{
-    Directive, EmitTarget, LlmRequest, Message, Pause, PromptCache, ToolCallView, ToolResult,
-};
+use motet_directives::{Directive, EmitTarget, Pause, PromptCache, ToolCallView, ToolResult};
 use motet_providers::ProviderError;
 use motet_signals::Signal;
 use ractor::ActorRef;
@@ -30,7 +28,7 @@ use crate::tool::output::panic_message;
 use crate::tool::{Ran, ToolContext};
 use tracing::Instrument as _;
 
-use super::llm::{CallFailure, SUMMARY_INSTRUCTIONS, llm_error, stream_call, transcript};
+use super::llm::{CallFailure, llm_error, stream_call};
 use super::{SCHEDULE_FIRED, ThreadActor, ThreadMsg, ThreadState};
 use crate::agent::events::{CHILD_FAILED, CHILD_STARTED, ChildEvent};
 
@@ -58,7 +56,6 @@ where
                     let key = PromptCache::key_for(&[&self.agent.name, &self.thread_id]);
                     cache.key = Some(key);
                 }
-                state.last_model = Some(call.request.model.clone());
                 let iteration = match cause
                     .request_id()
                     .and_then(|r| state.open.as_mut()?.spans.get_mut(r))
@@ -193,51 +190,23 @@ where
                 self.start(myself, state, cause, work, run);
             }
             Directive::Summarize(summarize) => {
-                let transcript = self
-                    .agent
-                    .strategy
-                    .thread(&state.strategy)
-                    .map(|thread| transcript(thread.slice(summarize.from_seq, summarize.to_seq)))
-                    .unwrap_or_default();
-                let model = summarize.model.clone().or_else(|| state.last_model.clone());
+                // The strategy built the call (instructions, transcript, model): it is
+                // streamed as it is.
                 let core = self.core.clone();
                 let me = myself.clone();
                 let task_cause = cause.clone();
                 let source = self.source();
                 let call_id = summarize.call_id;
-                let instructions = summarize
-                    .instructions
-                    .unwrap_or_else(|| SUMMARY_INSTRUCTIONS.to_owned());
+                let request = summarize.request;
                 let span = trace::directive_span("summarize", &self.thread_id, parent);
                 let scope = self.scope(cause, motet_providers::CallKind::Summary);
                 let task = tokio::spawn(async move {
-                    let outcome = match model {
-                        _ if transcript.is_empty() => {
-                            Err("there is nothing in that range to summarize".to_owned())
-                        }
-                        None => {
-                            Err("no model to summarize with: set one on the directive".to_owned())
-                        }
-                        Some(model) => {
-                            let request = LlmRequest::new(
-                                model,
-                                vec![Message::system(instructions), Message::user(transcript)],
-                            );
-                            let chat = trace::chat_span(&request, span.id(), 0);
-                            stream_call(
-                                &core,
-                                request,
-                                &scope,
-                                &source,
-                                &task_cause,
-                                &call_id,
-                                chat,
-                            )
+                    let chat = trace::chat_span(&request, span.id(), 0);
+                    let outcome =
+                        stream_call(&core, request, &scope, &source, &task_cause, &call_id, chat)
                             .await
                             .map(|response| response.message.to_string())
-                            .map_err(|failure| failure.error.to_string())
-                        }
-                    };
+                            .map_err(|failure| failure.error.to_string());
                     let signal = match outcome {
                         Ok(content) => result_signal(
                             SUMMARY_RESULT,
