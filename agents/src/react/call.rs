@@ -45,40 +45,8 @@ impl ReAct {
             .with_call_id(call_id.shared())
             .with_iteration(request.iteration);
         let mut directives = Vec::new();
-        let mut warning = None;
-        let projection = match self.project(&state.thread, &policy, &ids) {
-            Ok(first) if first.meta.truncated => {
-                warning = Some(ContextWarningReason::Truncated);
-                let restart = match (policy.window, first.meta.suggested_boundary) {
-                    (WindowMode::Stable, Some(seq)) => {
-                        let boundary = NewEntry::boundary(seq).with_refs(refs.clone());
-                        state.thread.append(step.env, boundary);
-                        Some(seq)
-                    }
-                    _ => first.meta.history_from_seq,
-                };
-                if policy.summarization == Summarization::RequestNew && state.summaries.is_empty() {
-                    directives.extend(self.request_summary(state, step, restart));
-                }
-                match policy.window {
-                    WindowMode::Stable => self.project(&state.thread, &policy, &ids),
-                    WindowMode::Sliding => Ok(first),
-                }
-            }
-            Ok(fits) => {
-                // Nothing dropped, but the policy may still want the older part summarized
-                // (entries or tokens since the last summary): everything before the request's
-                // question, which stays raw.
-                if state.summaries.is_empty()
-                    && policy.summary_trigger(&state.thread, false).is_some()
-                {
-                    let restart = question_seq(&state.thread, &request_id);
-                    directives.extend(self.request_summary(state, step, restart));
-                }
-                Ok(fits)
-            }
-            other => other,
-        };
+        let (projection, warning) =
+            self.project_for_call(state, step, &policy, &ids, &refs, &mut directives);
         let projection = match projection {
             Ok(projection) => projection,
             Err(error) => {
@@ -123,6 +91,56 @@ impl ReAct {
             request: request_body,
         }));
         Ok(directives)
+    }
+
+    /// The call's projection. One that dropped history is a warning to give; in the stable
+    /// window mode it commits a boundary and projects again, and the policy may ask for a
+    /// summary of what the window leaves behind. One that fits may still ask for a summary of
+    /// everything before the request's question (the policy's entries or tokens trigger). A
+    /// summary's directive joins `directives`.
+    fn project_for_call(
+        &self,
+        state: &mut ReActState,
+        step: &Step<'_>,
+        policy: &ContextPolicy,
+        ids: &ProjectionIds,
+        refs: &Refs,
+        directives: &mut Vec<Directive>,
+    ) -> (
+        Result<ProjectionResult, ProjectionError>,
+        Option<ContextWarningReason>,
+    ) {
+        match self.project(&state.thread, policy, ids) {
+            Ok(first) if first.meta.truncated => {
+                let restart = match (policy.window, first.meta.suggested_boundary) {
+                    (WindowMode::Stable, Some(seq)) => {
+                        let boundary = NewEntry::boundary(seq).with_refs(refs.clone());
+                        state.thread.append(step.env, boundary);
+                        Some(seq)
+                    }
+                    _ => first.meta.history_from_seq,
+                };
+                if policy.summarization == Summarization::RequestNew && state.summaries.is_empty() {
+                    directives.extend(self.request_summary(state, step, restart));
+                }
+                let projection = match policy.window {
+                    WindowMode::Stable => self.project(&state.thread, policy, ids),
+                    WindowMode::Sliding => Ok(first),
+                };
+                (projection, Some(ContextWarningReason::Truncated))
+            }
+            Ok(fits) => {
+                if state.summaries.is_empty()
+                    && policy.summary_trigger(&state.thread, false).is_some()
+                {
+                    let question = ids.request_id.as_deref();
+                    let restart = question.and_then(|r| question_seq(&state.thread, r));
+                    directives.extend(self.request_summary(state, step, restart));
+                }
+                (Ok(fits), None)
+            }
+            other => (other, None),
+        }
     }
 
     pub(super) fn project(
