@@ -75,3 +75,28 @@ pub enum StrategyError {
         message: String,
     },
 }
+
+/// A summary call that cannot be built (`summary_request`): decided by the strategy before it
+/// asks the runtime for anything.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SummaryError {
+    /// The range is empty or reaches past the thread's end.
+    #[error("entries {from_seq}..={to_seq} are not in the thread (it has {count})")]
+    OutOfRange {
+        /// First entry asked for.
+        from_seq: u64,
+        /// Last entry asked for (inclusive).
+        to_seq: u64,
+        /// How many entries the thread has.
+        count: u64,
+    },
+    /// The range holds no message, tool result or summary: nothing a summary could say.
+    #[error("there is nothing in entries {from_seq}..={to_seq} to summarize")]
+    Empty {
+        /// First entry of the range.
+        from_seq: u64,
+        /// Last entry of the range (inclusive).
+        to_seq: u64,
+    },
+}

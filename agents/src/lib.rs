@@ -11,11 +11,14 @@
 //! - `estimate` — [`TokenEstimator`] and the seeds' [`Heuristic`].
 //! - `policy` — [`ContextPolicy`], [`PolicyOverride`], presets and resolution.
 //! - `projector` — [`project`]: system ⊕ summary ⊕ history ⊕ pending within a budget.
-//! - `strategy` — the [`Strategy`] trait.
+//! - `strategy` — the [`Strategy`] trait; `wrapped` — [`Wrapped`]: a strategy around another,
+//!   every hook forwarded, its `handle` wrapped by a [`Wrap`].
+//! - `summary` — [`summary_request`]: the call that summarizes a range of a thread, with
+//!   [`SUMMARY_INSTRUCTIONS`] and its [`transcript`].
 //! - [`protocol`] — what the runtime sends every strategy (`agent.request`, `agent.cancel`, ...)
 //!   and how a strategy replies; [`Input`] decodes it.
 //! - `react` — [`ReAct`], its state and its signals.
-//! - `error` — [`ThreadError`], [`ProjectionError`], [`StrategyError`].
+//! - `error` — [`ThreadError`], [`ProjectionError`], [`StrategyError`], [`SummaryError`].
 //!
 //! # Example
 //! ```
@@ -51,10 +54,12 @@ mod projector;
 pub mod protocol;
 mod react;
 mod strategy;
+mod summary;
 mod thread;
+mod wrapped;
 
 pub use env::{Env, FixedEnv};
-pub use error::{ProjectionError, StrategyError, ThreadError};
+pub use error::{ProjectionError, StrategyError, SummaryError, ThreadError};
 pub use estimate::{
     AUDIO_BYTES_PER_TOKEN, Calibrated, HEURISTIC_MESSAGE_OVERHEAD, Heuristic, IMAGE_TOKENS,
     PDF_PAGE_TOKENS, TokenEstimator, estimate_body, estimate_message, estimate_tools, media_tokens,
@@ -79,12 +84,14 @@ pub use protocol::{
 pub use react::{
     CONTEXT_WARNING, ContextWarning, ContextWarningReason, FailureReason, LLM_FAILED, LLM_RESULT,
     LlmError, LlmErrorKind, LlmFailed, LlmResult, PendingSummary, PendingTool, ProjectorRef, ReAct,
-    ReActConfig, ReActState, ReactCompleted, ReactFailed, RequestState, SUMMARY_FAILED,
+    ReActConfig, ReActState, ReactCompleted, ReactFailed, ReactReply, RequestState, SUMMARY_FAILED,
     SUMMARY_RESULT, Status, StructuredCalls, SummaryFailed, SummaryResult, TOOL_PAUSED,
     TOOL_RESULT, ToolPaused, ToolResultSignal,
 };
 pub use strategy::Strategy;
+pub use summary::{SUMMARY_INSTRUCTIONS, summary_request, transcript};
 pub use thread::{
     CallBasis, CallUsage, Entry, EntryBody, EntryId, EntryKind, ForkOrigin, Lineage, NewEntry,
     RefKey, Refs, Thread, ThreadHead, ThreadStats,
 };
+pub use wrapped::{Wrap, Wrapped};

@@ -64,8 +64,8 @@ pub trait Strategy {
         self.restore(env, saved)
     }
 
-    /// The conversation thread this state keeps, if any: the runtime stores its entries and
-    /// answers `Summarize` directives from it. By default none.
+    /// The conversation thread this state keeps, if any: the runtime stores its entries (and
+    /// lists, exports and counts them). By default none.
     fn thread<'a>(&self, state: &'a Self::State) -> Option<&'a crate::Thread> {
         let _ = state;
         None

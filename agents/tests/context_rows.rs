@@ -8,92 +8,52 @@
     reason = "test helpers: a failed unwrap is a failed test"
 )]
 
+mod common;
+
 use motet_agents::{
     AgentPolicy, AgentRequest, CONTEXT_WARNING, ContextPolicy, ContextWarning,
-    ContextWarningReason, EntryBody, Env, FixedEnv, Heuristic, LlmError, LlmErrorKind, LlmFailed,
+    ContextWarningReason, EntryBody, FixedEnv, Heuristic, LlmError, LlmErrorKind, LlmFailed,
     LlmResult, NewEntry, PolicyOverride, ProjectionError, ProjectionIds, ProjectionInput,
-    ProjectionResult, Projector, ReAct, ReActConfig, ReActState, Strategy, Summarization,
-    SummaryResult, SummaryTrigger, Thread, TokenEstimator, ToolResultSignal, estimate_message,
-    estimate_tools, project, project_with,
+    ProjectionResult, Projector, Strategy, Summarization, SummaryResult, SummaryTrigger, Thread,
+    TokenEstimator, ToolResultSignal, estimate_message, estimate_tools, project, project_with,
 };
 use motet_directives::{
     AssistantBlock, AssistantMessage, CallId, Directive, LlmResponse, Message, StopReason,
     ToolArgs, ToolDef, ToolDefs, ToolResult, Usage,
 };
-use motet_signals::Signal;
 use serde_json::{Value, json};
 
-struct Harness {
-    react: ReAct,
-    state: ReActState,
-    env: FixedEnv,
-    request: String,
+use common::*;
+
+/// Asks `query` as request `request`, under the request's own policy `over`.
+fn ask(
+    h: &mut Harness,
+    request: &str,
+    query: &str,
+    over: Option<PolicyOverride>,
+) -> Vec<Directive> {
+    let input = AgentRequest {
+        context_policy: over,
+        ..question(query)
+    };
+    h.ask_with(request, input)
 }
 
-impl Harness {
-    fn new(config: ReActConfig) -> Self {
-        let env = FixedEnv::new(1_700_000_000_000);
-        let react = ReAct::new(config);
-        let state = react.init_for_thread(&env, "th");
-        Self {
-            react,
-            state,
-            env,
-            request: "r0".into(),
-        }
-    }
-
-    fn send(&mut self, ty: &str, data: Value) -> Vec<Directive> {
-        let signal = Signal::builder(ty, "test")
-            .with_id(self.env.fresh_id("in"))
-            .with_time(None)
-            .with_thread_id("th")
-            .with_request_id(self.request.as_str())
-            .with_json_data(data)
-            .build()
-            .unwrap();
-        self.env.advance_ms(1);
-        self.react
-            .handle(&mut self.state, &signal, &self.env)
-            .unwrap()
-    }
-
-    fn ask(&mut self, request: &str, query: &str, over: Option<PolicyOverride>) -> Vec<Directive> {
-        self.request = request.into();
-        let input = AgentRequest {
-            query: query.into(),
-            context_policy: over,
-            response_format: None,
-            attachments: Default::default(),
-        };
-        self.send("agent.request", serde_json::to_value(input).unwrap())
-    }
-
-    fn set_policy(&mut self, policy: Option<ContextPolicy>) -> Vec<Directive> {
-        self.request = "set".into();
-        let data = AgentPolicy {
-            context_policy: policy,
-        };
-        self.send("agent.policy", serde_json::to_value(data).unwrap())
-    }
-}
-
-fn stream(directives: &[Directive]) -> &motet_directives::LlmStream {
-    directives
-        .iter()
-        .find_map(|d| match d {
-            Directive::LlmStream(s) => Some(s),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("no llm call in {directives:?}"))
+/// Sets (or clears) the agent's layer of the context policy.
+fn set_policy(h: &mut Harness, policy: Option<ContextPolicy>) -> Vec<Directive> {
+    h.request = "set".into();
+    let data = AgentPolicy {
+        context_policy: policy,
+    };
+    h.send("agent.policy", to_value(&data))
 }
 
 fn text(call: &CallId, text: &str) -> Value {
-    serde_json::to_value(LlmResult {
-        call_id: call.clone(),
-        response: LlmResponse::new(AssistantMessage::text(text), Usage::default()),
-    })
-    .unwrap()
+    llm_result(
+        call.as_str(),
+        AssistantMessage::text(text),
+        Usage::default(),
+    )
 }
 
 fn tool_call(call: &CallId, id: &str) -> Value {
@@ -105,26 +65,7 @@ fn tool_call(call: &CallId, id: &str) -> Value {
         )],
         stop_reason: StopReason::ToolUse,
     };
-    serde_json::to_value(LlmResult {
-        call_id: call.clone(),
-        response: LlmResponse::new(message, Usage::default()),
-    })
-    .unwrap()
-}
-
-fn tools() -> ToolDefs {
-    vec![ToolDef::new(
-        "calculator",
-        "Evaluates arithmetic",
-        json!({"type": "object", "properties": {"expr": {"type": "string"}}}),
-    )]
-    .into()
-}
-
-fn calculator() -> ReActConfig {
-    ReActConfig::new("openai:gpt-5.2".parse().unwrap())
-        .with_system_prompt("You are a calculator.")
-        .with_tools(tools())
+    llm_result(call.as_str(), message, Usage::default())
 }
 
 /// The policies recorded with the thread's calls, oldest first.
@@ -142,22 +83,22 @@ fn recorded(thread: &Thread) -> Vec<ContextPolicy> {
 #[test]
 fn the_agents_policy_sits_between_the_request_and_the_config_and_is_recorded() {
     let config = ContextPolicy::new().with_keep_last_turns(7);
-    let mut h = Harness::new(calculator().with_context_policy(config.clone()));
+    let mut h = Harness::on_thread(calculator().with_context_policy(config.clone()));
     assert_eq!(h.react.context_policy(&h.state), Some(config.clone()));
 
-    let call = stream(&h.ask("r1", "q1", None)).call_id.clone();
+    let call = stream(&ask(&mut h, "r1", "q1", None)).call_id.clone();
     h.send("llm.result", text(&call, "a1"));
     assert_eq!(h.state.thread.policy_in_force(), Some(&config));
 
     // The agent's layer, set by a signal the runtime can send: it replaces the config's.
     let agent = ContextPolicy::new().with_keep_last_turns(9);
-    let reply = h.set_policy(Some(agent.clone()));
+    let reply = set_policy(&mut h, Some(agent.clone()));
     assert!(
         matches!(&reply[..], [Directive::Reply(r)] if r.signal.signal_type().as_str() == "agent.completed"),
         "{reply:?}"
     );
     assert_eq!(h.react.context_policy(&h.state), Some(agent.clone()));
-    let call = stream(&h.ask("r2", "q2", None)).call_id.clone();
+    let call = stream(&ask(&mut h, "r2", "q2", None)).call_id.clone();
     h.send("llm.result", text(&call, "a2"));
     assert_eq!(h.state.thread.policy_in_force(), Some(&agent));
 
@@ -166,19 +107,19 @@ fn the_agents_policy_sits_between_the_request_and_the_config_and_is_recorded() {
         max_input_tokens: Some(5_000),
         ..PolicyOverride::default()
     };
-    let call = stream(&h.ask("r3", "q3", Some(over))).call_id.clone();
+    let call = stream(&ask(&mut h, "r3", "q3", Some(over))).call_id.clone();
     h.send("llm.result", text(&call, "a3"));
     let with_override = agent.clone().with_max_input_tokens(5_000);
     assert_eq!(h.state.thread.policy_in_force(), Some(&with_override));
-    let call = stream(&h.ask("r4", "q4", None)).call_id.clone();
+    let call = stream(&ask(&mut h, "r4", "q4", None)).call_id.clone();
     h.send("llm.result", text(&call, "a4"));
-    let call = stream(&h.ask("r5", "q5", None)).call_id.clone();
+    let call = stream(&ask(&mut h, "r5", "q5", None)).call_id.clone();
     h.send("llm.result", text(&call, "a5"));
 
     // Cleared, the config's policy is in force again.
-    h.set_policy(None);
+    set_policy(&mut h, None);
     assert_eq!(h.react.context_policy(&h.state), Some(config.clone()));
-    let call = stream(&h.ask("r6", "q6", None)).call_id.clone();
+    let call = stream(&ask(&mut h, "r6", "q6", None)).call_id.clone();
     h.send("llm.result", text(&call, "a6"));
 
     // One copy per change, not one per call: r5 repeated r4's policy.
@@ -214,10 +155,10 @@ fn long_session(h: &mut Harness) -> Vec<(CallId, String)> {
                 .with_reserve_output_tokens(300)
                 .with_keep_last_turns(0)
                 .with_summarization(Summarization::RequestNew);
-            h.set_policy(Some(tighter));
+            set_policy(h, Some(tighter));
         }
         let query = format!("turn {turn}: {}", "please compute this ".repeat(4));
-        let d = h.ask(&format!("r{turn}"), &query, None);
+        let d = ask(h, &format!("r{turn}"), &query, None);
         summaries(&d, &mut pending_summary);
         let mut call = record(&d, &mut sent);
         if turn % 7 == 3 {
@@ -271,7 +212,7 @@ fn every_calls_context_is_rebuilt_from_the_thread_byte_for_byte() {
         .with_reserve_output_tokens(300)
         .with_keep_last_turns(0)
         .with_summarization(Summarization::RequestNew);
-    let mut h = Harness::new(calculator().with_context_policy(policy));
+    let mut h = Harness::on_thread(calculator().with_context_policy(policy));
     let sent = long_session(&mut h);
     let thread = &h.state.thread;
     assert!(thread.latest_summary().is_some() && thread.latest_boundary().is_some());
@@ -423,7 +364,7 @@ fn the_entries_trigger_asks_for_a_summary_of_what_precedes_the_question() {
         .with_summarization(Summarization::RequestNew)
         .with_keep_last_turns(0)
         .with_summary_after_entries(5);
-    let mut h = Harness::new(calculator().with_context_policy(policy));
+    let mut h = Harness::on_thread(calculator().with_context_policy(policy));
     let summarize = |d: &[Directive]| {
         d.iter()
             .filter_map(|d| match d {
@@ -432,14 +373,14 @@ fn the_entries_trigger_asks_for_a_summary_of_what_precedes_the_question() {
             })
             .collect::<Vec<_>>()
     };
-    let d = h.ask("r1", "q1", None);
+    let d = ask(&mut h, "r1", "q1", None);
     assert!(summarize(&d).is_empty());
     h.send("llm.result", text(&stream(&d).call_id, "a1"));
-    let d = h.ask("r2", "q2", None);
+    let d = ask(&mut h, "r2", "q2", None);
     assert!(summarize(&d).is_empty(), "3 entries");
     h.send("llm.result", text(&stream(&d).call_id, "a2"));
     // Five entries: everything before q3 (seq 4) is summarized; q3 stays raw.
-    let d = h.ask("r3", "q3", None);
+    let d = ask(&mut h, "r3", "q3", None);
     let asked = summarize(&d);
     assert_eq!(
         asked.iter().map(|s| (s.1, s.2)).collect::<Vec<_>>(),
@@ -454,7 +395,7 @@ fn the_entries_trigger_asks_for_a_summary_of_what_precedes_the_question() {
     h.send("summary.result", serde_json::to_value(result).unwrap());
     h.send("llm.result", text(&call, "a3"));
     // From then on the summary stands in for 0..=3.
-    let d = h.ask("r4", "q4", None);
+    let d = ask(&mut h, "r4", "q4", None);
     let shown: Vec<&Message> = stream(&d).request.messages.iter().collect();
     assert!(
         matches!(shown[1], Message::System { content } if content.ends_with("q1, q2 answered")),
@@ -478,13 +419,13 @@ fn warnings(directives: &[Directive]) -> Vec<ContextWarning> {
 #[test]
 fn a_context_near_its_budget_or_truncated_is_warned_about() {
     let quiet = ContextPolicy::new();
-    let mut h = Harness::new(calculator().with_context_policy(quiet));
-    assert!(warnings(&h.ask("r1", "hello", None)).is_empty());
+    let mut h = Harness::on_thread(calculator().with_context_policy(quiet));
+    assert!(warnings(&ask(&mut h, "r1", "hello", None)).is_empty());
 
     // Near: the system prompt, the tool and the question fill over 0.5% of 6,000 tokens.
     let near = ContextPolicy::new().with_warn_at(0.005);
-    let mut h = Harness::new(calculator().with_context_policy(near));
-    let d = h.ask("r1", "hello", None);
+    let mut h = Harness::on_thread(calculator().with_context_policy(near));
+    let d = ask(&mut h, "r1", "hello", None);
     let got = warnings(&d);
     assert_eq!(got.len(), 1, "{d:?}");
     assert_eq!(got[0].reason, ContextWarningReason::NearBudget);
@@ -494,11 +435,11 @@ fn a_context_near_its_budget_or_truncated_is_warned_about() {
 
     // Truncated: a one-message window drops the earlier turn.
     let cut = ContextPolicy::new().with_max_messages(1).with_warn_at(0.0);
-    let mut h = Harness::new(calculator().with_context_policy(cut));
-    let d = h.ask("r1", "q1", None);
+    let mut h = Harness::on_thread(calculator().with_context_policy(cut));
+    let d = ask(&mut h, "r1", "q1", None);
     assert!(warnings(&d).is_empty());
     h.send("llm.result", text(&stream(&d).call_id, "a1"));
-    let got = warnings(&h.ask("r2", "q2", None));
+    let got = warnings(&ask(&mut h, "r2", "q2", None));
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].reason, ContextWarningReason::Truncated);
 }
@@ -525,10 +466,10 @@ impl Projector for NewestOnly {
 
 #[test]
 fn a_projector_the_user_supplies_builds_the_context_and_its_rebuild() {
-    let mut h = Harness::new(calculator().with_projector(NewestOnly));
-    let d = h.ask("r1", "q1", None);
+    let mut h = Harness::on_thread(calculator().with_projector(NewestOnly));
+    let d = ask(&mut h, "r1", "q1", None);
     h.send("llm.result", text(&stream(&d).call_id, "a1"));
-    let d = h.ask("r2", "q2", None);
+    let d = ask(&mut h, "r2", "q2", None);
     let s = stream(&d);
     assert_eq!(
         s.request.messages,
@@ -550,20 +491,12 @@ fn a_projector_the_user_supplies_builds_the_context_and_its_rebuild() {
 
 #[test]
 fn the_previous_calls_usage_calibrates_the_estimate() {
-    let mut h = Harness::new(calculator());
+    let mut h = Harness::on_thread(calculator());
     assert!(h.state.thread.calibration().is_none());
-    let d = h.ask("r1", "q1", None);
+    let d = ask(&mut h, "r1", "q1", None);
     let call = stream(&d).call_id.clone();
     // The provider counted 1.5 times what the projection estimated.
-    let estimated = {
-        let s = stream(&d);
-        s.request
-            .messages
-            .iter()
-            .map(|m| u64::from(estimate_message(&Heuristic, m)))
-            .sum::<u64>()
-            + estimate_tools(&Heuristic, &s.request.tools)
-    };
+    let estimated = sent_estimate(&d);
     let counted = estimated * 3 / 2;
     let result = LlmResult {
         call_id: call,
@@ -595,7 +528,7 @@ fn sent_estimate(directives: &[Directive]) -> u64 {
 #[test]
 fn a_calibrated_policy_reads_its_budget_at_the_latest_calls_ratio() {
     let policy = ContextPolicy::new().with_token_estimator(motet_agents::EstimatorKind::Calibrated);
-    let mut h = Harness::new(calculator().with_context_policy(policy));
+    let mut h = Harness::on_thread(calculator().with_context_policy(policy));
     let answer = |call: &CallId, counted: u64| {
         serde_json::to_value(LlmResult {
             call_id: call.clone(),
@@ -618,17 +551,17 @@ fn a_calibrated_policy_reads_its_budget_at_the_latest_calls_ratio() {
             .budget
     };
     // Nothing counted yet: the whole budget.
-    let d = h.ask("r1", "q1", None);
+    let d = ask(&mut h, "r1", "q1", None);
     let first = stream(&d).call_id.clone();
     h.send("llm.result", answer(&first, 0));
     assert_eq!(budget(&h, &first), 6_000);
     // The provider counts twice what the heuristic estimated for the second call...
-    let d = h.ask("r2", "q2", None);
+    let d = ask(&mut h, "r2", "q2", None);
     let second = stream(&d).call_id.clone();
     h.send("llm.result", answer(&second, 2 * sent_estimate(&d)));
     assert_eq!(budget(&h, &second), 6_000);
     // ...so the third reads the budget at that ratio: half, in heuristic tokens.
-    let d = h.ask("r3", "q3", None);
+    let d = ask(&mut h, "r3", "q3", None);
     let third = stream(&d).call_id.clone();
     h.send("llm.result", answer(&third, 0));
     assert_eq!(budget(&h, &third), 3_000);

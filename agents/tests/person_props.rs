@@ -11,18 +11,21 @@
     reason = "test helpers: a failed unwrap is a failed test"
 )]
 
+mod common;
+
 use motet_agents::{
-    AgentCancel, AgentRequest, AgentRespond, AgentResume, AgentSteer, EntryBody, FixedEnv,
-    LlmResult, ReAct, ReActConfig, ReActState, Strategy as _, ToolPaused, ToolResultSignal,
+    AgentCancel, AgentRequest, AgentRespond, AgentResume, AgentSteer, EntryBody, LlmResult,
+    ReActConfig, ReActState, Strategy as _, ToolPaused, ToolResultSignal,
 };
 use motet_directives::{
     Approval, AssistantBlock, AssistantMessage, CallId, Directive, LlmResponse, Message, Pause,
     Response, StopReason, ToolArgs, ToolDef, ToolDefs, ToolResult, Usage,
 };
-use motet_signals::Signal;
 use proptest::prelude::*;
 use serde::Serialize;
 use serde_json::json;
+
+use common::{Harness, to_value};
 
 #[derive(Debug, Clone, Copy)]
 enum Op {
@@ -57,10 +60,7 @@ fn op() -> impl Strategy<Value = Op> {
 
 /// The strategy, its state and what its directives left owed.
 struct World {
-    react: ReAct,
-    state: ReActState,
-    env: FixedEnv,
-    request: String,
+    h: Harness,
     requests: usize,
     llm_call: Option<CallId>,
     tools: Vec<(CallId, String)>,
@@ -74,18 +74,11 @@ impl World {
     fn new() -> Self {
         let tools: ToolDefs =
             vec![ToolDef::new("calc", "Computes", json!({"type": "object"}))].into();
-        let react = ReAct::new(
-            ReActConfig::new("openai:gpt-5.2".parse().unwrap())
-                .with_tools(tools)
-                .with_max_iterations(50),
-        );
-        let env = FixedEnv::new(0);
-        let state = react.init(&env);
+        let config = ReActConfig::new("openai:gpt-5.2".parse().unwrap())
+            .with_tools(tools)
+            .with_max_iterations(50);
         Self {
-            react,
-            state,
-            env,
-            request: "r0".into(),
+            h: Harness::new(config),
             requests: 0,
             llm_call: None,
             tools: Vec::new(),
@@ -96,18 +89,7 @@ impl World {
     }
 
     fn send(&mut self, ty: &str, data: impl Serialize) {
-        let signal = Signal::builder(ty, "test")
-            .with_time(None)
-            .with_thread_id("th")
-            .with_request_id(self.request.as_str())
-            .with_data(data)
-            .build()
-            .unwrap();
-        for directive in self
-            .react
-            .handle(&mut self.state, &signal, &self.env)
-            .unwrap()
-        {
+        for directive in self.h.send(ty, to_value(&data)) {
             match directive {
                 Directive::LlmStream(stream) => {
                     self.llm_call = Some(stream.call_id);
@@ -129,9 +111,9 @@ impl World {
 
     fn apply(&mut self, op: Op) {
         match op {
-            Op::Ask if !self.state.status.is_active() => {
+            Op::Ask if !self.h.state.status.is_active() => {
                 self.requests += 1;
-                self.request = format!("r{}", self.requests);
+                self.h.request = format!("r{}", self.requests);
                 let query = format!("question {}", self.requests);
                 self.send(
                     "agent.request",
@@ -243,9 +225,9 @@ impl World {
             }
             Op::Restart => {
                 let saved: ReActState =
-                    serde_json::from_value(serde_json::to_value(&self.state).unwrap()).unwrap();
-                let active = self.state.status.is_active();
-                self.state = self.react.restore(&self.env, saved);
+                    serde_json::from_value(serde_json::to_value(&self.h.state).unwrap()).unwrap();
+                let active = self.h.state.status.is_active();
+                self.h.state = self.h.react.restore(&self.h.env, saved);
                 self.llm_call = None;
                 self.tools.clear();
                 if active {
@@ -309,7 +291,7 @@ proptest! {
         }
         // And in the thread itself: no user message between a turn's tool calls and the last
         // of their results.
-        let thread = world.state.thread.to_list();
+        let thread = world.h.state.thread.to_list();
         let mut owed: Vec<String> = Vec::new();
         for entry in thread {
             match &entry.body {
@@ -336,19 +318,20 @@ proptest! {
         }
         // A request that ended answered every call it made.
         prop_assert!(
-            world.state.status.is_active() || owed.is_empty(),
+            world.h.state.status.is_active() || owed.is_empty(),
             "{:?} owed after the request ended ({:?})",
             owed,
-            world.state.status
+            world.h.state.status
         );
         // What the state lists as waiting is exactly what waits, and only while it is active.
         let listed: Vec<String> = world
+            .h
             .react
-            .waiting(&world.state)
+            .waiting(&world.h.state)
             .into_iter()
             .map(|w| w.tool_call_id)
             .collect();
-        if world.state.status.is_active() {
+        if world.h.state.status.is_active() {
             for id in &listed {
                 prop_assert!(owed.contains(id), "{} is listed but not owed", id);
             }
@@ -356,19 +339,20 @@ proptest! {
             prop_assert!(listed.is_empty(), "{:?} listed with no request", listed);
         }
         // Every steer the active request accepted is in the thread as a user message or a note.
-        let thread = world.state.thread.to_list();
+        let thread = world.h.state.thread.to_list();
         let recorded = |text: &str| thread.iter().any(|e| match &e.body {
             EntryBody::User { content } => content == text,
             EntryBody::Note { text: note } => note.ends_with(&format!(": {text}")),
             _ => false,
         });
         let waiting: Vec<String> = world
+            .h
             .state
             .request
             .as_ref()
             .map(|r| r.steers.clone())
             .unwrap_or_default();
-        let ignored = usize::try_from(world.state.ignored).unwrap();
+        let ignored = usize::try_from(world.h.state.ignored).unwrap();
         let lost: Vec<&String> = world
             .steers
             .iter()

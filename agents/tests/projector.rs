@@ -7,6 +7,8 @@
     reason = "test helpers: a failed unwrap is a failed test"
 )]
 
+mod common;
+
 use motet_agents::{
     ContextPolicy, EntryKind, FixedEnv, NewEntry, ProjectionError, ProjectionIds, ProjectionInput,
     ProjectionResult, Refs, SummaryRole, Thread, project,
@@ -14,6 +16,8 @@ use motet_agents::{
 use motet_directives::{
     AssistantBlock, AssistantMessage, Message, StopReason, ToolArgs, ToolDefs, ToolResult, Usage,
 };
+
+use common::describe_message;
 
 fn tool_turn(calls: &[&str]) -> NewEntry {
     let blocks = calls
@@ -66,22 +70,7 @@ fn run(
 
 /// One letter per message role, contents of text messages: a compact picture of a projection.
 fn shape(messages: &[Message]) -> Vec<String> {
-    messages
-        .iter()
-        .map(|m| match m {
-            Message::System { content } => format!("S:{content}"),
-            Message::User { content } => format!("U:{content}"),
-            Message::Assistant(turn) if turn.has_tool_calls() => {
-                let ids: Vec<&str> = turn.tool_calls().map(|c| c.id).collect();
-                format!("A:calls[{}]", ids.join(","))
-            }
-            Message::Assistant(turn) => format!("A:{turn}"),
-            Message::ToolResults { results } => {
-                let ids: Vec<&str> = results.iter().map(|r| r.tool_use_id.as_str()).collect();
-                format!("T:[{}]", ids.join(","))
-            }
-        })
-        .collect()
+    messages.iter().map(describe_message).collect()
 }
 
 fn unlimited() -> ContextPolicy {
@@ -122,7 +111,7 @@ fn results_follow_their_call_in_call_order() {
             "S:sys",
             "U:q",
             "A:calls[t1,t2,t3]",
-            "T:[t1,t2,t3]",
+            "T:[t1=a,t2=b,t3=c]",
             "A:done"
         ]
     );
@@ -240,7 +229,7 @@ fn turn_and_message_windows_cut_whole_groups() {
     let got = run(&thread, &one_turn, &[]).unwrap();
     assert_eq!(
         shape(&got.messages),
-        ["S:sys", "U:q2", "A:calls[t]", "T:[t]", "A:a2"]
+        ["S:sys", "U:q2", "A:calls[t]", "T:[t=r]", "A:a2"]
     );
     assert!(got.meta.truncated);
     let two_messages = unlimited().with_max_messages(2);
@@ -250,7 +239,7 @@ fn turn_and_message_windows_cut_whole_groups() {
     let got = run(&thread, &three, &[]).unwrap();
     assert_eq!(
         shape(&got.messages),
-        ["S:sys", "A:calls[t]", "T:[t]", "A:a2"]
+        ["S:sys", "A:calls[t]", "T:[t=r]", "A:a2"]
     );
 }
 

@@ -8,16 +8,18 @@
     reason = "test helpers: a failed unwrap is a failed test"
 )]
 
+mod common;
+
 use motet_agents::{
-    AgentRequest, AgentResume, EntryBody, Env, FixedEnv, LlmError, LlmErrorKind, LlmFailed,
-    LlmResult, ReAct, ReActConfig, ReActState, Strategy,
+    AgentResume, EntryBody, LlmError, LlmErrorKind, LlmFailed, ReActConfig, Strategy,
 };
 use motet_directives::{
-    AssistantBlock, AssistantMessage, Directive, LlmResponse, LlmStream, ModelRef, StopReason,
-    ToolArgs, ToolDef, ToolDefs, Usage,
+    AssistantBlock, AssistantMessage, Directive, LlmStream, ModelRef, StopReason, ToolArgs,
+    ToolDef, ToolDefs, Usage,
 };
-use motet_signals::Signal;
-use serde_json::{Value, json};
+use serde_json::json;
+
+use common::*;
 
 fn model(text: &str) -> ModelRef {
     text.parse().unwrap()
@@ -32,51 +34,31 @@ fn chain() -> ReActConfig {
     ])
 }
 
-struct Agent {
-    react: ReAct,
-    state: ReActState,
-    env: FixedEnv,
-    request: String,
+/// The shared harness, spoken to in LLM calls.
+struct Agent(Harness);
+
+impl std::ops::Deref for Agent {
+    type Target = Harness;
+
+    fn deref(&self) -> &Harness {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Agent {
+    fn deref_mut(&mut self) -> &mut Harness {
+        &mut self.0
+    }
 }
 
 impl Agent {
     fn new(config: ReActConfig) -> Self {
-        let env = FixedEnv::new(1_700_000_000_000);
-        let react = ReAct::new(config);
-        let state = react.init(&env);
-        Self {
-            react,
-            state,
-            env,
-            request: "r0".into(),
-        }
-    }
-
-    fn send(&mut self, ty: &str, data: Value) -> Vec<Directive> {
-        let signal = Signal::builder(ty, "test")
-            .with_id(self.env.fresh_id("in"))
-            .with_time(None)
-            .with_thread_id("th")
-            .with_request_id(self.request.as_str())
-            .with_json_data(data)
-            .build()
-            .unwrap();
-        self.env.advance_ms(1);
-        self.react
-            .handle(&mut self.state, &signal, &self.env)
-            .unwrap()
+        Self(Harness::new(config))
     }
 
     /// Asks `query` as request `request`; the LLM call it starts.
     fn ask(&mut self, request: &str, query: &str) -> LlmStream {
-        self.request = request.into();
-        let input = AgentRequest {
-            attachments: Default::default(),
-            query: query.into(),
-            context_policy: None,
-            response_format: None,
-        };
-        call_in(&self.send("agent.request", serde_json::to_value(&input).unwrap()))
+        call_in(&self.0.ask_with(request, question(query)))
     }
 
     /// Fails `call` with `kind`; the directives that follow.
@@ -89,16 +71,13 @@ impl Agent {
                 retryable,
             },
         };
-        self.send("llm.failed", serde_json::to_value(&failed).unwrap())
+        self.send("llm.failed", to_value(&failed))
     }
 
     /// Answers `call` with `response`; the directives that follow.
     fn answer(&mut self, call: &LlmStream, message: AssistantMessage) -> Vec<Directive> {
-        let result = LlmResult {
-            call_id: call.call_id.clone(),
-            response: LlmResponse::new(message, Usage::default()),
-        };
-        self.send("llm.result", serde_json::to_value(&result).unwrap())
+        let result = llm_result(call.call_id.as_str(), message, Usage::default());
+        self.send("llm.result", result)
     }
 
     /// The models recorded on the thread's assistant entries (`None`: the agent's own).

@@ -8,98 +8,67 @@
     reason = "test helpers: a failed unwrap is a failed test"
 )]
 
+mod common;
+
 use motet_agents::{
-    AgentRequest, EntryBody, Env, FailureReason, FixedEnv, LlmResult, ReAct, ReActConfig,
-    ReActState, ReactFailed, RequestState, Status, Strategy, StructuredCalls, ToolResultSignal,
+    AgentRequest, EntryBody, FailureReason, ReActConfig, ReactFailed, RequestState, Status,
+    StructuredCalls,
 };
 use motet_directives::{
-    AssistantBlock, AssistantMessage, CallId, Directive, LlmResponse, ResponseFormat, StopReason,
-    ToolArgs, ToolChoice, ToolDef, ToolDefs, ToolResult, Usage,
+    AssistantBlock, AssistantMessage, Directive, ResponseFormat, StopReason, ToolArgs, ToolChoice,
+    ToolDef, ToolDefs, Usage,
 };
 use motet_signals::Signal;
 use serde_json::{Value, json};
 
-struct Harness {
-    react: ReAct,
-    state: ReActState,
-    env: FixedEnv,
+use common::*;
+
+/// The shared harness, with each call described by its format and tool choice, and the
+/// replies kept.
+struct Structured {
+    h: Harness,
     replies: Vec<Signal>,
 }
 
-impl Harness {
+impl std::ops::Deref for Structured {
+    type Target = Harness;
+
+    fn deref(&self) -> &Harness {
+        &self.h
+    }
+}
+
+impl Structured {
     fn new(config: ReActConfig) -> Self {
-        let env = FixedEnv::new(1_700_000_000_000);
-        let react = ReAct::new(config);
-        let state = react.init(&env);
+        let mut h = Harness::new(config);
+        h.request = "r1".into();
         Self {
-            react,
-            state,
-            env,
+            h,
             replies: Vec::new(),
         }
     }
 
     fn send(&mut self, ty: &str, data: Value) -> Vec<String> {
-        let signal = Signal::builder(ty, "test")
-            .with_id(self.env.fresh_id("in"))
-            .with_time(None)
-            .with_thread_id("th")
-            .with_request_id("r1")
-            .with_json_data(data)
-            .build()
-            .unwrap();
-        self.env.advance_ms(1);
-        let directives = self
-            .react
-            .handle(&mut self.state, &signal, &self.env)
-            .unwrap();
+        let directives = self.h.send(ty, data);
         directives.iter().map(|d| self.describe(d)).collect()
     }
 
     fn ask(&mut self, query: &str, format: Option<ResponseFormat>) -> Vec<String> {
         let input = AgentRequest {
-            attachments: Default::default(),
-            query: query.into(),
-            context_policy: None,
             response_format: format,
+            ..question(query)
         };
-        self.send("agent.request", serde_json::to_value(input).unwrap())
+        let directives = self.h.ask_with("r1", input);
+        directives.iter().map(|d| self.describe(d)).collect()
     }
 
     fn script(&mut self, steps: &[(&str, Value, &[&str])]) {
-        for (i, (ty, data, expected)) in steps.iter().enumerate() {
-            let got = self.send(ty, data.clone());
-            assert_eq!(got, *expected, "step {i}: {ty}");
-        }
+        let replies = &mut self.replies;
+        self.h.script_with(steps, |d| describe(replies, d));
     }
 
     fn describe(&mut self, d: &Directive) -> String {
-        match d {
-            Directive::LlmStream(s) => {
-                let format = match &s.request.options.response_format {
-                    Some(ResponseFormat::JsonSchema { name, .. }) => format!("format={name}"),
-                    Some(other) => format!("format={other:?}"),
-                    None => "no format".to_owned(),
-                };
-                let choice = match &s.request.tool_choice {
-                    ToolChoice::Auto => "auto",
-                    ToolChoice::None => "none",
-                    ToolChoice::Required => "required",
-                    ToolChoice::Tool { .. } => "named",
-                };
-                format!("llm {} {format} tools={choice}", s.call_id)
-            }
-            Directive::ToolExec(t) => format!("tool {} {}", t.call_id, t.name),
-            Directive::Reply(r) => {
-                self.replies.push(r.signal.clone());
-                let data: Value = r.signal.data_as().unwrap();
-                match r.signal.signal_type().as_str() {
-                    "agent.completed" => format!("completed {}", data["answer"]),
-                    _ => format!("failed {}", data["reason"]["kind"]),
-                }
-            }
-            other => format!("{other:?}"),
-        }
+        describe(&mut self.replies, d)
     }
 
     /// The thread's user entries after the question, and each assistant answer, in order.
@@ -122,12 +91,39 @@ impl Harness {
     }
 }
 
+/// A call by its format and tool choice, a tool run by its name, a reply by its answer or
+/// failure (kept in `replies`).
+fn describe(replies: &mut Vec<Signal>, d: &Directive) -> String {
+    match d {
+        Directive::LlmStream(s) => {
+            let format = match &s.request.options.response_format {
+                Some(ResponseFormat::JsonSchema { name, .. }) => format!("format={name}"),
+                Some(other) => format!("format={other:?}"),
+                None => "no format".to_owned(),
+            };
+            let choice = match &s.request.tool_choice {
+                ToolChoice::Auto => "auto",
+                ToolChoice::None => "none",
+                ToolChoice::Required => "required",
+                ToolChoice::Tool { .. } => "named",
+            };
+            format!("llm {} {format} tools={choice}", s.call_id)
+        }
+        Directive::ToolExec(t) => format!("tool {} {}", t.call_id, t.name),
+        Directive::Reply(r) => {
+            replies.push(r.signal.clone());
+            let data: Value = r.signal.data_as().unwrap();
+            match r.signal.signal_type().as_str() {
+                "agent.completed" => format!("completed {}", data["answer"]),
+                _ => format!("failed {}", data["reason"]["kind"]),
+            }
+        }
+        other => format!("{other:?}"),
+    }
+}
+
 fn text(call: &str, answer: &str) -> Value {
-    serde_json::to_value(LlmResult {
-        call_id: CallId::new(call),
-        response: LlmResponse::new(AssistantMessage::text(answer), Usage::default()),
-    })
-    .unwrap()
+    llm_result(call, AssistantMessage::text(answer), Usage::default())
 }
 
 fn lookup(call: &str, city: &str) -> Value {
@@ -139,19 +135,11 @@ fn lookup(call: &str, city: &str) -> Value {
         )],
         stop_reason: StopReason::ToolUse,
     };
-    serde_json::to_value(LlmResult {
-        call_id: CallId::new(call),
-        response: LlmResponse::new(message, Usage::default()),
-    })
-    .unwrap()
+    llm_result(call, message, Usage::default())
 }
 
 fn tool_result(call: &str, content: &str) -> Value {
-    serde_json::to_value(ToolResultSignal {
-        call_id: CallId::new(call),
-        result: ToolResult::ok("tc1", content),
-    })
-    .unwrap()
+    tool_ok(call, "tc1", content)
 }
 
 fn weather() -> ResponseFormat {
@@ -180,7 +168,7 @@ const GOOD: &str = r#"{"city": "Lyon", "high_c": 21}"#;
 
 #[test]
 fn a_conforming_answer_after_tool_use_completes_the_request() {
-    let mut h = Harness::new(config());
+    let mut h = Structured::new(config());
     assert_eq!(
         h.ask("Weather in Lyon?", Some(weather())),
         ["llm call_1 format=Weather tools=auto"]
@@ -208,7 +196,7 @@ fn a_conforming_answer_after_tool_use_completes_the_request() {
 
 #[test]
 fn a_nonconforming_answer_is_sent_back_with_what_is_wrong_then_fixed() {
-    let mut h = Harness::new(config());
+    let mut h = Structured::new(config());
     h.ask("Weather in Lyon?", Some(weather()));
     h.script(&[
         (
@@ -248,7 +236,7 @@ fn a_nonconforming_answer_is_sent_back_with_what_is_wrong_then_fixed() {
 
 #[test]
 fn nonconforming_answers_past_the_limit_fail_the_request_with_the_last_message() {
-    let mut h = Harness::new(config().with_max_format_retries(1));
+    let mut h = Structured::new(config().with_max_format_retries(1));
     h.ask("Weather in Lyon?", Some(weather()));
     h.script(&[
         (
@@ -290,7 +278,7 @@ fn nonconforming_answers_past_the_limit_fail_the_request_with_the_last_message()
 
 #[test]
 fn final_calls_ask_for_the_format_only_after_a_text_answer_that_does_not_match() {
-    let mut h = Harness::new(config().with_structured_calls(StructuredCalls::Final));
+    let mut h = Structured::new(config().with_structured_calls(StructuredCalls::Final));
     assert_eq!(
         h.ask("Weather in Lyon?", Some(weather())),
         ["llm call_1 no format tools=auto"]
@@ -319,7 +307,7 @@ fn final_calls_ask_for_the_format_only_after_a_text_answer_that_does_not_match()
         ),
     ]);
     // A text answer that matches at once needs no constrained call.
-    let mut h = Harness::new(config().with_structured_calls(StructuredCalls::Final));
+    let mut h = Structured::new(config().with_structured_calls(StructuredCalls::Final));
     h.ask("Weather in Lyon?", Some(weather()));
     h.script(&[(
         "llm.result",
@@ -330,7 +318,7 @@ fn final_calls_ask_for_the_format_only_after_a_text_answer_that_does_not_match()
 
 #[test]
 fn a_request_without_a_format_answers_in_free_text() {
-    let mut h = Harness::new(config());
+    let mut h = Structured::new(config());
     assert_eq!(
         h.ask("Weather in Lyon?", None),
         ["llm call_1 no format tools=auto"]
@@ -345,7 +333,7 @@ fn a_request_without_a_format_answers_in_free_text() {
     options.response_format = Some(ResponseFormat::JsonObject);
     let mut configured = config();
     configured.options = options;
-    let mut h = Harness::new(configured);
+    let mut h = Structured::new(configured);
     assert_eq!(
         h.ask("Weather?", None),
         ["llm call_1 format=JsonObject tools=auto"]
@@ -366,7 +354,7 @@ fn stored_requests_without_the_new_fields_still_read() {
 
 #[test]
 fn a_resumed_request_keeps_its_format_and_spent_retries() {
-    let mut h = Harness::new(config().with_max_format_retries(1));
+    let mut h = Structured::new(config().with_max_format_retries(1));
     h.ask("Weather in Lyon?", Some(weather()));
     // One retry spent, then the process stops while the retry's call runs.
     h.script(&[(
@@ -390,7 +378,7 @@ fn a_resumed_request_keeps_its_format_and_spent_retries() {
 
 #[test]
 fn an_answer_committed_before_a_stop_is_checked_when_resumed() {
-    let mut h = Harness::new(config());
+    let mut h = Structured::new(config());
     h.ask("Weather in Lyon?", Some(weather()));
     // The answer is committed; its reply is lost with the process.
     h.send("llm.result", text("call_1", GOOD));

@@ -11,7 +11,7 @@ use arcstr::ArcStr;
 use motet_signals::Signal;
 use serde::{Deserialize, Serialize};
 
-use crate::request::{LlmRequest, ModelRef};
+use crate::request::LlmRequest;
 use crate::tool::ToolArgs;
 
 /// Correlates a directive with the signal that reports its result.
@@ -80,7 +80,8 @@ pub enum Directive {
     /// Run a tool; the result arrives as `tool.result` (a failure is an error result the model
     /// reads).
     ToolExec(ToolExec),
-    /// Summarize a range of the thread with an LLM call; appended as a summary entry.
+    /// Summarize a range of the thread with the LLM call the strategy built; the strategy
+    /// commits the summary entry when the result comes back.
     Summarize(Summarize),
     /// Send a signal somewhere.
     Emit(Emit),
@@ -166,23 +167,26 @@ impl ToolExec {
     }
 }
 
-/// Summarize entries `from_seq..=to_seq` of a thread (seed 001 §8).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Summarize entries `from_seq..=to_seq` of a thread (seed 001 §8) with the call the strategy
+/// built: its instructions and the range's transcript are the strategy's (see
+/// `motet_agents::summary_request`), the runtime only streams it and answers `summary.result`
+/// or `summary.failed`.
+///
+/// Directives are executed, never stored, so this shape has no older one to read: a
+/// `Summarize` with `model` and `instructions` in place of `request` (before the strategy
+/// built the call) does not deserialize.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summarize {
     /// Echoed by the result signal.
     pub call_id: CallId,
-    /// The thread to summarize.
+    /// The thread summarized.
     pub thread_id: String,
     /// First entry covered.
     pub from_seq: u64,
     /// Last entry covered (inclusive).
     pub to_seq: u64,
-    /// The model to summarize with; the agent's model when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<ModelRef>,
-    /// Extra instructions for the summary.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub instructions: Option<String>,
+    /// The summary call: model, instructions and transcript.
+    pub request: LlmRequest,
 }
 
 /// Where an emitted signal goes.

@@ -535,16 +535,20 @@ fn every_directive_round_trips() {
             thread_id: "th_1".into(),
             from_seq: 0,
             to_seq: 41,
-            model: Some("anthropic:claude-haiku-4-5".parse().unwrap()),
-            instructions: Some("keep numbers".into()),
+            request: LlmRequest::new(
+                "anthropic:claude-haiku-4-5".parse().unwrap(),
+                vec![
+                    Message::system("keep numbers"),
+                    Message::user("User: 17 * 23?\n"),
+                ],
+            ),
         }),
         Directive::Summarize(Summarize {
             call_id: CallId::new("summary_2"),
             thread_id: "th_1".into(),
             from_seq: 0,
             to_seq: 9,
-            model: None,
-            instructions: None,
+            request: LlmRequest::new("openai:gpt-5.2".parse().unwrap(), Vec::new()),
         }),
         Directive::Emit(Emit {
             signal: signal(),
@@ -618,4 +622,20 @@ fn every_directive_round_trips() {
     );
     assert_eq!(schedule["delay"], 1_500);
     assert_eq!(json_of(&CallId::new("x")), json!("x"));
+}
+
+#[test]
+fn a_summarize_carries_the_call_the_strategy_built_and_the_older_shape_is_refused() {
+    // Directives are executed, never stored: the shape from before the strategy built the
+    // summary call (a model and instructions) names no call to stream, and is not read.
+    let older = json!({
+        "directive": "summarize",
+        "call_id": "summary_1",
+        "thread_id": "th_1",
+        "from_seq": 0,
+        "to_seq": 9,
+        "model": "openai:gpt-5.2",
+        "instructions": "keep numbers",
+    });
+    assert!(serde_json::from_value::<Directive>(older).is_err());
 }

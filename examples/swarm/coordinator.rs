@@ -5,7 +5,7 @@
 //!   a `agent.request` signal (`Emit` to that agent), on a thread of its own named after the task
 //!   and attempt, so no task sees another's history.
 //! - Workers answer on the bus (`agent.completed` / `agent.failed`, which the coordinator
-//!   subscribes to). Every answer moves the count on and is published as `swarm.progress`.
+//!   subscribes to and reads as a `ReactReply`). Every answer moves the count on and is published as `swarm.progress`.
 //! - Workers also report every tool result (`swarm.tool`): the coordinator counts the tool
 //!   calls of each task and checks each result, and then the answer, against the result the
 //!   task expects (the product, the code in the note).
@@ -18,7 +18,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use motet::agents::{ReactCompleted, ReactFailed};
+use motet::agents::ReactReply;
 use motet::directives::{Emit, EmitTarget, Reply};
 use motet::prelude::*;
 use motet::runtime::agent::ThreadFailure;
@@ -248,6 +248,13 @@ impl Strategy for Coordinator {
         signal: &Signal,
         env: &dyn Env,
     ) -> Result<Vec<Directive>, StrategyError> {
+        if let Some(reply) = ReactReply::of(signal)? {
+            // A late answer to an attempt already replaced changes nothing.
+            let Some(out) = self.on_reply(state, reply, env)? else {
+                return Ok(Vec::new());
+            };
+            return progressed(state, out);
+        }
         let mut out = Vec::new();
         match signal.signal_type().as_str() {
             RUN => {
@@ -275,26 +282,6 @@ impl Strategy for Coordinator {
                     out.push(self.dispatch(state, open)?);
                 }
             }
-            "agent.completed" => {
-                let done: ReactCompleted = read(signal)?;
-                let Some(open) = state.open.remove(&done.request_id) else {
-                    return Ok(Vec::new()); // a late answer to an attempt already replaced
-                };
-                state.report.tokens_in += done.usage.input_tokens;
-                state.report.tokens_out += done.usage.output_tokens;
-                state.report.outcomes.push(Outcome {
-                    id: open.task.id,
-                    answer_correct: open.task.answer_correct(&done.answer),
-                    answer: Some(done.answer),
-                    error: None,
-                    attempts: open.attempt + 1,
-                    latency_ms: env.now_ms().saturating_sub(open.first_sent_ms),
-                    llm_calls: done.iterations,
-                    skill: open.task.skill,
-                    tool_calls: open.tool_calls,
-                    tool_results_correct: open.tool_results_correct,
-                });
-            }
             TOOL_REPORT => {
                 let report: ToolReport = read(signal)?;
                 if let Some(open) = state.open.get_mut(&report.request_id) {
@@ -307,15 +294,6 @@ impl Strategy for Coordinator {
                     }
                 }
                 return Ok(Vec::new());
-            }
-            "agent.failed" => {
-                let failed: ReactFailed = read(signal)?;
-                let Some(open) = state.open.remove(&failed.request_id) else {
-                    return Ok(Vec::new());
-                };
-                state.report.tokens_in += failed.usage.input_tokens;
-                state.report.tokens_out += failed.usage.output_tokens;
-                out.extend(self.retry(state, open, failed.reason.to_string(), env)?);
             }
             motet::runtime::agent::THREAD_RESTARTED => {
                 let failure: ThreadFailure = read(signal)?;
@@ -344,24 +322,70 @@ impl Strategy for Coordinator {
             }
             _ => return Ok(Vec::new()),
         }
-        out.push(progress(state)?);
-        if state.report.outcomes.len() == state.total
-            && let Some(batch) = state.batch.take()
-        {
-            let mut report = std::mem::take(&mut state.report);
-            report.outcomes.sort_by_key(|o| o.id);
-            let done = Signal::builder(DONE, "coordinator")
-                .with_request_id(batch)
-                .with_data(report)
-                .build()
-                .map_err(|e| emit_error(DONE, e))?;
-            out.push(Directive::Reply(Reply::completed(done)));
-        }
-        Ok(out)
+        progressed(state, out)
     }
 }
 
+/// `out`, then the progress so far, and the report when every task has its outcome.
+fn progressed(
+    state: &mut Gathering,
+    mut out: Vec<Directive>,
+) -> Result<Vec<Directive>, StrategyError> {
+    out.push(progress(state)?);
+    if state.report.outcomes.len() == state.total
+        && let Some(batch) = state.batch.take()
+    {
+        let mut report = std::mem::take(&mut state.report);
+        report.outcomes.sort_by_key(|o| o.id);
+        let done = Signal::builder(DONE, "coordinator")
+            .with_request_id(batch)
+            .with_data(report)
+            .build()
+            .map_err(|e| emit_error(DONE, e))?;
+        out.push(Directive::Reply(Reply::completed(done)));
+    }
+    Ok(out)
+}
+
 impl Coordinator {
+    /// A worker's reply: the task's outcome, or another attempt after a failure. `None` for
+    /// a reply to an attempt already replaced.
+    fn on_reply(
+        &self,
+        state: &mut Gathering,
+        reply: ReactReply,
+        env: &dyn Env,
+    ) -> Result<Option<Vec<Directive>>, StrategyError> {
+        let Some(open) = state.open.remove(reply.request_id()) else {
+            return Ok(None);
+        };
+        let usage = reply.usage();
+        state.report.tokens_in += usage.input_tokens;
+        state.report.tokens_out += usage.output_tokens;
+        match reply {
+            ReactReply::Completed(done) => {
+                state.report.outcomes.push(Outcome {
+                    id: open.task.id,
+                    answer_correct: open.task.answer_correct(&done.answer),
+                    answer: Some(done.answer),
+                    error: None,
+                    attempts: open.attempt + 1,
+                    latency_ms: env.now_ms().saturating_sub(open.first_sent_ms),
+                    llm_calls: done.iterations,
+                    skill: open.task.skill,
+                    tool_calls: open.tool_calls,
+                    tool_results_correct: open.tool_results_correct,
+                });
+                Ok(Some(Vec::new()))
+            }
+            ReactReply::Failed(failed) => {
+                let why = failed.reason.to_string();
+                let retried = self.retry(state, open, why, env)?;
+                Ok(Some(retried.into_iter().collect()))
+            }
+        }
+    }
+
     /// Sends a task to its worker as `agent.request`, on a thread named after the attempt.
     fn dispatch(&self, state: &mut Gathering, open: Open) -> Result<Directive, StrategyError> {
         let request = format!("task-{}.{}", open.task.id, open.attempt);

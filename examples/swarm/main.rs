@@ -50,6 +50,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
+use motet::agents::{AGENT_COMPLETED, AGENT_FAILED, Wrapped};
 use motet::directives::ToolChoice;
 use motet::prelude::*;
 use motet::providers::ProviderKind;
@@ -272,7 +273,7 @@ async fn swarm(
         let (skill, tools, react) = &kits[k % kits.len()];
         let name = format!("worker-{k:04}");
         // A batch: on a shared provider account, a person's chat goes first.
-        let spec = AgentSpec::new(&name, Worker(react.clone()))
+        let spec = AgentSpec::new(&name, Wrapped::new(react.clone(), Worker))
             .with_tools(tools.clone())
             .with_priority(motet::providers::Priority::Low);
         runtime.spawn(spec).await.map_err(|e| e.to_string())?;
@@ -288,8 +289,8 @@ async fn swarm(
         .subscribe(pattern(AGENT_STOPPED)?);
     spec = match args.bus {
         BusChoice::Local => spec
-            .subscribe(pattern("agent.completed")?)
-            .subscribe(pattern("agent.failed")?)
+            .subscribe(pattern(AGENT_COMPLETED)?)
+            .subscribe(pattern(AGENT_FAILED)?)
             .subscribe(pattern(TOOL_REPORT)?),
         BusChoice::Nats => {
             let started = std::time::SystemTime::now()

@@ -1,4 +1,4 @@
-//! A worker: ReAct with real tools, wrapped so chaos can crash it on purpose and so the
+//! A worker: ReAct with real tools, wrapped (`Wrapped`) so chaos can crash it on purpose and so the
 //! coordinator hears what each tool returned.
 //!
 //! Every tool's schema is in every prompt, so each worker has only the tool of its [`Skill`]:
@@ -11,8 +11,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use motet::agents::ReActState;
 use motet::agents::{AGENT_REQUEST, EntryBody};
+use motet::agents::{ReActState, Wrap};
 use motet::directives::{Emit, EmitTarget};
 use motet::prelude::*;
 use schemars::JsonSchema;
@@ -39,43 +39,15 @@ pub(crate) struct ToolReport {
     pub is_error: bool,
 }
 
-/// ReAct, plus a crash on the tasks chaos picked and a report of each tool result.
-pub(crate) struct Worker(pub ReAct);
+/// Around ReAct (`Wrapped::new(react, Worker)`, which keeps every other hook ReAct's): a
+/// crash on the tasks chaos picked, and a report of each tool result.
+pub(crate) struct Worker;
 
-impl Strategy for Worker {
-    type State = ReActState;
-
-    fn init(&self, env: &dyn Env) -> ReActState {
-        self.0.init(env)
-    }
-
-    fn init_for_thread(&self, env: &dyn Env, thread: &str) -> ReActState {
-        self.0.init_for_thread(env, thread)
-    }
-
-    fn restore(&self, env: &dyn Env, saved: ReActState) -> ReActState {
-        self.0.restore(env, saved)
-    }
-
-    fn restore_thread(&self, env: &dyn Env, thread: Thread) -> ReActState {
-        self.0.restore_thread(env, thread)
-    }
-
-    fn reload(&self, env: &dyn Env, saved: ReActState) -> ReActState {
-        self.0.reload(env, saved)
-    }
-
-    fn thread<'a>(&self, state: &'a ReActState) -> Option<&'a Thread> {
-        self.0.thread(state)
-    }
-
-    fn thread_mut<'a>(&self, state: &'a mut ReActState) -> Option<&'a mut Thread> {
-        self.0.thread_mut(state)
-    }
-
+impl Wrap<ReAct> for Worker {
     #[allow(clippy::panic)] // crashing is what chaos is for
     fn handle(
         &self,
+        react: &ReAct,
         state: &mut ReActState,
         signal: &Signal,
         env: &dyn Env,
@@ -88,7 +60,7 @@ impl Strategy for Worker {
             panic!("{CHAOS} the worker crashed on purpose");
         }
         let before = state.thread.entry_count();
-        let mut directives = self.0.handle(state, signal, env)?;
+        let mut directives = react.handle(state, signal, env)?;
         // What this signal committed: each tool result, as the model will read it.
         for entry in state.thread.to_list().get(before..).unwrap_or_default() {
             let (EntryBody::ToolResult { name, result }, Some(request_id)) =

@@ -32,8 +32,8 @@
 //!   `events`, `trace`, `env` ([`SystemEnv`]).
 //!
 //! Directives executed so far: `LlmStream` (through the runtime's [`LlmClient`]), `ToolExec`
-//! (through the agent's [`crate::tool::ToolSet`]), `Summarize` (an LLM call over the thread's
-//! entries in range, with the directive's model or the thread's last one), `Emit` to the bus, an
+//! (through the agent's [`crate::tool::ToolSet`]), `Summarize` (the summary call the strategy
+//! built, streamed as it is), `Emit` to the bus, an
 //! agent, a group or the parent, `Spawn` (an agent kind registered with
 //! [`RuntimeBuilder::kind`], answered `agent.child.started` / `agent.child.failed`), `StopChild`
 //! (the child and its own children), `Schedule` / `CancelSchedule`, `Stop`.

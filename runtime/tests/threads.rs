@@ -16,8 +16,8 @@ use motet_runtime::testing::ScriptedModel;
 
 use common::*;
 
-/// Keeps notes in a thread; "summarize" asks the runtime for a summary of them and answers
-/// with it.
+/// Keeps notes in a thread; "summarize" asks the runtime to stream the summary call it built
+/// over them (`summary_request`) and answers with the summary.
 struct Notes;
 
 #[derive(Clone, serde::Serialize, serde::Deserialize)]
@@ -65,13 +65,18 @@ impl motet_agents::Strategy for Notes {
         if input.query == "summarize" {
             state.waiting = Some(request);
             let last = state.thread.entry_count() as u64;
+            let to_seq = last.saturating_sub(1);
+            let model = "openai:gpt-5.2".parse().unwrap();
+            let instructions = Some("Summarize the notes.");
+            let request =
+                motet_agents::summary_request(&state.thread, 0, to_seq, model, instructions)
+                    .unwrap();
             return Ok(vec![Directive::Summarize(Summarize {
                 call_id: CallId::new("sum-1"),
                 thread_id: state.thread.id().to_owned(),
                 from_seq: 0,
-                to_seq: last.saturating_sub(1),
-                model: Some("openai:gpt-5.2".parse().unwrap()),
-                instructions: Some("Summarize the notes.".into()),
+                to_seq,
+                request,
             })]);
         }
         state

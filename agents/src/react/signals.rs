@@ -11,7 +11,11 @@ pub use motet_directives::results::{
     SUMMARY_RESULT, SummaryFailed, SummaryResult, TOOL_PAUSED, TOOL_RESULT, ToolPaused,
     ToolResultSignal,
 };
+use motet_signals::Signal;
 use serde::{Deserialize, Serialize};
+
+use crate::error::StrategyError;
+use crate::protocol::{AGENT_COMPLETED, AGENT_FAILED};
 
 /// Data of ReAct's `agent.completed`: the protocol's [`AgentCompleted`](crate::AgentCompleted)
 /// fields (`answer`, `usage`) and more.
@@ -110,6 +114,85 @@ pub struct ReactFailed {
     pub reason: FailureReason,
     /// Usage of this request's LLM calls.
     pub usage: Usage,
+}
+
+/// A ReAct agent's reply as whoever asked reads it: `agent.completed` or `agent.failed`,
+/// decoded, so a caller matches on this type instead of on signal type strings.
+///
+/// # Example
+/// ```
+/// use motet_agents::{AGENT_COMPLETED, ReactCompleted, ReactReply};
+/// use motet_signals::Signal;
+///
+/// let done = ReactCompleted {
+///     request_id: "req_1".into(),
+///     answer: "391".into(),
+///     usage: Default::default(),
+///     thread_usage: Default::default(),
+///     iterations: 2,
+/// };
+/// let signal = Signal::builder(AGENT_COMPLETED, "react").with_data(&done).build()?;
+/// match ReactReply::of(&signal)? {
+///     Some(ReactReply::Completed(done)) => assert_eq!(done.answer, "391"),
+///     other => panic!("not an answer: {other:?}"),
+/// }
+/// let other = Signal::builder("swarm.tool", "worker").build()?;
+/// assert_eq!(ReactReply::of(&other)?, None);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReactReply {
+    /// `agent.completed`: the answer.
+    Completed(ReactCompleted),
+    /// `agent.failed`: why not.
+    Failed(ReactFailed),
+}
+
+impl ReactReply {
+    /// The reply `signal` carries, or `None` for a signal that is no reply.
+    ///
+    /// # Errors
+    /// [`StrategyError::InvalidData`] when `signal` is a reply whose data is not ReAct's (a
+    /// reply from a strategy of another kind).
+    pub fn of(signal: &Signal) -> Result<Option<Self>, StrategyError> {
+        let reply = match signal.signal_type().as_str() {
+            AGENT_COMPLETED => signal.data_as().map(Self::Completed),
+            AGENT_FAILED => signal.data_as().map(Self::Failed),
+            _ => return Ok(None),
+        };
+        reply.map(Some).map_err(|e| StrategyError::InvalidData {
+            signal_type: signal.signal_type().as_str().to_owned(),
+            message: e.to_string(),
+        })
+    }
+
+    /// The request answered.
+    pub fn request_id(&self) -> &str {
+        match self {
+            Self::Completed(done) => &done.request_id,
+            Self::Failed(failed) => &failed.request_id,
+        }
+    }
+
+    /// What the request's LLM calls used.
+    pub fn usage(&self) -> Usage {
+        match self {
+            Self::Completed(done) => done.usage,
+            Self::Failed(failed) => failed.usage,
+        }
+    }
+}
+
+impl TryFrom<&Signal> for ReactReply {
+    type Error = StrategyError;
+
+    /// The reply `signal` carries; a signal that is no reply is
+    /// [`StrategyError::Unhandled`].
+    fn try_from(signal: &Signal) -> Result<Self, StrategyError> {
+        Self::of(signal)?.ok_or_else(|| StrategyError::Unhandled {
+            signal_type: signal.signal_type().as_str().to_owned(),
+        })
+    }
 }
 
 /// Published when a projection had to drop history or nears its budget: [`ContextWarning`].

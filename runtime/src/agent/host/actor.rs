@@ -581,23 +581,9 @@ where
     ) {
         let run = Run::for_step(&directives);
         let here = self.here(myself);
-        let thread = self.agent.strategy.thread(&state.strategy);
         for directive in directives {
-            let transcript = |from, to| {
-                thread
-                    .map(|t| super::call::transcript(t.slice(from, to)))
-                    .unwrap_or_default()
-            };
             let tracked = &mut state.tracked;
-            execute::execute(
-                &here,
-                tracked,
-                signal,
-                directive,
-                parent.clone(),
-                run,
-                transcript,
-            );
+            execute::execute(&here, tracked, signal, directive, parent.clone(), run);
         }
         self.settle_thread(state);
     }

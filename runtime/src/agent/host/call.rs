@@ -1,7 +1,6 @@
 //! An LLM call as a thread runs it: given its turn by the account's shared limits (a long wait
 //! published as `llm.waiting`), streamed (its fragments published as `llm.delta`),
-//! assembled, traced, and its failure turned into the strategy's `LlmError`; and the transcript
-//! a summary call reads.
+//! assembled, traced, and its failure turned into the strategy's `LlmError`.
 
 use motet_directives::CallId;
 use motet_directives::results::{LlmError, LlmErrorKind};
@@ -16,47 +15,6 @@ use crate::agent::events::{
     DeltaKind, LLM_DELTA, LLM_WAITING, LLM_WAITING_AFTER, LlmDelta, LlmWaiting,
 };
 use motet_providers::limits::{Claim, LimitError, Permit, Spent};
-
-/// What a summary call is told when the directive brings no instructions.
-pub(crate) const SUMMARY_INSTRUCTIONS: &str = "Summarize the conversation below for the assistant that will continue it: \
-keep the user's goals, decisions, facts learned (with numbers and names), tool results that \
-still matter, and open questions. Write plain prose, no preamble.";
-
-/// A range of thread entries as a plain transcript for a summary call.
-pub(crate) fn transcript(entries: &[std::sync::Arc<motet_agents::Entry>]) -> String {
-    use motet_agents::EntryBody;
-    let mut out = String::new();
-    for entry in entries {
-        let line = match &entry.body {
-            EntryBody::User { content } => format!("User: {content}"),
-            EntryBody::System { content } => format!("System: {content}"),
-            EntryBody::Assistant { message, .. } => {
-                let mut text = format!("Assistant: {message}");
-                for call in message.tool_calls() {
-                    text.push_str(&format!(
-                        "\n  (called {} with {})",
-                        call.name,
-                        call.args.get()
-                    ));
-                }
-                text
-            }
-            EntryBody::ToolResult { name, result } => {
-                let status = if result.is_error {
-                    "failed"
-                } else {
-                    "returned"
-                };
-                format!("Tool {name} {status}: {}", result.content)
-            }
-            EntryBody::Summary { content, .. } => format!("Earlier summary: {content}"),
-            _ => continue,
-        };
-        out.push_str(&line);
-        out.push('\n');
-    }
-    out
-}
 
 /// Streams one call inside its `chat` span, recording the response (or error) and the GenAI
 /// metrics when it ends.

@@ -17,7 +17,7 @@ mod summary;
 mod tool;
 
 /// Carries out one directive for the signal `cause`, its span under `parent`; its result
-/// comes back to the thread's actor as a signal. `transcript` is what a `Summarize` reads.
+/// comes back to the thread's actor as a signal.
 pub(crate) fn execute(
     here: &Here<'_>,
     tracked: &mut Tracked,
@@ -25,14 +25,12 @@ pub(crate) fn execute(
     directive: Directive,
     parent: Option<tracing::Id>,
     run: Run,
-    transcript: impl FnOnce(u64, u64) -> String,
 ) {
     match directive {
         Directive::LlmStream(call) => llm::stream(here, tracked, cause, call, parent, run),
         Directive::ToolExec(exec) => tool::run(here, tracked, cause, exec, parent, run),
         Directive::Summarize(summarize) => {
-            let transcript = transcript(summarize.from_seq, summarize.to_seq);
-            summary::summarize(here, tracked, cause, summarize, transcript, parent, run);
+            summary::summarize(here, tracked, cause, summarize, parent, run);
         }
         Directive::Emit(emit) => emit::emit(here, emit, parent),
         Directive::Reply(reply) => reply::reply(here, tracked, reply, parent),

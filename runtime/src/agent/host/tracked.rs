@@ -7,7 +7,7 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, Hash};
 use std::sync::Arc;
 
-use motet_directives::{ModelRef, ReplyStatus};
+use motet_directives::ReplyStatus;
 use motet_signals::Signal;
 use opentelemetry::KeyValue;
 use ractor::ActorRef;
@@ -62,7 +62,7 @@ impl Here<'_> {
 }
 
 /// What the runtime tracks for a thread: boxed parts made when first needed, so a thread
-/// between requests holds two words and a model name.
+/// between requests holds two words.
 #[derive(Default)]
 pub(crate) struct Tracked {
     /// The open requests and what each holds (asker, span, LLM calls), boxed together and
@@ -71,8 +71,6 @@ pub(crate) struct Tracked {
     /// Timers, children, a person's waits and messages held for a successor: what few
     /// threads hold, boxed together (one word for the many that hold none of it).
     pub(crate) occasional: Option<Box<Occasional>>,
-    /// The model of the last LLM call: summaries use it when their directive names none.
-    pub(crate) last_model: Option<ModelRef>,
 }
 
 /// What a thread holds while it has open requests.

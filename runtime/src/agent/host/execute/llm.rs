@@ -29,7 +29,6 @@ pub(super) fn stream(
     if cache.key.is_none() {
         cache.key = Some(PromptCache::key_for(&[here.agent, here.thread]));
     }
-    tracked.last_model = Some(call.request.model.clone());
     let iteration = match cause
         .request_id()
         .and_then(|r| tracked.open.as_mut()?.spans.get_mut(r))
