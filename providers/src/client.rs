@@ -682,7 +682,7 @@ fn redirected(response: &reqwest::Response) -> ProviderError {
         response.status().as_u16()
     );
     ProviderError::Config {
-        message: crate::openai_responses::redact_keys(&message),
+        message: crate::error::redact_keys(&message),
     }
 }
 

@@ -26,6 +26,8 @@
 //!   `gemini/` (each: `request` rendering, `stream` decoding, `error` classification).
 //! - [`transcript`] — a recorded body assembled offline (tests, `motet-transcript`).
 //! - `error` — [`ProviderError`].
+//! - `status` — HTTP statuses as [`ProviderError`]s: the one table every dialect's error
+//!   classifier falls back on.
 //! - `count` — token counts read leniently (`null`, `12.0`), as compatible servers write them.
 //! - [`client`] — [`LlmClient`], [`Providers`] (picks a dialect per model ref), [`HttpClient`]:
 //!   HTTP, per-phase timeouts, retries before content.
@@ -68,6 +70,7 @@ pub mod prices;
 pub mod retry;
 mod scope;
 pub mod sse;
+mod status;
 mod structured;
 #[cfg(feature = "test-utils")]
 pub mod testing;

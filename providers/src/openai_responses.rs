@@ -14,4 +14,4 @@ pub(crate) mod request;
 pub(crate) mod stream;
 mod wire;
 
-pub(crate) use error::{classify_error, excerpt, redact_keys, stream_status};
+pub(crate) use error::classify_error;

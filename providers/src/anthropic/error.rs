@@ -5,8 +5,8 @@
 
 use serde::Deserialize;
 
-use crate::error::ProviderError;
-use crate::openai_responses::{excerpt, redact_keys};
+use crate::error::{ProviderError, redact_keys};
+use crate::status::{excerpt, from_status, stream_status};
 
 #[derive(Debug, Deserialize)]
 struct Body {
@@ -37,7 +37,7 @@ pub(crate) fn classify_error(status: u16, body: &str) -> ProviderError {
         None => (String::new(), redact_keys(&excerpt(body))),
     };
     let status = if status == 0 {
-        crate::openai_responses::stream_status(Some(&kind), None)
+        stream_status(Some(&kind), None)
     } else {
         status
     };
@@ -58,16 +58,7 @@ pub(crate) fn classify_error(status: u16, body: &str) -> ProviderError {
         }
         _ => {}
     }
-    match status {
-        401 | 403 => ProviderError::Authentication { status, message },
-        429 => ProviderError::RateLimited {
-            retry_after: None,
-            message,
-        },
-        503 | 529 => ProviderError::Overloaded { message },
-        400..=499 => ProviderError::InvalidRequest { status, message },
-        _ => ProviderError::Server { status, message },
-    }
+    from_status(status, message, None)
 }
 
 fn too_long(message: &str) -> bool {
