@@ -17,3 +17,6 @@ pub(crate) mod request;
 pub(crate) mod stream;
 
 pub(crate) use error::classify_error;
+
+/// The provider family of the opaque blocks this dialect produces and replays.
+pub(crate) const PROVIDER: &str = "anthropic";

@@ -21,6 +21,7 @@
 //! - `decoder` — [`StreamDecoder`], one dialect's SSE events into [`LlmEvent`]s.
 //! - `body` — [`BodyDecoder`]: a response body's bytes into [`LlmEvent`]s within the [`Limits`]
 //!   (framing and decoder together; the client and [`transcript`] both use it).
+//! - `encode` — a request body written as JSON (each dialect's `render` and `encode` end there).
 //! - `assembler` — [`BlockAssembler`]: events into one ordered [`motet_directives::LlmResponse`].
 //! - `dialect` — [`Dialect`]: dispatch to `openai_chat/`, `openai_responses/`, `anthropic/`,
 //!   `gemini/` (each: `request` rendering, `stream` decoding, `error` classification).
@@ -56,6 +57,7 @@ pub mod config;
 mod count;
 mod decoder;
 mod dialect;
+mod encode;
 mod endpoint;
 mod error;
 mod event;

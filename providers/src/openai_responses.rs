@@ -15,3 +15,6 @@ pub(crate) mod stream;
 mod wire;
 
 pub(crate) use error::classify_error;
+
+/// The provider family of the opaque items this dialect produces and replays.
+pub(crate) const PROVIDER: &str = "openai";

@@ -38,7 +38,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use super::stream::ANTHROPIC;
+use super::PROVIDER;
 use crate::error::ProviderError;
 
 /// The output limit when the request sets none (the API requires one).
@@ -66,14 +66,12 @@ const HISTORY_BREAKPOINTS: usize = 2;
 
 /// The request body as sent (see [`crate::Dialect::encode`]).
 pub(crate) fn encode(req: &LlmRequest) -> Result<Vec<u8>, ProviderError> {
-    crate::body::to_json(&body(req)?)
+    crate::encode::to_json(&body(req)?)
 }
 
 /// Renders the streaming request body, opaque blocks parsed.
 pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
-    serde_json::to_value(body(req)?).map_err(|e| ProviderError::Protocol {
-        message: format!("the request body could not be rendered: {e}"),
-    })
+    crate::encode::to_value(&body(req)?)
 }
 
 /// The body: everything but the messages as a `Value` map, the messages typed so that opaque
@@ -362,7 +360,7 @@ fn assistant_blocks(blocks: &[AssistantBlock]) -> Vec<Part<'_>> {
     blocks
         .iter()
         .filter_map(|block| match (block, block.meta()) {
-            (AssistantBlock::Opaque { provider, item }, _) if provider == ANTHROPIC => {
+            (AssistantBlock::Opaque { provider, item }, _) if provider == PROVIDER => {
                 match serde_json::from_str::<&RawValue>(item) {
                     Ok(item) => Some(Part::Kept(item)),
                     // Only a damaged store gets here; the API would reject the block anyway.

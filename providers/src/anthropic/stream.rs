@@ -45,6 +45,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::PROVIDER;
 use crate::decoder::StreamDecoder;
 use crate::error::ProviderError;
 use crate::event::{BLOCK_BYTES, LlmEvent};
@@ -558,7 +559,7 @@ impl Decoder {
                 meta: None,
             }),
             Block::Opaque(opaque) => out.push(LlmEvent::Opaque {
-                provider: ANTHROPIC.to_owned(),
+                provider: PROVIDER.to_owned(),
                 item: opaque.into_item(index)?,
             }),
             Block::Text {
@@ -606,9 +607,6 @@ fn start_citations(index: u64, raw: &RawValue) -> Result<Vec<String>, ProviderEr
         .map(|citation| citation.get().to_owned())
         .collect())
 }
-
-/// The provider family of the blocks this dialect keeps opaquely.
-pub(crate) const ANTHROPIC: &str = "anthropic";
 
 fn protocol(message: String) -> ProviderError {
     ProviderError::Protocol { message }
