@@ -3,29 +3,15 @@
 //! The error `type` decides first (`overloaded_error` arrives as 529 over HTTP and inside a
 //! 200 stream alike), the HTTP status second.
 
-use serde::Deserialize;
-
+use super::wire::ErrorBody;
 use crate::error::{ProviderError, redact_keys};
 use crate::status::{excerpt, from_status, stream_status};
-
-#[derive(Debug, Deserialize)]
-struct Body {
-    error: Option<ApiError>,
-}
-
-#[derive(Debug, Deserialize)]
-struct ApiError {
-    #[serde(default, rename = "type")]
-    kind: Option<String>,
-    #[serde(default)]
-    message: Option<String>,
-}
 
 /// Classifies an HTTP error response, or with status 0 an `error` event inside the stream.
 /// An event's status comes from its error `type` (`invalid_request_error` is a 400, as over
 /// HTTP), so an error the request caused is not retried as a passing server fault.
 pub(crate) fn classify_error(status: u16, body: &str) -> ProviderError {
-    let parsed = serde_json::from_str::<Body>(body)
+    let parsed = serde_json::from_str::<ErrorBody>(body)
         .ok()
         .and_then(|b| b.error);
     let (kind, message) = match parsed {
