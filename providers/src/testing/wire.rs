@@ -4,17 +4,45 @@
 //!
 //! [`Reply::events`]: super::Reply::events
 
-use serde_json::{Value, json};
+use std::fmt::Display;
+
+use serde_json::json;
 
 use crate::Dialect;
 
-/// An SSE event: `event:` line when `name` is not empty, one `data:` line, a blank line.
-fn sse(name: &str, data: &Value) -> String {
+/// One SSE event as the providers write it: an `event:` line when `name` is not empty, one
+/// `data:` line, a blank line. The one framer the tests of every crate use.
+pub fn sse(name: &str, data: impl Display) -> String {
     if name.is_empty() {
         format!("data: {data}\n\n")
     } else {
         format!("event: {name}\ndata: {data}\n\n")
     }
+}
+
+/// A body of `(event name, data)` pairs, each framed by [`sse`].
+pub fn sse_body<D: Display>(events: &[(&str, D)]) -> Vec<u8> {
+    events
+        .iter()
+        .map(|(name, data)| sse(name, data))
+        .collect::<String>()
+        .into_bytes()
+}
+
+/// `body` split at `points` (in any order, each at most `body.len()`), as reads that break
+/// events, line ends and UTF-8 characters: the replay of a recorded stream at random byte
+/// boundaries.
+pub fn split_at(body: &[u8], points: impl IntoIterator<Item = usize>) -> Vec<&[u8]> {
+    let mut points: Vec<usize> = points.into_iter().map(|p| p.min(body.len())).collect();
+    points.sort_unstable();
+    let mut chunks = Vec::with_capacity(points.len() + 1);
+    let mut start = 0;
+    for p in points {
+        chunks.push(&body[start..p]);
+        start = p;
+    }
+    chunks.push(&body[start..]);
+    chunks
 }
 
 /// The model ref a request to `dialect` names.
@@ -207,10 +235,5 @@ pub fn malformed(dialect: Dialect) -> String {
         Dialect::OpenAiResponses => "response.output_text.delta",
         Dialect::Anthropic => "content_block_delta",
     };
-    let data = r#"{"type": "content_block_delta", "delta": [oops"#;
-    if name.is_empty() {
-        format!("data: {data}\n\n")
-    } else {
-        format!("event: {name}\ndata: {data}\n\n")
-    }
+    sse(name, r#"{"type": "content_block_delta", "delta": [oops"#)
 }
