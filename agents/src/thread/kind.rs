@@ -7,27 +7,27 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EntryKind {
-    /// [`EntryBody::User`].
+    /// [`EntryBody::User`](super::EntryBody::User).
     User,
-    /// [`EntryBody::System`].
+    /// [`EntryBody::System`](super::EntryBody::System).
     System,
-    /// [`EntryBody::Assistant`].
+    /// [`EntryBody::Assistant`](super::EntryBody::Assistant).
     Assistant,
-    /// [`EntryBody::ToolResult`].
+    /// [`EntryBody::ToolResult`](super::EntryBody::ToolResult).
     ToolResult,
-    /// [`EntryBody::Summary`].
+    /// [`EntryBody::Summary`](super::EntryBody::Summary).
     Summary,
-    /// [`EntryBody::Boundary`].
+    /// [`EntryBody::Boundary`](super::EntryBody::Boundary).
     Boundary,
-    /// [`EntryBody::Note`].
+    /// [`EntryBody::Note`](super::EntryBody::Note).
     Note,
-    /// [`EntryBody::Error`].
+    /// [`EntryBody::Error`](super::EntryBody::Error).
     Error,
-    /// [`EntryBody::Checkpoint`].
+    /// [`EntryBody::Checkpoint`](super::EntryBody::Checkpoint).
     Checkpoint,
-    /// [`EntryBody::SignalIn`].
+    /// [`EntryBody::SignalIn`](super::EntryBody::SignalIn).
     SignalIn,
-    /// [`EntryBody::SignalOut`].
+    /// [`EntryBody::SignalOut`](super::EntryBody::SignalOut).
     SignalOut,
 }
 
