@@ -23,13 +23,25 @@ ITEM = re.compile(
 MACRO = re.compile(r"^\s*macro_rules!\s*([A-Za-z_][A-Za-z0-9_]*)", re.M)
 USE = re.compile(r"^\s*(pub(?:\([^)]*\))?\s+)?use\s+([^;]*);", re.M | re.S)
 INLINE = re.compile(r"(?<![A-Za-z0-9_:])((?:crate|super|self)(?:::(?:[A-Za-z_][A-Za-z0-9_]*))+)")
-COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
-STRING = re.compile(r'"(?:\\.|[^"\\])*"')
+# Comments, strings and character literals, matched left to right in one pass so that a quote
+# inside a comment, a `//` inside a string, a raw string's inner quotes or the character `'"'`
+# cannot start or end the wrong one. A lifetime (`'a`) has no closing quote, so is left alone.
+LITERAL = re.compile(
+    r"//[^\n]*"
+    r"|/\*.*?\*/"
+    r'|(?<![A-Za-z0-9_])b?r(?P<hashes>#*)".*?"(?P=hashes)'
+    r'|(?<![A-Za-z0-9_])b?"(?:\\.|[^"\\])*"'
+    r"|(?<![A-Za-z0-9_])b?'(?:\\(?:x[0-9A-Fa-f]{2}|u\{[0-9A-Fa-f]{1,6}\}|.)|[^\\'\n])'",
+    re.S,
+)
 
 
 def strip(text):
-    text = STRING.sub('""', text)
-    return COMMENT.sub("", text)
+    def blank(match):
+        token = match.group(0)
+        return "" if token.startswith("/") else '""'
+
+    return LITERAL.sub(blank, text)
 
 
 def module_files(src):

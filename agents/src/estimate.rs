@@ -16,9 +16,9 @@ pub use tiktoken::{TIKTOKEN_MESSAGE_OVERHEAD, Tiktoken};
 
 use motet_directives::{AssistantBlock, AssistantMessage, Message, ProviderMeta, ToolDef};
 
-use crate::thread::EntryBody;
-
+mod body;
 mod media;
+pub use body::estimate_body;
 pub use media::{AUDIO_BYTES_PER_TOKEN, IMAGE_TOKENS, PDF_PAGE_TOKENS, media_tokens};
 
 /// Counts prompt tokens. Implementations may wrap a real tokenizer.
@@ -119,34 +119,6 @@ fn assistant_parts<'a>(message: &'a AssistantMessage, parts: &mut Vec<&'a str>) 
     }
 }
 
-/// Estimated tokens of an entry's body rendered as a message (0 for kinds never projected).
-pub fn estimate_body(estimator: &dyn TokenEstimator, body: &EntryBody) -> u32 {
-    let mut parts: Vec<&str> = Vec::new();
-    match body {
-        EntryBody::User { content } => {
-            let text = content.text();
-            return estimator
-                .estimate_parts(&[&text])
-                .saturating_add(media_tokens(content.media()));
-        }
-        EntryBody::System { content } => parts.push(content),
-        EntryBody::Assistant { message, .. } => assistant_parts(message, &mut parts),
-        EntryBody::ToolResult { result, .. } => {
-            return estimator
-                .estimate_parts(&[&result.tool_use_id, &result.content])
-                .saturating_add(media_tokens(&result.attachments));
-        }
-        EntryBody::Summary { content, .. } => parts.push(content),
-        EntryBody::Boundary { .. }
-        | EntryBody::Note { .. }
-        | EntryBody::Error { .. }
-        | EntryBody::Checkpoint { .. }
-        | EntryBody::SignalIn { .. }
-        | EntryBody::SignalOut { .. } => return 0,
-    }
-    estimator.estimate_parts(&parts)
-}
-
 /// Estimated tokens of the tools' definitions as a request carries them: per tool, its name,
 /// description and parameter schema (as compact JSON), with one message's overhead.
 pub fn estimate_tools(estimator: &dyn TokenEstimator, tools: &[ToolDef]) -> u64 {
@@ -189,9 +161,6 @@ pub fn estimate_message(estimator: &dyn TokenEstimator, message: &Message) -> u3
 
 #[cfg(test)]
 mod tests {
-    use crate::CallUsage;
-    use motet_directives::{ToolArgs, ToolResult};
-
     use super::*;
 
     #[test]
@@ -213,41 +182,5 @@ mod tests {
         assert_eq!(Heuristic.estimate_parts(&[]), 10);
         assert_eq!(Heuristic.estimate_parts(&["abcd", "efgh"]), 12);
         assert_eq!(Heuristic.estimate_parts(&["abc"]), 10);
-    }
-
-    #[test]
-    fn assistant_turn_counts_text_args_meta_and_opaque_items() {
-        let message = AssistantMessage {
-            blocks: vec![
-                AssistantBlock::reasoning(
-                    "x".repeat(40),
-                    Some(ProviderMeta::Anthropic {
-                        signature: "s".repeat(40),
-                    }),
-                ),
-                AssistantBlock::tool_use("id", "name", ToolArgs::from_text("{}")),
-                AssistantBlock::opaque("openai", "o".repeat(40)),
-            ],
-            stop_reason: motet_directives::StopReason::ToolUse,
-        };
-        let body = EntryBody::Assistant {
-            message: message.clone(),
-            usage: CallUsage::default(),
-            basis: None,
-        };
-        // 40 + 40 + 2 + 4 + 2 + 40 = 128 bytes -> 32 + 10.
-        assert_eq!(estimate_body(&Heuristic, &body), 42);
-        assert_eq!(
-            estimate_message(&Heuristic, &Message::Assistant(message)),
-            42
-        );
-        let results = Message::ToolResults {
-            results: vec![ToolResult::ok("abcd", "efgh"), ToolResult::ok("a", "b")],
-        };
-        assert_eq!(estimate_message(&Heuristic, &results), 12 + 10);
-        assert_eq!(
-            estimate_body(&Heuristic, &EntryBody::Boundary { from_seq: 3 }),
-            0
-        );
     }
 }

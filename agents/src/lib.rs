@@ -7,9 +7,12 @@
 //!
 //! # Layout
 //! - `env` — [`Env`] (time and fresh ids) and the deterministic [`FixedEnv`].
-//! - `thread` — [`Thread`], [`Entry`], [`EntryBody`], [`Refs`].
-//! - `estimate` — [`TokenEstimator`] and the seeds' [`Heuristic`].
-//! - `policy` — [`ContextPolicy`], [`PolicyOverride`], presets and resolution.
+//! - `thread` — [`Thread`], [`Entry`], [`EntryBody`], [`Refs`]; [`EntryKind`] in a leaf of its
+//!   own (`thread/kind.rs`), which policies name.
+//! - `estimate` — [`TokenEstimator`] and the seeds' [`Heuristic`], over messages;
+//!   `estimate/body.rs` — [`estimate_body`], an entry's estimate.
+//! - `policy` — [`ContextPolicy`], [`PolicyOverride`], presets and resolution;
+//!   `policy/trigger.rs` — when it asks for a summary (it reads the thread).
 //! - `projector` — [`project`]: system ⊕ summary ⊕ history ⊕ pending within a budget.
 //! - `strategy` — the [`Strategy`] trait; `wrapped` — [`Wrapped`]: a strategy around another,
 //!   every hook forwarded, its `handle` wrapped by a [`Wrap`].

@@ -5,6 +5,8 @@
 //! request: the request's [`PolicyOverride`] over the agent's policy over the strategy's
 //! configured one over [`ContextPolicy::new`].
 
+mod trigger;
+
 use motet_directives::ModelRef;
 use serde::{Deserialize, Serialize};
 
@@ -279,32 +281,6 @@ impl ContextPolicy {
         }
         // Truncation toward zero: the warning comes at the fraction or just before it.
         Some((self.input_budget() as f64 * self.warn_at.min(1.0)) as u64)
-    }
-
-    /// Which of the policy's summary triggers fire for `thread` after a projection that was
-    /// `truncated` (seed 001 §8.3). `None` unless summarization is [`Summarization::RequestNew`];
-    /// the first ground that holds, in the order truncation, entries, tokens.
-    pub fn summary_trigger(
-        &self,
-        thread: &crate::thread::Thread,
-        truncated: bool,
-    ) -> Option<SummaryTrigger> {
-        if self.summarization != Summarization::RequestNew {
-            return None;
-        }
-        if truncated {
-            return Some(SummaryTrigger::Truncated);
-        }
-        let entries = thread.entries_since_summary();
-        if self.summary_after_entries > 0 && entries >= u64::from(self.summary_after_entries) {
-            return Some(SummaryTrigger::Entries { entries });
-        }
-        if self.summary_over_tokens == 0 {
-            return None;
-        }
-        // Read only when asked for: it sums the entries no summary covers.
-        let tokens = thread.tokens_since_summary();
-        (tokens > u64::from(self.summary_over_tokens)).then_some(SummaryTrigger::Tokens { tokens })
     }
 
     /// Resolves the policy of one request: `request` over `agent` over `config` over

@@ -10,6 +10,7 @@
 
 mod entry;
 mod entry_id;
+mod kind;
 mod show;
 
 use std::collections::BTreeMap;
@@ -18,8 +19,9 @@ use std::sync::Arc;
 use motet_directives::Usage;
 use serde::{Deserialize, Serialize};
 
-pub use entry::{CallBasis, CallUsage, Entry, EntryBody, EntryKind, NewEntry, RefKey, Refs};
+pub use entry::{CallBasis, CallUsage, Entry, EntryBody, NewEntry, RefKey, Refs};
 pub use entry_id::EntryId;
+pub use kind::EntryKind;
 
 use crate::env::Env;
 use crate::error::ThreadError;

@@ -12,11 +12,13 @@
 //! a provider needs to see again, byte for byte, when the conversation resumes.
 //!
 //! # Layout
-//! - `message` — [`Message`], [`AssistantMessage`], [`AssistantBlock`], [`ProviderMeta`].
+//! - `message` — [`Message`], [`AssistantMessage`], [`AssistantBlock`], [`ProviderMeta`],
+//!   [`ToolCallIter`].
 //! - `content` — what a user message or a tool result carries besides text: [`UserContent`],
 //!   [`Part`] (text, image, document, audio), [`MediaSource`] and the shared bytes, [`Blob`].
 //! - `tool` — [`ToolArgs`], [`ToolCallView`], [`ToolResult`], [`ToolDef`], [`ToolChoice`].
-//! - `usage` — [`Usage`], [`StopReason`], [`LlmResponse`].
+//! - `usage` — [`Usage`], [`ModelUsage`], [`StopReason`].
+//! - `response` — [`LlmResponse`]: an assistant turn and its usage.
 //! - `request` — [`LlmRequest`], [`LlmOptions`], [`ModelRef`].
 //! - `response_format` — structured output: [`ResponseFormat`] (a JSON Schema the answer must
 //!   match) and its check, [`ResponseFormat::decode`], failing with [`AnswerError`].
@@ -53,6 +55,7 @@ mod hosted;
 mod message;
 mod pause;
 mod request;
+mod response;
 mod response_format;
 pub mod results;
 mod tool;
@@ -67,9 +70,11 @@ pub use directive::{
 };
 pub use error::DirectiveError;
 pub use hosted::{HostedTool, McpApproval, McpServer, Secret, UserLocation, WebSearch};
+pub use message::ToolCallIter;
 pub use message::{AssistantBlock, AssistantMessage, Message, ProviderMeta};
 pub use pause::{Approval, OnExpiry, Pause, Response};
 pub use request::{CacheTtl, LlmOptions, LlmRequest, ModelRef, PromptCache, ReasoningEffort};
+pub use response::LlmResponse;
 pub use response_format::{AnswerError, ResponseFormat, is_valid_schema_name};
-pub use tool::{ToolArgs, ToolCallIter, ToolCallView, ToolChoice, ToolDef, ToolDefs, ToolResult};
-pub use usage::{LlmResponse, ModelUsage, StopReason, Usage};
+pub use tool::{ToolArgs, ToolCallView, ToolChoice, ToolDef, ToolDefs, ToolResult};
+pub use usage::{ModelUsage, StopReason, Usage};

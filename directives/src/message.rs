@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::ArcStr;
 use crate::content::{Part, UserContent};
-use crate::tool::{ToolArgs, ToolCallIter, ToolCallView, ToolResult};
+use crate::tool::{ToolArgs, ToolCallView, ToolResult};
 use crate::usage::StopReason;
 
 /// Continuity data a provider needs to see again, exactly, when the conversation resumes.
@@ -332,6 +332,20 @@ impl Message {
             Self::Assistant(_) => "assistant",
             Self::ToolResults { .. } => "tool_results",
         }
+    }
+}
+
+/// Iterator over the tool calls of an assistant turn, in emission order. No allocation.
+#[derive(Debug, Clone)]
+pub struct ToolCallIter<'a> {
+    inner: std::slice::Iter<'a, AssistantBlock>,
+}
+
+impl<'a> Iterator for ToolCallIter<'a> {
+    type Item = ToolCallView<'a>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.inner.find_map(AssistantBlock::as_tool_call)
     }
 }
 

@@ -323,3 +323,20 @@ impl LlmRequest {
         self
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_stored_before_hosted_tools_still_read() {
+        let old =
+            r#"{"model":"anthropic:claude-sonnet-4-5","messages":[],"options":{"max_tokens":5}}"#;
+        let request: LlmRequest = serde_json::from_str(old).unwrap();
+        assert!(request.options.hosted_tools.is_empty());
+        assert_eq!(request.options.max_tokens, Some(5));
+        // And a request without hosted tools is written as before.
+        let json = serde_json::to_string(&request.options).unwrap();
+        assert_eq!(json, r#"{"max_tokens":5}"#);
+    }
+}

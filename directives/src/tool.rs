@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::content::{Attachments, Part};
-use crate::message::AssistantBlock;
 use crate::{ArcStr, DirectiveError};
 
 /// Tool-call arguments exactly as the model produced them.
@@ -347,20 +346,6 @@ impl ToolCallView<'_> {
     /// [`DirectiveError::InvalidArgs`] when the arguments are not JSON or do not match `T`.
     pub fn parse_args<T: serde::de::DeserializeOwned>(&self) -> Result<T, DirectiveError> {
         self.args.parse()
-    }
-}
-
-/// Iterator over the tool calls of an assistant turn, in emission order. No allocation.
-#[derive(Debug, Clone)]
-pub struct ToolCallIter<'a> {
-    pub(crate) inner: std::slice::Iter<'a, AssistantBlock>,
-}
-
-impl<'a> Iterator for ToolCallIter<'a> {
-    type Item = ToolCallView<'a>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        self.inner.find_map(AssistantBlock::as_tool_call)
     }
 }
 

@@ -28,7 +28,6 @@ use crate::config::{HttpServer, McpServerConfig, McpTransport, StdioServer, expa
 use crate::guard::{Fault, FaultSlot, GuardedReader, MAX_ANSWER_DEPTH};
 use crate::naming::motet_name;
 use crate::redact::Secrets;
-use crate::tool::McpTool;
 use crate::{McpError, ToolListProblem};
 
 /// A stdio server's transport: its stdout (guarded) and stdin.
@@ -239,21 +238,18 @@ impl McpClient {
         self.inner.config.name()
     }
 
-    /// The server's tools as motet tools, listing them again first when the server said its
-    /// list changed (or it was restarted). Add them to a `ToolSet` like any tool.
+    /// The server's tools as motet offers them, listing them again first when the server said
+    /// its list changed (or it was restarted). [`McpClient::tools`] wraps each in an
+    /// [`McpTool`](crate::McpTool); it is written beside that type, so this file need not
+    /// know it.
     ///
     /// # Errors
     /// When the list had to be fetched and could not be.
-    pub async fn tools(&self) -> Result<Vec<McpTool>, McpError> {
+    pub(crate) async fn tool_specs(&self) -> Result<Vec<Arc<ToolSpec>>, McpError> {
         if self.inner.stale.load(Ordering::Acquire) {
             self.refresh_tools().await?;
         }
-        let catalog = self.read_catalog();
-        Ok(catalog
-            .tools
-            .iter()
-            .map(|spec| McpTool::new(self.clone(), Arc::clone(spec)))
-            .collect())
+        Ok(self.read_catalog().tools.clone())
     }
 
     /// The server tools that are not offered because their names cannot be motet names

@@ -1,4 +1,5 @@
-//! One MCP server tool as a motet [`Tool`].
+//! One MCP server tool as a motet [`Tool`], and [`McpClient::tools`], which hands them out
+//! (written here so that the client, which the tool holds, need not know the tool).
 
 use std::sync::Arc;
 
@@ -37,6 +38,21 @@ impl McpTool {
     /// The client of the server that offers the tool.
     pub fn client(&self) -> &McpClient {
         &self.client
+    }
+}
+
+impl McpClient {
+    /// The server's tools as motet tools, listing them again first when the server said its
+    /// list changed (or it was restarted). Add them to a `ToolSet` like any tool.
+    ///
+    /// # Errors
+    /// When the list had to be fetched and could not be.
+    pub async fn tools(&self) -> Result<Vec<McpTool>, McpError> {
+        let specs = self.tool_specs().await?;
+        Ok(specs
+            .into_iter()
+            .map(|spec| McpTool::new(self.clone(), spec))
+            .collect())
     }
 }
 

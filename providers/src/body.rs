@@ -151,10 +151,3 @@ impl BodyDecoder {
         Ok(())
     }
 }
-
-/// A request body as JSON text, for the client to send.
-pub(crate) fn to_json(body: &impl serde::Serialize) -> Result<Vec<u8>, ProviderError> {
-    serde_json::to_vec(body).map_err(|e| ProviderError::Protocol {
-        message: format!("the request body could not be encoded: {e}"),
-    })
-}

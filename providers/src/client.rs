@@ -514,7 +514,8 @@ impl LlmClient for HttpClient {
             // Scrubbed before it is logged or returned: a provider may echo a key, or an MCP
             // server's token it could not use.
             let error = error
-                .redacted_with(self.key.as_ref())
+                .redacted()
+                .without_secrets(self.key.as_ref().map(ApiKey::expose))
                 .without_secrets(req.options.mcp_tokens());
             match self
                 .retry
@@ -613,7 +614,8 @@ impl Reader {
                         Ok(None) => return None,
                         Err(e) => {
                             let e = e
-                                .redacted_with(reader.key.as_ref())
+                                .redacted()
+                                .without_secrets(reader.key.as_ref().map(ApiKey::expose))
                                 .without_secrets(reader.mcp_tokens.iter().map(String::as_str));
                             return Some((Err(e), (reader, ready, true)));
                         }
@@ -680,7 +682,7 @@ fn redirected(response: &reqwest::Response) -> ProviderError {
         response.status().as_u16()
     );
     ProviderError::Config {
-        message: crate::openai_responses::redact_keys(&message),
+        message: crate::error::redact_keys(&message),
     }
 }
 

@@ -38,7 +38,7 @@ impl ApiKey {
         Self(key.into())
     }
 
-    /// The key itself, for the one place that puts it in a header.
+    /// The key itself, for the header that carries it and to scrub it out of errors.
     pub(crate) fn expose(&self) -> &str {
         &self.0
     }

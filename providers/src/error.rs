@@ -273,23 +273,14 @@ impl ProviderError {
         self.map_message(|m| redact_keys(&m))
     }
 
-    /// The same error with every run of 8 or more characters of each of `secrets` (the MCP
-    /// servers' tokens a request carried) removed from its message: a provider may quote a
-    /// token it failed to use.
+    /// The same error with every run of 8 or more characters of each of `secrets` (the
+    /// configured API key, the MCP servers' tokens a request carried) removed from its message:
+    /// a provider may quote a token it failed to use, or echo a key without its prefix (an
+    /// `openai-compat` token has no known prefix at all).
     pub(crate) fn without_secrets<'a>(self, secrets: impl IntoIterator<Item = &'a str>) -> Self {
         secrets.into_iter().fold(self, |error, secret| {
             error.map_message(|m| redact_secret(&m, secret))
         })
-    }
-
-    /// [`redacted`](Self::redacted), and the configured `key` itself wherever it shows, whatever
-    /// its form (an `openai-compat` token has no known prefix; a provider may echo a key
-    /// without its prefix).
-    pub(crate) fn redacted_with(self, key: Option<&crate::ApiKey>) -> Self {
-        match key {
-            Some(key) => self.map_message(|m| redact_secret(&redact_keys(&m), key.expose())),
-            None => self.redacted(),
-        }
     }
 
     /// The same error with `r` applied to its message.
@@ -365,7 +356,7 @@ mod tests {
             status: 401,
             message: format!("invalid token {}", &key[4..]),
         };
-        let scrubbed = error.redacted_with(Some(&crate::ApiKey::new(key)));
+        let scrubbed = error.redacted().without_secrets([key]);
         assert!(!scrubbed.to_string().contains("4f9a2c7e"), "{scrubbed}");
     }
 

@@ -21,11 +21,14 @@
 //! - `decoder` — [`StreamDecoder`], one dialect's SSE events into [`LlmEvent`]s.
 //! - `body` — [`BodyDecoder`]: a response body's bytes into [`LlmEvent`]s within the [`Limits`]
 //!   (framing and decoder together; the client and [`transcript`] both use it).
+//! - `encode` — a request body written as JSON (each dialect's `render` and `encode` end there).
 //! - `assembler` — [`BlockAssembler`]: events into one ordered [`motet_directives::LlmResponse`].
 //! - `dialect` — [`Dialect`]: dispatch to `openai_chat/`, `openai_responses/`, `anthropic/`,
 //!   `gemini/` (each: `request` rendering, `stream` decoding, `error` classification).
 //! - [`transcript`] — a recorded body assembled offline (tests, `motet-transcript`).
 //! - `error` — [`ProviderError`].
+//! - `status` — HTTP statuses as [`ProviderError`]s: the one table every dialect's error
+//!   classifier falls back on.
 //! - `count` — token counts read leniently (`null`, `12.0`), as compatible servers write them.
 //! - [`client`] — [`LlmClient`], [`Providers`] (picks a dialect per model ref), [`HttpClient`]:
 //!   HTTP, per-phase timeouts, retries before content.
@@ -54,6 +57,7 @@ pub mod config;
 mod count;
 mod decoder;
 mod dialect;
+mod encode;
 mod endpoint;
 mod error;
 mod event;
@@ -68,6 +72,7 @@ pub mod prices;
 pub mod retry;
 mod scope;
 pub mod sse;
+mod status;
 mod structured;
 #[cfg(feature = "test-utils")]
 pub mod testing;
@@ -81,8 +86,7 @@ pub use decoder::StreamDecoder;
 pub use dialect::Dialect;
 pub use error::ProviderError;
 pub use event::LlmEvent;
-pub use media::Inputs;
-pub use models::ModelCaps;
+pub use models::{Inputs, ModelCaps};
 pub use prices::{Cost, PRICES_AS_OF, Price, PriceTable, Rate};
 pub use retry::RetryPolicy;
 pub use scope::{CallKind, CallScope, Priority};

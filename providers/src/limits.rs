@@ -5,6 +5,7 @@
 //!
 //! # Layout
 //! - `plan` — [`Governor`]: the pure decisions (buckets, backoff, fair queue), time passed in.
+//! - `kind` — [`Kind`]: what a bucket counts (requests, input, output or all tokens).
 //! - `headers` — [`Learned`]: OpenAI's `x-ratelimit-*`, Anthropic's `anthropic-ratelimit-*`
 //!   and `retry-after` read from a response.
 //! - `driver` — [`SharedLimits`]: the governors of every account behind one async
@@ -27,11 +28,13 @@
 
 mod driver;
 mod headers;
+mod kind;
 mod plan;
 
 pub use driver::{LimitError, Permit, SharedLimits};
 pub use headers::{Learned, Window, go_duration, until_instant};
-pub use plan::{Claim, ClaimId, Governor, Kind, Rates, Spent};
+pub use kind::Kind;
+pub use plan::{Claim, ClaimId, Governor, Rates, Spent};
 
 use motet_directives::ModelRef;
 

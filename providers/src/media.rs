@@ -233,48 +233,6 @@ pub(crate) fn url_media_type(source: &MediaSource) -> Option<&str> {
     })
 }
 
-/// What kinds of input a model reads besides text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Inputs {
-    /// Images.
-    pub image: bool,
-    /// PDF documents (and plain-text ones where the dialect takes them).
-    pub pdf: bool,
-    /// Audio.
-    pub audio: bool,
-}
-
-impl Inputs {
-    /// Text only.
-    pub const TEXT: Self = Self {
-        image: false,
-        pdf: false,
-        audio: false,
-    };
-    /// Images and PDFs.
-    pub const IMAGE_PDF: Self = Self {
-        image: true,
-        pdf: true,
-        audio: false,
-    };
-    /// Images, PDFs and audio.
-    pub const ALL: Self = Self {
-        image: true,
-        pdf: true,
-        audio: true,
-    };
-
-    /// Whether a model with these inputs reads `part`.
-    pub fn reads(self, part: &Part) -> bool {
-        match part.kind() {
-            PartKind::Text => true,
-            PartKind::Image => self.image,
-            PartKind::Document => self.pdf,
-            PartKind::Audio => self.audio,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
 
 use motet_directives::{AssistantBlock, LlmResponse, ProviderMeta, StopReason, Usage};
+use motet_providers::testing::wire::split_at;
 use motet_providers::{Dialect, ProviderError, transcript};
 use serde_json::{Value, json};
 
@@ -48,16 +49,7 @@ fn strings_under(raw: &[u8], key: &str) -> Vec<String> {
 
 /// Splits `raw` at `cuts` random positions (so events, CRLFs and UTF-8 characters break).
 fn rechunk<'a>(raw: &'a [u8], rng: &mut fastrand::Rng, cuts: usize) -> Vec<&'a [u8]> {
-    let mut points: Vec<usize> = (0..cuts).map(|_| rng.usize(0..=raw.len())).collect();
-    points.sort_unstable();
-    let mut chunks = Vec::new();
-    let mut start = 0;
-    for p in points {
-        chunks.push(&raw[start..p]);
-        start = p;
-    }
-    chunks.push(&raw[start..]);
-    chunks
+    split_at(raw, (0..cuts).map(|_| rng.usize(0..=raw.len())))
 }
 
 /// The response of a recording, checked to be identical under 64 random chunkings (and one

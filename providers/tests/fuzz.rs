@@ -12,6 +12,7 @@
 use std::collections::HashSet;
 
 use motet_directives::{AssistantBlock, LlmResponse, ProviderMeta};
+use motet_providers::testing::wire;
 use motet_providers::{
     BlockAssembler, BodyDecoder, Dialect, Limits, LlmEvent, ProviderError, transcript,
 };
@@ -30,16 +31,7 @@ fn config(cases: u32, seed: u64) -> Config {
 
 /// `body` cut at `cuts` (positions taken modulo its length, so any list fits any body).
 fn rechunk<'a>(body: &'a [u8], cuts: &[prop::sample::Index]) -> Vec<&'a [u8]> {
-    let mut points: Vec<usize> = cuts.iter().map(|i| i.index(body.len() + 1)).collect();
-    points.sort_unstable();
-    let mut chunks = Vec::with_capacity(points.len() + 1);
-    let mut start = 0;
-    for p in points {
-        chunks.push(&body[start..p]);
-        start = p;
-    }
-    chunks.push(&body[start..]);
-    chunks
+    wire::split_at(body, cuts.iter().map(|i| i.index(body.len() + 1)))
 }
 
 /// What a response handed to the runtime must be, however hostile the stream: tool call ids

@@ -5,23 +5,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
 
 use motet_directives::{AssistantBlock, ProviderMeta, StopReason, Usage};
+use motet_providers::testing::wire::sse_body;
 use motet_providers::{Dialect, ProviderError, transcript};
 use serde_json::{Value, json};
 
-/// An SSE body from `(event name, data)` pairs; an empty name writes no `event:` line.
-fn sse(events: &[(&str, Value)]) -> Vec<u8> {
-    let mut out = String::new();
-    for (name, data) in events {
-        if !name.is_empty() {
-            out.push_str(&format!("event: {name}\n"));
-        }
-        out.push_str(&format!("data: {data}\n\n"));
-    }
-    out.into_bytes()
-}
-
 fn chat(chunks: &[Value], done: bool) -> Vec<u8> {
-    let mut body = sse(&chunks.iter().map(|c| ("", c.clone())).collect::<Vec<_>>());
+    let mut body = sse_body(&chunks.iter().map(|c| ("", c.clone())).collect::<Vec<_>>());
     if done {
         body.extend_from_slice(b"data: [DONE]\n\n");
     }
@@ -254,7 +243,7 @@ fn message_end(reason: &str) -> [(&'static str, Value); 2] {
 
 #[test]
 fn anthropic_mid_stream_overloaded_then_close() {
-    let body = sse(&[
+    let body = sse_body(&[
         start("claude-sonnet-4-5"),
         block_start(0, json!({"type": "text", "text": ""})),
         block_delta(0, json!({"type": "text_delta", "text": "Hi"})),
@@ -297,7 +286,7 @@ fn anthropic_redacted_thinking_is_kept_as_is_and_usage_counts_the_cache() {
         ("ping", json!({"type": "ping"})),
     ];
     events.extend(message_end("end_turn"));
-    let r = transcript::assemble(Dialect::Anthropic, &sse(&events)).expect("assembles");
+    let r = transcript::assemble(Dialect::Anthropic, &sse_body(&events)).expect("assembles");
     assert_eq!(
         r.message.blocks,
         [
@@ -341,7 +330,7 @@ fn anthropic_a_zero_in_message_delta_keeps_message_start_counts() {
         ),
         ("message_stop", json!({"type": "message_stop"})),
     ];
-    let r = transcript::assemble(Dialect::Anthropic, &sse(&events)).expect("assembles");
+    let r = transcript::assemble(Dialect::Anthropic, &sse_body(&events)).expect("assembles");
     assert_eq!(
         r.usage,
         Usage {
@@ -366,7 +355,7 @@ fn anthropic_empty_tool_input_is_an_empty_object() {
         block_stop(0),
     ];
     events.extend(message_end("tool_use"));
-    let r = transcript::assemble(Dialect::Anthropic, &sse(&events)).expect("assembles");
+    let r = transcript::assemble(Dialect::Anthropic, &sse_body(&events)).expect("assembles");
     let call = r.message.tool_calls().next().expect("a call");
     assert_eq!(call.args.get(), "{}");
     assert_eq!(r.message.stop_reason, StopReason::ToolUse);
@@ -391,7 +380,7 @@ fn anthropic_max_tokens_inside_a_tool_use_withholds_the_call() {
         ("message_stop", json!({"type": "message_stop"})),
     ];
     assert_eq!(
-        transcript::assemble(Dialect::Anthropic, &sse(&events)),
+        transcript::assemble(Dialect::Anthropic, &sse_body(&events)),
         Err(ProviderError::MaxTokensInToolCall {
             tool: "write_file".into()
         })
@@ -415,7 +404,7 @@ fn anthropic_max_tokens_inside_a_tool_use_withholds_the_call() {
         ("message_stop", json!({"type": "message_stop"})),
     ];
     assert!(matches!(
-        transcript::assemble(Dialect::Anthropic, &sse(&events)),
+        transcript::assemble(Dialect::Anthropic, &sse_body(&events)),
         Err(ProviderError::MaxTokensInToolCall { .. })
     ));
 }
@@ -428,7 +417,7 @@ fn anthropic_truncation_unknown_blocks_and_garbage() {
         block_delta(0, json!({"type": "text_delta", "text": "Hi"})),
     ];
     assert!(matches!(
-        transcript::assemble(Dialect::Anthropic, &sse(&events)),
+        transcript::assemble(Dialect::Anthropic, &sse_body(&events)),
         Err(ProviderError::StreamTruncated { .. })
     ));
     let events = vec![
@@ -436,7 +425,7 @@ fn anthropic_truncation_unknown_blocks_and_garbage() {
         block_delta(3, json!({"type": "text_delta", "text": "Hi"})),
     ];
     assert!(matches!(
-        transcript::assemble(Dialect::Anthropic, &sse(&events)),
+        transcript::assemble(Dialect::Anthropic, &sse_body(&events)),
         Err(ProviderError::Protocol { .. })
     ));
     let body = b"event: message_start\ndata: {\"type\": \"message_start\", \n\n".to_vec();
@@ -461,7 +450,7 @@ fn anthropic_truncation_unknown_blocks_and_garbage() {
         block_stop(1),
     ];
     events.extend(message_end("end_turn"));
-    let r = transcript::assemble(Dialect::Anthropic, &sse(&events)).expect("assembles");
+    let r = transcript::assemble(Dialect::Anthropic, &sse_body(&events)).expect("assembles");
     assert_eq!(
         r.message.blocks,
         [

@@ -15,40 +15,36 @@ use serde_json::{Value, json};
 
 /// A whole answer "Hello" whose usage report says `input` and `output` tokens, as written.
 fn with_usage(dialect: Dialect, input: &Value, output: &Value) -> String {
-    let event = |name: &str, data: Value| match name {
-        "" => format!("data: {data}\n\n"),
-        name => format!("event: {name}\ndata: {data}\n\n"),
-    };
     let mut pieces = wire::opening(dialect);
     pieces.push(wire::text(dialect, "Hello"));
     match dialect {
         Dialect::OpenAiChat => {
-            pieces.push(event(
+            pieces.push(wire::sse(
                 "",
                 json!({"id": "c1", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
             ));
-            pieces.push(event(
+            pieces.push(wire::sse(
                 "",
                 json!({"id": "c1", "choices": [], "usage": {"prompt_tokens": input, "completion_tokens": output, "total_tokens": null, "prompt_tokens_details": {"cached_tokens": null}, "completion_tokens_details": null}}),
             ));
             pieces.push("data: [DONE]\n\n".to_owned());
         }
-        Dialect::OpenAiResponses => pieces.push(event(
+        Dialect::OpenAiResponses => pieces.push(wire::sse(
             "response.completed",
             json!({"type": "response.completed", "response": {"status": "completed", "usage": {"input_tokens": input, "output_tokens": output, "input_tokens_details": {"cached_tokens": null}, "output_tokens_details": {"reasoning_tokens": null}}}}),
         )),
         Dialect::Anthropic => {
-            pieces.push(event(
+            pieces.push(wire::sse(
                 "content_block_stop",
                 json!({"type": "content_block_stop", "index": 0}),
             ));
-            pieces.push(event(
+            pieces.push(wire::sse(
                 "message_delta",
                 json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"input_tokens": input, "output_tokens": output, "cache_read_input_tokens": null}}),
             ));
-            pieces.push(event("message_stop", json!({"type": "message_stop"})));
+            pieces.push(wire::sse("message_stop", json!({"type": "message_stop"})));
         }
-        Dialect::Gemini => pieces.push(event(
+        Dialect::Gemini => pieces.push(wire::sse(
             "",
             json!({"candidates": [{"content": {"parts": [{"text": ""}], "role": "model"}, "finishReason": "STOP", "index": 0}], "usageMetadata": {"promptTokenCount": input, "candidatesTokenCount": output, "thoughtsTokenCount": null}}),
         )),

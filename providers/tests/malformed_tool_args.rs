@@ -16,23 +16,12 @@
 use motet_directives::{
     AssistantBlock, AssistantMessage, LlmRequest, Message, StopReason, ToolArgs, ToolResult,
 };
+use motet_providers::testing::wire::sse_body;
 use motet_providers::{Dialect, transcript};
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// The broken argument texts, each as the fragments a stream delivers it in.
 const BROKEN: [&[&str]; 2] = [&[r#"{"a": 1, "#, r#""b": "#], &["{'a'", ": 1}"]];
-
-/// An SSE body from `(event name, data)` pairs; an empty name writes no `event:` line.
-fn sse(events: &[(&str, Value)]) -> Vec<u8> {
-    let mut out = String::new();
-    for (name, data) in events {
-        if !name.is_empty() {
-            out.push_str(&format!("event: {name}\n"));
-        }
-        out.push_str(&format!("data: {data}\n\n"));
-    }
-    out.into_bytes()
-}
 
 /// The one tool call of `body`, assembled whole and re-chunked a byte at a time (a fragment
 /// split across reads must come out the same).
@@ -70,7 +59,7 @@ fn chat_broken_arguments_are_kept_as_text() {
             );
         }
         chunks.push(json!({"id": "c1", "model": "gpt-4.1", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}));
-        let mut body = sse(&chunks.into_iter().map(|c| ("", c)).collect::<Vec<_>>());
+        let mut body = sse_body(&chunks.into_iter().map(|c| ("", c)).collect::<Vec<_>>());
         body.extend_from_slice(b"data: [DONE]\n\n");
 
         let (id, name, args) = the_call(Dialect::OpenAiChat, &body);
@@ -110,7 +99,7 @@ fn anthropic_broken_input_json_is_kept_as_text() {
             ("message_stop", json!({"type": "message_stop"})),
         ]);
 
-        let (id, name, args) = the_call(Dialect::Anthropic, &sse(&events));
+        let (id, name, args) = the_call(Dialect::Anthropic, &sse_body(&events));
         assert_eq!((id.as_str(), name.as_str()), ("toolu_1", "add"));
         assert_kept(&args, fragments);
     }
@@ -152,7 +141,7 @@ fn responses_broken_arguments_are_kept_as_text() {
             ),
         ]);
 
-        let (id, name, args) = the_call(Dialect::OpenAiResponses, &sse(&events));
+        let (id, name, args) = the_call(Dialect::OpenAiResponses, &sse_body(&events));
         assert_eq!((id.as_str(), name.as_str()), ("call_1", "add"));
         assert_kept(&args, fragments);
     }

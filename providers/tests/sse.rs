@@ -5,6 +5,7 @@
 
 use motet_providers::ProviderError;
 use motet_providers::sse::{SseDecoder, SseEvent};
+use motet_providers::testing::wire::split_at;
 use proptest::prelude::*;
 
 fn decode_chunks(chunks: &[&[u8]]) -> Result<Vec<SseEvent>, ProviderError> {
@@ -160,16 +161,7 @@ fn a_line_over_the_cap_is_refused_even_when_it_arrives_in_one_read() {
 }
 
 fn cut<'a>(body: &'a [u8], cuts: &[prop::sample::Index]) -> Vec<&'a [u8]> {
-    let mut points: Vec<usize> = cuts.iter().map(|i| i.index(body.len() + 1)).collect();
-    points.sort_unstable();
-    let mut chunks = Vec::new();
-    let mut start = 0;
-    for p in points {
-        chunks.push(&body[start..p]);
-        start = p;
-    }
-    chunks.push(&body[start..]);
-    chunks
+    split_at(body, cuts.iter().map(|i| i.index(body.len() + 1)))
 }
 
 proptest! {

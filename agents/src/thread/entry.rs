@@ -4,6 +4,7 @@ use motet_directives::{ArcStr, AssistantMessage, ToolResult, Usage, UserContent}
 use motet_signals::Signal;
 
 use super::EntryId;
+use super::kind::EntryKind;
 use serde::{Deserialize, Serialize};
 
 /// What an entry records, with its payload. Serialized as `{"kind": ..., "payload": {...}}`.
@@ -192,53 +193,6 @@ impl EntryBody {
             Self::Checkpoint { .. } => EntryKind::Checkpoint,
             Self::SignalIn { .. } => EntryKind::SignalIn,
             Self::SignalOut { .. } => EntryKind::SignalOut,
-        }
-    }
-}
-
-/// The kind of an entry, without its payload (for filters and policies).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EntryKind {
-    /// [`EntryBody::User`].
-    User,
-    /// [`EntryBody::System`].
-    System,
-    /// [`EntryBody::Assistant`].
-    Assistant,
-    /// [`EntryBody::ToolResult`].
-    ToolResult,
-    /// [`EntryBody::Summary`].
-    Summary,
-    /// [`EntryBody::Boundary`].
-    Boundary,
-    /// [`EntryBody::Note`].
-    Note,
-    /// [`EntryBody::Error`].
-    Error,
-    /// [`EntryBody::Checkpoint`].
-    Checkpoint,
-    /// [`EntryBody::SignalIn`].
-    SignalIn,
-    /// [`EntryBody::SignalOut`].
-    SignalOut,
-}
-
-impl EntryKind {
-    /// The kind's name as serialized (`user`, `tool_result`, ...).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::User => "user",
-            Self::System => "system",
-            Self::Assistant => "assistant",
-            Self::ToolResult => "tool_result",
-            Self::Summary => "summary",
-            Self::Boundary => "boundary",
-            Self::Note => "note",
-            Self::Error => "error",
-            Self::Checkpoint => "checkpoint",
-            Self::SignalIn => "signal_in",
-            Self::SignalOut => "signal_out",
         }
     }
 }

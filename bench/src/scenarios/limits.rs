@@ -73,10 +73,7 @@ fn answer() -> Reply {
     let mut pieces = wire::opening(DIALECT);
     pieces.push(wire::text(DIALECT, "Noted."));
     let mut closing = wire::closing(DIALECT);
-    closing.insert(
-        closing.len().saturating_sub(1),
-        format!("data: {usage}\n\n"),
-    );
+    closing.insert(closing.len().saturating_sub(1), wire::sse("", usage));
     pieces.extend(closing);
     Reply::events(pieces)
 }

@@ -3,29 +3,15 @@
 //! The error `type` decides first (`overloaded_error` arrives as 529 over HTTP and inside a
 //! 200 stream alike), the HTTP status second.
 
-use serde::Deserialize;
-
-use crate::error::ProviderError;
-use crate::openai_responses::{excerpt, redact_keys};
-
-#[derive(Debug, Deserialize)]
-struct Body {
-    error: Option<ApiError>,
-}
-
-#[derive(Debug, Deserialize)]
-struct ApiError {
-    #[serde(default, rename = "type")]
-    kind: Option<String>,
-    #[serde(default)]
-    message: Option<String>,
-}
+use super::wire::ErrorBody;
+use crate::error::{ProviderError, redact_keys};
+use crate::status::{excerpt, from_status, stream_status};
 
 /// Classifies an HTTP error response, or with status 0 an `error` event inside the stream.
 /// An event's status comes from its error `type` (`invalid_request_error` is a 400, as over
 /// HTTP), so an error the request caused is not retried as a passing server fault.
 pub(crate) fn classify_error(status: u16, body: &str) -> ProviderError {
-    let parsed = serde_json::from_str::<Body>(body)
+    let parsed = serde_json::from_str::<ErrorBody>(body)
         .ok()
         .and_then(|b| b.error);
     let (kind, message) = match parsed {
@@ -37,7 +23,7 @@ pub(crate) fn classify_error(status: u16, body: &str) -> ProviderError {
         None => (String::new(), redact_keys(&excerpt(body))),
     };
     let status = if status == 0 {
-        crate::openai_responses::stream_status(Some(&kind), None)
+        stream_status(Some(&kind), None)
     } else {
         status
     };
@@ -58,16 +44,7 @@ pub(crate) fn classify_error(status: u16, body: &str) -> ProviderError {
         }
         _ => {}
     }
-    match status {
-        401 | 403 => ProviderError::Authentication { status, message },
-        429 => ProviderError::RateLimited {
-            retry_after: None,
-            message,
-        },
-        503 | 529 => ProviderError::Overloaded { message },
-        400..=499 => ProviderError::InvalidRequest { status, message },
-        _ => ProviderError::Server { status, message },
-    }
+    from_status(status, message, None)
 }
 
 fn too_long(message: &str) -> bool {

@@ -34,11 +34,11 @@ use motet_directives::{
     AssistantBlock, CacheTtl, HostedTool, LlmRequest, MediaSource, Message, PromptCache,
     ProviderMeta, Secret, ToolChoice, UserContent, UserLocation,
 };
-use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use super::stream::ANTHROPIC;
+use super::PROVIDER;
+use super::wire::{Body, CitedText, Content, Part, Turn};
 use crate::error::ProviderError;
 
 /// The output limit when the request sets none (the API requires one).
@@ -66,76 +66,12 @@ const HISTORY_BREAKPOINTS: usize = 2;
 
 /// The request body as sent (see [`crate::Dialect::encode`]).
 pub(crate) fn encode(req: &LlmRequest) -> Result<Vec<u8>, ProviderError> {
-    crate::body::to_json(&body(req)?)
+    crate::encode::to_json(&body(req)?)
 }
 
 /// Renders the streaming request body, opaque blocks parsed.
 pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
-    serde_json::to_value(body(req)?).map_err(|e| ProviderError::Protocol {
-        message: format!("the request body could not be rendered: {e}"),
-    })
-}
-
-/// The body: everything but the messages as a `Value` map, the messages typed so that opaque
-/// blocks stay JSON text.
-struct Body<'a> {
-    fields: Map<String, Value>,
-    messages: Vec<Turn<'a>>,
-}
-
-impl Serialize for Body<'_> {
-    /// Keys in the order a `Value` body has them (sorted), `messages` among them.
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(self.fields.len() + 1))?;
-        let mut messages = Some(&self.messages);
-        for (key, value) in &self.fields {
-            if key.as_str() > "messages"
-                && let Some(messages) = messages.take()
-            {
-                map.serialize_entry("messages", messages)?;
-            }
-            map.serialize_entry(key, value)?;
-        }
-        if let Some(messages) = messages {
-            map.serialize_entry("messages", messages)?;
-        }
-        map.end()
-    }
-}
-
-/// One message; its keys in sorted order, as a `Value` would have them.
-#[derive(serde::Serialize)]
-struct Turn<'a> {
-    content: Content<'a>,
-    role: &'static str,
-}
-
-#[derive(serde::Serialize)]
-#[serde(untagged)]
-enum Content<'a> {
-    Text(&'a str),
-    Blocks(Vec<Part<'a>>),
-}
-
-/// One content block.
-#[derive(serde::Serialize)]
-#[serde(untagged)]
-enum Part<'a> {
-    Built(Value),
-    /// An opaque block's JSON text, written as it is.
-    Kept(&'a RawValue),
-    /// A text block with its citations.
-    Cited(CitedText<'a>),
-}
-
-/// A `text` block with `citations`, each citation's JSON text written as it is; its keys in
-/// sorted order, as the built blocks have them.
-#[derive(serde::Serialize)]
-struct CitedText<'a> {
-    citations: Vec<&'a RawValue>,
-    text: &'a str,
-    #[serde(rename = "type")]
-    kind: &'static str,
+    crate::encode::to_value(&body(req)?)
 }
 
 fn body(req: &LlmRequest) -> Result<Body<'_>, ProviderError> {
@@ -362,7 +298,7 @@ fn assistant_blocks(blocks: &[AssistantBlock]) -> Vec<Part<'_>> {
     blocks
         .iter()
         .filter_map(|block| match (block, block.meta()) {
-            (AssistantBlock::Opaque { provider, item }, _) if provider == ANTHROPIC => {
+            (AssistantBlock::Opaque { provider, item }, _) if provider == PROVIDER => {
                 match serde_json::from_str::<&RawValue>(item) {
                     Ok(item) => Some(Part::Kept(item)),
                     // Only a damaged store gets here; the API would reject the block anyway.

@@ -41,10 +41,11 @@ use std::collections::HashMap;
 
 use indexmap::IndexMap;
 use motet_directives::{ModelUsage, ProviderMeta, StopReason, Usage};
-use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::PROVIDER;
+use super::wire::{WireDelta, WireEvent, WireMessageDelta, WireTextStart, WireUsage};
 use crate::decoder::StreamDecoder;
 use crate::error::ProviderError;
 use crate::event::{BLOCK_BYTES, LlmEvent};
@@ -558,7 +559,7 @@ impl Decoder {
                 meta: None,
             }),
             Block::Opaque(opaque) => out.push(LlmEvent::Opaque {
-                provider: ANTHROPIC.to_owned(),
+                provider: PROVIDER.to_owned(),
                 item: opaque.into_item(index)?,
             }),
             Block::Text {
@@ -606,9 +607,6 @@ fn start_citations(index: u64, raw: &RawValue) -> Result<Vec<String>, ProviderEr
         .map(|citation| citation.get().to_owned())
         .collect())
 }
-
-/// The provider family of the blocks this dialect keeps opaquely.
-pub(crate) const ANTHROPIC: &str = "anthropic";
 
 fn protocol(message: String) -> ProviderError {
     ProviderError::Protocol { message }
@@ -733,101 +731,4 @@ impl StreamDecoder for Decoder {
     fn held_bytes(&self) -> usize {
         self.held
     }
-}
-
-/// One stream event; blocks and deltas are kept as JSON text, so an opaque block's bytes
-/// survive.
-#[derive(Debug, Deserialize)]
-struct WireEvent<'a> {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    index: Option<u64>,
-    #[serde(default)]
-    message: Option<WireMessage>,
-    #[serde(default, borrow)]
-    content_block: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    delta: Option<&'a RawValue>,
-    #[serde(default)]
-    usage: Option<WireUsage>,
-}
-
-/// The `delta` of `message_delta`.
-#[derive(Debug, Default, Deserialize)]
-struct WireMessageDelta {
-    #[serde(default, deserialize_with = "lenient_text")]
-    stop_reason: Option<String>,
-}
-
-/// A string, or nothing when the field holds anything else.
-fn lenient_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    Ok(match Value::deserialize(d)? {
-        Value::String(text) => Some(text),
-        _ => None,
-    })
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct WireMessage {
-    #[serde(default)]
-    id: Option<String>,
-    #[serde(default)]
-    model: Option<String>,
-    #[serde(default)]
-    usage: Option<WireUsage>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct WireUsage {
-    #[serde(default, deserialize_with = "crate::count::option")]
-    input_tokens: Option<u64>,
-    #[serde(default, deserialize_with = "crate::count::option")]
-    output_tokens: Option<u64>,
-    #[serde(default, deserialize_with = "crate::count::option")]
-    cache_read_input_tokens: Option<u64>,
-    #[serde(default, deserialize_with = "crate::count::option")]
-    cache_creation_input_tokens: Option<u64>,
-    /// One entry per sampling iteration (`type` `compaction`, `message`, `advisor_message`),
-    /// when there were several: the same counts as the top level (an iteration lists no
-    /// iterations of its own).
-    #[serde(default)]
-    iterations: Option<Vec<WireUsage>>,
-    /// The model of an iteration another model ran (the advisor's `advisor_message`).
-    #[serde(default, deserialize_with = "lenient_text")]
-    model: Option<String>,
-    /// `thinking_tokens`: output tokens spent thinking.
-    #[serde(default)]
-    output_tokens_details: Option<WireOutputDetails>,
-}
-
-/// `usage.output_tokens_details`.
-#[derive(Debug, Default, Deserialize)]
-struct WireOutputDetails {
-    #[serde(default, deserialize_with = "crate::count::option")]
-    thinking_tokens: Option<u64>,
-}
-
-/// The part of a text block's `content_block_start` read besides its text.
-#[derive(Debug, Deserialize)]
-struct WireTextStart<'a> {
-    #[serde(default, borrow)]
-    citations: Option<Vec<&'a RawValue>>,
-}
-
-#[derive(Debug, Deserialize)]
-struct WireDelta<'a> {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    text: Option<String>,
-    #[serde(default)]
-    thinking: Option<String>,
-    #[serde(default)]
-    signature: Option<String>,
-    #[serde(default)]
-    partial_json: Option<String>,
-    /// The citation of a `citations_delta`, as received.
-    #[serde(default, borrow)]
-    citation: Option<&'a RawValue>,
 }

@@ -11,12 +11,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::error::ProviderError;
-
 use super::wire::{ApiError, ErrorBody};
-
-/// Longest excerpt of a non-JSON error body kept in an error message.
-const BODY_EXCERPT_CHARS: usize = 500;
+use crate::error::ProviderError;
+use crate::status::{excerpt, from_status};
 
 /// Maps an HTTP error response of the Gemini API to a typed error.
 pub(crate) fn classify_error(status: u16, body: &str) -> ProviderError {
@@ -84,16 +81,7 @@ fn by_status(status: u16, message: String, retry_after: Option<Duration>) -> Pro
     if exceeds_context(&message) {
         return ProviderError::ContextLengthExceeded { message };
     }
-    match status {
-        401 | 403 => ProviderError::Authentication { status, message },
-        429 => ProviderError::RateLimited {
-            retry_after,
-            message,
-        },
-        503 => ProviderError::Overloaded { message },
-        400..=499 => ProviderError::InvalidRequest { status, message },
-        _ => ProviderError::Server { status, message },
-    }
+    from_status(status, message, retry_after)
 }
 
 /// "The input token count (1200293) exceeds the maximum number of tokens allowed (1048576)."
@@ -124,14 +112,6 @@ fn retry_delay(details: &[Value]) -> Option<Duration> {
         let seconds: f64 = delay.strip_suffix('s')?.parse().ok()?;
         Duration::try_from_secs_f64(seconds).ok()
     })
-}
-
-fn excerpt(body: &str) -> String {
-    let trimmed = body.trim();
-    if trimmed.is_empty() {
-        return "empty error body".to_owned();
-    }
-    trimmed.chars().take(BODY_EXCERPT_CHARS).collect()
 }
 
 #[cfg(test)]

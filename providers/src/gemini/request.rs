@@ -53,15 +53,13 @@ pub(crate) const PLACEHOLDER_SIGNATURE: &str = "skip_thought_signature_validator
 /// The request body as sent (see [`crate::Dialect::encode`]): the typed body serialized
 /// directly, so raw arguments and opaque parts go out byte for byte.
 pub(crate) fn encode(req: &LlmRequest) -> Result<Vec<u8>, ProviderError> {
-    crate::body::to_json(&body(req)?)
+    crate::encode::to_json(&body(req)?)
 }
 
 /// Renders the full streaming request body (the model and `alt=sse` go in the URL) as a
 /// `Value`: the same body as [`encode`], with raw JSON parsed.
 pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
-    serde_json::to_value(body(req)?).map_err(|e| ProviderError::Protocol {
-        message: format!("could not render the Gemini request: {e}"),
-    })
+    crate::encode::to_value(&body(req)?)
 }
 
 /// The typed body, borrowing from the request.

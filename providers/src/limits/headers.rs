@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use super::plan::Kind;
+use super::kind::Kind;
 use crate::retry::RetryHints;
 
 /// One limit window as a response described it.

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::headers::Learned;
+use super::kind::Kind;
 use crate::scope::{CallScope, Priority};
 
 /// The longest default backoff after repeated 429s without a `retry-after`.
@@ -109,38 +110,6 @@ impl Rates {
             Kind::InputTokens => self.input_tokens_per_minute,
             Kind::OutputTokens => self.output_tokens_per_minute,
             Kind::Tokens => self.tokens_per_minute,
-        }
-    }
-}
-
-/// What a bucket counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// Requests.
-    Requests,
-    /// Input tokens.
-    InputTokens,
-    /// Output tokens.
-    OutputTokens,
-    /// Input and output tokens together.
-    Tokens,
-}
-
-impl Kind {
-    /// Every kind, in bucket order.
-    pub const ALL: [Kind; 4] = [
-        Kind::Requests,
-        Kind::InputTokens,
-        Kind::OutputTokens,
-        Kind::Tokens,
-    ];
-
-    fn index(self) -> usize {
-        match self {
-            Kind::Requests => 0,
-            Kind::InputTokens => 1,
-            Kind::OutputTokens => 2,
-            Kind::Tokens => 3,
         }
     }
 }

@@ -14,7 +14,7 @@ use crate::error::ProviderError;
 
 /// The request body as sent (see [`crate::Dialect::encode`]).
 pub(crate) fn encode(req: &LlmRequest) -> Result<Vec<u8>, ProviderError> {
-    crate::body::to_json(&render(req)?)
+    crate::encode::to_json(&render(req)?)
 }
 
 /// Renders the streaming request body.

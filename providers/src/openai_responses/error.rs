@@ -7,14 +7,9 @@
 //! [`ProviderError::Authentication`] — the account lacks permission to spend, a person has to
 //! act, and no retry policy should retry it — with OpenAI's message kept.
 
-use crate::error::ProviderError;
-
-use serde_json::Value;
-
 use super::wire::{ApiError, ErrorBody, code_text};
-
-/// Longest excerpt of a non-JSON error body kept in an error message.
-const BODY_EXCERPT_CHARS: usize = 500;
+use crate::error::{ProviderError, redact_keys};
+use crate::status::{excerpt, from_status, stream_status};
 
 /// Maps an HTTP error response of the Responses API to a typed error.
 pub(crate) fn classify_error(status: u16, body: &str) -> ProviderError {
@@ -62,43 +57,6 @@ pub(super) fn classify_api_error(status: u16, error: &ApiError) -> ProviderError
     }
 }
 
-/// The HTTP status an error inside a 200 stream stands for, or 0 when it names none: a
-/// numeric `code` that is an HTTP error status (OpenRouter, vLLM), else a `type` or `code`
-/// that says the request was at fault (OpenAI's and Groq's `invalid_request_error`, vLLM's
-/// `BadRequestError`, the Responses API's `invalid_*` and image codes of `response.failed`).
-pub(crate) fn stream_status(kind: Option<&str>, code: Option<&Value>) -> u16 {
-    if let Some(status) = code
-        .and_then(Value::as_u64)
-        .and_then(|n| u16::try_from(n).ok())
-        .filter(|n| (400..=599).contains(n))
-    {
-        return status;
-    }
-    let code = code.and_then(Value::as_str);
-    for name in [code, kind].into_iter().flatten() {
-        match name {
-            "not_found_error" | "NotFoundError" | "model_not_found" => return 404,
-            "request_too_large" => return 413,
-            "UnprocessableEntityError" => return 422,
-            "invalid_request_error"
-            | "BadRequestError"
-            | "tool_use_failed"
-            | "unsupported_parameter"
-            | "unsupported_value" => return 400,
-            name if name.starts_with("invalid_")
-                || name.starts_with("image_")
-                || name.starts_with("unsupported_")
-                || name.starts_with("empty_")
-                || name.starts_with("failed_to_download") =>
-            {
-                return 400;
-            }
-            _ => {}
-        }
-    }
-    0
-}
-
 fn classify_parts(
     status: u16,
     kind: Option<&str>,
@@ -138,16 +96,7 @@ fn classify_parts(
     if mentions_context_window(&message) {
         return ProviderError::ContextLengthExceeded { message };
     }
-    match status {
-        401 | 403 => ProviderError::Authentication { status, message },
-        429 => ProviderError::RateLimited {
-            retry_after: None,
-            message,
-        },
-        503 | 529 => ProviderError::Overloaded { message },
-        400..=499 => ProviderError::InvalidRequest { status, message },
-        _ => ProviderError::Server { status, message },
-    }
+    from_status(status, message, None)
 }
 
 fn mentions_context_window(message: &str) -> bool {
@@ -158,20 +107,6 @@ fn mentions_context_window(message: &str) -> bool {
 fn mentions_policy(message: &str) -> bool {
     let lower = message.to_ascii_lowercase();
     lower.contains("flagged") || lower.contains("usage policy")
-}
-
-/// The start of a body that is not an OpenAI error object (a proxy's HTML page, plain text).
-pub(crate) fn excerpt(body: &str) -> String {
-    let trimmed = body.trim();
-    if trimmed.is_empty() {
-        return "empty error body".to_owned();
-    }
-    trimmed.chars().take(BODY_EXCERPT_CHARS).collect()
-}
-
-/// Replaces anything that looks like an API key with `[redacted]`.
-pub(crate) fn redact_keys(message: &str) -> String {
-    crate::error::redact_keys(message)
 }
 
 #[cfg(test)]

@@ -43,13 +43,11 @@ use serde_json::value::RawValue;
 
 use crate::error::ProviderError;
 
+use super::PROVIDER;
 use super::wire::{
     Container, FunctionOutput, InputContent, InputItem, Location, ReasoningConfig, Request,
     SearchFilters, SummaryText, Token, Tool, ToolChoice,
 };
-
-/// The provider family whose opaque items this dialect replays.
-const OPENAI: &str = "openai";
 
 /// What the API calls the encrypted reasoning state in `include`.
 const INCLUDE_ENCRYPTED_REASONING: &str = "reasoning.encrypted_content";
@@ -60,15 +58,13 @@ const INCLUDE_ENCRYPTED_REASONING: &str = "reasoning.encrypted_content";
 /// exact text it was received as. Going through [`render`]'s `Value` would parse it again:
 /// keys sorted, escapes normalized, numbers reparsed.
 pub(crate) fn encode(req: &LlmRequest) -> Result<Vec<u8>, ProviderError> {
-    crate::body::to_json(&body(req)?)
+    crate::encode::to_json(&body(req)?)
 }
 
 /// The full streaming request body as a `Value`, for reading and comparing. Opaque items are
 /// equal in meaning but not byte for byte what [`encode`] sends.
 pub(crate) fn render(req: &LlmRequest) -> Result<Value, ProviderError> {
-    serde_json::to_value(body(req)?).map_err(|e| ProviderError::Protocol {
-        message: format!("could not render the Responses request: {e}"),
-    })
+    crate::encode::to_value(&body(req)?)
 }
 
 /// Parts as Responses content: `input_text`, `input_image` (an `https:` or `data:` URL,
@@ -311,7 +307,7 @@ fn render_assistant<'a>(turn: &'a AssistantMessage, input: &mut Vec<InputItem<'a
                     arguments: args.get(),
                 });
             }
-            (AssistantBlock::Opaque { provider, item }, _) if provider == OPENAI => {
+            (AssistantBlock::Opaque { provider, item }, _) if provider == PROVIDER => {
                 flush(&mut text, &mut phase, input);
                 match serde_json::from_str::<&RawValue>(item) {
                     Ok(item) => input.push(InputItem::Opaque(item)),

@@ -36,6 +36,7 @@ use crate::error::ProviderError;
 use crate::event::{BLOCK_BYTES, LlmEvent};
 use crate::sse::SseEvent;
 
+use super::PROVIDER;
 use super::error::classify_api_error;
 use super::wire::{
     ApiError, ContentPart, ErrorEvent, ItemDone, OutputItem, ResponseObject, StreamEvent,
@@ -462,7 +463,7 @@ impl Decoder {
             })?;
         self.last_text = None;
         out.push(LlmEvent::Opaque {
-            provider: "openai".to_owned(),
+            provider: PROVIDER.to_owned(),
             item: done.item.get().to_owned(),
         });
         Ok(())

@@ -14,4 +14,7 @@ pub(crate) mod request;
 pub(crate) mod stream;
 mod wire;
 
-pub(crate) use error::{classify_error, excerpt, redact_keys, stream_status};
+pub(crate) use error::classify_error;
+
+/// The provider family of the opaque items this dialect produces and replays.
+pub(crate) const PROVIDER: &str = "openai";

@@ -9,11 +9,16 @@
 //! - `stream` — `message_start` … `message_stop` events turned into [`crate::LlmEvent`]s,
 //!   blocks keyed by their `index`; server tool calls and results, MCP blocks, compaction and
 //!   block types it does not know kept opaquely.
+//! - `wire` — the private serde types of both directions, and of error bodies.
 //! - `error` — `{"type": "error", "error": {type, message}}` bodies and in-stream `error`
 //!   events as [`crate::ProviderError`].
 
 mod error;
 pub(crate) mod request;
 pub(crate) mod stream;
+mod wire;
 
 pub(crate) use error::classify_error;
+
+/// The provider family of the opaque blocks this dialect produces and replays.
+pub(crate) const PROVIDER: &str = "anthropic";

@@ -10,6 +10,7 @@
 //!   deltas keyed by `index`; reasoning from `reasoning_content`, `reasoning` or Mistral's
 //!   `thinking` parts; the trailing usage chunk, after the finish reason or not; `[DONE]`;
 //!   error chunks typed by their code.
+//! - `wire` — the private serde types of the chunks.
 //! - `details` — OpenRouter's `reasoning_details` fragments merged over a stream.
 //! - `error` — the error bodies are OpenAI's, shared with the Responses dialect.
 
@@ -17,5 +18,6 @@ mod details;
 mod error;
 pub(crate) mod request;
 pub(crate) mod stream;
+mod wire;
 
 pub(crate) use error::classify_error;
