@@ -67,8 +67,8 @@ pub use costs::{DEFAULT_BUDGETED_MAX_TOKENS, LevelBudgets};
 pub use env::SystemEnv;
 pub use errors::{AskError, RuntimeError};
 pub use events::{
-    AGENT_STOPPED, CHILD_FAILED, CHILD_STARTED, ChildEvent, DeltaKind, LLM_DELTA, LLM_WAITING,
-    LLM_WAITING_AFTER, LlmDelta, LlmWaiting, THREAD_RESTARTED, ThreadFailure,
+    AGENT_STOPPED, CHILD_FAILED, CHILD_STARTED, CHILD_STOPPED, ChildEvent, DeltaKind, LLM_DELTA,
+    LLM_WAITING, LLM_WAITING_AFTER, LlmDelta, LlmWaiting, THREAD_RESTARTED, ThreadFailure,
 };
 pub use host::core::{DEFAULT_THREAD, NEW_THREAD};
 pub use requests::{FINISHED_REQUESTS_KEPT, RequestRecord, RequestStatus};

@@ -1,4 +1,4 @@
-//! The signals the runtime itself publishes or sends: a child's start or failure, a thread's
+//! The signals the runtime itself publishes or sends: a child's start, failure or stop, a thread's
 //! restart, an agent's stop, the fragments of a streaming LLM call, and an LLM call's wait for
 //! its provider account.
 
@@ -11,14 +11,18 @@ pub const CHILD_STARTED: &str = "agent.child.started";
 /// The type of the signal that tells a parent its child could not start.
 pub const CHILD_FAILED: &str = "agent.child.failed";
 
-/// Data of `agent.child.started` and `agent.child.failed`.
+/// The type of the signal that tells a parent its child stopped: past its restart intensity,
+/// or stopped by the application (not when the parent stopped it with `StopChild`).
+pub const CHILD_STOPPED: &str = "agent.child.stopped";
+
+/// Data of `agent.child.started`, `agent.child.failed` and `agent.child.stopped`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct ChildEvent {
     /// The tag the parent gave in its `Spawn`.
     pub tag: String,
     /// The child's agent name (send it signals with `Emit` to this agent).
     pub name: String,
-    /// Why it could not start.
+    /// Why it could not start, or why it stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }

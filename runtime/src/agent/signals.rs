@@ -9,10 +9,7 @@
 
 use motet_agents::{AgentCancel, protocol};
 use motet_signals::Signal;
-use ractor::ActorRef;
 use serde::Serialize;
-
-use crate::agent::host::core::ThreadMsg;
 
 /// The source of what a caller sends an agent.
 pub(crate) const CALLER: &str = "motet.caller";
@@ -53,13 +50,6 @@ pub(crate) const SCHEDULE_FIRED: &str = "motet.schedule.fired";
 /// The `source` of the signals an agent's threads make.
 pub(crate) fn agent_source(agent: &str) -> String {
     format!("motet.agent.{agent}")
-}
-
-/// Puts `signal` in the thread's mailbox; one for a thread that stopped is dropped.
-pub(crate) fn deliver(to: &ActorRef<ThreadMsg>, signal: Signal) {
-    if let Err(error) = to.cast(ThreadMsg::Signal(signal)) {
-        tracing::debug!(%error, "a result arrived after its agent stopped");
-    }
 }
 
 /// A result signal, caused by the signal whose directive produced it (same thread, request,

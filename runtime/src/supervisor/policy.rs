@@ -77,6 +77,34 @@ impl Default for Intensity {
     }
 }
 
+/// How long a restart waits: the first restart in the intensity window after `first`, each
+/// further one twice as long as the one before, never longer than `max` (Akka's and Orleans'
+/// backoff, on OTP's rules). The default waits not at all (OTP: at once).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Backoff {
+    /// The wait before the first restart in the window.
+    pub first: Duration,
+    /// The longest wait.
+    pub max: Duration,
+}
+
+impl Backoff {
+    /// Waits `first`, then twice as long at each restart, up to `max`.
+    pub fn exponential(first: Duration, max: Duration) -> Self {
+        Self { first, max }
+    }
+
+    /// The wait before the `restarts`-th restart in the window (1 for the first).
+    pub fn delay(&self, restarts: usize) -> Duration {
+        let doublings = u32::try_from(restarts.saturating_sub(1))
+            .unwrap_or(u32::MAX)
+            .min(31);
+        self.first
+            .saturating_mul(1u32 << doublings)
+            .min(self.max.max(self.first))
+    }
+}
+
 /// The times of recent restarts, in milliseconds on a monotonic clock the caller keeps.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RestartHistory {
@@ -114,8 +142,11 @@ fn duration_ms(d: Duration) -> u64 {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
     /// Stop these children (in this order: last started first), then start these (in start
-    /// order), and forget these (they are not started again).
+    /// order), and forget these (they are not started again). `restarts` counts the restarts
+    /// in the window, this one included (0 when nothing is started again).
     Restart {
+        /// Restarts counted in the window, this one included.
+        restarts: usize,
         /// Running siblings to stop first.
         stop: Vec<usize>,
         /// Children to start again, in start order.
@@ -148,6 +179,7 @@ pub fn decide(
     };
     if !restart_exited {
         return Decision::Restart {
+            restarts: 0,
             stop: Vec::new(),
             start: Vec::new(),
             forget: vec![exited],
@@ -169,6 +201,7 @@ pub fn decide(
         .into_iter()
         .partition(|&i| i == exited || children.get(i).is_some_and(|r| *r != Restart::Temporary));
     Decision::Restart {
+        restarts,
         stop,
         start,
         forget,
@@ -204,8 +237,14 @@ mod tests {
         )
     }
 
+    /// A restart decision; the first restart in its window when it starts anything.
     fn restart(stop: &[usize], start: &[usize], forget: &[usize]) -> Decision {
+        nth_restart(usize::from(!start.is_empty()), stop, start, forget)
+    }
+
+    fn nth_restart(restarts: usize, stop: &[usize], start: &[usize], forget: &[usize]) -> Decision {
         Decision::Restart {
+            restarts,
             stop: stop.to_vec(),
             start: start.to_vec(),
             forget: forget.to_vec(),
@@ -282,12 +321,12 @@ mod tests {
                 ms,
             )
         };
-        assert_eq!(at(100), restart(&[], &[0], &[]));
-        assert_eq!(at(200), restart(&[], &[0], &[]));
+        assert_eq!(at(100), nth_restart(1, &[], &[0], &[]));
+        assert_eq!(at(200), nth_restart(2, &[], &[0], &[]));
         assert_eq!(at(300), Decision::Escalate { restarts: 3 });
         // A second later the window holds nothing: restarts are allowed again.
-        assert_eq!(at(1_250), restart(&[], &[0], &[]));
-        assert_eq!(at(1_300), restart(&[], &[0], &[]));
+        assert_eq!(at(1_250), nth_restart(1, &[], &[0], &[]));
+        assert_eq!(at(1_300), nth_restart(2, &[], &[0], &[]));
         assert_eq!(at(1_350), Decision::Escalate { restarts: 3 });
     }
 
@@ -311,6 +350,25 @@ mod tests {
         };
         assert_eq!(at(0), restart(&[], &[0], &[]));
         assert_eq!(at(3), Decision::Escalate { restarts: 2 });
+    }
+
+    #[test]
+    fn a_backoff_doubles_with_each_restart_in_the_window_up_to_its_longest() {
+        let ms = Duration::from_millis;
+        let backoff = Backoff::exponential(ms(100), ms(1_000));
+        assert_eq!(backoff.delay(1), ms(100));
+        assert_eq!(backoff.delay(2), ms(200));
+        assert_eq!(backoff.delay(4), ms(800));
+        assert_eq!(backoff.delay(5), ms(1_000), "capped");
+        assert_eq!(backoff.delay(usize::MAX), ms(1_000), "no overflow");
+        assert_eq!(
+            backoff.delay(0),
+            ms(100),
+            "a restart waits at least the first"
+        );
+        assert_eq!(Backoff::default().delay(3), Duration::ZERO, "OTP: at once");
+        // A longest wait below the first is the first.
+        assert_eq!(Backoff::exponential(ms(500), ms(10)).delay(3), ms(500));
     }
 
     #[test]

@@ -501,7 +501,8 @@ impl Runtime {
 
     /// Stops an agent, its children and their threads.
     pub fn stop_agent(&self, name: &str) {
-        self.core.stop_agent(name, "stopped by the application");
+        self.core
+            .stop_agent(name, "stopped by the application", true);
     }
 
     /// Stops every agent and waits for each thread to finish the message it is handling, then

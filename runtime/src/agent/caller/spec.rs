@@ -9,7 +9,7 @@ use motet_signals::Pattern;
 
 use crate::agent::book::RequestPolicy;
 use crate::agent::errors::RuntimeError;
-use crate::supervisor::Intensity;
+use crate::supervisor::{Intensity, Supervision};
 use crate::tool::ToolSet;
 
 /// Options of one [`AgentHandle::ask`](crate::agent::AgentHandle::ask).
@@ -55,7 +55,7 @@ pub struct AgentSpec<S> {
     pub(crate) strategy: S,
     pub(crate) tools: Option<Arc<ToolSet>>,
     pub(crate) policy: RequestPolicy,
-    pub(crate) intensity: Intensity,
+    pub(crate) supervision: Supervision,
     pub(crate) subscriptions: Vec<Pattern>,
     pub(crate) consumers: Vec<crate::bus::ConsumerSpec>,
     pub(crate) groups: Vec<String>,
@@ -76,7 +76,7 @@ impl<S: Strategy> AgentSpec<S> {
             strategy,
             tools: None,
             policy: RequestPolicy::Queue,
-            intensity: Intensity::default(),
+            supervision: Supervision::default(),
             subscriptions: Vec::new(),
             consumers: Vec::new(),
             groups: Vec::new(),
@@ -154,7 +154,16 @@ impl<S: Strategy> AgentSpec<S> {
     /// At most this many thread restarts in this window before the agent is stopped
     /// (default 3 in 5 s).
     pub fn with_restart_intensity(mut self, intensity: Intensity) -> Self {
-        self.intensity = intensity;
+        self.supervision.intensity = intensity;
+        self
+    }
+
+    /// How the agent's threads are supervised: which restart with a failed one
+    /// (one-for-one, one-for-all, rest-for-one), which exits restart a thread (permanent,
+    /// transient, temporary), how long a restart waits, and the restart intensity
+    /// (docs/supervision.md). The default is one-for-one, transient, at once, 3 in 5 s.
+    pub fn with_supervision(mut self, supervision: Supervision) -> Self {
+        self.supervision = supervision;
         self
     }
 

@@ -9,14 +9,15 @@ use motet_signals::Signal;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::task::AbortHandle;
 
-use super::core::{RunningAgent as _, ThreadKey, ThreadMsg};
+use super::core::{RunningAgent as _, ThreadKey, ThreadMsg, deliver};
 use super::deliveries::{self, Deliveries};
 use super::tracked::{Occasional, RequestTrace, Run, Tracked};
 use super::{execute, waits};
 use crate::agent::book::{self, Admission, Screen};
 use crate::agent::env::SystemEnv;
 use crate::agent::errors::AskError;
-use crate::agent::signals::{self, SCHEDULE_FIRED, deliver};
+use crate::agent::events::{CHILD_STOPPED, ChildEvent};
+use crate::agent::signals::{self, SCHEDULE_FIRED};
 use crate::agent::trace;
 use crate::store::StoreError;
 use crate::telemetry::instruments;
@@ -101,7 +102,8 @@ where
                 }));
             }
         }
-        self.core.forget_thread(myself.get_id());
+        // The supervisor hears of this stop and forgets the thread (one that stopped itself may
+        // restart); the registry's entry goes here, or passes to the successor.
         if held.is_empty() {
             self.agent.forget_thread(&self.thread_id, myself.get_id());
         } else {
@@ -232,6 +234,13 @@ where
                 occasional.schedules.remove(&id);
             }
             return None;
+        }
+        if signal.signal_type().as_str() == CHILD_STOPPED
+            && let Ok(child) = signal.data_as::<ChildEvent>()
+            && let Some(occasional) = state.tracked.occasional.as_mut()
+        {
+            // The child is gone: its tag no longer names it (the strategy hears of it next).
+            occasional.children.remove(&child.tag);
         }
         Some(signal)
     }

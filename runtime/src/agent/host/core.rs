@@ -26,9 +26,10 @@ use crate::agent::book::RequestPolicy;
 use crate::agent::costs::Costs;
 use crate::agent::env::SystemEnv;
 use crate::agent::errors::{AskError, RuntimeError};
+use crate::agent::events::CHILD_STOPPED;
 use crate::agent::requests::Requests;
 use crate::store::ThreadStore;
-use crate::supervisor::Intensity;
+use crate::supervisor::Supervision;
 use crate::tool::ToolSet;
 
 /// The id of every agent's default thread, used when a caller names none.
@@ -85,8 +86,16 @@ pub(crate) struct RuntimeCore {
 #[derive(Default)]
 pub(crate) struct Housekeeping {
     /// The registry the other way round for supervised threads, so the supervisor finds a
-    /// failed actor's thread at once.
-    thread_keys: Registry<ActorId, ThreadKey>,
+    /// failed actor's thread (and when it started, among its agent's) at once.
+    thread_keys: Registry<ActorId, Supervised>,
+    /// The order supervised threads started in, for rest-for-one.
+    started: AtomicU64,
+    /// Threads waiting out a restart's backoff, and when they start again: a message for one
+    /// waits until then.
+    restarting: Registry<ThreadKey, tokio::time::Instant>,
+    /// Thread actors that stopped themselves (a `Stop` directive): a normal exit, which
+    /// restarts a permanent thread.
+    stopped_themselves: Registry<ActorId, ()>,
     /// The sweeper that asks idle threads to stop, started with the first thread that has an
     /// idle timeout; the shortest timeout seen sets its pace. Held while one is started.
     idle_sweep: std::sync::Mutex<Option<AbortHandle>>,
@@ -196,6 +205,7 @@ impl RuntimeCore {
         thread: &str,
         leaving: Option<(ActorId, Vec<ThreadMsg>)>,
     ) -> Result<ActorRef<ThreadMsg>, RuntimeError> {
+        self.wait_out_restart(agent.name(), thread).await;
         let _guard = agent.spawning().lock().await;
         let leaving_id = leaving.as_ref().map(|(id, _)| *id);
         if let Some(actor) = agent.thread(thread)
@@ -258,7 +268,9 @@ impl RuntimeCore {
     }
 
     /// Stops the agent `name` and, first, every agent it started (children, recursively).
-    pub(crate) fn stop_agent(&self, name: &str, reason: &str) {
+    /// With `tell_parent`, the agent's parent (when it has one) is sent `agent.child.stopped`
+    /// saying why — not when the parent stopped it itself, nor when it stops with its parent.
+    pub(crate) fn stop_agent(self: &Arc<Self>, name: &str, reason: &str, tell_parent: bool) {
         let children: Vec<String> = self
             .agents
             .iter()
@@ -266,9 +278,12 @@ impl RuntimeCore {
             .map(|e| e.key().clone())
             .collect();
         for child in children {
-            self.stop_agent(&child, reason);
+            self.stop_agent(&child, reason, false);
         }
         let agent = self.remove_agent(name);
+        if tell_parent && let Some(parent) = agent.as_ref().and_then(|a| a.parent().cloned()) {
+            self.tell_parent(parent, name, reason);
+        }
         for mut group in self.groups.iter_mut() {
             group.retain(|member| member != name);
         }
@@ -277,19 +292,91 @@ impl RuntimeCore {
         }
     }
 
-    /// Records that the supervised actor `id` runs the thread `key`.
+    /// Sends `parent` `agent.child.stopped` about its child `name`, stopped for `reason`.
+    fn tell_parent(self: &Arc<Self>, parent: Parent, name: &str, reason: &str) {
+        let event = crate::agent::events::ChildEvent {
+            tag: parent.tag.clone(),
+            name: name.to_owned(),
+            message: Some(reason.to_owned()),
+        };
+        let built = Signal::builder(CHILD_STOPPED, crate::agent::signals::RUNTIME)
+            .with_thread_id(&parent.thread)
+            .with_data(event)
+            .build();
+        let Ok(signal) = built else {
+            return;
+        };
+        let core = self.clone();
+        tokio::spawn(async move {
+            let msg = ThreadMsg::Signal(signal);
+            if let Err(error) = core.send(&parent.agent, &parent.thread, msg).await {
+                tracing::debug!(parent = %parent.agent, %error, "a child's stop was reported after its parent stopped");
+            }
+        });
+    }
+
+    /// Records that the supervised actor `id` runs the thread `key`, started after every
+    /// thread watched before it.
     pub(crate) fn watch_thread(&self, id: ActorId, key: ThreadKey) {
-        self.housekeeping.thread_keys.insert(id, key);
+        let seq = self.housekeeping.started.fetch_add(1, Ordering::Relaxed);
+        self.housekeeping
+            .thread_keys
+            .insert(id, Supervised { key, seq });
     }
 
     /// Forgets the supervised thread actor `id`, returning its thread when it was registered,
     /// and takes it out of its agent's running threads if it is still the one running it.
-    pub(crate) fn forget_thread(&self, id: ActorId) -> Option<ThreadKey> {
-        let (_, key) = self.housekeeping.thread_keys.remove(&id)?;
-        if let Some(agent) = self.agent(&key.agent) {
-            agent.forget_thread(&key.thread, id);
+    pub(crate) fn forget_thread(&self, id: ActorId) -> Option<Supervised> {
+        let (_, supervised) = self.housekeeping.thread_keys.remove(&id)?;
+        if let Some(agent) = self.agent(&supervised.key.agent) {
+            agent.forget_thread(&supervised.key.thread, id);
         }
-        Some(key)
+        Some(supervised)
+    }
+
+    /// The supervised threads of agent `agent`, in the order they started.
+    pub(crate) fn supervised_threads(&self, agent: &str) -> Vec<(Supervised, ActorId)> {
+        let mut threads: Vec<(Supervised, ActorId)> = self
+            .housekeeping
+            .thread_keys
+            .iter()
+            .filter(|e| &*e.value().key.agent == agent)
+            .map(|e| (e.value().clone(), *e.key()))
+            .collect();
+        threads.sort_by_key(|(s, _)| s.seq);
+        threads
+    }
+
+    /// Notes that the thread `key` restarts at `at`, after its backoff: messages for it wait.
+    pub(crate) fn restart_at(&self, key: ThreadKey, at: tokio::time::Instant) {
+        self.housekeeping.restarting.insert(key, at);
+    }
+
+    /// The thread `key` has restarted (or will not): messages for it go on.
+    pub(crate) fn restarted(&self, key: &ThreadKey) {
+        self.housekeeping.restarting.remove(key);
+    }
+
+    /// Waits until thread `thread` of `agent` is due to restart, when it waits out a backoff.
+    async fn wait_out_restart(&self, agent: &str, thread: &str) {
+        if self.housekeeping.restarting.is_empty() {
+            return;
+        }
+        let key = ThreadKey::new(agent, thread);
+        let due = self.housekeeping.restarting.get(&key).map(|at| *at.value());
+        if let Some(due) = due {
+            tokio::time::sleep_until(due).await;
+        }
+    }
+
+    /// Notes that the thread actor `id` stops itself (a `Stop` directive): a normal exit.
+    pub(crate) fn stops_itself(&self, id: ActorId) {
+        self.housekeeping.stopped_themselves.insert(id, ());
+    }
+
+    /// Whether the thread actor `id`, which terminated, had stopped itself.
+    pub(crate) fn stopped_itself(&self, id: ActorId) -> bool {
+        self.housekeeping.stopped_themselves.remove(&id).is_some()
     }
 
     /// Makes sure a sweeper asks every thread, at least every `idle / 2`, whether it has been
@@ -371,6 +458,13 @@ impl RuntimeCore {
     }
 }
 
+/// A supervised thread actor: its thread and the order it started in.
+#[derive(Debug, Clone)]
+pub(crate) struct Supervised {
+    pub(crate) key: ThreadKey,
+    pub(crate) seq: u64,
+}
+
 /// A thread of an agent: the registry's key for it, and (as `<agent>/<thread>`) its id in the
 /// store, so two agents' threads of the same name never share a history.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -397,6 +491,13 @@ impl ThreadKey {
 /// The store id of `thread` of `agent`: `<agent>/<thread>`. The one place it is built.
 pub(crate) fn store_id(agent: &str, thread: &str) -> String {
     format!("{agent}/{thread}")
+}
+
+/// Puts `signal` in the thread's mailbox; one for a thread that stopped is dropped.
+pub(crate) fn deliver(to: &ActorRef<ThreadMsg>, signal: Signal) {
+    if let Err(error) = to.cast(ThreadMsg::Signal(signal)) {
+        tracing::debug!(%error, "a result arrived after its agent stopped");
+    }
 }
 
 /// What a thread actor's mailbox receives.
@@ -437,11 +538,13 @@ pub(crate) enum ThreadMsg {
     },
 }
 
-/// Where a child agent's `Emit` to its parent goes: the parent agent's thread that spawned it.
+/// Where a child agent's `Emit` to its parent goes: the parent agent's thread that spawned it,
+/// and the tag it knows the child by.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Parent {
     pub(crate) agent: String,
     pub(crate) thread: String,
+    pub(crate) tag: String,
 }
 
 /// Starts an agent of a registered kind under a name, with its configuration.
@@ -463,8 +566,8 @@ pub(crate) trait RunningAgent: Send + Sync {
     fn name(&self) -> &str;
     /// Held while one of the agent's threads starts.
     fn spawning(&self) -> &tokio::sync::Mutex<()>;
-    /// How often the agent's threads may fail before the agent is stopped.
-    fn intensity(&self) -> Intensity;
+    /// How the agent's threads are supervised.
+    fn supervision(&self) -> Supervision;
     /// Keeps the agent's bus subscriptions, ended with the agent.
     fn keep_subscriptions(&self, subscriptions: Vec<Subscription>);
     /// Keeps the tasks of the agent's durable consumers, aborted with its subscriptions.
@@ -517,8 +620,8 @@ pub(crate) struct LiveAgent<S> {
     pub(crate) parent: Option<Box<Parent>>,
     /// Held while one of the agent's threads starts, so racing asks start it once.
     pub(crate) spawning: tokio::sync::Mutex<()>,
-    /// How often the agent's threads may fail before the agent is stopped.
-    pub(crate) intensity: Intensity,
+    /// How the agent's threads are supervised.
+    pub(crate) supervision: Supervision,
     /// The agent's bus subscriptions and durable consumers, which most agents have none of
     /// (one word for them).
     pub(crate) attached: std::sync::Mutex<Option<Box<Attached>>>,

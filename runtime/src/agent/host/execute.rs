@@ -40,6 +40,7 @@ pub(crate) fn execute(
         Directive::StopChild(stop) => spawn::stop_child(here, tracked, &stop),
         Directive::Stop(stop) => {
             let _span = crate::agent::trace::directive_span("stop", here.agent, parent);
+            here.core.stops_itself(here.myself.get_id());
             here.myself.stop(Some(stop.reason));
         }
     }

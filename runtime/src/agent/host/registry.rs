@@ -15,7 +15,7 @@ use super::core::{
 use super::few::Few;
 use crate::agent::caller::spec::AgentSpec;
 use crate::agent::errors::RuntimeError;
-use crate::supervisor::Intensity;
+use crate::supervisor::Supervision;
 
 /// A bus delivery to an agent's default thread: cast at once when the thread runs and takes
 /// it, else sent on a task (starting the thread, or waiting for a stopping actor's successor).
@@ -66,7 +66,7 @@ where
         // Boxed: most agents have no parent, and hold one word for it.
         parent: parent.map(Box::new),
         spawning: tokio::sync::Mutex::new(()),
-        intensity: spec.intensity,
+        supervision: spec.supervision,
         attached: std::sync::Mutex::new(None),
         threads: std::sync::Mutex::new(Few::default()),
         labels: (spec.tenant.is_some() || spec.priority != motet_providers::Priority::Normal).then(
@@ -140,8 +140,8 @@ where
         &self.spawning
     }
 
-    fn intensity(&self) -> Intensity {
-        self.intensity
+    fn supervision(&self) -> Supervision {
+        self.supervision
     }
 
     fn parent(&self) -> Option<&Parent> {

@@ -14,12 +14,12 @@ use ractor::ActorRef;
 use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 
-use super::core::{Labels, Parent, RuntimeCore, ThreadMsg};
+use super::core::{Labels, Parent, RuntimeCore, ThreadMsg, deliver};
 use super::few::Few;
 use crate::agent::book::RequestBook;
 use crate::agent::errors::AskError;
 use crate::agent::requests::RequestStatus;
-use crate::agent::signals::{deliver, failure_text};
+use crate::agent::signals::failure_text;
 use crate::agent::trace;
 use crate::telemetry::instruments;
 use crate::tool::ToolSet;

@@ -3,8 +3,9 @@
 
 use motet_directives::{CancelSchedule, Schedule};
 
+use crate::agent::host::core::deliver;
 use crate::agent::host::tracked::{Here, Tracked};
-use crate::agent::signals::{deliver, schedule_fired, traced};
+use crate::agent::signals::{schedule_fired, traced};
 use crate::agent::trace;
 
 /// Starts the timer of `schedule`, replacing one of the same id.

@@ -35,6 +35,7 @@ pub(super) fn spawn(
     let home = Parent {
         agent: here.agent.to_string(),
         thread: here.thread.to_string(),
+        tag: spawn.tag.clone(),
     };
     // The result goes through the registry, not to this actor directly: a child may take
     // longer to start than this thread stays running.
@@ -78,7 +79,7 @@ pub(super) fn stop_child(here: &Here<'_>, tracked: &mut Tracked, stop: &StopChil
         .as_mut()
         .and_then(|o| o.children.remove(&stop.tag))
     {
-        Some(name) => here.core.stop_agent(&name, &stop.reason),
+        Some(name) => here.core.stop_agent(&name, &stop.reason, false),
         None => {
             tracing::warn!(agent = %here.agent, tag = %stop.tag, "no child with that tag");
         }
