@@ -229,7 +229,7 @@ async fn context_for(
 /// A runtime failure as the CLI reports it: the store's as a store error (exit 4).
 pub fn runtime_failure(error: RuntimeError) -> CliError {
     match error {
-        RuntimeError::Store { message } => CliError::ThreadStore(message),
+        RuntimeError::Store(failure) => CliError::ThreadStore(failure.to_string()),
         other => CliError::Runtime(other.to_string()),
     }
 }
@@ -256,9 +256,8 @@ pub fn ask_failure(error: AskError, settings: &Settings) -> CliError {
             "no answer within {} s (raise it with --timeout)",
             after.as_secs()
         )),
-        AskError::ThreadUnavailable { message, .. } | AskError::Store { message } => {
-            CliError::ThreadStore(message)
-        }
+        AskError::ThreadUnavailable { message, .. } => CliError::ThreadStore(message),
+        AskError::Store(failure) => CliError::ThreadStore(failure.to_string()),
         other => CliError::Request(other.to_string()),
     }
 }

@@ -65,7 +65,7 @@ pub use caller::structured::StructuredError;
 pub use caller::ticket::{Answer, Ticket, TicketEvent};
 pub use costs::{DEFAULT_BUDGETED_MAX_TOKENS, LevelBudgets};
 pub use env::SystemEnv;
-pub use errors::{AskError, RuntimeError};
+pub use errors::{AskError, RuntimeError, StoreFailure};
 pub use events::{
     AGENT_STOPPED, CHILD_FAILED, CHILD_STARTED, CHILD_STOPPED, ChildEvent, DeltaKind, LLM_DELTA,
     LLM_WAITING, LLM_WAITING_AFTER, LlmDelta, LlmWaiting, THREAD_RESTARTED, ThreadFailure,

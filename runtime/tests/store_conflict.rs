@@ -192,7 +192,7 @@ async fn a_request_whose_answer_cannot_be_stored_is_recorded_failed() {
         .unwrap();
     model.gate.add_permits(1);
     match request.wait().await {
-        Err(motet_runtime::agent::AskError::Store { .. }) => {}
+        Err(motet_runtime::agent::AskError::Store(_)) => {}
         other => panic!("{other:?}"),
     }
     let record = runtime.request(&id).unwrap();
@@ -238,7 +238,7 @@ async fn a_writer_whose_thread_was_claimed_cannot_commit_the_rest_of_its_request
     model_a.gate.add_permits(1);
     let failed = in_flight.wait().await.unwrap_err();
     assert!(
-        matches!(&failed, motet_runtime::agent::AskError::Store { message } if message.contains("claimed by another writer")),
+        matches!(&failed, motet_runtime::agent::AskError::Store(failure) if failure.to_string().contains("claimed by another writer")),
         "{failed:?}"
     );
     let stored = store.load("a/default").await.unwrap().unwrap();

@@ -37,7 +37,7 @@ async fn echo_on(store: Arc<dyn ThreadStore>) -> (Runtime, AgentHandle) {
 /// Asks `query` on `thread`, expecting the store's failure.
 async fn store_failure(agent: &AgentHandle, query: &str, thread: &str) -> String {
     match agent.ask_with(query, on(thread)).await {
-        Err(AskError::Store { message }) => message,
+        Err(AskError::Store(failure)) => failure.to_string(),
         other => panic!("expected a store failure, got {other:?}"),
     }
 }

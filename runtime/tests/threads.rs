@@ -429,7 +429,8 @@ async fn an_unreadable_thread_fails_closed_and_is_never_replaced() {
         .spawn(AgentSpec::new("shut", react("openai:gpt-5.2", &tools)))
         .await
     {
-        Err(RuntimeError::Store { message }) => {
+        Err(RuntimeError::Store(failure)) => {
+            let message = failure.to_string();
             assert!(message.contains("shut/default"), "{message}");
             assert!(message.contains("seq 3"), "{message}");
             assert!(!message.to_lowercase().contains("panic"), "{message}");

@@ -1,9 +1,51 @@
 //! Why the runtime could not do what was asked ([`RuntimeError`]), and why an ask got no
 //! answer ([`AskError`]).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use motet_signals::Signal;
+
+use crate::store::StoreError;
+
+/// A thread store's failure, as the runtime's errors carry it: the [`StoreError`] itself (its
+/// variant and its sources), shared so the error stays `Clone`. Two are equal when they say the
+/// same thing.
+#[derive(Debug, Clone)]
+pub struct StoreFailure(Arc<StoreError>);
+
+impl StoreFailure {
+    /// The store's error.
+    pub fn error(&self) -> &StoreError {
+        &self.0
+    }
+}
+
+impl From<StoreError> for StoreFailure {
+    fn from(error: StoreError) -> Self {
+        Self(Arc::new(error))
+    }
+}
+
+impl std::fmt::Display for StoreFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for StoreFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+impl PartialEq for StoreFailure {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.to_string() == other.0.to_string()
+    }
+}
+
+impl Eq for StoreFailure {}
 
 /// Why the runtime could not do what was asked.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -57,11 +99,12 @@ pub enum RuntimeError {
         name: String,
     },
     /// The thread store failed.
-    #[error("the thread store failed: {message}")]
-    Store {
-        /// The store's error.
-        message: String,
-    },
+    #[error("the thread store failed: {0}")]
+    Store(#[source] StoreFailure),
+    /// A signal the runtime was to send could not be built (its data does not serialize, or
+    /// an id is not a valid one).
+    #[error("the signal could not be built: {0}")]
+    Signal(#[source] motet_signals::SignalError),
     /// A steer must say something.
     #[error("a steer of request {request} says nothing")]
     EmptySteer {
@@ -172,12 +215,9 @@ pub enum AskError {
         /// Why (the store's error, naming the thread).
         message: String,
     },
-    /// The thread could not be stored, so the request was not carried out.
-    #[error("the thread could not be stored: {message}")]
-    Store {
-        /// The store's error.
-        message: String,
-    },
+    /// The thread could not be stored or read back, so the request was not carried out.
+    #[error("the thread could not be stored: {0}")]
+    Store(#[source] StoreFailure),
     /// The request signal carried no request id to match the reply by.
     #[error("an ask needs a request id")]
     NoRequestId,
@@ -187,20 +227,16 @@ pub enum AskError {
         /// The request.
         request: String,
     },
-    /// The request could not be built or sent.
-    #[error("the request could not be sent: {message}")]
-    Send {
-        /// What went wrong.
-        message: String,
-    },
+    /// The request signal could not be built (its data does not serialize, or an id is not a
+    /// valid one).
+    #[error("the request could not be sent: {0}")]
+    Send(#[source] motet_signals::SignalError),
 }
 
 impl AskError {
     /// A request signal that could not be built.
     pub(crate) fn send(error: motet_signals::SignalError) -> Self {
-        Self::Send {
-            message: error.to_string(),
-        }
+        Self::Send(error)
     }
 
     /// How an ask sees thread `thread` of `agent` that could not be reached (`error`): a
@@ -208,13 +244,16 @@ impl AskError {
     /// stopped.
     pub(crate) fn unreachable(agent: &str, thread: &str, error: RuntimeError) -> Self {
         match error {
-            RuntimeError::SpawnFailed { message, .. } | RuntimeError::Store { message } => {
-                Self::ThreadUnavailable {
-                    agent: agent.to_owned(),
-                    thread: thread.to_owned(),
-                    message,
-                }
-            }
+            RuntimeError::SpawnFailed { message, .. } => Self::ThreadUnavailable {
+                agent: agent.to_owned(),
+                thread: thread.to_owned(),
+                message,
+            },
+            RuntimeError::Store(failure) => Self::ThreadUnavailable {
+                agent: agent.to_owned(),
+                thread: thread.to_owned(),
+                message: failure.to_string(),
+            },
             _ => Self::AgentStopped {
                 agent: agent.to_owned(),
             },
@@ -244,6 +283,32 @@ fn failure_reason(reply: &Signal) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_store_failure_travels_with_its_variant_and_its_sources() {
+        use crate::store::StoreError;
+        let io = std::io::Error::other("disk on fire");
+        let store = StoreError::Server {
+            source: Box::new(io),
+        };
+        let error = RuntimeError::Store(store.into());
+        let RuntimeError::Store(failure) = &error else {
+            panic!("{error:?}");
+        };
+        assert!(matches!(failure.error(), StoreError::Server { .. }));
+        let mut causes = Vec::new();
+        let mut source = std::error::Error::source(&error);
+        while let Some(cause) = source {
+            causes.push(cause.to_string());
+            source = cause.source();
+        }
+        assert!(
+            causes.iter().any(|c| c.contains("disk on fire")),
+            "{causes:?}"
+        );
+        assert_eq!(error.clone(), error, "Clone and Eq still hold");
+    }
+
     use super::*;
 
     fn failed(data: serde_json::Value) -> AskError {

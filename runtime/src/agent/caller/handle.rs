@@ -173,9 +173,7 @@ impl AgentHandle {
         self.core
             .send(&self.name, &thread, ask)
             .await
-            .map_err(|_| AskError::AgentStopped {
-                agent: self.name.clone(),
-            })?;
+            .map_err(|e| AskError::unreachable(&self.name, &thread, e))?;
         self.outcome(answer, timeout).await
     }
 
@@ -208,9 +206,7 @@ impl AgentHandle {
         timeout: Duration,
     ) -> Result<Option<Ticket>, AskError> {
         let thread_id = thread_id.unwrap_or(DEFAULT_THREAD);
-        let store_error = |e: crate::store::StoreError| AskError::Store {
-            message: e.to_string(),
-        };
+        let store_error = |e: crate::store::StoreError| AskError::Store(e.into());
         let store_id = store_id(&self.name, thread_id);
         let open = match self.core.store.load_state(&store_id).await {
             Ok(saved) => saved
@@ -222,12 +218,15 @@ impl AgentHandle {
         let request_id = match open {
             Some(request) => request,
             None => {
-                let thread =
-                    self.get_thread(Some(thread_id))
-                        .await
-                        .map_err(|e| AskError::Store {
-                            message: e.to_string(),
-                        })?;
+                let thread = self
+                    .get_thread(Some(thread_id))
+                    .await
+                    .map_err(|e| match e {
+                        RuntimeError::Store(failure) => AskError::Store(failure),
+                        _ => AskError::AgentStopped {
+                            agent: self.name.clone(),
+                        },
+                    })?;
                 match thread.as_ref().and_then(last_turn_request) {
                     Some(request) => request,
                     None => return Ok(None),
@@ -332,9 +331,7 @@ impl AgentHandle {
             .delete(&store_id(&self.name, &thread_id))
             .await
             .map(|_| ())
-            .map_err(|e| RuntimeError::Store {
-                message: e.to_string(),
-            })
+            .map_err(|e| RuntimeError::Store(e.into()))
     }
 
     /// A copy of the conversation thread `thread_id` (the default thread for `None`), from its
@@ -366,9 +363,7 @@ impl AgentHandle {
             .store
             .load(&store_id(&self.name, &thread_id))
             .await
-            .map_err(|e| RuntimeError::Store {
-                message: e.to_string(),
-            })
+            .map_err(|e| RuntimeError::Store(e.into()))
     }
 
     /// Sends a signal to the thread it names (or the default thread) without waiting.

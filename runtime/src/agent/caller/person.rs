@@ -19,9 +19,7 @@ use crate::agent::signals::from_caller;
 use crate::store::{StoreError, ThreadStore, UnreadableThread};
 
 fn store_error(e: StoreError) -> RuntimeError {
-    RuntimeError::Store {
-        message: e.to_string(),
-    }
+    RuntimeError::Store(e.into())
 }
 
 /// The tool calls waiting for a person on every thread of `store` (of `agent` only, when
@@ -140,10 +138,11 @@ pub async fn waiting_on(
     let Some(saved) = saved else {
         return Ok(Vec::new());
     };
-    let mut waits = stored_waiting(&saved).map_err(|reason| RuntimeError::Store {
-        message: format!(
-            "the stored state of thread `{thread}` of agent `{agent}` cannot be read: {reason}"
-        ),
+    let mut waits = stored_waiting(&saved).map_err(|reason| {
+        store_error(StoreError::CorruptThread {
+            thread_id: store_id(agent, thread),
+            reason: format!("its stored state cannot be read: {reason}"),
+        })
     })?;
     for w in &mut waits {
         agent.clone_into(&mut w.agent);
@@ -260,11 +259,8 @@ pub(crate) async fn respond(
         response,
         by: None,
     };
-    let signal = from_caller(AGENT_RESPOND, thread, Some(request), data).map_err(|_| {
-        RuntimeError::NotRunning {
-            name: agent.to_owned(),
-        }
-    })?;
+    let signal =
+        from_caller(AGENT_RESPOND, thread, Some(request), data).map_err(RuntimeError::Signal)?;
     core.send(agent, thread, ThreadMsg::Signal(signal)).await
 }
 

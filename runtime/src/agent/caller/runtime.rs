@@ -434,9 +434,7 @@ impl Runtime {
     /// [`RuntimeError::Store`] when the store cannot be listed or read.
     pub async fn recover(&self, timeout: Duration) -> Result<Vec<Ticket>, RuntimeError> {
         let store = &self.core.store;
-        let store_error = |e: crate::store::StoreError| RuntimeError::Store {
-            message: e.to_string(),
-        };
+        let store_error = |e: crate::store::StoreError| RuntimeError::Store(e.into());
         let mut resumed = Vec::new();
         for summary in store.list().await.map_err(store_error)? {
             let Some(meta) = store.get_meta(&summary.id).await.map_err(store_error)? else {

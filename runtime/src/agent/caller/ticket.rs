@@ -267,11 +267,8 @@ impl Ticket {
 
     /// Sends the request's thread a signal of type `ty` about this request.
     async fn tell(&self, ty: &str, data: impl serde::Serialize) -> Result<(), RuntimeError> {
-        let signal = from_caller(ty, &self.thread, Some(&self.id), data).map_err(|_| {
-            RuntimeError::NotRunning {
-                name: self.agent.clone(),
-            }
-        })?;
+        let signal =
+            from_caller(ty, &self.thread, Some(&self.id), data).map_err(RuntimeError::Signal)?;
         self.core
             .send(&self.agent, &self.thread, ThreadMsg::Signal(signal))
             .await

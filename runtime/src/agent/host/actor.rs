@@ -307,7 +307,7 @@ where
         if state.diverged
             && let Err(error) = self.catch_up(state).await
         {
-            self.refuse_unread(&self.here(myself), state, &signal, &error);
+            self.refuse_unread(&self.here(myself), state, &signal, error);
             return;
         }
         match self.opened(state, &signal) {
@@ -541,6 +541,7 @@ where
         step: &Step<'_>,
         error: StoreError,
     ) {
+        let lost_race = error.lost_race();
         let fenced = matches!(error, StoreError::Fenced { .. });
         tracing::error!(parent: step.span, agent = %self.agent.name, thread = %self.thread_id, %error, fenced, "could not store the thread; the step's directives are not run");
         trace::failed(step.span, "store_error", &error.to_string());
@@ -550,13 +551,11 @@ where
         }
         if let Some(request) = step.signal.request_id() {
             let message = error.to_string();
-            let failure = AskError::Store {
-                message: message.clone(),
-            };
+            let failure = AskError::Store(error.into());
             let here = self.here(myself);
             self.abandon(&here, state, request, "store_error", &message, failure);
         }
-        if error.lost_race() {
+        if lost_race {
             // Another writer moved the thread on or took it over: what this actor held of it
             // is no longer the thread. It takes the stored thread as that writer left it, at
             // its epoch, without claiming it back (a successor that claimed would fence the new

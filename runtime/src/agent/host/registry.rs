@@ -15,6 +15,7 @@ use super::core::{
 use super::few::Few;
 use crate::agent::caller::spec::AgentSpec;
 use crate::agent::errors::RuntimeError;
+use crate::store::StoreError;
 use crate::supervisor::Supervision;
 
 /// A bus delivery to an agent's default thread: cast at once when the thread runs and takes
@@ -249,13 +250,13 @@ where
 /// and what is wrong), not ractor's "actor panicked during startup" around them: nothing
 /// panicked.
 fn spawn_failure(agent: &str, error: ractor::SpawnErr) -> RuntimeError {
-    if let ractor::SpawnErr::StartupFailed(cause) = &error
-        && let Some(store) = cause.downcast_ref::<crate::store::StoreError>()
-    {
-        return RuntimeError::Store {
-            message: store.to_string(),
-        };
-    }
+    let error = match error {
+        ractor::SpawnErr::StartupFailed(cause) => match cause.downcast::<StoreError>() {
+            Ok(store) => return RuntimeError::Store((*store).into()),
+            Err(cause) => ractor::SpawnErr::StartupFailed(cause),
+        },
+        error => error,
+    };
     RuntimeError::SpawnFailed {
         name: agent.to_owned(),
         message: error.to_string(),

@@ -93,7 +93,7 @@ where
         here: &Here<'_>,
         state: &mut ThreadState<S>,
         signal: &Signal,
-        error: &crate::store::StoreError,
+        error: crate::store::StoreError,
     ) {
         let message = format!("could not read the thread back after a failed commit: {error}");
         tracing::warn!(agent = %self.agent.name, thread = %self.thread_id, signal = %signal.signal_type().as_str(), %error, "a signal turned away: the thread is not as stored and cannot be read");
@@ -103,9 +103,7 @@ where
         if protocol::starts_request(signal.signal_type().as_str())
             && let Some(request) = signal.request_id()
         {
-            let failure = AskError::Store {
-                message: message.clone(),
-            };
+            let failure = AskError::Store(error.into());
             self.abandon(here, state, request, "store_error", &message, failure);
         }
     }
