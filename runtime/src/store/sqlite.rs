@@ -121,11 +121,11 @@ fn db_err(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
         },
         Some(ErrorCode::DatabaseCorrupt) => StoreError::CorruptFile {
             path: path.to_owned(),
-            source,
+            source: source.into(),
         },
         _ => StoreError::Database {
             path: path.to_owned(),
-            source,
+            source: source.into(),
         },
     }
 }
@@ -139,7 +139,7 @@ fn thread_err<'a>(
         _ => StoreError::Thread {
             thread_id: thread_id.to_owned(),
             path: path.to_owned(),
-            source,
+            source: source.into(),
         },
     }
 }
