@@ -27,6 +27,7 @@
 //!
 //! # Layout
 //! - `error` — [`StoreError`].
+//! - `meta` — [`ThreadMeta`] and [`ThreadKey`]: whose thread a stored thread is.
 //! - `memory` — [`MemoryStore`].
 //! - `sqlite` — [`SqliteStore`], [`SqliteConfig`], [`Durability`]; `sqlite/migrations`.
 //! - `postgres` (feature `postgres`) — `PostgresStore`, `PostgresConfig`, with a fencing epoch
@@ -38,6 +39,7 @@
 mod error;
 mod ledger;
 mod memory;
+mod meta;
 mod open;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -57,6 +59,7 @@ pub use ledger::{
     UsageFilter, UsageGroup, UsageRecord, UsageTotals, cached_share, group_totals, utc_day,
 };
 pub use memory::MemoryStore;
+pub use meta::{ThreadKey, ThreadMeta};
 pub use open::{
     ACCEPTED_URLS, DATABASE_URL_VAR, OpenStoreError, StoreUrl, StoreUrlError, database_url_from,
     open_store, redact, store_from_env,
@@ -179,20 +182,6 @@ impl ThreadListing {
             None => Ok(self.threads),
         }
     }
-}
-
-/// What an agent needs, besides the thread, to come back after a restart.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ThreadMeta {
-    /// The context policy in force, as JSON (a `ContextPolicy` or a preset's name).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub policy: Option<serde_json::Value>,
-    /// Which strategy configuration runs the thread.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub strategy_config_id: Option<String>,
-    /// Anything else the runtime wants back.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub extra: BTreeMap<String, serde_json::Value>,
 }
 
 /// Durable storage of threads.

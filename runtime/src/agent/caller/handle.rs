@@ -15,7 +15,7 @@ use super::spec::AskOptions;
 use super::ticket::{Answer, Deltas, Ticket, interpret};
 use crate::agent::env::SystemEnv;
 use crate::agent::errors::{AskError, RuntimeError};
-use crate::agent::host::core::{DEFAULT_THREAD, RuntimeCore, ThreadMsg, store_id};
+use crate::agent::host::core::{DEFAULT_THREAD, RuntimeCore, ThreadKey, ThreadMsg};
 use crate::agent::requests::RequestRecord;
 use crate::agent::signals::{from_caller, traced};
 
@@ -211,7 +211,7 @@ impl AgentHandle {
         let store_error = |e: crate::store::StoreError| AskError::Store {
             message: e.to_string(),
         };
-        let store_id = store_id(&self.name, thread_id);
+        let store_id = ThreadKey::store_id_of(&self.name, thread_id);
         let open = match self.core.store.load_state(&store_id).await {
             Ok(saved) => saved
                 .as_deref()
@@ -329,7 +329,7 @@ impl AgentHandle {
         }
         self.core
             .store
-            .delete(&store_id(&self.name, &thread_id))
+            .delete(&ThreadKey::store_id_of(&self.name, &thread_id))
             .await
             .map(|_| ())
             .map_err(|e| RuntimeError::Store {
@@ -364,7 +364,7 @@ impl AgentHandle {
         }
         self.core
             .store
-            .load(&store_id(&self.name, &thread_id))
+            .load(&ThreadKey::store_id_of(&self.name, &thread_id))
             .await
             .map_err(|e| RuntimeError::Store {
                 message: e.to_string(),
