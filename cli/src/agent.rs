@@ -9,7 +9,7 @@ use motet::mcp::McpClient;
 use motet::providers::{Priority, Providers};
 use motet::runtime::agent::Answer;
 use motet::runtime::agent::{AgentHandle, AgentSpec, AskError, Runtime, RuntimeError};
-use motet::runtime::store::ThreadStore;
+use motet::runtime::store::{ThreadKey, ThreadStore};
 use motet::runtime::tool::ToolSet;
 
 use crate::calculator;
@@ -37,10 +37,10 @@ pub fn agent_thread(input: &str) -> Result<&str, CliError> {
         id: input.to_owned(),
         reason,
     };
-    let thread = match input.split_once('/') {
-        None => input,
-        Some((AGENT, thread)) => thread,
-        Some((agent, _)) => {
+    let thread = match (input.split_once('/'), ThreadKey::thread_in(AGENT, input)) {
+        (None, _) => input,
+        (Some(_), Some(thread)) => thread,
+        (Some((agent, _)), None) => {
             return Err(refuse(format!(
                 "an id with a `/` is `<agent>/<thread>`, and this one names agent `{agent}`; \
                  the `{AGENT}` agent runs only its own threads (`{AGENT}/{input}` is its \
@@ -61,22 +61,22 @@ pub fn store_id(input: &str) -> String {
     if input.contains('/') {
         input.to_owned()
     } else {
-        format!("{AGENT}/{input}")
+        ThreadKey::store_id_of(AGENT, input)
     }
 }
 
 /// What users see for a store id: the CLI's own threads without the `cli/` when [`store_id`]
 /// maps the short form back to the same thread, else the store id whole.
 pub fn display_id(store_id: &str) -> &str {
-    match store_id.split_once('/') {
-        Some((AGENT, thread)) if !thread.is_empty() && !thread.contains('/') => thread,
+    match ThreadKey::thread_in(AGENT, store_id) {
+        Some(thread) if !thread.is_empty() && !thread.contains('/') => thread,
         _ => store_id,
     }
 }
 
 /// What users see for the agent's thread `thread`: [`display_id`] of its store id.
 pub fn shown_thread(thread: &str) -> String {
-    display_id(&format!("{AGENT}/{thread}")).to_owned()
+    display_id(&ThreadKey::store_id_of(AGENT, thread)).to_owned()
 }
 
 /// A runtime over `store` running the `cli` agent as `settings` say.

@@ -27,17 +27,24 @@
 //!
 //! # Layout
 //! - `error` — [`StoreError`].
+//! - `meta` — [`ThreadMeta`] and [`ThreadKey`]: whose thread a stored thread is.
+//! - `codec` — what every store checks, encodes and decodes alike: entries continuing a thread,
+//!   their totals, a thread rebuilt from its entries' JSON, a stale rev or epoch.
 //! - `memory` — [`MemoryStore`].
-//! - `sqlite` — [`SqliteStore`], [`SqliteConfig`], [`Durability`]; `sqlite/migrations`.
-//! - `postgres` (feature `postgres`) — `PostgresStore`, `PostgresConfig`, with a fencing epoch
-//!   beside the rev; `postgres/migrations`.
-//! - `rows` — what the SQL stores share: the rows they insert and read, JSON column errors.
+//! - `sqlite` — [`SqliteStore`], [`SqliteConfig`], [`Durability`]; in `sqlite/`: `open`
+//!   (connections, read-only mode, migrating), `migrations`, `threads` (reads and writes of
+//!   threads), `ledger` (the usage ledger's rows).
+//! - `postgres` (feature `postgres`) — `PostgresStore`, `PostgresConfig`; in `postgres/`:
+//!   `migrations` (and migrating), `columns` (reading a row's values), `threads`, `ledger`.
+//! - `rows` — what the SQL stores share: the rows they insert and read.
 //! - `ledger` — the usage ledger's rows ([`UsageRecord`]), filters and sums: every LLM call's
 //!   usage and price, which budgets and `motet usage` read.
 
+mod codec;
 mod error;
 mod ledger;
 mod memory;
+mod meta;
 mod open;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -48,7 +55,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use motet_agents::{Entry, EntryBody, ForkOrigin, Thread};
+use motet_agents::{Entry, ForkOrigin, Thread};
 use motet_directives::Usage;
 use serde::{Deserialize, Serialize};
 
@@ -57,6 +64,7 @@ pub use ledger::{
     UsageFilter, UsageGroup, UsageRecord, UsageTotals, cached_share, group_totals, utc_day,
 };
 pub use memory::MemoryStore;
+pub use meta::{ThreadKey, ThreadMeta};
 pub use open::{
     ACCEPTED_URLS, DATABASE_URL_VAR, OpenStoreError, StoreUrl, StoreUrlError, database_url_from,
     open_store, redact, store_from_env,
@@ -179,20 +187,6 @@ impl ThreadListing {
             None => Ok(self.threads),
         }
     }
-}
-
-/// What an agent needs, besides the thread, to come back after a restart.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ThreadMeta {
-    /// The context policy in force, as JSON (a `ContextPolicy` or a preset's name).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub policy: Option<serde_json::Value>,
-    /// Which strategy configuration runs the thread.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub strategy_config_id: Option<String>,
-    /// Anything else the runtime wants back.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub extra: BTreeMap<String, serde_json::Value>,
 }
 
 /// Durable storage of threads.
@@ -424,190 +418,4 @@ pub trait ThreadStore: Send + Sync {
         self.append(thread.id(), &thread.to_list()[start..], stored_rev)
             .await
     }
-}
-
-/// One entry, checked and encoded for storage.
-#[derive(Debug)]
-pub(crate) struct EncodedEntry {
-    pub(crate) seq: u64,
-    pub(crate) kind: &'static str,
-    pub(crate) at: u64,
-    pub(crate) json: String,
-}
-
-/// What an append adds to a thread's running totals.
-#[derive(Debug, Default)]
-pub(crate) struct AppendTotals {
-    pub(crate) usage: Usage,
-    pub(crate) estimated_tokens: u64,
-    pub(crate) max_at: u64,
-    pub(crate) latest_summary_seq: Option<u64>,
-    pub(crate) latest_boundary_seq: Option<u64>,
-}
-
-/// Checks that `entries` continue a thread at `expected_rev`; returns what they add to its
-/// totals.
-pub(crate) fn check_entries(
-    thread_id: &str,
-    entries: &[Arc<Entry>],
-    expected_rev: u64,
-) -> Result<AppendTotals, StoreError> {
-    check_contiguous(thread_id, entries, expected_rev)?;
-    Ok(totals_of(entries))
-}
-
-/// Checks that `entries` continue a thread at `expected_rev`.
-pub(crate) fn check_contiguous(
-    thread_id: &str,
-    entries: &[Arc<Entry>],
-    expected_rev: u64,
-) -> Result<(), StoreError> {
-    for (offset, entry) in entries.iter().enumerate() {
-        let expected = expected_rev + offset as u64;
-        if u64::from(entry.seq) != expected {
-            return Err(StoreError::NonContiguous {
-                thread_id: thread_id.to_owned(),
-                expected,
-                found: entry.seq.into(),
-            });
-        }
-    }
-    Ok(())
-}
-
-/// What `entries` add to a thread's totals.
-pub(crate) fn totals_of(entries: &[Arc<Entry>]) -> AppendTotals {
-    let mut totals = AppendTotals::default();
-    for entry in entries {
-        match &entry.body {
-            EntryBody::Assistant { usage, .. } => totals.usage += usage.to_usage(),
-            EntryBody::Summary { .. } => totals.latest_summary_seq = Some(entry.seq.into()),
-            EntryBody::Boundary { .. } => totals.latest_boundary_seq = Some(entry.seq.into()),
-            _ => {}
-        }
-        totals.estimated_tokens += u64::from(entry.tokens);
-        totals.max_at = totals.max_at.max(entry.at);
-    }
-    totals
-}
-
-/// Checks that `entries` continue a thread at `expected_rev` and encodes them.
-pub(crate) fn encode_entries(
-    thread_id: &str,
-    entries: &[Arc<Entry>],
-    expected_rev: u64,
-) -> Result<(Vec<EncodedEntry>, AppendTotals), StoreError> {
-    let totals = check_entries(thread_id, entries, expected_rev)?;
-    let mut encoded = Vec::with_capacity(entries.len());
-    for entry in entries {
-        let json = serde_json::to_string(entry).map_err(|e| StoreError::Encode {
-            thread_id: thread_id.to_owned(),
-            reason: format!("entry seq {}: {e}", entry.seq),
-        })?;
-        encoded.push(EncodedEntry {
-            seq: entry.seq.into(),
-            kind: entry.kind().as_str(),
-            at: entry.at,
-            json,
-        });
-    }
-    Ok((encoded, totals))
-}
-
-/// A thread's stored header, as needed to rebuild the [`Thread`].
-#[derive(Debug, Serialize)]
-pub(crate) struct StoredHead<'a> {
-    pub(crate) id: &'a str,
-    pub(crate) rev: u64,
-    pub(crate) created_at: u64,
-    pub(crate) updated_at: u64,
-    pub(crate) metadata: &'a BTreeMap<String, serde_json::Value>,
-    pub(crate) parent: Option<&'a ForkOrigin>,
-}
-
-/// Rebuilds a thread from its header and its entries' stored JSON, in seq order.
-///
-/// The entries are spliced into one document as stored and decoded in one pass; when that
-/// fails, each entry is decoded alone to name the one at fault.
-pub(crate) fn assemble_thread(
-    head: &StoredHead<'_>,
-    entries: &[(u64, String)],
-) -> Result<Thread, StoreError> {
-    let thread_id = head.id;
-    let corrupt = |reason: String| StoreError::CorruptThread {
-        thread_id: thread_id.to_owned(),
-        reason,
-    };
-    if entries.len() as u64 != head.rev {
-        return Err(corrupt(format!(
-            "rev {} but {} entries stored",
-            head.rev,
-            entries.len()
-        )));
-    }
-    for (position, (seq, _)) in entries.iter().enumerate() {
-        if *seq != position as u64 {
-            return Err(corrupt(format!(
-                "entry at position {position} has seq {seq}"
-            )));
-        }
-    }
-    let head_json = serde_json::to_string(head).map_err(|e| corrupt(e.to_string()))?;
-    let Some(open_head) = head_json.strip_suffix('}') else {
-        return Err(corrupt("header did not encode as an object".to_owned()));
-    };
-    let body_len: usize = entries.iter().map(|(_, json)| json.len() + 1).sum();
-    let mut doc = String::with_capacity(open_head.len() + body_len + 16);
-    doc.push_str(open_head);
-    doc.push_str(",\"entries\":[");
-    for (position, (_, json)) in entries.iter().enumerate() {
-        if position > 0 {
-            doc.push(',');
-        }
-        doc.push_str(json);
-    }
-    doc.push_str("]}");
-    match serde_json::from_str::<Thread>(&doc) {
-        Ok(thread) => Ok(thread),
-        Err(whole) => Err(first_bad_entry(thread_id, entries)
-            .unwrap_or_else(|| corrupt(format!("thread does not decode: {whole}")))),
-    }
-}
-
-/// Decodes each entry alone; the first that fails (or whose stored seq disagrees).
-fn first_bad_entry(thread_id: &str, entries: &[(u64, String)]) -> Option<StoreError> {
-    entries.iter().find_map(|(seq, json)| {
-        let reason = match serde_json::from_str::<Entry>(json) {
-            Ok(entry) if u64::from(entry.seq) == *seq => return None,
-            Ok(entry) => format!("its JSON says seq {}", entry.seq),
-            Err(e) => e.to_string(),
-        };
-        Some(StoreError::CorruptEntry {
-            thread_id: thread_id.to_owned(),
-            seq: *seq,
-            reason,
-        })
-    })
-}
-
-/// Decodes entries read for [`ThreadStore::load_after`].
-pub(crate) fn decode_entries(
-    thread_id: &str,
-    rows: &[(u64, String)],
-) -> Result<Vec<Arc<Entry>>, StoreError> {
-    rows.iter()
-        .map(|(seq, json)| match serde_json::from_str::<Entry>(json) {
-            Ok(entry) if u64::from(entry.seq) == *seq => Ok(Arc::new(entry)),
-            Ok(entry) => Err(StoreError::CorruptEntry {
-                thread_id: thread_id.to_owned(),
-                seq: *seq,
-                reason: format!("its JSON says seq {}", entry.seq),
-            }),
-            Err(e) => Err(StoreError::CorruptEntry {
-                thread_id: thread_id.to_owned(),
-                seq: *seq,
-                reason: e.to_string(),
-            }),
-        })
-        .collect()
 }

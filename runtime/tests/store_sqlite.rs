@@ -10,7 +10,9 @@ use motet_agents::{FixedEnv, NewEntry, Thread};
 use motet_directives::{
     AssistantBlock, AssistantMessage, ProviderMeta, StopReason, ToolArgs, ToolResult, Usage,
 };
-use motet_runtime::store::{SCHEMA_VERSION, SqliteStore, StoreError, ThreadHeader, ThreadStore};
+use motet_runtime::store::{
+    SCHEMA_VERSION, SqliteStore, StoreError, ThreadHeader, ThreadKey, ThreadMeta, ThreadStore,
+};
 
 const ODD_ARGS: &str = r#"{"b": 2,  "a":1}"#;
 const COMPACT_ARGS: &str = r#"{"b":2,"a":1}"#;
@@ -315,6 +317,30 @@ async fn a_missing_entry_row_is_not_a_shorter_thread() {
         matches!(&err, StoreError::CorruptThread { thread_id, .. } if thread_id == "thread_g"),
         "{err}"
     );
+}
+
+#[tokio::test]
+async fn meta_written_before_the_key_had_fields_reads_with_its_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = written_db(dir.path(), "old-meta.db", &[long_thread("echo/chat", 2)]).await;
+    // What builds before the typed key wrote: the agent's name as the strategy configuration,
+    // the thread in `extra`.
+    raw(&path)
+        .execute(
+            "UPDATE threads SET meta = '{\"policy\":\"default\",\"strategy_config_id\":\"echo\",\
+             \"extra\":{\"thread\":\"chat\"}}' WHERE id = 'echo/chat'",
+            [],
+        )
+        .unwrap();
+    let store = SqliteStore::open(&path).await.unwrap();
+    let meta = store.get_meta("echo/chat").await.unwrap().unwrap();
+    let expected = ThreadMeta {
+        policy: Some(serde_json::json!("default")),
+        key: Some(ThreadKey::new("echo", "chat")),
+        ..ThreadMeta::default()
+    };
+    assert_eq!(meta, expected);
+    assert_eq!(meta.key.map(|k| k.store_id()).as_deref(), Some("echo/chat"));
 }
 
 /// Loads every thread; a damaged file must give errors, never a silently shorter history.

@@ -220,8 +220,8 @@ async fn threads_survive_the_runtime_in_sqlite() {
         .await
         .unwrap();
     let meta = store.get_meta("echo/chat").await.unwrap().unwrap();
-    assert_eq!(meta.strategy_config_id.as_deref(), Some("echo"));
-    assert_eq!(meta.extra["thread"], "chat");
+    let key = motet_runtime::store::ThreadKey::new("echo", "chat");
+    assert_eq!(meta.key, Some(key));
     let summary = store.summary("echo/chat").await.unwrap().unwrap();
     assert_eq!(summary.entry_count, thread.entry_count() as u64);
     assert_eq!(summary.usage, thread.usage());

@@ -4,6 +4,7 @@
 use motet::agents::Waiting;
 use motet::directives::{Pause, Response};
 use motet::runtime::agent::{waiting_on, waiting_readable};
+use motet::runtime::store::ThreadKey;
 
 use motet::runtime::agent::AskError;
 
@@ -49,7 +50,7 @@ pub fn line(w: &Waiting, mode: Mode) -> String {
     format!(
         "{} · thread {} · request {} · call {} · {} {} · waits for {what}",
         escape::label(&w.agent),
-        escape::label(display_id(&format!("{}/{}", w.agent, w.thread))),
+        escape::label(display_id(&ThreadKey::store_id_of(&w.agent, &w.thread))),
         escape::label(&w.request_id),
         escape::label(&w.tool_call_id),
         escape::label(&w.tool),
@@ -61,7 +62,7 @@ pub fn line(w: &Waiting, mode: Mode) -> String {
 /// with its thread (call ids are the model's, and the same id can wait on several threads).
 pub fn how_to_answer(w: &Waiting) -> String {
     let call = escape::label(&w.tool_call_id);
-    let stored = format!("{}/{}", w.agent, w.thread);
+    let stored = ThreadKey::store_id_of(&w.agent, &w.thread);
     let thread = escape::label(display_id(&stored));
     match &w.pause {
         Pause::Approval(_) => format!(
@@ -136,7 +137,7 @@ pub fn choose<'a>(
                     format!(
                         "{} on thread {}",
                         w.tool_call_id,
-                        display_id(&format!("{}/{}", w.agent, w.thread))
+                        display_id(&ThreadKey::store_id_of(&w.agent, &w.thread))
                     )
                 })
                 .collect();
@@ -156,7 +157,7 @@ pub fn choose<'a>(
             call: call.to_owned(),
             threads: several
                 .iter()
-                .map(|w| display_id(&format!("{}/{}", w.agent, w.thread)).to_owned())
+                .map(|w| display_id(&ThreadKey::store_id_of(&w.agent, &w.thread)).to_owned())
                 .collect(),
         }),
     }
@@ -258,7 +259,7 @@ pub async fn respond(
                  `motet resume {}` carries it on (raise the wait with --timeout)",
                 escape::label(&w.tool_call_id),
                 after.as_secs(),
-                escape::label(display_id(&format!("{}/{}", w.agent, w.thread)))
+                escape::label(display_id(&ThreadKey::store_id_of(&w.agent, &w.thread)))
             )));
         }
         Err(e) => return Err(agent::ask_failure(e, settings)),

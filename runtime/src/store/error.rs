@@ -71,7 +71,7 @@ pub enum StoreError {
         path: PathBuf,
         /// What the engine said.
         #[source]
-        source: rusqlite::Error,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// The database engine failed on an operation that is not about one thread (open, list).
     #[error("storage failure in {}: {source}", path.display())]
@@ -80,7 +80,7 @@ pub enum StoreError {
         path: PathBuf,
         /// What the engine said.
         #[source]
-        source: rusqlite::Error,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// The file is not a SQLite database, or a SQLite database that is not a motet store.
     #[error("{} is not a motet thread store: {reason}", path.display())]
@@ -116,7 +116,7 @@ pub enum StoreError {
         path: PathBuf,
         /// What the engine said.
         #[source]
-        source: rusqlite::Error,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// The file was written by a newer motet with a schema this build does not know.
     #[error("{} has schema version {found}, newer than the {supported} this build supports", path.display())]

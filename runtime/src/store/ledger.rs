@@ -276,6 +276,30 @@ pub(crate) fn conditions(filter: &UsageFilter) -> Result<Vec<Condition>, super::
     Ok(out)
 }
 
+/// The query for the rows that pass `conditions`, oldest first, each value bound at `mark`
+/// and its position (`?1` for SQLite, `$1` for PostgreSQL).
+pub(crate) fn select(conditions: &[Condition], mark: char) -> String {
+    let mut sql = format!("SELECT {COLUMNS} FROM usage_ledger");
+    for (position, (condition, _)) in conditions.iter().enumerate() {
+        let joint = if position == 0 { " WHERE " } else { " AND " };
+        sql.push_str(&format!("{joint}{condition} {mark}{}", position + 1));
+    }
+    sql.push_str(" ORDER BY at, id");
+    sql
+}
+
+/// The statement that records one call, its values bound at `mark` and their positions 1 to
+/// 13: `at`, agent, thread, request, tenant, model, kind, the five counts, the cost.
+pub(crate) fn insert(mark: char) -> String {
+    let values: Vec<String> = (1..=13).map(|n| format!("{mark}{n}")).collect();
+    format!(
+        "INSERT INTO usage_ledger (at, agent, thread, request, tenant, model, kind, \
+         input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, \
+         cost) VALUES ({})",
+        values.join(", ")
+    )
+}
+
 /// The columns a ledger query selects, in the order [`RawRow`] lists them.
 pub(crate) const COLUMNS: &str = "id, at, agent, thread, request, tenant, model, kind, input_tokens, \
                                   output_tokens, cache_read_tokens, cache_write_tokens, \

@@ -11,9 +11,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use motet_agents::{Entry, Lineage, Thread, ThreadHead};
 
+use super::codec::{
+    Append, check_contiguous, check_epoch, check_rev, decode_meta, encode_json, not_found,
+    totals_of,
+};
 use super::{
     StoreError, ThreadHeader, ThreadMeta, ThreadStore, ThreadSummary, UsageFilter, UsageRecord,
-    check_contiguous, totals_of,
 };
 
 /// One stored thread: its meta, state and entries (shared with the threads that hold them). Its
@@ -177,6 +180,29 @@ impl MemoryStore {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+
+    /// Appends as `append` says, under one lock and after every check.
+    fn append_checked(
+        &self,
+        thread_id: &str,
+        entries: &[Arc<Entry>],
+        append: Append<'_>,
+    ) -> Result<u64, StoreError> {
+        check_contiguous(thread_id, entries, append.expected_rev)?;
+        let mut inner = self.lock();
+        if let Some(epoch) = append.epoch {
+            let stored = inner.threads.get(thread_id);
+            let current = stored
+                .map(|s| s.epoch)
+                .ok_or_else(|| not_found(thread_id))?;
+            check_epoch(thread_id, epoch, current)?;
+        }
+        let rev = inner.append(thread_id, entries, append.expected_rev)?;
+        if let (Some(state), Some(stored)) = (append.state, inner.threads.get_mut(thread_id)) {
+            stored.state = Some(state.into());
+        }
+        Ok(rev)
+    }
 }
 
 impl Inner {
@@ -214,13 +240,7 @@ impl Inner {
             .get_mut(thread_id)
             .ok_or_else(|| not_found(thread_id))?;
         let s = &mut **stored;
-        if s.rev() != expected_rev {
-            return Err(StoreError::Conflict {
-                thread_id: thread_id.to_owned(),
-                expected: expected_rev,
-                current: s.rev(),
-            });
-        }
+        check_rev(thread_id, expected_rev, s.rev())?;
         if entries.is_empty() {
             return Ok(s.rev());
         }
@@ -247,12 +267,6 @@ fn room_to_add(len: usize, adding: usize) -> usize {
 
 /// Below this many entries a thread's list grows by exactly what each commit adds.
 const EXACT_BELOW: usize = 32;
-
-fn not_found(thread_id: &str) -> StoreError {
-    StoreError::NotFound {
-        thread_id: thread_id.to_owned(),
-    }
-}
 
 #[async_trait]
 impl ThreadStore for MemoryStore {
@@ -317,13 +331,8 @@ impl ThreadStore for MemoryStore {
         expected_rev: u64,
         state: &str,
     ) -> Result<u64, StoreError> {
-        check_contiguous(thread_id, entries, expected_rev)?;
-        let mut inner = self.lock();
-        let rev = inner.append(thread_id, entries, expected_rev)?;
-        if let Some(stored) = inner.threads.get_mut(thread_id) {
-            stored.state = Some(state.into());
-        }
-        Ok(rev)
+        let append = Append::with_state(expected_rev, state);
+        self.append_checked(thread_id, entries, append)
     }
 
     async fn epoch(&self, thread_id: &str) -> Result<u64, StoreError> {
@@ -352,25 +361,8 @@ impl ThreadStore for MemoryStore {
         state: Option<&str>,
         epoch: u64,
     ) -> Result<u64, StoreError> {
-        check_contiguous(thread_id, entries, expected_rev)?;
-        let mut inner = self.lock();
-        let current = inner
-            .threads
-            .get(thread_id)
-            .map(|stored| stored.epoch)
-            .ok_or_else(|| not_found(thread_id))?;
-        if current != epoch {
-            return Err(StoreError::Fenced {
-                thread_id: thread_id.to_owned(),
-                epoch,
-                current,
-            });
-        }
-        let rev = inner.append(thread_id, entries, expected_rev)?;
-        if let (Some(state), Some(stored)) = (state, inner.threads.get_mut(thread_id)) {
-            stored.state = Some(state.into());
-        }
-        Ok(rev)
+        let append = Append::fenced(expected_rev, state, epoch);
+        self.append_checked(thread_id, entries, append)
     }
 
     async fn load_state(&self, thread_id: &str) -> Result<Option<String>, StoreError> {
@@ -387,8 +379,7 @@ impl ThreadStore for MemoryStore {
         entries: &[Arc<Entry>],
         expected_rev: u64,
     ) -> Result<u64, StoreError> {
-        check_contiguous(thread_id, entries, expected_rev)?;
-        self.lock().append(thread_id, entries, expected_rev)
+        self.append_checked(thread_id, entries, Append::plain(expected_rev))
     }
 
     async fn summary(&self, thread_id: &str) -> Result<Option<ThreadSummary>, StoreError> {
@@ -452,26 +443,14 @@ impl ThreadStore for MemoryStore {
             .threads
             .get(thread_id)
             .ok_or_else(|| not_found(thread_id))?;
-        let Some(meta) = &stored.meta else {
-            return Ok(None);
-        };
-        serde_json::from_str(meta)
-            .map(Some)
-            .map_err(|e| StoreError::CorruptThread {
-                thread_id: thread_id.to_owned(),
-                reason: format!("its meta: {e}"),
-            })
+        let meta = stored.meta.as_deref();
+        meta.map(|meta| decode_meta(thread_id, meta)).transpose()
     }
 }
 
 /// A thread's meta as the store keeps it.
 fn encode_meta(thread_id: &str, meta: &ThreadMeta) -> Result<Box<str>, StoreError> {
-    serde_json::to_string(meta)
-        .map(String::into_boxed_str)
-        .map_err(|e| StoreError::Encode {
-            thread_id: thread_id.to_owned(),
-            reason: e.to_string(),
-        })
+    encode_json(thread_id, meta).map(String::into_boxed_str)
 }
 
 #[cfg(test)]

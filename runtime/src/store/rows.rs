@@ -1,33 +1,20 @@
 //! What the SQL stores share: a thread row as it is inserted, a summary row as it is read, and
-//! the errors for JSON columns that do not encode or decode. Each store reads and binds its own
-//! driver's types around them.
+//! the columns they read it from. Each store reads and binds its own driver's types around
+//! them.
 
 use motet_agents::ForkOrigin;
 use motet_directives::Usage;
 
+use super::codec::{corrupt, encode_json};
 use super::{StoreError, ThreadHeader, ThreadSummary};
+
+/// The columns of a `threads` row that make its [`SummaryRow`], in the order it lists them.
+pub(super) const SUMMARY_COLUMNS: &str = "id, created_at, updated_at, rev, usage, \
+                                          estimated_tokens, metadata, parent, \
+                                          latest_summary_seq, latest_boundary_seq";
 
 /// The thread id named in the error of a row whose id itself cannot be read.
 pub(super) const UNREADABLE_ID: &str = "<unreadable id>";
-
-/// A stored value of `thread_id` that does not decode: the thread fails closed.
-pub(super) fn corrupt(thread_id: &str, what: &str, e: impl std::fmt::Display) -> StoreError {
-    StoreError::CorruptThread {
-        thread_id: thread_id.to_owned(),
-        reason: format!("{what}: {e}"),
-    }
-}
-
-/// `value` as the JSON text of a column of `thread_id`.
-pub(super) fn encode_json<T: serde::Serialize>(
-    thread_id: &str,
-    value: &T,
-) -> Result<String, StoreError> {
-    serde_json::to_string(value).map_err(|e| StoreError::Encode {
-        thread_id: thread_id.to_owned(),
-        reason: e.to_string(),
-    })
-}
 
 /// A thread row about to be inserted, its JSON columns encoded.
 pub(super) struct NewThreadRow {

@@ -1,5 +1,6 @@
 //! A thread store for tests of what the runtime does when its store misbehaves: the in-memory
-//! store, whose writes fail on demand, whose reads can be down, and whose writes can be slow.
+//! store, whose writes fail on demand, whose reads can be down, and whose writes can be slow;
+//! it also counts the threads loaded (one per thread actor started).
 
 #![allow(dead_code, reason = "each test file uses some of these")]
 
@@ -25,6 +26,8 @@ pub(crate) struct FlakyStore {
     /// The failed writes say the thread changed concurrently (another writer), not that the
     /// store is down.
     pub(crate) conflicting: AtomicBool,
+    /// How many times a thread was loaded.
+    pub(crate) loads: AtomicU64,
 }
 
 impl FlakyStore {
@@ -91,6 +94,7 @@ impl ThreadStore for FlakyStore {
         self.inner.create_with(header, meta, entries).await
     }
     async fn load(&self, thread_id: &str) -> Result<Option<Thread>, StoreError> {
+        self.loads.fetch_add(1, Ordering::Relaxed);
         self.read(thread_id)?;
         self.inner.load(thread_id).await
     }

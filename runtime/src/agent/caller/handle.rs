@@ -15,7 +15,7 @@ use super::spec::AskOptions;
 use super::ticket::{Answer, Deltas, Ticket, interpret};
 use crate::agent::env::SystemEnv;
 use crate::agent::errors::{AskError, RuntimeError};
-use crate::agent::host::core::{DEFAULT_THREAD, RuntimeCore, ThreadMsg, store_id};
+use crate::agent::host::core::{DEFAULT_THREAD, RuntimeCore, ThreadKey, ThreadMsg};
 use crate::agent::requests::RequestRecord;
 use crate::agent::signals::{from_caller, traced};
 
@@ -207,7 +207,7 @@ impl AgentHandle {
     ) -> Result<Option<Ticket>, AskError> {
         let thread_id = thread_id.unwrap_or(DEFAULT_THREAD);
         let store_error = |e: crate::store::StoreError| AskError::Store(e.into());
-        let store_id = store_id(&self.name, thread_id);
+        let store_id = ThreadKey::store_id_of(&self.name, thread_id);
         let open = match self.core.store.load_state(&store_id).await {
             Ok(saved) => saved
                 .as_deref()
@@ -328,7 +328,7 @@ impl AgentHandle {
         }
         self.core
             .store
-            .delete(&store_id(&self.name, &thread_id))
+            .delete(&ThreadKey::store_id_of(&self.name, &thread_id))
             .await
             .map(|_| ())
             .map_err(|e| RuntimeError::Store(e.into()))
@@ -361,7 +361,7 @@ impl AgentHandle {
         }
         self.core
             .store
-            .load(&store_id(&self.name, &thread_id))
+            .load(&ThreadKey::store_id_of(&self.name, &thread_id))
             .await
             .map_err(|e| RuntimeError::Store(e.into()))
     }

@@ -13,7 +13,7 @@ use tokio::sync::oneshot;
 use crate::agent::env::SystemEnv;
 use crate::agent::errors::{AskError, RuntimeError};
 use crate::agent::host::actor::stored_waiting;
-use crate::agent::host::core::{RuntimeCore, ThreadMsg, store_id};
+use crate::agent::host::core::{RuntimeCore, ThreadKey, ThreadMsg};
 use crate::agent::requests::RequestStatus;
 use crate::agent::signals::from_caller;
 use crate::store::{StoreError, ThreadStore, UnreadableThread};
@@ -90,16 +90,14 @@ async fn waits_on_stored(
     let Some(meta) = store.get_meta(stored).await? else {
         return Ok(Vec::new());
     };
-    let (Some(owner), Some(thread)) = (
-        meta.strategy_config_id.as_deref(),
-        meta.extra.get("thread").and_then(|t| t.as_str()),
-    ) else {
+    let Some(key) = meta.key else {
         return Ok(Vec::new());
     };
+    let (owner, thread) = (key.agent(), key.thread());
     if agent.is_some_and(|a| a != owner) {
         return Ok(Vec::new());
     }
-    let id = store_id(owner, thread);
+    let id = key.store_id();
     let saved = match store.load_state(&id).await {
         Ok(saved) => saved,
         Err(StoreError::NotFound { .. }) => return Ok(Vec::new()),
@@ -130,7 +128,10 @@ pub async fn waiting_on(
     agent: &str,
     thread: &str,
 ) -> Result<Vec<Waiting>, RuntimeError> {
-    let saved = match store.load_state(&store_id(agent, thread)).await {
+    let saved = match store
+        .load_state(&ThreadKey::store_id_of(agent, thread))
+        .await
+    {
         Ok(saved) => saved,
         Err(StoreError::NotFound { .. }) => return Ok(Vec::new()),
         Err(e) => return Err(store_error(e)),
@@ -140,7 +141,7 @@ pub async fn waiting_on(
     };
     let mut waits = stored_waiting(&saved).map_err(|reason| {
         store_error(StoreError::CorruptThread {
-            thread_id: store_id(agent, thread),
+            thread_id: ThreadKey::store_id_of(agent, thread),
             reason: format!("its stored state cannot be read: {reason}"),
         })
     })?;
@@ -274,7 +275,7 @@ async fn not_waiting(
     tool_call_id: &str,
     of_request: &[&Waiting],
 ) -> RuntimeError {
-    let seen = match store.load(&store_id(agent, thread)).await {
+    let seen = match store.load(&ThreadKey::store_id_of(agent, thread)).await {
         Ok(Some(stored)) => stored
             .to_list()
             .iter()

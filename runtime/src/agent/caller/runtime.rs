@@ -440,14 +440,13 @@ impl Runtime {
             let Some(meta) = store.get_meta(&summary.id).await.map_err(store_error)? else {
                 continue;
             };
-            let (Some(agent), Some(thread)) = (
-                meta.strategy_config_id
-                    .as_deref()
-                    .and_then(|a| self.agent(a)),
-                meta.extra.get("thread").and_then(|t| t.as_str()),
-            ) else {
+            let Some(key) = meta.key else {
                 continue;
             };
+            let Some(agent) = self.agent(key.agent()) else {
+                continue;
+            };
+            let thread = key.thread();
             let saved = store.load_state(&summary.id).await.map_err(store_error)?;
             let Some(request) = saved
                 .as_deref()

@@ -1,7 +1,7 @@
 //! What every agent of a runtime shares, in one place: [`RuntimeCore`] (the agents by name, the
 //! bus, the store, the LLM client and its limits, groups, kinds, requests), the mailbox every
 //! thread actor reads ([`ThreadMsg`]), an agent's entry in the registry ([`LiveAgent`] behind the
-//! strategy-free [`RunningAgent`]) and the key of a thread ([`ThreadKey`]).
+//! strategy-free [`RunningAgent`]) and, from the store, the key of a thread ([`ThreadKey`]).
 //!
 //! A leaf: it names no other part of the host. The actor, the executors, the supervisor and the
 //! caller's side all reach each other through it, never the other way round.
@@ -28,6 +28,7 @@ use crate::agent::env::SystemEnv;
 use crate::agent::errors::{AskError, RuntimeError};
 use crate::agent::events::CHILD_STOPPED;
 use crate::agent::requests::Requests;
+pub(crate) use crate::store::ThreadKey;
 use crate::store::ThreadStore;
 use crate::supervisor::Supervision;
 use crate::tool::ToolSet;
@@ -463,34 +464,6 @@ impl RuntimeCore {
 pub(crate) struct Supervised {
     pub(crate) key: ThreadKey,
     pub(crate) seq: u64,
-}
-
-/// A thread of an agent: the registry's key for it, and (as `<agent>/<thread>`) its id in the
-/// store, so two agents' threads of the same name never share a history.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct ThreadKey {
-    pub(crate) agent: Arc<str>,
-    pub(crate) thread: Arc<str>,
-}
-
-impl ThreadKey {
-    /// The key of `thread` of `agent`.
-    pub(crate) fn new(agent: impl Into<Arc<str>>, thread: impl Into<Arc<str>>) -> Self {
-        Self {
-            agent: agent.into(),
-            thread: thread.into(),
-        }
-    }
-
-    /// The thread's id in the store: `<agent>/<thread>`.
-    pub(crate) fn store_id(&self) -> String {
-        store_id(&self.agent, &self.thread)
-    }
-}
-
-/// The store id of `thread` of `agent`: `<agent>/<thread>`. The one place it is built.
-pub(crate) fn store_id(agent: &str, thread: &str) -> String {
-    format!("{agent}/{thread}")
 }
 
 /// Puts `signal` in the thread's mailbox; one for a thread that stopped is dropped.

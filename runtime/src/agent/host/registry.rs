@@ -231,9 +231,7 @@ where
         thread_id: String,
     ) -> Result<ActorRef<ThreadMsg>, RuntimeError> {
         let server = ThreadActor {
-            store_id: ThreadKey::new(self.name.clone(), thread_id.as_str())
-                .store_id()
-                .into_boxed_str(),
+            store_id: ThreadKey::store_id_of(&self.name, &thread_id).into_boxed_str(),
             agent: self.clone(),
             thread_id: thread_id.into(),
             core,

@@ -7,12 +7,17 @@
 //! Tables are created in the first schema of the connection's `search_path` (`public` unless
 //! the URL says otherwise), so one database can hold several stores, one per schema.
 
+use deadpool_postgres::Object;
+
+use super::server_err;
+use crate::store::StoreError;
+
 /// The key of the transaction-scoped advisory lock that serializes stores migrating the same
 /// database at once ("mtet").
-pub(super) const MIGRATION_LOCK: i64 = 0x6d74_6574;
+const MIGRATION_LOCK: i64 = 0x6d74_6574;
 
 /// The table holding the schema version; created (with version 0) before the first migration.
-pub(super) const VERSION_TABLE: &str = "
+const VERSION_TABLE: &str = "
 CREATE TABLE motet_schema (
     only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
     version  integer NOT NULL
@@ -86,7 +91,61 @@ CREATE INDEX usage_ledger_at ON usage_ledger (at);
 ";
 
 /// Every migration, in order.
-pub(super) const MIGRATIONS: &[&str] = &[V1, V2];
+const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// The schema version this build writes and reads.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Brings the schema to [`SCHEMA_VERSION`], refusing databases that are not ours or are newer.
+pub(super) async fn migrate(client: &mut Object) -> Result<(), StoreError> {
+    let tx = client.transaction().await.map_err(server_err)?;
+    // Stores opening the same database at once migrate one after the other.
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await
+        .map_err(server_err)?;
+    let found = tx
+        .query_one(
+            "SELECT to_regclass('motet_schema') IS NOT NULL, \
+                    to_regclass('threads') IS NOT NULL OR to_regclass('entries') IS NOT NULL",
+            &[],
+        )
+        .await
+        .map_err(server_err)?;
+    let has_version: bool = found.try_get(0).map_err(server_err)?;
+    let has_tables: bool = found.try_get(1).map_err(server_err)?;
+    let version: i64 = if has_version {
+        let row = tx
+            .query_one("SELECT version FROM motet_schema", &[])
+            .await
+            .map_err(server_err)?;
+        i64::from(row.try_get::<_, i32>(0).map_err(server_err)?)
+    } else if has_tables {
+        return Err(StoreError::ServerNotAStore {
+            reason: "it has tables named threads or entries but no motet_schema table".to_owned(),
+        });
+    } else {
+        tx.batch_execute(VERSION_TABLE).await.map_err(server_err)?;
+        0
+    };
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::ServerSchemaTooNew {
+            found: version,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    if version == SCHEMA_VERSION {
+        return tx.commit().await.map_err(server_err);
+    }
+    let start = usize::try_from(version).map_err(|_| StoreError::ServerNotAStore {
+        reason: format!("negative schema version {version}"),
+    })?;
+    for migration in &MIGRATIONS[start..] {
+        tx.batch_execute(migration).await.map_err(server_err)?;
+    }
+    // SCHEMA_VERSION is the length of a short constant list.
+    let new_version = i32::try_from(SCHEMA_VERSION).unwrap_or(i32::MAX);
+    tx.execute("UPDATE motet_schema SET version = $1", &[&new_version])
+        .await
+        .map_err(server_err)?;
+    tx.commit().await.map_err(server_err)
+}

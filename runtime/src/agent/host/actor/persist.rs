@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::state::Fingerprint;
 use super::{ThreadActor, ThreadState};
-use crate::store::{StoreError, ThreadHeader, ThreadMeta};
+use crate::store::{StoreError, ThreadHeader, ThreadKey, ThreadMeta};
 
 /// What is stored beside a thread's entries: the strategy's state at the last commit (its
 /// Thread taken out, stored as the entries), the rev it goes with, the request that was
@@ -410,10 +410,11 @@ where
             .and_then(|p| serde_json::to_value(p).ok());
         ThreadMeta {
             policy,
-            strategy_config_id: Some(self.agent.name.to_string()),
-            extra: [("thread".to_owned(), serde_json::json!(self.thread_id))]
-                .into_iter()
-                .collect(),
+            key: Some(ThreadKey::new(
+                self.agent.name.clone(),
+                self.thread_id.clone(),
+            )),
+            ..ThreadMeta::default()
         }
     }
 
