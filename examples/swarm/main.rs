@@ -358,7 +358,7 @@ async fn swarm(
         swarm.agents = agents
     );
     let reply = coordinator
-        .request(run, Duration::from_secs(args.timeout))
+        .ask_signal(run, Duration::from_secs(args.timeout))
         .instrument(batch_span)
         .await
         .map_err(|e| format!("the batch did not finish: {e}"))?;

@@ -721,7 +721,7 @@ impl Instruments {
                 .build(),
             requests: meter
                 .u64_counter("motet.requests")
-                .with_description("Requests finished by agents")
+                .with_description("RequestRecords finished by agents")
                 .build(),
             errors: meter
                 .u64_counter("motet.errors")
@@ -733,7 +733,7 @@ impl Instruments {
                 .build(),
             queue_depth: meter
                 .i64_up_down_counter("motet.queue.depth")
-                .with_description("Requests queued behind a running request on their thread")
+                .with_description("RequestRecords queued behind a running request on their thread")
                 .build(),
             waiting: meter
                 .i64_up_down_counter("motet.person.waiting")

@@ -54,7 +54,7 @@ async fn a_request_sent_again_after_its_process_stopped_is_carried_on_once() {
         let agent = agent.clone();
         tokio::spawn(async move {
             agent
-                .request(
+                .ask_signal(
                     request("task-1.A", "t", "What is 2 + 2?"),
                     Duration::from_secs(60),
                 )
@@ -75,7 +75,7 @@ async fn a_request_sent_again_after_its_process_stopped_is_carried_on_once() {
         .unwrap();
     let agent = spawn(&second).await;
     let reply = agent
-        .request(
+        .ask_signal(
             request("task-1.A", "t", "What is 2 + 2?"),
             Duration::from_secs(10),
         )

@@ -117,7 +117,7 @@ async fn cancelling_a_request_stops_its_llm_stream() {
         .unwrap();
     let ask = {
         let agent = agent.clone();
-        tokio::spawn(async move { agent.request(request, Duration::from_secs(10)).await })
+        tokio::spawn(async move { agent.ask_signal(request, Duration::from_secs(10)).await })
     };
     tokio::time::timeout(Duration::from_secs(5), model.started.notified())
         .await
@@ -220,7 +220,7 @@ async fn cancelling_a_request_closes_its_provider_connection() {
         .unwrap();
     let ask = {
         let agent = agent.clone();
-        tokio::spawn(async move { agent.request(request, Duration::from_secs(10)).await })
+        tokio::spawn(async move { agent.ask_signal(request, Duration::from_secs(10)).await })
     };
     tokio::time::timeout(Duration::from_secs(5), open_rx)
         .await

@@ -133,7 +133,7 @@ impl RequestRecord {
 
 /// The runtime's request records: the open ones (queued, running, waiting for a person) by id,
 /// the last `keep` finished ones in the order they ended.
-pub(crate) struct Requests {
+pub(crate) struct RequestRecords {
     open: dashmap::DashMap<Arc<str>, Kept, foldhash::fast::RandomState>,
     finished: Mutex<Finished>,
     keep: usize,
@@ -162,7 +162,7 @@ pub(crate) fn worth_shrinking(len: usize, capacity: usize) -> bool {
     capacity > 256 && len.saturating_mul(2) <= capacity
 }
 
-impl Requests {
+impl RequestRecords {
     /// Records that remember the last `keep` finished requests.
     pub(crate) fn keeping(keep: usize) -> Self {
         Self {
@@ -316,7 +316,7 @@ mod tests {
 
     #[test]
     fn a_finished_request_reads_back_its_reply_as_it_was() {
-        let requests = Requests::keeping(2);
+        let requests = RequestRecords::keeping(2);
         let (agent, thread): (Arc<str>, Arc<str>) = (Arc::from("a"), Arc::from("t"));
         let reply = Signal::builder("agent.completed", "motet.react")
             .with_request_id("r1")
@@ -335,7 +335,7 @@ mod tests {
 
     #[test]
     fn open_and_finished_requests_are_listed_together_and_an_ending_counts_once() {
-        let requests = Requests::keeping(10);
+        let requests = RequestRecords::keeping(10);
         let (agent, other, thread): (Arc<str>, Arc<str>, Arc<str>) =
             (Arc::from("a"), Arc::from("b"), Arc::from("t"));
         requests.arrived("r1", &agent, &thread, false, 1);
@@ -386,7 +386,7 @@ mod tests {
 
     #[test]
     fn after_a_burst_the_log_gives_back_the_room_it_grew() {
-        let requests = Requests::keeping(100);
+        let requests = RequestRecords::keeping(100);
         let (agent, thread): (Arc<str>, Arc<str>) = (Arc::from("a"), Arc::from("t"));
         let ids: Vec<String> = (0..5_000).map(|n| format!("r{n}")).collect();
         for id in &ids {
@@ -409,7 +409,7 @@ mod tests {
 
     #[test]
     fn rounds_of_bursts_end_each_with_room_for_what_is_kept() {
-        let requests = Requests::keeping(1_000);
+        let requests = RequestRecords::keeping(1_000);
         let (agent, thread): (Arc<str>, Arc<str>) = (Arc::from("a"), Arc::from("t"));
         for round in 0..5 {
             let ids: Vec<String> = (0..2_000).map(|n| format!("r{round}_{n}")).collect();
@@ -428,7 +428,7 @@ mod tests {
 
     #[test]
     fn the_oldest_finished_requests_are_forgotten_first() {
-        let requests = Requests::keeping(2);
+        let requests = RequestRecords::keeping(2);
         let (agent, thread): (Arc<str>, Arc<str>) = (Arc::from("a"), Arc::from("t"));
         for (n, id) in ["r1", "r2", "r3"].into_iter().enumerate() {
             requests.arrived(id, &agent, &thread, false, n as u64);

@@ -82,7 +82,7 @@ impl AgentHandle {
         let data = AgentSummarize { from_seq, to_seq };
         let signal =
             from_caller(AGENT_SUMMARIZE, &thread, Some(&request), data).map_err(AskError::send)?;
-        let reply = self.request(signal, timeout).await?;
+        let reply = self.ask_signal(signal, timeout).await?;
         Ok(Answer::of(reply, &thread, &request).text)
     }
 
@@ -108,7 +108,7 @@ impl AgentHandle {
         };
         let signal =
             from_caller(AGENT_POLICY, &thread, Some(&request), data).map_err(AskError::send)?;
-        self.request(signal, timeout).await.map(|_| ())
+        self.ask_signal(signal, timeout).await.map(|_| ())
     }
 
     /// Submits `query` as an `agent.request` and returns at once: the [`Ticket`] can be
@@ -163,7 +163,7 @@ impl AgentHandle {
     ///
     /// # Errors
     /// As [`AgentHandle::ask`].
-    pub async fn request(&self, signal: Signal, timeout: Duration) -> Result<Signal, AskError> {
+    pub async fn ask_signal(&self, signal: Signal, timeout: Duration) -> Result<Signal, AskError> {
         let thread = RuntimeCore::thread_id(signal.thread_id());
         let (reply, answer) = oneshot::channel();
         let ask = ThreadMsg::Ask {

@@ -16,7 +16,7 @@ use super::ticket::Ticket;
 use crate::agent::errors::RuntimeError;
 use crate::agent::host::core::{KindFactory, Registry, RuntimeCore};
 use crate::agent::host::registry::register_agent;
-use crate::agent::requests::{FINISHED_REQUESTS_KEPT, RequestRecord, Requests};
+use crate::agent::requests::{FINISHED_REQUESTS_KEPT, RequestRecord, RequestRecords};
 use crate::bus::{LocalBus, SignalBus};
 use crate::store::{MemoryStore, OpenStoreError, ThreadStore};
 
@@ -272,7 +272,9 @@ impl RuntimeBuilder {
                     .store
                     .unwrap_or_else(|| Arc::new(MemoryStore::new()) as Arc<dyn ThreadStore>),
                 kinds: self.kinds,
-                requests: Requests::keeping(self.keep_finished.unwrap_or(FINISHED_REQUESTS_KEPT)),
+                requests: RequestRecords::keeping(
+                    self.keep_finished.unwrap_or(FINISHED_REQUESTS_KEPT),
+                ),
                 housekeeping: Default::default(),
                 delta_type: crate::agent::events::LLM_DELTA.parse().ok(),
                 activity: Arc::default(),

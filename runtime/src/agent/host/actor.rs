@@ -9,9 +9,9 @@ use motet_signals::Signal;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::task::AbortHandle;
 
-use super::core::{RunningAgent as _, ThreadKey, ThreadMsg, deliver};
+use super::core::{AgentEntry as _, ThreadKey, ThreadMsg, deliver};
 use super::deliveries::{self, Deliveries};
-use super::tracked::{Occasional, RequestTrace, Run, Tracked};
+use super::tracked::{Occasional, RequestSpan, Run, Tracked};
 use super::{execute, waits};
 use crate::agent::book::{self, Admission, Screen};
 use crate::agent::env::SystemEnv;
@@ -328,7 +328,7 @@ where
         let id = signal.request_id()?;
         if state.tracked.span(id).is_none() {
             let span = trace::request_span(&self.agent.name, &self.thread_id, id, signal);
-            let trace = RequestTrace { span, llm_calls: 0 };
+            let trace = RequestSpan { span, llm_calls: 0 };
             state.tracked.open().spans.insert(id.to_owned(), trace);
         }
         Some(id.to_owned())

@@ -1,7 +1,7 @@
 //! What every agent of a runtime shares, in one place: [`RuntimeCore`] (the agents by name, the
 //! bus, the store, the LLM client and its limits, groups, kinds, requests), the mailbox every
-//! thread actor reads ([`ThreadMsg`]), an agent's entry in the registry ([`LiveAgent`] behind the
-//! strategy-free [`RunningAgent`]) and, from the store, the key of a thread ([`ThreadKey`]).
+//! thread actor reads ([`ThreadMsg`]), an agent's entry in the registry ([`HostedAgent`] behind the
+//! strategy-free [`AgentEntry`]) and, from the store, the key of a thread ([`ThreadKey`]).
 //!
 //! A leaf: it names no other part of the host. The actor, the executors, the supervisor and the
 //! caller's side all reach each other through it, never the other way round.
@@ -27,7 +27,7 @@ use crate::agent::costs::Costs;
 use crate::agent::env::SystemEnv;
 use crate::agent::errors::{AskError, RuntimeError};
 use crate::agent::events::CHILD_STOPPED;
-use crate::agent::requests::Requests;
+use crate::agent::requests::RequestRecords;
 pub(crate) use crate::store::ThreadKey;
 use crate::store::ThreadStore;
 use crate::supervisor::Supervision;
@@ -49,8 +49,8 @@ pub(crate) struct RuntimeCore {
     pub(crate) llm: Arc<dyn LlmClient>,
     pub(crate) bus: Arc<Bus>,
     /// The registry, first level: the agents by name. Each agent holds the second: its running
-    /// threads by thread id (`RunningAgent::thread`), so (agent, thread id) → the owning actor.
-    pub(crate) agents: Registry<String, Arc<dyn RunningAgent>>,
+    /// threads by thread id (`AgentEntry::thread`), so (agent, thread id) → the owning actor.
+    pub(crate) agents: Registry<String, Arc<dyn AgentEntry>>,
     /// Each provider account's shared limits: streams at once, requests and tokens per
     /// minute, the shared backoff, and whose call goes next.
     pub(crate) limits: motet_providers::limits::SharedLimits,
@@ -66,7 +66,7 @@ pub(crate) struct RuntimeCore {
     /// Agent kinds a `Spawn` directive can start, by name.
     pub(crate) kinds: HashMap<String, KindFactory>,
     /// Every request's status, timestamps and result.
-    pub(crate) requests: Requests,
+    pub(crate) requests: RequestRecords,
     /// `llm.delta` as a parsed type, to ask the bus whether anyone listens.
     pub(crate) delta_type: Option<motet_signals::SignalType>,
     /// Where agents' durable consumers consume: the builder's durable bus, else the
@@ -125,7 +125,7 @@ impl RuntimeCore {
     }
 
     /// The registered agent `name`.
-    pub(crate) fn agent(&self, name: &str) -> Option<Arc<dyn RunningAgent>> {
+    pub(crate) fn agent(&self, name: &str) -> Option<Arc<dyn AgentEntry>> {
         self.agents.get(name).map(|f| f.value().clone())
     }
 
@@ -139,7 +139,7 @@ impl RuntimeCore {
 
     /// Every running thread actor of every agent.
     pub(crate) fn all_threads(&self) -> Vec<ActorRef<ThreadMsg>> {
-        let agents: Vec<Arc<dyn RunningAgent>> =
+        let agents: Vec<Arc<dyn AgentEntry>> =
             self.agents.iter().map(|e| e.value().clone()).collect();
         agents.iter().flat_map(|f| f.threads()).collect()
     }
@@ -202,7 +202,7 @@ impl RuntimeCore {
     /// the successor only after them.
     pub(crate) async fn ensure_thread(
         self: &Arc<Self>,
-        agent: &Arc<dyn RunningAgent>,
+        agent: &Arc<dyn AgentEntry>,
         thread: &str,
         leaving: Option<(ActorId, Vec<ThreadMsg>)>,
     ) -> Result<ActorRef<ThreadMsg>, RuntimeError> {
@@ -262,7 +262,7 @@ impl RuntimeCore {
     }
 
     /// Removes the agent `name` from the registry and ends its bus subscriptions.
-    pub(crate) fn remove_agent(&self, name: &str) -> Option<Arc<dyn RunningAgent>> {
+    pub(crate) fn remove_agent(&self, name: &str) -> Option<Arc<dyn AgentEntry>> {
         let (_, agent) = self.agents.remove(name)?;
         agent.end_subscriptions();
         Some(agent)
@@ -534,7 +534,7 @@ pub(crate) type KindFactory = Arc<
 
 /// One agent's entry in the registry, whatever its strategy type.
 #[async_trait::async_trait]
-pub(crate) trait RunningAgent: Send + Sync {
+pub(crate) trait AgentEntry: Send + Sync {
     /// The agent's name.
     fn name(&self) -> &str;
     /// Held while one of the agent's threads starts.
@@ -582,7 +582,7 @@ pub(crate) struct Attached {
 }
 
 /// What every thread of one agent shares: its entry in the registry.
-pub(crate) struct LiveAgent<S> {
+pub(crate) struct HostedAgent<S> {
     pub(crate) name: Arc<str>,
     pub(crate) strategy: S,
     pub(crate) tools: Option<Arc<ToolSet>>,
@@ -612,7 +612,7 @@ pub(crate) struct Labels {
     pub(crate) priority: motet_providers::Priority,
 }
 
-impl<S> LiveAgent<S> {
+impl<S> HostedAgent<S> {
     /// The running threads, locked. Nothing panics while holding the lock (map operations
     /// only), so a poisoned lock still holds a consistent map.
     pub(crate) fn running_threads(&self) -> std::sync::MutexGuard<'_, Few<ActorRef<ThreadMsg>>> {

@@ -10,7 +10,7 @@ use ractor::{Actor, ActorRef};
 
 use super::actor::ThreadActor;
 use super::core::{
-    DEFAULT_THREAD, Labels, LiveAgent, Parent, RunningAgent, RuntimeCore, ThreadKey, ThreadMsg,
+    AgentEntry, DEFAULT_THREAD, HostedAgent, Labels, Parent, RuntimeCore, ThreadKey, ThreadMsg,
 };
 use super::few::Few;
 use crate::agent::caller::spec::AgentSpec;
@@ -58,7 +58,7 @@ where
 {
     let name = spec.name;
     core.costs.set_agent(&name, &spec.budgets);
-    let config = Arc::new(LiveAgent {
+    let config = Arc::new(HostedAgent {
         name: Arc::from(name.as_str()),
         strategy: spec.strategy,
         tools: spec.tools,
@@ -90,7 +90,7 @@ where
         }
     }
     // The default thread starts now, so a spawn that cannot start fails here. The agent's type
-    // is known here, so it starts without going through `dyn RunningAgent`.
+    // is known here, so it starts without going through `dyn AgentEntry`.
     match config
         .clone()
         .spawn(core.clone(), DEFAULT_THREAD.to_owned())
@@ -132,7 +132,7 @@ where
 }
 
 #[async_trait::async_trait]
-impl<S> RunningAgent for LiveAgent<S>
+impl<S> AgentEntry for HostedAgent<S>
 where
     S: Strategy + Send + Sync + 'static,
     S::State: Send + Sync + 'static,
@@ -154,7 +154,7 @@ where
     }
 
     fn idempotent_tools(&self) -> Vec<String> {
-        LiveAgent::idempotent_tools(self)
+        HostedAgent::idempotent_tools(self)
     }
 
     fn keep_subscriptions(&self, subscriptions: Vec<Subscription>) {
@@ -218,7 +218,7 @@ where
     }
 }
 
-impl<S> LiveAgent<S>
+impl<S> HostedAgent<S>
 where
     S: Strategy + Send + Sync + 'static,
     S::State: Send + Sync + 'static,

@@ -18,7 +18,7 @@ use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 
 use motet_signals::Signal;
 
-use super::core::{RunningAgent, RuntimeCore, Supervised, ThreadKey};
+use super::core::{AgentEntry, RuntimeCore, Supervised, ThreadKey};
 use crate::agent::events::{AGENT_STOPPED, THREAD_RESTARTED, ThreadFailure};
 use crate::supervisor::{Decision, ExitReason, RestartHistory, decide};
 
@@ -172,7 +172,7 @@ struct Plan {
 impl Plan {
     /// Stops the siblings, waits out the backoff (messages for the threads wait too), then
     /// starts the threads again, each restart published on the bus.
-    async fn carry_out(self, core: Arc<RuntimeCore>, agent: Arc<dyn RunningAgent>) {
+    async fn carry_out(self, core: Arc<RuntimeCore>, agent: Arc<dyn AgentEntry>) {
         let due = tokio::time::Instant::now() + self.delay;
         if !self.delay.is_zero() {
             for key in &self.start {

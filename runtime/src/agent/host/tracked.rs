@@ -84,7 +84,7 @@ pub(crate) struct Open {
     /// request ends, so a cancelled request stops streaming.
     pub(crate) calls: HashMap<String, Vec<AbortHandle>>,
     /// The open `invoke_agent` span of each request this thread has admitted, by request id.
-    pub(crate) spans: Few<RequestTrace>,
+    pub(crate) spans: Few<RequestSpan>,
     /// Results of work that finished as it started ([`Run::Inline`]), handled before the
     /// actor reads its mailbox again: empty between messages.
     pub(crate) ready: VecDeque<Signal>,
@@ -136,7 +136,7 @@ impl Occasional {
 }
 
 /// A request's span and how many LLM calls it has made.
-pub(crate) struct RequestTrace {
+pub(crate) struct RequestSpan {
     pub(crate) span: tracing::Span,
     pub(crate) llm_calls: u32,
 }
@@ -181,7 +181,7 @@ impl Tracked {
     }
 
     /// The open `invoke_agent` span of request `id`.
-    pub(crate) fn span(&self, id: &str) -> Option<&RequestTrace> {
+    pub(crate) fn span(&self, id: &str) -> Option<&RequestSpan> {
         self.open.as_ref().and_then(|o| o.spans.get(id))
     }
 

@@ -8,14 +8,14 @@ use motet_agents::Strategy;
 use ractor::ActorRef;
 
 use crate::agent::env::SystemEnv;
-use crate::agent::host::core::{LiveAgent, RuntimeCore, ThreadMsg};
+use crate::agent::host::core::{HostedAgent, RuntimeCore, ThreadMsg};
 use crate::agent::host::deliveries::Deliveries;
 use crate::agent::host::tracked::{Here, Tracked};
 
 /// The actor hosting one conversation thread of an agent: the strategy, its state for that
 /// thread, and the execution of its directives.
 pub(crate) struct ThreadActor<S: Strategy> {
-    pub(crate) agent: Arc<LiveAgent<S>>,
+    pub(crate) agent: Arc<HostedAgent<S>>,
     pub(crate) thread_id: Arc<str>,
     /// The thread's id in the store (and in the strategy's Thread): `<agent>/<thread>`, so two
     /// agents' threads of the same name never share a history. Made once: every commit uses it.
