@@ -16,22 +16,23 @@ use motet_agents::Env as _;
 use motet_providers::LlmClient;
 use motet_signals::{Bus, Signal, Subscription};
 use ractor::{ActorId, ActorRef};
-use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 
-use super::few::Few;
+mod hosted;
+mod mailbox;
+
 use super::outbox::{ExternalBus, Outgoing};
 use crate::agent::activity::Activity;
-use crate::agent::book::RequestPolicy;
 use crate::agent::costs::Costs;
 use crate::agent::env::SystemEnv;
-use crate::agent::errors::{AskError, RuntimeError};
+use crate::agent::errors::RuntimeError;
 use crate::agent::events::CHILD_STOPPED;
 use crate::agent::requests::RequestRecords;
 pub(crate) use crate::store::ThreadKey;
 use crate::store::ThreadStore;
 use crate::supervisor::Supervision;
-use crate::tool::ToolSet;
+pub(crate) use hosted::{HostedAgent, Labels, Parent};
+pub(crate) use mailbox::{ThreadMsg, deliver};
 
 /// The id of every agent's default thread, used when a caller names none.
 pub const DEFAULT_THREAD: &str = "default";
@@ -466,60 +467,6 @@ pub(crate) struct Supervised {
     pub(crate) seq: u64,
 }
 
-/// Puts `signal` in the thread's mailbox; one for a thread that stopped is dropped.
-pub(crate) fn deliver(to: &ActorRef<ThreadMsg>, signal: Signal) {
-    if let Err(error) = to.cast(ThreadMsg::Signal(signal)) {
-        tracing::debug!(%error, "a result arrived after its agent stopped");
-    }
-}
-
-/// What a thread actor's mailbox receives.
-#[derive(Debug)]
-pub(crate) enum ThreadMsg {
-    /// A signal for the strategy.
-    Signal(Signal),
-    /// A signal for the strategy whose reply (a signal of one of the reply types carrying the
-    /// same request id) is sent back on `reply`.
-    Ask {
-        /// The request signal; it must carry a request id.
-        signal: Signal,
-        /// Where the reply goes.
-        reply: oneshot::Sender<Result<Signal, AskError>>,
-    },
-    /// The asker of `request` waited `after` for its reply and stopped waiting: the thread
-    /// decides what that means, in its order of events. A request still open (running or
-    /// queued) is cancelled and its asker gets [`AskError::Timeout`]; one that ended already
-    /// was answered, and nothing changes (no cancel reaches the strategy to be noted).
-    Expire {
-        /// The request waited for.
-        request: String,
-        /// How long its asker waited.
-        after: Duration,
-    },
-    /// Stop if nothing happened for the idle timeout and no request is open.
-    IdleCheck,
-    /// A copy of the thread this actor keeps (if its strategy keeps one).
-    GetThread(oneshot::Sender<Option<motet_agents::Thread>>),
-    /// A signal from a durable bus consumer, which is told on `committed` once the step that
-    /// handled it committed (or why it was not), so the bus acknowledges it only then. One
-    /// already committed (same `source` and `id`) is answered at once and not handled again.
-    Delivered {
-        /// The signal for the strategy.
-        signal: Signal,
-        /// Where the outcome goes: `Ok` once committed, else why not.
-        committed: oneshot::Sender<Result<(), String>>,
-    },
-}
-
-/// Where a child agent's `Emit` to its parent goes: the parent agent's thread that spawned it,
-/// and the tag it knows the child by.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Parent {
-    pub(crate) agent: String,
-    pub(crate) thread: String,
-    pub(crate) tag: String,
-}
-
 /// Starts an agent of a registered kind under a name, with its configuration.
 pub(crate) type KindFactory = Arc<
     dyn Fn(
@@ -570,62 +517,4 @@ pub(crate) trait AgentEntry: Send + Sync {
         core: Arc<RuntimeCore>,
         thread_id: String,
     ) -> Result<ActorRef<ThreadMsg>, RuntimeError>;
-}
-
-/// What an agent holds on the bus; it ends when the agent is removed.
-#[derive(Default)]
-pub(crate) struct Attached {
-    /// Bus subscriptions; they end when dropped.
-    pub(crate) subscriptions: Vec<Subscription>,
-    /// The tasks of the agent's durable bus consumers; aborted when the agent is removed.
-    pub(crate) consumers: Vec<AbortHandle>,
-}
-
-/// What every thread of one agent shares: its entry in the registry.
-pub(crate) struct HostedAgent<S> {
-    pub(crate) name: Arc<str>,
-    pub(crate) strategy: S,
-    pub(crate) tools: Option<Arc<ToolSet>>,
-    pub(crate) policy: RequestPolicy,
-    /// Stop a thread's actor after this long without messages (it comes back from the store).
-    pub(crate) idle_timeout: Option<Duration>,
-    /// The agent thread that spawned this one, for `Emit` to the parent.
-    pub(crate) parent: Option<Box<Parent>>,
-    /// Held while one of the agent's threads starts, so racing asks start it once.
-    pub(crate) spawning: tokio::sync::Mutex<()>,
-    /// How the agent's threads are supervised.
-    pub(crate) supervision: Supervision,
-    /// The agent's bus subscriptions and durable consumers, which most agents have none of
-    /// (one word for them).
-    pub(crate) attached: std::sync::Mutex<Option<Box<Attached>>>,
-    /// The agent's running threads by thread id: the registry's second level. Almost always
-    /// one (the default thread) or none, held in place rather than in a map's table.
-    pub(crate) threads: std::sync::Mutex<Few<ActorRef<ThreadMsg>>>,
-    /// The agent's tenant and priority, which most agents leave at their defaults (boxed: one
-    /// word for them).
-    pub(crate) labels: Option<Box<Labels>>,
-}
-
-/// An agent's tenant and priority, for its LLM calls' [`CallScope`](motet_providers::CallScope).
-pub(crate) struct Labels {
-    pub(crate) tenant: Option<Arc<str>>,
-    pub(crate) priority: motet_providers::Priority,
-}
-
-impl<S> HostedAgent<S> {
-    /// The running threads, locked. Nothing panics while holding the lock (map operations
-    /// only), so a poisoned lock still holds a consistent map.
-    pub(crate) fn running_threads(&self) -> std::sync::MutexGuard<'_, Few<ActorRef<ThreadMsg>>> {
-        self.threads
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// The names of the agent's tools that are safe to run twice.
-    pub(crate) fn idempotent_tools(&self) -> Vec<String> {
-        self.tools
-            .as_ref()
-            .map(|tools| tools.idempotent_tools())
-            .unwrap_or_default()
-    }
 }

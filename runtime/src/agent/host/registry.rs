@@ -103,32 +103,42 @@ where
         }
     }
     drop(spawning);
-    if !spec.consumers.is_empty() {
-        let consumers = super::consumers::start_consumers(core, &name, spec.consumers).await;
-        if let Some(running) = core.agent(&name) {
+    attach(core, &name, spec.consumers, spec.subscriptions).await;
+    for group in spec.groups {
+        core.groups.entry(group).or_default().push(name.clone());
+    }
+    Ok(())
+}
+
+/// Starts the registered agent `name`'s durable consumers and bus subscriptions, kept with
+/// the agent and ended when it is removed.
+async fn attach(
+    core: &Arc<RuntimeCore>,
+    name: &str,
+    consumers: Vec<crate::bus::ConsumerSpec>,
+    subscriptions: Vec<motet_signals::Pattern>,
+) {
+    if !consumers.is_empty() {
+        let consumers = super::consumers::start_consumers(core, name, consumers).await;
+        if let Some(running) = core.agent(name) {
             running.keep_consumers(consumers);
         }
     }
-    if !spec.subscriptions.is_empty() {
-        let subscriptions: Vec<Subscription> = spec
-            .subscriptions
+    if !subscriptions.is_empty() {
+        let subscriptions: Vec<Subscription> = subscriptions
             .into_iter()
             .map(|pattern| {
                 let weak = Arc::downgrade(core);
-                let agent = name.clone();
+                let agent = name.to_owned();
                 core.bus.subscribe(pattern, move |signal: &Signal| {
                     deliver_to(&weak, &agent, signal)
                 })
             })
             .collect();
-        if let Some(running) = core.agent(&name) {
+        if let Some(running) = core.agent(name) {
             running.keep_subscriptions(subscriptions);
         }
     }
-    for group in spec.groups {
-        core.groups.entry(group).or_default().push(name.clone());
-    }
-    Ok(())
 }
 
 #[async_trait::async_trait]
