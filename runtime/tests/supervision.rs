@@ -62,6 +62,7 @@ async fn a_panicking_strategy_restarts_its_thread_and_the_ask_gets_a_typed_error
         .llm(Arc::new(EchoModel::default()))
         .build()
         .unwrap();
+    // By hand: a strategy around ReAct is not what `ReActAgent` spawns.
     let tools = calculator();
     let agent = runtime
         .spawn(

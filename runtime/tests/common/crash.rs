@@ -17,15 +17,15 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use motet_agents::{EntryBody, ReAct, ReActConfig, ReactCompleted};
+use motet_agents::{EntryBody, ReactCompleted};
 use motet_directives::{
     AssistantBlock, AssistantMessage, LlmRequest, LlmResponse, Message, ProviderMeta, StopReason,
     ToolArgs, Usage,
 };
 use motet_providers::{LlmClient, LlmEvents, ProviderError};
-use motet_runtime::agent::{AgentSpec, Runtime};
+use motet_runtime::agent::{ReActAgent, Runtime};
 use motet_runtime::store::open_store;
-use motet_runtime::tool::{ToolError, ToolSet, tool_fn};
+use motet_runtime::tool::{ToolError, tool_fn};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -87,32 +87,21 @@ async fn agent_runtime(url: &str) -> (Runtime, motet_runtime::agent::AgentHandle
         .unwrap()
         .build()
         .unwrap();
-    let tools = Arc::new(
-        ToolSet::builder()
-            .tool(tool_fn(
-                "add",
-                "Adds two integers.",
-                |args: AddArgs| async move {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    Ok::<_, ToolError>((args.a + args.b).to_string())
-                },
-            ))
-            .build()
-            .unwrap(),
-    );
-    let react = ReAct::new(
-        ReActConfig::new("anthropic:claude-sonnet-4-5".parse().unwrap())
-            .with_system_prompt("You add.")
-            .with_tools(tools.definitions()),
-    );
+    let add = tool_fn("add", "Adds two integers.", |args: AddArgs| async move {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        Ok::<_, ToolError>((args.a + args.b).to_string())
+    });
     let agent = runtime
-        .spawn(AgentSpec::new("calc", react).with_tools(tools))
+        .spawn(
+            ReActAgent::new("calc", "anthropic:claude-sonnet-4-5")
+                .system("You add.")
+                .tool(add),
+        )
         .await
         .unwrap();
     (runtime, agent)
 }
 
-/// Whether this process is a child of the loop (its parent test then returns at once).
 /// The children. `ask:<n>` asks question n (and is killed meanwhile); `resume` resumes the
 /// thread and waits for the reply.
 pub(crate) async fn child_run() {
