@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use motet_agents::{AGENT_COMPLETED, AGENT_FAILED, ReactCompleted};
-use motet_directives::{AssistantBlock, Message, ToolArgs};
+use motet_directives::{AssistantBlock, ToolArgs};
 use motet_providers::{Dialect, HttpClient, ProviderError};
 use motet_runtime::agent::{AskError, AskOptions, Runtime, RuntimeError};
 use motet_runtime::testing::ScriptedModel;
@@ -43,14 +43,7 @@ async fn an_ask_runs_the_loop_through_a_tool_and_answers() {
     // The second LLM call saw the tool's real result, paired with its call.
     let requests = model.requests();
     assert_eq!(requests.len(), 2);
-    let results = requests[1]
-        .messages
-        .iter()
-        .find_map(|m| match m {
-            Message::ToolResults { results } => Some(results.clone()),
-            _ => None,
-        })
-        .expect("tool results in the second request");
+    let results = tool_results(&requests[1]);
     assert_eq!(results.len(), 1);
     assert_eq!(results[0].tool_use_id, "call_1");
     assert_eq!(results[0].content, "5");
@@ -89,14 +82,7 @@ async fn an_unknown_tool_becomes_an_error_result_the_model_reads() {
     let (runtime, agent) = spawned(model.clone(), calc_agent("calc")).await;
     let reply = agent.ask("Clean up.").await.unwrap();
     assert_eq!(reply.signal.signal_type().as_str(), AGENT_COMPLETED);
-    let results = model.requests()[1]
-        .messages
-        .iter()
-        .find_map(|m| match m {
-            Message::ToolResults { results } => Some(results.clone()),
-            _ => None,
-        })
-        .unwrap();
+    let results = tool_results(&model.requests()[1]);
     assert!(results[0].is_error);
     assert!(
         results[0].content.contains("delete_everything"),
@@ -228,14 +214,7 @@ async fn a_panicking_tool_is_an_error_result_and_the_agent_carries_on() {
     ]);
     let (runtime, agent) = spawned(model.clone(), calc_agent("brave").tool(explode)).await;
     assert_eq!(ask_text(&agent, "Try it.").await, "The tool failed.");
-    let results = model.requests()[1]
-        .messages
-        .iter()
-        .find_map(|m| match m {
-            Message::ToolResults { results } => Some(results.clone()),
-            _ => None,
-        })
-        .unwrap();
+    let results = tool_results(&model.requests()[1]);
     assert!(results[0].is_error);
     assert!(
         results[0].content.contains("the tool blew up"),

@@ -7,11 +7,11 @@ mod common;
 
 use std::sync::Arc;
 
-use motet_directives::{AssistantBlock, Attachments, Message, Part, ToolArgs};
+use motet_directives::{AssistantBlock, Attachments, Part, ToolArgs};
 use motet_runtime::agent::{AskOptions, ReActAgent};
 use motet_runtime::tool::{Tool, ToolContext, ToolError};
 
-use common::{scripted, spawned};
+use common::{scripted, spawned, tool_results};
 
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n";
 
@@ -65,16 +65,7 @@ async fn a_tools_image_reaches_the_next_request_as_an_attachment() {
         .await
         .unwrap();
     let requests = model.requests();
-    let results = requests
-        .last()
-        .unwrap()
-        .messages
-        .iter()
-        .find_map(|m| match m {
-            Message::ToolResults { results } => Some(results.clone()),
-            _ => None,
-        })
-        .unwrap();
+    let results = tool_results(requests.last().unwrap());
     assert_eq!(results[0].content, "a picture");
     assert_eq!(
         results[0].attachments.as_slice(),

@@ -205,18 +205,25 @@ pub(crate) fn failure_data(result: Result<Answer, AskError>) -> String {
     }
 }
 
-/// The first tool result `request` shows the model.
-pub(crate) fn first_tool_result(
+/// The tool results `request` shows the model (those of its first tool-results message).
+pub(crate) fn tool_results(
     request: &motet_directives::LlmRequest,
-) -> motet_directives::ToolResult {
+) -> Vec<motet_directives::ToolResult> {
     request
         .messages
         .iter()
         .find_map(|m| match m {
-            Message::ToolResults { results } => results.first().cloned(),
+            Message::ToolResults { results } => Some(results.clone()),
             _ => None,
         })
-        .expect("a tool result in the request")
+        .expect("tool results in the request")
+}
+
+/// The first tool result `request` shows the model.
+pub(crate) fn first_tool_result(
+    request: &motet_directives::LlmRequest,
+) -> motet_directives::ToolResult {
+    tool_results(request).remove(0)
 }
 
 /// The arguments of the first tool call in `thread`, as stored.
