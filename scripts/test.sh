@@ -56,7 +56,8 @@ echo "local llm at $MOTET_LOCAL_LLM_URL"
 
 section "mcp server"
 if [ -z "${MOTET_MCP_EVERYTHING:-}" ]; then
-  if ! command -v npm >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  if { ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; } \
+    && command -v apt-get >/dev/null 2>&1; then
     apt-get update -q >/dev/null && apt-get install -y -q nodejs npm >/dev/null
   fi
   export MOTET_MCP_HOME

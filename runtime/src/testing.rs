@@ -131,6 +131,33 @@ pub fn stop_for(blocks: &[AssistantBlock]) -> StopReason {
     }
 }
 
+/// What a test does when something it needs from outside is missing (a server, a binary),
+/// `reason` saying what and how to start it: under `CI=true` the test fails with it, since CI
+/// starts everything (scripts/test.sh); elsewhere it prints `skipped: {reason}` and the caller
+/// returns.
+///
+/// # Panics
+/// Under `CI=true`, always.
+#[allow(clippy::panic, reason = "a test that cannot run under CI fails")]
+pub fn missing(reason: &str) {
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("CI=true, and this test needs what is missing: {reason}");
+    }
+    println!("skipped: {reason}");
+}
+
+/// The value of `var` (a server's URL), or `None` after [`missing`] said it is not set and
+/// `how` to start the server.
+pub fn needs_var(var: &str, how: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(value) if !value.trim().is_empty() => Some(value),
+        _ => {
+            missing(&format!("{var} is not set ({how})"));
+            None
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use motet_directives::{AssistantMessage, ModelUsage, Usage};

@@ -3,17 +3,20 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
 
+mod common;
+
 use std::sync::Arc;
 
-use motet_agents::{ReAct, ReActConfig};
 use motet_directives::{
     AssistantBlock, AssistantMessage, LlmResponse, StopReason, ToolArgs, Usage,
 };
-use motet_runtime::agent::{ActivitySnapshot, AgentSpec, Runtime};
+use motet_runtime::agent::{ActivitySnapshot, ReActAgent, Runtime};
 use motet_runtime::testing::ScriptedModel;
-use motet_runtime::tool::{ToolError, ToolSet, tool_fn};
+use motet_runtime::tool::{ToolError, tool_fn};
 use schemars::JsonSchema;
 use serde::Deserialize;
+
+use common::spawned;
 
 #[derive(Deserialize, JsonSchema)]
 struct Factors {
@@ -64,12 +67,8 @@ async fn calls_tools_and_tokens_are_counted_as_they_finish() {
             .map(|p| p.to_string())
             .ok_or_else(|| ToolError::failed("overflow"))
     });
-    let tools = Arc::new(ToolSet::builder().tool(multiply).build().unwrap());
-    let react = ReAct::new(
-        ReActConfig::new("openai:gpt-5.2".parse().unwrap()).with_tools(tools.definitions()),
-    );
     let agent = runtime
-        .spawn(AgentSpec::new("calc", react).with_tools(tools))
+        .spawn(ReActAgent::new("calc", "openai:gpt-5.2").tool(multiply))
         .await
         .unwrap();
     agent.ask("17 * 23?").await.unwrap();
@@ -91,9 +90,7 @@ async fn a_failed_llm_call_is_counted_as_a_failure() {
             message: "bad request".into(),
         },
     )]));
-    let runtime = Runtime::builder().llm(model).build().unwrap();
-    let react = ReAct::new(ReActConfig::new("openai:gpt-5.2".parse().unwrap()));
-    let agent = runtime.spawn(AgentSpec::new("calc", react)).await.unwrap();
+    let (runtime, agent) = spawned(model, ReActAgent::new("calc", "openai:gpt-5.2")).await;
     assert!(agent.ask("hello").await.is_err());
     let now = runtime.activity();
     assert_eq!((now.llm_calls, now.llm_failures), (1, 1), "{now:?}");

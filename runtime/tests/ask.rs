@@ -11,11 +11,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use motet_agents::{AGENT_COMPLETED, AGENT_FAILED, ReactCompleted};
-use motet_directives::{AssistantBlock, Message, ToolArgs};
+use motet_directives::{AssistantBlock, ToolArgs};
 use motet_providers::{Dialect, HttpClient, ProviderError};
-use motet_runtime::agent::{AgentSpec, AskError, AskOptions, Runtime, RuntimeError};
+use motet_runtime::agent::{AskError, AskOptions, Runtime, RuntimeError};
 use motet_runtime::testing::ScriptedModel;
-use motet_runtime::tool::{ToolError, ToolSet, tool_fn};
+use motet_runtime::tool::{ToolError, tool_fn};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -23,23 +23,15 @@ use common::*;
 
 #[tokio::test]
 async fn an_ask_runs_the_loop_through_a_tool_and_answers() {
-    let model = ScriptedModel::new([
-        turn(vec![AssistantBlock::tool_use(
+    let model = scripted([
+        vec![AssistantBlock::tool_use(
             "call_1",
             "add",
             ToolArgs::from_text(r#"{"a": 2, "b": 3}"#),
-        )]),
-        turn(vec![AssistantBlock::text("2 + 3 = 5")]),
+        )],
+        vec![AssistantBlock::text("2 + 3 = 5")],
     ]);
-    let runtime = Runtime::builder()
-        .llm(Arc::new(model.clone()))
-        .build()
-        .unwrap();
-    let tools = calculator();
-    let agent = runtime
-        .spawn(AgentSpec::new("calc", react("openai:gpt-5.2", &tools)).with_tools(tools))
-        .await
-        .unwrap();
+    let (runtime, agent) = spawned(model.clone(), calc_agent("calc")).await;
 
     let reply = agent.ask("What is 2 + 3?").await.unwrap();
     assert_eq!(reply.signal.signal_type().as_str(), AGENT_COMPLETED);
@@ -51,14 +43,7 @@ async fn an_ask_runs_the_loop_through_a_tool_and_answers() {
     // The second LLM call saw the tool's real result, paired with its call.
     let requests = model.requests();
     assert_eq!(requests.len(), 2);
-    let results = requests[1]
-        .messages
-        .iter()
-        .find_map(|m| match m {
-            Message::ToolResults { results } => Some(results.clone()),
-            _ => None,
-        })
-        .expect("tool results in the second request");
+    let results = tool_results(&requests[1]);
     assert_eq!(results.len(), 1);
     assert_eq!(results[0].tool_use_id, "call_1");
     assert_eq!(results[0].content, "5");
@@ -72,12 +57,7 @@ async fn a_failed_llm_call_is_a_typed_failed_reply_not_a_hang() {
         status: 400,
         message: "bad request".into(),
     })]);
-    let runtime = Runtime::builder().llm(Arc::new(model)).build().unwrap();
-    let tools = calculator();
-    let agent = runtime
-        .spawn(AgentSpec::new("calc", react("openai:gpt-5.2", &tools)).with_tools(tools))
-        .await
-        .unwrap();
+    let (runtime, agent) = spawned(model, calc_agent("calc")).await;
     let options = AskOptions {
         timeout: Duration::from_secs(5),
         ..AskOptions::default()
@@ -91,33 +71,18 @@ async fn a_failed_llm_call_is_a_typed_failed_reply_not_a_hang() {
 
 #[tokio::test]
 async fn an_unknown_tool_becomes_an_error_result_the_model_reads() {
-    let model = ScriptedModel::new([
-        turn(vec![AssistantBlock::tool_use(
+    let model = scripted([
+        vec![AssistantBlock::tool_use(
             "call_1",
             "delete_everything",
             ToolArgs::from_text("{}"),
-        )]),
-        turn(vec![AssistantBlock::text("I cannot do that.")]),
+        )],
+        vec![AssistantBlock::text("I cannot do that.")],
     ]);
-    let runtime = Runtime::builder()
-        .llm(Arc::new(model.clone()))
-        .build()
-        .unwrap();
-    let tools = calculator();
-    let agent = runtime
-        .spawn(AgentSpec::new("calc", react("openai:gpt-5.2", &tools)).with_tools(tools))
-        .await
-        .unwrap();
+    let (runtime, agent) = spawned(model.clone(), calc_agent("calc")).await;
     let reply = agent.ask("Clean up.").await.unwrap();
     assert_eq!(reply.signal.signal_type().as_str(), AGENT_COMPLETED);
-    let results = model.requests()[1]
-        .messages
-        .iter()
-        .find_map(|m| match m {
-            Message::ToolResults { results } => Some(results.clone()),
-            _ => None,
-        })
-        .unwrap();
+    let results = tool_results(&model.requests()[1]);
     assert!(results[0].is_error);
     assert!(
         results[0].content.contains("delete_everything"),
@@ -134,18 +99,18 @@ async fn ten_thousand_agents_each_answer_an_ask() {
         .llm(Arc::new(EchoModel::default()))
         .build()
         .unwrap();
-    let tools = calculator();
-    let strategy = react("openai:gpt-5.2", &tools);
     let mut agents = Vec::with_capacity(AGENTS);
     for n in 0..AGENTS {
-        let spec = AgentSpec::new(format!("worker-{n}"), strategy.clone());
-        agents.push(runtime.spawn(spec).await.unwrap());
+        agents.push(
+            runtime
+                .spawn(calc_agent(format!("worker-{n}")))
+                .await
+                .unwrap(),
+        );
     }
     assert_eq!(runtime.agent_count(), AGENTS);
     assert!(matches!(
-        runtime
-            .spawn(AgentSpec::new("worker-0", strategy.clone()))
-            .await,
+        runtime.spawn(calc_agent("worker-0")).await,
         Err(RuntimeError::NameTaken { .. })
     ));
     let asks = agents
@@ -173,34 +138,19 @@ async fn ten_thousand_agents_each_answer_an_ask() {
 #[tokio::test]
 async fn a_name_freed_by_stop_agent_runs_a_new_agent_at_once() {
     let runtime = Runtime::builder()
-        .llm(Arc::new(ScriptedModel::new([
-            turn(vec![AssistantBlock::text("first")]),
-            turn(vec![AssistantBlock::text("second")]),
+        .llm(Arc::new(scripted([
+            vec![AssistantBlock::text("first")],
+            vec![AssistantBlock::text("second")],
         ])))
         .build()
         .unwrap();
-    let tools = calculator();
-    let first = runtime
-        .spawn(AgentSpec::new("again", react("openai:gpt-5.2", &tools)))
-        .await
-        .unwrap();
-    let reply = first.ask("one").await.unwrap();
-    assert_eq!(
-        reply.signal.data_as::<ReactCompleted>().unwrap().answer,
-        "first"
-    );
+    let first = runtime.spawn(calc_agent("again")).await.unwrap();
+    assert_eq!(ask_text(&first, "one").await, "first");
     // Stopped and spawned again without waiting: the old thread, still stopping, is not the
     // new agent's.
     runtime.stop_agent("again");
-    let second = runtime
-        .spawn(AgentSpec::new("again", react("openai:gpt-5.2", &tools)))
-        .await
-        .unwrap();
-    let reply = second.ask("two").await.unwrap();
-    assert_eq!(
-        reply.signal.data_as::<ReactCompleted>().unwrap().answer,
-        "second"
-    );
+    let second = runtime.spawn(calc_agent("again")).await.unwrap();
+    assert_eq!(ask_text(&second, "two").await, "second");
     assert_eq!(runtime.agent_count(), 1);
     assert_eq!(runtime.thread_count(), 1);
     runtime.shutdown().await;
@@ -208,15 +158,7 @@ async fn a_name_freed_by_stop_agent_runs_a_new_agent_at_once() {
 
 #[tokio::test]
 async fn an_ask_to_a_stopped_agent_is_an_error() {
-    let runtime = Runtime::builder()
-        .llm(Arc::new(ScriptedModel::default()))
-        .build()
-        .unwrap();
-    let tools = calculator();
-    let agent = runtime
-        .spawn(AgentSpec::new("gone", react("openai:gpt-5.2", &tools)))
-        .await
-        .unwrap();
+    let (runtime, agent) = spawned(ScriptedModel::default(), calc_agent("gone")).await;
     runtime.shutdown().await;
     let err = agent.ask("hello?").await.unwrap_err();
     assert!(matches!(err, AskError::AgentStopped { .. }), "{err:?}");
@@ -224,24 +166,10 @@ async fn an_ask_to_a_stopped_agent_is_an_error() {
 
 #[tokio::test]
 async fn with_the_real_model() {
-    let Ok(url) = std::env::var("MOTET_LOCAL_LLM_URL") else {
-        println!("skipped: MOTET_LOCAL_LLM_URL is not set (bash scripts/local-llm.sh start)");
-        assert_ne!(
-            std::env::var("CI").as_deref(),
-            Ok("true"),
-            "CI=true, so what this test needs must be there: see the skipped line"
-        );
-        return;
-    };
+    let Some(url) = local_llm() else { return };
     let client = HttpClient::new(Dialect::OpenAiChat, format!("{url}/v1"), None).unwrap();
-    let runtime = Runtime::builder().llm(Arc::new(client)).build().unwrap();
-    let tools = calculator();
-    let agent = runtime
-        .spawn(
-            AgentSpec::new("calc", react("openai-compat:smollm2-135m", &tools)).with_tools(tools),
-        )
-        .await
-        .unwrap();
+    let (runtime, agent) =
+        spawned(client, calc_agent_on("calc", "openai-compat:smollm2-135m")).await;
     let options = AskOptions {
         timeout: Duration::from_secs(120),
         ..AskOptions::default()
@@ -270,46 +198,23 @@ async fn with_the_real_model() {
 async fn a_panicking_tool_is_an_error_result_and_the_agent_carries_on() {
     #[derive(Deserialize, JsonSchema)]
     struct Nothing {}
-    let tools = Arc::new(
-        ToolSet::builder()
-            .tool(tool_fn("explode", "Panics.", |_: Nothing| async move {
-                if true {
-                    panic!("the tool blew up");
-                }
-                Ok::<_, ToolError>(String::new())
-            }))
-            .build()
-            .unwrap(),
-    );
-    let model = ScriptedModel::new([
-        turn(vec![AssistantBlock::tool_use(
+    let explode = tool_fn("explode", "Panics.", |_: Nothing| async move {
+        if true {
+            panic!("the tool blew up");
+        }
+        Ok::<_, ToolError>(String::new())
+    });
+    let model = scripted([
+        vec![AssistantBlock::tool_use(
             "call_1",
             "explode",
             ToolArgs::from_text("{}"),
-        )]),
-        turn(vec![AssistantBlock::text("The tool failed.")]),
+        )],
+        vec![AssistantBlock::text("The tool failed.")],
     ]);
-    let runtime = Runtime::builder()
-        .llm(Arc::new(model.clone()))
-        .build()
-        .unwrap();
-    let agent = runtime
-        .spawn(AgentSpec::new("brave", react("openai:gpt-5.2", &tools)).with_tools(tools))
-        .await
-        .unwrap();
-    let reply = agent.ask("Try it.").await.unwrap();
-    assert_eq!(
-        reply.signal.data_as::<ReactCompleted>().unwrap().answer,
-        "The tool failed."
-    );
-    let results = model.requests()[1]
-        .messages
-        .iter()
-        .find_map(|m| match m {
-            Message::ToolResults { results } => Some(results.clone()),
-            _ => None,
-        })
-        .unwrap();
+    let (runtime, agent) = spawned(model.clone(), calc_agent("brave").tool(explode)).await;
+    assert_eq!(ask_text(&agent, "Try it.").await, "The tool failed.");
+    let results = tool_results(&model.requests()[1]);
     assert!(results[0].is_error);
     assert!(
         results[0].content.contains("the tool blew up"),
@@ -350,18 +255,9 @@ async fn llm_calls_per_provider_are_limited() {
         .llm_concurrency("openai", 2)
         .build()
         .unwrap();
-    let tools = calculator();
     let mut agents = Vec::new();
     for n in 0..10 {
-        agents.push(
-            runtime
-                .spawn(AgentSpec::new(
-                    format!("a{n}"),
-                    react("openai:gpt-5.2", &tools),
-                ))
-                .await
-                .unwrap(),
-        );
+        agents.push(runtime.spawn(calc_agent(format!("a{n}"))).await.unwrap());
     }
     let asks = agents.iter().map(|a| a.ask("go"));
     for reply in futures::future::join_all(asks).await {

@@ -14,10 +14,10 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use motet_agents::EntryBody;
-use motet_runtime::agent::{AgentSpec, AskError, AskOptions, Runtime};
+use motet_runtime::agent::{AskError, AskOptions, Runtime};
 use motet_runtime::store::ThreadStore;
 
-use common::{EchoModel, calculator, react};
+use common::*;
 use flaky_store::FlakyStore;
 
 const TIMEOUT: Duration = Duration::from_millis(20);
@@ -34,11 +34,7 @@ async fn one_ask(model_ms: u64, commit_ms: u64) -> (Result<String, AskError>, Ve
         .store(store.clone())
         .build()
         .unwrap();
-    let tools = calculator();
-    let agent = runtime
-        .spawn(AgentSpec::new("echo", react("openai:gpt-5.2", &tools)))
-        .await
-        .unwrap();
+    let agent = runtime.spawn(calc_agent("echo")).await.unwrap();
     let options = AskOptions {
         timeout: TIMEOUT,
         ..AskOptions::default()

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use motet_directives::{AssistantBlock, AssistantMessage, LlmResponse, ToolArgs, Usage};
 use motet_providers::budget::{Budget, BudgetLevel};
 use motet_providers::{CallKind, Cost, ProviderError};
-use motet_runtime::agent::{AgentSpec, Runtime};
+use motet_runtime::agent::Runtime;
 use motet_runtime::store::{MemoryStore, SqliteStore, ThreadStore, UsageFilter};
 use motet_runtime::testing::ScriptedModel;
 
@@ -59,11 +59,7 @@ async fn a_request_past_its_hard_budget_fails_with_a_budget_failure_and_no_furth
         .budget(BudgetLevel::Request, Budget::tokens(2_000))
         .build()
         .unwrap();
-    let tools = calculator();
-    let agent = runtime
-        .spawn(AgentSpec::new("calc", react("openai:gpt-5.2", &tools)))
-        .await
-        .unwrap();
+    let agent = runtime.spawn(calc_agent("calc")).await.unwrap();
     let failure = failure_data(agent.ask("what is 2 + 3?").await);
     assert!(failure.contains(r#""kind":"budget""#), "{failure}");
     assert!(
@@ -93,18 +89,12 @@ async fn a_request_past_its_hard_budget_fails_with_a_budget_failure_and_no_furth
 #[tokio::test]
 async fn a_thread_budget_ends_that_thread_and_leaves_the_others_alone() {
     let model = ScriptedModel::new([answer_turn(), answer_turn(), answer_turn()]);
-    let runtime = Runtime::builder()
-        .llm(Arc::new(model.clone()))
-        .build()
-        .unwrap();
-    let tools = calculator();
-    let agent = runtime
-        .spawn(
-            AgentSpec::new("calc", react("openai:gpt-5.2", &tools))
-                .with_budget(BudgetLevel::Thread, Budget::tokens(1_200)),
-        )
-        .await
-        .unwrap();
+    let (runtime, agent) = spawned(
+        model.clone(),
+        calc_agent("calc")
+            .agent(move |s| s.with_budget(BudgetLevel::Thread, Budget::tokens(1_200))),
+    )
+    .await;
     assert_eq!(answer(&agent, "first", "t1").await, "5");
     let failure = failure_data(agent.ask_with("second", on("t1")).await);
     assert!(failure.contains("this thread has spent 1500"), "{failure}");
@@ -126,10 +116,7 @@ async fn a_tenant_budget_in_dollars_is_shared_by_its_agents() {
         )
         .build()
         .unwrap();
-    let tools = calculator();
-    let spawn = |name: &'static str| {
-        AgentSpec::new(name, react("openai:gpt-5.2", &tools)).with_tenant("acme")
-    };
+    let spawn = |name: &'static str| calc_agent(name).agent(move |s| s.with_tenant("acme"));
     let a = runtime.spawn(spawn("a")).await.unwrap();
     let b = runtime.spawn(spawn("b")).await.unwrap();
     // a spends one turn's price; b starts within the rest and passes the limit; a is refused.
@@ -148,7 +135,6 @@ async fn a_tenant_budget_in_dollars_is_shared_by_its_agents() {
 async fn an_agent_budget_half_spent_before_a_restart_is_half_spent_after_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("motet.db");
-    let tools = calculator();
     let start = |model: ScriptedModel, store: SqliteStore| {
         Runtime::builder()
             .llm(Arc::new(model))
@@ -161,20 +147,14 @@ async fn an_agent_budget_half_spent_before_a_restart_is_half_spent_after_it() {
         ScriptedModel::new([answer_turn()]),
         SqliteStore::open(&path).await.unwrap(),
     );
-    let agent = runtime
-        .spawn(AgentSpec::new("calc", react("openai:gpt-5.2", &tools)))
-        .await
-        .unwrap();
+    let agent = runtime.spawn(calc_agent("calc")).await.unwrap();
     assert_eq!(answer(&agent, "first", "default").await, "5");
     runtime.shutdown().await;
 
     // Reopened: 1,500 of 3,000 spent. One more call fits; the one after it does not.
     let model = ScriptedModel::new([answer_turn(), answer_turn()]);
     let runtime = start(model.clone(), SqliteStore::open(&path).await.unwrap());
-    let agent = runtime
-        .spawn(AgentSpec::new("calc", react("openai:gpt-5.2", &tools)))
-        .await
-        .unwrap();
+    let agent = runtime.spawn(calc_agent("calc")).await.unwrap();
     assert_eq!(answer(&agent, "second", "default").await, "5");
     let failure = failure_data(agent.ask("third").await);
     assert!(
@@ -222,12 +202,11 @@ async fn calls_racing_under_one_agent_budget_pass_it_by_at_most_one_calls_max_to
         .store(store.clone())
         .build()
         .unwrap();
-    let tools = calculator();
     let limit = 10_000;
     let agent = runtime
         .spawn(
-            AgentSpec::new("busy", react("openai-compat:local", &tools))
-                .with_budget(BudgetLevel::Agent, Budget::tokens(limit)),
+            calc_agent_on("busy", "openai-compat:local")
+                .agent(move |s| s.with_budget(BudgetLevel::Agent, Budget::tokens(limit))),
         )
         .await
         .unwrap();

@@ -9,14 +9,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use motet_agents::{ReAct, ReActConfig};
 use motet_directives::{AssistantBlock, AssistantMessage, LlmResponse, ToolArgs, Usage};
-use motet_runtime::agent::{AgentSpec, AskError, AskOptions, RequestStatus, Runtime};
+use motet_runtime::agent::{AskError, AskOptions, ReActAgent, RequestStatus, Runtime};
 use motet_runtime::testing::{ScriptedModel, stop_for};
-use motet_runtime::tool::{Tool, ToolContext, ToolError, ToolSet};
+use motet_runtime::tool::{Tool, ToolContext, ToolError};
 use tokio::sync::Notify;
 
-use common::{DropFlag, HangingModel};
+use common::*;
 
 /// Works for a minute; says when it started and whether its work was dropped unfinished.
 struct Slow {
@@ -47,16 +46,6 @@ impl Tool for Slow {
 async fn cancelling_a_request_aborts_its_running_tool() {
     let started = Arc::new(Notify::new());
     let dropped = Arc::new(AtomicBool::new(false));
-    let tools = Arc::new(
-        ToolSet::builder()
-            .tool(Slow {
-                started: started.clone(),
-                dropped: dropped.clone(),
-            })
-            .with_timeout(Duration::from_secs(120))
-            .build()
-            .unwrap(),
-    );
     let blocks = vec![AssistantBlock::tool_use(
         "tc_1",
         "slow",
@@ -70,14 +59,16 @@ async fn cancelling_a_request_aborts_its_running_tool() {
         },
         Usage::default(),
     ))]);
-    let runtime = Runtime::builder().llm(Arc::new(model)).build().unwrap();
-    let react = ReAct::new(
-        ReActConfig::new("openai:gpt-5.2".parse().unwrap()).with_tools(tools.definitions()),
-    );
-    let agent = runtime
-        .spawn(AgentSpec::new("worker", react).with_tools(tools))
-        .await
-        .unwrap();
+    let (runtime, agent) = spawned(
+        model,
+        ReActAgent::new("worker", MODEL)
+            .tool(Slow {
+                started: started.clone(),
+                dropped: dropped.clone(),
+            })
+            .tool_timeout(Duration::from_secs(120)),
+    )
+    .await;
     let request = agent
         .submit("go slowly", AskOptions::default())
         .await
@@ -98,12 +89,7 @@ async fn cancelling_a_request_aborts_its_running_tool() {
 }
 
 async fn silent_agent(model: &HangingModel) -> (Runtime, motet_runtime::agent::AgentHandle) {
-    let runtime = Runtime::builder()
-        .llm(Arc::new(model.clone()))
-        .build()
-        .unwrap();
-    let react = ReAct::new(ReActConfig::new("openai:gpt-5.2".parse().unwrap()));
-    let agent = runtime.spawn(AgentSpec::new("mute", react)).await.unwrap();
+    let (runtime, agent) = spawned(model.clone(), ReActAgent::new("mute", MODEL)).await;
     (runtime, agent)
 }
 

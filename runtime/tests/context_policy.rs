@@ -9,12 +9,12 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{EchoModel, calculator, on, react};
+use common::*;
 use motet_agents::{
     CONTEXT_WARNING, ContextPolicy, ContextWarning, ContextWarningReason, EntryBody,
     THREAD_UPDATED, ThreadUpdated, WindowMode,
 };
-use motet_runtime::agent::{AgentSpec, Runtime};
+use motet_runtime::agent::Runtime;
 use motet_runtime::store::{MemoryStore, ThreadStore};
 use motet_signals::{Delivery, Signal};
 
@@ -44,8 +44,7 @@ fn recorded(thread: &motet_agents::Thread) -> Vec<ContextPolicy> {
 async fn the_agents_policy_is_set_through_its_handle_kept_and_recorded() {
     let store: Arc<dyn ThreadStore> = Arc::new(MemoryStore::new());
     let first = runtime(store.clone());
-    let tools = calculator();
-    let spec = || AgentSpec::new("calc", react("openai:gpt-5.2", &tools)).with_tools(tools.clone());
+    let spec = || calc_agent("calc");
     let agent = first.spawn(spec()).await.unwrap();
     // The strategy's configured policy (keep_last_turns 0) is in force at first.
     let configured = ContextPolicy::new().with_keep_last_turns(0);
@@ -106,11 +105,7 @@ async fn commits_and_full_contexts_are_published_on_the_bus() {
             sink.lock().unwrap().push(signal.clone());
             Delivery::Delivered
         });
-    let tools = calculator();
-    let agent = runtime
-        .spawn(AgentSpec::new("calc", react("openai:gpt-5.2", &tools)).with_tools(tools.clone()))
-        .await
-        .unwrap();
+    let agent = runtime.spawn(calc_agent("calc")).await.unwrap();
     agent.ask_with("q1", on("t")).await.unwrap();
     // A window of one message: the second ask drops the first turn, and says so.
     agent

@@ -11,17 +11,16 @@ mod pg;
 
 const RUNS: usize = 25;
 
-/// The children of the loop: does nothing unless `MOTET_CRASH_CHILD` is set.
+/// The children of the loop, not a test of its own: ignored, so only the parent runs it (with
+/// `--ignored --exact child_run` and `MOTET_CRASH_CHILD` set).
 #[tokio::test]
+#[ignore = "a child process of the crash loop, run by it"]
 async fn child_run() {
     crash_loop::child_run().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_mid_request_and_resumed_on_postgres() {
-    if crash_loop::is_child() {
-        return;
-    }
     let Some(db) = pg::TestDb::new("crash").await else {
         return;
     };

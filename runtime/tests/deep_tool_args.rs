@@ -10,14 +10,12 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{first_call_args, first_tool_result};
-use motet_agents::{AGENT_COMPLETED, ContextPolicy, ReAct, ReActConfig, ReactCompleted};
-use motet_directives::{AssistantBlock, AssistantMessage, LlmResponse, ToolArgs, Usage};
-use motet_providers::ProviderError;
-use motet_runtime::agent::{AgentSpec, AskOptions, Runtime};
+use common::{first_call_args, first_tool_result, scripted};
+use motet_agents::{AGENT_COMPLETED, ContextPolicy, ReactCompleted};
+use motet_directives::{AssistantBlock, ToolArgs};
+use motet_runtime::agent::{AskOptions, ReActAgent, Runtime};
 use motet_runtime::store::{SqliteStore, ThreadStore};
-use motet_runtime::testing::ScriptedModel;
-use motet_runtime::tool::{ToolError, ToolSet, tool_fn};
+use motet_runtime::tool::{Tool, ToolError, tool_fn};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -26,28 +24,10 @@ struct EchoArgs {
     a: serde_json::Value,
 }
 
-fn tools() -> Arc<ToolSet> {
-    Arc::new(
-        ToolSet::builder()
-            .tool(tool_fn(
-                "echo",
-                "Echoes `a`.",
-                |args: EchoArgs| async move { Ok::<_, ToolError>(args.a.to_string()) },
-            ))
-            .build()
-            .unwrap(),
-    )
-}
-
-fn turn(blocks: Vec<AssistantBlock>) -> Result<LlmResponse, ProviderError> {
-    let stop_reason = motet_runtime::testing::stop_for(&blocks);
-    Ok(LlmResponse::new(
-        AssistantMessage {
-            blocks,
-            stop_reason,
-        },
-        Usage::default(),
-    ))
+fn echo() -> impl Tool {
+    tool_fn("echo", "Echoes `a`.", |args: EchoArgs| async move {
+        Ok::<_, ToolError>(args.a.to_string())
+    })
 }
 
 /// `{"a":[[[…1…]]]}` with the `1` `depth` levels down.
@@ -65,27 +45,25 @@ async fn ask_with_args(args: &str) -> (motet_directives::ToolResult, String) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("deep.db");
     let store = Arc::new(SqliteStore::open(&path).await.unwrap());
-    let model = ScriptedModel::new([
-        turn(vec![AssistantBlock::tool_use(
+    let model = scripted([
+        vec![AssistantBlock::tool_use(
             "call_1",
             "echo",
             ToolArgs::from_text(args),
-        )]),
-        turn(vec![AssistantBlock::text("Done.")]),
+        )],
+        vec![AssistantBlock::text("Done.")],
     ]);
     let runtime = Runtime::builder()
         .llm(Arc::new(model.clone()))
         .store(store)
         .build()
         .unwrap();
-    let tools = tools();
-    let react = ReAct::new(
-        ReActConfig::new("openai:gpt-5.2".parse().unwrap())
-            .with_tools(tools.definitions())
-            .with_context_policy(ContextPolicy::new().with_keep_last_turns(0)),
-    );
     let agent = runtime
-        .spawn(AgentSpec::new("deep", react).with_tools(tools))
+        .spawn(
+            ReActAgent::new("deep", "openai:gpt-5.2")
+                .tool(echo())
+                .configure(|c| c.with_context_policy(ContextPolicy::new().with_keep_last_turns(0))),
+        )
         .await
         .unwrap();
     let options = AskOptions {

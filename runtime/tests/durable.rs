@@ -225,13 +225,10 @@ async fn a_wrapper_that_forwards_nothing_still_keeps_its_conversation() {
     let db = dir.path().join("wrapper.db");
     let tools = common::calculator();
     let spawn = |runtime: Runtime| {
-        let strategy = Forgetful(react("openai:gpt-5.2", &tools));
-        async move {
-            runtime
-                .spawn(AgentSpec::new("wrapped", strategy))
-                .await
-                .unwrap()
-        }
+        // By hand: a strategy around ReAct is not what `ReActAgent` spawns.
+        let spec = AgentSpec::new("wrapped", Forgetful(react("openai:gpt-5.2", &tools)))
+            .with_tools(tools.clone());
+        async move { runtime.spawn(spec).await.unwrap() }
     };
     {
         let store: Arc<dyn ThreadStore> = Arc::new(SqliteStore::open(&db).await.unwrap());

@@ -11,9 +11,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use motet_runtime::agent::{AgentSpec, AskOptions, Runtime};
+use motet_runtime::agent::{AskOptions, Runtime};
 
-use common::{EchoModel, calculator, react};
+use common::*;
 use flaky_store::FlakyStore;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -25,10 +25,9 @@ async fn asks_that_meet_an_idle_stop_are_answered_in_order() {
         .store(store.clone())
         .build()
         .unwrap();
-    let tools = calculator();
     // The sweeper asks every millisecond; a thread quiet for 2 ms stops.
-    let spec = AgentSpec::new("echo", react("openai:gpt-5.2", &tools))
-        .with_idle_timeout(Some(Duration::from_millis(2)));
+    let spec =
+        calc_agent("echo").agent(move |s| s.with_idle_timeout(Some(Duration::from_millis(2))));
     let agent = runtime.spawn(spec).await.unwrap();
     let threads = (0..8).map(|t| {
         let agent = agent.clone();

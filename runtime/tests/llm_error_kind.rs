@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
-use motet_agents::{EntryBody, ReAct, ReActConfig};
+use motet_agents::EntryBody;
 use motet_providers::ProviderError;
-use motet_runtime::agent::{AgentSpec, AskError, Runtime};
+use motet_runtime::agent::{AskError, ReActAgent, Runtime};
 use motet_runtime::store::{MemoryStore, ThreadStore};
 use motet_runtime::testing::ScriptedModel;
 
@@ -19,8 +19,10 @@ async fn stored_kind(error: ProviderError) -> (String, Vec<String>) {
         .store(store.clone())
         .build()
         .unwrap();
-    let react = ReAct::new(ReActConfig::new("openai:gpt-5.2".parse().unwrap()));
-    let agent = runtime.spawn(AgentSpec::new("a", react)).await.unwrap();
+    let agent = runtime
+        .spawn(ReActAgent::new("a", "openai:gpt-5.2"))
+        .await
+        .unwrap();
     let Err(AskError::Failed { reply }) = agent.ask("hello").await else {
         panic!("the call's failure must fail the request");
     };

@@ -4,14 +4,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
 
-use std::sync::Arc;
+mod common;
+
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use motet_agents::{FailureReason, ReAct, ReActConfig, ReactFailed};
+use motet_agents::{FailureReason, ReactFailed};
 use motet_directives::LlmRequest;
 use motet_providers::{LlmClient, LlmEvents, ProviderError};
-use motet_runtime::agent::{AgentSpec, AskError, AskOptions, Runtime};
+use motet_runtime::agent::{AskError, AskOptions, ReActAgent};
+
+use common::spawned;
 
 /// A client whose every call panics, as `Duration::from_secs_f64(1e30)` did in the retry code.
 struct Panicking;
@@ -25,9 +28,7 @@ impl LlmClient for Panicking {
 
 #[tokio::test]
 async fn a_panicking_llm_call_fails_the_request_at_once() {
-    let runtime = Runtime::builder().llm(Arc::new(Panicking)).build().unwrap();
-    let react = ReAct::new(ReActConfig::new("openai:gpt-5.2".parse().unwrap()));
-    let agent = runtime.spawn(AgentSpec::new("a", react)).await.unwrap();
+    let (runtime, agent) = spawned(Panicking, ReActAgent::new("a", "openai:gpt-5.2")).await;
     let options = AskOptions {
         timeout: Duration::from_secs(60),
         ..AskOptions::default()

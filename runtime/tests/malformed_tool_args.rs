@@ -13,41 +13,31 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::{AddArgs, first_call_args, first_tool_result, react, turn};
+use common::{AddArgs, first_call_args, first_tool_result, scripted};
 use motet_agents::{AGENT_COMPLETED, ReactCompleted};
 use motet_directives::{AssistantBlock, ToolArgs, ToolResult};
-use motet_runtime::agent::{AgentSpec, AskOptions, Runtime};
+use motet_runtime::agent::{AskOptions, ReActAgent, Runtime};
 use motet_runtime::store::{MemoryStore, ThreadStore};
-use motet_runtime::testing::ScriptedModel;
-use motet_runtime::tool::{ToolError, ToolSet, tool_fn};
+use motet_runtime::tool::{Tool, ToolError, tool_fn};
 
 /// `add`, counting how often it runs.
-fn counted_add(runs: Arc<AtomicUsize>) -> Arc<ToolSet> {
-    Arc::new(
-        ToolSet::builder()
-            .tool(tool_fn(
-                "add",
-                "Adds two integers.",
-                move |args: AddArgs| {
-                    runs.fetch_add(1, Ordering::SeqCst);
-                    async move { Ok::<_, ToolError>((args.a + args.b).to_string()) }
-                },
-            ))
-            .build()
-            .unwrap(),
-    )
+fn counted_add(runs: Arc<AtomicUsize>) -> impl Tool {
+    tool_fn("add", "Adds two integers.", move |args: AddArgs| {
+        runs.fetch_add(1, Ordering::SeqCst);
+        async move { Ok::<_, ToolError>((args.a + args.b).to_string()) }
+    })
 }
 
 /// One ask whose model calls `add` with `raw`, then answers: the tool result the model read in
 /// its second request, and the call's arguments as the stored thread holds them.
 async fn ask_with_broken_args(raw: &str) -> (ToolResult, String) {
-    let model = ScriptedModel::new([
-        turn(vec![AssistantBlock::tool_use(
+    let model = scripted([
+        vec![AssistantBlock::tool_use(
             "call_1",
             "add",
             ToolArgs::from_text(raw),
-        )]),
-        turn(vec![AssistantBlock::text("I will fix the call.")]),
+        )],
+        vec![AssistantBlock::text("I will fix the call.")],
     ]);
     let store = Arc::new(MemoryStore::new());
     let runtime = Runtime::builder()
@@ -56,9 +46,12 @@ async fn ask_with_broken_args(raw: &str) -> (ToolResult, String) {
         .build()
         .unwrap();
     let runs = Arc::new(AtomicUsize::new(0));
-    let tools = counted_add(Arc::clone(&runs));
     let agent = runtime
-        .spawn(AgentSpec::new("calc", react("openai:gpt-4.1", &tools)).with_tools(tools))
+        .spawn(
+            ReActAgent::new("calc", "openai:gpt-4.1")
+                .system("You are a calculator.")
+                .tool(counted_add(Arc::clone(&runs))),
+        )
         .await
         .unwrap();
     let options = AskOptions {

@@ -4,13 +4,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use motet_agents::{ReAct, ReActConfig};
 use motet_directives::{AssistantMessage, LlmResponse, Usage};
-use motet_runtime::agent::{AgentSpec, AskOptions, Runtime};
+use motet_runtime::agent::{AskOptions, ReActAgent, Runtime};
 use motet_runtime::testing::ScriptedModel;
+
+use common::spawned;
 
 fn on_thread(thread: &str) -> AskOptions {
     AskOptions {
@@ -33,9 +36,7 @@ fn answers(n: usize) -> Arc<ScriptedModel> {
 #[tokio::test]
 async fn each_thread_gets_its_own_stable_key() {
     let model = answers(3);
-    let runtime = Runtime::builder().llm(model.clone()).build().unwrap();
-    let react = ReAct::new(ReActConfig::new("openai:gpt-5.2".parse().unwrap()));
-    let agent = runtime.spawn(AgentSpec::new("keyed", react)).await.unwrap();
+    let (runtime, agent) = spawned(model.clone(), ReActAgent::new("keyed", "openai:gpt-5.2")).await;
     agent.ask_with("one", on_thread("thread-a")).await.unwrap();
     agent.ask_with("two", on_thread("thread-a")).await.unwrap();
     agent
@@ -60,12 +61,11 @@ async fn each_thread_gets_its_own_stable_key() {
 async fn a_key_the_strategy_set_is_kept() {
     let model = answers(1);
     let runtime = Runtime::builder().llm(model.clone()).build().unwrap();
-    let mut config = ReActConfig::new("openai:gpt-5.2".parse().unwrap());
-    config.options.prompt_cache.key = Some("team-shared".into());
-    let agent = runtime
-        .spawn(AgentSpec::new("preset", ReAct::new(config)))
-        .await
-        .unwrap();
+    let preset = ReActAgent::new("preset", "openai:gpt-5.2").configure(|mut c| {
+        c.options.prompt_cache.key = Some("team-shared".into());
+        c
+    });
+    let agent = runtime.spawn(preset).await.unwrap();
     agent.ask_with("one", on_thread("t1")).await.unwrap();
     let requests = model.requests();
     assert_eq!(

@@ -10,9 +10,9 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{EchoModel, HangingModel, calculator, react};
+use common::*;
 use motet_agents::{AGENT_COMPLETED, AGENT_REQUEST, AgentRequest, EntryBody};
-use motet_runtime::agent::{AgentSpec, Runtime};
+use motet_runtime::agent::Runtime;
 use motet_runtime::store::{MemoryStore, ThreadStore};
 use motet_signals::Signal;
 
@@ -31,11 +31,7 @@ fn request(id: &str, thread: &str, query: &str) -> Signal {
 }
 
 async fn spawn(runtime: &Runtime) -> motet_runtime::agent::AgentHandle {
-    let tools = calculator();
-    runtime
-        .spawn(AgentSpec::new("batch", react("openai:gpt-5.2", &tools)).with_tools(tools))
-        .await
-        .unwrap()
+    runtime.spawn(calc_agent("batch")).await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,8 +12,7 @@ use std::time::Duration;
 use motet_agents::{AGENT_FAILED, ReactCompleted};
 use motet_directives::AssistantBlock;
 use motet_providers::{Dialect, HttpClient, ProviderError};
-use motet_runtime::agent::{AgentSpec, AskError, AskOptions, DeltaKind, RequestPolicy, Runtime};
-use motet_runtime::testing::ScriptedModel;
+use motet_runtime::agent::{AskError, AskOptions, DeltaKind, RequestPolicy, Runtime};
 
 use common::*;
 
@@ -96,15 +95,7 @@ async fn the_reject_policy_answers_busy() {
 #[tokio::test]
 async fn cancelling_a_request_stops_its_llm_stream() {
     let model = HangingModel::default();
-    let runtime = Runtime::builder()
-        .llm(Arc::new(model.clone()))
-        .build()
-        .unwrap();
-    let tools = calculator();
-    let agent = runtime
-        .spawn(AgentSpec::new("slow", react("openai:gpt-5.2", &tools)))
-        .await
-        .unwrap();
+    let (runtime, agent) = spawned(model.clone(), calc_agent("slow")).await;
     let request = motet_signals::Signal::builder(motet_agents::AGENT_REQUEST, "test")
         .with_request_id("req-1")
         .with_data(motet_agents::AgentRequest {
@@ -147,7 +138,7 @@ async fn cancelling_a_request_stops_its_llm_stream() {
 
 #[tokio::test]
 async fn streamed_text_is_published_as_llm_delta() {
-    let model = ScriptedModel::new([turn(vec![AssistantBlock::text("hello world")])]);
+    let model = scripted([vec![AssistantBlock::text("hello world")]]);
     let runtime = Runtime::builder().llm(Arc::new(model)).build().unwrap();
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let sink = seen.clone();
@@ -160,11 +151,7 @@ async fn streamed_text_is_published_as_llm_delta() {
             motet_signals::Delivery::Delivered
         },
     );
-    let tools = calculator();
-    let agent = runtime
-        .spawn(AgentSpec::new("talker", react("openai:gpt-5.2", &tools)))
-        .await
-        .unwrap();
+    let agent = runtime.spawn(calc_agent("talker")).await.unwrap();
     agent.ask("hi").await.unwrap();
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 1);
@@ -202,12 +189,7 @@ async fn cancelling_a_request_closes_its_provider_connection() {
         let _ = closed_tx.send(());
     });
     let client = HttpClient::new(Dialect::OpenAiChat, format!("{url}/v1"), None).unwrap();
-    let runtime = Runtime::builder().llm(Arc::new(client)).build().unwrap();
-    let tools = calculator();
-    let agent = runtime
-        .spawn(AgentSpec::new("slow", react("openai-compat:m", &tools)))
-        .await
-        .unwrap();
+    let (runtime, agent) = spawned(client, calc_agent_on("slow", "openai-compat:m")).await;
     let request = motet_signals::Signal::builder(motet_agents::AGENT_REQUEST, "test")
         .with_request_id("req-1")
         .with_data(motet_agents::AgentRequest {
@@ -280,11 +262,7 @@ async fn only_the_last_finished_requests_are_kept_with_their_replies() {
         .keep_finished_requests(2)
         .build()
         .unwrap();
-    let tools = calculator();
-    let agent = runtime
-        .spawn(AgentSpec::new("echo", react("openai:gpt-5.2", &tools)))
-        .await
-        .unwrap();
+    let agent = runtime.spawn(calc_agent("echo")).await.unwrap();
     let mut ids = Vec::new();
     for question in ["one", "two", "three"] {
         ids.push(agent.ask(question).await.unwrap().request_id);
@@ -340,15 +318,7 @@ impl motet_providers::LlmClient for TypingModel {
 
 #[tokio::test]
 async fn a_request_streams_its_deltas_then_its_reply() {
-    let runtime = Runtime::builder()
-        .llm(Arc::new(TypingModel))
-        .build()
-        .unwrap();
-    let tools = calculator();
-    let agent = runtime
-        .spawn(AgentSpec::new("typist", react("openai:gpt-5.2", &tools)))
-        .await
-        .unwrap();
+    let (runtime, agent) = spawned(TypingModel, calc_agent("typist")).await;
     let mut request = agent
         .submit(
             "type",
@@ -413,15 +383,7 @@ impl motet_providers::LlmClient for CutOnceModel {
 
 #[tokio::test]
 async fn a_call_cut_after_it_streamed_is_discarded_before_its_retry_streams() {
-    let runtime = Runtime::builder()
-        .llm(Arc::new(CutOnceModel::default()))
-        .build()
-        .unwrap();
-    let tools = calculator();
-    let agent = runtime
-        .spawn(AgentSpec::new("typist", react("openai:gpt-5.2", &tools)))
-        .await
-        .unwrap();
+    let (runtime, agent) = spawned(CutOnceModel::default(), calc_agent("typist")).await;
     let options = AskOptions {
         stream: true,
         ..AskOptions::default()
@@ -454,15 +416,7 @@ async fn a_call_cut_after_it_streamed_is_discarded_before_its_retry_streams() {
 #[tokio::test]
 async fn a_started_request_can_be_cancelled() {
     let model = HangingModel::default();
-    let runtime = Runtime::builder()
-        .llm(Arc::new(model.clone()))
-        .build()
-        .unwrap();
-    let tools = calculator();
-    let agent = runtime
-        .spawn(AgentSpec::new("slow", react("openai:gpt-5.2", &tools)))
-        .await
-        .unwrap();
+    let (runtime, agent) = spawned(model.clone(), calc_agent("slow")).await;
     let request = agent.submit("think", AskOptions::default()).await.unwrap();
     tokio::time::timeout(Duration::from_secs(5), model.started.notified())
         .await

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use motet_agents::{FailureReason, LlmErrorKind, ReAct, ReActConfig, ReactFailed};
+use motet_agents::{FailureReason, LlmErrorKind, ReactFailed};
 use motet_providers::retry::RetryPolicy;
 use motet_providers::{Dialect, HttpClient};
-use motet_runtime::agent::{AgentSpec, AskError, AskOptions, Runtime};
+use motet_runtime::agent::{AskError, AskOptions, ReActAgent, Runtime};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A server that answers every request `503 overloaded`, counting them.
@@ -51,8 +51,10 @@ async fn an_overload_costs_the_clients_retries_and_no_more() {
         .with_retry(retry);
     let runtime = Runtime::builder().llm(Arc::new(client)).build().unwrap();
     // ReAct's own budget stays at its default (2 retries of a retryable failure).
-    let react = ReAct::new(ReActConfig::new("openai-compat:m".parse().unwrap()));
-    let agent = runtime.spawn(AgentSpec::new("a", react)).await.unwrap();
+    let agent = runtime
+        .spawn(ReActAgent::new("a", "openai-compat:m"))
+        .await
+        .unwrap();
     let options = AskOptions {
         timeout: Duration::from_secs(60),
         ..AskOptions::default()

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use motet_directives::{AssistantBlock, Message};
 use motet_providers::limits::Rates;
 use motet_providers::{Priority, ProviderError};
-use motet_runtime::agent::{AgentSpec, LLM_WAITING, LlmWaiting, Runtime};
+use motet_runtime::agent::{LLM_WAITING, LlmWaiting, Runtime};
 
 use common::*;
 
@@ -70,10 +70,9 @@ async fn calls_over_the_rate_wait_their_turn_and_say_so() {
             motet_signals::Delivery::Delivered
         },
     );
-    let tools = calculator();
     let mut agents = Vec::new();
     for n in 0..4 {
-        let spec = AgentSpec::new(format!("a{n}"), react("openai:gpt-5.2", &tools));
+        let spec = calc_agent(format!("a{n}"));
         agents.push(runtime.spawn(spec).await.unwrap());
     }
     let started = Instant::now();
@@ -100,17 +99,13 @@ async fn a_persons_agent_goes_before_the_batch() {
         .llm_concurrency("openai", 1)
         .build()
         .unwrap();
-    let tools = calculator();
     let mut batch = Vec::new();
     for n in 0..5 {
-        let spec = AgentSpec::new(format!("batch{n}"), react("openai:gpt-5.2", &tools))
-            .with_priority(Priority::Low);
+        let spec = calc_agent(format!("batch{n}")).agent(move |s| s.with_priority(Priority::Low));
         batch.push(runtime.spawn(spec).await.unwrap());
     }
     let person = runtime
-        .spawn(
-            AgentSpec::new("chat", react("openai:gpt-5.2", &tools)).with_priority(Priority::High),
-        )
+        .spawn(calc_agent("chat").agent(move |s| s.with_priority(Priority::High)))
         .await
         .unwrap();
     let asks: Vec<_> = batch
@@ -145,15 +140,8 @@ async fn a_call_that_waits_past_the_longest_wait_fails_typed() {
         .llm_max_wait(Duration::from_millis(100))
         .build()
         .unwrap();
-    let tools = calculator();
-    let first = runtime
-        .spawn(AgentSpec::new("first", react("openai:gpt-5.2", &tools)))
-        .await
-        .unwrap();
-    let second = runtime
-        .spawn(AgentSpec::new("second", react("openai:gpt-5.2", &tools)))
-        .await
-        .unwrap();
+    let first = runtime.spawn(calc_agent("first")).await.unwrap();
+    let second = runtime.spawn(calc_agent("second")).await.unwrap();
     let held = tokio::spawn(async move { first.ask("one").await });
     tokio::time::sleep(Duration::from_millis(20)).await;
     let failed = second.ask("two").await;

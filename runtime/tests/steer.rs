@@ -11,12 +11,11 @@ use std::time::Duration;
 use motet_agents::ReactCompleted;
 use motet_directives::{AssistantBlock, Message, ToolArgs};
 
-use motet_runtime::agent::{AgentSpec, AskOptions, RequestStatus, Runtime, RuntimeError};
-use motet_runtime::testing::ScriptedModel;
-use motet_runtime::tool::{Tool, ToolContext, ToolError, ToolSet};
+use motet_runtime::agent::{AskOptions, RequestStatus, RuntimeError};
+use motet_runtime::tool::{Tool, ToolContext, ToolError};
 use tokio::sync::Notify;
 
-use common::{react, turn};
+use common::*;
 
 /// A tool that says it started, then waits to be let go.
 struct Gate {
@@ -45,31 +44,22 @@ impl Tool for Gate {
 #[tokio::test]
 async fn a_steer_reaches_the_model_after_the_tool_result_it_waited_for() {
     let (started, open) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
-    let tools = Arc::new(
-        ToolSet::builder()
-            .tool(Gate {
-                started: started.clone(),
-                open: open.clone(),
-            })
-            .build()
-            .unwrap(),
-    );
-    let model = ScriptedModel::new([
-        turn(vec![AssistantBlock::tool_use(
+    let model = scripted([
+        vec![AssistantBlock::tool_use(
             "tc_1",
             "gate",
             ToolArgs::from_text("{}"),
-        )]),
-        turn(vec![AssistantBlock::text("10, in base 2")]),
+        )],
+        vec![AssistantBlock::text("10, in base 2")],
     ]);
-    let runtime = Runtime::builder()
-        .llm(Arc::new(model.clone()))
-        .build()
-        .unwrap();
-    let agent = runtime
-        .spawn(AgentSpec::new("worker", react("openai:gpt-5.2", &tools)).with_tools(tools))
-        .await
-        .unwrap();
+    let (runtime, agent) = spawned(
+        model.clone(),
+        calc_agent("worker").tool(Gate {
+            started: started.clone(),
+            open: open.clone(),
+        }),
+    )
+    .await;
 
     let ticket = agent
         .submit("what is 2?", AskOptions::default())
@@ -115,16 +105,8 @@ async fn a_steer_reaches_the_model_after_the_tool_result_it_waited_for() {
 
 #[tokio::test]
 async fn a_blank_steer_or_one_for_an_ended_request_is_refused() {
-    let model = ScriptedModel::new([turn(vec![AssistantBlock::text("4")])]);
-    let runtime = Runtime::builder()
-        .llm(Arc::new(model.clone()))
-        .build()
-        .unwrap();
-    let tools = common::calculator();
-    let agent = runtime
-        .spawn(AgentSpec::new("calc", react("openai:gpt-5.2", &tools)).with_tools(tools))
-        .await
-        .unwrap();
+    let model = scripted([vec![AssistantBlock::text("4")]]);
+    let (runtime, agent) = spawned(model.clone(), calc_agent("calc")).await;
     let ticket = agent.submit("2 + 2?", AskOptions::default()).await.unwrap();
     assert!(matches!(
         ticket.steer("  ").await,

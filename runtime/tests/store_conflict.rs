@@ -6,9 +6,9 @@
 
 use std::sync::Arc;
 
-use motet_agents::{EntryBody, ReAct, ReActConfig};
+use motet_agents::EntryBody;
 use motet_directives::{AssistantMessage, LlmResponse, Message, Usage};
-use motet_runtime::agent::{AgentSpec, AskOptions, Runtime};
+use motet_runtime::agent::{AskOptions, ReActAgent, Runtime};
 use motet_runtime::store::{MemoryStore, ThreadStore};
 use motet_runtime::testing::ScriptedModel;
 
@@ -24,8 +24,10 @@ async fn process<M: motet_providers::LlmClient + 'static>(
     model: Arc<M>,
 ) -> (Runtime, motet_runtime::agent::AgentHandle) {
     let runtime = Runtime::builder().llm(model).store(store).build().unwrap();
-    let react = ReAct::new(ReActConfig::new("openai:gpt-5.2".parse().unwrap()));
-    let agent = runtime.spawn(AgentSpec::new("a", react)).await.unwrap();
+    let agent = runtime
+        .spawn(ReActAgent::new("a", "openai:gpt-5.2"))
+        .await
+        .unwrap();
     (runtime, agent)
 }
 

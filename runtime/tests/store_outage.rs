@@ -15,22 +15,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use motet_agents::EntryBody;
-use motet_runtime::agent::{AgentHandle, AgentSpec, AskError, Runtime};
+use motet_runtime::agent::{AgentHandle, AskError, Runtime};
 use motet_runtime::store::ThreadStore;
 
-use common::{EchoModel, answer, calculator, on, react, turn};
+use common::*;
 use flaky_store::FlakyStore;
 use motet_directives::{AssistantBlock, ToolArgs};
-use motet_runtime::testing::ScriptedModel;
 
 /// An echo agent on `store`.
 async fn echo_on(store: Arc<dyn ThreadStore>) -> (Runtime, AgentHandle) {
     let runtime = common::echo_runtime(store);
-    let tools = calculator();
-    let agent = runtime
-        .spawn(AgentSpec::new("echo", react("openai:gpt-5.2", &tools)))
-        .await
-        .unwrap();
+    let agent = runtime.spawn(calc_agent("echo")).await.unwrap();
     (runtime, agent)
 }
 
@@ -116,22 +111,18 @@ async fn an_answer_whose_commit_failed_is_not_in_the_thread_and_the_next_ask_run
 
 /// An agent whose model answers "first", asks for a tool, then answers "third" and "fourth".
 async fn tool_agent(store: Arc<FlakyStore>) -> (Runtime, AgentHandle) {
-    let model = ScriptedModel::new([
-        turn(vec![AssistantBlock::text("first")]),
-        turn(vec![AssistantBlock::tool_use(
+    let model = scripted([
+        vec![AssistantBlock::text("first")],
+        vec![AssistantBlock::tool_use(
             "call_1",
             "add",
             ToolArgs::from_text(r#"{"a": 2, "b": 3}"#),
-        )]),
-        turn(vec![AssistantBlock::text("third")]),
-        turn(vec![AssistantBlock::text("fourth")]),
+        )],
+        vec![AssistantBlock::text("third")],
+        vec![AssistantBlock::text("fourth")],
     ]);
     let runtime = Runtime::builder().llm(model).store(store).build().unwrap();
-    let tools = calculator();
-    let agent = runtime
-        .spawn(AgentSpec::new("echo", react("openai:gpt-5.2", &tools)).with_tools(tools))
-        .await
-        .unwrap();
+    let agent = runtime.spawn(calc_agent("echo")).await.unwrap();
     (runtime, agent)
 }
 
@@ -268,11 +259,7 @@ async fn on_postgres_a_commit_cut_off_by_the_server_fails_and_the_next_ask_runs(
         .store(Arc::new(store))
         .build()
         .unwrap();
-    let tools = calculator();
-    let agent = runtime
-        .spawn(AgentSpec::new("echo", react("openai:gpt-5.2", &tools)))
-        .await
-        .unwrap();
+    let agent = runtime.spawn(calc_agent("echo")).await.unwrap();
     assert_eq!(answer(&agent, "one", "t").await, "one");
 
     model.armed.store(true, Ordering::SeqCst);

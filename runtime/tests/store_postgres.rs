@@ -518,10 +518,9 @@ async fn connection_errors_say_what_the_server_said() {
 /// for the next one on the same database.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_budget_half_spent_before_a_restart_is_half_spent_after_it() {
-    use motet_agents::{ReAct, ReActConfig};
     use motet_directives::{AssistantBlock, AssistantMessage, LlmResponse, StopReason, Usage};
     use motet_providers::budget::{Budget, BudgetLevel};
-    use motet_runtime::agent::{AgentSpec, AskError, Runtime};
+    use motet_runtime::agent::{AskError, ReActAgent, Runtime};
     use motet_runtime::testing::ScriptedModel;
 
     let Some(db) = TestDb::new("budget").await else {
@@ -548,12 +547,7 @@ async fn a_budget_half_spent_before_a_restart_is_half_spent_after_it() {
             .build()
             .unwrap()
     };
-    let agent_spec = || {
-        AgentSpec::new(
-            "spender",
-            ReAct::new(ReActConfig::new("openai:gpt-5.2".parse().unwrap())),
-        )
-    };
+    let agent_spec = || ReActAgent::new("spender", "openai:gpt-5.2");
     let runtime = start(ScriptedModel::new([spending()]), open(&db).await);
     let agent = runtime.spawn(agent_spec()).await.unwrap();
     agent.ask("first").await.unwrap();

@@ -11,10 +11,10 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use motet_agents::{FailureReason, ReAct, ReActConfig, ReactFailed};
+use motet_agents::{FailureReason, ReactFailed};
 use motet_directives::{AssistantBlock, Message, ResponseFormat, ToolArgs};
 use motet_providers::{Dialect, HttpClient};
-use motet_runtime::agent::{AgentSpec, AskError, AskOptions, Runtime, StructuredError};
+use motet_runtime::agent::{AskError, AskOptions, ReActAgent, Runtime, StructuredError};
 use motet_runtime::testing::ScriptedModel;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -55,15 +55,7 @@ async fn ask_structured_decodes_the_answer_after_tool_use() {
         )]),
         text(r#"{"a": 2, "b": 3, "sum": 5}"#),
     ]);
-    let runtime = Runtime::builder()
-        .llm(Arc::new(model.clone()))
-        .build()
-        .unwrap();
-    let tools = calculator();
-    let agent = runtime
-        .spawn(AgentSpec::new("calc", react("openai:gpt-5.2", &tools)).with_tools(tools))
-        .await
-        .unwrap();
+    let (runtime, agent) = spawned(model.clone(), calc_agent("calc")).await;
 
     let sum: Sum = agent.ask_structured("What is 2 + 3?").await.unwrap();
     assert_eq!(sum, Sum { a: 2, b: 3, sum: 5 });
@@ -88,15 +80,7 @@ async fn ask_structured_decodes_the_answer_after_tool_use() {
 #[tokio::test]
 async fn a_nonconforming_answer_is_sent_back_and_the_fixed_one_decoded() {
     let model = ScriptedModel::new([text("2 + 3 = 5"), text(r#"{"a": 2, "b": 3, "sum": 5}"#)]);
-    let runtime = Runtime::builder()
-        .llm(Arc::new(model.clone()))
-        .build()
-        .unwrap();
-    let tools = calculator();
-    let agent = runtime
-        .spawn(AgentSpec::new("calc", react("openai:gpt-5.2", &tools)).with_tools(tools))
-        .await
-        .unwrap();
+    let (runtime, agent) = spawned(model.clone(), calc_agent("calc")).await;
 
     let sum: Sum = agent.ask_structured("What is 2 + 3?").await.unwrap();
     assert_eq!(sum.sum, 5);
@@ -118,12 +102,9 @@ async fn answers_that_never_conform_fail_with_a_typed_reason() {
         .llm(Arc::new(model.clone()))
         .build()
         .unwrap();
-    let strategy =
-        ReAct::new(ReActConfig::new("openai:gpt-5.2".parse().unwrap()).with_max_format_retries(1));
-    let agent = runtime
-        .spawn(AgentSpec::new("calc", strategy))
-        .await
-        .unwrap();
+    let calc =
+        ReActAgent::new("calc", "openai:gpt-5.2").configure(|c| c.with_max_format_retries(1));
+    let agent = runtime.spawn(calc).await.unwrap();
 
     let error = agent
         .ask_structured::<Sum>("What is 2 + 3?")
@@ -169,24 +150,15 @@ enum Sky {
 
 #[tokio::test]
 async fn with_the_real_model() {
-    let Ok(url) = std::env::var("MOTET_LOCAL_LLM_URL") else {
-        println!("skipped: MOTET_LOCAL_LLM_URL is not set (bash scripts/local-llm.sh start)");
-        assert_ne!(
-            std::env::var("CI").as_deref(),
-            Ok("true"),
-            "CI=true, so what this test needs must be there: see the skipped line"
-        );
-        return;
-    };
+    let Some(url) = local_llm() else { return };
     let client = HttpClient::new(Dialect::OpenAiChat, format!("{url}/v1"), None).unwrap();
     let runtime = Runtime::builder().llm(Arc::new(client)).build().unwrap();
-    let mut config = ReActConfig::new("openai-compat:smollm2-135m".parse().unwrap());
-    config.options.max_tokens = Some(120);
-    config.options.temperature = Some(0.0);
-    let agent = runtime
-        .spawn(AgentSpec::new("weather", ReAct::new(config)))
-        .await
-        .unwrap();
+    let weather = ReActAgent::new("weather", "openai-compat:smollm2-135m").configure(|mut c| {
+        c.options.max_tokens = Some(120);
+        c.options.temperature = Some(0.0);
+        c
+    });
+    let agent = runtime.spawn(weather).await.unwrap();
     let options = AskOptions {
         timeout: Duration::from_secs(120),
         ..AskOptions::default()

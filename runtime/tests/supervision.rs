@@ -62,12 +62,12 @@ async fn a_panicking_strategy_restarts_its_thread_and_the_ask_gets_a_typed_error
         .llm(Arc::new(EchoModel::default()))
         .build()
         .unwrap();
+    // By hand: a strategy around ReAct is not what `ReActAgent` spawns.
     let tools = calculator();
     let agent = runtime
-        .spawn(AgentSpec::new(
-            "fragile",
-            Fragile(react("openai:gpt-5.2", &tools)),
-        ))
+        .spawn(
+            AgentSpec::new("fragile", Fragile(react("openai:gpt-5.2", &tools))).with_tools(tools),
+        )
         .await
         .unwrap();
     let options = || AskOptions {
@@ -98,12 +98,14 @@ async fn a_panicking_strategy_restarts_its_thread_and_the_ask_gets_a_typed_error
     runtime.shutdown().await;
 }
 
-/// A `Fragile` agent allowed one restart a minute.
+/// A `Fragile` agent allowed one restart a minute. By hand, as every spec of a strategy around
+/// ReAct: `ReActAgent` spawns ReAct itself.
 async fn spawn_fragile_once(runtime: &Runtime) -> motet_runtime::agent::AgentHandle {
     let tools = calculator();
     runtime
         .spawn(
             AgentSpec::new("fragile", Fragile(react("openai:gpt-5.2", &tools)))
+                .with_tools(tools)
                 .with_restart_intensity(motet_runtime::supervisor::Intensity {
                     max_restarts: 1,
                     within: Duration::from_secs(60),

@@ -12,12 +12,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use motet_agents::{ReAct, ReActConfig, ReactCompleted};
+use motet_agents::ReactCompleted;
 use motet_providers::{ApiKey, Dialect, HttpClient};
-use motet_runtime::agent::{AgentHandle, AgentSpec, Runtime};
+use motet_runtime::agent::{AgentHandle, ReActAgent, Runtime};
 use motet_runtime::telemetry::{self, Protocol, Telemetry};
 use motet_runtime::testing::otlp::{OtlpReceiver, ReceivedSpan};
-use motet_runtime::tool::{ToolError, ToolSet, tool_fn};
+use motet_runtime::tool::{ToolError, tool_fn};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
@@ -144,47 +144,30 @@ async fn agents(model_url: &str) -> (Runtime, AgentHandle) {
         .build()
         .unwrap();
     let worker = runtime
-        .spawn(AgentSpec::new(
-            "worker",
-            ReAct::new(ReActConfig::new("openai:fake-model".parse().unwrap())),
-        ))
+        .spawn(ReActAgent::new("worker", "openai:fake-model"))
         .await
         .unwrap();
     // The coordinator's tool asks the worker: the ask is a signal, and it carries the trace.
-    let tools = Arc::new(
-        ToolSet::builder()
-            .tool(tool_fn(
-                "delegate",
-                "Asks the worker agent a question.",
-                move |args: Delegate| {
-                    let worker = worker.clone();
-                    async move {
-                        let reply = worker
-                            .ask(args.question)
-                            .await
-                            .map_err(|e| ToolError::failed(e.to_string()))?;
-                        let done: ReactCompleted = reply
-                            .signal
-                            .data_as()
-                            .map_err(|e| ToolError::failed(e.to_string()))?;
-                        Ok::<_, ToolError>(done.answer)
-                    }
-                },
-            ))
-            .build()
-            .unwrap(),
+    let delegate = tool_fn(
+        "delegate",
+        "Asks the worker agent a question.",
+        move |args: Delegate| {
+            let worker = worker.clone();
+            async move {
+                let reply = worker
+                    .ask(args.question)
+                    .await
+                    .map_err(|e| ToolError::failed(e.to_string()))?;
+                let done: ReactCompleted = reply
+                    .signal
+                    .data_as()
+                    .map_err(|e| ToolError::failed(e.to_string()))?;
+                Ok::<_, ToolError>(done.answer)
+            }
+        },
     );
     let boss = runtime
-        .spawn(
-            AgentSpec::new(
-                "boss",
-                ReAct::new(
-                    ReActConfig::new("openai:fake-model".parse().unwrap())
-                        .with_tools(tools.definitions()),
-                ),
-            )
-            .with_tools(tools),
-        )
+        .spawn(ReActAgent::new("boss", "openai:fake-model").tool(delegate))
         .await
         .unwrap();
     (runtime, boss)

@@ -5,15 +5,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
 
-use std::sync::Arc;
+mod common;
+
 use std::time::Duration;
 
-use motet_agents::{ReAct, ReActConfig};
 use motet_directives::{AssistantMessage, LlmResponse, Usage};
-use motet_runtime::agent::{AgentSpec, Runtime};
+use motet_runtime::agent::ReActAgent;
 use motet_runtime::telemetry::Telemetry;
 use motet_runtime::testing::ScriptedModel;
 use motet_runtime::testing::otlp::OtlpReceiver;
+
+use common::spawned;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spans_are_exported_over_http_protobuf_from_the_environment() {
@@ -38,19 +40,11 @@ async fn spans_are_exported_over_http_protobuf_from_the_environment() {
             ..Usage::default()
         },
     );
-    let runtime = Runtime::builder()
-        .llm(Arc::new(ScriptedModel::new([Ok(answer)])))
-        .build()
-        .unwrap();
-    let agent = runtime
-        .spawn(AgentSpec::new(
-            "greeter",
-            ReAct::new(ReActConfig::new(
-                "anthropic:claude-sonnet-4-5".parse().unwrap(),
-            )),
-        ))
-        .await
-        .unwrap();
+    let (runtime, agent) = spawned(
+        ScriptedModel::new([Ok(answer)]),
+        ReActAgent::new("greeter", "anthropic:claude-sonnet-4-5"),
+    )
+    .await;
     agent.ask("hi").await.unwrap();
     runtime.shutdown().await;
     guard.shutdown().unwrap();

@@ -5,14 +5,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
 
-use std::sync::Arc;
+mod common;
 
-use motet_agents::{ReAct, ReActConfig};
 use motet_directives::{AssistantMessage, LlmResponse, Usage};
-use motet_runtime::agent::{AgentSpec, Runtime};
+use motet_runtime::agent::ReActAgent;
 use motet_runtime::telemetry::Telemetry;
 use motet_runtime::testing::ScriptedModel;
 use motet_runtime::testing::otlp::OtlpReceiver;
+
+use common::spawned;
 
 fn answer() -> Result<LlmResponse, motet_providers::ProviderError> {
     Ok(LlmResponse::new(
@@ -27,17 +28,11 @@ fn answer() -> Result<LlmResponse, motet_providers::ProviderError> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_runtime_used_before_init_reports_to_the_provider_installed_later() {
-    let runtime = Runtime::builder()
-        .llm(Arc::new(ScriptedModel::new([answer(), answer()])))
-        .build()
-        .unwrap();
-    let agent = runtime
-        .spawn(AgentSpec::new(
-            "early",
-            ReAct::new(ReActConfig::new("openai:gpt-5.2".parse().unwrap())),
-        ))
-        .await
-        .unwrap();
+    let (runtime, agent) = spawned(
+        ScriptedModel::new([answer(), answer()]),
+        ReActAgent::new("early", "openai:gpt-5.2"),
+    )
+    .await;
     // Before any telemetry: the metrics of this request go nowhere.
     agent.ask("one").await.unwrap();
 

@@ -14,10 +14,9 @@ use std::time::Duration;
 use motet_directives::{Approval, AssistantBlock, Response, ToolArgs};
 use motet_runtime::agent::{AgentSpec, AskOptions, Runtime};
 use motet_runtime::telemetry::{Protocol, Telemetry};
-use motet_runtime::testing::ScriptedModel;
 use motet_runtime::testing::otlp::OtlpReceiver;
 
-use common::{calculator, react, turn};
+use common::{calculator, react, scripted};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wait_for_a_person_is_a_span_and_a_measure() {
@@ -38,15 +37,17 @@ async fn a_wait_for_a_person_is_a_span_and_a_measure() {
             .build()
             .unwrap(),
     );
-    let model = ScriptedModel::new([
-        turn(vec![AssistantBlock::tool_use(
+    let model = scripted([
+        vec![AssistantBlock::tool_use(
             "call_add",
             "add",
             ToolArgs::from_text(r#"{"a":2,"b":3}"#),
-        )]),
-        turn(vec![AssistantBlock::text("5")]),
+        )],
+        vec![AssistantBlock::text("5")],
     ]);
     let runtime = Runtime::builder().llm(Arc::new(model)).build().unwrap();
+    // By hand: the approval is the tool set's (`require_approval`), which `ReActAgent` does not
+    // take; the spec offers the set's definitions and runs the set.
     let agent = runtime
         .spawn(AgentSpec::new("careful", react("openai:gpt-5.2", &gated)).with_tools(gated))
         .await

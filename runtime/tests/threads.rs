@@ -12,7 +12,6 @@ use std::time::Duration;
 use motet_agents::{AGENT_COMPLETED, ReactCompleted};
 use motet_directives::{AssistantBlock, AssistantMessage, Message, ToolArgs, Usage};
 use motet_runtime::agent::{AgentSpec, AskError, Runtime, RuntimeError};
-use motet_runtime::testing::ScriptedModel;
 
 use common::*;
 
@@ -88,9 +87,9 @@ impl motet_agents::Strategy for Notes {
 
 #[tokio::test]
 async fn summarize_calls_the_model_over_the_thread_range() {
-    let model = ScriptedModel::new([turn(vec![AssistantBlock::text(
+    let model = scripted([vec![AssistantBlock::text(
         "Two notes: buy milk, call Rome.",
-    )])]);
+    )]]);
     let store = Arc::new(motet_runtime::store::MemoryStore::new());
     let runtime = Runtime::builder()
         .llm(Arc::new(model.clone()))
@@ -140,11 +139,10 @@ async fn summarize_calls_the_model_over_the_thread_range() {
 #[tokio::test]
 async fn an_idle_thread_is_stopped_and_comes_back_from_the_store() {
     let runtime = echo_runtime(Arc::new(motet_runtime::store::MemoryStore::new()));
-    let tools = calculator();
     let agent = runtime
         .spawn(
-            AgentSpec::new("echo", react("openai:gpt-5.2", &tools))
-                .with_idle_timeout(Some(Duration::from_millis(100))),
+            calc_agent("echo")
+                .agent(move |s| s.with_idle_timeout(Some(Duration::from_millis(100)))),
         )
         .await
         .unwrap();
@@ -170,15 +168,8 @@ async fn an_idle_thread_is_stopped_and_comes_back_from_the_store() {
 #[tokio::test]
 async fn two_agents_threads_of_the_same_name_do_not_share_history() {
     let runtime = echo_runtime(Arc::new(motet_runtime::store::MemoryStore::new()));
-    let tools = calculator();
-    let a = runtime
-        .spawn(AgentSpec::new("a", react("openai:gpt-5.2", &tools)))
-        .await
-        .unwrap();
-    let b = runtime
-        .spawn(AgentSpec::new("b", react("openai:gpt-5.2", &tools)))
-        .await
-        .unwrap();
+    let a = runtime.spawn(calc_agent("a")).await.unwrap();
+    let b = runtime.spawn(calc_agent("b")).await.unwrap();
     assert_eq!(answer(&a, "from a", "shared").await, "from a");
     assert_eq!(answer(&b, "from b", "shared").await, "from b");
     runtime.shutdown().await;
@@ -188,16 +179,12 @@ async fn two_agents_threads_of_the_same_name_do_not_share_history() {
 async fn threads_survive_the_runtime_in_sqlite() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("threads.db");
-    let tools = calculator();
     {
         let store = motet_runtime::store::SqliteStore::open(&path)
             .await
             .unwrap();
         let runtime = echo_runtime(Arc::new(store));
-        let agent = runtime
-            .spawn(AgentSpec::new("echo", react("openai:gpt-5.2", &tools)))
-            .await
-            .unwrap();
+        let agent = runtime.spawn(calc_agent("echo")).await.unwrap();
         assert_eq!(answer(&agent, "one", "chat").await, "one");
         assert_eq!(answer(&agent, "two", "chat").await, "one|two");
         runtime.shutdown().await;
@@ -207,10 +194,7 @@ async fn threads_survive_the_runtime_in_sqlite() {
         .await
         .unwrap();
     let runtime = echo_runtime(Arc::new(store));
-    let agent = runtime
-        .spawn(AgentSpec::new("echo", react("openai:gpt-5.2", &tools)))
-        .await
-        .unwrap();
+    let agent = runtime.spawn(calc_agent("echo")).await.unwrap();
     assert_eq!(answer(&agent, "three", "chat").await, "one|two|three");
     let thread = agent.get_thread(Some("chat")).await.unwrap().unwrap();
     assert_eq!(thread.id(), "echo/chat");
@@ -259,11 +243,7 @@ async fn a_thread_left_mid_request_is_resumed_without_running_a_tool_twice() {
     store.commit(&thread, 0).await.unwrap();
 
     let runtime = echo_runtime(store.clone());
-    let tools = calculator();
-    let agent = runtime
-        .spawn(AgentSpec::new("echo", react("openai:gpt-5.2", &tools)).with_tools(tools))
-        .await
-        .unwrap();
+    let agent = runtime.spawn(calc_agent("echo")).await.unwrap();
     let request = agent
         .resume(None, Duration::from_secs(5))
         .await
@@ -403,11 +383,7 @@ async fn an_unreadable_thread_fails_closed_and_is_never_replaced() {
     let runtime = echo_runtime(Arc::new(DamagedStore(
         motet_runtime::store::MemoryStore::new(),
     )));
-    let tools = calculator();
-    let agent = runtime
-        .spawn(AgentSpec::new("echo", react("openai:gpt-5.2", &tools)))
-        .await
-        .unwrap();
+    let agent = runtime.spawn(calc_agent("echo")).await.unwrap();
     for _ in 0..2 {
         match agent.ask_with("hello", on("broken")).await {
             Err(AskError::ThreadUnavailable {
@@ -425,10 +401,7 @@ async fn an_unreadable_thread_fails_closed_and_is_never_replaced() {
     // Other threads are fine.
     assert_eq!(answer(&agent, "hello", "fine").await, "hello");
     // An agent whose default thread cannot be read does not start: the store's error.
-    match runtime
-        .spawn(AgentSpec::new("shut", react("openai:gpt-5.2", &tools)))
-        .await
-    {
+    match runtime.spawn(calc_agent("shut")).await {
         Err(RuntimeError::Store(failure)) => {
             let message = failure.to_string();
             assert!(message.contains("shut/default"), "{message}");
@@ -442,21 +415,13 @@ async fn an_unreadable_thread_fails_closed_and_is_never_replaced() {
 
 #[tokio::test]
 async fn a_thread_range_is_summarized_on_request_and_projected_in_its_place() {
-    let model = ScriptedModel::new([
-        turn(vec![AssistantBlock::text("Rome.")]),
-        turn(vec![AssistantBlock::text("Paris.")]),
-        turn(vec![AssistantBlock::text("They asked for two capitals.")]),
-        turn(vec![AssistantBlock::text("Berlin.")]),
+    let model = scripted([
+        vec![AssistantBlock::text("Rome.")],
+        vec![AssistantBlock::text("Paris.")],
+        vec![AssistantBlock::text("They asked for two capitals.")],
+        vec![AssistantBlock::text("Berlin.")],
     ]);
-    let runtime = Runtime::builder()
-        .llm(Arc::new(model.clone()))
-        .build()
-        .unwrap();
-    let tools = calculator();
-    let agent = runtime
-        .spawn(AgentSpec::new("geo", react("openai:gpt-5.2", &tools)))
-        .await
-        .unwrap();
+    let (runtime, agent) = spawned(model.clone(), calc_agent("geo")).await;
     agent
         .ask_with("capital of Italy?", on("trip"))
         .await

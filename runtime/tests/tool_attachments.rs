@@ -7,13 +7,11 @@ mod common;
 
 use std::sync::Arc;
 
-use motet_agents::{ReAct, ReActConfig};
-use motet_directives::{AssistantBlock, Attachments, Message, Part, ToolArgs};
-use motet_runtime::agent::{AgentSpec, AskOptions, Runtime};
-use motet_runtime::testing::ScriptedModel;
-use motet_runtime::tool::{Tool, ToolContext, ToolError, ToolSet};
+use motet_directives::{AssistantBlock, Attachments, Part, ToolArgs};
+use motet_runtime::agent::{AskOptions, ReActAgent};
+use motet_runtime::tool::{Tool, ToolContext, ToolError};
 
-use common::turn;
+use common::{scripted, spawned, tool_results};
 
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n";
 
@@ -46,23 +44,19 @@ impl Tool for Camera {
 
 #[tokio::test]
 async fn a_tools_image_reaches_the_next_request_as_an_attachment() {
-    let tools = Arc::new(ToolSet::builder().tool(Camera).build().unwrap());
-    let model = Arc::new(ScriptedModel::new([
-        turn(vec![AssistantBlock::tool_use(
+    let model = Arc::new(scripted([
+        vec![AssistantBlock::tool_use(
             "tc_1",
             "camera",
             ToolArgs::from_text("{}"),
-        )]),
-        turn(vec![AssistantBlock::text("a red square")]),
+        )],
+        vec![AssistantBlock::text("a red square")],
     ]));
-    let runtime = Runtime::builder().llm(model.clone()).build().unwrap();
-    let react = ReAct::new(
-        ReActConfig::new("openai:gpt-4o".parse().unwrap()).with_tools(tools.definitions()),
-    );
-    let agent = runtime
-        .spawn(AgentSpec::new("viewer", react).with_tools(tools))
-        .await
-        .unwrap();
+    let (runtime, agent) = spawned(
+        model.clone(),
+        ReActAgent::new("viewer", "openai:gpt-4o").tool(Camera),
+    )
+    .await;
     agent
         .submit("what is it?", AskOptions::default())
         .await
@@ -71,16 +65,7 @@ async fn a_tools_image_reaches_the_next_request_as_an_attachment() {
         .await
         .unwrap();
     let requests = model.requests();
-    let results = requests
-        .last()
-        .unwrap()
-        .messages
-        .iter()
-        .find_map(|m| match m {
-            Message::ToolResults { results } => Some(results.clone()),
-            _ => None,
-        })
-        .unwrap();
+    let results = tool_results(requests.last().unwrap());
     assert_eq!(results[0].content, "a picture");
     assert_eq!(
         results[0].attachments.as_slice(),

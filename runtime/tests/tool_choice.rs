@@ -4,18 +4,20 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use motet_agents::{FailureReason, ReAct, ReActConfig, ReactCompleted, ReactFailed};
+use motet_agents::{FailureReason, ReactCompleted, ReactFailed};
 use motet_directives::{
     AssistantBlock, AssistantMessage, LlmResponse, StopReason, ToolArgs, ToolChoice, Usage,
 };
 use motet_providers::{Dialect, HttpClient, LlmClient};
-use motet_runtime::agent::{AgentSpec, AskError, AskOptions, Runtime};
+use motet_runtime::agent::{AskError, AskOptions, ReActAgent, Runtime};
 use motet_runtime::testing::ScriptedModel;
-use motet_runtime::tool::{ToolError, ToolSet, tool_fn};
+use motet_runtime::tool::{Tool, ToolError, tool_fn};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -26,8 +28,8 @@ struct Factors {
 }
 
 /// `multiply`, counting its calls.
-fn multiply(calls: Arc<AtomicU32>) -> Arc<ToolSet> {
-    let tool = tool_fn(
+fn multiply(calls: Arc<AtomicU32>) -> impl Tool {
+    tool_fn(
         "multiply",
         "Multiplies integers a and b.",
         move |f: Factors| {
@@ -38,40 +40,27 @@ fn multiply(calls: Arc<AtomicU32>) -> Arc<ToolSet> {
                     .ok_or_else(|| ToolError::failed("overflow"))
             }
         },
-    );
-    Arc::new(ToolSet::builder().tool(tool).build().unwrap())
+    )
 }
 
-fn config(model: &str, tools: &ToolSet, choice: ToolChoice) -> ReActConfig {
-    let mut config = ReActConfig::new(model.parse().unwrap())
-        .with_system_prompt("Answer with the tool's result in one short sentence.")
-        .with_tools(tools.definitions())
-        .with_tool_choice(choice)
-        .with_max_iterations(3);
-    config.options.max_tokens = Some(48);
-    config.options.temperature = Some(0.0);
-    config
+/// An agent on `model` with `multiply` (counting into `calls`), made to call a tool as
+/// `choice` says, within three LLM calls of short, deterministic answers.
+fn multiplier(name: &str, model: &str, calls: &Arc<AtomicU32>, choice: ToolChoice) -> ReActAgent {
+    ReActAgent::new(name, model)
+        .system("Answer with the tool's result in one short sentence.")
+        .tool(multiply(calls.clone()))
+        .tool_choice(choice)
+        .configure(|mut c| {
+            c.options.max_tokens = Some(48);
+            c.options.temperature = Some(0.0);
+            c.with_max_iterations(3)
+        })
 }
 
 fn options() -> AskOptions {
     AskOptions {
         timeout: Duration::from_secs(180),
         ..AskOptions::default()
-    }
-}
-
-fn local_server() -> Option<String> {
-    match std::env::var("MOTET_LOCAL_LLM_URL") {
-        Ok(url) if !url.trim().is_empty() => Some(url.trim_end_matches('/').to_owned()),
-        _ => {
-            println!("skipped: MOTET_LOCAL_LLM_URL is not set (bash scripts/local-llm.sh start)");
-            assert_ne!(
-                std::env::var("CI").as_deref(),
-                Ok("true"),
-                "CI=true, so what this test needs must be there: see the skipped line"
-            );
-            None
-        }
     }
 }
 
@@ -92,13 +81,11 @@ async fn the_model_is_made_to_call_first_and_then_may_answer() {
     ]));
     let runtime = Runtime::builder().llm(model.clone()).build().unwrap();
     let calls = Arc::new(AtomicU32::new(0));
-    let tools = multiply(calls.clone());
     let named = ToolChoice::Tool {
         name: "multiply".into(),
     };
-    let react = ReAct::new(config("openai:gpt-5.2", &tools, named.clone()));
     let agent = runtime
-        .spawn(AgentSpec::new("calc", react).with_tools(tools))
+        .spawn(multiplier("calc", "openai:gpt-5.2", &calls, named.clone()))
         .await
         .unwrap();
     let reply = agent.ask_with("17 * 23?", options()).await.unwrap();
@@ -118,7 +105,9 @@ async fn the_model_is_made_to_call_first_and_then_may_answer() {
 
 #[tokio::test]
 async fn with_the_real_model_a_forced_call_runs_the_tool_then_the_request_ends() {
-    let Some(url) = local_server() else { return };
+    let Some(url) = common::local_llm() else {
+        return;
+    };
     let client: Arc<dyn LlmClient> =
         Arc::new(HttpClient::new(Dialect::OpenAiChat, format!("{url}/v1"), None).unwrap());
     let runtime = Runtime::builder().llm(client).build().unwrap();
@@ -127,10 +116,8 @@ async fn with_the_real_model_a_forced_call_runs_the_tool_then_the_request_ends()
 
     // Forced, then reset: the tool runs, and the request ends within its iterations.
     let calls = Arc::new(AtomicU32::new(0));
-    let tools = multiply(calls.clone());
-    let react = ReAct::new(config(model, &tools, ToolChoice::Required));
     let agent = runtime
-        .spawn(AgentSpec::new("reset", react).with_tools(tools))
+        .spawn(multiplier("reset", model, &calls, ToolChoice::Required))
         .await
         .unwrap();
     let reply = agent.ask_with(question, options()).await.unwrap();
@@ -147,13 +134,9 @@ async fn with_the_real_model_a_forced_call_runs_the_tool_then_the_request_ends()
     // Forced on every call: the model can never answer, and the request runs out of
     // iterations — what the reset is there to prevent.
     let calls = Arc::new(AtomicU32::new(0));
-    let tools = multiply(calls.clone());
-    let react =
-        ReAct::new(config(model, &tools, ToolChoice::Required).with_reset_tool_choice(false));
-    let agent = runtime
-        .spawn(AgentSpec::new("forced", react).with_tools(tools))
-        .await
-        .unwrap();
+    let forced = multiplier("forced", model, &calls, ToolChoice::Required)
+        .configure(|c| c.with_reset_tool_choice(false));
+    let agent = runtime.spawn(forced).await.unwrap();
     let Err(AskError::Failed { reply }) = agent.ask_with(question, options()).await else {
         panic!("a request forced to call a tool on every call should not complete");
     };

@@ -6,13 +6,12 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use motet_agents::{ReAct, ReActConfig, ReactCompleted};
+use motet_agents::ReactCompleted;
 use motet_directives::{AssistantBlock, ToolArgs};
-use motet_runtime::agent::{AgentSpec, AskOptions, Runtime};
-use motet_runtime::testing::ScriptedModel;
-use motet_runtime::tool::{Tool, ToolContext, ToolError, ToolSet};
+use motet_runtime::agent::{AskOptions, ReActAgent};
+use motet_runtime::tool::{Tool, ToolContext, ToolError};
 
-use common::turn;
+use common::*;
 
 /// Answers with nothing, and keeps every context it was called in.
 struct Witness(Arc<Mutex<Vec<ToolContext>>>);
@@ -37,28 +36,19 @@ impl Tool for Witness {
 #[tokio::test]
 async fn a_tool_is_told_its_agent_thread_and_request() {
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let tools = Arc::new(
-        ToolSet::builder()
-            .tool(Witness(seen.clone()))
-            .build()
-            .unwrap(),
-    );
-    let model = ScriptedModel::new([
-        turn(vec![AssistantBlock::tool_use(
+    let model = scripted([
+        vec![AssistantBlock::tool_use(
             "tc_7",
             "witness",
             ToolArgs::from_text("{}"),
-        )]),
-        turn(vec![AssistantBlock::text("done")]),
+        )],
+        vec![AssistantBlock::text("done")],
     ]);
-    let runtime = Runtime::builder().llm(Arc::new(model)).build().unwrap();
-    let react = ReAct::new(
-        ReActConfig::new("openai:gpt-5.2".parse().unwrap()).with_tools(tools.definitions()),
-    );
-    let agent = runtime
-        .spawn(AgentSpec::new("clerk", react).with_tools(tools))
-        .await
-        .unwrap();
+    let (runtime, agent) = spawned(
+        model,
+        ReActAgent::new("clerk", MODEL).tool(Witness(seen.clone())),
+    )
+    .await;
     let options = AskOptions {
         thread_id: Some("ledger".into()),
         ..AskOptions::default()

@@ -61,3 +61,16 @@ pub(crate) fn stdout(output: &std::process::Output) -> String {
 pub(crate) fn stderr(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
+
+/// What a test does when a server it needs is missing, `reason` saying which and how to start
+/// it: under `CI=true` (scripts/test.sh starts every server) the test fails; elsewhere it
+/// prints `skipped: {reason}` and the caller returns. (The same as
+/// `motet_runtime::testing::missing`, which this crate's tests cannot reach.)
+pub(crate) fn missing(reason: &str) {
+    assert_ne!(
+        std::env::var("CI").as_deref(),
+        Ok("true"),
+        "CI=true, and this test needs what is missing: {reason}"
+    );
+    println!("skipped: {reason}");
+}

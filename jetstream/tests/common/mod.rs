@@ -8,22 +8,10 @@ use motet_jetstream::{JetStreamBus, JetStreamConfig};
 use motet_runtime::bus::{Delivered, Inbox};
 use motet_signals::Signal;
 
-/// The server's URL, or `None` after printing why the test is skipped.
+/// The server's URL, or `None` after printing why the test is skipped (under `CI=true` the
+/// test fails instead).
 pub fn nats_url() -> Option<String> {
-    match std::env::var("MOTET_NATS_URL") {
-        Ok(url) if !url.trim().is_empty() => Some(url),
-        _ => {
-            println!(
-                "skipped: MOTET_NATS_URL is not set (start a server: bash scripts/nats.sh start)"
-            );
-            assert_ne!(
-                std::env::var("CI").as_deref(),
-                Ok("true"),
-                "CI=true, so what this test needs must be there: see the skipped line"
-            );
-            None
-        }
-    }
+    motet_runtime::testing::needs_var("MOTET_NATS_URL", "bash scripts/nats.sh start")
 }
 
 /// A name no other test or run uses.

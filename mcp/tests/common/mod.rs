@@ -17,14 +17,9 @@ pub fn everything() -> Option<PathBuf> {
     match std::env::var("MOTET_MCP_EVERYTHING") {
         Ok(dir) if Path::new(&dir).join("dist/index.js").is_file() => Some(PathBuf::from(dir)),
         _ => {
-            println!(
-                "skipped: MOTET_MCP_EVERYTHING is not set to an installed server-everything \
-                 (eval \"$(bash scripts/mcp-everything.sh env)\")"
-            );
-            assert_ne!(
-                std::env::var("CI").as_deref(),
-                Ok("true"),
-                "CI=true, so what this test needs must be there: see the skipped line"
+            motet_runtime::testing::missing(
+                "MOTET_MCP_EVERYTHING is not set to an installed server-everything \
+                 (eval \"$(bash scripts/mcp-everything.sh env)\")",
             );
             None
         }
@@ -182,11 +177,8 @@ pub(crate) fn python() -> bool {
         .output()
         .is_ok_and(|out| out.status.success());
     if !found {
-        println!("skipped: python3 is not installed (the fake MCP server is a python script)");
-        assert_ne!(
-            std::env::var("CI").as_deref(),
-            Ok("true"),
-            "CI=true, so what this test needs must be there: see the skipped line"
+        motet_runtime::testing::missing(
+            "python3 is not installed (the fake MCP server is a python script)",
         );
     }
     found

@@ -30,3 +30,16 @@ pub(crate) fn transcript_json(dialect: &str, path: &str) -> Value {
     );
     serde_json::from_slice(&out.stdout).unwrap()
 }
+
+/// What a test does when a server it needs is missing, `reason` saying which and how to start
+/// it: under `CI=true` (scripts/test.sh starts every server) the test fails; elsewhere it
+/// prints `skipped: {reason}` and the caller returns. (The same as
+/// `motet_runtime::testing::missing`, which this crate's tests cannot reach.)
+pub(crate) fn missing(reason: &str) {
+    assert_ne!(
+        std::env::var("CI").as_deref(),
+        Ok("true"),
+        "CI=true, and this test needs what is missing: {reason}"
+    );
+    println!("skipped: {reason}");
+}

@@ -5,9 +5,10 @@
 //! doubled, and the interrupted request completed.
 //!
 //! crash.rs (a SQLite file) and crash_postgres.rs (a PostgreSQL database) include it with
-//! `#[path = "common/crash.rs"]`. Their test binary plays the children itself: its `child_run`
-//! test calls [`child_run`], which does nothing unless `MOTET_CRASH_CHILD` names a store URL
-//! and a mode.
+//! `#[path = "common/crash.rs"]`. Their test binary plays the children itself: its ignored
+//! `child_run` entry (run only by the parent, with `--ignored --exact`, so it never counts as a
+//! passing test) calls [`child_run`], which needs `MOTET_CRASH_CHILD` to name a store URL and a
+//! mode.
 
 #![allow(dead_code, reason = "each test file uses some of these")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
@@ -16,15 +17,15 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use motet_agents::{EntryBody, ReAct, ReActConfig, ReactCompleted};
+use motet_agents::{EntryBody, ReactCompleted};
 use motet_directives::{
     AssistantBlock, AssistantMessage, LlmRequest, LlmResponse, Message, ProviderMeta, StopReason,
     ToolArgs, Usage,
 };
 use motet_providers::{LlmClient, LlmEvents, ProviderError};
-use motet_runtime::agent::{AgentSpec, Runtime};
+use motet_runtime::agent::{ReActAgent, Runtime};
 use motet_runtime::store::open_store;
-use motet_runtime::tool::{ToolError, ToolSet, tool_fn};
+use motet_runtime::tool::{ToolError, tool_fn};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -86,42 +87,26 @@ async fn agent_runtime(url: &str) -> (Runtime, motet_runtime::agent::AgentHandle
         .unwrap()
         .build()
         .unwrap();
-    let tools = Arc::new(
-        ToolSet::builder()
-            .tool(tool_fn(
-                "add",
-                "Adds two integers.",
-                |args: AddArgs| async move {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    Ok::<_, ToolError>((args.a + args.b).to_string())
-                },
-            ))
-            .build()
-            .unwrap(),
-    );
-    let react = ReAct::new(
-        ReActConfig::new("anthropic:claude-sonnet-4-5".parse().unwrap())
-            .with_system_prompt("You add.")
-            .with_tools(tools.definitions()),
-    );
+    let add = tool_fn("add", "Adds two integers.", |args: AddArgs| async move {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        Ok::<_, ToolError>((args.a + args.b).to_string())
+    });
     let agent = runtime
-        .spawn(AgentSpec::new("calc", react).with_tools(tools))
+        .spawn(
+            ReActAgent::new("calc", "anthropic:claude-sonnet-4-5")
+                .system("You add.")
+                .tool(add),
+        )
         .await
         .unwrap();
     (runtime, agent)
 }
 
-/// Whether this process is a child of the loop (its parent test then returns at once).
-pub(crate) fn is_child() -> bool {
-    std::env::var(CHILD_VAR).is_ok()
-}
-
 /// The children. `ask:<n>` asks question n (and is killed meanwhile); `resume` resumes the
 /// thread and waits for the reply.
 pub(crate) async fn child_run() {
-    let Ok(spec) = std::env::var(CHILD_VAR) else {
-        return;
-    };
+    let spec = std::env::var(CHILD_VAR)
+        .unwrap_or_else(|_| panic!("a child of the crash loop, not a test: {CHILD_VAR} is unset"));
     let (url, mode) = spec.rsplit_once('|').unwrap();
     let (runtime, agent) = agent_runtime(url).await;
     if let Some(n) = mode.strip_prefix("ask:") {
@@ -139,10 +124,18 @@ pub(crate) async fn child_run() {
     }
 }
 
-/// This test binary run as a child: only its test `child_test` (which calls [`child_run`]).
+/// This test binary run as a child: only its ignored entry `child_test` (which calls
+/// [`child_run`]).
 fn child(child_test: &str, url: &str, mode: &str) -> std::process::Child {
     Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", child_test, "--nocapture", "--test-threads", "1"])
+        .args([
+            "--ignored",
+            "--exact",
+            child_test,
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
         .env(CHILD_VAR, format!("{url}|{mode}"))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

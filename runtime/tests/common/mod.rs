@@ -1,5 +1,6 @@
-//! What the runtime's agent tests share: the calculator tool, a ReAct agent over it, scripted
-//! turns, and models that echo or hang.
+//! What the runtime's agent tests share: the calculator agent through the front door users type
+//! (`ReActAgent`, its `add` tool given once), a runtime on a scripted model with that agent
+//! spawned, scripted turns, an ask that expects an answer, and models that echo or hang.
 
 #![allow(dead_code, reason = "each test file uses some of these")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
@@ -9,9 +10,12 @@ use std::time::Duration;
 
 use motet_agents::{ContextPolicy, ReAct, ReActConfig, ReactCompleted};
 use motet_directives::{AssistantBlock, AssistantMessage, LlmResponse, Message, Usage};
-use motet_providers::ProviderError;
-use motet_runtime::agent::{AgentHandle, AgentSpec, Answer, AskError, AskOptions, Runtime};
-use motet_runtime::tool::{ToolError, ToolSet, tool_fn};
+use motet_providers::{LlmClient, ProviderError};
+use motet_runtime::agent::{
+    AgentHandle, AgentSpec, Answer, AskError, AskOptions, ReActAgent, Runtime,
+};
+use motet_runtime::testing::ScriptedModel;
+use motet_runtime::tool::{Tool, ToolError, ToolSet, tool_fn};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -21,19 +25,64 @@ pub(crate) struct AddArgs {
     pub b: i64,
 }
 
-pub(crate) fn calculator() -> Arc<ToolSet> {
-    Arc::new(
-        ToolSet::builder()
-            .tool(tool_fn(
-                "add",
-                "Adds two integers.",
-                |args: AddArgs| async move { Ok::<_, ToolError>((args.a + args.b).to_string()) },
-            ))
-            .build()
-            .unwrap(),
-    )
+/// The calculator's one tool.
+pub(crate) fn add() -> impl Tool {
+    tool_fn("add", "Adds two integers.", |args: AddArgs| async move {
+        Ok::<_, ToolError>((args.a + args.b).to_string())
+    })
 }
 
+/// The calculator's tools as a set, for a spec built by hand.
+pub(crate) fn calculator() -> Arc<ToolSet> {
+    Arc::new(ToolSet::builder().tool(add()).build().unwrap())
+}
+
+/// The model most tests name; the runtime's scripted or echoing model answers for it.
+pub(crate) const MODEL: &str = "openai:gpt-5.2";
+
+/// The agent most tests ask, as a user writes it: a ReAct calculator named `name` on
+/// [`MODEL`], its `add` tool given once (offered and run). Shape it further with the
+/// builder's own methods (`.agent(|s| s.with_priority(..))`, `.configure(..)`).
+pub(crate) fn calc_agent(name: impl Into<String>) -> ReActAgent {
+    calc_agent_on(name, MODEL)
+}
+
+/// [`calc_agent`] on another model (`openai-compat:local`, say).
+pub(crate) fn calc_agent_on(name: impl Into<String>, model: &str) -> ReActAgent {
+    ReActAgent::new(name, model)
+        .system("You are a calculator.")
+        .tool(add())
+        // Whole history in every call (no turn cap), so answers show what a thread holds.
+        .configure(|c| c.with_context_policy(ContextPolicy::new().with_keep_last_turns(0)))
+}
+
+/// A runtime whose every LLM call goes to `model`.
+pub(crate) fn runtime_on(model: impl LlmClient + 'static) -> Runtime {
+    Runtime::builder().llm(model).build().unwrap()
+}
+
+/// A model that answers with these turns, in order (each a [`turn`]).
+pub(crate) fn scripted(turns: impl IntoIterator<Item = Vec<AssistantBlock>>) -> ScriptedModel {
+    ScriptedModel::new(turns.into_iter().map(turn))
+}
+
+/// A runtime on `model` with `agent` spawned on it.
+pub(crate) async fn spawned(
+    model: impl LlmClient + 'static,
+    agent: ReActAgent,
+) -> (Runtime, AgentHandle) {
+    let runtime = runtime_on(model);
+    let agent = runtime.spawn(agent).await.unwrap();
+    (runtime, agent)
+}
+
+/// The answer `query` gets; a failure fails the test.
+pub(crate) async fn ask_text(agent: &AgentHandle, query: &str) -> String {
+    agent.ask(query).await.unwrap().text
+}
+
+/// The ReAct strategy alone, for a test about the spec or a strategy around ReAct: it offers
+/// `tools`' definitions, and the spec built around it must be given the tools to run them.
 pub(crate) fn react(model: &str, tools: &ToolSet) -> ReAct {
     ReAct::new(
         ReActConfig::new(model.parse().unwrap())
@@ -134,18 +183,16 @@ pub(crate) fn echo_runtime(store: Arc<dyn motet_runtime::store::ThreadStore>) ->
 /// spec shaped by `spec` (a request policy, say).
 pub(crate) async fn echo_agent(
     delay: Duration,
-    spec: impl FnOnce(AgentSpec<ReAct>) -> AgentSpec<ReAct>,
+    spec: impl FnOnce(AgentSpec<ReAct>) -> AgentSpec<ReAct> + Send + 'static,
 ) -> (Runtime, AgentHandle) {
-    let runtime = Runtime::builder().llm(EchoModel { delay }).build().unwrap();
-    let tools = calculator();
-    let agent = runtime
-        .spawn(spec(AgentSpec::new(
-            "echo",
-            react("openai:gpt-5.2", &tools),
-        )))
-        .await
-        .unwrap();
-    (runtime, agent)
+    spawned(EchoModel { delay }, calc_agent("echo").agent(spec)).await
+}
+
+/// The local llama.cpp server's URL (`MOTET_LOCAL_LLM_URL`, no trailing slash), or `None`
+/// once [`motet_runtime::testing::missing`] said so (under `CI=true` the test fails instead).
+pub(crate) fn local_llm() -> Option<String> {
+    motet_runtime::testing::needs_var("MOTET_LOCAL_LLM_URL", "bash scripts/local-llm.sh start")
+        .map(|url| url.trim_end_matches('/').to_owned())
 }
 
 /// The data of a failed reply, as JSON text; anything but a failed reply fails the test.
@@ -158,18 +205,25 @@ pub(crate) fn failure_data(result: Result<Answer, AskError>) -> String {
     }
 }
 
-/// The first tool result `request` shows the model.
-pub(crate) fn first_tool_result(
+/// The tool results `request` shows the model (those of its first tool-results message).
+pub(crate) fn tool_results(
     request: &motet_directives::LlmRequest,
-) -> motet_directives::ToolResult {
+) -> Vec<motet_directives::ToolResult> {
     request
         .messages
         .iter()
         .find_map(|m| match m {
-            Message::ToolResults { results } => results.first().cloned(),
+            Message::ToolResults { results } => Some(results.clone()),
             _ => None,
         })
-        .expect("a tool result in the request")
+        .expect("tool results in the request")
+}
+
+/// The first tool result `request` shows the model.
+pub(crate) fn first_tool_result(
+    request: &motet_directives::LlmRequest,
+) -> motet_directives::ToolResult {
+    tool_results(request).remove(0)
 }
 
 /// The arguments of the first tool call in `thread`, as stored.
