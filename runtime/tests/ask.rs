@@ -117,14 +117,8 @@ async fn ten_thousand_agents_each_answer_an_ask() {
         .iter()
         .enumerate()
         .map(|(n, agent)| agent.ask(format!("task {n}")));
-    let replies = futures::future::join_all(asks).await;
-    for (n, reply) in replies.into_iter().enumerate() {
-        let answer = reply
-            .unwrap()
-            .signal
-            .data_as::<ReactCompleted>()
-            .unwrap()
-            .answer;
+    let replies = answers(futures::future::join_all(asks).await);
+    for (n, answer) in replies.into_iter().enumerate() {
         assert_eq!(
             answer,
             format!("task {n}"),

@@ -19,18 +19,7 @@ use common::*;
 
 /// A turn that reports 1,000 input and 500 output tokens, with these blocks.
 fn spending(blocks: Vec<AssistantBlock>) -> Result<LlmResponse, ProviderError> {
-    let stop_reason = motet_runtime::testing::stop_for(&blocks);
-    Ok(LlmResponse::new(
-        AssistantMessage {
-            blocks,
-            stop_reason,
-        },
-        Usage {
-            input_tokens: 1_000,
-            output_tokens: 500,
-            ..Usage::default()
-        },
-    ))
+    turn_using(blocks, 1_000, 500)
 }
 
 fn add_call(n: u32) -> Result<LlmResponse, ProviderError> {

@@ -92,11 +92,7 @@ async fn arguments_cut_off_are_an_error_result_quoting_them() {
         "{}",
         result.content
     );
-    assert!(
-        result.content.ends_with(&format!("; received: {raw}")),
-        "{}",
-        result.content
-    );
+    assert_quotes(&result.content, raw);
     assert_eq!(
         stored, raw,
         "the thread keeps the model's text byte for byte"
@@ -115,10 +111,14 @@ async fn python_quoted_arguments_are_an_error_result_quoting_them() {
         "{}",
         result.content
     );
-    assert!(
-        result.content.ends_with(&format!("; received: {raw}")),
-        "{}",
-        result.content
-    );
+    assert_quotes(&result.content, raw);
     assert_eq!(stored, raw);
+}
+
+/// The error result ends by quoting what the model sent.
+fn assert_quotes(content: &str, raw: &str) {
+    assert!(
+        content.ends_with(&format!("; received: {raw}")),
+        "{content}"
+    );
 }

@@ -60,14 +60,8 @@ async fn asks_on_one_thread_queue_and_run_in_order() {
     // All sent at once (join_all polls them in order, so they arrive m0, m1, ...): each
     // arrives while the one before it runs.
     let asks = (0..5).map(|n| agent.ask(format!("m{n}")));
-    let replies = futures::future::join_all(asks).await;
-    for (n, reply) in replies.into_iter().enumerate() {
-        let answer = reply
-            .unwrap()
-            .signal
-            .data_as::<ReactCompleted>()
-            .unwrap()
-            .answer;
+    let replies = answers(futures::future::join_all(asks).await);
+    for (n, answer) in replies.into_iter().enumerate() {
         let expected: Vec<String> = (0..=n).map(|i| format!("m{i}")).collect();
         assert_eq!(
             answer,

@@ -237,6 +237,23 @@ mod tests {
         )
     }
 
+    /// One permanent child failing again and again under `intensity`: the decision at each
+    /// time asked.
+    fn clock(intensity: Intensity) -> impl FnMut(u64) -> Decision {
+        let mut history = RestartHistory::default();
+        move |ms| {
+            decide(
+                RestartStrategy::OneForOne,
+                &[P],
+                0,
+                &failed(),
+                intensity,
+                &mut history,
+                ms,
+            )
+        }
+    }
+
     /// A restart decision; the first restart in its window when it starts anything.
     fn restart(stop: &[usize], start: &[usize], forget: &[usize]) -> Decision {
         nth_restart(usize::from(!start.is_empty()), stop, start, forget)
@@ -309,18 +326,7 @@ mod tests {
             max_restarts: 2,
             within: Duration::from_secs(1),
         };
-        let mut history = RestartHistory::default();
-        let mut at = |ms| {
-            decide(
-                RestartStrategy::OneForOne,
-                &[P],
-                0,
-                &failed(),
-                intensity,
-                &mut history,
-                ms,
-            )
-        };
+        let mut at = clock(intensity);
         assert_eq!(at(100), nth_restart(1, &[], &[0], &[]));
         assert_eq!(at(200), nth_restart(2, &[], &[0], &[]));
         assert_eq!(at(300), Decision::Escalate { restarts: 3 });
@@ -336,18 +342,7 @@ mod tests {
             max_restarts: 1,
             within: Duration::from_secs(60),
         };
-        let mut history = RestartHistory::default();
-        let mut at = |ms| {
-            decide(
-                RestartStrategy::OneForOne,
-                &[P],
-                0,
-                &failed(),
-                intensity,
-                &mut history,
-                ms,
-            )
-        };
+        let mut at = clock(intensity);
         assert_eq!(at(0), restart(&[], &[0], &[]));
         assert_eq!(at(3), Decision::Escalate { restarts: 2 });
     }

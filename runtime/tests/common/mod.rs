@@ -94,6 +94,15 @@ pub(crate) fn react(model: &str, tools: &ToolSet) -> ReAct {
 }
 
 pub(crate) fn turn(blocks: Vec<AssistantBlock>) -> Result<LlmResponse, ProviderError> {
+    turn_using(blocks, 10, 5)
+}
+
+/// A turn with these blocks that reports `input` and `output` tokens.
+pub(crate) fn turn_using(
+    blocks: Vec<AssistantBlock>,
+    input: u32,
+    output: u32,
+) -> Result<LlmResponse, ProviderError> {
     let stop_reason = motet_runtime::testing::stop_for(&blocks);
     Ok(LlmResponse::new(
         AssistantMessage {
@@ -101,8 +110,8 @@ pub(crate) fn turn(blocks: Vec<AssistantBlock>) -> Result<LlmResponse, ProviderE
             stop_reason,
         },
         Usage {
-            input_tokens: 10,
-            output_tokens: 5,
+            input_tokens: input.into(),
+            output_tokens: output.into(),
             ..Usage::default()
         },
     ))
@@ -254,4 +263,21 @@ pub(crate) async fn answer(
 ) -> String {
     let reply = agent.ask_with(query, on(thread)).await.unwrap();
     reply.signal.data_as::<ReactCompleted>().unwrap().answer
+}
+
+/// The ReAct answers of `replies`, in order; a failed ask fails the test.
+pub(crate) fn answers(
+    replies: Vec<Result<motet_runtime::agent::Answer, motet_runtime::agent::AskError>>,
+) -> Vec<String> {
+    replies
+        .into_iter()
+        .map(|reply| {
+            reply
+                .unwrap()
+                .signal
+                .data_as::<motet_agents::ReactCompleted>()
+                .unwrap()
+                .answer
+        })
+        .collect()
 }

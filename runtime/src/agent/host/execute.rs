@@ -4,9 +4,8 @@
 //! never the strategy.
 
 use motet_directives::Directive;
-use motet_signals::Signal;
 
-use super::tracked::{Here, Run, Tracked};
+use super::tracked::{Job, Tracked};
 
 mod emit;
 mod llm;
@@ -16,30 +15,22 @@ mod spawn;
 mod summary;
 mod tool;
 
-/// Carries out one directive for the signal `cause`, its span under `parent`; its result
-/// comes back to the thread's actor as a signal.
-pub(crate) fn execute(
-    here: &Here<'_>,
-    tracked: &mut Tracked,
-    cause: &Signal,
-    directive: Directive,
-    parent: Option<tracing::Id>,
-    run: Run,
-) {
+/// Carries out `directive` as `job` says; its result comes back to the thread's actor as a
+/// signal.
+pub(crate) fn execute(job: &Job<'_>, tracked: &mut Tracked, directive: Directive) {
     match directive {
-        Directive::LlmStream(call) => llm::stream(here, tracked, cause, call, parent, run),
-        Directive::ToolExec(exec) => tool::run(here, tracked, cause, exec, parent, run),
-        Directive::Summarize(summarize) => {
-            summary::summarize(here, tracked, cause, summarize, parent, run);
-        }
-        Directive::Emit(emit) => emit::emit(here, emit, parent),
-        Directive::Reply(reply) => reply::reply(here, tracked, reply, parent),
-        Directive::Schedule(schedule) => schedule::schedule(here, tracked, schedule, parent),
+        Directive::LlmStream(call) => llm::stream(job, tracked, call),
+        Directive::ToolExec(exec) => tool::run(job, tracked, exec),
+        Directive::Summarize(summarize) => summary::summarize(job, tracked, summarize),
+        Directive::Emit(emit) => emit::emit(job, emit),
+        Directive::Reply(reply) => reply::reply(job, tracked, reply),
+        Directive::Schedule(schedule) => schedule::schedule(job, tracked, schedule),
         Directive::CancelSchedule(cancel) => schedule::cancel(tracked, &cancel),
-        Directive::Spawn(spawn) => spawn::spawn(here, tracked, cause, spawn, parent),
-        Directive::StopChild(stop) => spawn::stop_child(here, tracked, &stop),
+        Directive::Spawn(spawn) => spawn::spawn(job, tracked, spawn),
+        Directive::StopChild(stop) => spawn::stop_child(job.here, tracked, &stop),
         Directive::Stop(stop) => {
-            let _span = crate::agent::trace::directive_span("stop", here.agent, parent);
+            let here = job.here;
+            let _span = crate::agent::trace::directive_span("stop", here.agent, job.parent.clone());
             here.core.stops_itself(here.myself.get_id());
             here.myself.stop(Some(stop.reason));
         }

@@ -61,6 +61,15 @@ impl Here<'_> {
     }
 }
 
+/// One directive to carry out: the thread it runs on, the signal whose step returned it (its
+/// results are caused by it), the span its own span hangs off, and where its work starts.
+pub(crate) struct Job<'a> {
+    pub(crate) here: &'a Here<'a>,
+    pub(crate) cause: &'a Signal,
+    pub(crate) parent: Option<tracing::Id>,
+    pub(crate) run: Run,
+}
+
 /// What the runtime tracks for a thread: boxed parts made when first needed, so a thread
 /// between requests holds two words.
 #[derive(Default)]
@@ -312,17 +321,17 @@ impl Tracked {
     /// another worker. Work that must wait goes on as a task of its own, so the actor keeps
     /// reading its mailbox (a cancel, another request) meanwhile; its result comes back as a
     /// message, and cancelling the request aborts it.
-    pub(crate) fn start(&mut self, here: &Here<'_>, cause: &Signal, mut work: Work, run: Run) {
+    pub(crate) fn start(&mut self, job: &Job<'_>, mut work: Work) {
         use futures::FutureExt as _;
-        if run == Run::Inline
+        if job.run == Run::Inline
             && let Some(signal) = (&mut work).now_or_never()
         {
             self.open().ready.push_back(signal);
             return;
         }
-        let me = here.myself.clone();
+        let me = job.here.myself.clone();
         let task = tokio::spawn(async move { deliver(&me, work.await) });
-        self.track(cause, task.abort_handle());
+        self.track(job.cause, task.abort_handle());
     }
 }
 

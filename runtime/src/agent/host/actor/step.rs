@@ -11,7 +11,7 @@ use super::{ThreadActor, ThreadState};
 use crate::agent::book;
 use crate::agent::errors::AskError;
 use crate::agent::host::core::ThreadMsg;
-use crate::agent::host::tracked::Run;
+use crate::agent::host::tracked::{Job, Run};
 use crate::agent::host::{execute, waits};
 use crate::agent::trace;
 use crate::store::StoreError;
@@ -227,8 +227,13 @@ where
         let run = Run::for_step(&directives);
         let here = self.here(myself);
         for directive in directives {
-            let tracked = &mut state.tracked;
-            execute::execute(&here, tracked, signal, directive, parent.clone(), run);
+            let job = Job {
+                here: &here,
+                cause: signal,
+                parent: parent.clone(),
+                run,
+            };
+            execute::execute(&job, &mut state.tracked, directive);
         }
         self.settle_thread(state);
     }

@@ -5,13 +5,18 @@ use motet_directives::{Emit, EmitTarget};
 
 use crate::agent::host::core::{DEFAULT_THREAD, RuntimeCore, ThreadMsg};
 use crate::agent::host::outbox::Outgoing;
-use crate::agent::host::tracked::Here;
+use crate::agent::host::tracked::Job;
 use crate::agent::signals::traced;
 use crate::agent::trace;
 
 /// Sends `emit`'s signal where it goes, carrying the current trace.
-pub(super) fn emit(here: &Here<'_>, emit: Emit, parent: Option<tracing::Id>) {
-    let span = trace::directive_span("emit", emit.signal.signal_type().as_str(), parent);
+pub(super) fn emit(job: &Job<'_>, emit: Emit) {
+    let here = job.here;
+    let span = trace::directive_span(
+        "emit",
+        emit.signal.signal_type().as_str(),
+        job.parent.clone(),
+    );
     let _inside = span.enter();
     let signal = traced(emit.signal, &span);
     let core = here.core.clone();

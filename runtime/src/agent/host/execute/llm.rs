@@ -7,23 +7,16 @@ use futures::FutureExt as _;
 use motet_directives::results::{LLM_FAILED, LLM_RESULT, LlmFailed, LlmResult};
 use motet_directives::{LlmStream, PromptCache};
 use motet_providers::{CallKind, ProviderError};
-use motet_signals::Signal;
 
 use crate::agent::host::call::{CallFailure, llm_error, stream_call};
-use crate::agent::host::tracked::{Here, Run, Tracked};
+use crate::agent::host::tracked::{Job, Tracked};
 use crate::agent::signals::result_signal;
 use crate::agent::trace;
 use crate::tool::output::panic_message;
 
 /// Starts the call `call` for `cause`.
-pub(super) fn stream(
-    here: &Here<'_>,
-    tracked: &mut Tracked,
-    cause: &Signal,
-    mut call: LlmStream,
-    parent: Option<tracing::Id>,
-    run: Run,
-) {
+pub(super) fn stream(job: &Job<'_>, tracked: &mut Tracked, mut call: LlmStream) {
+    let (here, cause) = (job.here, job.cause);
     // One prompt cache key per thread: its calls share their prefixes.
     let cache = &mut call.request.options.prompt_cache;
     if cache.key.is_none() {
@@ -39,7 +32,7 @@ pub(super) fn stream(
         }
         None => 0,
     };
-    let span = trace::chat_span(&call.request, parent, iteration);
+    let span = trace::chat_span(&call.request, job.parent.clone(), iteration);
     let core = here.core.clone();
     let task_cause = cause.clone();
     let source = here.source();
@@ -88,5 +81,5 @@ pub(super) fn stream(
             ),
         }
     });
-    tracked.start(here, cause, work, run);
+    tracked.start(job, work);
 }

@@ -4,18 +4,18 @@
 use motet_directives::Reply;
 
 use crate::agent::host::outbox::Outgoing;
-use crate::agent::host::tracked::{Ending, Here, Tracked};
+use crate::agent::host::tracked::{Ending, Job, Tracked};
 use crate::agent::signals::traced;
 use crate::agent::trace;
 
 /// Ends the request `reply` answers and publishes it.
-pub(super) fn reply(
-    here: &Here<'_>,
-    tracked: &mut Tracked,
-    reply: Reply,
-    parent: Option<tracing::Id>,
-) {
-    let span = trace::directive_span("reply", reply.signal.signal_type().as_str(), parent);
+pub(super) fn reply(job: &Job<'_>, tracked: &mut Tracked, reply: Reply) {
+    let here = job.here;
+    let span = trace::directive_span(
+        "reply",
+        reply.signal.signal_type().as_str(),
+        job.parent.clone(),
+    );
     let _inside = span.enter();
     let signal = traced(reply.signal, &span);
     match signal.request_id() {

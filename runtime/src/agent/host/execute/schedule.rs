@@ -4,20 +4,16 @@
 use motet_directives::{CancelSchedule, Schedule};
 
 use crate::agent::host::core::deliver;
-use crate::agent::host::tracked::{Here, Tracked};
+use crate::agent::host::tracked::{Job, Tracked};
 use crate::agent::signals::{schedule_fired, traced};
 use crate::agent::trace;
 
 /// Starts the timer of `schedule`, replacing one of the same id.
-pub(super) fn schedule(
-    here: &Here<'_>,
-    tracked: &mut Tracked,
-    schedule: Schedule,
-    parent: Option<tracing::Id>,
-) {
+pub(super) fn schedule(job: &Job<'_>, tracked: &mut Tracked, schedule: Schedule) {
+    let here = job.here;
     let me = here.myself.clone();
     let id = schedule.schedule_id.as_str().to_owned();
-    let span = trace::directive_span("schedule", &id, parent);
+    let span = trace::directive_span("schedule", &id, job.parent.clone());
     let signal = traced(schedule.signal, &span);
     let delay = schedule.delay;
     let fired = schedule_fired(&here.source(), &id);

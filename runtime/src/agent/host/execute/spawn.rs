@@ -7,18 +7,13 @@ use tracing::Instrument as _;
 use crate::agent::errors::RuntimeError;
 use crate::agent::events::{CHILD_FAILED, CHILD_STARTED, ChildEvent};
 use crate::agent::host::core::{Parent, ThreadMsg};
-use crate::agent::host::tracked::{Here, Tracked};
+use crate::agent::host::tracked::{Here, Job, Tracked};
 use crate::agent::signals::result_signal;
 use crate::agent::trace;
 
 /// Starts the child `spawn` describes; its start is reported to this thread.
-pub(super) fn spawn(
-    here: &Here<'_>,
-    tracked: &mut Tracked,
-    cause: &motet_signals::Signal,
-    spawn: Spawn,
-    parent: Option<tracing::Id>,
-) {
+pub(super) fn spawn(job: &Job<'_>, tracked: &mut Tracked, spawn: Spawn) {
+    let (here, cause) = (job.here, job.cause);
     let name = spawn
         .spec
         .name
@@ -28,7 +23,7 @@ pub(super) fn spawn(
         .occasional()
         .children
         .insert(spawn.tag.clone(), name.clone());
-    let span = trace::directive_span("spawn", &name, parent);
+    let span = trace::directive_span("spawn", &name, job.parent.clone());
     let core = here.core.clone();
     let task_cause = cause.clone();
     let source = here.source();

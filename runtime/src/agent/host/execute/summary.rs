@@ -4,28 +4,21 @@
 use motet_directives::Summarize;
 use motet_directives::results::{SUMMARY_FAILED, SUMMARY_RESULT, SummaryFailed, SummaryResult};
 use motet_providers::CallKind;
-use motet_signals::Signal;
 
 use crate::agent::host::call::stream_call;
-use crate::agent::host::tracked::{Here, Run, Tracked};
+use crate::agent::host::tracked::{Job, Tracked};
 use crate::agent::signals::result_signal;
 use crate::agent::trace;
 
 /// Starts the summary call `summarize` carries, for `cause`.
-pub(super) fn summarize(
-    here: &Here<'_>,
-    tracked: &mut Tracked,
-    cause: &Signal,
-    summarize: Summarize,
-    parent: Option<tracing::Id>,
-    run: Run,
-) {
+pub(super) fn summarize(job: &Job<'_>, tracked: &mut Tracked, summarize: Summarize) {
+    let (here, cause) = (job.here, job.cause);
     let core = here.core.clone();
     let task_cause = cause.clone();
     let source = here.source();
     let call_id = summarize.call_id;
     let request = summarize.request;
-    let span = trace::directive_span("summarize", here.thread, parent);
+    let span = trace::directive_span("summarize", here.thread, job.parent.clone());
     let scope = here.scope(cause, CallKind::Summary);
     let work = Box::pin(async move {
         let chat = trace::chat_span(&request, span.id(), 0);
@@ -48,5 +41,5 @@ pub(super) fn summarize(
             ),
         }
     });
-    tracked.start(here, cause, work, run);
+    tracked.start(job, work);
 }

@@ -7,25 +7,24 @@ use motet_directives::{Pause, ToolCallView, ToolExec, ToolResult};
 use motet_signals::Signal;
 use tracing::Instrument as _;
 
-use crate::agent::host::tracked::{Here, Run, Tracked};
+use crate::agent::host::tracked::{Job, Tracked};
 use crate::agent::signals::result_signal;
 use crate::agent::trace;
 use crate::tool::{Ran, ToolContext};
 
 /// Starts the tool call `exec` for `cause`.
-pub(super) fn run(
-    here: &Here<'_>,
-    tracked: &mut Tracked,
-    cause: &Signal,
-    exec: ToolExec,
-    parent: Option<tracing::Id>,
-    run: Run,
-) {
+pub(super) fn run(job: &Job<'_>, tracked: &mut Tracked, exec: ToolExec) {
+    let (here, cause) = (job.here, job.cause);
     let tools = here.tools.cloned();
     let activity = here.core.activity.clone();
     let task_cause = cause.clone();
     let source = here.source();
-    let span = trace::tool_span(&exec.name, &exec.tool_call_id, exec.args.get(), parent);
+    let span = trace::tool_span(
+        &exec.name,
+        &exec.tool_call_id,
+        exec.args.get(),
+        job.parent.clone(),
+    );
     let mut ctx = ToolContext::new(exec.tool_call_id.as_str())
         .with_agent_id(&**here.agent)
         .with_thread_id(&**here.thread);
@@ -89,7 +88,7 @@ pub(super) fn run(
         }
     });
     // Cancelling the request aborts the tool too (dropping its future).
-    tracked.start(here, cause, work, run);
+    tracked.start(job, work);
 }
 
 /// `tool.paused` for `exec`: it waits for a person.
