@@ -43,6 +43,27 @@ pub(crate) fn from_caller<T: Serialize>(
     Ok(traced(builder.build()?, &tracing::Span::current()))
 }
 
+/// One of the runtime's own notices (a thread updated or restarted, an agent stopped, a child
+/// stopped): source `motet.runtime`, a fresh id, on `thread` when it is about one.
+pub(crate) fn notice<T: Serialize>(ty: &str, thread: Option<&str>, data: T) -> Option<Signal> {
+    let mut builder = Signal::builder(ty, RUNTIME)
+        .with_id(motet_agents::Env::fresh_id(
+            &crate::agent::env::SystemEnv,
+            "sig",
+        ))
+        .with_data(data);
+    if let Some(thread) = thread {
+        builder = builder.with_thread_id(thread);
+    }
+    match builder.build() {
+        Ok(signal) => Some(signal),
+        Err(error) => {
+            tracing::error!(%error, ty, "could not build a runtime notice");
+            None
+        }
+    }
+}
+
 /// The type of the note a fired schedule leaves in the mailbox so its handle is dropped. Never
 /// seen by a strategy.
 pub(crate) const SCHEDULE_FIRED: &str = "motet.schedule.fired";

@@ -301,11 +301,8 @@ impl RuntimeCore {
             name: name.to_owned(),
             message: Some(reason.to_owned()),
         };
-        let built = Signal::builder(CHILD_STOPPED, crate::agent::signals::RUNTIME)
-            .with_thread_id(&parent.thread)
-            .with_data(event)
-            .build();
-        let Ok(signal) = built else {
+        let thread = Some(parent.thread.as_str());
+        let Some(signal) = crate::agent::signals::notice(CHILD_STOPPED, thread, event) else {
             return;
         };
         let core = self.clone();

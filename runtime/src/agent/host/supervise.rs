@@ -16,8 +16,6 @@ use std::time::{Duration, Instant};
 
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 
-use motet_signals::Signal;
-
 use super::core::{AgentEntry, RuntimeCore, Supervised, ThreadKey};
 use crate::agent::events::{AGENT_STOPPED, THREAD_RESTARTED, ThreadFailure};
 use crate::supervisor::{Decision, ExitReason, RestartHistory, decide};
@@ -222,14 +220,8 @@ fn publish(core: &RuntimeCore, kind: &str, agent: String, thread: String, error:
         thread,
         error: error.to_owned(),
     };
-    match Signal::builder(kind, crate::agent::signals::RUNTIME)
-        .with_data(data)
-        .build()
-    {
-        Ok(signal) => {
-            core.bus.publish(&signal);
-        }
-        Err(error) => tracing::error!(%error, kind, "could not build a supervision signal"),
+    if let Some(signal) = crate::agent::signals::notice(kind, None, data) {
+        core.bus.publish(&signal);
     }
 }
 

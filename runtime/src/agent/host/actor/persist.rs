@@ -349,12 +349,9 @@ where
             appended,
             estimated_tokens,
         };
-        if let Ok(signal) =
-            motet_signals::Signal::builder(motet_agents::THREAD_UPDATED, "motet.runtime")
-                .with_id(motet_agents::Env::fresh_id(&state.env, "sig"))
-                .with_thread_id(&*self.thread_id)
-                .with_data(data)
-                .build()
+        let thread = Some(&*self.thread_id);
+        if let Some(signal) =
+            crate::agent::signals::notice(motet_agents::THREAD_UPDATED, thread, data)
         {
             self.core.bus.publish(&signal);
         }
