@@ -325,11 +325,9 @@ impl Thread {
         match &entry.body {
             EntryBody::Summary { .. } => self.latest_summary = Slot::at(index),
             EntryBody::Boundary { .. } => self.latest_boundary = Slot::at(index),
-            EntryBody::Assistant { basis, .. } => {
-                if basis.as_ref().is_some_and(|b| b.policy.is_some()) {
-                    self.latest_policy = Slot::at(index);
-                }
-            }
+            EntryBody::Assistant {
+                basis: Some(basis), ..
+            } if basis.policy.is_some() => self.latest_policy = Slot::at(index),
             _ => {}
         }
         self.stats.entry_count += 1;

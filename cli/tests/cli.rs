@@ -220,7 +220,7 @@ fn threads_fork_copies_a_prefix_into_a_new_thread_that_goes_on_from_it() {
     let id = stdout(&fork).trim().to_owned();
     assert!(id.starts_with("thread_") && !id.contains('/'), "{id}");
     let forked = stored(&sandbox.db(), &format!("cli/{id}"));
-    assert_eq!(&forked.to_list()[..], &source.to_list()[..1]);
+    assert_eq!(forked.to_list(), &source.to_list()[..1]);
     let parent = forked.parent().unwrap();
     assert_eq!((parent.thread_id.as_str(), parent.at_seq), ("cli/work", 0));
     let show = run(sandbox.motet(&["threads", "show", &id]));

@@ -67,7 +67,7 @@ async fn a_fork_goes_on_from_its_prefix_and_leaves_the_source_alone() {
             at_seq: 1,
         })
     );
-    assert_eq!(&forked.to_list()[..], &source.to_list()[..2]);
+    assert_eq!(forked.to_list(), &source.to_list()[..2]);
 
     // A question on the fork: the model sees the prefix and the question, not the rest.
     let answer = agent
