@@ -205,8 +205,10 @@ enum ThreadsCommand {
         #[arg(long, value_enum, default_value_t = ExportFormat::Jsonl)]
         format: ExportFormat,
     },
-    /// Copy a thread's entries (all, or up to `--at`) into a new thread and print its id;
-    /// asked there, a question goes on from that point. The thread is not changed.
+    /// A new thread holding a thread's entries (all, or up to `--at`); prints its id.
+    ///
+    /// A question asked on the new thread goes on from that point, as if the entries after it
+    /// had never been. The thread forked is not changed.
     Fork {
         /// The thread.
         id: String,
