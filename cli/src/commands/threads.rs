@@ -3,7 +3,7 @@
 use super::out;
 use motet::agents::{Entry, Env as _, Thread};
 use motet::runtime::agent::{RuntimeError, SystemEnv, fork_stored};
-use motet::runtime::store::ThreadListing;
+use motet::runtime::store::{ThreadKey, ThreadListing, ThreadMeta};
 
 use crate::agent::{display_id, runtime_failure, store_id};
 use crate::db::Db;
@@ -113,13 +113,18 @@ pub async fn fork(db: &Db, id: &str, at: Option<u64>) -> Result<(), CliError> {
     };
     // No store there: nothing to fork, and none is created to say so.
     let store = db.open_existing().await?.ok_or_else(unknown)?;
-    // The same agent as the source: what its id names before the first `/`.
-    let agent = from
-        .split_once('/')
-        .map_or(from.as_str(), |(agent, _)| agent);
-    let new = format!("{agent}/{}", SystemEnv.fresh_id("thread"));
+    // The same agent as the source: the one its meta names (an agent's name may hold a `/`),
+    // else what its id names before the first `/`, as `threads list` reads ids.
+    let agent = match store.get_meta(&from).await {
+        Ok(Some(ThreadMeta { key: Some(key), .. })) => key.agent().to_owned(),
+        _ => from
+            .split_once('/')
+            .map_or(from.as_str(), |(agent, _)| agent)
+            .to_owned(),
+    };
+    let new = ThreadKey::new(agent, SystemEnv.fresh_id("thread"));
     match fork_stored(store.as_ref(), &from, &new, at).await {
-        Ok(()) => out(&format!("{}\n", escape::label(display_id(&new)))),
+        Ok(()) => out(&format!("{}\n", escape::label(display_id(&new.store_id())))),
         Err(RuntimeError::UnknownThread { .. }) => Err(unknown()),
         Err(RuntimeError::Thread { source, .. }) => Err(CliError::BadFlag {
             flag: "--at".to_owned(),
