@@ -391,7 +391,7 @@ impl Strategy for ReAct {
                 &step,
                 SUMMARY_RESULT,
                 &summary.call_id,
-                Ok(summary.content),
+                Ok((summary.content, summary.usage)),
             ),
             Input::Outcome(Outcome::SummaryFailed(failed)) => self.on_summary(
                 state,

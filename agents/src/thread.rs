@@ -34,7 +34,8 @@ pub struct ThreadStats {
     pub entry_count: u64,
     /// Sum of the entries' token estimates.
     pub estimated_tokens: u64,
-    /// Usage summed over every assistant turn in the thread.
+    /// Usage summed over every LLM call the thread records: its assistant turns and its
+    /// summaries.
     pub usage: Usage,
 }
 
@@ -318,15 +319,15 @@ impl Thread {
         if entry.seq != seq {
             Arc::make_mut(&mut entry).seq = seq;
         }
+        if let Some(usage) = entry.body.call_usage() {
+            self.stats.usage += usage.to_usage();
+        }
         match &entry.body {
             EntryBody::Summary { .. } => self.latest_summary = Slot::at(index),
             EntryBody::Boundary { .. } => self.latest_boundary = Slot::at(index),
-            EntryBody::Assistant { usage, basis, .. } => {
-                self.stats.usage += usage.to_usage();
-                if basis.as_ref().is_some_and(|b| b.policy.is_some()) {
-                    self.latest_policy = Slot::at(index);
-                }
-            }
+            EntryBody::Assistant {
+                basis: Some(basis), ..
+            } if basis.policy.is_some() => self.latest_policy = Slot::at(index),
             _ => {}
         }
         self.stats.entry_count += 1;
@@ -370,7 +371,8 @@ impl Thread {
         &self.stats
     }
 
-    /// Usage summed over every assistant turn.
+    /// Usage summed over every LLM call the thread records: its assistant turns and its
+    /// summaries ([`EntryBody::call_usage`]).
     pub fn usage(&self) -> Usage {
         self.stats.usage
     }

@@ -179,10 +179,10 @@ fn long_session(h: &mut Harness) -> Vec<(CallId, String)> {
         }
         // A summary asked for earlier arrives while this call is out.
         if let Some(summary) = pending_summary.take() {
-            let result = SummaryResult {
-                call_id: summary,
-                content: format!("Up to turn {turn} the user asked for products; all were 42."),
-            };
+            let result = SummaryResult::new(
+                summary,
+                format!("Up to turn {turn} the user asked for products; all were 42."),
+            );
             h.send("summary.result", serde_json::to_value(result).unwrap());
         }
         let id = format!("t{turn}");
@@ -388,10 +388,7 @@ fn the_entries_trigger_asks_for_a_summary_of_what_precedes_the_question() {
     );
     // Only one at a time: the next call while it is out asks for none.
     let call = stream(&d).call_id.clone();
-    let result = SummaryResult {
-        call_id: asked[0].0.clone(),
-        content: "q1, q2 answered".into(),
-    };
+    let result = SummaryResult::new(asked[0].0.clone(), "q1, q2 answered");
     h.send("summary.result", serde_json::to_value(result).unwrap());
     h.send("llm.result", text(&call, "a3"));
     // From then on the summary stands in for 0..=3.

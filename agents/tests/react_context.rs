@@ -124,10 +124,10 @@ fn a_long_session_crosses_window_boundaries_and_uses_a_summary() {
         );
         assert_eq!(describe_all(&d).len(), 1);
         if let Some(summary_call) = pending_summary.take() {
-            let result = to_value(&SummaryResult {
-                call_id: CallId::new(summary_call),
-                content: "The user asked for many products; each was 42.".into(),
-            });
+            let result = to_value(&SummaryResult::new(
+                CallId::new(summary_call),
+                "The user asked for many products; each was 42.",
+            ));
             assert!(h.send("summary.result", result).is_empty());
         }
     }
@@ -260,10 +260,7 @@ fn agent_summarize_sends_the_call_the_strategy_built_and_answers_with_the_summar
             Message::user("User: What is 2+2?\nAssistant: 4\n"),
         ]
     );
-    let result = SummaryResult {
-        call_id: summary.call_id.clone(),
-        content: "2+2 is 4.".into(),
-    };
+    let result = SummaryResult::new(summary.call_id.clone(), "2+2 is 4.");
     let replied = h.send("summary.result", to_value(&result));
     assert_eq!(
         describe_all(&replied),

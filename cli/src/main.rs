@@ -205,6 +205,17 @@ enum ThreadsCommand {
         #[arg(long, value_enum, default_value_t = ExportFormat::Jsonl)]
         format: ExportFormat,
     },
+    /// A new thread holding a thread's entries (all, or up to `--at`); prints its id.
+    ///
+    /// A question asked on the new thread goes on from that point, as if the entries after it
+    /// had never been. The thread forked is not changed.
+    Fork {
+        /// The thread.
+        id: String,
+        /// The last entry to copy, by its seq (`#3` in `threads show`).
+        #[arg(long, value_name = "SEQ")]
+        at: Option<u64>,
+    },
     /// Delete a thread and its entries.
     Delete {
         /// The thread.
@@ -377,6 +388,7 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
             ThreadsCommand::Export { id, format } => {
                 commands::threads::export(&db, &id, format == ExportFormat::Jsonl).await
             }
+            ThreadsCommand::Fork { id, at } => commands::threads::fork(&db, &id, at).await,
             ThreadsCommand::Delete { id } => commands::threads::delete(&db, &id).await,
         },
         Command::Transcript { .. } => Ok(()),

@@ -200,6 +200,76 @@ fn threads_list_show_export_delete() {
     );
 }
 
+/// The thread `id` as stored in `db`.
+fn stored(db: &Path, id: &str) -> Thread {
+    tokio().block_on(async {
+        let store = SqliteStore::open_read_only(db).await.unwrap();
+        store.load(id).await.unwrap().unwrap()
+    })
+}
+
+#[test]
+fn threads_fork_copies_a_prefix_into_a_new_thread_that_goes_on_from_it() {
+    let sandbox = Sandbox::new();
+    store_work_thread(&sandbox.db());
+    let source = stored(&sandbox.db(), "cli/work");
+
+    // The first entry only: the id printed alone, a thread of the same agent.
+    let fork = run(sandbox.motet(&["threads", "fork", "work", "--at", "0"]));
+    assert!(fork.status.success(), "{}", stderr(&fork));
+    let id = stdout(&fork).trim().to_owned();
+    assert!(id.starts_with("thread_") && !id.contains('/'), "{id}");
+    let forked = stored(&sandbox.db(), &format!("cli/{id}"));
+    assert_eq!(forked.to_list(), &source.to_list()[..1]);
+    let parent = forked.parent().unwrap();
+    assert_eq!((parent.thread_id.as_str(), parent.at_seq), ("cli/work", 0));
+    let show = run(sandbox.motet(&["threads", "show", &id]));
+    assert!(
+        stdout(&show).contains(&format!("thread cli/{id} · 1 entries")),
+        "{}",
+        stdout(&show)
+    );
+
+    // Without --at, the whole thread; the store id works as the short one does.
+    let whole = run(sandbox.motet(&["threads", "fork", "cli/work"]));
+    assert!(whole.status.success(), "{}", stderr(&whole));
+    let whole = stdout(&whole).trim().to_owned();
+    assert_ne!(whole, id);
+    assert_eq!(
+        stored(&sandbox.db(), &format!("cli/{whole}")).to_list(),
+        source.to_list()
+    );
+
+    // An ask on the fork goes on from its prefix; the source is as it was.
+    let url = answering_server("6 * 8 is 48.");
+    let asked = run(against(
+        &sandbox,
+        &url,
+        &["run", "--thread", &whole, "And 6 * 8?"],
+    ));
+    assert!(asked.status.success(), "{}", stderr(&asked));
+    assert_eq!(
+        questions_in(&sandbox.db(), &format!("cli/{whole}")),
+        ["What is 6 * 7?", "And 6 * 8?"]
+    );
+    assert_eq!(
+        stored(&sandbox.db(), "cli/work").to_list(),
+        source.to_list()
+    );
+
+    // A seq past the end is a bad flag; a thread that is not there is named.
+    assert_fails(
+        &run(sandbox.motet(&["threads", "fork", "work", "--at", "4"])),
+        2,
+        &["--at: no entry with seq 4 (the thread has 4 entries)"],
+    );
+    assert_fails(
+        &run(sandbox.motet(&["threads", "fork", "nowhere"])),
+        4,
+        &["no thread `cli/nowhere`"],
+    );
+}
+
 #[test]
 fn a_huge_id_and_a_closed_pipe_do_not_panic() {
     let sandbox = Sandbox::new();

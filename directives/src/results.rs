@@ -15,7 +15,7 @@
 use motet_signals::{Signal, SignalError};
 use serde::{Deserialize, Serialize};
 
-use crate::{CallId, LlmResponse, Pause, ToolArgs, ToolResult};
+use crate::{CallId, LlmResponse, Pause, ToolArgs, ToolResult, Usage};
 
 /// An LLM call finished: [`LlmResult`].
 pub const LLM_RESULT: &str = "llm.result";
@@ -165,6 +165,27 @@ pub struct SummaryResult {
     pub call_id: CallId,
     /// The summary text.
     pub content: String,
+    /// What the summary call consumed, for the strategy to count with its request's and its
+    /// thread's (zero in a signal written before summaries were counted).
+    #[serde(default, skip_serializing_if = "Usage::is_zero")]
+    pub usage: Usage,
+}
+
+impl SummaryResult {
+    /// The summary `content` for the directive `call_id`, with nothing counted.
+    pub fn new(call_id: CallId, content: impl Into<String>) -> Self {
+        Self {
+            call_id,
+            content: content.into(),
+            usage: Usage::default(),
+        }
+    }
+
+    /// Sets what the call consumed.
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = usage;
+        self
+    }
 }
 
 /// Data of `summary.failed`.

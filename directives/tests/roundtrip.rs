@@ -639,3 +639,26 @@ fn a_summarize_carries_the_call_the_strategy_built_and_the_older_shape_is_refuse
     });
     assert!(serde_json::from_value::<Directive>(older).is_err());
 }
+
+#[test]
+fn a_summary_result_carries_its_usage_and_one_written_before_still_decodes() {
+    use motet_directives::results::SummaryResult;
+    let counted =
+        SummaryResult::new(CallId::new("summary_1"), "They asked twice.").with_usage(Usage {
+            input_tokens: 120,
+            output_tokens: 30,
+            ..Usage::default()
+        });
+    let text = round_trip(&counted);
+    assert!(text.contains(r#""usage":{"#), "{text}");
+    // Nothing counted: the JSON is what it was before summaries were counted.
+    let uncounted = SummaryResult::new(CallId::new("summary_1"), "They asked twice.");
+    assert_eq!(
+        round_trip(&uncounted),
+        r#"{"call_id":"summary_1","content":"They asked twice."}"#
+    );
+    let older: SummaryResult =
+        serde_json::from_value(json!({"call_id": "summary_1", "content": "They asked twice."}))
+            .unwrap();
+    assert_eq!(older, uncounted);
+}

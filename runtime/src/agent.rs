@@ -29,7 +29,8 @@
 //!   and publisher.
 //! - shared leaves: `book` (the pure decisions of a thread), `signals` (every protocol signal
 //!   the runtime makes), `requests` ([`RequestRecord`]), `costs`, `activity`, `errors`,
-//!   `events`, `trace`, `env` ([`SystemEnv`]).
+//!   `events`, `trace`, `env` ([`SystemEnv`]), `fork` ([`fork_stored`]: a thread's prefix
+//!   stored as a new thread).
 //!
 //! Directives executed so far: `LlmStream` (through the runtime's [`LlmClient`]), `ToolExec`
 //! (through the agent's [`crate::tool::ToolSet`]), `Summarize` (the summary call the strategy
@@ -47,6 +48,7 @@ mod costs;
 mod env;
 mod errors;
 mod events;
+mod fork;
 mod host;
 mod requests;
 mod signals;
@@ -70,5 +72,6 @@ pub use events::{
     AGENT_STOPPED, CHILD_FAILED, CHILD_STARTED, CHILD_STOPPED, ChildEvent, DeltaKind, LLM_DELTA,
     LLM_WAITING, LLM_WAITING_AFTER, LlmDelta, LlmWaiting, THREAD_RESTARTED, ThreadFailure,
 };
+pub use fork::fork_stored;
 pub use host::core::{DEFAULT_THREAD, NEW_THREAD};
 pub use requests::{FINISHED_REQUESTS_KEPT, RequestRecord, RequestStatus};

@@ -123,7 +123,7 @@ pub struct ThreadSummary {
     pub rev: u64,
     /// Number of entries (equal to `rev`).
     pub entry_count: u64,
-    /// Usage summed over every assistant turn: the session's totals.
+    /// Usage summed over every assistant turn and summary: the session's totals.
     pub usage: Usage,
     /// Sum of the entries' token estimates.
     pub estimated_tokens: u64,

@@ -467,7 +467,7 @@ async fn a_thread_range_is_summarized_on_request_and_projected_in_its_place() {
     assert!(
         matches!(
             &last.body,
-            motet_agents::EntryBody::Summary { from_seq: 0, to_seq: 3, content }
+            motet_agents::EntryBody::Summary { from_seq: 0, to_seq: 3, content, .. }
                 if content == "They asked for two capitals."
         ),
         "{last:?}"

@@ -196,6 +196,10 @@ pub struct PendingSummary {
     /// a summary the strategy asked for itself).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
+    /// For a summary the strategy asked for itself, the request whose LLM call asked for it:
+    /// the summary's usage counts with that request's when it arrives while the request runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub during: Option<String>,
 }
 
 /// A thread with no id, no entries and no time: what a snapshot's state holds in place of its

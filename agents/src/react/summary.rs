@@ -53,11 +53,17 @@ impl ReAct {
         let instructions = self.config.summary_instructions.as_deref();
         let request = summary_request(&state.thread, from_seq, to_seq, model, instructions)?;
         let call_id = CallId::new(step.env.fresh_id("summary"));
+        // Asked for by the strategy during a request: that request pays for it.
+        let during = match &request_id {
+            Some(_) => None,
+            None => state.request.as_ref().map(|r| r.request_id.to_string()),
+        };
         state.summaries.push(PendingSummary {
             call_id: call_id.clone(),
             from_seq,
             to_seq,
             request_id,
+            during,
         });
         Ok(Directive::Summarize(Summarize {
             call_id,
@@ -68,13 +74,17 @@ impl ReAct {
         }))
     }
 
+    /// A summary's result (`Ok`, with what its call consumed) or failure: committed to the
+    /// thread (the summary entry keeps its usage, so the thread's totals count it), its usage
+    /// counted with the request's that asked for it while that request runs, and an
+    /// `agent.summarize` request answered.
     pub(super) fn on_summary(
         &self,
         state: &mut ReActState,
         step: &Step<'_>,
         signal_type: &str,
         call_id: &CallId,
-        content: Result<String, String>,
+        content: Result<(String, Usage), String>,
     ) -> Result<Vec<Directive>, StrategyError> {
         let Some(position) = state.summaries.iter().position(|s| &s.call_id == call_id) else {
             return Ok(ignore(state, step, signal_type, call_id));
@@ -86,21 +96,33 @@ impl ReAct {
         }
         .with_call_id(call_id.shared());
         let entry = match &content {
-            Ok(content) => NewEntry::summary(pending.from_seq, pending.to_seq, content.clone()),
+            Ok((content, usage)) => {
+                NewEntry::summary(pending.from_seq, pending.to_seq, content.clone())
+                    .with_usage(*usage)
+            }
             Err(message) => NewEntry::new(EntryBody::Error {
                 message: format!("summary {call_id} failed: {message}"),
             }),
         };
         state.thread.append(step.env, entry.with_refs(refs));
+        if let (Ok((_, usage)), Some(during)) = (&content, &pending.during)
+            && state.status.is_active()
+            && let Some(request) = state.request.as_mut()
+            && &*request.request_id == during.as_str()
+        {
+            // Ended before the summary came back, the request keeps what it reported; the
+            // thread's totals count the summary either way.
+            request.usage += *usage;
+        }
         let Some(request_id) = pending.request_id else {
             return Ok(Vec::new());
         };
         match content {
-            Ok(answer) => {
+            Ok((answer, usage)) => {
                 let completed = ReactCompleted {
                     request_id: request_id.clone(),
                     answer,
-                    usage: Usage::default(),
+                    usage,
                     thread_usage: state.thread.usage(),
                     iterations: 1,
                 };

@@ -51,6 +51,10 @@ pub enum EntryBody {
         to_seq: u64,
         /// The summary text.
         content: String,
+        /// Tokens the summary call consumed (none in summaries committed before they were
+        /// counted, or written by hand).
+        #[serde(default, skip_serializing_if = "CallUsage::is_zero")]
+        usage: CallUsage,
     },
     /// A window boundary: history before `from_seq` is not projected raw.
     Boundary {
@@ -179,6 +183,15 @@ impl From<CallUsage> for Usage {
 }
 
 impl EntryBody {
+    /// What the LLM call this entry records consumed: an assistant turn's or a summary's
+    /// usage, `None` for the other kinds. A thread's totals are the sum of these.
+    pub fn call_usage(&self) -> Option<&CallUsage> {
+        match self {
+            Self::Assistant { usage, .. } | Self::Summary { usage, .. } => Some(usage),
+            _ => None,
+        }
+    }
+
     /// This body's kind.
     pub fn kind(&self) -> EntryKind {
         match self {
@@ -395,13 +408,26 @@ impl NewEntry {
         })
     }
 
-    /// A summary of `from_seq..=to_seq`.
+    /// A summary of `from_seq..=to_seq`, with nothing counted ([`with_usage`](Self::with_usage)
+    /// records what its call consumed).
     pub fn summary(from_seq: u64, to_seq: u64, content: impl Into<String>) -> Self {
         Self::new(EntryBody::Summary {
             from_seq,
             to_seq,
             content: content.into(),
+            usage: CallUsage::default(),
         })
+    }
+
+    /// Records what the LLM call behind this entry consumed, when it is an assistant turn or a
+    /// summary (other entries are unchanged).
+    pub fn with_usage(mut self, counted: Usage) -> Self {
+        if let EntryBody::Assistant { usage, .. } | EntryBody::Summary { usage, .. } =
+            &mut self.body
+        {
+            *usage = counted.into();
+        }
+        self
     }
 
     /// A window boundary at `from_seq`.

@@ -5,7 +5,7 @@ use std::fmt;
 
 use motet_directives::AssistantBlock;
 
-use super::{Entry, EntryBody};
+use super::{CallUsage, Entry, EntryBody};
 
 impl fmt::Display for Entry {
     /// `#1   assistant calls multiply({"a":17,"b":23}) [call_1] (290 in / 41 out)`; a turn of
@@ -52,15 +52,7 @@ fn shown(entry: &Entry) -> String {
             if lines.is_empty() {
                 lines.push("assistant: (empty turn)".to_owned());
             }
-            let cost = if usage.is_zero() {
-                String::new()
-            } else {
-                {
-                    let usage = usage.to_usage();
-                    format!(" ({} in / {} out)", usage.input_tokens, usage.output_tokens)
-                }
-            };
-            let first = format!("{head} {}{cost}", lines.remove(0));
+            let first = format!("{head} {}{}", lines.remove(0), cost(usage));
             std::iter::once(first)
                 .chain(lines.into_iter().map(|l| format!("     {l}")))
                 .collect::<Vec<_>>()
@@ -81,7 +73,11 @@ fn shown(entry: &Entry) -> String {
             from_seq,
             to_seq,
             content,
-        } => format!("{head} summary of #{from_seq}..#{to_seq}: {content}"),
+            usage,
+        } => format!(
+            "{head} summary of #{from_seq}..#{to_seq}: {content}{}",
+            cost(usage)
+        ),
         EntryBody::Boundary { from_seq } => format!("{head} window starts at #{from_seq}"),
         EntryBody::Note { text } => format!("{head} note: {text}"),
         EntryBody::Error { message } => format!("{head} error: {message}"),
@@ -89,6 +85,16 @@ fn shown(entry: &Entry) -> String {
         EntryBody::SignalIn { signal } => format!("{head} signal in: {}", signal.signal_type()),
         EntryBody::SignalOut { signal } => format!("{head} signal out: {}", signal.signal_type()),
     }
+}
+
+/// What a call cost, as a line shows it after the entry: ` (I in / O out)`, nothing when
+/// nothing was counted.
+fn cost(usage: &CallUsage) -> String {
+    if usage.is_zero() {
+        return String::new();
+    }
+    let usage = usage.to_usage();
+    format!(" ({} in / {} out)", usage.input_tokens, usage.output_tokens)
 }
 
 #[cfg(test)]
@@ -124,6 +130,15 @@ mod tests {
             &env,
             NewEntry::assistant(AssistantMessage::text("17 * 23 = 391"), Usage::default()),
         );
+        let summary_usage = Usage {
+            input_tokens: 120,
+            output_tokens: 30,
+            ..Usage::default()
+        };
+        thread.append(
+            &env,
+            NewEntry::summary(0, 3, "They multiplied.").with_usage(summary_usage),
+        );
         let shown: Vec<String> = thread.to_list().iter().map(|e| e.to_string()).collect();
         assert_eq!(
             shown,
@@ -132,6 +147,7 @@ mod tests {
                 r#"#1   assistant calls multiply({"a":17,"b":23}) [call_1] (290 in / 41 out)"#,
                 "#2   tool multiply [call_1] returned: 391",
                 "#3   assistant: 17 * 23 = 391",
+                "#4   summary of #0..#3: They multiplied. (120 in / 30 out)",
             ]
         );
     }

@@ -1,10 +1,11 @@
-//! `motet threads`: list, show, export and delete stored threads.
+//! `motet threads`: list, show, export, fork and delete stored threads.
 
 use super::out;
-use motet::agents::{Entry, Thread};
-use motet::runtime::store::ThreadListing;
+use motet::agents::{Entry, Env as _, Thread};
+use motet::runtime::agent::{RuntimeError, SystemEnv, fork_stored};
+use motet::runtime::store::{ThreadKey, ThreadListing, ThreadMeta};
 
-use crate::agent::store_id;
+use crate::agent::{display_id, runtime_failure, store_id};
 use crate::db::Db;
 use crate::error::CliError;
 use crate::escape::{self, Mode};
@@ -94,6 +95,42 @@ impl<'a> Exported<'a> {
             at_utc: render::rfc3339(entry.at),
             entry,
         }
+    }
+}
+
+/// Forks thread `id`: its entries up to seq `at` (all of them for `None`) become a new thread
+/// of the same agent under a fresh id, which is printed alone on a line (as `threads list`
+/// shows ids), so a script can take it. The thread is not changed, and nothing else is.
+///
+/// # Errors
+/// [`CliError::UnknownThread`]; [`CliError::BadFlag`] for an `--at` past the thread's end;
+/// [`CliError::ThreadStore`] when the store fails.
+pub async fn fork(db: &Db, id: &str, at: Option<u64>) -> Result<(), CliError> {
+    let from = store_id(id);
+    let unknown = || CliError::UnknownThread {
+        thread: from.clone(),
+        store: db.to_string(),
+    };
+    // No store there: nothing to fork, and none is created to say so.
+    let store = db.open_existing().await?.ok_or_else(unknown)?;
+    // The same agent as the source: the one its meta names (an agent's name may hold a `/`),
+    // else what its id names before the first `/`, as `threads list` reads ids.
+    let agent = match store.get_meta(&from).await {
+        Ok(Some(ThreadMeta { key: Some(key), .. })) => key.agent().to_owned(),
+        _ => from
+            .split_once('/')
+            .map_or(from.as_str(), |(agent, _)| agent)
+            .to_owned(),
+    };
+    let new = ThreadKey::new(agent, SystemEnv.fresh_id("thread"));
+    match fork_stored(store.as_ref(), &from, &new, at).await {
+        Ok(()) => out(&format!("{}\n", escape::label(display_id(&new.store_id())))),
+        Err(RuntimeError::UnknownThread { .. }) => Err(unknown()),
+        Err(RuntimeError::Thread { source, .. }) => Err(CliError::BadFlag {
+            flag: "--at".to_owned(),
+            message: source.to_string(),
+        }),
+        Err(other) => Err(runtime_failure(other)),
     }
 }
 

@@ -168,6 +168,20 @@ pub enum RuntimeError {
         /// What is wrong with them.
         message: String,
     },
+    /// No thread of this id is stored (nor running).
+    #[error("no thread `{thread}`")]
+    UnknownThread {
+        /// The thread's id in the store (`<agent>/<thread>`).
+        thread: String,
+    },
+    /// The thread cannot do what was asked of it (a fork at a seq past its end).
+    #[error("thread `{thread}`: {source}")]
+    Thread {
+        /// The thread's id in the store (`<agent>/<thread>`).
+        thread: String,
+        /// What the thread refused.
+        source: motet_agents::ThreadError,
+    },
 }
 
 /// Why an ask got no answer. Its `Debug` is its reason, as its `Display` is: a failure reply

@@ -162,8 +162,10 @@ pub(crate) fn check_contiguous(
 pub(crate) fn totals_of(entries: &[Arc<Entry>]) -> AppendTotals {
     let mut totals = AppendTotals::default();
     for entry in entries {
+        if let Some(usage) = entry.body.call_usage() {
+            totals.usage += usage.to_usage();
+        }
         match &entry.body {
-            EntryBody::Assistant { usage, .. } => totals.usage += usage.to_usage(),
             EntryBody::Summary { .. } => totals.latest_summary_seq = Some(entry.seq.into()),
             EntryBody::Boundary { .. } => totals.latest_boundary_seq = Some(entry.seq.into()),
             _ => {}

@@ -1,4 +1,5 @@
-//! An [`AgentHandle`]: ask a running agent, submit requests to it, read and reset its threads.
+//! An [`AgentHandle`]: ask a running agent, submit requests to it, read, fork and reset its
+//! threads.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,6 +16,7 @@ use super::spec::AskOptions;
 use super::ticket::{Answer, Deltas, Ticket, interpret};
 use crate::agent::env::SystemEnv;
 use crate::agent::errors::{AskError, RuntimeError};
+use crate::agent::fork::fork_into;
 use crate::agent::host::core::{DEFAULT_THREAD, RuntimeCore, ThreadKey, ThreadMsg};
 use crate::agent::requests::RequestRecord;
 use crate::agent::signals::{from_caller, traced};
@@ -364,6 +366,36 @@ impl AgentHandle {
             .load(&ThreadKey::store_id_of(&self.name, &thread_id))
             .await
             .map_err(|e| RuntimeError::Store(e.into()))
+    }
+
+    /// Forks thread `from` (the default thread for `None`): its entries `0..=at` (all of them
+    /// for `None`) become a new thread of this agent under a fresh id, which is returned. The
+    /// new thread records where it came from ([`Thread::parent`](motet_agents::Thread::parent):
+    /// `<agent>/<from>` at `at`), and a question asked on it goes on from that prefix, as if
+    /// the rest had never happened. The source is read from its running actor when it runs,
+    /// else from the store, and is not changed.
+    ///
+    /// # Errors
+    /// [`RuntimeError::UnknownThread`] when thread `from` does not exist;
+    /// [`RuntimeError::Thread`] ([`ThreadError::NoSuchSeq`](motet_agents::ThreadError::NoSuchSeq))
+    /// when `at` is past its end; [`RuntimeError::NotRunning`] when the agent has stopped;
+    /// store failures as [`RuntimeError::Store`].
+    pub async fn fork_thread(
+        &self,
+        from: Option<&str>,
+        at: Option<u64>,
+    ) -> Result<String, RuntimeError> {
+        let from = from.unwrap_or(DEFAULT_THREAD);
+        let from_id = ThreadKey::store_id_of(&self.name, from);
+        let source =
+            self.get_thread(Some(from))
+                .await?
+                .ok_or_else(|| RuntimeError::UnknownThread {
+                    thread: from_id.clone(),
+                })?;
+        let to = ThreadKey::new(self.name.as_str(), SystemEnv.fresh_id("thread"));
+        fork_into(self.core.store.as_ref(), &source, &from_id, &to, at).await?;
+        Ok(to.thread().to_owned())
     }
 
     /// Sends a signal to the thread it names (or the default thread) without waiting.

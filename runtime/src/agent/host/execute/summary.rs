@@ -1,5 +1,5 @@
 //! `Summarize`: the summary call the strategy built (instructions, transcript, model), streamed
-//! as it is and answered `summary.result` or `summary.failed`.
+//! as it is and answered `summary.result` (with the call's usage) or `summary.failed`.
 
 use motet_directives::Summarize;
 use motet_directives::results::{SUMMARY_FAILED, SUMMARY_RESULT, SummaryFailed, SummaryResult};
@@ -24,14 +24,15 @@ pub(super) fn summarize(job: &Job<'_>, tracked: &mut Tracked, summarize: Summari
         let chat = trace::chat_span(&request, span.id(), 0);
         let outcome = stream_call(&core, request, &scope, &source, &task_cause, &call_id, chat)
             .await
-            .map(|response| response.message.to_string())
+            .map(|response| (response.message.to_string(), response.usage))
             .map_err(|failure| failure.error.to_string());
         match outcome {
-            Ok(content) => result_signal(
+            // With its usage: the strategy counts it with its request's and its thread's.
+            Ok((content, usage)) => result_signal(
                 SUMMARY_RESULT,
                 &source,
                 &task_cause,
-                SummaryResult { call_id, content },
+                SummaryResult::new(call_id, content).with_usage(usage),
             ),
             Err(message) => result_signal(
                 SUMMARY_FAILED,
