@@ -67,7 +67,8 @@ where
         // Boxed: most agents have no parent, and hold one word for it.
         parent: parent.map(Box::new),
         spawning: tokio::sync::Mutex::new(()),
-        supervision: spec.supervision,
+        supervision: (spec.supervision != Supervision::default())
+            .then(|| Box::new(spec.supervision)),
         attached: std::sync::Mutex::new(None),
         threads: std::sync::Mutex::new(Few::default()),
         labels: (spec.tenant.is_some() || spec.priority != motet_providers::Priority::Normal).then(
@@ -152,7 +153,7 @@ where
     }
 
     fn supervision(&self) -> Supervision {
-        self.supervision
+        self.supervision.as_deref().copied().unwrap_or_default()
     }
 
     fn parent(&self) -> Option<&Parent> {

@@ -44,8 +44,9 @@ pub(crate) struct HostedAgent<S> {
     pub(crate) parent: Option<Box<Parent>>,
     /// Held while one of the agent's threads starts, so racing asks start it once.
     pub(crate) spawning: tokio::sync::Mutex<()>,
-    /// How the agent's threads are supervised.
-    pub(crate) supervision: Supervision,
+    /// How the agent's threads are supervised; `None` for the default, which most agents keep
+    /// (boxed: one word for it).
+    pub(crate) supervision: Option<Box<Supervision>>,
     /// The agent's bus subscriptions and durable consumers, which most agents have none of
     /// (one word for them).
     pub(crate) attached: std::sync::Mutex<Option<Box<Attached>>>,
