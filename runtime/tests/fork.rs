@@ -10,9 +10,8 @@ use std::sync::Arc;
 
 use motet_agents::{ForkOrigin, ThreadError};
 use motet_directives::{AssistantBlock, Message};
-use motet_runtime::agent::{AgentSpec, Runtime, RuntimeError, fork_stored};
+use motet_runtime::agent::{AgentSpec, RuntimeError, fork_stored};
 use motet_runtime::store::{SqliteStore, StoreError, ThreadKey, ThreadStore as _};
-use motet_runtime::testing::ScriptedModel;
 
 use common::*;
 
@@ -29,28 +28,13 @@ fn questions(messages: &[Message]) -> Vec<&str> {
 
 #[tokio::test]
 async fn a_fork_goes_on_from_its_prefix_and_leaves_the_source_alone() {
-    let model = ScriptedModel::new([
-        turn(vec![AssistantBlock::text("Rome.")]),
-        turn(vec![AssistantBlock::text("Paris.")]),
-        turn(vec![AssistantBlock::text("Madrid.")]),
+    let model = scripted([
+        vec![AssistantBlock::text("Rome.")],
+        vec![AssistantBlock::text("Paris.")],
+        vec![AssistantBlock::text("Madrid.")],
     ]);
-    let runtime = Runtime::builder()
-        .llm(Arc::new(model.clone()))
-        .build()
-        .unwrap();
-    let tools = calculator();
-    let agent = runtime
-        .spawn(AgentSpec::new("geo", react("openai:gpt-5.2", &tools)))
-        .await
-        .unwrap();
-    agent
-        .ask_with("capital of Italy?", on("trip"))
-        .await
-        .unwrap();
-    agent
-        .ask_with("capital of France?", on("trip"))
-        .await
-        .unwrap();
+    let (runtime, agent) = spawned(model.clone(), calc_agent("geo")).await;
+    ask_each(&agent, "trip", &["capital of Italy?", "capital of France?"]).await;
     let source = agent.get_thread(Some("trip")).await.unwrap().unwrap();
     assert_eq!(source.entry_count(), 4);
 

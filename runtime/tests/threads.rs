@@ -422,14 +422,7 @@ async fn a_thread_range_is_summarized_on_request_and_projected_in_its_place() {
         vec![AssistantBlock::text("Berlin.")],
     ]);
     let (runtime, agent) = spawned(model.clone(), calc_agent("geo")).await;
-    agent
-        .ask_with("capital of Italy?", on("trip"))
-        .await
-        .unwrap();
-    agent
-        .ask_with("capital of France?", on("trip"))
-        .await
-        .unwrap();
+    ask_each(&agent, "trip", &["capital of Italy?", "capital of France?"]).await;
     let long = Duration::from_secs(5);
 
     // A range outside the thread is refused with a typed failure and changes nothing.

@@ -249,6 +249,17 @@ pub(crate) fn first_call_args(thread: &motet_agents::Thread) -> String {
         .expect("the call is in the thread")
 }
 
+/// Asks each of `questions` on `thread` in turn; each must be answered.
+pub(crate) async fn ask_each(
+    agent: &motet_runtime::agent::AgentHandle,
+    thread: &str,
+    questions: &[&str],
+) {
+    for question in questions {
+        agent.ask_with(*question, on(thread)).await.unwrap();
+    }
+}
+
 pub(crate) fn on(thread: &str) -> AskOptions {
     AskOptions {
         thread_id: Some(thread.to_owned()),
