@@ -28,6 +28,8 @@
 //!   [`Response`] that resumes it.
 //! - [`results`] — what comes back: the result signal of each directive, typed, and
 //!   [`results::Outcome`] to decode one.
+//! - [`cron`] — cron expressions ([`cron::CronExpr`]) and what a timer owes after downtime
+//!   ([`cron::due`] under a [`cron::Misfire`] policy): pure, the clock and time zone passed in.
 //! - `error` — [`DirectiveError`].
 //!
 //! # Example
@@ -49,6 +51,7 @@
 //! ```
 
 mod content;
+pub mod cron;
 mod directive;
 mod error;
 mod hosted;
