@@ -50,6 +50,7 @@ mod open;
 mod postgres;
 mod rows;
 mod sqlite;
+mod timers;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -72,6 +73,7 @@ pub use open::{
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresConfig, PostgresStore, SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION};
 pub use sqlite::{Durability, SCHEMA_VERSION, SqliteConfig, SqliteStore};
+pub use timers::{CronTimer, StoredTimer};
 
 /// What a thread is created with: everything but its entries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -404,6 +406,70 @@ pub trait ThreadStore: Send + Sync {
     /// As for [`usage_records`](Self::usage_records).
     async fn usage_totals(&self, filter: &UsageFilter) -> Result<UsageTotals, StoreError> {
         Ok(UsageTotals::of(&self.usage_records(filter).await?))
+    }
+
+    /// Keeps `timer` until it has fired for the last time or is removed, replacing one with the
+    /// same thread and id. Returns whether this store keeps timers: the built-in stores do; the
+    /// default, for a store that does not, keeps nothing and returns `false` (the runtime then
+    /// holds the timer in memory only, and a restart loses it).
+    ///
+    /// # Errors
+    /// Storage failures; [`StoreError::Encode`] for a signal that cannot be written.
+    async fn put_timer(&self, timer: &StoredTimer) -> Result<bool, StoreError> {
+        let _ = timer;
+        Ok(false)
+    }
+
+    /// Removes timer `id` of the thread `key`; returns whether there was one.
+    ///
+    /// # Errors
+    /// Storage failures.
+    async fn remove_timer(&self, key: &ThreadKey, id: &str) -> Result<bool, StoreError> {
+        let _ = (key, id);
+        Ok(false)
+    }
+
+    /// Once a firing of timer `id` of `key` has been committed: moves the timer on to `next_ms`,
+    /// or removes it when `None` — but only while it is still the timer that fired (due at
+    /// `fired_ms`, delivering the signal `signal_id`): one set again since is left as it is.
+    /// Returns whether the timer changed.
+    ///
+    /// # Errors
+    /// Storage failures.
+    async fn timer_fired(
+        &self,
+        key: &ThreadKey,
+        id: &str,
+        fired_ms: u64,
+        signal_id: &str,
+        next_ms: Option<u64>,
+    ) -> Result<bool, StoreError> {
+        let _ = (key, id, fired_ms, signal_id, next_ms);
+        Ok(false)
+    }
+
+    /// The timers of the agents named in `agents` due before `before_ms`, soonest first, at
+    /// most `limit` of them.
+    ///
+    /// # Errors
+    /// Storage failures; [`StoreError::Timer`] for a row that cannot be read.
+    async fn due_timers(
+        &self,
+        before_ms: u64,
+        agents: &[String],
+        limit: usize,
+    ) -> Result<Vec<StoredTimer>, StoreError> {
+        let _ = (before_ms, agents, limit);
+        Ok(Vec::new())
+    }
+
+    /// Every timer of the thread `key`, soonest first.
+    ///
+    /// # Errors
+    /// As for [`due_timers`](Self::due_timers).
+    async fn timers_of(&self, key: &ThreadKey) -> Result<Vec<StoredTimer>, StoreError> {
+        let _ = key;
+        Ok(Vec::new())
     }
 
     /// Appends the entries of `thread` that the store does not hold yet, given the rev the

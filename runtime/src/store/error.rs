@@ -203,6 +203,16 @@ pub enum StoreError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A stored timer's row cannot be read back (its signal or cron settings do not decode).
+    #[error("thread {thread_id}: timer {id}: {reason}")]
+    Timer {
+        /// The thread's store id.
+        thread_id: String,
+        /// The timer's schedule id.
+        id: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The blocking task running a database call was cancelled or panicked.
     #[error("store task failed: {0}")]
     Task(String),

@@ -5,7 +5,7 @@
 //! copy of each entry (`Arc`), and a thread loaded back holds those same entries. Nothing is
 //! encoded or decoded; the SQLite store's tests cover what survives encoding.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
@@ -16,7 +16,8 @@ use super::codec::{
     totals_of,
 };
 use super::{
-    StoreError, ThreadHeader, ThreadMeta, ThreadStore, ThreadSummary, UsageFilter, UsageRecord,
+    StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadMeta, ThreadStore, ThreadSummary,
+    UsageFilter, UsageRecord,
 };
 
 /// One stored thread: its meta, state and entries (shared with the threads that hold them). Its
@@ -165,12 +166,20 @@ pub struct MemoryStore {
     inner: Mutex<Inner>,
     /// The usage ledger, apart from the threads: recording a call never waits for a commit.
     ledger: Mutex<Ledger>,
+    /// Timers by thread store id and schedule id.
+    timers: Mutex<BTreeMap<(String, String), StoredTimer>>,
 }
 
 impl MemoryStore {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    fn timers(&self) -> MutexGuard<'_, BTreeMap<(String, String), StoredTimer>> {
+        self.timers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -399,7 +408,77 @@ impl ThreadStore for MemoryStore {
     }
 
     async fn delete(&self, thread_id: &str) -> Result<bool, StoreError> {
+        self.timers().retain(|(thread, _), _| thread != thread_id);
         Ok(self.lock().threads.remove(thread_id).is_some())
+    }
+
+    async fn put_timer(&self, timer: &StoredTimer) -> Result<bool, StoreError> {
+        let key = (timer.key.store_id(), timer.id.clone());
+        self.timers().insert(key, timer.clone());
+        Ok(true)
+    }
+
+    async fn remove_timer(&self, key: &ThreadKey, id: &str) -> Result<bool, StoreError> {
+        let key = (key.store_id(), id.to_owned());
+        Ok(self.timers().remove(&key).is_some())
+    }
+
+    async fn timer_fired(
+        &self,
+        key: &ThreadKey,
+        id: &str,
+        fired_ms: u64,
+        signal_id: &str,
+        next_ms: Option<u64>,
+    ) -> Result<bool, StoreError> {
+        let key = (key.store_id(), id.to_owned());
+        let mut timers = self.timers();
+        let fired = timers
+            .get(&key)
+            .is_some_and(|t| t.due_ms == fired_ms && t.signal.id().as_str() == signal_id);
+        if !fired {
+            return Ok(false);
+        }
+        match next_ms {
+            Some(next) => {
+                if let Some(timer) = timers.get_mut(&key) {
+                    timer.due_ms = next;
+                }
+            }
+            None => {
+                timers.remove(&key);
+            }
+        }
+        Ok(true)
+    }
+
+    async fn due_timers(
+        &self,
+        before_ms: u64,
+        agents: &[String],
+        limit: usize,
+    ) -> Result<Vec<StoredTimer>, StoreError> {
+        let mut due: Vec<StoredTimer> = self
+            .timers()
+            .values()
+            .filter(|t| t.due_ms < before_ms && agents.iter().any(|a| a == t.key.agent()))
+            .cloned()
+            .collect();
+        due.sort_by_key(|t| t.due_ms);
+        due.truncate(limit);
+        Ok(due)
+    }
+
+    async fn timers_of(&self, key: &ThreadKey) -> Result<Vec<StoredTimer>, StoreError> {
+        let thread = key.store_id();
+        let mut timers: Vec<StoredTimer> = self
+            .timers()
+            .iter()
+            .filter(|((t, _), _)| *t == thread)
+            .map(|(_, timer)| timer.clone())
+            .collect();
+        timers.sort_by_key(|t| t.due_ms);
+        Ok(timers)
     }
 
     async fn put_meta(&self, thread_id: &str, meta: &ThreadMeta) -> Result<(), StoreError> {

@@ -47,6 +47,7 @@ mod columns;
 mod ledger;
 mod migrations;
 mod read;
+mod timers;
 mod write;
 
 use std::sync::Arc;
@@ -60,9 +61,10 @@ use tokio_postgres::NoTls;
 pub use migrations::SCHEMA_VERSION;
 
 use super::codec::{Append, decode_meta, encode_json};
+use super::timers::TimerRow;
 use super::{
-    StoreError, ThreadHeader, ThreadListing, ThreadMeta, ThreadStore, ThreadSummary, UsageFilter,
-    UsageRecord,
+    StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadListing, ThreadMeta, ThreadStore,
+    ThreadSummary, UsageFilter, UsageRecord,
 };
 
 /// How to open a [`PostgresStore`].
@@ -335,5 +337,39 @@ impl ThreadStore for PostgresStore {
 
     async fn usage_records(&self, filter: &UsageFilter) -> Result<Vec<UsageRecord>, StoreError> {
         self.records(filter).await
+    }
+
+    async fn put_timer(&self, timer: &StoredTimer) -> Result<bool, StoreError> {
+        self.keep_timer(&TimerRow::of(timer)?).await?;
+        Ok(true)
+    }
+
+    async fn remove_timer(&self, key: &ThreadKey, id: &str) -> Result<bool, StoreError> {
+        self.drop_timer(key, id).await
+    }
+
+    async fn timer_fired(
+        &self,
+        key: &ThreadKey,
+        id: &str,
+        fired_ms: u64,
+        signal_id: &str,
+        next_ms: Option<u64>,
+    ) -> Result<bool, StoreError> {
+        self.settle_timer(key, id, fired_ms, signal_id, next_ms)
+            .await
+    }
+
+    async fn due_timers(
+        &self,
+        before_ms: u64,
+        agents: &[String],
+        limit: usize,
+    ) -> Result<Vec<StoredTimer>, StoreError> {
+        self.timers_due(before_ms, agents, limit).await
+    }
+
+    async fn timers_of(&self, key: &ThreadKey) -> Result<Vec<StoredTimer>, StoreError> {
+        self.thread_timers(key).await
     }
 }

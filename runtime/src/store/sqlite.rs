@@ -27,6 +27,7 @@ mod ledger;
 mod migrations;
 mod open;
 mod read;
+mod timers;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -41,9 +42,10 @@ pub use migrations::SCHEMA_VERSION;
 
 use super::codec::{Append, encode_entries, encode_json};
 use super::rows::NewThreadRow;
+use super::timers::TimerRow;
 use super::{
-    StoreError, ThreadHeader, ThreadListing, ThreadMeta, ThreadStore, ThreadSummary, UsageFilter,
-    UsageRecord,
+    StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadListing, ThreadMeta, ThreadStore,
+    ThreadSummary, UsageFilter, UsageRecord,
 };
 
 /// How hard a commit works to reach the disk (`PRAGMA synchronous`, in WAL mode).
@@ -386,5 +388,49 @@ impl ThreadStore for SqliteStore {
     async fn usage_records(&self, filter: &UsageFilter) -> Result<Vec<UsageRecord>, StoreError> {
         let filter = filter.clone();
         self.run(move |inner| inner.usage_records(&filter)).await
+    }
+
+    async fn put_timer(&self, timer: &StoredTimer) -> Result<bool, StoreError> {
+        let row = TimerRow::of(timer)?;
+        self.run(move |inner| inner.put_timer(&row)).await?;
+        Ok(true)
+    }
+
+    async fn remove_timer(&self, key: &ThreadKey, id: &str) -> Result<bool, StoreError> {
+        let (thread_id, id) = (key.store_id(), id.to_owned());
+        self.run(move |inner| inner.remove_timer(&thread_id, &id))
+            .await
+    }
+
+    async fn timer_fired(
+        &self,
+        key: &ThreadKey,
+        id: &str,
+        fired_ms: u64,
+        signal_id: &str,
+        next_ms: Option<u64>,
+    ) -> Result<bool, StoreError> {
+        let (thread_id, id, signal_id) = (key.store_id(), id.to_owned(), signal_id.to_owned());
+        self.run(move |inner| inner.timer_fired(&thread_id, &id, fired_ms, &signal_id, next_ms))
+            .await
+    }
+
+    async fn due_timers(
+        &self,
+        before_ms: u64,
+        agents: &[String],
+        limit: usize,
+    ) -> Result<Vec<StoredTimer>, StoreError> {
+        let agents = serde_json::to_string(agents).map_err(|e| StoreError::Encode {
+            thread_id: String::new(),
+            reason: format!("agent names: {e}"),
+        })?;
+        self.run(move |inner| inner.due_timers(before_ms, &agents, limit))
+            .await
+    }
+
+    async fn timers_of(&self, key: &ThreadKey) -> Result<Vec<StoredTimer>, StoreError> {
+        let key = key.clone();
+        self.run(move |inner| inner.timers_of(&key)).await
     }
 }

@@ -481,6 +481,103 @@ pub(crate) async fn whole_suite(store: Arc<dyn ThreadStore>) {
     a_stale_epoch_cannot_commit_even_at_the_right_rev(store.as_ref()).await;
     two_writers_one_wins(Arc::clone(&store), Arc::clone(&store)).await;
     the_usage_ledger_keeps_every_call_and_sums_it_per_level(store.as_ref()).await;
+    timers_are_kept_settled_and_found_by_due_time(store.as_ref()).await;
+}
+
+/// Timers: kept (replaced under the same key), found by due time for the named agents only,
+/// settled only while they are the timer that fired, and gone with their thread.
+pub(crate) async fn timers_are_kept_settled_and_found_by_due_time(store: &dyn ThreadStore) {
+    use motet_directives::cron::{CronExpr, Misfire};
+    use motet_runtime::store::{CronTimer, StoredTimer, ThreadKey};
+    use motet_signals::Signal;
+    let timer = |agent: &str, thread: &str, id: &str, due_ms: u64| StoredTimer {
+        key: ThreadKey::new(agent, thread),
+        id: id.to_owned(),
+        due_ms,
+        signal: Signal::builder("timer.rang", "test")
+            .with_data(serde_json::json!({ "id": id }))
+            .build()
+            .unwrap(),
+        cron: None,
+    };
+    let a1 = timer("alarm", "t1", "one", 3_000);
+    let mut a2 = timer("alarm", "t2", "two", 1_000);
+    a2.cron = Some(CronTimer {
+        expr: CronExpr::parse("*/5 * * * * *").unwrap(),
+        zone: "Europe/Berlin".to_owned(),
+        misfire: Misfire::CatchUp(3),
+    });
+    let other = timer("other", "t1", "one", 500);
+    for t in [&a1, &a2, &other] {
+        assert!(store.put_timer(t).await.unwrap(), "the store keeps timers");
+    }
+    let alarm = ["alarm".to_owned()];
+    let due = store.due_timers(10_000, &alarm, 10).await.unwrap();
+    assert_eq!(
+        due,
+        [a2.clone(), a1.clone()],
+        "soonest first, the named agents' only"
+    );
+    assert_eq!(
+        store.due_timers(3_000, &alarm, 10).await.unwrap(),
+        [a2.clone()]
+    );
+    assert_eq!(
+        store.due_timers(10_000, &alarm, 1).await.unwrap(),
+        [a2.clone()]
+    );
+    assert!(store.due_timers(10_000, &[], 10).await.unwrap().is_empty());
+
+    // Set again under the same key: replaced, and a settling of the old firing changes nothing.
+    let old_signal = a1.signal.id().as_str().to_owned();
+    let a1_again = timer("alarm", "t1", "one", 4_000);
+    store.put_timer(&a1_again).await.unwrap();
+    assert!(
+        !store
+            .timer_fired(&a1.key, "one", 3_000, &old_signal, None)
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.timers_of(&a1.key).await.unwrap(), std::slice::from_ref(&a1_again));
+    // The firing of the timer as it is now settles it.
+    let new_signal = a1_again.signal.id().as_str().to_owned();
+    assert!(
+        store
+            .timer_fired(&a1.key, "one", 4_000, &new_signal, None)
+            .await
+            .unwrap()
+    );
+    assert!(store.timers_of(&a1.key).await.unwrap().is_empty());
+
+    // A cron timer moves on to its next occurrence.
+    let cron_signal = a2.signal.id().as_str().to_owned();
+    assert!(
+        store
+            .timer_fired(&a2.key, "two", 1_000, &cron_signal, Some(6_000))
+            .await
+            .unwrap()
+    );
+    let moved = store.timers_of(&a2.key).await.unwrap();
+    assert_eq!(moved.len(), 1);
+    assert_eq!((moved[0].due_ms, &moved[0].cron), (6_000, &a2.cron));
+
+    // Removed by id, then the removal finds nothing.
+    assert!(store.remove_timer(&a2.key, "two").await.unwrap());
+    assert!(!store.remove_timer(&a2.key, "two").await.unwrap());
+
+    // Deleting a thread deletes its timers.
+    let env = FixedEnv::new(1_000);
+    let thread = Thread::new(other.key.store_id(), env.now_ms());
+    store.create(&ThreadHeader::of(&thread)).await.unwrap();
+    store.delete(&other.key.store_id()).await.unwrap();
+    let others = ["other".to_owned()];
+    assert!(
+        store
+            .due_timers(10_000, &others, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 /// Every field of a usage record reads back as written; filters select by time, request,

@@ -90,8 +90,24 @@ CREATE INDEX usage_ledger_tenant ON usage_ledger (tenant, at) WHERE tenant IS NO
 CREATE INDEX usage_ledger_at ON usage_ledger (at);
 ";
 
+/// Version 3: timers kept until they fire, as in the SQLite store's version 5.
+const V3: &str = "
+CREATE TABLE timers (
+    thread_id text   NOT NULL,
+    id        text   NOT NULL,
+    agent     text   NOT NULL,
+    thread    text   NOT NULL,
+    due_ms    bigint NOT NULL,
+    signal_id text   NOT NULL,
+    signal    text   NOT NULL,
+    cron      text,
+    PRIMARY KEY (thread_id, id)
+);
+CREATE INDEX timers_due ON timers (due_ms);
+";
+
 /// Every migration, in order.
-const MIGRATIONS: &[&str] = &[V1, V2];
+const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// The schema version this build writes and reads.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

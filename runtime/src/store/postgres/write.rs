@@ -77,6 +77,9 @@ impl PostgresStore {
             tx.execute("DELETE FROM entries WHERE thread_id = $1", &[&thread_id])
                 .await
                 .map_err(&err)?;
+            tx.execute("DELETE FROM timers WHERE thread_id = $1", &[&thread_id])
+                .await
+                .map_err(&err)?;
             tx.commit().await.map_err(&err)?;
             Ok(deleted > 0)
         })

@@ -74,8 +74,26 @@ CREATE INDEX usage_ledger_tenant ON usage_ledger (tenant, at) WHERE tenant IS NO
 CREATE INDEX usage_ledger_at ON usage_ledger (at);
 ";
 
+/// Version 5: timers kept until they fire (`Schedule` and `Cron` directives), keyed by the
+/// thread's store id and the schedule id; `due_ms` indexed for the timekeeper's "what is due
+/// next" and `signal_id` kept apart so a firing is settled only on the timer that fired.
+const V5: &str = "
+CREATE TABLE timers (
+    thread_id TEXT    NOT NULL,
+    id        TEXT    NOT NULL,
+    agent     TEXT    NOT NULL,
+    thread    TEXT    NOT NULL,
+    due_ms    INTEGER NOT NULL,
+    signal_id TEXT    NOT NULL,
+    signal    TEXT    NOT NULL,
+    cron      TEXT,
+    PRIMARY KEY (thread_id, id)
+) WITHOUT ROWID;
+CREATE INDEX timers_due ON timers (due_ms);
+";
+
 /// Every migration, in order.
-pub(super) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+pub(super) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// The schema version this build writes and reads.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -106,6 +106,8 @@ impl Inner {
             .map_err(&err)?;
         tx.execute("DELETE FROM entries WHERE thread_id = ?1", [thread_id])
             .map_err(&err)?;
+        tx.execute("DELETE FROM timers WHERE thread_id = ?1", [thread_id])
+            .map_err(&err)?;
         let deleted = tx
             .execute("DELETE FROM threads WHERE id = ?1", [thread_id])
             .map_err(&err)?;

@@ -1,0 +1,157 @@
+//! Timers in a PostgreSQL store: kept, settled after a firing, and read back by due time.
+
+use tokio_postgres::Row;
+
+use super::{PostgresStore, bounded, server_err};
+use crate::store::timers::{COLUMNS, TimerRow, millis_to_db};
+use crate::store::{StoreError, StoredTimer, ThreadKey};
+
+impl PostgresStore {
+    pub(super) async fn keep_timer(&self, row: &TimerRow) -> Result<(), StoreError> {
+        bounded(self.limit, Some(&row.thread_id), async {
+            let client = self.pool.get().await.map_err(server_err)?;
+            let upsert = client
+                .prepare_cached(
+                    "INSERT INTO timers (thread_id, agent, thread, id, due_ms, signal_id, signal, cron)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                     ON CONFLICT (thread_id, id) DO UPDATE SET
+                         due_ms = excluded.due_ms, signal_id = excluded.signal_id,
+                         signal = excluded.signal, cron = excluded.cron",
+                )
+                .await
+                .map_err(server_err)?;
+            client
+                .execute(
+                    &upsert,
+                    &[
+                        &row.thread_id,
+                        &row.agent,
+                        &row.thread,
+                        &row.id,
+                        &row.due_ms,
+                        &row.signal_id,
+                        &row.signal,
+                        &row.cron,
+                    ],
+                )
+                .await
+                .map_err(server_err)?;
+            Ok(())
+        })
+        .await
+    }
+
+    pub(super) async fn drop_timer(&self, key: &ThreadKey, id: &str) -> Result<bool, StoreError> {
+        let thread_id = key.store_id();
+        bounded(self.limit, Some(&thread_id), async {
+            let client = self.pool.get().await.map_err(server_err)?;
+            let removed = client
+                .execute(
+                    "DELETE FROM timers WHERE thread_id = $1 AND id = $2",
+                    &[&thread_id, &id],
+                )
+                .await
+                .map_err(server_err)?;
+            Ok(removed > 0)
+        })
+        .await
+    }
+
+    pub(super) async fn settle_timer(
+        &self,
+        key: &ThreadKey,
+        id: &str,
+        fired_ms: u64,
+        signal_id: &str,
+        next_ms: Option<u64>,
+    ) -> Result<bool, StoreError> {
+        let thread_id = key.store_id();
+        let fired = millis_to_db(fired_ms);
+        bounded(self.limit, Some(&thread_id), async {
+            let client = self.pool.get().await.map_err(server_err)?;
+            let changed = match next_ms.map(millis_to_db) {
+                Some(next) => {
+                    client
+                        .execute(
+                            "UPDATE timers SET due_ms = $5
+                             WHERE thread_id = $1 AND id = $2 AND due_ms = $3 AND signal_id = $4",
+                            &[&thread_id, &id, &fired, &signal_id, &next],
+                        )
+                        .await
+                }
+                None => {
+                    client
+                        .execute(
+                            "DELETE FROM timers
+                             WHERE thread_id = $1 AND id = $2 AND due_ms = $3 AND signal_id = $4",
+                            &[&thread_id, &id, &fired, &signal_id],
+                        )
+                        .await
+                }
+            }
+            .map_err(server_err)?;
+            Ok(changed > 0)
+        })
+        .await
+    }
+
+    pub(super) async fn timers_due(
+        &self,
+        before_ms: u64,
+        agents: &[String],
+        limit: usize,
+    ) -> Result<Vec<StoredTimer>, StoreError> {
+        let before = millis_to_db(before_ms);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        bounded(self.limit, None, async {
+            let client = self.pool.get().await.map_err(server_err)?;
+            let select = client
+                .prepare_cached(&format!(
+                    "SELECT {COLUMNS} FROM timers
+                     WHERE due_ms < $1 AND agent = ANY($2)
+                     ORDER BY due_ms LIMIT $3"
+                ))
+                .await
+                .map_err(server_err)?;
+            let rows = client
+                .query(&select, &[&before, &agents, &limit])
+                .await
+                .map_err(server_err)?;
+            rows.iter().map(|row| timer_row(row)?.decode()).collect()
+        })
+        .await
+    }
+
+    pub(super) async fn thread_timers(
+        &self,
+        key: &ThreadKey,
+    ) -> Result<Vec<StoredTimer>, StoreError> {
+        let thread_id = key.store_id();
+        bounded(self.limit, Some(&thread_id), async {
+            let client = self.pool.get().await.map_err(server_err)?;
+            let rows = client
+                .query(
+                    &format!("SELECT {COLUMNS} FROM timers WHERE thread_id = $1 ORDER BY due_ms"),
+                    &[&thread_id],
+                )
+                .await
+                .map_err(server_err)?;
+            rows.iter().map(|row| timer_row(row)?.decode()).collect()
+        })
+        .await
+    }
+}
+
+fn timer_row(row: &Row) -> Result<TimerRow, StoreError> {
+    let get = |i: usize| row.try_get::<_, String>(i).map_err(server_err);
+    Ok(TimerRow {
+        thread_id: get(0)?,
+        agent: get(1)?,
+        thread: get(2)?,
+        id: get(3)?,
+        due_ms: row.try_get(4).map_err(server_err)?,
+        signal_id: get(5)?,
+        signal: get(6)?,
+        cron: row.try_get(7).map_err(server_err)?,
+    })
+}

@@ -1,0 +1,124 @@
+//! Timers in a SQLite store: kept, settled after a firing, and read back by due time.
+
+use rusqlite::{Row, params};
+
+use super::{Inner, db_err, lock};
+use crate::store::timers::{COLUMNS, TimerRow, millis_to_db};
+use crate::store::{StoreError, StoredTimer, ThreadKey};
+
+impl Inner {
+    pub(super) fn put_timer(&self, row: &TimerRow) -> Result<(), StoreError> {
+        lock(&self.writer)
+            .prepare_cached(
+                "INSERT INTO timers (thread_id, agent, thread, id, due_ms, signal_id, signal, cron)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                 ON CONFLICT (thread_id, id) DO UPDATE SET
+                     due_ms = excluded.due_ms, signal_id = excluded.signal_id,
+                     signal = excluded.signal, cron = excluded.cron",
+            )
+            .and_then(|mut insert| {
+                insert.execute(params![
+                    row.thread_id,
+                    row.agent,
+                    row.thread,
+                    row.id,
+                    row.due_ms,
+                    row.signal_id,
+                    row.signal,
+                    row.cron
+                ])
+            })
+            .map_err(db_err(&self.path))?;
+        Ok(())
+    }
+
+    pub(super) fn remove_timer(&self, thread_id: &str, id: &str) -> Result<bool, StoreError> {
+        let removed = lock(&self.writer)
+            .execute(
+                "DELETE FROM timers WHERE thread_id = ?1 AND id = ?2",
+                params![thread_id, id],
+            )
+            .map_err(db_err(&self.path))?;
+        Ok(removed > 0)
+    }
+
+    pub(super) fn timer_fired(
+        &self,
+        thread_id: &str,
+        id: &str,
+        fired_ms: u64,
+        signal_id: &str,
+        next_ms: Option<u64>,
+    ) -> Result<bool, StoreError> {
+        let conn = lock(&self.writer);
+        let changed = match next_ms {
+            Some(next) => conn.execute(
+                "UPDATE timers SET due_ms = ?5
+                 WHERE thread_id = ?1 AND id = ?2 AND due_ms = ?3 AND signal_id = ?4",
+                params![
+                    thread_id,
+                    id,
+                    millis_to_db(fired_ms),
+                    signal_id,
+                    millis_to_db(next)
+                ],
+            ),
+            None => conn.execute(
+                "DELETE FROM timers
+                 WHERE thread_id = ?1 AND id = ?2 AND due_ms = ?3 AND signal_id = ?4",
+                params![thread_id, id, millis_to_db(fired_ms), signal_id],
+            ),
+        }
+        .map_err(db_err(&self.path))?;
+        Ok(changed > 0)
+    }
+
+    pub(super) fn due_timers(
+        &self,
+        before_ms: u64,
+        agents: &str,
+        limit: usize,
+    ) -> Result<Vec<StoredTimer>, StoreError> {
+        let err = db_err(&self.path);
+        let conn = lock(&self.reader);
+        let mut select = conn
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM timers
+                 WHERE due_ms < ?1 AND agent IN (SELECT value FROM json_each(?2))
+                 ORDER BY due_ms LIMIT ?3"
+            ))
+            .map_err(&err)?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = select
+            .query_map(params![millis_to_db(before_ms), agents, limit], timer_row)
+            .map_err(&err)?;
+        rows.map(|row| row.map_err(&err)?.decode()).collect()
+    }
+
+    pub(super) fn timers_of(&self, key: &ThreadKey) -> Result<Vec<StoredTimer>, StoreError> {
+        let err = db_err(&self.path);
+        let conn = lock(&self.reader);
+        let mut select = conn
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM timers WHERE thread_id = ?1 ORDER BY due_ms"
+            ))
+            .map_err(&err)?;
+        let rows = select
+            .query_map([key.store_id()], timer_row)
+            .map_err(&err)?;
+        rows.map(|row| row.map_err(&err)?.decode()).collect()
+    }
+}
+
+fn timer_row(row: &Row<'_>) -> rusqlite::Result<TimerRow> {
+    Ok(TimerRow {
+        thread_id: row.get(0)?,
+        agent: row.get(1)?,
+        thread: row.get(2)?,
+        id: row.get(3)?,
+        due_ms: row.get(4)?,
+        signal_id: row.get(5)?,
+        signal: row.get(6)?,
+        cron: row.get(7)?,
+    })
+}

@@ -1,0 +1,113 @@
+//! Timers kept in the store: a `Schedule` or `Cron` directive's timer lives in the store from the
+//! moment the directive runs until its last firing is committed, so a crash, a restart or an
+//! idle thread loses none (docs/runtime.md "Timers and cron").
+//!
+//! A timer is keyed by its thread's store id and its schedule id; one set again under the same
+//! key replaces it. Its row says when it is next due (`due_ms`), what it delivers (the signal;
+//! for a cron timer, the template each occurrence is made from), and for a cron timer the
+//! expression, time zone and misfire policy the next occurrence is computed with.
+
+use motet_directives::cron::{CronExpr, Misfire};
+use motet_signals::Signal;
+use serde::{Deserialize, Serialize};
+
+use super::{StoreError, ThreadKey};
+
+/// One stored timer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredTimer {
+    /// The thread it fires on.
+    pub key: ThreadKey,
+    /// Its schedule id, unique within the thread.
+    pub id: String,
+    /// When it is next due, in milliseconds since the Unix epoch.
+    pub due_ms: u64,
+    /// What it delivers; a cron timer delivers a copy per occurrence, with an id of its own.
+    pub signal: Signal,
+    /// For a cron timer, how its occurrences follow one another.
+    pub cron: Option<CronTimer>,
+}
+
+/// The repeating part of a cron timer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CronTimer {
+    /// The expression.
+    pub expr: CronExpr,
+    /// The IANA time zone its local times are in (`UTC`, `Europe/Berlin`).
+    pub zone: String,
+    /// What it does with occurrences missed while nothing ran.
+    pub misfire: Misfire,
+}
+
+/// A stored timer's row, as text for the databases.
+pub(crate) struct TimerRow {
+    pub(crate) thread_id: String,
+    pub(crate) agent: String,
+    pub(crate) thread: String,
+    pub(crate) id: String,
+    pub(crate) due_ms: i64,
+    pub(crate) signal_id: String,
+    pub(crate) signal: String,
+    pub(crate) cron: Option<String>,
+}
+
+impl TimerRow {
+    /// The row of `timer`.
+    pub(crate) fn of(timer: &StoredTimer) -> Result<Self, StoreError> {
+        let thread_id = timer.key.store_id();
+        let encode = |reason: serde_json::Error| StoreError::Encode {
+            thread_id: thread_id.clone(),
+            reason: format!("timer {}: {reason}", timer.id),
+        };
+        Ok(Self {
+            signal: serde_json::to_string(&timer.signal).map_err(encode)?,
+            cron: timer
+                .cron
+                .as_ref()
+                .map(serde_json::to_string)
+                .transpose()
+                .map_err(encode)?,
+            agent: timer.key.agent().to_owned(),
+            thread: timer.key.thread().to_owned(),
+            due_ms: millis_to_db(timer.due_ms),
+            signal_id: timer.signal.id().as_str().to_owned(),
+            id: timer.id.clone(),
+            thread_id,
+        })
+    }
+
+    /// The timer this row holds.
+    pub(crate) fn decode(self) -> Result<StoredTimer, StoreError> {
+        let corrupt = |reason: String| StoreError::Timer {
+            thread_id: self.thread_id.clone(),
+            id: self.id.clone(),
+            reason,
+        };
+        let signal = serde_json::from_str(&self.signal)
+            .map_err(|e| corrupt(format!("its signal does not decode: {e}")))?;
+        let cron = self
+            .cron
+            .as_deref()
+            .map(serde_json::from_str::<CronTimer>)
+            .transpose()
+            .map_err(|e| corrupt(format!("its cron settings do not decode: {e}")))?;
+        let due_ms =
+            u64::try_from(self.due_ms).map_err(|_| corrupt(format!("due at {}", self.due_ms)))?;
+        Ok(StoredTimer {
+            key: ThreadKey::new(self.agent, self.thread),
+            id: self.id,
+            due_ms,
+            signal,
+            cron,
+        })
+    }
+}
+
+/// A time in milliseconds as the databases' signed 64-bit integer (times past the year 292
+/// million are kept as the last one).
+pub(crate) fn millis_to_db(ms: u64) -> i64 {
+    i64::try_from(ms).unwrap_or(i64::MAX)
+}
+
+/// The columns every query reads, in [`TimerRow`]'s order.
+pub(crate) const COLUMNS: &str = "thread_id, agent, thread, id, due_ms, signal_id, signal, cron";
