@@ -93,7 +93,9 @@ pub enum Directive {
     StopChild(StopChild),
     /// Deliver a signal to this agent after a delay.
     Schedule(Schedule),
-    /// Cancel a scheduled signal that has not fired yet.
+    /// Deliver a signal to this agent at every occurrence of a cron expression.
+    Cron(Cron),
+    /// Cancel a scheduled signal that has not fired yet, or a cron timer.
     CancelSchedule(CancelSchedule),
     /// Stop the actor of the thread handling the signal.
     Stop(Stop),
@@ -111,6 +113,7 @@ impl Directive {
             Self::Spawn(_) => "spawn",
             Self::StopChild(_) => "stop_child",
             Self::Schedule(_) => "schedule",
+            Self::Cron(_) => "cron",
             Self::CancelSchedule(_) => "cancel_schedule",
             Self::Stop(_) => "stop",
         }
@@ -296,7 +299,26 @@ pub struct Schedule {
     pub signal: Signal,
 }
 
-/// Cancel a timer set with [`Schedule`].
+/// Deliver a signal at every occurrence of a cron expression, until cancelled with
+/// [`CancelSchedule`]. Each occurrence is a copy of `signal` with an id of its own
+/// (`<signal id>@<occurrence in ms>`) and the occurrence's time; occurrences missed while
+/// nothing ran are handled as `misfire` says.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cron {
+    /// Names the timer for [`CancelSchedule`]; a `Schedule` or `Cron` of the same id replaces it.
+    pub schedule_id: ScheduleId,
+    /// When it fires.
+    pub expr: crate::cron::CronExpr,
+    /// The IANA time zone the expression's local times are in (`UTC`, `Europe/Berlin`).
+    pub zone: String,
+    /// What happens to occurrences missed while the runtime was down.
+    #[serde(default)]
+    pub misfire: crate::cron::Misfire,
+    /// What to deliver at each occurrence.
+    pub signal: Signal,
+}
+
+/// Cancel a timer set with [`Schedule`] or [`Cron`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CancelSchedule {
     /// The timer.

@@ -68,8 +68,8 @@ mod usage;
 pub use arcstr::ArcStr;
 pub use content::{Attachments, Blob, MediaSource, Part, PartKind, UserContent};
 pub use directive::{
-    CallId, CancelSchedule, ChildSpec, Directive, Emit, EmitTarget, LlmStream, Reply, ReplyStatus,
-    Schedule, ScheduleId, Spawn, Stop, StopChild, Summarize, ToolExec,
+    CallId, CancelSchedule, ChildSpec, Cron, Directive, Emit, EmitTarget, LlmStream, Reply,
+    ReplyStatus, Schedule, ScheduleId, Spawn, Stop, StopChild, Summarize, ToolExec,
 };
 pub use error::DirectiveError;
 pub use hosted::{HostedTool, McpApproval, McpServer, Secret, UserLocation, WebSearch};

@@ -11,6 +11,7 @@
 //! | [`ToolExec`](crate::ToolExec) | `tool.result` ([`ToolResultSignal`]), or `tool.paused` ([`ToolPaused`]) when the call waits for a person |
 //! | [`Summarize`](crate::Summarize) | `summary.result` ([`SummaryResult`]) or `summary.failed` ([`SummaryFailed`]) |
 //! | [`Schedule`](crate::Schedule) | the signal it carries, when it fires |
+//! | [`Cron`](crate::Cron) | a copy of the signal it carries at each occurrence, or `schedule.failed` ([`ScheduleFailed`]) when its time zone is unknown |
 
 use motet_signals::{Signal, SignalError};
 use serde::{Deserialize, Serialize};
@@ -30,6 +31,8 @@ pub const TOOL_PAUSED: &str = "tool.paused";
 pub const SUMMARY_RESULT: &str = "summary.result";
 /// A summary could not be produced: [`SummaryFailed`].
 pub const SUMMARY_FAILED: &str = "summary.failed";
+/// A timer could not be set (a `Cron` directive's time zone is unknown here): [`ScheduleFailed`].
+pub const SCHEDULE_FAILED: &str = "schedule.failed";
 
 /// Data of `llm.result`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -186,6 +189,15 @@ impl SummaryResult {
         self.usage = usage;
         self
     }
+}
+
+/// Data of `schedule.failed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScheduleFailed {
+    /// The directive's schedule id.
+    pub schedule_id: crate::ScheduleId,
+    /// Why the timer was not set.
+    pub reason: String,
 }
 
 /// Data of `summary.failed`.

@@ -408,16 +408,21 @@ pub trait ThreadStore: Send + Sync {
         Ok(UsageTotals::of(&self.usage_records(filter).await?))
     }
 
+    /// Whether this store keeps timers ([`put_timer`](Self::put_timer) and the rest). The
+    /// built-in stores do. The default, for a store that does not, is `false`: the runtime then
+    /// holds every timer in memory, and a restart loses them.
+    fn keeps_timers(&self) -> bool {
+        false
+    }
+
     /// Keeps `timer` until it has fired for the last time or is removed, replacing one with the
-    /// same thread and id. Returns whether this store keeps timers: the built-in stores do; the
-    /// default, for a store that does not, keeps nothing and returns `false` (the runtime then
-    /// holds the timer in memory only, and a restart loses it).
+    /// same thread and id. The default keeps nothing (see [`keeps_timers`](Self::keeps_timers)).
     ///
     /// # Errors
     /// Storage failures; [`StoreError::Encode`] for a signal that cannot be written.
-    async fn put_timer(&self, timer: &StoredTimer) -> Result<bool, StoreError> {
+    async fn put_timer(&self, timer: &StoredTimer) -> Result<(), StoreError> {
         let _ = timer;
-        Ok(false)
+        Ok(())
     }
 
     /// Removes timer `id` of the thread `key`; returns whether there was one.

@@ -1,6 +1,8 @@
-//! `Schedule`, `CancelSchedule` and `Stop`, carried out by a running agent: a timer delivers
-//! its signal once after its delay, a cancelled or replaced timer never fires, and a stopped
-//! thread actor's timers die with it.
+//! `Schedule`, `Cron`, `CancelSchedule` and `Stop`, carried out by a running agent: a timer
+//! delivers its signal once after its delay, a cancelled or replaced timer never fires, a timer
+//! outlives its thread's actor (idle or stopped) and the runtime itself (a new one on the same
+//! store fires it once), and a cron timer fires once per occurrence, catching up on missed ones
+//! as its misfire policy says.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
 
@@ -8,20 +10,40 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use motet_agents::{Env, Strategy, StrategyError};
-use motet_directives::{CancelSchedule, Directive, Emit, EmitTarget, Schedule, ScheduleId, Stop};
+use motet_directives::cron::{CronExpr, Misfire};
+use motet_directives::{
+    CancelSchedule, Cron, Directive, Emit, EmitTarget, Schedule, ScheduleId, Stop,
+};
 use motet_runtime::agent::{AgentHandle, AgentSpec, Runtime};
+use motet_runtime::store::{SqliteStore, ThreadStore};
 use motet_runtime::testing::ScriptedModel;
 use motet_signals::{Delivery, Signal};
 use tokio::sync::mpsc;
 
-/// `timer.set` {id, ms} schedules `timer.rang` {id}; `timer.cancel` {id} cancels it; a
-/// `timer.rang` is announced on the bus as `timer.heard` {id}; `halt` stops the agent.
+/// `timer.set` {id, ms} schedules `timer.rang` {id}; `cron.set` {id, expr, zone, misfire}
+/// repeats it; `timer.cancel` {id} cancels either; a `timer.rang` is announced on the bus as
+/// `timer.heard` {id, signal: the rang signal's id}, and a `schedule.failed` as
+/// `timer.heard` {id: "failed: <reason>"}; `halt` stops the agent.
 struct Alarm;
 
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Set {
     id: String,
     ms: u64,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SetCron {
+    id: String,
+    expr: String,
+    zone: String,
+    misfire: Misfire,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Heard {
+    id: String,
+    signal: String,
 }
 
 impl Strategy for Alarm {
@@ -67,8 +89,40 @@ impl Strategy for Alarm {
             "timer.cancel" => vec![Directive::CancelSchedule(CancelSchedule {
                 schedule_id: ScheduleId::new(id()?),
             })],
+            "cron.set" => {
+                let set: SetCron = signal.data_as().map_err(|e| StrategyError::InvalidData {
+                    signal_type: "cron.set".into(),
+                    message: e.to_string(),
+                })?;
+                vec![Directive::Cron(Cron {
+                    schedule_id: ScheduleId::new(&set.id),
+                    expr: CronExpr::parse(&set.expr).unwrap(),
+                    zone: set.zone,
+                    misfire: set.misfire,
+                    signal: signal_of("timer.rang", set.id),
+                })]
+            }
             "timer.rang" => vec![Directive::Emit(Emit {
-                signal: signal_of("timer.heard", id()?),
+                signal: Signal::builder("timer.heard", "alarm")
+                    .with_data(Heard {
+                        id: id()?,
+                        signal: signal.id().as_str().to_owned(),
+                    })
+                    .build()
+                    .unwrap(),
+                target: EmitTarget::Bus,
+            })],
+            "schedule.failed" => vec![Directive::Emit(Emit {
+                signal: Signal::builder("timer.heard", "alarm")
+                    .with_data(Heard {
+                        id: format!(
+                            "failed: {}",
+                            signal.data_as::<serde_json::Value>().unwrap()["reason"]
+                        ),
+                        signal: String::new(),
+                    })
+                    .build()
+                    .unwrap(),
                 target: EmitTarget::Bus,
             })],
             "halt" => vec![Directive::Stop(Stop {
@@ -82,13 +136,19 @@ impl Strategy for Alarm {
 struct Bench {
     runtime: Runtime,
     alarm: AgentHandle,
-    heard: mpsc::UnboundedReceiver<String>,
+    heard: mpsc::UnboundedReceiver<Heard>,
     _subscription: motet_signals::Subscription,
 }
 
 async fn bench() -> Bench {
+    on(Arc::new(motet_runtime::store::MemoryStore::new()), None).await
+}
+
+/// The alarm agent on `store`, with `idle` as its idle timeout (the default when `None`).
+async fn on(store: Arc<dyn ThreadStore>, idle: Option<Duration>) -> Bench {
     let runtime = Runtime::builder()
         .llm(Arc::new(ScriptedModel::default()))
+        .store(store)
         .build()
         .unwrap();
     let (tx, heard) = mpsc::unbounded_channel();
@@ -96,10 +156,14 @@ async fn bench() -> Bench {
         runtime
             .bus()
             .subscribe("timer.heard".parse().unwrap(), move |s: &Signal| {
-                let _ = tx.send(s.data_as::<String>().unwrap());
+                let _ = tx.send(s.data_as::<Heard>().unwrap());
                 Delivery::Delivered
             });
-    let alarm = runtime.spawn(AgentSpec::new("alarm", Alarm)).await.unwrap();
+    let mut spec = AgentSpec::new("alarm", Alarm);
+    if let Some(idle) = idle {
+        spec = spec.with_idle_timeout(Some(idle));
+    }
+    let alarm = runtime.spawn(spec).await.unwrap();
     Bench {
         runtime,
         alarm,
@@ -115,21 +179,41 @@ fn set(id: &str, ms: u64) -> Signal {
         .unwrap()
 }
 
+fn set_cron(id: &str, expr: &str, zone: &str, misfire: Misfire) -> Signal {
+    Signal::builder("cron.set", "test")
+        .with_data(SetCron {
+            id: id.into(),
+            expr: expr.into(),
+            zone: zone.into(),
+            misfire,
+        })
+        .build()
+        .unwrap()
+}
+
 fn signal(ty: &str, id: &str) -> Signal {
     Signal::builder(ty, "test").with_data(id).build().unwrap()
 }
 
 /// What is heard within `window`.
-async fn heard_within(
-    heard: &mut mpsc::UnboundedReceiver<String>,
-    window: Duration,
-) -> Vec<String> {
+async fn heard_within(heard: &mut mpsc::UnboundedReceiver<Heard>, window: Duration) -> Vec<Heard> {
     let mut out = Vec::new();
     let deadline = tokio::time::Instant::now() + window;
-    while let Ok(Some(id)) = tokio::time::timeout_at(deadline, heard.recv()).await {
-        out.push(id);
+    while let Ok(Some(h)) = tokio::time::timeout_at(deadline, heard.recv()).await {
+        out.push(h);
     }
     out
+}
+
+fn ids(heard: &[Heard]) -> Vec<&str> {
+    heard.iter().map(|h| h.id.as_str()).collect()
+}
+
+async fn next_heard(heard: &mut mpsc::UnboundedReceiver<Heard>) -> Heard {
+    tokio::time::timeout(Duration::from_secs(10), heard.recv())
+        .await
+        .expect("nothing heard within 10 s")
+        .expect("the bus closed")
 }
 
 #[tokio::test]
@@ -137,10 +221,8 @@ async fn a_timer_delivers_its_signal_once_after_its_delay() {
     let mut bench = bench().await;
     let started = tokio::time::Instant::now();
     bench.alarm.send(set("a", 100)).await.unwrap();
-    let first = tokio::time::timeout(Duration::from_secs(5), bench.heard.recv())
-        .await
-        .unwrap();
-    assert_eq!(first.as_deref(), Some("a"));
+    let first = next_heard(&mut bench.heard).await;
+    assert_eq!(first.id, "a");
     assert!(started.elapsed() >= Duration::from_millis(100));
     assert!(
         heard_within(&mut bench.heard, Duration::from_millis(300))
@@ -169,38 +251,186 @@ async fn a_cancelled_timer_never_fires_and_a_replaced_one_fires_once() {
         .await
         .unwrap();
     let heard = heard_within(&mut bench.heard, Duration::from_millis(1200)).await;
-    assert_eq!(heard, ["twice"]);
+    assert_eq!(ids(&heard), ["twice"]);
+    bench.runtime.shutdown().await;
+}
+
+async fn until_no_thread_runs(runtime: &Runtime) {
+    for _ in 0..300 {
+        if runtime.thread_count() == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the thread's actor still runs");
+}
+
+#[tokio::test]
+async fn a_stopped_thread_actor_keeps_its_timers_which_bring_it_back() {
+    let mut bench = bench().await;
+    bench.alarm.send(set("late", 400)).await.unwrap();
+    assert_eq!(bench.runtime.thread_count(), 1);
+    bench.alarm.send(signal("halt", "")).await.unwrap();
+    until_no_thread_runs(&bench.runtime).await;
+    // The timer is the runtime's, not the actor's: it fires and starts the thread again.
+    assert_eq!(next_heard(&mut bench.heard).await.id, "late");
+    assert_eq!(bench.runtime.thread_count(), 1);
+    assert!(
+        heard_within(&mut bench.heard, Duration::from_millis(300))
+            .await
+            .is_empty()
+    );
+    bench.runtime.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_with_a_pending_timer_idles_and_the_timer_wakes_it() {
+    let store = Arc::new(motet_runtime::store::MemoryStore::new());
+    let mut bench = on(store, Some(Duration::from_millis(100))).await;
+    bench.alarm.send(set("wake", 1_500)).await.unwrap();
+    until_no_thread_runs(&bench.runtime).await;
+    assert_eq!(next_heard(&mut bench.heard).await.id, "wake");
+    bench.runtime.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timer_outlives_its_runtime_and_fires_once_in_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("timers.db");
+    let first = on(Arc::new(SqliteStore::open(&path).await.unwrap()), None).await;
+    first.alarm.send(set("later", 1_500)).await.unwrap();
+    first.alarm.send(set("cancelled", 1_500)).await.unwrap();
+    first
+        .alarm
+        .send(signal("timer.cancel", "cancelled"))
+        .await
+        .unwrap();
+    // Wait for the timer to reach the store, then end the first runtime before it is due.
+    let key = motet_runtime::store::ThreadKey::new("alarm", "default");
+    let store = SqliteStore::open(&path).await.unwrap();
+    for _ in 0..200 {
+        let kept = store.timers_of(&key).await.unwrap();
+        if kept.len() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(store.timers_of(&key).await.unwrap().len(), 1);
+    first.runtime.shutdown().await;
+    drop(first);
+
+    // A new runtime on the same file, the agent spawned again: nothing else is asked of it.
+    let mut second = on(Arc::new(SqliteStore::open(&path).await.unwrap()), None).await;
+    assert_eq!(next_heard(&mut second.heard).await.id, "later");
+    assert!(
+        heard_within(&mut second.heard, Duration::from_millis(700))
+            .await
+            .is_empty()
+    );
+    // Fired and settled: the store holds it no more.
+    assert!(store.timers_of(&key).await.unwrap().is_empty());
+    second.runtime.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cron_timer_fires_once_per_occurrence_until_cancelled() {
+    let mut bench = bench().await;
+    bench
+        .alarm
+        .send(set_cron("tick", "* * * * * *", "UTC", Misfire::Skip))
+        .await
+        .unwrap();
+    let heard = heard_within(&mut bench.heard, Duration::from_millis(3_300)).await;
+    assert!(
+        (3..=4).contains(&heard.len()),
+        "{} ticks in 3.3 s",
+        heard.len()
+    );
+    let mut signals: Vec<&str> = heard.iter().map(|h| h.signal.as_str()).collect();
+    signals.dedup();
+    assert_eq!(signals.len(), heard.len(), "each occurrence has its own id");
+    assert!(heard.iter().all(|h| h.id == "tick"));
+    bench
+        .alarm
+        .send(signal("timer.cancel", "tick"))
+        .await
+        .unwrap();
+    // One may have been on its way as the cancel arrived.
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    while bench.heard.try_recv().is_ok() {}
+    assert!(
+        heard_within(&mut bench.heard, Duration::from_millis(2_100))
+            .await
+            .is_empty()
+    );
     bench.runtime.shutdown().await;
 }
 
 #[tokio::test]
-async fn a_stopped_thread_actor_takes_its_timers_with_it_and_comes_back_on_the_next_signal() {
+async fn a_cron_timer_in_an_unknown_time_zone_is_refused_with_schedule_failed() {
     let mut bench = bench().await;
-    bench.alarm.send(set("late", 500)).await.unwrap();
-    assert_eq!(bench.runtime.thread_count(), 1);
-    bench.alarm.send(signal("halt", "")).await.unwrap();
-    for _ in 0..100 {
-        if bench.runtime.thread_count() == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert_eq!(
-        bench.runtime.thread_count(),
-        0,
-        "the thread's actor still runs"
-    );
-    assert!(
-        heard_within(&mut bench.heard, Duration::from_millis(500))
-            .await
-            .is_empty()
-    );
-    // The agent stays registered: the next signal starts the thread again.
-    assert!(bench.runtime.agent("alarm").is_some());
-    bench.alarm.send(set("again", 10)).await.unwrap();
-    let heard = tokio::time::timeout(Duration::from_secs(5), bench.heard.recv())
+    bench
+        .alarm
+        .send(set_cron(
+            "tick",
+            "@hourly",
+            "Mars/Olympus_Mons",
+            Misfire::Skip,
+        ))
         .await
         .unwrap();
-    assert_eq!(heard.as_deref(), Some("again"));
+    let heard = next_heard(&mut bench.heard).await;
+    assert!(heard.id.starts_with("failed: "), "{}", heard.id);
+    assert!(heard.id.contains("Mars/Olympus_Mons"), "{}", heard.id);
     bench.runtime.shutdown().await;
+}
+
+/// A cron timer whose runtime was down for several occurrences: `catch_up` fires the latest
+/// missed ones once each (ids naming the occurrence), `skip` none, `fire_once` one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missed_cron_occurrences_follow_the_misfire_policy_after_a_restart() {
+    for (misfire, missed) in [
+        // Down 4.3 s: at least three occurrences are over a second old when the next runtime
+        // starts, so the ranges (missed kept, plus at most one on time) do not overlap.
+        (Misfire::CatchUp(3), 3..=3),
+        (Misfire::FireOnce, 1..=1),
+        (Misfire::Skip, 0..=0),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cron.db");
+        let mut first = on(Arc::new(SqliteStore::open(&path).await.unwrap()), None).await;
+        first
+            .alarm
+            .send(set_cron("tick", "* * * * * *", "UTC", misfire))
+            .await
+            .unwrap();
+        let _ = next_heard(&mut first.heard).await;
+        first.runtime.shutdown().await;
+        drop(first);
+        // Down for a little over four occurrences.
+        tokio::time::sleep(Duration::from_millis(4_300)).await;
+        let started = std::time::Instant::now();
+        let mut second = on(Arc::new(SqliteStore::open(&path).await.unwrap()), None).await;
+        // What fires at once is the missed ones kept by the policy; the next comes within a
+        // second, on time.
+        let burst = heard_within(&mut second.heard, Duration::from_millis(400)).await;
+        let mut signals: Vec<&str> = burst.iter().map(|h| h.signal.as_str()).collect();
+        signals.sort_unstable();
+        signals.dedup();
+        assert_eq!(
+            signals.len(),
+            burst.len(),
+            "{misfire:?}: an occurrence fired twice"
+        );
+        // An on-time occurrence may land in the same window: at most one more than missed.
+        assert!(
+            missed.contains(&burst.len()) || burst.len() == missed.end() + 1,
+            "{misfire:?}: {} fired at once after {:?}",
+            burst.len(),
+            started.elapsed()
+        );
+        let next = next_heard(&mut second.heard).await;
+        assert_eq!(next.id, "tick");
+        second.runtime.shutdown().await;
+    }
 }

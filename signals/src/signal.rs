@@ -260,6 +260,18 @@ impl Signal {
         self
     }
 
+    /// A copy of this signal as one occurrence of it: the same type, source, data and context,
+    /// with the id `id` and the time `time`. A repeating timer delivers one per firing, each
+    /// with an id of its own that a redelivery of the same firing repeats.
+    #[must_use]
+    pub fn occurrence(&self, id: impl Into<SignalId>, time: Timestamp) -> Self {
+        let mut copy = self.clone();
+        let envelope = Arc::make_mut(&mut copy.0);
+        envelope.id = id.into();
+        envelope.time = Some(time);
+        copy
+    }
+
     fn inherit(&mut self, cause: &Signal) {
         let this = Arc::make_mut(&mut self.0);
         let cause = &cause.0;

@@ -14,5 +14,6 @@ pub(crate) mod few;
 pub(crate) mod outbox;
 pub(crate) mod registry;
 pub(crate) mod supervise;
+pub(crate) mod timekeeper;
 pub(crate) mod tracked;
 pub(crate) mod waits;

@@ -64,10 +64,6 @@ pub(crate) fn notice<T: Serialize>(ty: &str, thread: Option<&str>, data: T) -> O
     }
 }
 
-/// The type of the note a fired schedule leaves in the mailbox so its handle is dropped. Never
-/// seen by a strategy.
-pub(crate) const SCHEDULE_FIRED: &str = "motet.schedule.fired";
-
 /// The `source` of the signals an agent's threads make.
 pub(crate) fn agent_source(agent: &str) -> String {
     format!("motet.agent.{agent}")
@@ -130,14 +126,6 @@ pub(crate) fn resume(
         .with_thread_id(thread)
         .with_trace(sent.trace().clone())
         .with_data(protocol::AgentResume { idempotent_tools })
-        .build()
-        .ok()
-}
-
-/// The note a fired schedule `id` leaves in the mailbox.
-pub(crate) fn schedule_fired(source: &str, id: &str) -> Option<Signal> {
-    Signal::builder(SCHEDULE_FIRED, source)
-        .with_data(id)
         .build()
         .ok()
 }

@@ -412,10 +412,14 @@ impl ThreadStore for MemoryStore {
         Ok(self.lock().threads.remove(thread_id).is_some())
     }
 
-    async fn put_timer(&self, timer: &StoredTimer) -> Result<bool, StoreError> {
+    fn keeps_timers(&self) -> bool {
+        true
+    }
+
+    async fn put_timer(&self, timer: &StoredTimer) -> Result<(), StoreError> {
         let key = (timer.key.store_id(), timer.id.clone());
         self.timers().insert(key, timer.clone());
-        Ok(true)
+        Ok(())
     }
 
     async fn remove_timer(&self, key: &ThreadKey, id: &str) -> Result<bool, StoreError> {

@@ -339,9 +339,12 @@ impl ThreadStore for PostgresStore {
         self.records(filter).await
     }
 
-    async fn put_timer(&self, timer: &StoredTimer) -> Result<bool, StoreError> {
-        self.keep_timer(&TimerRow::of(timer)?).await?;
-        Ok(true)
+    fn keeps_timers(&self) -> bool {
+        true
+    }
+
+    async fn put_timer(&self, timer: &StoredTimer) -> Result<(), StoreError> {
+        self.keep_timer(&TimerRow::of(timer)?).await
     }
 
     async fn remove_timer(&self, key: &ThreadKey, id: &str) -> Result<bool, StoreError> {

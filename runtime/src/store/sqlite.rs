@@ -390,10 +390,13 @@ impl ThreadStore for SqliteStore {
         self.run(move |inner| inner.usage_records(&filter)).await
     }
 
-    async fn put_timer(&self, timer: &StoredTimer) -> Result<bool, StoreError> {
+    fn keeps_timers(&self) -> bool {
+        true
+    }
+
+    async fn put_timer(&self, timer: &StoredTimer) -> Result<(), StoreError> {
         let row = TimerRow::of(timer)?;
-        self.run(move |inner| inner.put_timer(&row)).await?;
-        Ok(true)
+        self.run(move |inner| inner.put_timer(&row)).await
     }
 
     async fn remove_timer(&self, key: &ThreadKey, id: &str) -> Result<bool, StoreError> {

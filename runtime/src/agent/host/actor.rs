@@ -15,7 +15,6 @@ use crate::agent::book;
 use crate::agent::env::SystemEnv;
 use crate::agent::errors::AskError;
 use crate::agent::events::{CHILD_STOPPED, ChildEvent};
-use crate::agent::signals::SCHEDULE_FIRED;
 use crate::agent::trace;
 use crate::telemetry::instruments;
 
@@ -79,13 +78,9 @@ where
         myself: ActorRef<ThreadMsg>,
         state: &mut ThreadState<S>,
     ) -> Result<(), ActorProcessingErr> {
+        // The thread's timers are the timekeeper's: they outlive this actor.
         let held = match state.tracked.occasional.take() {
-            Some(mut occasional) => {
-                for (_, schedule) in occasional.schedules.drain() {
-                    schedule.abort();
-                }
-                std::mem::take(&mut occasional.held)
-            }
+            Some(mut occasional) => std::mem::take(&mut occasional.held),
             None => Vec::new(),
         };
         if let Some(mut open) = state.tracked.open.take() {
@@ -225,15 +220,6 @@ where
                 signal
             }
         };
-        if signal.signal_type().as_str() == SCHEDULE_FIRED {
-            // Internal bookkeeping only: never seen by the strategy.
-            if let Ok(id) = signal.data_as::<String>()
-                && let Some(occasional) = state.tracked.occasional.as_mut()
-            {
-                occasional.schedules.remove(&id);
-            }
-            return None;
-        }
         if signal.signal_type().as_str() == CHILD_STOPPED
             && let Ok(child) = signal.data_as::<ChildEvent>()
             && let Some(occasional) = state.tracked.occasional.as_mut()

@@ -81,6 +81,8 @@ pub(crate) struct RuntimeCore {
     pub(crate) costs: Costs,
     /// The core's own bookkeeping of running threads.
     pub(crate) housekeeping: Housekeeping,
+    /// The timers of every agent, kept in the store and fired on time.
+    pub(crate) timekeeper: super::timekeeper::Timekeeper,
 }
 
 /// What the core keeps for itself about running threads: which supervised actor runs which
@@ -437,6 +439,7 @@ impl RuntimeCore {
             task.abort();
             self.housekeeping.idle_period_ns.store(0, Ordering::Release);
         }
+        self.timekeeper.stop();
     }
 
     /// Hands a signal to the durable bus's publisher, when the runtime has a durable bus beside

@@ -24,8 +24,9 @@ pub(crate) fn execute(job: &Job<'_>, tracked: &mut Tracked, directive: Directive
         Directive::Summarize(summarize) => summary::summarize(job, tracked, summarize),
         Directive::Emit(emit) => emit::emit(job, emit),
         Directive::Reply(reply) => reply::reply(job, tracked, reply),
-        Directive::Schedule(schedule) => schedule::schedule(job, tracked, schedule),
-        Directive::CancelSchedule(cancel) => schedule::cancel(tracked, &cancel),
+        Directive::Schedule(schedule) => schedule::schedule(job, schedule),
+        Directive::Cron(cron) => schedule::cron(job, cron),
+        Directive::CancelSchedule(cancel) => schedule::cancel(job, cancel),
         Directive::Spawn(spawn) => spawn::spawn(job, tracked, spawn),
         Directive::StopChild(stop) => spawn::stop_child(job.here, tracked, &stop),
         Directive::Stop(stop) => {

@@ -108,6 +108,8 @@ where
     for group in spec.groups {
         core.groups.entry(group).or_default().push(name.clone());
     }
+    // Timers the store holds for this agent from an earlier run fire from now on.
+    core.timekeeper.agent_added(core);
     Ok(())
 }
 

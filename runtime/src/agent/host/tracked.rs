@@ -116,12 +116,10 @@ impl Open {
     }
 }
 
-/// What a thread holds only for some directives (`Schedule`, `Spawn`), while a person is
+/// What a thread holds only for some directives (`Spawn`), while a person is
 /// waited for, or while it retires.
 #[derive(Default)]
 pub(crate) struct Occasional {
-    /// Scheduled signals not yet delivered, by schedule id.
-    pub(crate) schedules: HashMap<String, AbortHandle>,
     /// Children started with `Spawn`, by tag.
     pub(crate) children: HashMap<String, String>,
     /// Messages that reached the mailbox before it closed, handed to the successor in order
@@ -136,8 +134,7 @@ pub(crate) struct Occasional {
 
 impl Occasional {
     fn is_empty(&self) -> bool {
-        self.schedules.is_empty()
-            && self.children.is_empty()
+        self.children.is_empty()
             && self.held.is_empty()
             && self.waits.is_empty()
             && self.interrupted.is_none()
@@ -199,13 +196,10 @@ impl Tracked {
         self.occasional.get_or_insert_default()
     }
 
-    /// Whether no request is open, no LLM call runs and no timer is pending.
+    /// Whether no request is open and no LLM call runs (a pending timer is the timekeeper's,
+    /// and lets the thread idle).
     pub(crate) fn is_quiet(&self) -> bool {
         self.open.as_ref().is_none_or(|o| o.is_quiet())
-            && self
-                .occasional
-                .as_ref()
-                .is_none_or(|o| o.schedules.is_empty())
     }
 
     /// The tool calls waiting for a person.
@@ -309,8 +303,6 @@ impl Tracked {
         }
         if self.occasional.as_ref().is_some_and(|o| o.is_empty()) {
             self.occasional = None;
-        } else if let Some(occasional) = self.occasional.as_mut() {
-            shrink(&mut occasional.schedules);
         }
     }
 

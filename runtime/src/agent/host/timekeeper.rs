@@ -1,0 +1,515 @@
+//! The timekeeper: a runtime's timers, kept in the store and fired on time.
+//!
+//! A `Schedule` or `Cron` directive's timer is written to the store and handed to the
+//! timekeeper, one task per runtime. It holds in memory only the timers due within
+//! [`HORIZON`] (and every timer of a store that keeps none); the rest live in the store alone,
+//! and a read every [`POLL`] brings them in as their time comes — so a thread with a pending
+//! timer may idle, and a timer of an agent nobody has talked to since the process started
+//! fires all the same.
+//!
+//! A firing is delivered to its thread as a durable delivery (`ThreadMsg::Delivered`): the
+//! thread answers once the step that handled it committed, and only then is the timer settled
+//! in the store (removed, or moved on to a cron timer's next occurrence). A crash between the
+//! two fires it again with the same signal id, which the thread recognises as committed and
+//! does not handle twice: at-least-once delivery, once-per-occurrence effect.
+//!
+//! Writes to one timer are chained (each waits for the one before), so a `CancelSchedule`
+//! right after its `Schedule` cannot be overtaken by it.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::Duration;
+
+use jiff::Timestamp;
+use motet_directives::cron;
+use motet_signals::Signal;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use super::core::{RuntimeCore, ThreadMsg};
+use crate::agent::errors::RuntimeError;
+use crate::store::{StoredTimer, ThreadKey, ThreadStore};
+
+/// How far ahead the timekeeper holds stored timers in memory.
+pub(crate) const HORIZON: Duration = Duration::from_secs(10);
+/// How often it reads the store for the timers coming within [`HORIZON`].
+pub(crate) const POLL: Duration = Duration::from_secs(5);
+/// The most timers one read of the store brings in.
+const POLL_LIMIT: usize = 10_000;
+/// How late a cron occurrence may fire and still be on time; older ones misfired.
+pub(crate) const GRACE: Duration = Duration::from_secs(1);
+/// How long a firing that could not be delivered waits before it is tried again.
+const RETRY: Duration = Duration::from_secs(1);
+/// How long a firing waits for its thread to commit it before it is tried again.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// A timer's identity: its thread's store id and its schedule id.
+type TimerId = (String, String);
+
+fn id_of(timer: &StoredTimer) -> TimerId {
+    (timer.key.store_id(), timer.id.clone())
+}
+
+/// The milliseconds since the Unix epoch, now.
+pub(crate) fn now_ms() -> u64 {
+    u64::try_from(Timestamp::now().as_millisecond()).unwrap_or(0)
+}
+
+/// The handle every part of the runtime reaches the timekeeper through; the task starts with
+/// the first timer set or the first agent registered.
+#[derive(Default)]
+pub(crate) struct Timekeeper {
+    commands: OnceLock<mpsc::UnboundedSender<Command>>,
+}
+
+/// What the timekeeper's task is told.
+enum Command {
+    /// Keep this timer (replacing one with its id) and fire it when due.
+    Set(StoredTimer),
+    /// Forget this timer.
+    Cancel(ThreadKey, String),
+    /// An agent was registered: the store may hold timers of its from an earlier run.
+    AgentAdded,
+    /// The runtime shuts down: timers stay in the store, nothing fires here any more.
+    Stop,
+    /// A firing ended.
+    Fired(TimerId, Fired),
+}
+
+/// How a firing ended.
+enum Fired {
+    /// Committed and settled; a cron timer's next occurrence, if it has one.
+    Done(Option<StoredTimer>),
+    /// Not delivered: try again later.
+    Retry(StoredTimer),
+    /// Its agent is not registered: it stays in the store until the agent is.
+    Parked,
+}
+
+impl Timekeeper {
+    fn commands(&self, core: &Arc<RuntimeCore>) -> &mpsc::UnboundedSender<Command> {
+        self.commands.get_or_init(|| start(core))
+    }
+
+    /// Keeps `timer` (in the store, and here while it is near) and fires it when due.
+    pub(crate) fn set(&self, core: &Arc<RuntimeCore>, timer: StoredTimer) {
+        let _ = self.commands(core).send(Command::Set(timer));
+    }
+
+    /// Forgets timer `id` of the thread `key`, here and in the store.
+    pub(crate) fn cancel(&self, core: &Arc<RuntimeCore>, key: ThreadKey, id: String) {
+        let _ = self.commands(core).send(Command::Cancel(key, id));
+    }
+
+    /// An agent was registered: timers the store holds for it from an earlier run are due now
+    /// or later.
+    pub(crate) fn agent_added(&self, core: &Arc<RuntimeCore>) {
+        let _ = self.commands(core).send(Command::AgentAdded);
+    }
+
+    /// Stops the task, if it started: the timers stay in the store for the next start.
+    pub(crate) fn stop(&self) {
+        if let Some(commands) = self.commands.get() {
+            let _ = commands.send(Command::Stop);
+        }
+    }
+}
+
+/// Starts the timekeeper's task for `core`.
+fn start(core: &Arc<RuntimeCore>) -> mpsc::UnboundedSender<Command> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let keeper = Keeper {
+        core: Arc::downgrade(core),
+        store: Arc::clone(&core.store),
+        keeps: core.store.keeps_timers(),
+        held: HashMap::new(),
+        queue: BinaryHeap::new(),
+        writes: HashMap::new(),
+        firing: HashSet::new(),
+        polls: true,
+        next_poll: Instant::now(),
+        tx: tx.downgrade(),
+    };
+    tokio::spawn(keeper.run(rx));
+    tx
+}
+
+/// The timekeeper's task and what it holds.
+struct Keeper {
+    core: Weak<RuntimeCore>,
+    store: Arc<dyn ThreadStore>,
+    /// Whether the store keeps timers; if not, every timer is held here.
+    keeps: bool,
+    /// The timers held in memory, by id.
+    held: HashMap<TimerId, StoredTimer>,
+    /// When each held timer is due: an entry whose timer has since changed or gone is skipped.
+    queue: BinaryHeap<Reverse<(u64, TimerId)>>,
+    /// Each timer's last store write, which the next write of that timer waits for.
+    writes: HashMap<TimerId, JoinHandle<()>>,
+    /// The timers being fired now.
+    firing: HashSet<TimerId>,
+    /// Whether the store may hold timers this process has not seen: it is read every
+    /// [`POLL`] while it may.
+    polls: bool,
+    next_poll: Instant,
+    /// Where firings and failed writes report back; weak, so the task ends with the runtime.
+    tx: mpsc::WeakUnboundedSender<Command>,
+}
+
+impl Keeper {
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Command>) {
+        loop {
+            let wake = self.next_wake();
+            let command = match wake {
+                Some(at) => tokio::select! {
+                    command = rx.recv() => Some(command),
+                    () = tokio::time::sleep_until(at) => None,
+                },
+                None => Some(rx.recv().await),
+            };
+            match command {
+                // Every handle is gone: the runtime is.
+                Some(None) | Some(Some(Command::Stop)) => return,
+                Some(Some(command)) => self.obey(command),
+                None => {}
+            }
+            // Everything already queued, then the store and the clock.
+            while let Ok(command) = rx.try_recv() {
+                if matches!(command, Command::Stop) {
+                    return;
+                }
+                self.obey(command);
+            }
+            if self.polls && Instant::now() >= self.next_poll {
+                self.poll().await;
+            }
+            self.fire_due();
+        }
+    }
+
+    /// When the task must wake without a command: the soonest timer, or the next read.
+    fn next_wake(&self) -> Option<Instant> {
+        let soonest = self.queue.peek().map(|Reverse((due, _))| instant_of(*due));
+        let poll = self.polls.then_some(self.next_poll);
+        match (soonest, poll) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn obey(&mut self, command: Command) {
+        match command {
+            Command::Set(timer) => {
+                let id = id_of(&timer);
+                self.polls = true;
+                self.hold(timer.clone());
+                let store = Arc::clone(&self.store);
+                let tx = self.tx.clone();
+                self.write(id, async move {
+                    if let Err(error) = store.put_timer(&timer).await {
+                        tracing::error!(%error, timer = %timer.id, thread = %timer.key, "a timer could not be stored: it is kept in memory only");
+                        // Held from now on whatever its due time, so it still fires here.
+                        if let Some(tx) = tx.upgrade() {
+                            let _ = tx.send(Command::Fired(id_of(&timer), Fired::Retry(timer)));
+                        }
+                    }
+                });
+            }
+            Command::Cancel(key, schedule) => {
+                let id = (key.store_id(), schedule.clone());
+                self.held.remove(&id);
+                let store = Arc::clone(&self.store);
+                self.write(id, async move {
+                    if let Err(error) = store.remove_timer(&key, &schedule).await {
+                        tracing::error!(%error, timer = %schedule, thread = %key, "a cancelled timer could not be removed from the store");
+                    }
+                });
+            }
+            Command::Stop => {}
+            Command::AgentAdded => {
+                self.polls = true;
+                self.next_poll = Instant::now();
+            }
+            Command::Fired(id, fired) => {
+                self.firing.remove(&id);
+                match fired {
+                    Fired::Done(Some(next)) => self.hold(next),
+                    Fired::Done(None) | Fired::Parked => {}
+                    Fired::Retry(mut timer) => {
+                        timer.due_ms = timer.due_ms.max(now_ms() + millis(RETRY));
+                        self.held.insert(id.clone(), timer.clone());
+                        self.queue.push(Reverse((timer.due_ms, id)));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Holds `timer` here if it is near (or the store keeps no timers); a timer of the same
+    /// id held before is replaced either way.
+    fn hold(&mut self, timer: StoredTimer) {
+        let id = id_of(&timer);
+        if self.keeps && timer.due_ms > now_ms() + millis(HORIZON) {
+            self.held.remove(&id);
+            return;
+        }
+        self.queue.push(Reverse((timer.due_ms, id.clone())));
+        self.held.insert(id, timer);
+    }
+
+    /// Runs `write` after the timer's previous write.
+    fn write(&mut self, id: TimerId, write: impl Future<Output = ()> + Send + 'static) {
+        self.writes.retain(|_, task| !task.is_finished());
+        let before = self.writes.remove(&id);
+        let task = tokio::spawn(async move {
+            if let Some(before) = before {
+                let _ = before.await;
+            }
+            write.await;
+        });
+        self.writes.insert(id, task);
+    }
+
+    /// Reads the store for the registered agents' timers due within [`HORIZON`].
+    async fn poll(&mut self) {
+        self.next_poll = Instant::now() + POLL;
+        let Some(core) = self.core.upgrade() else {
+            return;
+        };
+        let agents: Vec<String> = core.agents.iter().map(|a| a.key().clone()).collect();
+        drop(core);
+        if agents.is_empty() || !self.keeps {
+            self.polls = self.keeps;
+            return;
+        }
+        let before = now_ms() + millis(HORIZON);
+        match self.store.due_timers(before, &agents, POLL_LIMIT).await {
+            Ok(due) => {
+                self.writes.retain(|_, task| !task.is_finished());
+                for timer in due {
+                    let id = id_of(&timer);
+                    // What this process holds, fires or is still writing is newer than the read.
+                    if self.held.contains_key(&id)
+                        || self.firing.contains(&id)
+                        || self.writes.contains_key(&id)
+                    {
+                        continue;
+                    }
+                    self.hold(timer);
+                }
+            }
+            Err(error) => {
+                tracing::warn!(%error, "the store's timers could not be read; trying again");
+            }
+        }
+    }
+
+    /// Starts the firing of every held timer that is due.
+    fn fire_due(&mut self) {
+        let now = now_ms();
+        while let Some(Reverse((due, _))) = self.queue.peek() {
+            if *due > now {
+                break;
+            }
+            let Some(Reverse((due, id))) = self.queue.pop() else {
+                break;
+            };
+            if self.held.get(&id).is_none_or(|t| t.due_ms != due) || self.firing.contains(&id) {
+                continue;
+            }
+            let Some(timer) = self.held.remove(&id) else {
+                continue;
+            };
+            self.firing.insert(id.clone());
+            let core = self.core.clone();
+            let store = Arc::clone(&self.store);
+            let keeps = self.keeps;
+            let Some(tx) = self.tx.upgrade() else {
+                return;
+            };
+            tokio::spawn(async move {
+                let fired = fire(core, store, keeps, timer).await;
+                let _ = tx.send(Command::Fired(id, fired));
+            });
+        }
+    }
+}
+
+/// Delivers what `timer` owes now and settles it.
+async fn fire(
+    core: Weak<RuntimeCore>,
+    store: Arc<dyn ThreadStore>,
+    keeps: bool,
+    timer: StoredTimer,
+) -> Fired {
+    let (signals, next) = match owed(&timer, now_ms()) {
+        Ok(owed) => owed,
+        Err(reason) => {
+            tracing::error!(timer = %timer.id, thread = %timer.key, %reason, "a cron timer cannot go on: removed");
+            let _ = store.remove_timer(&timer.key, &timer.id).await;
+            return Fired::Done(None);
+        }
+    };
+    for signal in signals {
+        let Some(core) = core.upgrade() else {
+            return Fired::Parked;
+        };
+        let (committed, answer) = oneshot::channel();
+        let msg = ThreadMsg::Delivered { signal, committed };
+        let agent = timer.key.agent();
+        match core.send(agent, timer.key.thread(), msg).await {
+            Ok(()) => {}
+            Err(RuntimeError::NotRunning { .. }) if keeps && core.agent(agent).is_none() => {
+                tracing::debug!(timer = %timer.id, thread = %timer.key, "the timer's agent is not registered: it waits in the store");
+                return Fired::Parked;
+            }
+            Err(error) => {
+                tracing::warn!(%error, timer = %timer.id, thread = %timer.key, "a timer could not be delivered; trying again");
+                return Fired::Retry(timer);
+            }
+        }
+        drop(core);
+        match tokio::time::timeout(PATIENCE, answer).await {
+            Ok(Ok(Ok(()))) => {}
+            outcome => {
+                let why = match outcome {
+                    Ok(Ok(Err(reason))) => reason,
+                    Ok(Err(_)) => "the thread stopped before it committed".to_owned(),
+                    _ => format!("not committed within {PATIENCE:?}"),
+                };
+                tracing::warn!(timer = %timer.id, thread = %timer.key, %why, "a timer's signal was not committed; trying again");
+                return Fired::Retry(timer);
+            }
+        }
+    }
+    let next_ms = next.map(|at| u64::try_from(at.as_millisecond()).unwrap_or(u64::MAX));
+    if keeps
+        && let Err(error) = store
+            .timer_fired(
+                &timer.key,
+                &timer.id,
+                timer.due_ms,
+                timer.signal.id().as_str(),
+                next_ms,
+            )
+            .await
+    {
+        // The row stays as it was: the next read fires it again, and the thread, which has
+        // committed it, answers at once without handling it twice.
+        tracing::warn!(%error, timer = %timer.id, thread = %timer.key, "a fired timer could not be settled in the store");
+    }
+    Fired::Done(next_ms.map(|due_ms| StoredTimer { due_ms, ..timer }))
+}
+
+/// The signals `timer` delivers at `now_ms`, and when it is next due (a cron timer's next
+/// occurrence; `None` once a one-shot timer fired).
+fn owed(timer: &StoredTimer, now_ms: u64) -> Result<(Vec<Signal>, Option<Timestamp>), String> {
+    let Some(repeat) = &timer.cron else {
+        return Ok((vec![timer.signal.clone()], None));
+    };
+    let zone = jiff::tz::TimeZone::get(&repeat.zone)
+        .map_err(|e| format!("time zone {:?}: {e}", repeat.zone))?;
+    let pending = timestamp(timer.due_ms)?;
+    let now = timestamp(now_ms)?;
+    let due = cron::due(&repeat.expr, &zone, pending, now, repeat.misfire, GRACE);
+    if due.dropped > 0 {
+        tracing::info!(timer = %timer.id, thread = %timer.key, dropped = due.dropped, policy = ?repeat.misfire, "cron occurrences missed while nothing ran were dropped");
+    }
+    let signals = due
+        .fire
+        .iter()
+        .map(|at| occurrence(&timer.signal, *at))
+        .collect();
+    Ok((signals, due.next))
+}
+
+/// The copy of a cron timer's `signal` for its occurrence at `at`: its id names the
+/// occurrence, so a second delivery of the same occurrence is recognised.
+pub(crate) fn occurrence(signal: &Signal, at: Timestamp) -> Signal {
+    let id = format!("{}@{}", signal.id().as_str(), at.as_millisecond());
+    signal.occurrence(id, at)
+}
+
+fn timestamp(ms: u64) -> Result<Timestamp, String> {
+    let ms = i64::try_from(ms).map_err(|_| format!("{ms} ms is past the end of time"))?;
+    Timestamp::from_millisecond(ms).map_err(|e| e.to_string())
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The instant of the wall-clock time `due_ms`.
+fn instant_of(due_ms: u64) -> Instant {
+    let now = now_ms();
+    Instant::now() + Duration::from_millis(due_ms.saturating_sub(now))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use motet_directives::cron::{CronExpr, Misfire};
+
+    fn timer(cron: Option<crate::store::CronTimer>, due_ms: u64) -> StoredTimer {
+        StoredTimer {
+            key: ThreadKey::new("a", "t"),
+            id: "tick".to_owned(),
+            due_ms,
+            signal: Signal::builder("tick", "test")
+                .build()
+                .unwrap_or_else(|e| unreachable!("{e}")),
+            cron,
+        }
+    }
+
+    #[test]
+    fn a_one_shot_timer_delivers_its_own_signal_once() {
+        let t = timer(None, 1_000);
+        let (signals, next) = owed(&t, 5_000).unwrap_or_else(|e| unreachable!("{e}"));
+        assert_eq!(signals, std::slice::from_ref(&t.signal));
+        assert_eq!(next, None);
+    }
+
+    #[test]
+    fn a_cron_timer_names_each_occurrence_and_moves_on() {
+        let repeat = crate::store::CronTimer {
+            expr: CronExpr::parse("* * * * *").unwrap_or_else(|e| unreachable!("{e}")),
+            zone: "UTC".to_owned(),
+            misfire: Misfire::CatchUp(2),
+        };
+        // Due at 00:01 (60,000 ms); looked at 00:03:00.5: 00:01 and 00:02 missed, 00:03 on time.
+        let t = timer(Some(repeat), 60_000);
+        let (signals, next) = owed(&t, 180_500).unwrap_or_else(|e| unreachable!("{e}"));
+        let ids: Vec<&str> = signals.iter().map(|s| s.id().as_str()).collect();
+        let base = t.signal.id().as_str();
+        assert_eq!(
+            ids,
+            [
+                format!("{base}@60000"),
+                format!("{base}@120000"),
+                format!("{base}@180000")
+            ]
+        );
+        assert_eq!(
+            signals[2].time(),
+            Some(Timestamp::from_millisecond(180_000).unwrap_or_else(|e| unreachable!("{e}")))
+        );
+        assert_eq!(next.map(|n| n.as_millisecond()), Some(240_000));
+        // The same occurrence owed again (a redelivery) has the same id.
+        let (again, _) = owed(&t, 180_500).unwrap_or_else(|e| unreachable!("{e}"));
+        assert_eq!(again, signals);
+    }
+
+    #[test]
+    fn an_unknown_time_zone_is_a_reason_not_a_panic() {
+        let repeat = crate::store::CronTimer {
+            expr: CronExpr::parse("@hourly").unwrap_or_else(|e| unreachable!("{e}")),
+            zone: "Mars/Olympus_Mons".to_owned(),
+            misfire: Misfire::Skip,
+        };
+        let error = owed(&timer(Some(repeat), 0), 1).err().unwrap_or_default();
+        assert!(error.contains("Mars/Olympus_Mons"), "{error}");
+    }
+}
