@@ -298,24 +298,31 @@ async fn a_timer_outlives_its_runtime_and_fires_once_in_the_next() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("timers.db");
     let first = on(Arc::new(SqliteStore::open(&path).await.unwrap()), None).await;
-    first.alarm.send(set("later", 1_500)).await.unwrap();
     first.alarm.send(set("cancelled", 1_500)).await.unwrap();
     first
         .alarm
         .send(signal("timer.cancel", "cancelled"))
         .await
         .unwrap();
-    // Wait for the timer to reach the store, then end the first runtime before it is due.
+    first.alarm.send(set("later", 1_500)).await.unwrap();
+    // Wait for the store to hold just the timer left, then end the first runtime before it is
+    // due.
     let key = motet_runtime::store::ThreadKey::new("alarm", "default");
     let store = SqliteStore::open(&path).await.unwrap();
-    for _ in 0..200 {
+    let stored = || async {
         let kept = store.timers_of(&key).await.unwrap();
-        if kept.len() == 1 {
+        let ids: Vec<String> = kept.iter().map(|t| t.id.clone()).collect();
+        (kept, ids)
+    };
+    for _ in 0..200 {
+        if stored().await.1 == ["later"] {
             break;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    assert_eq!(store.timers_of(&key).await.unwrap().len(), 1);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (kept, ids) = stored().await;
+    assert_eq!(ids, ["later"]);
     first.runtime.shutdown().await;
     drop(first);
 
@@ -330,6 +337,24 @@ async fn a_timer_outlives_its_runtime_and_fires_once_in_the_next() {
     // Fired and settled: the store holds it no more.
     assert!(store.timers_of(&key).await.unwrap().is_empty());
     second.runtime.shutdown().await;
+    drop(second);
+
+    // A crash after the thread committed the firing but before the timer was settled leaves
+    // the row as it was: the next runtime fires it again, and the thread, which committed that
+    // signal, does not handle it twice.
+    store.put_timer(&kept[0]).await.unwrap();
+    let mut third = on(Arc::new(SqliteStore::open(&path).await.unwrap()), None).await;
+    assert!(
+        heard_within(&mut third.heard, Duration::from_millis(1_500))
+            .await
+            .is_empty(),
+        "a firing the thread committed was handled again"
+    );
+    assert!(
+        store.timers_of(&key).await.unwrap().is_empty(),
+        "the refiring settles it"
+    );
+    third.runtime.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
