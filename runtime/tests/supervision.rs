@@ -326,6 +326,42 @@ async fn a_parent_spawns_a_child_kind_talks_to_it_and_stops_it() {
     runtime.shutdown().await;
 }
 
+/// The parent's thread idles out between the spawn and the stop: its new actor holds no map of
+/// its children, and the tag is found in the registry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_is_stopped_by_tag_after_its_parent_thread_idled() {
+    let runtime = Runtime::builder()
+        .llm(Arc::new(ScriptedModel::default()))
+        .kind("worker", |_: &serde_json::Value| {
+            Ok(AgentSpec::new(
+                "ignored",
+                Worker {
+                    skill: "sums".into(),
+                },
+            ))
+        })
+        .build()
+        .unwrap();
+    let boss = runtime
+        .spawn(AgentSpec::new("boss", Boss).with_idle_timeout(Some(Duration::from_millis(100))))
+        .await
+        .unwrap();
+    boss.ask("hire").await.unwrap();
+    assert_eq!(runtime.agent_count(), 2);
+    // Only the child's thread is left running once the boss's idles out.
+    for _ in 0..300 {
+        if runtime.thread_count() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(runtime.thread_count(), 1, "the boss's thread did not idle");
+    let reply = boss.ask("fire").await.unwrap();
+    assert_eq!(reply.signal.data_as::<String>().unwrap(), "fired");
+    assert_eq!(runtime.agent_count(), 1, "the child outlived its stop");
+    runtime.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_parent_stopped_past_its_restart_intensity_takes_its_children_along() {
     let runtime = Runtime::builder()

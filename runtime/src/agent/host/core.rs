@@ -111,6 +111,15 @@ pub(crate) struct Housekeeping {
 pub(crate) const SEND_PATIENCE: Duration = Duration::from_secs(5);
 
 impl RuntimeCore {
+    /// The registered child that thread `thread` of `agent` spawned with `tag`, if any.
+    pub(crate) fn child_of(&self, agent: &str, thread: &str, tag: &str) -> Option<String> {
+        self.agents.iter().find_map(|entry| {
+            let parent = entry.value().parent()?;
+            (parent.agent == agent && parent.thread == thread && parent.tag == tag)
+                .then(|| entry.key().clone())
+        })
+    }
+
     /// Whether anyone subscribed to `llm.delta`.
     pub(crate) fn wants_deltas(&self) -> bool {
         self.delta_type

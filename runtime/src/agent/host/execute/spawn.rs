@@ -69,11 +69,14 @@ pub(super) fn spawn(job: &Job<'_>, tracked: &mut Tracked, spawn: Spawn) {
 
 /// Stops the child tagged `stop.tag` (and its own children).
 pub(super) fn stop_child(here: &Here<'_>, tracked: &mut Tracked, stop: &StopChild) {
-    match tracked
+    // The thread's own map, else the registry: a thread that idled or restarted since the
+    // spawn holds no map, but each child is registered with its parent thread and tag.
+    let child = tracked
         .occasional
         .as_mut()
         .and_then(|o| o.children.remove(&stop.tag))
-    {
+        .or_else(|| here.core.child_of(here.agent, here.thread, &stop.tag));
+    match child {
         Some(name) => here.core.stop_agent(&name, &stop.reason, false),
         None => {
             tracing::warn!(agent = %here.agent, tag = %stop.tag, "no child with that tag");
