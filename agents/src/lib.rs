@@ -21,6 +21,8 @@
 //! - [`protocol`] — what the runtime sends every strategy (`agent.request`, `agent.cancel`, ...)
 //!   and how a strategy replies; [`Input`] decodes it.
 //! - `react` — [`ReAct`], its state and its signals.
+//! - [`team`] — teams on the protocol: [`team::Supervisor`], [`team::GroupChat`],
+//!   [`team::FanOut`] (`team/gather.rs`: one round of asks under a [`team::Join`] rule).
 //! - `error` — [`ThreadError`], [`ProjectionError`], [`StrategyError`], [`SummaryError`].
 //!
 //! # Example
@@ -58,6 +60,7 @@ pub mod protocol;
 mod react;
 mod strategy;
 mod summary;
+pub mod team;
 mod thread;
 mod wrapped;
 
