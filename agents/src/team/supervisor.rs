@@ -1,6 +1,7 @@
 //! [`Supervisor`]: a request routed to the members best placed to answer it — by a function,
 //! or by a model's choice (one LLM call offered a `route` tool whose schema lists the members)
-//! — and their answers collected into one reply.
+//! — and their answers collected into one reply. A model picks one member per request; a
+//! function may pick several.
 
 use std::fmt;
 use std::sync::Arc;
@@ -52,7 +53,7 @@ type RouteFn = Arc<dyn Fn(&AgentRequest, &[Member]) -> Vec<String> + Send + Sync
 pub enum Route {
     /// A function of the request and the members: the names to ask.
     Function(RouteFn),
-    /// One LLM call on this model, made to call the `route` tool with member names.
+    /// One LLM call on this model, made to call the `route` tool with a member's name.
     Model {
         /// The model.
         model: ModelRef,
@@ -180,7 +181,7 @@ impl Supervisor {
             .collect();
         let system = format!(
             "You route a request to the team members best placed to answer it. The members:\n{}\n\
-             Call `{ROUTE_TOOL}` with the names of the members to ask.",
+             Call `{ROUTE_TOOL}` with the name of the member to ask.",
             listed.join("\n")
         );
         let parameters = serde_json::json!({
@@ -200,8 +201,11 @@ impl Supervisor {
             "Sends the request to these members.",
             parameters,
         );
+        // One call of the tool: a small model allowed several repeats it until its tokens
+        // run out.
         let options = LlmOptions {
             max_tokens: Some(max_tokens),
+            parallel_tool_calls: Some(false),
             ..LlmOptions::default()
         };
         LlmRequest::new(
@@ -243,9 +247,15 @@ pub struct SupervisorState {
     usage: Usage,
 }
 
-#[derive(Deserialize)]
-struct RouteArgs {
-    members: Vec<String>,
+/// The strings in a tool call's arguments, in order: a small model does not always keep to
+/// the schema's field (`members: [..]` for `member`), and any member it names is its choice.
+fn strings_in(value: &serde_json::Value, into: &mut Vec<String>) {
+    match value {
+        serde_json::Value::String(text) => into.push(text.clone()),
+        serde_json::Value::Array(items) => items.iter().for_each(|v| strings_in(v, into)),
+        serde_json::Value::Object(fields) => fields.values().for_each(|v| strings_in(v, into)),
+        _ => {}
+    }
 }
 
 impl Strategy for Supervisor {
@@ -323,13 +333,19 @@ impl Supervisor {
                     Outcome::Llm(result) => {
                         state.usage += result.response.usage;
                         let message = &result.response.message;
-                        let mut names: Vec<String> = message
-                            .tool_calls()
-                            .filter(|call| call.name == ROUTE_TOOL)
-                            .filter_map(|call| call.args.parse::<RouteArgs>().ok())
-                            .flat_map(|args| args.members)
+                        let mut said = Vec::new();
+                        for call in message.tool_calls().filter(|c| c.name == ROUTE_TOOL) {
+                            if let Ok(args) = call.args.parse::<serde_json::Value>() {
+                                strings_in(&args, &mut said);
+                            }
+                        }
+                        // The first member named is the one asked.
+                        let mut names: Vec<String> = said
+                            .into_iter()
+                            .find(|name| self.members.iter().any(|m| m.name == name.trim()))
+                            .into_iter()
                             .collect();
-                        if self.chosen(&names).is_empty() {
+                        if names.is_empty() {
                             // A model that answered in words: the members it names.
                             let text: String = message.text_blocks().collect();
                             names = self

@@ -506,6 +506,7 @@ fn a_supervisor_routes_by_a_models_choice_of_the_route_tool() {
         }
     );
     assert_eq!(call.request.options.max_tokens, Some(32));
+    assert_eq!(call.request.options.parallel_tool_calls, Some(false));
     let schema = &call.request.tools[0].parameters;
     assert_eq!(
         schema["properties"]["members"]["items"]["enum"],
@@ -515,7 +516,7 @@ fn a_supervisor_routes_by_a_models_choice_of_the_route_tool() {
     assert!(system.contains("geo: capitals and countries"), "{system}");
 
     let routed =
-        AssistantBlock::tool_use("t1", "route", ToolArgs::from_text(r#"{"members":["geo"]}"#));
+        AssistantBlock::tool_use("t1", "route", ToolArgs::from_text(r#"{"member":"geo"}"#));
     let out = team
         .handle(
             &mut state,
@@ -548,13 +549,25 @@ fn a_routing_model_that_names_no_member_or_fails_fails_the_request_typed() {
         )
         .unwrap();
     assert_eq!(asked(&out), pairs(&[("math", "r1.0")]));
+    // Off the schema: the first member named in the arguments is asked.
+    let mut state = team.init(&env);
+    team.handle(&mut state, &request("q"), &env).unwrap();
+    let routed = AssistantBlock::tool_use(
+        "t1",
+        "route",
+        ToolArgs::from_text(r#"{"members":["nobody","geo","math"]}"#),
+    );
+    let out = team
+        .handle(&mut state, &llm_result("call_2", vec![routed], 1), &env)
+        .unwrap();
+    assert_eq!(asked(&out), pairs(&[("geo", "r1.0")]));
     // Nobody named.
     let mut state = team.init(&env);
     team.handle(&mut state, &request("q"), &env).unwrap();
     let out = team
         .handle(
             &mut state,
-            &llm_result("call_2", vec![AssistantBlock::text("hmm")], 1),
+            &llm_result("call_3", vec![AssistantBlock::text("hmm")], 1),
             &env,
         )
         .unwrap();
@@ -569,7 +582,7 @@ fn a_routing_model_that_names_no_member_or_fails_fails_the_request_typed() {
     };
     let failed_call = Signal::builder(LLM_FAILED, "runtime")
         .with_request_id("r1")
-        .with_data(json!({ "call_id": "call_3", "error": error }))
+        .with_data(json!({ "call_id": "call_4", "error": error }))
         .build()
         .unwrap();
     let out = team.handle(&mut state, &failed_call, &env).unwrap();
