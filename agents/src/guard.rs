@@ -335,9 +335,12 @@ impl<S: Strategy> Strategy for Guarded<S> {
     }
 
     fn restore(&self, env: &dyn Env, saved: Self::State) -> Self::State {
-        // Checks in flight at the stop are gone with their calls: the request is resumed (or
-        // not) by the inner strategy alone.
-        self.wrap(self.inner.restore(env, saved.inner))
+        // Checks in flight at the stop are gone with their calls: they are asked again when
+        // the request is resumed, and what the model says is held until they pass.
+        GuardedState {
+            inner: self.inner.restore(env, saved.inner),
+            book: saved.book.restored(),
+        }
     }
 
     fn restore_thread(&self, env: &dyn Env, thread: Thread) -> Self::State {

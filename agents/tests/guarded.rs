@@ -358,3 +358,28 @@ fn a_parallel_check_that_trips_ends_the_request_typed_while_the_model_still_runs
     let out = g.send("llm.failed", error);
     assert!(tripped(&out).reason.why.contains("busy"));
 }
+
+#[test]
+fn after_a_restart_a_parallel_check_still_out_is_asked_again_and_still_holds_the_answer() {
+    let mut g = Guard::new(|g| g.input_in_parallel(moderation()));
+    g.ask("what is 2+2");
+    // The process stops with both calls in flight; the state comes back from its snapshot.
+    let stored = serde_json::to_string(&g.state).unwrap();
+    let saved: GuardedState<ReActState> = serde_json::from_str(&stored).unwrap();
+    g.state = g.strategy.restore(&g.env, saved);
+    assert!(g.state.checking());
+    let out = describe_all(&g.send("agent.resume", serde_json::json!({})));
+    assert_eq!(
+        out,
+        [
+            "llm call_2: S:You are a calculator. | U:what is 2+2",
+            "llm guard_2: S:Say FLAGGED if the text is abusive, else OK. | U:what is 2+2"
+        ]
+    );
+    assert!(
+        g.send("llm.result", llm_text("call_2", "4")).is_empty(),
+        "held"
+    );
+    let out = g.send("llm.result", llm_text("guard_2", "FLAGGED"));
+    assert_eq!(tripped(&out).reason.point, GuardPoint::ParallelInput);
+}

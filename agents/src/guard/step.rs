@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::{GuardFailed, GuardPoint, Guarded, GuardedState, ToolVerdict, Tripped, Verdict};
 use crate::env::Env;
 use crate::error::StrategyError;
-use crate::protocol::{AGENT_CANCEL, AGENT_FAILED, AgentCancel, Input};
+use crate::protocol::{AGENT_CANCEL, AGENT_FAILED, AgentCancel, AgentRequest, Input};
 use crate::strategy::Strategy;
 
 /// What the guardrails keep between signals: the open request, the parallel checks still out,
@@ -22,6 +22,10 @@ pub(super) struct Book {
     pub(super) pending: Vec<CallId>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     held: Vec<Signal>,
+    /// The request as the parallel checks were asked it, while they are out: asked again after
+    /// a restart (their calls are gone with it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    asked: Option<AgentRequest>,
     /// The tool of each call sent to run, by call id: what a result check is told.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     tools: Vec<(CallId, String)>,
@@ -36,6 +40,22 @@ struct Open {
 
 /// A check tripped: where and why.
 struct Trip(GuardPoint, String);
+
+impl Book {
+    /// What survives a stop: the open request and the checks still owed (asked again at the
+    /// resume); results held for the inner strategy are dropped, as its own state is rebuilt.
+    pub(super) fn restored(self) -> Self {
+        Self {
+            held: Vec::new(),
+            pending: if self.asked.is_some() {
+                self.pending
+            } else {
+                Vec::new()
+            },
+            ..self
+        }
+    }
+}
 
 impl<S: Strategy> Guarded<S> {
     pub(super) fn step(
@@ -77,15 +97,22 @@ impl<S: Strategy> Guarded<S> {
                 let mut asked = request.clone();
                 asked.query = query;
                 let mut out = self.inward(state, &signal, env)?;
-                if state.book.request.is_some() {
-                    for check in &self.parallel {
-                        let call_id = CallId::new(env.fresh_id("guard"));
-                        state.book.pending.push(call_id.clone());
-                        out.push(Directive::LlmStream(LlmStream {
-                            call_id,
-                            request: (check.call)(&asked),
-                        }));
-                    }
+                if state.book.request.is_some() && !self.parallel.is_empty() {
+                    out.extend(self.ask_checks(&mut state.book, asked, env));
+                }
+                Ok(out)
+            }
+            // The checks' calls stopped with the process: the inner strategy carries on (its
+            // own calls made again), and the checks are asked again beside them.
+            Input::Resume(_) if state.book.asked.is_some() => {
+                let asked = state.book.asked.take();
+                state.book.pending.clear();
+                state.book.held.clear();
+                let mut out = self.inward(state, signal, env)?;
+                if let Some(asked) = asked
+                    && state.book.request.is_some()
+                {
+                    out.extend(self.ask_checks(&mut state.book, asked, env));
                 }
                 Ok(out)
             }
@@ -112,6 +139,7 @@ impl<S: Strategy> Guarded<S> {
                 if !state.book.pending.is_empty() {
                     return Ok(Vec::new());
                 }
+                state.book.asked = None;
                 // Every check passed: the inner strategy gets what the model said meanwhile.
                 let mut out = Vec::new();
                 for held in std::mem::take(&mut state.book.held) {
@@ -136,6 +164,24 @@ impl<S: Strategy> Guarded<S> {
             }
             _ => self.inward(state, signal, env),
         }
+    }
+
+    /// The parallel checks' calls for `asked`, noted as out.
+    fn ask_checks(&self, book: &mut Book, asked: AgentRequest, env: &dyn Env) -> Vec<Directive> {
+        let calls: Vec<Directive> = self
+            .parallel
+            .iter()
+            .map(|check| {
+                let call_id = CallId::new(env.fresh_id("guard"));
+                book.pending.push(call_id.clone());
+                Directive::LlmStream(LlmStream {
+                    call_id,
+                    request: (check.call)(&asked),
+                })
+            })
+            .collect();
+        book.asked = Some(asked);
+        calls
     }
 
     /// `signal` checked, handed to the inner strategy, and what it returns checked.
