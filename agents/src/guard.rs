@@ -13,6 +13,11 @@
 //! A blocked request ends for the inner strategy too: it is sent `agent.cancel` (so ReAct
 //! records the end in its thread and takes the next request), and its own reply is replaced by
 //! an `agent.failed` carrying [`GuardFailed`].
+//!
+//! [`Guarded`] is not a [`Wrap`](crate::Wrap): a wrap has only the inner strategy's state, and
+//! the guardrails keep a small book of their own (the parallel checks out, the results held
+//! for them). It forwards every hook of [`Strategy`] to the inner strategy as
+//! [`Wrapped`](crate::Wrapped) does.
 
 mod step;
 
