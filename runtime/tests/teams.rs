@@ -324,3 +324,55 @@ async fn a_parallel_guardrail_that_trips_fails_the_request_and_stops_the_model_c
     );
     runtime.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_tool_guardrail_sends_the_call_to_a_person_and_runs_it_once_approved() {
+    use motet_agents::guard::ToolVerdict;
+    use motet_directives::{Approval, Response, ToolArgs};
+    use motet_runtime::testing::ScriptedModel;
+
+    let model = ScriptedModel::new([
+        common::turn(vec![AssistantBlock::tool_use(
+            "a",
+            "add",
+            ToolArgs::from_text(r#"{"a":2,"b":3}"#),
+        )]),
+        common::turn(vec![AssistantBlock::text("5")]),
+    ]);
+    let runtime = Runtime::builder().llm(Arc::new(model)).build().unwrap();
+    let tools = common::calculator();
+    let react = ReAct::new(
+        ReActConfig::new(common::MODEL.parse().unwrap()).with_tools(tools.definitions()),
+    );
+    // The tool itself needs no approval: the guardrail asks for it.
+    let guarded = Guarded::new(react).tool(|call| {
+        ToolVerdict::Approval(Approval::required().because(format!("{} runs", call.name)))
+    });
+    let agent = runtime
+        .spawn(AgentSpec::new("guarded", guarded).with_tools(tools))
+        .await
+        .unwrap();
+    let mut ticket = agent.submit("2 + 3?", AskOptions::default()).await.unwrap();
+    let waiting = tokio::time::timeout(Duration::from_secs(5), ticket.next_waiting())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (waiting.tool.as_str(), waiting.tool_call_id.as_str()),
+        ("add", "a")
+    );
+    assert_eq!(
+        agent.waiting(None).await.unwrap().len(),
+        1,
+        "listed as waiting"
+    );
+    ticket.respond("a", Response::Approve).await.unwrap();
+    let answer = ticket.wait().await.unwrap();
+    assert_eq!(answer.text, "5");
+    let thread = agent.get_thread(None).await.unwrap().unwrap();
+    assert!(
+        format!("{:?}", thread.to_list()).contains("content: \"5\""),
+        "the tool ran once approved"
+    );
+    runtime.shutdown().await;
+}
