@@ -21,6 +21,10 @@
 //! - [`protocol`] — what the runtime sends every strategy (`agent.request`, `agent.cancel`, ...)
 //!   and how a strategy replies; [`Input`] decodes it.
 //! - `react` — [`ReAct`], its state and its signals.
+//! - [`guard`] — [`guard::Guarded`]: hooks and guardrails around a strategy (input, LLM calls,
+//!   tool calls, output; `guard/step.rs` one step of it).
+//! - [`team`] — teams on the protocol: [`team::Supervisor`], [`team::GroupChat`],
+//!   [`team::FanOut`] (`team/gather.rs`: one round of asks under a [`team::Join`] rule).
 //! - `error` — [`ThreadError`], [`ProjectionError`], [`StrategyError`], [`SummaryError`].
 //!
 //! # Example
@@ -51,6 +55,7 @@
 mod env;
 mod error;
 mod estimate;
+pub mod guard;
 mod id_text;
 mod policy;
 mod projector;
@@ -58,6 +63,7 @@ pub mod protocol;
 mod react;
 mod strategy;
 mod summary;
+pub mod team;
 mod thread;
 mod wrapped;
 
