@@ -56,7 +56,10 @@ pub(crate) fn table() -> Routes {
     Routes::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(ready))
-        .route("/openapi.json", get(|| async { Json(crate::openapi::document()) }))
+        .route(
+            "/openapi.json",
+            get(|| async { Json(crate::openapi::document()) }),
+        )
         .route("/api/agents", get(list_agents))
         .route(
             "/api/agents/{agent}/threads",
@@ -145,8 +148,7 @@ fn agent<'a>(shared: &'a Shared, scope: &Scope, name: &str) -> Result<&'a AgentH
 
 /// A thread id as a path gives it: not empty, no `/`, at most 200 bytes.
 fn thread_id(thread: &str) -> Result<&str, ApiError> {
-    if thread.is_empty() || thread.len() > 200 || thread.contains('/') || thread.trim() != thread
-    {
+    if thread.is_empty() || thread.len() > 200 || thread.contains('/') || thread.trim() != thread {
         return Err(ApiError::BadRequest(format!(
             "`{}` is not a thread id (1 to 200 bytes, no `/`, no surrounding spaces)",
             thread.chars().take(64).collect::<String>()

@@ -16,7 +16,8 @@ fn op(summary: &str, params: &[Value], body: Option<&str>, answers: &[(&str, &st
         let mut answer = json!({"description": about});
         if status.starts_with('4') || status.starts_with('5') {
             if *status != "401" {
-                answer["content"] = json!({"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}});
+                answer["content"] =
+                    json!({"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}});
             }
         } else if *status == "200" || *status == "201" {
             answer["content"] = json!({"application/json": {"schema": {"type": "object"}}});
@@ -34,7 +35,10 @@ fn op(summary: &str, params: &[Value], body: Option<&str>, answers: &[(&str, &st
 /// The document.
 pub(crate) fn document() -> Value {
     let agent = param("agent", "the agent's name");
-    let thread = param("thread", "the thread's id (`new` starts a fresh one when a run starts)");
+    let thread = param(
+        "thread",
+        "the thread's id (`new` starts a fresh one when a run starts)",
+    );
     let run = param("run", "the run's id");
     let call = param("call", "the model's id of the waiting tool call");
     let auth = [("401", "no token or a wrong one (nothing else is said)")];

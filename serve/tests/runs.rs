@@ -25,7 +25,10 @@ async fn start(server: &Server, thread: &str, query: &str) -> serde_json::Value 
 }
 
 fn events_url(server: &Server, run: &serde_json::Value) -> String {
-    server.at(&format!("/api/agents/janitor/runs/{}/events", run["id"].as_str().unwrap()))
+    server.at(&format!(
+        "/api/agents/janitor/runs/{}/events",
+        run["id"].as_str().unwrap()
+    ))
 }
 
 async fn approve(server: &Server, run: &serde_json::Value, call: &str) {
@@ -54,8 +57,13 @@ fn ids(events: &[SseEvent]) -> Vec<u64> {
 async fn a_subscriber_that_drops_and_resumes_sees_what_an_uninterrupted_one_sees() {
     let server = serve(Tokens::open(), RunLimits::default()).await;
     server.model.clone().delay_by(Duration::from_millis(15));
-    server.model.push(vec![text("Let me look at what is there first."), rm_call("c1", "/tmp/x")]);
-    server.model.push(vec![text("All clean now, nothing is left in /tmp/x at all.")]);
+    server.model.push(vec![
+        text("Let me look at what is there first."),
+        rm_call("c1", "/tmp/x"),
+    ]);
+    server.model.push(vec![text(
+        "All clean now, nothing is left in /tmp/x at all.",
+    )]);
     let run = start(&server, "new", "clean up").await;
     let url = events_url(&server, &run);
 
@@ -88,16 +96,26 @@ async fn a_subscriber_that_drops_and_resumes_sees_what_an_uninterrupted_one_sees
     seen.extend(resumed.rest().await);
 
     let all = whole.rest().await;
-    assert_eq!(seen, all, "the resumed subscriber saw exactly what the other one did");
+    assert_eq!(
+        seen, all,
+        "the resumed subscriber saw exactly what the other one did"
+    );
     let n = u64::try_from(all.len()).unwrap();
-    assert_eq!(ids(&all), (1..=n).collect::<Vec<_>>(), "ids increase by one, no gaps");
+    assert_eq!(
+        ids(&all),
+        (1..=n).collect::<Vec<_>>(),
+        "ids increase by one, no gaps"
+    );
     let names: Vec<&str> = all.iter().map(|e| e.event.as_str()).collect();
     for kind in ["delta", "entry", "waiting", "answer"] {
         assert!(names.contains(&kind), "{kind} in {names:?}");
     }
     assert_eq!(names.last(), Some(&"answer"));
     let answer = all.last().unwrap().json();
-    assert_eq!(answer["answer"], "All clean now, nothing is left in /tmp/x at all.");
+    assert_eq!(
+        answer["answer"],
+        "All clean now, nothing is left in /tmp/x at all."
+    );
     // The deltas spell the turns' text; the entries hold the question, the turns and the result.
     let written: String = all
         .iter()
@@ -121,7 +139,12 @@ async fn a_subscriber_that_drops_and_resumes_sees_what_an_uninterrupted_one_sees
     assert_eq!(late, all);
     let id = run["id"].as_str().unwrap();
     let read = json_of(
-        server.http.get(server.at(&format!("/api/agents/janitor/runs/{id}"))).send().await.unwrap(),
+        server
+            .http
+            .get(server.at(&format!("/api/agents/janitor/runs/{id}")))
+            .send()
+            .await
+            .unwrap(),
         200,
     )
     .await;
@@ -141,7 +164,9 @@ async fn a_position_the_buffer_no_longer_holds_gets_a_gap_then_every_durable_eve
         ..RunLimits::default()
     };
     let server = serve(Tokens::open(), limits).await;
-    server.model.push(vec![text("One two three four five six seven eight.")]);
+    server
+        .model
+        .push(vec![text("One two three four five six seven eight.")]);
     let run = start(&server, "new", "count").await;
     let url = events_url(&server, &run);
     // Wait for the end, then read from the start.
@@ -155,7 +180,9 @@ async fn a_position_the_buffer_no_longer_holds_gets_a_gap_then_every_durable_eve
     let got = ids(rest);
     assert!(got.windows(2).all(|w| w[0] < w[1]), "{got:?}");
     assert!(
-        rest.iter().filter(|e| e.event == "delta").all(|e| ids(std::slice::from_ref(e))[0] > through),
+        rest.iter()
+            .filter(|e| e.event == "delta")
+            .all(|e| ids(std::slice::from_ref(e))[0] > through),
         "no delta the gap covers is sent"
     );
     // Only the last two deltas are held; every entry and the answer are there.
@@ -169,7 +196,10 @@ async fn a_position_the_buffer_no_longer_holds_gets_a_gap_then_every_durable_eve
     assert_eq!(rest.last().unwrap().event, "answer");
     // Resuming from the last id: nothing more, and the stream ends.
     let last = rest.last().unwrap().id.clone().unwrap();
-    let none = Sse::open(&server.http, &url, None, Some(&last)).await.rest().await;
+    let none = Sse::open(&server.http, &url, None, Some(&last))
+        .await
+        .rest()
+        .await;
     assert_eq!(none, Vec::new());
     // An id the run never had is refused.
     let bad = Sse::request(&server.http, &url, None, Some("9999")).await;
@@ -186,25 +216,50 @@ async fn a_run_is_cancelled_and_steered_and_an_ended_one_says_so() {
     waits_for(&server, "janitor", 1).await;
     let at = |what: &str| server.at(&format!("/api/agents/janitor/runs/{id}/{what}"));
     let read = json_of(
-        server.http.get(server.at(&format!("/api/agents/janitor/runs/{id}"))).send().await.unwrap(),
+        server
+            .http
+            .get(server.at(&format!("/api/agents/janitor/runs/{id}")))
+            .send()
+            .await
+            .unwrap(),
         200,
     )
     .await;
     assert_eq!(read["status"], "awaiting_approval");
 
     // A steer while it waits is taken in at its next turn.
-    let steered = server.http.post(at("steer")).json(&serde_json::json!({"text": "only /a"})).send().await.unwrap();
+    let steered = server
+        .http
+        .post(at("steer"))
+        .json(&serde_json::json!({"text": "only /a"}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(steered.status(), 202);
-    let empty = server.http.post(at("steer")).json(&serde_json::json!({"text": " "})).send().await.unwrap();
+    let empty = server
+        .http
+        .post(at("steer"))
+        .json(&serde_json::json!({"text": " "}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(json_of(empty, 422).await["error"]["code"], "unprocessable");
 
     let cancelled = server.http.post(at("cancel")).send().await.unwrap();
     assert_eq!(cancelled.status(), 202);
-    let events = Sse::open(&server.http, &at("events"), None, None).await.rest().await;
+    let events = Sse::open(&server.http, &at("events"), None, None)
+        .await
+        .rest()
+        .await;
     let end = events.last().unwrap();
     assert_eq!(end.event, "failed", "{events:?}");
     let read = json_of(
-        server.http.get(server.at(&format!("/api/agents/janitor/runs/{id}"))).send().await.unwrap(),
+        server
+            .http
+            .get(server.at(&format!("/api/agents/janitor/runs/{id}")))
+            .send()
+            .await
+            .unwrap(),
         200,
     )
     .await;
@@ -213,9 +268,20 @@ async fn a_run_is_cancelled_and_steered_and_an_ended_one_says_so() {
 
     let again = server.http.post(at("cancel")).send().await.unwrap();
     assert_eq!(json_of(again, 409).await["error"]["code"], "conflict");
-    let late = server.http.post(at("steer")).json(&serde_json::json!({"text": "more"})).send().await.unwrap();
+    let late = server
+        .http
+        .post(at("steer"))
+        .json(&serde_json::json!({"text": "more"}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(late.status(), 409);
-    let unknown = server.http.post(server.at("/api/agents/janitor/runs/nope/cancel")).send().await.unwrap();
+    let unknown = server
+        .http
+        .post(server.at("/api/agents/janitor/runs/nope/cancel"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(json_of(unknown, 404).await["error"]["code"], "not_found");
     server.stop().await;
 }
@@ -254,7 +320,11 @@ async fn subscribers_are_bounded_and_streams_end_at_shutdown() {
     let url = server.url.clone();
     let stopping = tokio::spawn(server.stop());
     let rest = third.rest().await;
-    assert_eq!(rest.last().map(|e| e.event.as_str()), Some("shutdown"), "{rest:?}");
+    assert_eq!(
+        rest.last().map(|e| e.event.as_str()),
+        Some("shutdown"),
+        "{rest:?}"
+    );
     stopping.await.unwrap();
     assert!(reqwest::get(format!("{url}/healthz")).await.is_err());
 }

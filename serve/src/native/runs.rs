@@ -122,24 +122,32 @@ pub(super) async fn events(
     query: axum::extract::Query<std::collections::HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
     let run = find(&shared, &scope, &name, &id)?;
-    let last = match headers.get("last-event-id") {
-        Some(value) => Some(value.to_str().map_err(|_| {
-            ApiError::BadRequest("the Last-Event-ID header is not text".into())
-        })?),
-        None => query.get("last_event_id").map(String::as_str),
-    };
+    let last =
+        match headers.get("last-event-id") {
+            Some(value) => Some(value.to_str().map_err(|_| {
+                ApiError::BadRequest("the Last-Event-ID header is not text".into())
+            })?),
+            None => query.get("last_event_id").map(String::as_str),
+        };
     let after = resume_point(last, run.last_id()).map_err(|_| {
         ApiError::BadRequest(format!(
             "Last-Event-ID `{}` names no event of run `{}`",
-            last.unwrap_or_default().chars().take(32).collect::<String>(),
+            last.unwrap_or_default()
+                .chars()
+                .take(32)
+                .collect::<String>(),
             run.id
         ))
     })?;
     let closing = shared.closing.subscribe();
     match subscribe(&shared.runs, run, after, closing) {
         Ok(sse) => Ok(sse.into_response()),
-        Err(Refusal::RunFull) => Err(ApiError::Busy("this run has as many streams as it takes".into())),
-        Err(Refusal::ServerFull) => Err(ApiError::Busy("the server has as many streams as it takes".into())),
+        Err(Refusal::RunFull) => Err(ApiError::Busy(
+            "this run has as many streams as it takes".into(),
+        )),
+        Err(Refusal::ServerFull) => Err(ApiError::Busy(
+            "the server has as many streams as it takes".into(),
+        )),
     }
 }
 

@@ -274,7 +274,10 @@ mod tests {
             bytes: usize::MAX,
         };
         // ids:       1        2        3        4        5        6
-        let log = log_of(limits, &["delta", "entry", "delta", "delta", "delta", "entry"]);
+        let log = log_of(
+            limits,
+            &["delta", "entry", "delta", "delta", "delta", "entry"],
+        );
         // Deltas 1 and 3 were dropped (the buffer holds 4 and 5).
         let replay = log.since(0, usize::MAX);
         assert_eq!(

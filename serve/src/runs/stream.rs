@@ -54,9 +54,10 @@ async fn pump(
         let idle = sent.is_empty();
         for send in sent {
             let event = match send {
-                Send::Gap(gap) => Event::default()
-                    .event("gap")
-                    .data(format!(r#"{{"after":{},"through":{}}}"#, gap.after, gap.through)),
+                Send::Gap(gap) => Event::default().event("gap").data(format!(
+                    r#"{{"after":{},"through":{}}}"#,
+                    gap.after, gap.through
+                )),
                 Send::Event(logged) => Event::default()
                     .id(logged.id.to_string())
                     .event(logged.name)

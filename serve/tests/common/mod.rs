@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use motet_agents::{ContextPolicy, ReAct, ReActConfig};
-use motet_directives::{AssistantBlock, AssistantMessage, LlmRequest, LlmResponse, ToolArgs, Usage};
+use motet_directives::{
+    AssistantBlock, AssistantMessage, LlmRequest, LlmResponse, ToolArgs, Usage,
+};
 use motet_providers::{LlmClient, LlmEvent, LlmEvents, ProviderError};
 use motet_runtime::agent::{AgentSpec, Runtime};
 use motet_runtime::tool::{Tool, ToolError, ToolSet, tool_fn};
@@ -47,7 +49,10 @@ impl LlmClient for Writer {
         };
         let stop_reason = motet_runtime::testing::stop_for(&blocks);
         let response = LlmResponse::new(
-            AssistantMessage { blocks, stop_reason },
+            AssistantMessage {
+                blocks,
+                stop_reason,
+            },
             Usage {
                 input_tokens: 10,
                 output_tokens: 5,
@@ -70,12 +75,14 @@ impl LlmClient for Writer {
             }
         }
         let delay = *self.delay.lock().unwrap();
-        Ok(Box::pin(futures::stream::iter(events).then(move |event| async move {
-            if matches!(event, LlmEvent::TextDelta { .. }) && !delay.is_zero() {
-                tokio::time::sleep(delay).await;
-            }
-            Ok(event)
-        })))
+        Ok(Box::pin(futures::stream::iter(events).then(
+            move |event| async move {
+                if matches!(event, LlmEvent::TextDelta { .. }) && !delay.is_zero() {
+                    tokio::time::sleep(delay).await;
+                }
+                Ok(event)
+            },
+        )))
     }
 }
 
@@ -84,7 +91,11 @@ pub(crate) fn text(text: &str) -> AssistantBlock {
 }
 
 pub(crate) fn rm_call(id: &str, path: &str) -> AssistantBlock {
-    AssistantBlock::tool_use(id, "rm", ToolArgs::from_text(format!(r#"{{"path":"{path}"}}"#)))
+    AssistantBlock::tool_use(
+        id,
+        "rm",
+        ToolArgs::from_text(format!(r#"{{"path":"{path}"}}"#)),
+    )
 }
 
 pub(crate) fn which_call(id: &str) -> AssistantBlock {
@@ -214,7 +225,12 @@ pub(crate) struct Sse {
 
 impl Sse {
     /// Opens `url`'s stream, resuming after `last` when given; panics unless it is a 200.
-    pub(crate) async fn open(http: &reqwest::Client, url: &str, token: Option<&str>, last: Option<&str>) -> Self {
+    pub(crate) async fn open(
+        http: &reqwest::Client,
+        url: &str,
+        token: Option<&str>,
+        last: Option<&str>,
+    ) -> Self {
         let response = Self::request(http, url, token, last).await;
         assert_eq!(response.status(), 200, "{}", url);
         Self::of(response)
@@ -239,7 +255,10 @@ impl Sse {
 
     pub(crate) fn of(response: reqwest::Response) -> Self {
         Self {
-            body: response.bytes_stream().map(|b| b.map(|b| b.to_vec())).boxed(),
+            body: response
+                .bytes_stream()
+                .map(|b| b.map(|b| b.to_vec()))
+                .boxed(),
             buffer: String::new(),
         }
     }
@@ -294,7 +313,11 @@ impl Sse {
         let mut all = Vec::new();
         while let Some(event) = self.next().await {
             all.push(event);
-            assert!(all.len() <= 10_000, "a stream that never ends: {:?}", &all[..5]);
+            assert!(
+                all.len() <= 10_000,
+                "a stream that never ends: {:?}",
+                &all[..5]
+            );
         }
         all
     }
@@ -312,7 +335,12 @@ pub(crate) async fn json_of(response: reqwest::Response, status: u16) -> serde_j
 pub(crate) async fn waits_for(server: &Server, agent: &str, n: usize) -> serde_json::Value {
     for _ in 0..200 {
         let listed = json_of(
-            server.http.get(server.at(&format!("/api/agents/{agent}/waiting"))).send().await.unwrap(),
+            server
+                .http
+                .get(server.at(&format!("/api/agents/{agent}/waiting")))
+                .send()
+                .await
+                .unwrap(),
             200,
         )
         .await;
