@@ -22,10 +22,10 @@ pub use motet_directives as directives;
 pub use motet_jetstream as jetstream;
 #[cfg(feature = "mcp")]
 pub use motet_mcp as mcp;
-#[cfg(feature = "serve")]
-pub use motet_serve as serve;
 pub use motet_providers as providers;
 pub use motet_runtime as runtime;
+#[cfg(feature = "serve")]
+pub use motet_serve as serve;
 pub use motet_signals as signals;
 
 /// OpenTelemetry setup: `let _guard = motet::telemetry::init()?;` exports every request's

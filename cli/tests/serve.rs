@@ -56,14 +56,29 @@ async fn motet_serve_answers_over_http_with_a_token_and_stops_on_sigterm() {
         BufReader::new(stdout).read_line(&mut line).unwrap();
         line
     });
-    let line = tokio::time::timeout(Duration::from_secs(60), line).await.unwrap().unwrap();
-    let base = line.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("{line:?}")).to_owned();
+    let line = tokio::time::timeout(Duration::from_secs(60), line)
+        .await
+        .unwrap()
+        .unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("{line:?}"))
+        .to_owned();
     assert!(base.starts_with("http://127.0.0.1:"), "{base}");
     let http = reqwest::Client::new();
 
     let refused = http.get(format!("{base}/api/agents")).send().await.unwrap();
     assert_eq!(refused.status(), 401);
-    let agents: serde_json::Value = http.get(format!("{base}/api/agents")).bearer_auth(TOKEN).send().await.unwrap().json().await.unwrap();
+    let agents: serde_json::Value = http
+        .get(format!("{base}/api/agents"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(agents["agents"], serde_json::json!([{"name": "cli"}]));
 
     let run: serde_json::Value = http
@@ -93,12 +108,26 @@ async fn motet_serve_answers_over_http_with_a_token_and_stops_on_sigterm() {
     assert!(body.contains(r#""answer":"Four.""#), "{body}");
     assert!(!body.contains(TOKEN));
     // The thread it ran on is stored, listed under the agent.
-    let threads: serde_json::Value = http.get(format!("{base}/api/agents/cli/threads")).bearer_auth(TOKEN).send().await.unwrap().json().await.unwrap();
+    let threads: serde_json::Value = http
+        .get(format!("{base}/api/agents/cli/threads"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(threads["threads"][0]["id"], run["thread"]);
 
-    let term = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    let term = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
     assert!(term.success());
-    let output = tokio::task::spawn_blocking(move || child.wait_with_output()).await.unwrap().unwrap();
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains(TOKEN), "{stderr}");
@@ -113,8 +142,18 @@ fn motet_serve_refuses_an_outside_address_without_a_token() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("MOTET_SERVE_TOKEN"), "{stderr}");
-    let short = motet_serve(dir.path(), "http://127.0.0.1:9/v1", "127.0.0.1:0", Some("short"))
-        .output()
-        .unwrap();
-    assert_eq!(short.status.code(), Some(3), "{}", String::from_utf8_lossy(&short.stderr));
+    let short = motet_serve(
+        dir.path(),
+        "http://127.0.0.1:9/v1",
+        "127.0.0.1:0",
+        Some("short"),
+    )
+    .output()
+    .unwrap();
+    assert_eq!(
+        short.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&short.stderr)
+    );
 }

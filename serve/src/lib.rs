@@ -123,6 +123,9 @@ impl Served {
         let router = axum::Router::new()
             .merge(native::routes())
             .merge(openai::routes())
+            // After every merge: a router merged with a fallback of its own cannot be.
+            .fallback(native::no_route)
+            .method_not_allowed_fallback(native::no_method)
             .with_state(Arc::clone(&self.shared))
             .layer(DefaultBodyLimit::max(self.body_limit))
             .layer(axum::middleware::from_fn(traced));

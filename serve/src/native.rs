@@ -91,17 +91,22 @@ pub(crate) fn table() -> Routes {
 
 /// The native routes, on the shared state.
 pub(crate) fn routes() -> axum::Router<Arc<Shared>> {
-    table()
-        .router
-        .fallback(|| async { ApiError::NotFound("route") })
-        .method_not_allowed_fallback(|| async {
-            (
-                StatusCode::METHOD_NOT_ALLOWED,
-                Json(serde_json::json!({
-                    "error": {"code": "method_not_allowed", "message": "that method is not served here"}
-                })),
-            )
-        })
+    table().router
+}
+
+/// What a request no route takes is answered: a typed 404.
+pub(crate) async fn no_route() -> ApiError {
+    ApiError::NotFound("route")
+}
+
+/// What a request with a method its route does not serve is answered: a typed 405.
+pub(crate) async fn no_method() -> (StatusCode, Json<serde_json::Value>) {
+    (
+        StatusCode::METHOD_NOT_ALLOWED,
+        Json(serde_json::json!({
+            "error": {"code": "method_not_allowed", "message": "that method is not served here"}
+        })),
+    )
 }
 
 /// `GET /readyz`: 200 once every served agent runs (an agent stopped → 503).

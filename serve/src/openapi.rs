@@ -56,8 +56,8 @@ pub(crate) fn document() -> Value {
             "/openapi.json": {"get": op("This document", &[], None, &[("200", "the document")])},
             "/api/agents": {"get": op("The agents the token reaches", &[], None, &with(&[("200", "{agents: [{name}]}")]))},
             "/api/agents/{agent}/threads": {
-                "get": op("The agent's stored threads", &[agent.clone()], None, &with(&[("200", "{threads}"), ("404", "no such agent")])),
-                "post": op("Create an empty thread", &[agent.clone()], None, &with(&[("201", "{id}"), ("404", "no such agent")])),
+                "get": op("The agent's stored threads", std::slice::from_ref(&agent), None, &with(&[("200", "{threads}"), ("404", "no such agent")])),
+                "post": op("Create an empty thread", std::slice::from_ref(&agent), None, &with(&[("201", "{id}"), ("404", "no such agent")])),
             },
             "/api/agents/{agent}/threads/{thread}": {
                 "get": op("A thread: totals and entries", &[agent.clone(), thread.clone()], None, &with(&[("200", "the thread"), ("400", "a bad thread id"), ("404", "no such agent or thread")])),
@@ -101,7 +101,7 @@ pub(crate) fn document() -> Value {
                 },
             },
             "/api/waiting": {"get": op("Every call waiting for a person, of the agents the token reaches", &[], None, &with(&[("200", "{waiting}")]))},
-            "/api/agents/{agent}/waiting": {"get": op("The agent's calls waiting for a person", &[agent.clone()], None, &with(&[("200", "{waiting}"), ("404", "no such agent")]))},
+            "/api/agents/{agent}/waiting": {"get": op("The agent's calls waiting for a person", std::slice::from_ref(&agent), None, &with(&[("200", "{waiting}"), ("404", "no such agent")]))},
             "/api/agents/{agent}/threads/{thread}/waiting/{call}": {
                 "post": op("Answer a waiting call: approve, edit, reject, answer", &[agent, thread, call], Some("Decision"), &with(&[("202", "answered"), ("400", "not JSON"), ("404", "the call does not wait"), ("409", "answered already"), ("413", "the body is too large"), ("422", "the wrong kind of answer, or edited arguments that are not an object")])),
             },

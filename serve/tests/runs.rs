@@ -328,3 +328,110 @@ async fn subscribers_are_bounded_and_streams_end_at_shutdown() {
     stopping.await.unwrap();
     assert!(reqwest::get(format!("{url}/healthz")).await.is_err());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_subscriber_is_let_go_and_the_run_goes_on() {
+    use tokio::io::AsyncWriteExt as _;
+    let limits = RunLimits {
+        streams: StreamLimits {
+            per_run: 1,
+            stall: Duration::from_millis(300),
+            ..StreamLimits::default()
+        },
+        // Every fragment kept: the stalled reader has them all still to take.
+        buffer: BufferLimits {
+            deltas: 4_096,
+            bytes: 64 << 20,
+        },
+        ..RunLimits::default()
+    };
+    let server = serve(Tokens::open(), limits).await;
+    // 32 MB of text in 1,024 fragments: more than the socket buffers between a reader that
+    // reads nothing and the server hold, and more events than its queue.
+    server.model.chunk_by(32 << 10);
+    server.model.push(vec![rm_call("c1", "/a")]);
+    server.model.push(vec![text(&"x".repeat(32 << 20))]);
+    let run = start(&server, "new", "write a lot").await;
+    let url = events_url(&server, &run);
+    let path = url.strip_prefix(&server.url).unwrap().to_owned();
+    let mut stalled = tokio::net::TcpStream::connect(server.url.strip_prefix("http://").unwrap())
+        .await
+        .unwrap();
+    stalled
+        .write_all(format!("GET {path} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    waits_for(&server, "janitor", 1).await;
+    // The stalled reader holds the run's one slot...
+    let busy = Sse::request(&server.http, &url, None, None).await;
+    assert_eq!(busy.status(), 503);
+    approve(&server, &run, "c1").await;
+    // ...the run ends all the same, and once the reader has stalled past the bound its slot is
+    // free again.
+    let id = run["id"].as_str().unwrap();
+    let mut status = serde_json::Value::Null;
+    for _ in 0..500 {
+        let read = json_of(
+            server
+                .http
+                .get(server.at(&format!("/api/agents/janitor/runs/{id}")))
+                .send()
+                .await
+                .unwrap(),
+            200,
+        )
+        .await;
+        status = read["status"].clone();
+        if status == "completed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(status, "completed");
+    let mut freed = false;
+    for _ in 0..200 {
+        let response =
+            Sse::request(&server.http, &format!("{url}?last_event_id=1"), None, None).await;
+        if response.status() == 200 {
+            freed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(freed, "the stalled reader's slot came back");
+    drop(stalled);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_steer_is_taken_in_at_the_runs_next_turn() {
+    let server = serve(Tokens::open(), RunLimits::default()).await;
+    server.model.push(vec![rm_call("c1", "/a")]);
+    server.model.push(vec![text("Removed /a only.")]);
+    let run = start(&server, "new", "remove things").await;
+    let id = run["id"].as_str().unwrap();
+    waits_for(&server, "janitor", 1).await;
+    let steered = server
+        .http
+        .post(server.at(&format!("/api/agents/janitor/runs/{id}/steer")))
+        .json(&serde_json::json!({"text": "only /a, please"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(steered.status(), 202);
+    approve(&server, &run, "c1").await;
+    let events = Sse::open(&server.http, &events_url(&server, &run), None, None)
+        .await
+        .rest()
+        .await;
+    assert_eq!(events.last().unwrap().event, "answer");
+    // The steer is a user entry of the run, before its last turn.
+    let users: Vec<String> = events
+        .iter()
+        .filter(|e| e.event == "entry" && e.json()["kind"] == "user")
+        .map(|e| e.json()["payload"]["content"].to_string())
+        .collect();
+    assert_eq!(users.len(), 2, "{users:?}");
+    assert!(users[1].contains("only /a, please"), "{users:?}");
+    server.stop().await;
+}

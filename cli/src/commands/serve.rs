@@ -62,13 +62,14 @@ pub async fn run(
 /// [`CliError::BadFlag`] when it is not `HOST:PORT` with an IP address.
 pub fn address(text: &str) -> Result<SocketAddr, CliError> {
     let text = text.trim();
-    let text = text.strip_prefix("localhost:").map_or_else(
-        || text.to_owned(),
-        |port| format!("127.0.0.1:{port}"),
-    );
+    let text = text
+        .strip_prefix("localhost:")
+        .map_or_else(|| text.to_owned(), |port| format!("127.0.0.1:{port}"));
     text.parse().map_err(|_| CliError::BadFlag {
         flag: "--addr".to_owned(),
-        message: format!("`{text}` is not HOST:PORT (an IP address and a port, e.g. {DEFAULT_ADDR})"),
+        message: format!(
+            "`{text}` is not HOST:PORT (an IP address and a port, e.g. {DEFAULT_ADDR})"
+        ),
     })
 }
 
@@ -77,7 +78,10 @@ pub fn address(text: &str) -> Result<SocketAddr, CliError> {
 /// # Errors
 /// [`CliError::Environment`] when an entry names no token, or both, or a variable that is not
 /// set, or a token is shorter than 16 characters.
-pub fn tokens(table: &ServeTable, env: &dyn Fn(&str) -> Option<String>) -> Result<Tokens, CliError> {
+pub fn tokens(
+    table: &ServeTable,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Tokens, CliError> {
     let mut tokens = Tokens::open();
     if let Some(token) = env(TOKEN_VAR) {
         if token.trim().len() < MIN_TOKEN {
@@ -168,7 +172,10 @@ mod tests {
 
     #[test]
     fn an_address_is_an_ip_and_a_port() {
-        assert_eq!(address("127.0.0.1:8420").ok(), "127.0.0.1:8420".parse().ok());
+        assert_eq!(
+            address("127.0.0.1:8420").ok(),
+            "127.0.0.1:8420".parse().ok()
+        );
         assert_eq!(address("localhost:9").ok(), "127.0.0.1:9".parse().ok());
         assert!(address("example.com:80").is_err());
         assert!(address("8420").is_err());
@@ -201,14 +208,23 @@ mod tests {
             ],
             ..ServeTable::default()
         };
-        let env = env_of(&[(TOKEN_VAR, "every-agent-token"), ("UI", "console-token-0001")]);
+        let env = env_of(&[
+            (TOKEN_VAR, "every-agent-token"),
+            ("UI", "console-token-0001"),
+        ]);
         let tokens = tokens(&table, &env).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(tokens.scope_of(Some("Bearer every-agent-token")), Some(Scope::All));
+        assert_eq!(
+            tokens.scope_of(Some("Bearer every-agent-token")),
+            Some(Scope::All)
+        );
         assert_eq!(
             tokens.scope_of(Some("Bearer console-token-0001")),
             Some(Scope::Agents(["cli".to_owned()].into()))
         );
-        assert_eq!(tokens.scope_of(Some("Bearer literal-token-0001")), Some(Scope::All));
+        assert_eq!(
+            tokens.scope_of(Some("Bearer literal-token-0001")),
+            Some(Scope::All)
+        );
         assert_eq!(tokens.scope_of(None), None);
         // An unset variable, both or neither, a short token: refused.
         let unset = env_of(&[]);

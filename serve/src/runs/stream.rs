@@ -1,7 +1,9 @@
 //! One subscriber's SSE stream of a run: a small task reads the run's log from the
 //! subscriber's position and hands the events to the response body through a short queue. The
 //! run never waits for it: a subscriber that takes nothing for [`StreamLimits::stall`] is let go
-//! (its slot freed; it may reconnect with `Last-Event-ID`).
+//! — its task ends and its slot is freed; nothing more is read for it, and what its queue holds
+//! (at most [`QUEUE`] events) goes when its connection does. It may come back with
+//! `Last-Event-ID`.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -15,8 +17,12 @@ use super::admit::{Refusal, admit};
 use super::log::{Cursor, Send};
 use super::{Run, Runs};
 
-/// Events read from the log at once, and the queue between the task and the response body.
+/// Events read from the log at once.
 const PAGE: usize = 64;
+
+/// Events queued between a subscriber's task and its response body: what a stalled
+/// subscriber's connection still holds once it is let go.
+const QUEUE: usize = 16;
 
 /// The SSE stream of `run` for a subscriber that has seen every event up to `after`, or why
 /// it is refused. `closing` ends it when the server shuts down (the subscriber resumes
@@ -29,7 +35,7 @@ pub(crate) fn subscribe(
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>> + use<>>, Refusal> {
     let slot = Slot::take(runs, &run)?;
     let limits = runs.limits.streams;
-    let (tx, mut rx) = mpsc::channel::<Event>(PAGE);
+    let (tx, mut rx) = mpsc::channel::<Event>(QUEUE);
     tokio::spawn(pump(run, Cursor::after(after), tx, slot, closing));
     let stream = futures::stream::poll_fn(move |cx| rx.poll_recv(cx).map(|e| e.map(Ok)));
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(limits.keep_alive)))

@@ -25,9 +25,16 @@ use motet_serve::{RunLimits, Served, Tokens};
 pub(crate) struct Writer {
     script: Arc<Mutex<VecDeque<Vec<AssistantBlock>>>>,
     delay: Arc<Mutex<Duration>>,
+    /// Characters per fragment (0: three).
+    chunk: Arc<Mutex<usize>>,
 }
 
 impl Writer {
+    /// Writes `chars` characters per fragment.
+    pub(crate) fn chunk_by(&self, chars: usize) {
+        *self.chunk.lock().unwrap() = chars;
+    }
+
     /// Writes each fragment `delay` after the one before.
     pub(crate) fn delay_by(&self, delay: Duration) {
         *self.delay.lock().unwrap() = delay;
@@ -59,12 +66,16 @@ impl LlmClient for Writer {
                 ..Usage::default()
             },
         );
+        let chunk = match *self.chunk.lock().unwrap() {
+            0 => 3,
+            n => n,
+        };
         let mut events = Vec::new();
         for event in motet_runtime::testing::events_of(response) {
             match event {
                 LlmEvent::TextDelta { delta, .. } => {
                     let chars: Vec<char> = delta.chars().collect();
-                    for chunk in chars.chunks(3) {
+                    for chunk in chars.chunks(chunk) {
                         events.push(LlmEvent::TextDelta {
                             delta: chunk.iter().collect(),
                             meta: None,
