@@ -435,3 +435,52 @@ async fn a_steer_is_taken_in_at_the_runs_next_turn() {
     assert!(users[1].contains("only /a, please"), "{users:?}");
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_subscribers_dropping_at_random_points_lose_nothing_and_repeat_nothing() {
+    let server = serve(Tokens::open(), RunLimits::default()).await;
+    server.model.delay_by(Duration::from_millis(2));
+    server.model.push(vec![text(
+        &"The quick brown fox jumps over the lazy dog. ".repeat(12),
+    )]);
+    let run = start(&server, "new", "write").await;
+    let url = events_url(&server, &run);
+    let whole = tokio::spawn({
+        let (http, url) = (server.http.clone(), url.clone());
+        async move { Sse::open(&http, &url, None, None).await.rest().await }
+    });
+    let clients: Vec<_> = (0..50u64)
+        .map(|n| {
+            let (http, url) = (server.http.clone(), url.clone());
+            tokio::spawn(async move {
+                let mut seen: Vec<SseEvent> = Vec::new();
+                let mut drops = 0;
+                loop {
+                    let last = seen.last().and_then(|e| e.id.clone());
+                    let mut stream = Sse::open(&http, &url, None, last.as_deref()).await;
+                    // Each client drops after a few events of its own count, up to five times.
+                    let mut taken = 0;
+                    loop {
+                        match stream.next().await {
+                            Some(event) => {
+                                seen.push(event);
+                                taken += 1;
+                                if drops < 5 && taken == 3 + (n + drops) % 7 {
+                                    break;
+                                }
+                            }
+                            None => return seen,
+                        }
+                    }
+                    drops += 1;
+                }
+            })
+        })
+        .collect();
+    let whole = whole.await.unwrap();
+    assert_eq!(whole.last().unwrap().event, "answer");
+    for client in clients {
+        assert_eq!(client.await.unwrap(), whole);
+    }
+    server.stop().await;
+}
