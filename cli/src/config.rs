@@ -107,6 +107,44 @@ pub struct FileConfig {
     /// `[budget.request]`, `[budget.thread]`, `[budget.agent]`: hard budgets.
     #[serde(default)]
     pub budget: BudgetTable,
+    /// `[serve]`: what `motet serve` listens on and who may reach it.
+    #[serde(default)]
+    pub serve: ServeTable,
+}
+
+/// The `[serve]` table: `motet serve`'s address, its bearer tokens, CORS.
+///
+/// ```toml
+/// [serve]
+/// addr = "0.0.0.0:8420"
+/// cors_origins = ["https://console.example"]
+/// [[serve.tokens]]
+/// token_env = "MOTET_UI_TOKEN"   # or token = "..." (then keep the file private)
+/// agents = ["cli"]               # the agents it reaches; every one when left out
+/// ```
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeTable {
+    /// Where to listen (`--addr` over it).
+    pub addr: Option<String>,
+    /// Origins allowed by CORS; none: CORS off.
+    #[serde(default)]
+    pub cors_origins: Vec<String>,
+    /// The bearer tokens accepted (`MOTET_SERVE_TOKEN` is one more, reaching every agent).
+    #[serde(default)]
+    pub tokens: Vec<TokenEntry>,
+}
+
+/// One `[[serve.tokens]]` entry.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenEntry {
+    /// The token itself.
+    pub token: Option<String>,
+    /// The environment variable holding the token.
+    pub token_env: Option<String>,
+    /// The agents it reaches; every served agent when `None`.
+    pub agents: Option<Vec<String>>,
 }
 
 /// One `[prices."provider:model"]` table: USD per million tokens. A cache price left out is the
