@@ -96,6 +96,8 @@ fn a_held_call_waits_for_a_person_and_an_approval_sends_it_again_carrying_it() {
     assert_eq!(stream(&out).budget_approved, [held_at(2_000, 2_100)]);
     let out = describe_all(&h.send("llm.result", llm_text(stream(&out).call_id.as_str(), "4")));
     assert_eq!(out, ["reply agent.completed r1 answer=4"]);
+    // Nothing of the answered request is kept (or stored) for a restart.
+    assert!(h.state.request.is_none(), "{:?}", h.state.request);
     // The approvals belonged to that request: the next one's call carries none.
     let next = h.ask_with("r2", question("again"));
     assert!(stream(&next).budget_approved.is_empty());

@@ -45,7 +45,6 @@ impl ReAct {
             return Ok(Vec::new());
         };
         request.llm_call = None;
-        request.budget_wait = None;
         let why = match &reason {
             FailureReason::Cancelled { .. } => format!("request {reason}"),
             other => format!("request failed: {other}"),
