@@ -91,11 +91,11 @@ pub use protocol::{
     THREAD_UPDATED, ThreadUpdated, Waiting,
 };
 pub use react::{
-    CONTEXT_WARNING, ContextWarning, ContextWarningReason, FailureReason, LLM_FAILED, LLM_RESULT,
-    LlmError, LlmErrorKind, LlmFailed, LlmResult, PendingSummary, PendingTool, ProjectorRef, ReAct,
-    ReActConfig, ReActState, ReactCompleted, ReactFailed, ReactReply, RequestState, SUMMARY_FAILED,
-    SUMMARY_RESULT, Status, StructuredCalls, SummaryFailed, SummaryResult, TOOL_PAUSED,
-    TOOL_RESULT, ToolPaused, ToolResultSignal,
+    BUDGET_WAIT_TOOL, BudgetWait, CONTEXT_WARNING, ContextWarning, ContextWarningReason,
+    FailureReason, LLM_FAILED, LLM_RESULT, LlmError, LlmErrorKind, LlmFailed, LlmResult,
+    PendingSummary, PendingTool, ProjectorRef, ReAct, ReActConfig, ReActState, ReactCompleted,
+    ReactFailed, ReactReply, RequestState, SUMMARY_FAILED, SUMMARY_RESULT, Status, StructuredCalls,
+    SummaryFailed, SummaryResult, TOOL_PAUSED, TOOL_RESULT, ToolPaused, ToolResultSignal,
 };
 pub use strategy::Strategy;
 pub use summary::{SUMMARY_INSTRUCTIONS, summary_request, transcript};

@@ -171,6 +171,7 @@ fn long_session(h: &mut Harness) -> Vec<(CallId, String)> {
                     kind: LlmErrorKind::ContextLength,
                     message: "too long".into(),
                     retryable: false,
+                    soft_limit: None,
                 },
             };
             let d = h.send("llm.failed", serde_json::to_value(failed).unwrap());

@@ -69,6 +69,7 @@ impl Agent {
                 kind,
                 message: "the provider said no".into(),
                 retryable,
+                soft_limit: None,
             },
         };
         self.send("llm.failed", to_value(&failed))

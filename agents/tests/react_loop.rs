@@ -210,6 +210,7 @@ fn llm_failures_are_retried_within_budget_then_fail_the_request() {
                 kind: LlmErrorKind::Overloaded,
                 message: "try later".into(),
                 retryable,
+                soft_limit: None,
             },
         })
     };

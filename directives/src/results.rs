@@ -84,6 +84,9 @@ pub enum LlmErrorKind {
     /// A hard budget (tokens or dollars, per request, thread, agent or tenant) refused the call
     /// before it was sent: trying again cannot help.
     Budget,
+    /// A soft budget limit stopped the call before it was sent: it may go on once a person
+    /// approves ([`LlmError::soft_limit`] names the limit).
+    BudgetApproval,
     /// Anything else.
     #[serde(other)]
     Other,
@@ -109,6 +112,7 @@ impl LlmErrorKind {
             Self::ResponseTooLarge => "response_too_large",
             Self::Config => "config",
             Self::Budget => "budget",
+            Self::BudgetApproval => "budget_approval",
             Self::Other => "other",
         }
     }
@@ -124,6 +128,10 @@ pub struct LlmError {
     pub message: String,
     /// Whether trying again may succeed.
     pub retryable: bool,
+    /// For a call stopped at a soft budget limit ([`LlmErrorKind::BudgetApproval`]): the
+    /// limit, for a person to approve going past.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soft_limit: Option<crate::budget::SoftLimit>,
 }
 
 /// Data of `llm.failed`.
@@ -300,6 +308,7 @@ mod tests {
             K::ResponseTooLarge,
             K::Config,
             K::Budget,
+            K::BudgetApproval,
             K::Other,
         ];
         for kind in kinds {

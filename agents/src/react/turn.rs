@@ -1,6 +1,7 @@
 //! What comes back from the work a step asked for: the model's turn (answered, or tool calls to
 //! run), its failure (retry, shrink, fall back, or fail), and each tool's result.
 
+use motet_directives::results::LlmErrorKind;
 use motet_directives::{AssistantBlock, CallId, Directive, StopReason, ToolExec, ToolResult};
 
 use super::fallback::{self, AfterFailure};
@@ -113,6 +114,18 @@ impl ReAct {
         else {
             return Ok(ignore(state, step, LLM_FAILED, &failed.call_id));
         };
+        if failed.error.kind == LlmErrorKind::BudgetApproval
+            && let Some(soft_limit) = failed.error.soft_limit
+        {
+            // Held at a soft budget limit, not failed: a person decides.
+            return self.on_soft_limit(
+                state,
+                step,
+                &failed.call_id,
+                soft_limit,
+                &failed.error.message,
+            );
+        }
         request.llm_call = None;
         let mut note = format!("llm call {} failed: {}", failed.call_id, failed.error);
         let refs = Refs::request(request.request_id.clone()).with_call_id(failed.call_id.shared());
