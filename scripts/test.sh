@@ -12,8 +12,8 @@
 # A server named by its variable already (MOTET_LOCAL_LLM_URL, MOTET_MCP_EVERYTHING,
 # MOTET_DATABASE_URL, MOTET_NATS_URL, MOTET_PYTHON) is used as it is. Under CI=true every
 # download and install step runs into an empty cache on every run (a cache once hid a broken
-# install step); elsewhere the caches under ~/.cache are kept, so a second run starts in seconds. The first run builds
-# llama.cpp (about 8 minutes on 2 cores).
+# install step); elsewhere the caches under ~/.cache are kept, so a second run starts in seconds.
+# The first run builds llama.cpp (about 8 minutes on 2 cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
