@@ -29,7 +29,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -44,9 +44,6 @@ use self::reply::{Chunks, Reply};
 use self::wire::{ChatRequest, Model, ModelList};
 use crate::Shared;
 use crate::auth::{Caller, Scope};
-
-/// The largest request body the endpoint reads (a conversation of a few hundred pages).
-pub(crate) const OPENAI_BODY_LIMIT: usize = 1024 * 1024;
 
 /// How long a response waits for the agent's answer (or for it to wait for a person) before it
 /// ends with a 504 (or an error event); the request goes on.
@@ -68,8 +65,8 @@ pub(crate) fn routes() -> axum::Router<Arc<Shared>> {
             "/v1/models/{model}",
             get(move |state, caller, model| get_model(state, caller, model, served_since)),
         )
+        // Bodies are bounded by the server's one limit (axum's `DefaultBodyLimit`).
         .route("/v1/chat/completions", post(chat_completions))
-        .layer(DefaultBodyLimit::max(OPENAI_BODY_LIMIT))
 }
 
 /// `GET /v1/models`: the served agents the caller's token reaches, as models.
@@ -124,9 +121,7 @@ async fn complete(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, OpenAiError> {
     let body = body.map_err(|rejection| match rejection.status() {
-        StatusCode::PAYLOAD_TOO_LARGE => OpenAiError::TooLarge {
-            limit: OPENAI_BODY_LIMIT,
-        },
+        StatusCode::PAYLOAD_TOO_LARGE => OpenAiError::TooLarge,
         _ => OpenAiError::bad(rejection.body_text(), None),
     })?;
     let request: ChatRequest = serde_json::from_slice(&body).map_err(|e| {

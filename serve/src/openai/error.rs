@@ -26,11 +26,8 @@ pub(crate) enum OpenAiError {
         param: Option<String>,
     },
     /// The body is larger than the endpoint reads.
-    #[error("the request body is larger than {limit} bytes")]
-    TooLarge {
-        /// The limit.
-        limit: usize,
-    },
+    #[error("the request body is larger than the server takes")]
+    TooLarge,
     /// The agent ended the request with a failure.
     #[error("{reason}")]
     AgentFailed {
@@ -72,7 +69,7 @@ impl OpenAiError {
         match self {
             Self::UnknownModel { .. } => StatusCode::NOT_FOUND,
             Self::BadRequest { .. } => StatusCode::BAD_REQUEST,
-            Self::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::AgentFailed { .. } => StatusCode::INTERNAL_SERVER_ERROR,
             Self::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Self::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
@@ -84,7 +81,7 @@ impl OpenAiError {
         let (kind, code) = match self {
             Self::UnknownModel { .. } => ("invalid_request_error", Some("model_not_found")),
             Self::BadRequest { .. } => ("invalid_request_error", None),
-            Self::TooLarge { .. } => ("invalid_request_error", Some("request_too_large")),
+            Self::TooLarge => ("invalid_request_error", Some("request_too_large")),
             Self::AgentFailed { .. } => ("server_error", Some("agent_failed")),
             Self::Unavailable { .. } => ("server_error", Some("agent_unavailable")),
             Self::Timeout { .. } => ("server_error", Some("timeout")),
@@ -147,9 +144,9 @@ mod tests {
                     "type": "invalid_request_error", "param": "messages", "code": null}),
             ),
             (
-                OpenAiError::TooLarge { limit: 10 },
+                OpenAiError::TooLarge,
                 413,
-                serde_json::json!({"message": "the request body is larger than 10 bytes",
+                serde_json::json!({"message": "the request body is larger than the server takes",
                     "type": "invalid_request_error", "param": null, "code": "request_too_large"}),
             ),
             (
