@@ -114,6 +114,8 @@ async fn chat_completions(
     }
 }
 
+/// The body read, the agent found, the ask made and submitted; then the answer, whole or
+/// streamed.
 async fn complete(
     shared: &Shared,
     scope: &Scope,

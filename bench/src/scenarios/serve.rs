@@ -98,7 +98,8 @@ async fn post(client: &reqwest::Client, url: &str) -> Option<Duration> {
     let ok = response.status().is_success();
     let body = response.bytes().await.ok()?;
     let took = start.elapsed();
-    (ok && body.starts_with(br#"{"id":"chatcmpl-"#)).then_some(took)
+    let completion = body.windows(9).any(|w| w == b"chatcmpl-");
+    (ok && completion).then_some(took)
 }
 
 /// One ask of `agent` on a fresh thread, no HTTP.
