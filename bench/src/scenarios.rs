@@ -14,6 +14,7 @@ mod pg_append;
 mod prefix;
 mod project;
 mod router;
+mod serve;
 mod sse;
 
 /// A scenario's entry point.
@@ -35,6 +36,7 @@ pub(crate) const ALL: &[(&str, RunFn)] = &[
     ("memory", agents::run_memory),
     ("limits", limits::run),
     ("budget", budget::run),
+    ("serve", serve::run),
 ];
 
 /// Scenarios that need an external server (a llama.cpp server named by `MOTET_LOCAL_LLM_URL`,
