@@ -361,6 +361,15 @@ async fn a_stalled_subscriber_is_let_go_and_the_run_goes_on() {
         .write_all(format!("GET {path} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes())
         .await
         .unwrap();
+    // Its response has begun (so it holds the slot) before it stops reading.
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        use tokio::io::AsyncReadExt as _;
+        assert_eq!(stalled.read(&mut byte).await.unwrap(), 1, "the server closed");
+        head.push(byte[0]);
+    }
+    assert!(head.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&head));
     waits_for(&server, "janitor", 1).await;
     // The stalled reader holds the run's one slot...
     let busy = Sse::request(&server.http, &url, None, None).await;
