@@ -21,6 +21,8 @@
 //! - [`protocol`] — what the runtime sends every strategy (`agent.request`, `agent.cancel`, ...)
 //!   and how a strategy replies; [`Input`] decodes it.
 //! - `react` — [`ReAct`], its state and its signals.
+//! - [`delegate`] — agents working through each other: the delegation [`Chain`](delegate::Chain)
+//!   and its limits, the callee's thread, a handoff's history and its holder.
 //! - `error` — [`ThreadError`], [`ProjectionError`], [`StrategyError`], [`SummaryError`].
 //!
 //! # Example
@@ -48,6 +50,7 @@
 //! # Ok::<(), motet_agents::ProjectionError>(())
 //! ```
 
+pub mod delegate;
 mod env;
 mod error;
 mod estimate;
@@ -85,11 +88,11 @@ pub use protocol::{
     THREAD_UPDATED, ThreadUpdated, Waiting,
 };
 pub use react::{
-    CONTEXT_WARNING, ContextWarning, ContextWarningReason, FailureReason, LLM_FAILED, LLM_RESULT,
-    LlmError, LlmErrorKind, LlmFailed, LlmResult, PendingSummary, PendingTool, ProjectorRef, ReAct,
-    ReActConfig, ReActState, ReactCompleted, ReactFailed, ReactReply, RequestState, SUMMARY_FAILED,
-    SUMMARY_RESULT, Status, StructuredCalls, SummaryFailed, SummaryResult, TOOL_PAUSED,
-    TOOL_RESULT, ToolPaused, ToolResultSignal,
+    CONTEXT_WARNING, ContextWarning, ContextWarningReason, FailureReason, HandedOff, LLM_FAILED,
+    LLM_RESULT, LlmError, LlmErrorKind, LlmFailed, LlmResult, PendingSummary, PendingTool,
+    ProjectorRef, ReAct, ReActConfig, ReActState, ReactCompleted, ReactFailed, ReactReply,
+    RequestState, SUMMARY_FAILED, SUMMARY_RESULT, Status, StructuredCalls, SummaryFailed,
+    SummaryResult, TOOL_PAUSED, TOOL_RESULT, ToolPaused, ToolResultSignal,
 };
 pub use strategy::Strategy;
 pub use summary::{SUMMARY_INSTRUCTIONS, summary_request, transcript};

@@ -137,6 +137,19 @@ pub struct RequestState {
     /// comes back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_basis: Option<Box<crate::thread::CallBasis>>,
+    /// The agent this request handed the conversation to and its answer, once its handoff
+    /// call came back: the request ends with that answer when the turn's other calls are in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<Box<HandedOff>>,
+}
+
+/// A handoff that came back: who holds the conversation now, and what it answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandedOff {
+    /// The agent that holds the conversation now.
+    pub agent: String,
+    /// Its answer, which ends the request.
+    pub answer: String,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -179,6 +192,7 @@ impl RequestState {
             response_format: None,
             format_retries: 0,
             call_basis: None,
+            handoff: None,
         }
     }
 }

@@ -276,6 +276,7 @@ impl RuntimeBuilder {
                     self.keep_finished.unwrap_or(FINISHED_REQUESTS_KEPT),
                 ),
                 housekeeping: Default::default(),
+                holders: DashMap::new(),
                 delta_type: crate::agent::events::LLM_DELTA.parse().ok(),
                 activity: Arc::default(),
                 costs: crate::agent::costs::Costs::new(

@@ -81,6 +81,9 @@ pub(crate) struct RuntimeCore {
     pub(crate) costs: Costs,
     /// The core's own bookkeeping of running threads.
     pub(crate) housekeeping: Housekeeping,
+    /// Threads handed off to another agent: `<agent>/<thread>` as asked, to the agent that
+    /// holds it now (agent/delegate/handoff.rs). Empty unless a handoff happened.
+    pub(crate) holders: DashMap<(String, String), String>,
 }
 
 /// What the core keeps for itself about running threads: which supervised actor runs which
