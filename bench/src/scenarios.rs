@@ -7,6 +7,7 @@ mod append;
 mod budget;
 mod bus;
 mod cache;
+mod delegate;
 mod estimate;
 mod jetstream;
 mod limits;
@@ -35,6 +36,7 @@ pub(crate) const ALL: &[(&str, RunFn)] = &[
     ("memory", agents::run_memory),
     ("limits", limits::run),
     ("budget", budget::run),
+    ("delegate", delegate::run),
 ];
 
 /// Scenarios that need an external server (a llama.cpp server named by `MOTET_LOCAL_LLM_URL`,

@@ -9,7 +9,7 @@ use std::time::Duration;
 use motet_agents::delegate::{CHAIN_EXTENSION, Chain};
 use motet_agents::{AGENT_REQUEST, AGENT_WAITING, AgentRequest};
 use motet_signals::{Delivery, Pattern, Signal, Subscription};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use crate::agent::caller::ticket::{Answer, Ticket};
 use crate::agent::errors::AskError;
@@ -169,7 +169,7 @@ impl Drop for CancelOnDrop {
 
 /// The callee's `llm.delta` and `agent.waiting` signals, published again under the caller's
 /// request id while the ask runs, so the caller's ticket sees them (deltas tagged with the
-/// agent that wrote them). Dropped, it stops listening; what it heard is still published.
+/// agent that wrote them). Dropped, it stops.
 struct Relay {
     _deltas: Option<Subscription>,
     _waits: Option<Subscription>,
@@ -177,40 +177,40 @@ struct Relay {
 
 impl Relay {
     fn start(core: &Arc<RuntimeCore>, callee: &str, request: &str, caller_request: &str) -> Self {
-        let (tx, mut rx) = mpsc::unbounded_channel::<Signal>();
         let watch = |ty: &str| {
-            let (tx, id) = (tx.clone(), request.to_owned());
+            let (id, callee, to) = (
+                request.to_owned(),
+                callee.to_owned(),
+                caller_request.to_owned(),
+            );
+            // Weak: the bus holds this closure while subscribed.
+            let bus = Arc::downgrade(&core.bus);
             ty.parse::<Pattern>().ok().map(|pattern| {
                 core.bus.subscribe(pattern, move |signal: &Signal| {
                     if signal.request_id() != Some(id.as_str()) {
                         return Delivery::Delivered;
                     }
-                    match tx.send(signal.clone()) {
-                        Ok(()) => Delivery::Delivered,
-                        Err(_) => Delivery::Closed,
+                    let Some(bus) = bus.upgrade() else {
+                        return Delivery::Closed;
+                    };
+                    // The bus delivers outside its lock, so publishing from here is safe.
+                    if let Some(relayed) = relayed(signal, &callee, &to) {
+                        bus.publish(&relayed);
                     }
+                    Delivery::Delivered
                 })
             })
         };
-        let (deltas, waits) = (watch(LLM_DELTA), watch(AGENT_WAITING));
-        let (bus, callee, to) = (
-            Arc::clone(&core.bus),
-            callee.to_owned(),
-            caller_request.to_owned(),
-        );
-        // Published from a task of its own, never from inside the bus's delivery; it ends
-        // once the subscriptions (which hold its senders) are dropped and it has published
-        // what they heard.
-        tokio::spawn(async move {
-            while let Some(signal) = rx.recv().await {
-                if let Some(relayed) = relayed(&signal, &callee, &to) {
-                    bus.publish(&relayed);
-                }
-            }
-        });
+        // Deltas only when someone listens to deltas at all (a caller's streaming ticket
+        // subscribes before it asks): otherwise the callee would stream them for nobody.
+        let deltas = if core.wants_deltas() {
+            watch(LLM_DELTA)
+        } else {
+            None
+        };
         Self {
             _deltas: deltas,
-            _waits: waits,
+            _waits: watch(AGENT_WAITING),
         }
     }
 }
