@@ -12,8 +12,8 @@
 mod common;
 
 use motet_agents::delegate::{
-    CalleeThread, Chain, DEFAULT_MAX_DEPTH, DelegateError, HistoryFilter, briefing,
-    callee_request, holder,
+    CalleeThread, Chain, DEFAULT_MAX_DEPTH, DelegateError, HistoryFilter, briefing, callee_request,
+    holder,
 };
 use motet_agents::{EntryBody, FixedEnv, NewEntry, Thread, ToolResultSignal};
 use motet_directives::{AssistantBlock, AssistantMessage, CallId, ToolArgs, ToolResult, Usage};
@@ -46,10 +46,7 @@ fn a_chain_goes_as_deep_as_its_limit_and_no_deeper() {
     assert_eq!(
         refused,
         DelegateError::TooDeep {
-            chain: Chain::of_request(
-                "one-more",
-                Some(r#"["a0","a1","a2","a3","a4","one-more"]"#)
-            ),
+            chain: Chain::of_request("one-more", Some(r#"["a0","a1","a2","a3","a4","one-more"]"#)),
             depth: 5,
             max: 4,
         }
@@ -63,7 +60,10 @@ fn a_chain_travels_as_its_extension_and_a_bad_label_counts_as_none() {
     assert_eq!(Chain::of_request("b", Some(&chain.to_extension())), chain);
     // Not a chain, or one that does not end with the agent running the request: a fresh one.
     assert_eq!(Chain::of_request("b", Some("not json")), Chain::root("b"));
-    assert_eq!(Chain::of_request("c", Some(&chain.to_extension())), Chain::root("c"));
+    assert_eq!(
+        Chain::of_request("c", Some(&chain.to_extension())),
+        Chain::root("c")
+    );
     assert_eq!(Chain::of_request("b", None), Chain::root("b"));
 }
 
@@ -71,8 +71,14 @@ fn a_chain_travels_as_its_extension_and_a_bad_label_counts_as_none() {
 fn the_callees_thread_and_request_are_derived_never_fresh() {
     let per_call = CalleeThread::PerCall.resolve("lead", "t1", "r1", "tc1");
     assert_eq!(per_call, "call.r1.tc1");
-    assert_eq!(per_call, CalleeThread::PerCall.resolve("lead", "t1", "r1", "tc1"));
-    assert_ne!(per_call, CalleeThread::PerCall.resolve("lead", "t1", "r1", "tc2"));
+    assert_eq!(
+        per_call,
+        CalleeThread::PerCall.resolve("lead", "t1", "r1", "tc1")
+    );
+    assert_ne!(
+        per_call,
+        CalleeThread::PerCall.resolve("lead", "t1", "r1", "tc2")
+    );
     assert_eq!(
         CalleeThread::PerCallerThread.resolve("team/lead", "t1", "r1", "tc1"),
         "from.team.lead.t1"
@@ -123,7 +129,10 @@ fn conversation() -> Thread {
 fn a_handoffs_history_is_what_its_filter_lets_through() {
     let thread = conversation();
     let all = briefing(&thread, &HistoryFilter::All, "triage", "billing question");
-    assert!(all.contains("from agent `triage`. Reason: billing question."), "{all}");
+    assert!(
+        all.contains("from agent `triage`. Reason: billing question."),
+        "{all}"
+    );
     assert!(all.contains("User: my invoice is wrong"));
     assert!(all.contains("(called lookup with"));
     assert!(all.contains("Tool lookup returned: invoice 7: $120"));
@@ -180,7 +189,10 @@ fn a_callees_usage_counts_in_the_request_that_called_it() {
         [motet_directives::Directive::ToolExec(exec)] => exec.clone(),
         other => panic!("{other:?}"),
     };
-    let next = h.send("tool.result", delegated(exec.call_id.as_str(), "tc1", "3", None));
+    let next = h.send(
+        "tool.result",
+        delegated(exec.call_id.as_str(), "tc1", "3", None),
+    );
     let call = stream(&next).call_id.clone();
     let done = h.send("llm.result", llm_text(call.as_str(), "It is 3."));
     let completed = completed(&done);
@@ -220,13 +232,23 @@ fn a_handoff_ends_the_request_with_the_receivers_answer_once_the_turn_is_in() {
     // The handoff comes back first: the request waits for the turn's other call.
     let waiting = h.send(
         "tool.result",
-        delegated(execs[0].call_id.as_str(), "h1", "Refund issued.", Some("billing")),
+        delegated(
+            execs[0].call_id.as_str(),
+            "h1",
+            "Refund issued.",
+            Some("billing"),
+        ),
     );
     assert!(waiting.is_empty(), "{waiting:?}");
     // Then it ends with the receiver's answer, without another model call.
-    let done = h.send("tool.result", tool_ok(execs[1].call_id.as_str(), "tc2", "3"));
+    let done = h.send(
+        "tool.result",
+        tool_ok(execs[1].call_id.as_str(), "tc2", "3"),
+    );
     assert!(
-        !done.iter().any(|d| matches!(d, motet_directives::Directive::LlmStream(_))),
+        !done
+            .iter()
+            .any(|d| matches!(d, motet_directives::Directive::LlmStream(_))),
         "{done:?}"
     );
     let completed = completed(&done);

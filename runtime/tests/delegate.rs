@@ -691,3 +691,77 @@ async fn a_restart_mid_handoff_continues_with_the_receiver() {
     assert_eq!(motet_agents::delegate::holder(&thread), Some("billing"));
     runtime.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_delegation_round_trip_against_the_local_model() {
+    let Some(url) = common::local_llm() else {
+        return;
+    };
+    let client = motet_providers::HttpClient::new(
+        motet_providers::Dialect::OpenAiChat,
+        format!("{url}/v1"),
+        None,
+    )
+    .unwrap();
+    let runtime = common::runtime_on(client);
+    let model = "openai-compat:smollm2-135m";
+    // A small model can write a tool call's string for ever: bounded, it is cut instead.
+    let short = |mut c: motet_agents::ReActConfig| {
+        c.options.max_tokens = Some(96);
+        c
+    };
+    runtime
+        .spawn(
+            ReActAgent::new("researcher", model)
+                .system("You answer in one sentence.")
+                .configure(short),
+        )
+        .await
+        .unwrap();
+    runtime
+        .spawn(
+            ReActAgent::new("lead", model)
+                .system("Ask the researcher, then answer.")
+                .tool(
+                    AgentTool::new("researcher")
+                        .describe("Answers a question.")
+                        .max_input(60),
+                )
+                // The first call must delegate; the next may answer.
+                .tool_choice(motet_directives::ToolChoice::Required)
+                .configure(short),
+        )
+        .await
+        .unwrap();
+    let options = AskOptions {
+        timeout: Duration::from_secs(120),
+        ..AskOptions::default()
+    };
+    let answer = runtime
+        .agent("lead")
+        .unwrap()
+        .ask_with("What is the capital of France?", options)
+        .await
+        .unwrap();
+    // The researcher was asked (a small model may ask twice), under ids derived from the
+    // lead's request, and its tokens count in the lead's answer.
+    let asked = runtime.agent("researcher").unwrap().requests();
+    assert!(!asked.is_empty());
+    for request in &asked {
+        assert!(
+            request.id.starts_with(&format!("{}.", answer.request_id)),
+            "{asked:?}"
+        );
+        assert_eq!(request.status, RequestStatus::Completed, "{asked:?}");
+    }
+    let lead_thread = runtime
+        .agent("lead")
+        .unwrap()
+        .get_thread(None)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(answer.usage.output_tokens > lead_thread.usage().output_tokens);
+    println!("lead: {}", answer.text);
+    runtime.shutdown().await;
+}

@@ -11,8 +11,8 @@ use super::ask::{Call, ask};
 use super::{text_arg, tool_name};
 use crate::tool::{Tool, ToolContext, ToolError};
 
-/// An agent offered to other agents as a tool: the model calls it with `{"input": "..."}`,
-/// and the runtime asks the agent named — by name, so it reaches the agent wherever it runs —
+/// An agent offered to other agents as a tool: the model calls it with `{"input": "..."}` (any
+/// other arguments are passed on as their JSON text), and the runtime asks the agent named — by name, so it reaches the agent wherever it runs —
 /// and returns its answer as the call's result.
 ///
 /// - **Its thread** is the caller's choice ([`thread`](Self::thread)): a fresh one per call
@@ -47,6 +47,7 @@ pub struct AgentTool {
     thread: CalleeThread,
     max_depth: usize,
     timeout: Duration,
+    max_input: Option<usize>,
 }
 
 impl AgentTool {
@@ -60,7 +61,16 @@ impl AgentTool {
             thread: CalleeThread::default(),
             max_depth: DEFAULT_MAX_DEPTH,
             timeout: crate::tool::DEFAULT_TIMEOUT,
+            max_input: None,
         }
+    }
+
+    /// At most `chars` characters of input per call, said in the tool's schema (`maxLength`):
+    /// a provider that constrains its output to the schema (llama.cpp's grammars) then cannot
+    /// write an endless question. Default: no limit.
+    pub fn max_input(mut self, chars: usize) -> Self {
+        self.max_input = Some(chars);
+        self
     }
 
     /// Named `name` for the model instead of `ask_<agent>`.
@@ -112,11 +122,14 @@ impl Tool for AgentTool {
     }
 
     fn parameters(&self) -> serde_json::Value {
+        let mut input =
+            serde_json::json!({"type": "string", "description": "What to ask the agent."});
+        if let (Some(max), Some(object)) = (self.max_input, input.as_object_mut()) {
+            object.insert("maxLength".into(), max.into());
+        }
         serde_json::json!({
             "type": "object",
-            "properties": {
-                "input": {"type": "string", "description": "What to ask the agent."}
-            },
+            "properties": {"input": input},
             "required": ["input"]
         })
     }
@@ -128,7 +141,8 @@ impl Tool for AgentTool {
     }
 
     async fn call(&self, args: &ToolArgs, ctx: &ToolContext) -> Result<String, ToolError> {
-        let input = text_arg(args, "input", true)?;
+        // A small model may name the field otherwise: the callee then reads the arguments.
+        let input = text_arg(args, "input", true).unwrap_or_else(|_| args.get().to_owned());
         let delegation = ctx
             .delegation()
             .ok_or_else(|| ToolError::failed("an agent tool runs only inside a motet runtime"))?;

@@ -118,7 +118,8 @@ impl Tool for Handoff {
     }
 
     async fn call(&self, args: &ToolArgs, ctx: &ToolContext) -> Result<String, ToolError> {
-        let reason = text_arg(args, "reason", false)?;
+        // The reason is for the receiver's briefing only: one a model garbled is left out.
+        let reason = text_arg(args, "reason", false).unwrap_or_default();
         let delegation = ctx
             .delegation()
             .ok_or_else(|| ToolError::failed("a handoff runs only inside a motet runtime"))?;
