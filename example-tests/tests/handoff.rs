@@ -84,10 +84,11 @@ async fn triage_hands_over_against_the_local_model() {
     let held = holder(&thread).expect("the triage agent handed over");
     assert!(["billing", "support"].contains(&held), "{held}");
     let specialist = runtime.agent(held).unwrap();
-    assert_eq!(
-        specialist.requests().len(),
-        2,
-        "both questions reached `{held}`"
+    // A small model may hand over more than once in its one turn; the follow-up comes after.
+    let asked = specialist.requests();
+    assert!(
+        asked.len() >= 2,
+        "both questions reached `{held}`: {asked:?}"
     );
     assert!(!first.text.is_empty() && !follow_up.text.is_empty());
     println!("{held}: {} / {}", first.text, follow_up.text);

@@ -107,7 +107,12 @@ impl Tool for Handoff {
         serde_json::json!({
             "type": "object",
             "properties": {
-                "reason": {"type": "string", "description": "Why the conversation is handed over."}
+                "reason": {
+                    "type": "string",
+                    "description": "Why the conversation is handed over.",
+                    // A line, not an essay: a grammar-constrained model stops there.
+                    "maxLength": 200
+                }
             }
         })
     }
