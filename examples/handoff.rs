@@ -13,7 +13,7 @@
 use motet::prelude::*;
 
 /// The agent every question goes to first: it only routes.
-pub fn triage(model: &str) -> ReActAgent {
+pub(crate) fn triage(model: &str) -> ReActAgent {
     ReActAgent::new("triage", model)
         .system("You route customer questions. Hand billing questions to billing, everything else to support.")
         .tool(Handoff::to("billing").describe("Charges, invoices, refunds, payment methods.").history(HistoryFilter::NoToolCalls))
@@ -23,7 +23,7 @@ pub fn triage(model: &str) -> ReActAgent {
 }
 
 /// The specialists, each with its own instructions.
-pub fn specialists(model: &str) -> [ReActAgent; 2] {
+pub(crate) fn specialists(model: &str) -> [ReActAgent; 2] {
     [
         ReActAgent::new("billing", model).system(
             "You are the billing specialist. Answer in two sentences; offer a refund for a double charge.",
@@ -35,7 +35,7 @@ pub fn specialists(model: &str) -> [ReActAgent; 2] {
 
 /// Spawns the three agents on `runtime`, asks `question`, then a follow-up on the same thread;
 /// returns both answers and the agent that holds the thread.
-pub async fn converse(
+pub(crate) async fn converse(
     runtime: &Runtime,
     model: &str,
     question: &str,

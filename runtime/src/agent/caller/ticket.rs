@@ -239,7 +239,9 @@ impl Ticket {
 
     /// Answers the tool call `tool_call_id` this request waits on: approve it (as asked, or
     /// with edited arguments), reject it with a reason the model reads, or answer the tool's
-    /// question (docs/runtime.md, "A person in the loop").
+    /// question (docs/runtime.md, "A person in the loop"). A wait this ticket showed that
+    /// belongs to an agent the request asked (an `AgentTool`, a `Handoff`) is answered where it
+    /// waits, in that agent's request.
     ///
     /// # Errors
     /// [`RuntimeError::RequestNotPaused`] when the request waits for nobody;
