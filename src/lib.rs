@@ -43,8 +43,8 @@ pub mod prelude {
     };
     pub use motet_providers::{LlmClient, Providers};
     pub use motet_runtime::agent::{
-        AgentHandle, AgentSpec, Answer, AskError, AskOptions, ReActAgent, Runtime, RuntimeError,
-        StructuredError, Ticket,
+        AgentHandle, AgentSpec, AgentTool, Answer, AskError, AskOptions, CalleeThread, Handoff,
+        HistoryFilter, ReActAgent, Runtime, RuntimeError, StructuredError, Ticket,
     };
     pub use motet_runtime::store::SqliteStore;
     pub use motet_runtime::tool::{Tool, ToolError, ToolSet, tool_fn};

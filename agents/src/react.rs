@@ -45,7 +45,9 @@ pub use signals::{
     SUMMARY_FAILED, SUMMARY_RESULT, SummaryFailed, SummaryResult, TOOL_PAUSED, TOOL_RESULT,
     ToolPaused, ToolResultSignal,
 };
-pub use state::{BudgetWait, PendingSummary, PendingTool, ReActState, RequestState, Status};
+pub use state::{
+    BudgetWait, HandedOff, PendingSummary, PendingTool, ReActState, RequestState, Status,
+};
 pub use structured::StructuredCalls;
 
 use crate::env::Env;
@@ -377,9 +379,7 @@ impl Strategy for ReAct {
             Input::Policy(set) => self.on_policy(state, &step, set),
             Input::Outcome(Outcome::Llm(result)) => self.on_llm_result(state, &step, result),
             Input::Outcome(Outcome::LlmFailed(failed)) => self.on_llm_failed(state, &step, failed),
-            Input::Outcome(Outcome::Tool(tool)) => {
-                self.on_tool_result(state, &step, &tool.call_id, tool.result)
-            }
+            Input::Outcome(Outcome::Tool(tool)) => self.on_tool_result(state, &step, tool),
             Input::Outcome(Outcome::ToolPaused(paused)) => {
                 self.on_tool_paused(state, &step, paused)
             }

@@ -7,6 +7,7 @@ mod append;
 mod budget;
 mod bus;
 mod cache;
+mod delegate;
 mod estimate;
 mod jetstream;
 mod limits;
@@ -37,6 +38,7 @@ pub(crate) const ALL: &[(&str, RunFn)] = &[
     ("limits", limits::run),
     ("budget", budget::run),
     ("serve", serve::run),
+    ("delegate", delegate::run),
 ];
 
 /// Scenarios that need an external server (a llama.cpp server named by `MOTET_LOCAL_LLM_URL`,

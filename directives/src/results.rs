@@ -150,6 +150,26 @@ pub struct ToolResultSignal {
     pub call_id: CallId,
     /// The result (an error result if the tool reported one, e.g. for unparsable arguments).
     pub result: ToolResult,
+    /// What the tool's own work spent on models: an agent asked as a tool reports its
+    /// answer's usage here, and the caller counts it with its request's. Zero for most tools.
+    #[serde(default, skip_serializing_if = "Usage::is_zero")]
+    pub usage: Usage,
+    /// The agent the conversation was handed to, when the tool was a handoff: the result's
+    /// content is that agent's answer, and the caller ends its request with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<String>,
+}
+
+impl ToolResultSignal {
+    /// `result` for the `ToolExec` whose call id is `call_id`: nothing spent, no handoff.
+    pub fn new(call_id: CallId, result: ToolResult) -> Self {
+        Self {
+            call_id,
+            result,
+            usage: Usage::default(),
+            handoff: None,
+        }
+    }
 }
 
 /// Data of `tool.paused`: the call did not run (an approval) or ran and asked instead of

@@ -366,10 +366,18 @@ async fn a_stalled_subscriber_is_let_go_and_the_run_goes_on() {
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
         use tokio::io::AsyncReadExt as _;
-        assert_eq!(stalled.read(&mut byte).await.unwrap(), 1, "the server closed");
+        assert_eq!(
+            stalled.read(&mut byte).await.unwrap(),
+            1,
+            "the server closed"
+        );
         head.push(byte[0]);
     }
-    assert!(head.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&head));
+    assert!(
+        head.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&head)
+    );
     waits_for(&server, "janitor", 1).await;
     // The stalled reader holds the run's one slot...
     let busy = Sse::request(&server.http, &url, None, None).await;

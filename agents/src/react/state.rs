@@ -148,6 +148,10 @@ pub struct RequestState {
     /// the latest step), sent with each of its LLM calls.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub budget_approved: Vec<SoftLimit>,
+    /// The agent this request handed the conversation to and its answer, once its handoff
+    /// call came back: the request ends with that answer when the turn's other calls are in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<Box<HandedOff>>,
 }
 
 /// A request's LLM call held at a soft budget limit until a person approves going on.
@@ -157,6 +161,15 @@ pub struct BudgetWait {
     pub soft_limit: SoftLimit,
     /// The wait as listed and answered (its `tool` is `motet.budget`).
     pub waiting: crate::protocol::Waiting,
+}
+
+/// A handoff that came back: who holds the conversation now, and what it answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandedOff {
+    /// The agent that holds the conversation now.
+    pub agent: String,
+    /// Its answer, which ends the request.
+    pub answer: String,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -204,6 +217,7 @@ impl RequestState {
             call_basis: None,
             budget_wait: None,
             budget_approved: Vec::new(),
+            handoff: None,
         }
     }
 }

@@ -161,7 +161,8 @@ impl Chunks {
     /// the agent). The text of a later model call (after tool calls) is set apart from the
     /// earlier one's by a blank line. A discarded call's fragments were sent already and stand.
     pub(crate) fn delta(&mut self, delta: &LlmDelta) -> Option<String> {
-        if delta.kind != DeltaKind::Text || delta.delta.is_empty() {
+        // Another agent's text (one this agent called as a tool) stays inside the agent.
+        if delta.kind != DeltaKind::Text || delta.delta.is_empty() || delta.agent.is_some() {
             return None;
         }
         let joined;
@@ -296,6 +297,7 @@ mod tests {
             call_id: CallId::new(call),
             kind,
             delta: text.to_owned(),
+            agent: None,
         }
     }
 
@@ -438,6 +440,12 @@ mod tests {
 
         let mut chunks = Chunks::new(reply(), true);
         let _ = chunks.delta(&delta("c1", DeltaKind::Text, "Deleting."));
+        // A callee's text is not the answer's.
+        let callee = LlmDelta {
+            agent: Some("researcher".to_owned()),
+            ..delta("c9", DeltaKind::Text, "inside")
+        };
+        assert_eq!(chunks.delta(&callee), None);
         let sent = parsed(&chunks.waiting(&calls[..1]));
         assert_eq!(sent.len(), 2, "the notice and the finish; no usage");
         let notice = sent[0]["choices"][0]["delta"]["content"]

@@ -140,16 +140,19 @@ impl AgentHandle {
             .stream
             .then(|| Deltas::subscribe(&self.core.bus, &request_id));
         let (reply, answer) = oneshot::channel();
+        // A thread handed off to another agent is that agent's to answer.
+        let holder = crate::agent::delegate::holder(&self.core, &self.name, &thread);
+        let agent = holder.as_deref().unwrap_or(&self.name);
         self.core
-            .send(&self.name, &thread, ThreadMsg::Ask { signal, reply })
+            .send(agent, &thread, ThreadMsg::Ask { signal, reply })
             .await
             .map_err(|e| {
                 let wanted = wanted.as_deref().unwrap_or(DEFAULT_THREAD);
-                AskError::unreachable(&self.name, wanted, e)
+                AskError::unreachable(agent, wanted, e)
             })?;
         let mut ticket = Ticket::new(
             &self.core,
-            &self.name,
+            agent,
             request_id,
             thread,
             answer,

@@ -279,6 +279,7 @@ impl RuntimeBuilder {
                 ),
                 housekeeping: Default::default(),
                 timekeeper: Default::default(),
+                holders: DashMap::new(),
                 delta_type: crate::agent::events::LLM_DELTA.parse().ok(),
                 activity: Arc::default(),
                 costs: crate::agent::costs::Costs::new(

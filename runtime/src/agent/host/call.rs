@@ -274,6 +274,7 @@ fn publish_delta(
         call_id: call_id.clone(),
         kind,
         delta: delta.to_owned(),
+        agent: None,
     };
     if let Ok(signal) = Signal::builder(LLM_DELTA, source)
         .caused_by(cause)
