@@ -24,6 +24,29 @@ async fn start(server: &Server, thread: &str, query: &str) -> serde_json::Value 
     json_of(response, 201).await
 }
 
+/// Waits until the run has ended and its log holds its outcome, for up to 10 s.
+async fn until_ended(server: &Server, run: &serde_json::Value) {
+    let id = run["id"].as_str().unwrap();
+    for _ in 0..500 {
+        let read = json_of(
+            server
+                .http
+                .get(server.at(&format!("/api/agents/janitor/runs/{id}")))
+                .send()
+                .await
+                .unwrap(),
+            200,
+        )
+        .await;
+        // The run's own outcome, not just the request's status: its log is complete.
+        if read.get("answer").is_some() || read.get("error").is_some() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the run did not end within 10 s");
+}
+
 fn events_url(server: &Server, run: &serde_json::Value) -> String {
     server.at(&format!(
         "/api/agents/janitor/runs/{}/events",
@@ -170,6 +193,7 @@ async fn a_position_the_buffer_no_longer_holds_gets_a_gap_then_every_durable_eve
     let run = start(&server, "new", "count").await;
     let url = events_url(&server, &run);
     // Wait for the end, then read from the start.
+    until_ended(&server, &run).await;
     let mut first = Sse::open(&server.http, &url, None, Some("0")).await;
     let events = first.rest().await;
     let gap = &events[0];
