@@ -15,6 +15,7 @@ mod prefix;
 mod project;
 mod router;
 mod sse;
+mod timers;
 
 /// A scenario's entry point.
 pub(crate) type RunFn = fn() -> Vec<Report>;
@@ -35,6 +36,7 @@ pub(crate) const ALL: &[(&str, RunFn)] = &[
     ("memory", agents::run_memory),
     ("limits", limits::run),
     ("budget", budget::run),
+    ("timers", timers::run),
 ];
 
 /// Scenarios that need an external server (a llama.cpp server named by `MOTET_LOCAL_LLM_URL`,
