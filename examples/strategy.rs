@@ -63,7 +63,7 @@ impl Strategy for Converter {
                     call: Some(call_id.clone()),
                     usage: Usage::default(),
                 };
-                Directive::LlmStream(LlmStream { call_id, request })
+                Directive::LlmStream(LlmStream::new(call_id, request))
             }
             // The result of a call the request no longer waits for (it was cancelled).
             Input::Outcome(outcome) if state.call.as_ref() != Some(outcome.call_id()) => {

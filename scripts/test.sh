@@ -2,17 +2,18 @@
 # scripts/test.sh — the whole test suite against real servers: what the README's second command
 # runs, and what CI runs (.ci/run). It starts, fetching what is missing, every server the
 # end-to-end tests need — the local llama.cpp model, the MCP reference server, PostgreSQL and
-# NATS JetStream, each on a free loopback port — runs `cargo test --workspace` with their URLs
+# NATS JetStream, each on a free loopback port, and the official Python clients (`openai`,
+# `a2a-sdk`) the serve tests drive — runs `cargo test --workspace` with their URLs
 # (extra arguments go to cargo test), and stops them again however it ends.
 #
 #   bash scripts/test.sh                 every test, nothing skipped for want of a server
 #   bash scripts/test.sh -p motet-cli    one crate's tests, the servers started all the same
 #
 # A server named by its variable already (MOTET_LOCAL_LLM_URL, MOTET_MCP_EVERYTHING,
-# MOTET_DATABASE_URL, MOTET_NATS_URL) is used as it is. Under CI=true every download and install
-# step runs into an empty cache on every run (a cache once hid a broken install step); elsewhere
-# the caches under ~/.cache are kept, so a second run starts in seconds. The first run builds
-# llama.cpp (about 8 minutes on 2 cores).
+# MOTET_DATABASE_URL, MOTET_NATS_URL, MOTET_PYTHON) is used as it is. Under CI=true every
+# download and install step runs into an empty cache on every run (a cache once hid a broken
+# install step); elsewhere the caches under ~/.cache are kept, so a second run starts in seconds.
+# The first run builds llama.cpp (about 8 minutes on 2 cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -91,6 +92,16 @@ if [ -z "${MOTET_NATS_URL:-}" ]; then
   export MOTET_NATS_URL
 fi
 echo "nats at $MOTET_NATS_URL"
+
+section "python clients"
+if [ -z "${MOTET_PYTHON:-}" ]; then
+  # The official `openai` and `a2a-sdk` packages, pinned, in a venv the serve tests run.
+  export MOTET_PY_HOME
+  if $fresh; then MOTET_PY_HOME="$(scratch)"; fi
+  MOTET_PYTHON="$(bash scripts/py-clients.sh install)"
+  export MOTET_PYTHON
+fi
+echo "python clients at $MOTET_PYTHON"
 
 section "tests"
 # Every server above is up, so no test has a reason to skip; under CI=true one that would

@@ -13,6 +13,8 @@
 //! - `mcp` — MCP servers' tools as motet tools (cargo feature `mcp`, on by default).
 //! - `jetstream` — the durable signal bus on NATS JetStream (cargo feature `jetstream`, off by
 //!   default; docs/bus.md).
+//! - `serve` — agents over HTTP: the native API with resumable SSE runs (cargo feature
+//!   `serve`, on by default; docs/serve.md).
 
 pub use motet_agents as agents;
 pub use motet_directives as directives;
@@ -22,6 +24,8 @@ pub use motet_jetstream as jetstream;
 pub use motet_mcp as mcp;
 pub use motet_providers as providers;
 pub use motet_runtime as runtime;
+#[cfg(feature = "serve")]
+pub use motet_serve as serve;
 pub use motet_signals as signals;
 
 /// OpenTelemetry setup: `let _guard = motet::telemetry::init()?;` exports every request's
@@ -39,8 +43,8 @@ pub mod prelude {
     };
     pub use motet_providers::{LlmClient, Providers};
     pub use motet_runtime::agent::{
-        AgentHandle, AgentSpec, Answer, AskError, AskOptions, ReActAgent, Runtime, RuntimeError,
-        StructuredError, Ticket,
+        AgentHandle, AgentSpec, AgentTool, Answer, AskError, AskOptions, CalleeThread, Handoff,
+        HistoryFilter, ReActAgent, Runtime, RuntimeError, StructuredError, Ticket,
     };
     pub use motet_runtime::store::SqliteStore;
     pub use motet_runtime::tool::{Tool, ToolError, ToolSet, tool_fn};

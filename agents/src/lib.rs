@@ -25,6 +25,8 @@
 //!   tool calls, output; `guard/step.rs` one step of it).
 //! - [`team`] — teams on the protocol: [`team::Supervisor`], [`team::GroupChat`],
 //!   [`team::FanOut`] (`team/gather.rs`: one round of asks under a [`team::Join`] rule).
+//! - [`delegate`] — agents working through each other: the delegation [`Chain`](delegate::Chain)
+//!   and its limits, the callee's thread, a handoff's history and its holder.
 //! - `error` — [`ThreadError`], [`ProjectionError`], [`StrategyError`], [`SummaryError`].
 //!
 //! # Example
@@ -52,6 +54,7 @@
 //! # Ok::<(), motet_agents::ProjectionError>(())
 //! ```
 
+pub mod delegate;
 mod env;
 mod error;
 mod estimate;
@@ -91,11 +94,11 @@ pub use protocol::{
     THREAD_UPDATED, ThreadUpdated, Waiting,
 };
 pub use react::{
-    CONTEXT_WARNING, ContextWarning, ContextWarningReason, FailureReason, LLM_FAILED, LLM_RESULT,
-    LlmError, LlmErrorKind, LlmFailed, LlmResult, PendingSummary, PendingTool, ProjectorRef, ReAct,
-    ReActConfig, ReActState, ReactCompleted, ReactFailed, ReactReply, RequestState, SUMMARY_FAILED,
-    SUMMARY_RESULT, Status, StructuredCalls, SummaryFailed, SummaryResult, TOOL_PAUSED,
-    TOOL_RESULT, ToolPaused, ToolResultSignal,
+    BUDGET_WAIT_TOOL, BudgetWait, CONTEXT_WARNING, ContextWarning, ContextWarningReason,
+    FailureReason, HandedOff, LLM_FAILED, LLM_RESULT, LlmError, LlmErrorKind, LlmFailed, LlmResult,
+    PendingSummary, PendingTool, ProjectorRef, ReAct, ReActConfig, ReActState, ReactCompleted,
+    ReactFailed, ReactReply, RequestState, SUMMARY_FAILED, SUMMARY_RESULT, Status, StructuredCalls,
+    SummaryFailed, SummaryResult, TOOL_PAUSED, TOOL_RESULT, ToolPaused, ToolResultSignal,
 };
 pub use strategy::Strategy;
 pub use summary::{SUMMARY_INSTRUCTIONS, summary_request, transcript};

@@ -20,6 +20,7 @@
 //! waiting for a person), `structured.rs` (response formats), `fallback.rs` (after a failed
 //! call); `state.rs`, `signals.rs` and `config.rs` hold the types.
 
+mod budget;
 mod call;
 mod config;
 mod fallback;
@@ -36,6 +37,7 @@ use motet_directives::results::Outcome;
 use motet_directives::{ArcStr, CallId, Directive, LlmRequest, Usage};
 use motet_signals::Signal;
 
+pub use budget::BUDGET_WAIT_TOOL;
 pub use config::{ProjectorRef, ReActConfig};
 pub use signals::{
     CONTEXT_WARNING, ContextWarning, ContextWarningReason, FailureReason, LLM_FAILED, LLM_RESULT,
@@ -43,7 +45,9 @@ pub use signals::{
     SUMMARY_FAILED, SUMMARY_RESULT, SummaryFailed, SummaryResult, TOOL_PAUSED, TOOL_RESULT,
     ToolPaused, ToolResultSignal,
 };
-pub use state::{PendingSummary, PendingTool, ReActState, RequestState, Status};
+pub use state::{
+    BudgetWait, HandedOff, PendingSummary, PendingTool, ReActState, RequestState, Status,
+};
 pub use structured::StructuredCalls;
 
 use crate::env::Env;
@@ -180,18 +184,7 @@ impl ReAct {
         state: &mut ReActState,
         step: &Step<'_>,
     ) -> Result<Vec<Directive>, StrategyError> {
-        let Some(request) = state.request.as_mut() else {
-            return Ok(Vec::new());
-        };
-        // The turn boundary: what a person added since the last call goes in now, after the
-        // tool results, before the model is asked again.
-        if !request.steers.is_empty() {
-            let refs = Refs::request(request.request_id.clone()).with_iteration(request.iteration);
-            let steers = std::mem::take(&mut request.steers)
-                .into_iter()
-                .map(|text| NewEntry::user(text).with_refs(refs.clone()));
-            state.thread.append_all(step.env, steers);
-        }
+        take_in_steers(state, step);
         let Some(request) = state.request.as_mut() else {
             return Ok(Vec::new());
         };
@@ -203,6 +196,12 @@ impl ReAct {
         }
         request.iteration += 1;
         request.llm_retries = 0;
+        if let Some(wait) = request.budget_wait.as_deref() {
+            // Resumed while its call waited for a person's approval of its budget: it waits on.
+            let waiting = wait.waiting.clone();
+            state.status = Status::AwaitingApproval;
+            return self.announce(state, step, &waiting);
+        }
         self.stream(state, step)
     }
 
@@ -380,9 +379,7 @@ impl Strategy for ReAct {
             Input::Policy(set) => self.on_policy(state, &step, set),
             Input::Outcome(Outcome::Llm(result)) => self.on_llm_result(state, &step, result),
             Input::Outcome(Outcome::LlmFailed(failed)) => self.on_llm_failed(state, &step, failed),
-            Input::Outcome(Outcome::Tool(tool)) => {
-                self.on_tool_result(state, &step, &tool.call_id, tool.result)
-            }
+            Input::Outcome(Outcome::Tool(tool)) => self.on_tool_result(state, &step, tool),
             Input::Outcome(Outcome::ToolPaused(paused)) => {
                 self.on_tool_paused(state, &step, paused)
             }
@@ -405,4 +402,20 @@ impl Strategy for ReAct {
             }),
         }
     }
+}
+
+/// The turn boundary: what a person added since the last call goes in now, after the tool
+/// results, before the model is asked again.
+fn take_in_steers(state: &mut ReActState, step: &Step<'_>) {
+    let Some(request) = state.request.as_mut() else {
+        return;
+    };
+    if request.steers.is_empty() {
+        return;
+    }
+    let refs = Refs::request(request.request_id.clone()).with_iteration(request.iteration);
+    let steers = std::mem::take(&mut request.steers)
+        .into_iter()
+        .map(|text| NewEntry::user(text).with_refs(refs.clone()));
+    state.thread.append_all(step.env, steers);
 }

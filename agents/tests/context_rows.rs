@@ -171,6 +171,7 @@ fn long_session(h: &mut Harness) -> Vec<(CallId, String)> {
                     kind: LlmErrorKind::ContextLength,
                     message: "too long".into(),
                     retryable: false,
+                    soft_limit: None,
                 },
             };
             let d = h.send("llm.failed", serde_json::to_value(failed).unwrap());
@@ -190,10 +191,8 @@ fn long_session(h: &mut Harness) -> Vec<(CallId, String)> {
         let Some(Directive::ToolExec(exec)) = d.first() else {
             panic!("expected a tool run, got {d:?}")
         };
-        let result = ToolResultSignal {
-            call_id: exec.call_id.clone(),
-            result: ToolResult::ok(&id, "42 ".repeat(30)),
-        };
+        let result =
+            ToolResultSignal::new(exec.call_id.clone(), ToolResult::ok(&id, "42 ".repeat(30)));
         let d = h.send("tool.result", serde_json::to_value(result).unwrap());
         summaries(&d, &mut pending_summary);
         let call = record(&d, &mut sent);

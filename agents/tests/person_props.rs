@@ -165,10 +165,7 @@ impl World {
                 let (call_id, tool_call_id) = self.tools.remove(at % self.tools.len());
                 self.send(
                     "tool.result",
-                    ToolResultSignal {
-                        call_id,
-                        result: ToolResult::ok(tool_call_id, "1"),
-                    },
+                    ToolResultSignal::new(call_id, ToolResult::ok(tool_call_id, "1")),
                 );
             }
             Op::Pause(at, approval) => {

@@ -181,6 +181,7 @@ fn a_context_length_failure_shrinks_the_window_and_retries() {
             kind: LlmErrorKind::ContextLength,
             message: "prompt is too long".into(),
             retryable: false,
+            soft_limit: None,
         },
     });
     let directives = h.send("llm.failed", failed);

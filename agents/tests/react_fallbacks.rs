@@ -69,6 +69,7 @@ impl Agent {
                 kind,
                 message: "the provider said no".into(),
                 retryable,
+                soft_limit: None,
             },
         };
         self.send("llm.failed", to_value(&failed))
@@ -175,10 +176,10 @@ fn an_overloaded_model_hands_the_request_to_the_next_one_which_keeps_it() {
             _ => None,
         })
         .unwrap();
-    let result = motet_agents::ToolResultSignal {
-        call_id: exec.call_id.clone(),
-        result: motet_directives::ToolResult::ok(exec.tool_call_id.clone(), "Lima"),
-    };
+    let result = motet_agents::ToolResultSignal::new(
+        exec.call_id.clone(),
+        motet_directives::ToolResult::ok(exec.tool_call_id.clone(), "Lima"),
+    );
     let third = call_in(&agent.send("tool.result", serde_json::to_value(&result).unwrap()));
     assert_eq!(third.request.model, model("anthropic:claude-sonnet-4-5"));
     let done = agent.answer(&third, AssistantMessage::text("Lima."));

@@ -182,18 +182,15 @@ fn arguments_that_are_not_json_reach_the_tool_verbatim() {
     assert!(exec.args.parse::<Value>().is_err());
     // The tool reports the problem as an error result; so does the dispatcher for a tool it
     // does not know.
-    let error = to_value(&ToolResultSignal {
-        call_id: CallId::new("tool_1"),
-        result: ToolResult::error("a", "invalid arguments: EOF while parsing"),
-    });
+    let error = to_value(&ToolResultSignal::new(
+        CallId::new("tool_1"),
+        ToolResult::error("a", "invalid arguments: EOF while parsing"),
+    ));
     h.script(&[
         ("tool.result", error, &[]),
         (
             "tool.result",
-            to_value(&ToolResultSignal {
-                call_id: CallId::new("tool_2"),
-                result: ToolResult::error("b", "unknown tool `nosuch`"),
-            }),
+            to_value(&ToolResultSignal::new(CallId::new("tool_2"), ToolResult::error("b", "unknown tool `nosuch`"))),
             &["llm call_2: S:You are a calculator. | U:q | A:calls[a,b] | T:[a=!invalid arguments: EOF while parsing,b=!unknown tool `nosuch`]"],
         ),
     ]);
@@ -210,6 +207,7 @@ fn llm_failures_are_retried_within_budget_then_fail_the_request() {
                 kind: LlmErrorKind::Overloaded,
                 message: "try later".into(),
                 retryable,
+                soft_limit: None,
             },
         })
     };

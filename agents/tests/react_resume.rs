@@ -91,10 +91,10 @@ fn resume_with_missing_results_reruns_idempotent_tools_only() {
     let result = Signal::builder(motet_agents::TOOL_RESULT, "test")
         .with_id("r1")
         .with_time(None)
-        .with_data(ToolResultSignal {
-            call_id: exec.call_id,
-            result: ToolResult::ok("tc_add", "3"),
-        })
+        .with_data(ToolResultSignal::new(
+            exec.call_id,
+            ToolResult::ok("tc_add", "3"),
+        ))
         .build()
         .unwrap();
     let next = react.handle(&mut state, &result, &env).unwrap();

@@ -81,10 +81,10 @@ fn calls(window: WindowMode, turns: usize) -> (Vec<LlmRequest>, usize) {
                         inbound = Some(signal(&env, LLM_RESULT, &request, &result));
                     }
                     Directive::ToolExec(exec) => {
-                        let result = ToolResultSignal {
-                            call_id: exec.call_id,
-                            result: ToolResult::ok(exec.tool_call_id, "word ".repeat(40)),
-                        };
+                        let result = ToolResultSignal::new(
+                            exec.call_id,
+                            ToolResult::ok(exec.tool_call_id, "word ".repeat(40)),
+                        );
                         inbound = Some(signal(&env, TOOL_RESULT, &request, &result));
                     }
                     _ => {}

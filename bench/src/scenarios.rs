@@ -7,6 +7,7 @@ mod append;
 mod budget;
 mod bus;
 mod cache;
+mod delegate;
 mod estimate;
 mod jetstream;
 mod limits;
@@ -14,6 +15,7 @@ mod pg_append;
 mod prefix;
 mod project;
 mod router;
+mod serve;
 mod sse;
 mod timers;
 
@@ -36,6 +38,8 @@ pub(crate) const ALL: &[(&str, RunFn)] = &[
     ("memory", agents::run_memory),
     ("limits", limits::run),
     ("budget", budget::run),
+    ("serve", serve::run),
+    ("delegate", delegate::run),
     ("timers", timers::run),
 ];
 

@@ -4,6 +4,7 @@ pub mod chat;
 pub mod pending;
 pub mod resume;
 pub mod run;
+pub mod serve;
 pub mod threads;
 pub mod transcript;
 pub mod usage;

@@ -104,9 +104,47 @@ pub struct FileConfig {
     /// `[prices."provider:model"]`: prices in place of the shipped ones (docs/governance.md).
     #[serde(default)]
     pub prices: std::collections::BTreeMap<String, PriceEntry>,
-    /// `[budget.request]`, `[budget.thread]`, `[budget.agent]`: hard budgets.
+    /// `[budget.request]`, `[budget.thread]`, `[budget.agent]`: hard and soft budgets.
     #[serde(default)]
     pub budget: BudgetTable,
+    /// `[serve]`: what `motet serve` listens on and who may reach it.
+    #[serde(default)]
+    pub serve: ServeTable,
+}
+
+/// The `[serve]` table: `motet serve`'s address, its bearer tokens, CORS.
+///
+/// ```toml
+/// [serve]
+/// addr = "0.0.0.0:8420"
+/// cors_origins = ["https://console.example"]
+/// [[serve.tokens]]
+/// token_env = "MOTET_UI_TOKEN"   # or token = "..." (then keep the file private)
+/// agents = ["cli"]               # the agents it reaches; every one when left out
+/// ```
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeTable {
+    /// Where to listen (`--addr` over it).
+    pub addr: Option<String>,
+    /// Origins allowed by CORS; none: CORS off.
+    #[serde(default)]
+    pub cors_origins: Vec<String>,
+    /// The bearer tokens accepted (`MOTET_SERVE_TOKEN` is one more, reaching every agent).
+    #[serde(default)]
+    pub tokens: Vec<TokenEntry>,
+}
+
+/// One `[[serve.tokens]]` entry.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenEntry {
+    /// The token itself.
+    pub token: Option<String>,
+    /// The environment variable holding the token.
+    pub token_env: Option<String>,
+    /// The agents it reaches; every served agent when `None`.
+    pub agents: Option<Vec<String>>,
 }
 
 /// One `[prices."provider:model"]` table: USD per million tokens. A cache price left out is the
@@ -132,7 +170,7 @@ pub struct PriceEntry {
     pub reasoning: Option<f64>,
 }
 
-/// `[budget.*]`: the hard budget of each request, each thread and the agent. (The command
+/// `[budget.*]`: the budget of each request, each thread and the agent. (The command
 /// line's agent carries no tenant label, so it has no tenant budget.)
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -145,7 +183,8 @@ pub struct BudgetTable {
     pub agent: Option<BudgetEntry>,
 }
 
-/// One budget: tokens (input plus output), dollars, or both.
+/// One budget: a hard limit in tokens (input plus output), dollars, or both, and a soft step
+/// in either or both (passing each multiple of it waits for a person's approval).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BudgetEntry {
@@ -153,6 +192,10 @@ pub struct BudgetEntry {
     pub tokens: Option<u64>,
     /// US dollars at the price table's prices.
     pub usd: Option<f64>,
+    /// The soft step in tokens.
+    pub soft_tokens: Option<u64>,
+    /// The soft step in US dollars.
+    pub soft_usd: Option<f64>,
 }
 
 /// One `[[mcp]]` entry: an MCP server, started as a command (stdio) or reached at a URL
@@ -596,8 +639,30 @@ impl Loaded {
                 })?;
                 budget = budget.with_cost(cost);
             }
+            if let Some(tokens) = entry.soft_tokens {
+                if tokens == 0 {
+                    return Err(self.key_error(
+                        &format!("{key}.soft_tokens"),
+                        "must be a number of tokens, 1 or more",
+                    ));
+                }
+                budget = budget.with_soft_tokens(tokens);
+            }
+            if let Some(usd) = entry.soft_usd {
+                let cost = Cost::from_usd(usd)
+                    .filter(|c| *c > Cost::ZERO)
+                    .ok_or_else(|| {
+                        self.key_error(
+                            &format!("{key}.soft_usd"),
+                            "must be an amount in dollars, more than 0",
+                        )
+                    })?;
+                budget = budget.with_soft_cost(cost);
+            }
             if !budget.is_limited() {
-                return Err(self.key_error(&key, "give `tokens`, `usd` or both"));
+                return Err(
+                    self.key_error(&key, "give `tokens`, `usd`, `soft_tokens` or `soft_usd`")
+                );
             }
             budgets.push((level, budget));
         }
@@ -974,7 +1039,7 @@ pub struct Settings {
     pub auto_context: bool,
     /// The prices calls are costed at: the shipped ones and the file's `[prices]`.
     pub prices: PriceTable,
-    /// The file's hard budgets (`[budget.*]`).
+    /// The file's budgets (`[budget.*]`), hard and soft.
     pub budgets: Vec<(BudgetLevel, Budget)>,
 }
 

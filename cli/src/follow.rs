@@ -71,8 +71,10 @@ pub async fn follow(
 
 /// Whether request `request` of `thread` waits for a person (`waits`, its calls that wait)
 /// with nothing of it in flight: `answered` has its result, and every tool call of the
-/// request's last turn has a result or waits.
+/// request's last turn has a result or waits — or its next LLM call is held at a soft budget
+/// limit.
 pub fn settled(thread: &Thread, request: &str, waits: &[Waiting], answered: Option<&str>) -> bool {
+    let all_waits = waits;
     let waits: Vec<&str> = waits
         .iter()
         .filter(|w| w.request_id == request)
@@ -80,6 +82,15 @@ pub fn settled(thread: &Thread, request: &str, waits: &[Waiting], answered: Opti
         .collect();
     if waits.is_empty() || answered.is_some_and(|call| waits.contains(&call)) {
         return false;
+    }
+    // Held at a soft budget limit: the request's next call was not sent, so nothing of it runs.
+    let budget_wait = |w: &&Waiting| w.tool == motet::agents::BUDGET_WAIT_TOOL;
+    if all_waits
+        .iter()
+        .filter(|w| w.request_id == request)
+        .any(|w| budget_wait(&w))
+    {
+        return true;
     }
     let entries = thread.to_list();
     let of_request = |refs: &motet::agents::Refs| refs.request_id.as_deref() == Some(request);
@@ -184,6 +195,25 @@ mod tests {
         assert!(!settled(&thread, "r1", &[wait("b")], Some("a")));
         result(&mut thread, "a");
         assert!(settled(&thread, "r1", &[wait("b")], Some("a")));
+    }
+
+    #[test]
+    fn a_call_held_at_a_soft_budget_limit_is_settled_once_the_answered_one_is_taken_in() {
+        let mut thread = turn(&["a"]);
+        result(&mut thread, "a");
+        let mut held = wait("budget:call_2");
+        held.tool = motet::agents::BUDGET_WAIT_TOOL.into();
+        assert!(settled(&thread, "r1", std::slice::from_ref(&held), None));
+        // Just approved, not yet taken in: it still waits.
+        assert!(!settled(
+            &thread,
+            "r1",
+            std::slice::from_ref(&held),
+            Some("budget:call_2")
+        ));
+        // Before any turn of the request (its first call held).
+        let asked = Thread::new("cli/t", 1);
+        assert!(settled(&asked, "r1", &[held], None));
     }
 
     #[test]

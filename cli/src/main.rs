@@ -120,6 +120,18 @@ enum Command {
     /// The tool calls waiting for a person (an approval, a tool's question), on every stored
     /// thread: thread, request, call id, tool, arguments, what it waits for.
     Pending,
+    /// Serve the agent over HTTP until Ctrl-C: the native API (threads, runs streamed as SSE
+    /// and resumable, approvals; /openapi.json), docs/serve.md.
+    ///
+    /// Bearer tokens come from MOTET_SERVE_TOKEN and motet.toml's [[serve.tokens]] (each
+    /// scoped to agents); with none, only a loopback address is served.
+    Serve {
+        /// Where to listen [default: motet.toml's [serve] addr, else 127.0.0.1:8420].
+        #[arg(long, value_name = "HOST:PORT")]
+        addr: Option<String>,
+        #[command(flatten)]
+        model: ModelArgs,
+    },
     /// Approve a waiting tool call (as the model asked, or with --edit), then wait for the
     /// request's answer.
     Approve {
@@ -342,6 +354,11 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
             commands::resume::run(&settings, &db, &thread, mode).await
         }
         Command::Pending => commands::pending::list(&db, mode).await,
+        Command::Serve { addr, model } => {
+            let settings = loaded.settings(&model.flags(), &env)?;
+            let table = &loaded.file.serve;
+            commands::serve::run(&settings, &db, table, addr.as_deref(), &env).await
+        }
         Command::Approve {
             call,
             thread,

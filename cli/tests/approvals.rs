@@ -421,3 +421,56 @@ fn a_local_server_is_asked_within_its_slot_and_made_to_call_a_tool_first() {
     assert_eq!(asked[0].1, "required", "{asked:?}");
     assert_ne!(asked[1].1, "required", "{asked:?}");
 }
+
+/// The id of the one call `pending` lists (`... · call ID · ...`).
+fn pending_call(pending: &str) -> String {
+    let lines: Vec<&str> = pending.lines().collect();
+    assert_eq!(lines.len(), 1, "{pending}");
+    let after = lines[0].split(" · call ").nth(1).unwrap();
+    after.split(' ').next().unwrap().to_owned()
+}
+
+#[test]
+fn a_soft_budget_waits_in_pending_and_is_approved_or_rejected() {
+    let (url, _) = scripted_server(1);
+    let sandbox = Sandbox::new(url);
+    // Nothing gated; a soft step of one token, so every call of a request passes a step.
+    std::fs::write(
+        sandbox.dir.path().join("motet.toml"),
+        "timeout_secs = 30\n[budget.request]\nsoft_tokens = 1\n",
+    )
+    .unwrap();
+    let text = sandbox.ok(&["run", "What is 6 times 7?", "--thread", "s"]);
+    assert!(text.contains("this request has spent 0 of"), "{text}");
+    assert!(text.contains("motet approve budget:"), "{text}");
+
+    let pending = sandbox.ok(&["pending"]);
+    assert!(
+        pending.contains(" · budget · waits for approval (this request has spent"),
+        "{pending}"
+    );
+    assert!(pending.contains("tokens: continue?)"), "{pending}");
+    let first = pending_call(&pending);
+    assert!(first.starts_with("budget:"), "{pending}");
+    // Approved: the first call goes out and calls the calculator; the second passes the
+    // next step and waits in its turn.
+    let text = sandbox.ok(&["approve", &first]);
+    assert!(results(&sandbox.db(), "cli/s") == ["42"], "{text}");
+    let second = pending_call(&sandbox.ok(&["pending"]));
+    assert_ne!(second, first);
+    let text = sandbox.ok(&["approve", &second]);
+    assert!(text.contains("done: 42"), "{text}");
+    assert!(sandbox.ok(&["pending"]).contains("nothing waits"));
+
+    // Rejected: the request fails with a budget failure.
+    sandbox.ok(&["run", "What is 6 times 7?", "--thread", "r"]);
+    let held = pending_call(&sandbox.ok(&["pending"]));
+    let output = run(sandbox.motet(&["reject", &held, "--reason", "too dear"]));
+    let said = format!("{}{}", stdout(&output), stderr(&output));
+    assert!(
+        said.contains("declined to go on past a soft limit"),
+        "{said}"
+    );
+    assert!(said.contains("too dear"), "{said}");
+    assert!(results(&sandbox.db(), "cli/r").is_empty());
+}

@@ -1840,9 +1840,17 @@ fn prices_and_budgets_in_the_config_file_are_checked() {
         ),
         (
             "[budget.request]\n",
-            "key `budget.request`: give `tokens`, `usd` or both",
+            "key `budget.request`: give `tokens`, `usd`, `soft_tokens` or `soft_usd`",
         ),
         ("[budget.request]\nusd = -2\n", "key `budget.request.usd`"),
+        (
+            "[budget.thread]\nsoft_usd = 0\n",
+            "key `budget.thread.soft_usd`: must be an amount in dollars, more than 0",
+        ),
+        (
+            "[budget.agent]\ntokens = 10\nsoft_tokens = 0\n",
+            "key `budget.agent.soft_tokens`",
+        ),
         ("[budget.week]\ntokens = 1\n", "unknown field `week`"),
     ];
     for (text, needle) in cases {

@@ -127,6 +127,28 @@ pub struct LlmStream {
     pub call_id: CallId,
     /// Model, projected messages, tools, tool choice and options.
     pub request: LlmRequest,
+    /// Soft budget limits a person approved going past for this call's request (one per level
+    /// and measure, the latest step): the runtime admits the call past each, up to the next
+    /// step or the hard limit. Never set one nobody approved.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub budget_approved: Vec<crate::budget::SoftLimit>,
+}
+
+impl LlmStream {
+    /// A call of `request`, echoed as `call_id`, with no budget approval.
+    pub fn new(call_id: CallId, request: LlmRequest) -> Self {
+        Self {
+            call_id,
+            request,
+            budget_approved: Vec::new(),
+        }
+    }
+
+    /// Carries the soft limits a person approved for the call's request.
+    pub fn with_budget_approved(mut self, approved: Vec<crate::budget::SoftLimit>) -> Self {
+        self.budget_approved = approved;
+        self
+    }
 }
 
 /// Run one tool call.

@@ -26,6 +26,8 @@
 //! - `directive` — [`Directive`] and one payload struct per variant.
 //! - `pause` — a call that waits for a person: [`Pause`] ([`Approval`] or a question) and the
 //!   [`Response`] that resumes it.
+//! - [`budget`] — the budget levels and measures, and a [`budget::SoftLimit`] a call reached
+//!   (reported on `llm.failed`, approved on the next [`LlmStream`]).
 //! - [`results`] — what comes back: the result signal of each directive, typed, and
 //!   [`results::Outcome`] to decode one.
 //! - [`cron`] — cron expressions ([`cron::CronExpr`]) and what a timer owes after downtime
@@ -50,6 +52,7 @@
 //! assert_eq!((call.name, args.a + args.b), ("add", 4));
 //! ```
 
+pub mod budget;
 mod content;
 pub mod cron;
 mod directive;

@@ -84,6 +84,9 @@ pub enum LlmErrorKind {
     /// A hard budget (tokens or dollars, per request, thread, agent or tenant) refused the call
     /// before it was sent: trying again cannot help.
     Budget,
+    /// A soft budget limit stopped the call before it was sent: it may go on once a person
+    /// approves ([`LlmError::soft_limit`] names the limit).
+    BudgetApproval,
     /// Anything else.
     #[serde(other)]
     Other,
@@ -109,6 +112,7 @@ impl LlmErrorKind {
             Self::ResponseTooLarge => "response_too_large",
             Self::Config => "config",
             Self::Budget => "budget",
+            Self::BudgetApproval => "budget_approval",
             Self::Other => "other",
         }
     }
@@ -124,6 +128,10 @@ pub struct LlmError {
     pub message: String,
     /// Whether trying again may succeed.
     pub retryable: bool,
+    /// For a call stopped at a soft budget limit ([`LlmErrorKind::BudgetApproval`]): the
+    /// limit, for a person to approve going past.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soft_limit: Option<crate::budget::SoftLimit>,
 }
 
 /// Data of `llm.failed`.
@@ -142,6 +150,26 @@ pub struct ToolResultSignal {
     pub call_id: CallId,
     /// The result (an error result if the tool reported one, e.g. for unparsable arguments).
     pub result: ToolResult,
+    /// What the tool's own work spent on models: an agent asked as a tool reports its
+    /// answer's usage here, and the caller counts it with its request's. Zero for most tools.
+    #[serde(default, skip_serializing_if = "Usage::is_zero")]
+    pub usage: Usage,
+    /// The agent the conversation was handed to, when the tool was a handoff: the result's
+    /// content is that agent's answer, and the caller ends its request with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<String>,
+}
+
+impl ToolResultSignal {
+    /// `result` for the `ToolExec` whose call id is `call_id`: nothing spent, no handoff.
+    pub fn new(call_id: CallId, result: ToolResult) -> Self {
+        Self {
+            call_id,
+            result,
+            usage: Usage::default(),
+            handoff: None,
+        }
+    }
 }
 
 /// Data of `tool.paused`: the call did not run (an approval) or ran and asked instead of
@@ -300,6 +328,7 @@ mod tests {
             K::ResponseTooLarge,
             K::Config,
             K::Budget,
+            K::BudgetApproval,
             K::Other,
         ];
         for kind in kinds {

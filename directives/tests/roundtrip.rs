@@ -511,10 +511,7 @@ fn signal() -> Signal {
 #[test]
 fn every_directive_round_trips() {
     let directives = vec![
-        Directive::LlmStream(LlmStream {
-            call_id: CallId::new("call_1"),
-            request: request(),
-        }),
+        Directive::LlmStream(LlmStream::new(CallId::new("call_1"), request())),
         Directive::ToolExec(ToolExec::new(
             CallId::new("tool_1"),
             "toolu_1",
@@ -597,6 +594,16 @@ fn every_directive_round_trips() {
         Directive::Stop(Stop {
             reason: "shutdown".into(),
         }),
+        Directive::LlmStream(
+            LlmStream::new(CallId::new("call_2"), request()).with_budget_approved(vec![
+                motet_directives::budget::SoftLimit {
+                    level: motet_directives::budget::BudgetLevel::Tenant,
+                    measure: motet_directives::budget::Measure::Cost,
+                    limit: 2_000_000_000_000,
+                    spent: 2_010_000_000_000,
+                },
+            ]),
+        ),
     ];
     for directive in &directives {
         let text = round_trip(directive);
@@ -621,6 +628,17 @@ fn every_directive_round_trips() {
         approved[1]
     );
     assert_eq!(schedule["delay"], 1_500);
+    // Only a call a person approved past a soft budget limit carries approvals.
+    let carrying: Vec<Value> = directives
+        .iter()
+        .map(json_of)
+        .filter(|json| json.get("budget_approved").is_some())
+        .collect();
+    assert_eq!(carrying.len(), 1);
+    assert_eq!(
+        carrying[0]["budget_approved"][0],
+        json!({"level": "tenant", "measure": "cost", "limit": 2_000_000_000_000u64, "spent": 2_010_000_000_000u64})
+    );
     assert_eq!(json_of(&CallId::new("x")), json!("x"));
 }
 

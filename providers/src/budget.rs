@@ -1,54 +1,36 @@
-//! Hard budgets in tokens and dollars, per request, thread, agent and tenant: what a limit is,
-//! and the pure decision whether one more call may start.
+//! Budgets in tokens and dollars, per request, thread, agent and tenant: what a limit is, and
+//! the pure decisions whether one more call may start ([`admit`], hard limits) or must first
+//! be approved by a person ([`decide`], hard and soft limits).
 //!
-//! The decision admits a call only when, at every level, what was spent (plus what the calls
-//! still running there may spend) plus the call's estimated input stays within the limit. The
-//! call's output cannot exceed its `max_tokens`, so a level ends at most one call's
+//! The hard decision admits a call only when, at every level, what was spent (plus what the
+//! calls still running there may spend) plus the call's estimated input stays within the limit.
+//! The call's output cannot exceed its `max_tokens`, so a level ends at most one call's
 //! `max_tokens` (and, in dollars, that many output tokens' price) past its limit — as long as
 //! the input estimate is not below the provider's count.
+//!
+//! A soft limit is a step: a call that would pass `soft`, `2 × soft`, ... at a level is stopped
+//! for a person's approval ([`Admission::Ask`]); once approved past a step, the request goes
+//! on until the next step or the hard limit.
 
 use std::fmt;
 
 use crate::prices::Cost;
 
-/// Where a budget applies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum BudgetLevel {
-    /// One request (a question and every call answering it, summaries included).
-    Request,
-    /// One thread of one agent (every request on it, summaries included).
-    Thread,
-    /// Every thread of one agent.
-    Agent,
-    /// Every agent carrying one tenant label.
-    Tenant,
-}
+pub use motet_directives::budget::{BudgetLevel, Measure, SoftLimit};
 
-impl BudgetLevel {
-    /// `request`, `thread`, `agent` or `tenant`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Request => "request",
-            Self::Thread => "thread",
-            Self::Agent => "agent",
-            Self::Tenant => "tenant",
-        }
-    }
-}
-
-impl fmt::Display for BudgetLevel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A hard limit: tokens (input plus output), dollars, or both. Unset means unlimited.
+/// A hard limit — tokens (input plus output), dollars, or both — and a soft one beside it.
+/// Unset means unlimited.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Budget {
     /// Input plus output tokens.
     pub tokens: Option<u64>,
     /// Dollars, at the price table's prices (unpriced calls count as free).
     pub cost: Option<Cost>,
+    /// The soft step in tokens: passing each multiple of it (below the hard limit) waits for
+    /// a person's approval. Zero sets none.
+    pub soft_tokens: Option<u64>,
+    /// The soft step in dollars, as `soft_tokens`.
+    pub soft_cost: Option<Cost>,
 }
 
 impl Budget {
@@ -56,22 +38,30 @@ impl Budget {
     pub const UNLIMITED: Budget = Budget {
         tokens: None,
         cost: None,
+        soft_tokens: None,
+        soft_cost: None,
     };
 
     /// At most `tokens` tokens.
     pub fn tokens(tokens: u64) -> Self {
-        Self {
-            tokens: Some(tokens),
-            cost: None,
-        }
+        Self::UNLIMITED.with_tokens(tokens)
     }
 
     /// At most `cost`.
     pub fn cost(cost: Cost) -> Self {
-        Self {
-            tokens: None,
-            cost: Some(cost),
-        }
+        Self::UNLIMITED.with_cost(cost)
+    }
+
+    /// Asks a person before passing each multiple of `tokens` tokens (`0` asks never).
+    pub fn with_soft_tokens(mut self, tokens: u64) -> Self {
+        self.soft_tokens = (tokens > 0).then_some(tokens);
+        self
+    }
+
+    /// Asks a person before passing each multiple of `cost` (zero asks never).
+    pub fn with_soft_cost(mut self, cost: Cost) -> Self {
+        self.soft_cost = (cost > Cost::ZERO).then_some(cost);
+        self
     }
 
     /// Also at most `tokens` tokens.
@@ -86,9 +76,12 @@ impl Budget {
         self
     }
 
-    /// Whether it limits anything.
+    /// Whether it limits anything, hard or soft.
     pub fn is_limited(&self) -> bool {
-        self.tokens.is_some() || self.cost.is_some()
+        self.tokens.is_some()
+            || self.cost.is_some()
+            || self.soft_tokens.is_some()
+            || self.soft_cost.is_some()
     }
 }
 
@@ -141,15 +134,6 @@ impl CallEstimate {
             cost: self.input_cost + self.max_output_cost,
         }
     }
-}
-
-/// What a budget counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Measure {
-    /// Tokens.
-    Tokens,
-    /// Dollars.
-    Cost,
 }
 
 /// A call refused by a hard budget: the level, what it counts, the limit and what was spent
@@ -224,6 +208,83 @@ pub fn admit(
         }
     }
     Ok(())
+}
+
+/// What the budgets say of a call that no hard limit refuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// It may start.
+    Admit,
+    /// It would pass a soft step nobody approved: ask a person first.
+    Ask(SoftLimit),
+}
+
+/// Whether a call may start ([`admit`], the hard limits, first), and if so whether it must
+/// wait for a person: at a level with a soft step, a call whose spending plus estimated input
+/// would pass the highest step approved for its request (`approved`: one per level and
+/// measure; none approved means the first step) is asked about, naming the highest step it
+/// passes. Levels are checked in order, tokens before dollars; the first to ask is named.
+///
+/// # Errors
+/// The first hard limit the call would pass, as [`BudgetExceeded`].
+pub fn decide(
+    levels: &[(BudgetLevel, Budget, Spent)],
+    call: &CallEstimate,
+    approved: &[SoftLimit],
+) -> Result<Admission, BudgetExceeded> {
+    admit(levels, call)?;
+    for (level, budget, spent) in levels {
+        let places = [
+            (
+                Measure::Tokens,
+                budget.soft_tokens,
+                spent.tokens,
+                call.input_tokens,
+            ),
+            (
+                Measure::Cost,
+                budget.soft_cost.map(Cost::picodollars),
+                spent.cost.picodollars(),
+                call.input_cost.picodollars(),
+            ),
+        ];
+        for (measure, step, spent, input) in places {
+            let Some(step) = step.filter(|s| *s > 0) else {
+                continue;
+            };
+            let ceiling = approved
+                .iter()
+                .find(|a| a.level == *level && a.measure == measure)
+                .map_or(step, |a| a.limit.saturating_add(step));
+            let projected = spent.saturating_add(input);
+            if projected > ceiling {
+                return Ok(Admission::Ask(SoftLimit {
+                    level: *level,
+                    measure,
+                    limit: (projected / step * step).max(ceiling),
+                    spent,
+                }));
+            }
+        }
+    }
+    Ok(Admission::Admit)
+}
+
+/// The question a soft limit puts to a person: `this request has spent $2.00 of $2.00:
+/// continue?`, or in tokens `... 1600 of 1500 tokens: continue?`.
+pub fn describe(soft: &SoftLimit) -> String {
+    match soft.measure {
+        Measure::Tokens => format!(
+            "this {} has spent {} of {} tokens: continue?",
+            soft.level, soft.spent, soft.limit
+        ),
+        Measure::Cost => format!(
+            "this {} has spent {} of {}: continue?",
+            soft.level,
+            Cost::from_picodollars(soft.spent),
+            Cost::from_picodollars(soft.limit)
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -316,5 +377,145 @@ mod tests {
             }
             assert!(total <= limit + largest_max, "{total} past {limit}");
         }
+    }
+
+    fn soft(level: BudgetLevel, measure: Measure, limit: u64, spent: u64) -> SoftLimit {
+        SoftLimit {
+            level,
+            measure,
+            limit,
+            spent,
+        }
+    }
+
+    #[test]
+    fn a_soft_step_asks_at_each_level_in_tokens_and_in_dollars() {
+        for level in [
+            BudgetLevel::Request,
+            BudgetLevel::Thread,
+            BudgetLevel::Agent,
+            BudgetLevel::Tenant,
+        ] {
+            let by_tokens = Budget::tokens(10_000).with_soft_tokens(1_000);
+            let levels = [(level, by_tokens, spent(900))];
+            assert_eq!(decide(&levels, &call(100, 500), &[]), Ok(Admission::Admit));
+            assert_eq!(
+                decide(&levels, &call(101, 500), &[]),
+                Ok(Admission::Ask(soft(level, Measure::Tokens, 1_000, 900)))
+            );
+            let by_dollars = Budget::UNLIMITED.with_soft_cost(Cost::from_microdollars(1_000));
+            let levels = [(level, by_dollars, spent(950))];
+            assert_eq!(
+                decide(&levels, &call(60, 1), &[]),
+                Ok(Admission::Ask(soft(
+                    level,
+                    Measure::Cost,
+                    Cost::from_microdollars(1_000).picodollars(),
+                    Cost::from_microdollars(950).picodollars(),
+                )))
+            );
+        }
+    }
+
+    #[test]
+    fn a_hard_limit_below_the_spending_refuses_before_any_soft_step_asks() {
+        let levels = [
+            (
+                BudgetLevel::Request,
+                Budget::UNLIMITED.with_soft_tokens(100),
+                spent(5_000),
+            ),
+            (BudgetLevel::Agent, Budget::tokens(5_050), spent(5_000)),
+        ];
+        let refused = decide(&levels, &call(100, 1), &[]).err();
+        assert_eq!(refused.map(|r| r.level), Some(BudgetLevel::Agent));
+        // Within the hard limit, the soft one asks.
+        let asked = decide(&levels, &call(10, 1), &[]);
+        assert!(matches!(asked, Ok(Admission::Ask(s)) if s.level == BudgetLevel::Request));
+    }
+
+    #[test]
+    fn an_approval_holds_until_the_next_step_and_names_the_highest_step_passed() {
+        let budget = Budget::UNLIMITED.with_soft_tokens(1_000);
+        let at = |n: u64| [(BudgetLevel::Request, budget, spent(n))];
+        let first = soft(BudgetLevel::Request, Measure::Tokens, 1_000, 1_050);
+        assert_eq!(
+            decide(&at(1_050), &call(10, 1), &[]),
+            Ok(Admission::Ask(first))
+        );
+        let approved = [first];
+        assert_eq!(
+            decide(&at(1_050), &call(10, 1), &approved),
+            Ok(Admission::Admit)
+        );
+        assert_eq!(
+            decide(&at(1_990), &call(10, 1), &approved),
+            Ok(Admission::Admit)
+        );
+        // Past the next step it asks again; a jump over several names the highest.
+        assert_eq!(
+            decide(&at(1_995), &call(10, 1), &approved),
+            Ok(Admission::Ask(soft(
+                BudgetLevel::Request,
+                Measure::Tokens,
+                2_000,
+                1_995
+            )))
+        );
+        assert_eq!(
+            decide(&at(3_500), &call(10, 1), &approved),
+            Ok(Admission::Ask(soft(
+                BudgetLevel::Request,
+                Measure::Tokens,
+                3_000,
+                3_500
+            )))
+        );
+        // An approval at another level or in another measure does not count here.
+        let elsewhere = [
+            soft(BudgetLevel::Agent, Measure::Tokens, 1_000, 1_050),
+            soft(BudgetLevel::Request, Measure::Cost, 1_000, 1_050),
+        ];
+        assert_eq!(
+            decide(&at(1_050), &call(10, 1), &elsewhere),
+            Ok(Admission::Ask(first))
+        );
+    }
+
+    #[test]
+    fn soft_below_hard_asks_then_the_hard_limit_refuses_even_when_approved() {
+        let budget = Budget::tokens(2_000).with_soft_tokens(1_500);
+        let at = |n: u64| [(BudgetLevel::Thread, budget, spent(n))];
+        let asked = decide(&at(1_490), &call(20, 1), &[]);
+        let Ok(Admission::Ask(first)) = asked else {
+            panic!("the soft step asks: {asked:?}");
+        };
+        assert_eq!(first.limit, 1_500);
+        assert_eq!(
+            decide(&at(1_490), &call(20, 1), &[first]),
+            Ok(Admission::Admit)
+        );
+        assert_eq!(
+            decide(&at(1_990), &call(20, 1), &[first]).map_err(|r| r.measure),
+            Err(Measure::Tokens)
+        );
+        // A zero soft step is none; no budget asks nothing.
+        assert_eq!(Budget::UNLIMITED.with_soft_tokens(0), Budget::UNLIMITED);
+        assert!(!Budget::UNLIMITED.with_soft_cost(Cost::ZERO).is_limited());
+        assert!(Budget::UNLIMITED.with_soft_tokens(1).is_limited());
+        assert_eq!(decide(&[], &call(u64::MAX, 1), &[]), Ok(Admission::Admit));
+    }
+
+    #[test]
+    fn the_question_names_the_level_and_what_was_spent() {
+        let two = Cost::from_usd(2.0).unwrap_or_default().picodollars();
+        assert_eq!(
+            describe(&soft(BudgetLevel::Request, Measure::Cost, two, two)),
+            "this request has spent $2.00 of $2.00: continue?"
+        );
+        assert_eq!(
+            describe(&soft(BudgetLevel::Tenant, Measure::Tokens, 1_500, 1_600)),
+            "this tenant has spent 1600 of 1500 tokens: continue?"
+        );
     }
 }

@@ -157,6 +157,10 @@ pub enum ProviderError {
     /// was spent on it).
     #[error("budget exhausted: {0}")]
     BudgetExceeded(crate::budget::BudgetExceeded),
+    /// A soft budget limit stopped the call before it was sent: it may go on once a person
+    /// approves (the runtime's budgets; nothing was spent on it).
+    #[error("{}", crate::budget::describe(.0))]
+    BudgetApproval(crate::budget::SoftLimit),
     /// Configuration is missing or wrong (no key, unknown provider, bad URL).
     #[error("configuration error: {message}")]
     Config {
@@ -264,6 +268,7 @@ impl ProviderError {
             Self::ContentTooLarge { .. } => K::InvalidRequest,
             Self::ResponseTooLarge { .. } => K::ResponseTooLarge,
             Self::BudgetExceeded(_) => K::Budget,
+            Self::BudgetApproval(_) => K::BudgetApproval,
             Self::Config { .. } => K::Config,
         }
     }

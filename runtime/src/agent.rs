@@ -45,6 +45,7 @@ mod activity;
 mod book;
 mod caller;
 mod costs;
+pub(crate) mod delegate;
 mod env;
 mod errors;
 mod events;
@@ -66,6 +67,9 @@ pub use caller::spec::{
 pub use caller::structured::StructuredError;
 pub use caller::ticket::{Answer, Ticket, TicketEvent};
 pub use costs::{DEFAULT_BUDGETED_MAX_TOKENS, LevelBudgets};
+pub use delegate::{
+    AgentTool, CalleeThread, DEFAULT_MAX_DEPTH, DelegateError, Handoff, HistoryFilter,
+};
 pub use env::SystemEnv;
 pub use errors::{AskError, RuntimeError, StoreFailure};
 pub use events::{

@@ -122,6 +122,9 @@ pub struct ToolContext {
     agent_id: Option<String>,
     thread_id: Option<String>,
     request_id: Option<String>,
+    /// The runtime and the delegation chain, for a tool that asks another agent (set by the
+    /// runtime when it runs the call; `None` for a call run outside one).
+    delegation: Option<crate::agent::delegate::Delegation>,
 }
 
 impl ToolContext {
@@ -132,7 +135,22 @@ impl ToolContext {
             agent_id: None,
             thread_id: None,
             request_id: None,
+            delegation: None,
         }
+    }
+
+    /// With the runtime and the delegation chain an agent tool needs.
+    pub(crate) fn with_delegation(
+        mut self,
+        delegation: crate::agent::delegate::Delegation,
+    ) -> Self {
+        self.delegation = Some(delegation);
+        self
+    }
+
+    /// The runtime and the delegation chain, when the runtime runs the call.
+    pub(crate) fn delegation(&self) -> Option<&crate::agent::delegate::Delegation> {
+        self.delegation.as_ref()
     }
 
     /// With the calling agent's id.

@@ -38,7 +38,7 @@ impl Counter {
             "openai:gpt-5.2".parse().unwrap(),
             vec![Message::user(format!("the total is {}", state.total))],
         );
-        Directive::LlmStream(LlmStream { call_id, request })
+        Directive::LlmStream(LlmStream::new(call_id, request))
     }
 }
 

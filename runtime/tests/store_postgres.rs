@@ -566,3 +566,93 @@ async fn a_budget_half_spent_before_a_restart_is_half_spent_after_it() {
     runtime.shutdown().await;
     db.drop_now().await;
 }
+
+/// A request held at a soft budget step waits in the database: a new runtime on it lists the
+/// wait, and the approval sends the held call once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_soft_budget_wait_survives_a_restart_and_is_approved_after_it() {
+    use motet_agents::BUDGET_WAIT_TOOL;
+    use motet_directives::{
+        AssistantBlock, AssistantMessage, LlmResponse, Response, StopReason, ToolArgs, Usage,
+    };
+    use motet_providers::budget::{Budget, BudgetLevel};
+    use motet_runtime::agent::{AskOptions, ReActAgent, Runtime};
+    use motet_runtime::testing::ScriptedModel;
+    use motet_runtime::tool::{ToolError, tool_fn};
+
+    let Some(db) = TestDb::new("soft_budget").await else {
+        return;
+    };
+    let turn = |blocks: Vec<AssistantBlock>, stop_reason| {
+        Ok(LlmResponse::new(
+            AssistantMessage {
+                blocks,
+                stop_reason,
+            },
+            Usage {
+                input_tokens: 1_000,
+                output_tokens: 500,
+                ..Usage::default()
+            },
+        ))
+    };
+    let call = || {
+        turn(
+            vec![AssistantBlock::tool_use(
+                "call_1",
+                "echo",
+                ToolArgs::from_text("{}"),
+            )],
+            StopReason::ToolUse,
+        )
+    };
+    let start = |model: ScriptedModel, store: PostgresStore| {
+        Runtime::builder()
+            .llm(Arc::new(model))
+            .store(Arc::new(store))
+            .budget(
+                BudgetLevel::Request,
+                Budget::tokens(5_000).with_soft_tokens(1_000),
+            )
+            .build()
+            .unwrap()
+    };
+    let agent_spec = || {
+        ReActAgent::new("spender", "openai:gpt-5.2").tool(tool_fn(
+            "echo",
+            "Says ok.",
+            |_: serde_json::Value| async { Ok::<_, ToolError>("ok".to_owned()) },
+        ))
+    };
+    let runtime = start(ScriptedModel::new([call()]), open(&db).await);
+    let agent = runtime.spawn(agent_spec()).await.unwrap();
+    let mut ticket = agent.submit("spend", AskOptions::default()).await.unwrap();
+    let before = tokio::time::timeout(Duration::from_secs(10), ticket.next_waiting())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(before.tool, BUDGET_WAIT_TOOL);
+    runtime.shutdown().await;
+    drop(ticket);
+
+    let model = ScriptedModel::new([turn(
+        vec![AssistantBlock::text("done")],
+        StopReason::EndTurn,
+    )]);
+    let runtime = start(model.clone(), open(&db).await);
+    runtime.spawn(agent_spec()).await.unwrap();
+    let waiting = runtime.waiting().await.unwrap();
+    assert_eq!(waiting.len(), 1, "{waiting:?}");
+    assert_eq!(waiting[0].tool_call_id, before.tool_call_id);
+    let tickets = runtime.recover(Duration::from_secs(10)).await.unwrap();
+    assert_eq!(tickets.len(), 1);
+    runtime
+        .respond(&waiting[0], Response::Approve)
+        .await
+        .unwrap();
+    let answer = tickets.into_iter().next().unwrap().wait().await.unwrap();
+    assert_eq!(answer.text, "done");
+    assert_eq!(model.requests().len(), 1);
+    runtime.shutdown().await;
+    db.drop_now().await;
+}

@@ -174,10 +174,7 @@ impl<S: Strategy> Guarded<S> {
             .map(|check| {
                 let call_id = CallId::new(env.fresh_id("guard"));
                 book.pending.push(call_id.clone());
-                Directive::LlmStream(LlmStream {
-                    call_id,
-                    request: (check.call)(&asked),
-                })
+                Directive::LlmStream(LlmStream::new(call_id, (check.call)(&asked)))
             })
             .collect();
         book.asked = Some(asked);

@@ -81,15 +81,16 @@ impl ReAct {
             .with_tool_choice(tool_choice)
             .with_options(options)
             .with_stable_prefix(projection.meta.stable_prefix);
+        let mut approved = Vec::new();
         if let Some(request) = state.request.as_mut() {
             request.llm_call = Some(call_id.clone());
             request.call_basis = Some(Box::new(basis));
+            approved.clone_from(&request.budget_approved);
         }
         state.status = Status::AwaitingLlm;
-        directives.push(Directive::LlmStream(LlmStream {
-            call_id,
-            request: request_body,
-        }));
+        directives.push(Directive::LlmStream(
+            LlmStream::new(call_id, request_body).with_budget_approved(approved),
+        ));
         Ok(directives)
     }
 

@@ -80,6 +80,7 @@ mod tests {
             kind,
             message: "it failed".to_owned(),
             retryable,
+            soft_limit: None,
         }
     }
 

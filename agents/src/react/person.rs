@@ -124,6 +124,9 @@ impl ReAct {
         step: &Step<'_>,
         respond: AgentRespond,
     ) -> Result<Vec<Directive>, StrategyError> {
+        if let Some(answered) = self.on_budget_respond(state, step, &respond) {
+            return answered;
+        }
         let named = step.cause.request_id();
         let awaiting = state.status.awaits_tools();
         let found = state
@@ -246,13 +249,17 @@ pub(super) fn deadline_id(tool_call_id: &str) -> ScheduleId {
     ScheduleId::new(format!("deadline:{tool_call_id}"))
 }
 
-/// The calls of `state`'s request that wait for a person, as the runtime lists them.
+/// The calls of `state`'s request that wait for a person, as the runtime lists them: its tool
+/// calls, and its LLM call held at a soft budget limit.
 pub(super) fn waiting_of(state: &ReActState) -> Vec<Waiting> {
-    state
-        .request
+    let Some(request) = state.request.as_deref() else {
+        return Vec::new();
+    };
+    request
+        .tools
         .iter()
-        .flat_map(|r| r.tools.iter())
         .filter(|t| !t.done)
         .filter_map(|t| t.waiting.as_deref().cloned())
+        .chain(request.budget_wait.iter().map(|w| w.waiting.clone()))
         .collect()
 }

@@ -28,6 +28,8 @@ pub(super) fn restored(saved: ReActState) -> ReActState {
         .map(|r| {
             let mut kept = RequestState::new(r.request_id, None);
             kept.steers = r.steers;
+            kept.budget_wait = r.budget_wait;
+            kept.budget_approved = r.budget_approved;
             kept.tools = r
                 .tools
                 .into_iter()
@@ -77,13 +79,16 @@ impl ReAct {
         };
         // What a person added to this request before the stop still waits for its turn, and
         // its calls that waited for a person (or were approved by one) still do (or were).
-        let (steers, saved_tools) = saved
+        // So do its call held at a soft budget limit, and the limits approved for it.
+        let (steers, saved_tools, budget_wait, budget_approved) = saved
             .filter(|r| r.request_id == request_id)
-            .map(|r| (r.steers, r.tools))
+            .map(|r| (r.steers, r.tools, r.budget_wait, r.budget_approved))
             .unwrap_or_default();
         let mut request = RequestState::new(request_id, None);
         request.model = self.chain_index_in(entries, &request.request_id);
         request.steers = steers;
+        request.budget_wait = budget_wait;
+        request.budget_approved = budget_approved;
         format.restore(&mut request);
         let message = match &entries[turn].body {
             EntryBody::Assistant { message, .. } => message.clone(),

@@ -1,5 +1,6 @@
 //! The ReAct strategy's state: the thread, the active request and what it waits for.
 
+use motet_directives::budget::SoftLimit;
 use motet_directives::{ArcStr, CallId, Usage};
 use serde::{Deserialize, Serialize};
 
@@ -20,7 +21,9 @@ pub enum Status {
     AwaitingLlm,
     /// Waiting for the results of the last turn's tool calls.
     AwaitingTools,
-    /// Every unfinished tool call of the turn waits for a person, at least one for an approval.
+    /// Every unfinished tool call of the turn waits for a person, at least one for an approval;
+    /// or the request's next LLM call waits for a person to approve passing a soft budget
+    /// limit ([`RequestState::budget_wait`]).
     AwaitingApproval,
     /// Every unfinished tool call of the turn waits for a person's answer to its question.
     AwaitingAnswer,
@@ -137,6 +140,36 @@ pub struct RequestState {
     /// comes back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_basis: Option<Box<crate::thread::CallBasis>>,
+    /// The soft budget limit the request's next LLM call waits on a person to approve, while
+    /// it does (the call was not sent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_wait: Option<Box<BudgetWait>>,
+    /// The soft budget limits a person approved for this request (one per level and measure,
+    /// the latest step), sent with each of its LLM calls.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub budget_approved: Vec<SoftLimit>,
+    /// The agent this request handed the conversation to and its answer, once its handoff
+    /// call came back: the request ends with that answer when the turn's other calls are in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<Box<HandedOff>>,
+}
+
+/// A request's LLM call held at a soft budget limit until a person approves going on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BudgetWait {
+    /// The limit reached.
+    pub soft_limit: SoftLimit,
+    /// The wait as listed and answered (its `tool` is `motet.budget`).
+    pub waiting: crate::protocol::Waiting,
+}
+
+/// A handoff that came back: who holds the conversation now, and what it answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandedOff {
+    /// The agent that holds the conversation now.
+    pub agent: String,
+    /// Its answer, which ends the request.
+    pub answer: String,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -155,11 +188,14 @@ fn nothing_outlives_a_restart(request: &Option<Box<RequestState>>) -> bool {
 
 impl RequestState {
     /// Whether a restart keeps this request: it holds what a person did that the thread does
-    /// not — messages not taken in yet, or calls waiting for a person or approved by one
-    /// ([`PendingTool::outlives_a_restart`]). Everything else a restart rebuilds from the
-    /// thread (`agent.resume`).
+    /// not — messages not taken in yet, calls waiting for a person or approved by one
+    /// ([`PendingTool::outlives_a_restart`]), a budget approval waited for or given.
+    /// Everything else a restart rebuilds from the thread (`agent.resume`).
     pub fn outlives_a_restart(&self) -> bool {
-        !self.steers.is_empty() || self.tools.iter().any(PendingTool::outlives_a_restart)
+        !self.steers.is_empty()
+            || self.tools.iter().any(PendingTool::outlives_a_restart)
+            || self.budget_wait.is_some()
+            || !self.budget_approved.is_empty()
     }
 
     /// A request that has not called the LLM yet.
@@ -179,6 +215,9 @@ impl RequestState {
             response_format: None,
             format_retries: 0,
             call_basis: None,
+            budget_wait: None,
+            budget_approved: Vec::new(),
+            handoff: None,
         }
     }
 }
@@ -388,6 +427,11 @@ impl ReActState {
     /// [`RequestState::outlives_a_restart`]), so a live thread and a restored one hold the same
     /// request.
     pub(crate) fn end_request(&mut self) {
+        // A budget approval holds for its request alone.
+        if let Some(request) = self.request.as_mut() {
+            request.budget_wait = None;
+            request.budget_approved.clear();
+        }
         self.request = self.request.take().filter(|r| r.outlives_a_restart());
     }
 
@@ -405,6 +449,10 @@ impl ReActState {
         let Some(request) = self.request.as_ref() else {
             return;
         };
+        if request.budget_wait.is_some() {
+            self.status = Status::AwaitingApproval;
+            return;
+        }
         let open = || request.tools.iter().filter(|t| !t.done);
         self.status = if open().any(|t| t.waiting.is_none()) || open().next().is_none() {
             Status::AwaitingTools

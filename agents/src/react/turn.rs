@@ -1,15 +1,18 @@
 //! What comes back from the work a step asked for: the model's turn (answered, or tool calls to
 //! run), its failure (retry, shrink, fall back, or fail), and each tool's result.
 
+use motet_directives::results::LlmErrorKind;
+use motet_directives::results::ToolResultSignal;
 use motet_directives::{AssistantBlock, CallId, Directive, StopReason, ToolExec, ToolResult};
 
 use super::fallback::{self, AfterFailure};
 use super::resume::paused_text;
-use super::state::{PendingTool, ReActState, Status};
+use super::state::{HandedOff, PendingTool, ReActState, Status};
 use super::{
     FailureReason, LLM_FAILED, LLM_RESULT, LlmFailed, LlmResult, ReAct, Step, TOOL_RESULT, ignore,
     person,
 };
+use crate::delegate::HANDED_OFF_NOTE;
 use crate::error::StrategyError;
 use crate::policy::ContextPolicy;
 use crate::thread::{EntryBody, NewEntry, Refs};
@@ -113,6 +116,18 @@ impl ReAct {
         else {
             return Ok(ignore(state, step, LLM_FAILED, &failed.call_id));
         };
+        if failed.error.kind == LlmErrorKind::BudgetApproval
+            && let Some(soft_limit) = failed.error.soft_limit
+        {
+            // Held at a soft budget limit, not failed: a person decides.
+            return self.on_soft_limit(
+                state,
+                step,
+                &failed.call_id,
+                soft_limit,
+                &failed.error.message,
+            );
+        }
         request.llm_call = None;
         let mut note = format!("llm call {} failed: {}", failed.call_id, failed.error);
         let refs = Refs::request(request.request_id.clone()).with_call_id(failed.call_id.shared());
@@ -171,9 +186,15 @@ impl ReAct {
         &self,
         state: &mut ReActState,
         step: &Step<'_>,
-        call_id: &CallId,
-        result: ToolResult,
+        signal: ToolResultSignal,
     ) -> Result<Vec<Directive>, StrategyError> {
+        let ToolResultSignal {
+            call_id,
+            result,
+            usage,
+            handoff,
+        } = signal;
+        let call_id = &call_id;
         let awaiting = state.status.awaits_tools();
         let Some(request) = state.request.as_mut().filter(|_| awaiting) else {
             return Ok(ignore(state, step, TOOL_RESULT, call_id));
@@ -187,6 +208,8 @@ impl ReAct {
             return Ok(ignore(state, step, TOOL_RESULT, call_id));
         };
         tool.done = true;
+        // An agent asked as a tool spent on this request's behalf.
+        request.usage += usage;
         // The model's call id comes from our record, not from the tool's echo; the model reads
         // that a person changed the arguments it asked for.
         let mut result = ToolResult {
@@ -205,9 +228,29 @@ impl ReAct {
             request.turn_call.as_ref(),
             tool,
         );
+        let handed = handoff.filter(|_| !result.is_error).map(|agent| {
+            let note = NewEntry::new(EntryBody::Note {
+                text: format!("{HANDED_OFF_NOTE}{agent}"),
+            })
+            .with_refs(refs.clone());
+            (agent, result.content.clone(), note)
+        });
         let entry = NewEntry::tool_result(tool.name.clone(), result).with_refs(refs);
         let all_done = request.tools.iter().all(|t| t.done);
+        if let Some((agent, answer, _)) = &handed {
+            request.handoff = Some(Box::new(HandedOff {
+                agent: agent.clone(),
+                answer: answer.clone(),
+            }));
+        }
         state.thread.append(step.env, entry);
+        if let Some((_, _, note)) = handed {
+            state.thread.append(step.env, note);
+        }
+        if all_done && let Some(handed) = request.handoff.take() {
+            // The conversation is another agent's now: its answer is this request's.
+            return self.complete(state, step, handed.answer);
+        }
         if all_done {
             state.status = Status::AwaitingTools;
             return self.next_iteration(state, step);

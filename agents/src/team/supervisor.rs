@@ -317,10 +317,7 @@ impl Supervisor {
                             call_id: call_id.clone(),
                             request,
                         });
-                        Ok(vec![Directive::LlmStream(LlmStream {
-                            call_id,
-                            request: call,
-                        })])
+                        Ok(vec![Directive::LlmStream(LlmStream::new(call_id, call))])
                     }
                 }
             }

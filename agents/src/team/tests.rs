@@ -579,6 +579,7 @@ fn a_routing_model_that_names_no_member_or_fails_fails_the_request_typed() {
         kind: LlmErrorKind::Overloaded,
         message: "later".into(),
         retryable: true,
+        soft_limit: None,
     };
     let failed_call = Signal::builder(LLM_FAILED, "runtime")
         .with_request_id("r1")

@@ -62,10 +62,10 @@ pub(crate) fn llm_calls(call: &str, calls: &[(&str, &str, &str)]) -> Value {
 
 /// `tool.result` data: call `call` (the model's `tool_call_id`) returned `content`.
 pub(crate) fn tool_ok(call: &str, tool_call_id: &str, content: &str) -> Value {
-    to_value(&ToolResultSignal {
-        call_id: CallId::new(call),
-        result: ToolResult::ok(tool_call_id, content),
-    })
+    to_value(&ToolResultSignal::new(
+        CallId::new(call),
+        ToolResult::ok(tool_call_id, content),
+    ))
 }
 
 /// `agent.request` data asking `query`, nothing else set.

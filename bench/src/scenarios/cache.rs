@@ -173,10 +173,10 @@ fn session(url: &str, window: WindowMode, turns: usize, budget: u32) -> Option<(
                     Directive::ToolExec(exec) => {
                         tally.tool_calls += 1;
                         let text = format!("Encyclopedia: {}.", words(&mut rng, 15, 40));
-                        let result = ToolResultSignal {
-                            call_id: exec.call_id,
-                            result: ToolResult::ok(exec.tool_call_id, text),
-                        };
+                        let result = ToolResultSignal::new(
+                            exec.call_id,
+                            ToolResult::ok(exec.tool_call_id, text),
+                        );
                         inbound = signal(&env, TOOL_RESULT, &request, &result);
                     }
                     _ => {}

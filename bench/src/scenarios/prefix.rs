@@ -125,10 +125,10 @@ fn simulate(window: WindowMode, low_water: f64) -> (Tally, std::time::Duration) 
                         inbound = signal(&env, motet_agents::LLM_RESULT, &request, &result);
                     }
                     Directive::ToolExec(exec) => {
-                        let result = ToolResultSignal {
-                            call_id: exec.call_id,
-                            result: ToolResult::ok(exec.tool_call_id, words(&mut rng, 40, 250)),
-                        };
+                        let result = ToolResultSignal::new(
+                            exec.call_id,
+                            ToolResult::ok(exec.tool_call_id, words(&mut rng, 40, 250)),
+                        );
                         inbound = signal(&env, TOOL_RESULT, &request, &result);
                     }
                     _ => {}

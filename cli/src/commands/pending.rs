@@ -47,14 +47,18 @@ pub fn line(w: &Waiting, mode: Mode) -> String {
         },
         Pause::Question { text } => format!("answer to: {}", mode.text(text)),
     };
+    // A budget wait's arguments are the limit, which its reason already says.
+    let call = if w.tool == motet::agents::BUDGET_WAIT_TOOL {
+        "budget".to_owned()
+    } else {
+        format!("{} {}", escape::label(&w.tool), mode.text(w.args.get()))
+    };
     format!(
-        "{} · thread {} · request {} · call {} · {} {} · waits for {what}",
+        "{} · thread {} · request {} · call {} · {call} · waits for {what}",
         escape::label(&w.agent),
         escape::label(display_id(&ThreadKey::store_id_of(&w.agent, &w.thread))),
         escape::label(&w.request_id),
         escape::label(&w.tool_call_id),
-        escape::label(&w.tool),
-        mode.text(w.args.get()),
     )
 }
 

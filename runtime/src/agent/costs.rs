@@ -1,7 +1,8 @@
-//! Cost accounting and hard budgets as the runtime carries them out: every LLM call's usage is
+//! Cost accounting and budgets as the runtime carries them out: every LLM call's usage is
 //! priced and recorded in the store's usage ledger, and a call is started only when the hard
-//! budgets of its request, thread, agent and tenant admit it
-//! ([`motet_providers::budget::admit`] decides; this module keeps the tallies it decides on).
+//! budgets of its request, thread, agent and tenant admit it and it passes no soft step a
+//! person has not approved ([`motet_providers::budget::decide`] decides; this module keeps the
+//! tallies it decides on).
 //!
 //! # Tallies
 //! Each limited level (a request, a thread, an agent, a tenant) has a tally: what the ledger
@@ -19,7 +20,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use dashmap::DashMap;
 use motet_agents::{Heuristic, estimate_message, estimate_tools};
 use motet_directives::{LlmRequest, LlmResponse};
-use motet_providers::budget::{self, Budget, BudgetLevel, CallEstimate, Spent};
+use motet_providers::budget::{
+    self, Admission, Budget, BudgetLevel, CallEstimate, SoftLimit, Spent,
+};
 use motet_providers::{CallScope, Cost, PriceTable, ProviderError};
 
 use crate::store::{ThreadStore, UsageFilter, UsageRecord};
@@ -28,7 +31,7 @@ use crate::store::{ThreadStore, UsageFilter, UsageRecord};
 /// table does not know its limit.
 pub const DEFAULT_BUDGETED_MAX_TOKENS: u32 = 4_096;
 
-/// The hard budgets of one agent's requests, threads and the agent itself, and of a tenant.
+/// The budgets (hard and soft) of one agent's requests, threads and the agent itself, and of a tenant.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LevelBudgets {
     /// Each request.
@@ -218,15 +221,20 @@ impl Costs {
 
     /// Checks the call against its budgets and reserves what it may spend; gives it a
     /// `max_tokens` when a budget applies and it has none. `None` when no budget applies.
+    /// `approved` holds the soft limits a person approved for the call's request ([`budget::decide`]);
+    /// `None` checks the hard limits only.
     ///
     /// # Errors
-    /// [`ProviderError::BudgetExceeded`] when a hard budget refuses it (nothing is reserved).
+    /// [`ProviderError::BudgetExceeded`] when a hard budget refuses it,
+    /// [`ProviderError::BudgetApproval`] when it would pass a soft step nobody approved
+    /// (nothing is reserved either way).
     pub(crate) async fn admit(
         &self,
         store: &dyn ThreadStore,
         scope: &CallScope,
         request: &mut LlmRequest,
         input_tokens: u64,
+        approved: Option<&[SoftLimit]>,
     ) -> Result<Option<Reservation>, ProviderError> {
         let levels = self.levels(scope);
         if levels.is_empty() {
@@ -253,7 +261,16 @@ impl Costs {
                 (*level, *limit, spent)
             })
             .collect();
-        budget::admit(&checked, &estimate).map_err(ProviderError::BudgetExceeded)?;
+        match approved {
+            None => budget::admit(&checked, &estimate).map_err(ProviderError::BudgetExceeded)?,
+            Some(approved) => {
+                let admission = budget::decide(&checked, &estimate, approved)
+                    .map_err(ProviderError::BudgetExceeded)?;
+                if let Admission::Ask(soft) = admission {
+                    return Err(ProviderError::BudgetApproval(soft));
+                }
+            }
+        }
         let keys: Vec<Key> = levels.into_iter().map(|(_, _, key)| key).collect();
         for key in &keys {
             let tally = tallies.entry(key.clone()).or_default();

@@ -80,6 +80,10 @@ pub struct LlmDelta {
     pub kind: DeltaKind,
     /// The fragment (empty for [`DeltaKind::Discard`]).
     pub delta: String,
+    /// The agent that wrote it, when it is not the one asked: an agent the asked one called
+    /// as a tool (or handed the conversation to), whose fragments its caller's ticket sees.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 /// What an [`LlmDelta`] carries.

@@ -112,10 +112,7 @@ impl ByHand {
                             args: &exec.args,
                         };
                         let result = self.tools.dispatch(view).await;
-                        let data = ToolResultSignal {
-                            call_id: exec.call_id,
-                            result,
-                        };
+                        let data = ToolResultSignal::new(exec.call_id, result);
                         inbox.push(
                             Signal::builder(TOOL_RESULT, "bench")
                                 .caused_by(&signal)

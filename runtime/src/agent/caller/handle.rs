@@ -140,16 +140,19 @@ impl AgentHandle {
             .stream
             .then(|| Deltas::subscribe(&self.core.bus, &request_id));
         let (reply, answer) = oneshot::channel();
+        // A thread handed off to another agent is that agent's to answer.
+        let holder = crate::agent::delegate::holder(&self.core, &self.name, &thread);
+        let agent = holder.as_deref().unwrap_or(&self.name);
         self.core
-            .send(&self.name, &thread, ThreadMsg::Ask { signal, reply })
+            .send(agent, &thread, ThreadMsg::Ask { signal, reply })
             .await
             .map_err(|e| {
                 let wanted = wanted.as_deref().unwrap_or(DEFAULT_THREAD);
-                AskError::unreachable(&self.name, wanted, e)
+                AskError::unreachable(agent, wanted, e)
             })?;
         let mut ticket = Ticket::new(
             &self.core,
-            &self.name,
+            agent,
             request_id,
             thread,
             answer,
@@ -396,6 +399,50 @@ impl AgentHandle {
         let to = ThreadKey::new(self.name.as_str(), SystemEnv.fresh_id("thread"));
         fork_into(self.core.store.as_ref(), &source, &from_id, &to, at).await?;
         Ok(to.thread().to_owned())
+    }
+
+    /// Creates an empty conversation thread of this agent under a fresh id, which is returned:
+    /// stored at once (keyed to this agent, as a fork is), so it is listed and read before its
+    /// first request.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Store`] when the store cannot create it.
+    pub async fn create_thread(&self) -> Result<String, RuntimeError> {
+        let key = ThreadKey::new(self.name.as_str(), SystemEnv.fresh_id("thread"));
+        let header = crate::store::ThreadHeader::new(key.store_id(), SystemEnv.now_ms());
+        let meta = crate::store::ThreadMeta {
+            key: Some(key.clone()),
+            ..crate::store::ThreadMeta::default()
+        };
+        self.core
+            .store
+            .create_with(&header, Some(&meta), &[])
+            .await
+            .map_err(|e| RuntimeError::Store(e.into()))?;
+        Ok(key.thread().to_owned())
+    }
+
+    /// This agent's stored threads, oldest first, each summary's id the thread's id within the
+    /// agent (as [`get_thread`](Self::get_thread) takes it). A thread that has not committed
+    /// yet is not listed.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Store`] when the store cannot be listed.
+    pub async fn threads(&self) -> Result<Vec<crate::store::ThreadSummary>, RuntimeError> {
+        let all = self
+            .core
+            .store
+            .list()
+            .await
+            .map_err(|e| RuntimeError::Store(e.into()))?;
+        Ok(all
+            .into_iter()
+            .filter_map(|mut summary| {
+                let thread = ThreadKey::thread_in(&self.name, &summary.id)?.to_owned();
+                summary.id = thread;
+                Some(summary)
+            })
+            .collect())
     }
 
     /// Sends a signal to the thread it names (or the default thread) without waiting.

@@ -234,6 +234,12 @@ pub(crate) async fn respond(
             response: response.kind(),
         });
     }
+    if waiting.tool == motet_agents::BUDGET_WAIT_TOOL && matches!(response, Response::Edit { .. }) {
+        return Err(RuntimeError::InvalidEdit {
+            tool_call_id: tool_call_id.to_owned(),
+            message: "a budget approval has no arguments to edit: approve or reject it".to_owned(),
+        });
+    }
     if let Response::Edit { args } = &response
         && let Some(problem) = ToolArgs::from_text(args.as_str()).problem()
     {

@@ -204,9 +204,11 @@ impl RuntimeBuilder {
         self
     }
 
-    /// A hard budget for every agent's requests, threads, agents or tenants (at `level`): a
-    /// call that would start past it fails with `LlmErrorKind::Budget`, and spending never
-    /// passes it by more than one call's `max_tokens`. An agent's own
+    /// A budget for every agent's requests, threads, agents or tenants (at `level`): a call
+    /// that would start past its hard limit fails with `LlmErrorKind::Budget`, and spending
+    /// never passes it by more than one call's `max_tokens`; one that would pass a soft step
+    /// waits for a person's approval (`LlmErrorKind::BudgetApproval`, docs/governance.md).
+    /// An agent's own
     /// ([`AgentSpec::with_budget`]) and a tenant's own ([`tenant_budget`](Self::tenant_budget))
     /// take its place.
     pub fn budget(
@@ -218,7 +220,7 @@ impl RuntimeBuilder {
         self
     }
 
-    /// A hard budget for the agents labelled `tenant` ([`AgentSpec::with_tenant`]), together.
+    /// A budget (hard, soft or both) for the agents labelled `tenant` ([`AgentSpec::with_tenant`]), together.
     pub fn tenant_budget(
         mut self,
         tenant: impl Into<String>,
@@ -277,6 +279,7 @@ impl RuntimeBuilder {
                 ),
                 housekeeping: Default::default(),
                 timekeeper: Default::default(),
+                holders: DashMap::new(),
                 delta_type: crate::agent::events::LLM_DELTA.parse().ok(),
                 activity: Arc::default(),
                 costs: crate::agent::costs::Costs::new(

@@ -87,11 +87,12 @@ impl<S: Strategy> AgentSpec<S> {
         }
     }
 
-    /// A hard budget (tokens, dollars or both) for each of this agent's requests
+    /// A budget (tokens, dollars or both; hard, soft or both) for each of this agent's requests
     /// ([`BudgetLevel::Request`](motet_providers::budget::BudgetLevel::Request)), each of its
     /// threads, or the agent as a whole, in place of the runtime's
     /// ([`RuntimeBuilder::budget`](crate::agent::RuntimeBuilder::budget)). A call it would take past
-    /// the limit fails with `LlmErrorKind::Budget` (docs/governance.md).
+    /// the hard limit fails with `LlmErrorKind::Budget`; one past a soft step waits for a
+    /// person's approval (docs/governance.md).
     pub fn with_budget(
         mut self,
         level: motet_providers::budget::BudgetLevel,

@@ -188,6 +188,10 @@ impl Ticket {
             let watch = self.waits.as_mut()?;
             if let Some(waiting) = watch.backlog.pop_front() {
                 if watch.first_time(&waiting) {
+                    // A wait of an agent this request asked (relayed): answered there.
+                    if waiting.request_id != self.id {
+                        watch.relayed.push(waiting.clone());
+                    }
                     return Some(TicketEvent::Waiting(self.placed(waiting)));
                 }
                 continue;
@@ -235,7 +239,9 @@ impl Ticket {
 
     /// Answers the tool call `tool_call_id` this request waits on: approve it (as asked, or
     /// with edited arguments), reject it with a reason the model reads, or answer the tool's
-    /// question (docs/runtime.md, "A person in the loop").
+    /// question (docs/runtime.md, "A person in the loop"). A wait this ticket showed that
+    /// belongs to an agent the request asked (an `AgentTool`, a `Handoff`) is answered where it
+    /// waits, in that agent's request.
     ///
     /// # Errors
     /// [`RuntimeError::RequestNotPaused`] when the request waits for nobody;
@@ -249,8 +255,18 @@ impl Ticket {
         tool_call_id: &str,
         response: Response,
     ) -> Result<(), RuntimeError> {
-        let (agent, thread) = (&self.agent, &self.thread);
-        super::person::respond(&self.core, agent, thread, &self.id, tool_call_id, response).await
+        let relayed = self.waits.as_ref().and_then(|watch| {
+            watch
+                .relayed
+                .iter()
+                .rev()
+                .find(|w| w.tool_call_id == tool_call_id)
+        });
+        let (agent, thread, request) = match relayed {
+            Some(w) => (&w.agent, &w.thread, &w.request_id),
+            None => (&self.agent, &self.thread, &self.id),
+        };
+        super::person::respond(&self.core, agent, thread, request, tool_call_id, response).await
     }
 
     /// Asks the agent to stop working on the request (`agent.cancel`); its LLM calls and
@@ -354,6 +370,9 @@ pub(crate) struct Waits {
     rx: tokio::sync::mpsc::UnboundedReceiver<Waiting>,
     backlog: std::collections::VecDeque<Waiting>,
     shown: Vec<(String, u64)>,
+    /// Waits shown that belong to an agent this request asked (as a tool, or by a handoff):
+    /// [`Ticket::respond`] answers them where they wait.
+    relayed: Vec<Waiting>,
     _subscription: Option<Subscription>,
 }
 
@@ -379,6 +398,7 @@ impl Waits {
             rx,
             backlog: std::collections::VecDeque::new(),
             shown: Vec::new(),
+            relayed: Vec::new(),
             _subscription: subscription,
         }
     }

@@ -17,10 +17,14 @@ use crate::agent::events::{
 use motet_providers::limits::{Claim, LimitError, Permit, Spent};
 
 /// Streams one call inside its `chat` span, recording the response (or error) and the GenAI
-/// metrics when it ends.
+/// metrics when it ends. `budget_approved` holds the soft budget limits a person approved for
+/// its request; `None` checks the call against the hard budgets only (a summary, which no
+/// person is asked about).
+#[allow(clippy::too_many_arguments)] // the call, its approvals, and where it comes from
 pub(crate) async fn stream_call(
     core: &RuntimeCore,
     request: motet_directives::LlmRequest,
+    budget_approved: Option<&[motet_directives::budget::SoftLimit]>,
     scope: &motet_providers::CallScope,
     source: &str,
     cause: &Signal,
@@ -31,10 +35,11 @@ pub(crate) async fn stream_call(
     let started = std::time::Instant::now();
     let mut request = request;
     let input = crate::agent::costs::input_estimate(&request);
-    // The hard budgets first: a refused call is never sent, and fails like any other call.
+    // The budgets first: a call refused (or held for a person's approval) is never sent, and
+    // fails like any other call.
     let outcome = match core
         .costs
-        .admit(&*core.store, scope, &mut request, input)
+        .admit(&*core.store, scope, &mut request, input, budget_approved)
         .await
     {
         Err(refused) => Err(CallFailure::from(refused)),
@@ -269,6 +274,7 @@ fn publish_delta(
         call_id: call_id.clone(),
         kind,
         delta: delta.to_owned(),
+        agent: None,
     };
     if let Ok(signal) = Signal::builder(LLM_DELTA, source)
         .caused_by(cause)
@@ -295,10 +301,15 @@ pub(crate) fn llm_error(error: &ProviderError, retried: bool) -> LlmError {
             | LlmErrorKind::Connect
             | LlmErrorKind::StreamTruncated
     );
+    let soft_limit = match error {
+        ProviderError::BudgetApproval(soft) => Some(*soft),
+        _ => None,
+    };
     LlmError {
         kind,
         message: error.to_string(),
         retryable: retryable && !retried,
+        soft_limit,
     }
 }
 
@@ -434,9 +445,25 @@ mod tests {
                 K::Budget,
                 false,
             ),
+            (
+                E::BudgetApproval(motet_providers::budget::SoftLimit {
+                    level: motet_providers::budget::BudgetLevel::Thread,
+                    measure: motet_providers::budget::Measure::Tokens,
+                    limit: 100,
+                    spent: 120,
+                }),
+                K::BudgetApproval,
+                false,
+            ),
         ];
         for (error, kind, retryable) in cases {
             let fresh = llm_error(&error, false);
+            // Only a call held at a soft limit names one, for a person to approve.
+            assert_eq!(
+                fresh.soft_limit.is_some(),
+                kind == K::BudgetApproval,
+                "{error:?}"
+            );
             assert_eq!(fresh.kind, kind, "{error:?}");
             assert_eq!(fresh.retryable, retryable, "{error:?}");
             assert_eq!(fresh.message, error.to_string());

@@ -83,6 +83,9 @@ pub(crate) struct RuntimeCore {
     pub(crate) housekeeping: Housekeeping,
     /// The timers of every agent, kept in the store and fired on time.
     pub(crate) timekeeper: super::timekeeper::Timekeeper,
+    /// Threads handed off to another agent: `<agent>/<thread>` as asked, to the agent that
+    /// holds it now (agent/delegate/handoff.rs). Empty unless a handoff happened.
+    pub(crate) holders: DashMap<(String, String), String>,
 }
 
 /// What the core keeps for itself about running threads: which supervised actor runs which

@@ -145,6 +145,9 @@ impl Occasional {
 pub(crate) struct RequestSpan {
     pub(crate) span: tracing::Span,
     pub(crate) llm_calls: u32,
+    /// The agents that delegated this request, as its signal's `motetchain` extension said
+    /// (`None` for a request asked directly): what an agent tool it calls checks.
+    pub(crate) chain: Option<Box<str>>,
 }
 
 /// One wait for a person being watched. Dropping it ends its span and takes it off the gauge.

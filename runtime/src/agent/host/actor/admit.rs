@@ -72,7 +72,15 @@ where
         let id = signal.request_id()?;
         if state.tracked.span(id).is_none() {
             let span = trace::request_span(&self.agent.name, &self.thread_id, id, signal);
-            let trace = RequestSpan { span, llm_calls: 0 };
+            let chain = signal
+                .extension(motet_agents::delegate::CHAIN_EXTENSION)
+                .and_then(|value| value.as_str())
+                .map(Box::from);
+            let trace = RequestSpan {
+                span,
+                llm_calls: 0,
+                chain,
+            };
             state.tracked.open().spans.insert(id.to_owned(), trace);
         }
         Some(id.to_owned())

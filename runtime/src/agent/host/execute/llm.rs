@@ -42,6 +42,7 @@ pub(super) fn stream(job: &Job<'_>, tracked: &mut Tracked, mut call: LlmStream) 
         let streamed = stream_call(
             &core,
             call.request,
+            Some(&call.budget_approved),
             &scope,
             &source,
             &task_cause,

@@ -22,10 +22,20 @@ pub(super) fn summarize(job: &Job<'_>, tracked: &mut Tracked, summarize: Summari
     let scope = here.scope(cause, CallKind::Summary);
     let work = Box::pin(async move {
         let chat = trace::chat_span(&request, span.id(), 0);
-        let outcome = stream_call(&core, request, &scope, &source, &task_cause, &call_id, chat)
-            .await
-            .map(|response| (response.message.to_string(), response.usage))
-            .map_err(|failure| failure.error.to_string());
+        // No person is asked about a summary: only the hard budgets check it.
+        let outcome = stream_call(
+            &core,
+            request,
+            None,
+            &scope,
+            &source,
+            &task_cause,
+            &call_id,
+            chat,
+        )
+        .await
+        .map(|response| (response.message.to_string(), response.usage))
+        .map_err(|failure| failure.error.to_string());
         match outcome {
             // With its usage: the strategy counts it with its request's and its thread's.
             Ok((content, usage)) => result_signal(

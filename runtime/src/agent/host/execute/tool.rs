@@ -7,6 +7,7 @@ use motet_directives::{Pause, ToolCallView, ToolExec, ToolResult};
 use motet_signals::Signal;
 use tracing::Instrument as _;
 
+use crate::agent::delegate::Delegation;
 use crate::agent::host::tracked::{Job, Tracked};
 use crate::agent::signals::result_signal;
 use crate::agent::trace;
@@ -31,6 +32,16 @@ pub(super) fn run(job: &Job<'_>, tracked: &mut Tracked, exec: ToolExec) {
     if let Some(request) = cause.request_id() {
         ctx = ctx.with_request_id(request);
     }
+    let chain = cause
+        .request_id()
+        .and_then(|request| tracked.span(request))
+        .and_then(|span| span.chain.as_deref());
+    let delegation = Delegation::new(
+        here.core,
+        motet_agents::delegate::Chain::of_request(here.agent, chain),
+    );
+    let spent = delegation.spent();
+    ctx = ctx.with_delegation(delegation);
     let work = Box::pin(async move {
         let view = ToolCallView {
             id: &exec.tool_call_id,
@@ -72,15 +83,13 @@ pub(super) fn run(job: &Job<'_>, tracked: &mut Tracked, exec: ToolExec) {
             )),
         };
         match ran {
-            Ran::Result(result) => result_signal(
-                TOOL_RESULT,
-                &source,
-                &task_cause,
-                ToolResultSignal {
-                    call_id: exec.call_id,
-                    result,
-                },
-            ),
+            Ran::Result(result) => {
+                let (usage, handoff) = spent.take();
+                let mut data = ToolResultSignal::new(exec.call_id, result);
+                data.usage = usage;
+                data.handoff = handoff;
+                result_signal(TOOL_RESULT, &source, &task_cause, data)
+            }
             Ran::Question(text) => {
                 trace::tool_paused(&span, "question");
                 paused(&source, &task_cause, exec, Pause::Question { text })
