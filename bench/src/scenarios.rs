@@ -17,6 +17,7 @@ mod project;
 mod router;
 mod serve;
 mod sse;
+mod timers;
 
 /// A scenario's entry point.
 pub(crate) type RunFn = fn() -> Vec<Report>;
@@ -39,6 +40,7 @@ pub(crate) const ALL: &[(&str, RunFn)] = &[
     ("budget", budget::run),
     ("serve", serve::run),
     ("delegate", delegate::run),
+    ("timers", timers::run),
 ];
 
 /// Scenarios that need an external server (a llama.cpp server named by `MOTET_LOCAL_LLM_URL`,

@@ -9,13 +9,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use motet_agents::{Entry, Thread};
 use motet_agents::{Env, Strategy, StrategyError};
 use motet_directives::cron::{CronExpr, Misfire};
 use motet_directives::{
     CancelSchedule, Cron, Directive, Emit, EmitTarget, Schedule, ScheduleId, Stop,
 };
 use motet_runtime::agent::{AgentHandle, AgentSpec, Runtime};
-use motet_runtime::store::{SqliteStore, ThreadStore};
+use motet_runtime::store::{
+    SqliteStore, StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadMeta, ThreadStore,
+    ThreadSummary,
+};
 use motet_runtime::testing::ScriptedModel;
 use motet_signals::{Delivery, Signal};
 use tokio::sync::mpsc;
@@ -458,4 +462,141 @@ async fn missed_cron_occurrences_follow_the_misfire_policy_after_a_restart() {
         assert_eq!(next.id, "tick");
         second.runtime.shutdown().await;
     }
+}
+
+/// The memory store, whose reads of due timers take [`SlowReads::DELAY`]: a PostgreSQL pool
+/// busy with other work.
+#[derive(Default)]
+struct SlowReads {
+    inner: motet_runtime::store::MemoryStore,
+}
+
+impl SlowReads {
+    const DELAY: Duration = Duration::from_secs(3);
+}
+
+#[async_trait::async_trait]
+impl ThreadStore for SlowReads {
+    async fn create(&self, header: &ThreadHeader) -> Result<(), StoreError> {
+        self.inner.create(header).await
+    }
+    async fn create_with(
+        &self,
+        header: &ThreadHeader,
+        meta: Option<&ThreadMeta>,
+        entries: &[Arc<Entry>],
+    ) -> Result<u64, StoreError> {
+        self.inner.create_with(header, meta, entries).await
+    }
+    async fn load(&self, thread_id: &str) -> Result<Option<Thread>, StoreError> {
+        self.inner.load(thread_id).await
+    }
+    async fn load_after(&self, thread_id: &str, rev: u64) -> Result<Vec<Arc<Entry>>, StoreError> {
+        self.inner.load_after(thread_id, rev).await
+    }
+    async fn append(
+        &self,
+        thread_id: &str,
+        entries: &[Arc<Entry>],
+        expected_rev: u64,
+    ) -> Result<u64, StoreError> {
+        self.inner.append(thread_id, entries, expected_rev).await
+    }
+    async fn append_with_state(
+        &self,
+        thread_id: &str,
+        entries: &[Arc<Entry>],
+        expected_rev: u64,
+        state: &str,
+    ) -> Result<u64, StoreError> {
+        self.inner
+            .append_with_state(thread_id, entries, expected_rev, state)
+            .await
+    }
+    async fn append_fenced(
+        &self,
+        thread_id: &str,
+        entries: &[Arc<Entry>],
+        expected_rev: u64,
+        state: Option<&str>,
+        epoch: u64,
+    ) -> Result<u64, StoreError> {
+        self.inner
+            .append_fenced(thread_id, entries, expected_rev, state, epoch)
+            .await
+    }
+    async fn load_state(&self, thread_id: &str) -> Result<Option<String>, StoreError> {
+        self.inner.load_state(thread_id).await
+    }
+    async fn epoch(&self, thread_id: &str) -> Result<u64, StoreError> {
+        self.inner.epoch(thread_id).await
+    }
+    async fn claim(&self, thread_id: &str) -> Result<u64, StoreError> {
+        self.inner.claim(thread_id).await
+    }
+    async fn summary(&self, thread_id: &str) -> Result<Option<ThreadSummary>, StoreError> {
+        self.inner.summary(thread_id).await
+    }
+    async fn list(&self) -> Result<Vec<ThreadSummary>, StoreError> {
+        self.inner.list().await
+    }
+    async fn delete(&self, thread_id: &str) -> Result<bool, StoreError> {
+        self.inner.delete(thread_id).await
+    }
+    async fn put_meta(&self, thread_id: &str, meta: &ThreadMeta) -> Result<(), StoreError> {
+        self.inner.put_meta(thread_id, meta).await
+    }
+    async fn get_meta(&self, thread_id: &str) -> Result<Option<ThreadMeta>, StoreError> {
+        self.inner.get_meta(thread_id).await
+    }
+    fn keeps_timers(&self) -> bool {
+        true
+    }
+    async fn put_timer(&self, timer: &StoredTimer) -> Result<(), StoreError> {
+        self.inner.put_timer(timer).await
+    }
+    async fn remove_timer(&self, key: &ThreadKey, id: &str) -> Result<bool, StoreError> {
+        self.inner.remove_timer(key, id).await
+    }
+    async fn timer_fired(
+        &self,
+        key: &ThreadKey,
+        id: &str,
+        fired_ms: u64,
+        signal_id: &str,
+        next_ms: Option<u64>,
+    ) -> Result<bool, StoreError> {
+        self.inner
+            .timer_fired(key, id, fired_ms, signal_id, next_ms)
+            .await
+    }
+    async fn due_timers(
+        &self,
+        before_ms: u64,
+        agents: &[String],
+        limit: usize,
+    ) -> Result<Vec<StoredTimer>, StoreError> {
+        tokio::time::sleep(Self::DELAY).await;
+        self.inner.due_timers(before_ms, agents, limit).await
+    }
+    async fn timers_of(&self, key: &ThreadKey) -> Result<Vec<StoredTimer>, StoreError> {
+        self.inner.timers_of(key).await
+    }
+}
+
+#[tokio::test]
+async fn a_slow_read_of_the_store_does_not_hold_up_a_timer_already_held() {
+    // The agent's registration starts a read of the store that takes 3 s; a timer set meanwhile
+    // for 200 ms from now fires on time all the same.
+    let mut bench = on(Arc::new(SlowReads::default()), None).await;
+    let started = tokio::time::Instant::now();
+    bench.alarm.send(set("soon", 200)).await.unwrap();
+    let heard = next_heard(&mut bench.heard).await;
+    assert_eq!(heard.id, "soon");
+    assert!(
+        started.elapsed() < SlowReads::DELAY / 2,
+        "fired after {:?}, behind the store's read",
+        started.elapsed()
+    );
+    bench.runtime.shutdown().await;
 }

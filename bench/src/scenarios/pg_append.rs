@@ -42,7 +42,7 @@ fn runtime() -> Option<tokio::runtime::Runtime> {
 }
 
 /// Connects with the plain driver (database administration and the floor).
-async fn connect(url: &str) -> Result<tokio_postgres::Client, String> {
+pub(super) async fn connect(url: &str) -> Result<tokio_postgres::Client, String> {
     let (client, connection) = tokio_postgres::connect(url, NoTls)
         .await
         .map_err(|e| format!("cannot connect to {url}: {e}"))?;
@@ -53,7 +53,7 @@ async fn connect(url: &str) -> Result<tokio_postgres::Client, String> {
 }
 
 /// `url` with its database replaced by `name`.
-fn with_database(url: &str, name: &str) -> Result<String, String> {
+pub(super) fn with_database(url: &str, name: &str) -> Result<String, String> {
     let (base, query) = match url.split_once('?') {
         Some((base, query)) => (base, format!("?{query}")),
         None => (url, String::new()),

@@ -76,6 +76,8 @@ enum Command {
     Stop,
     /// A firing ended.
     Fired(TimerId, Fired),
+    /// A read of the store ended with these timers due within [`HORIZON`].
+    Polled(Vec<StoredTimer>),
 }
 
 /// How a firing ended.
@@ -129,6 +131,7 @@ fn start(core: &Arc<RuntimeCore>) -> mpsc::UnboundedSender<Command> {
         writes: HashMap::new(),
         firing: HashSet::new(),
         polls: true,
+        polling: false,
         next_poll: Instant::now(),
         tx: tx.downgrade(),
     };
@@ -153,6 +156,9 @@ struct Keeper {
     /// Whether the store may hold timers this process has not seen: it is read every
     /// [`POLL`] while it may.
     polls: bool,
+    /// Whether a read of the store is under way: its timers come back as `Polled`, and the
+    /// held timers fire meanwhile however slow the store is.
+    polling: bool,
     next_poll: Instant,
     /// Where firings and failed writes report back; weak, so the task ends with the runtime.
     tx: mpsc::WeakUnboundedSender<Command>,
@@ -182,8 +188,8 @@ impl Keeper {
                 }
                 self.obey(command);
             }
-            if self.polls && Instant::now() >= self.next_poll {
-                self.poll().await;
+            if self.polls && !self.polling && Instant::now() >= self.next_poll {
+                self.poll();
             }
             self.fire_due();
         }
@@ -192,7 +198,7 @@ impl Keeper {
     /// When the task must wake without a command: the soonest timer, or the next read.
     fn next_wake(&self) -> Option<Instant> {
         let soonest = self.queue.peek().map(|Reverse((due, _))| instant_of(*due));
-        let poll = self.polls.then_some(self.next_poll);
+        let poll = (self.polls && !self.polling).then_some(self.next_poll);
         match (soonest, poll) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -228,6 +234,7 @@ impl Keeper {
                 });
             }
             Command::Stop => {}
+            Command::Polled(due) => self.polled(due),
             Command::AgentAdded => {
                 self.polls = true;
                 self.next_poll = Instant::now();
@@ -272,8 +279,9 @@ impl Keeper {
         self.writes.insert(id, task);
     }
 
-    /// Reads the store for the registered agents' timers due within [`HORIZON`].
-    async fn poll(&mut self) {
+    /// Starts a read of the store for the registered agents' timers due within [`HORIZON`];
+    /// they come back as `Polled`.
+    fn poll(&mut self) {
         self.next_poll = Instant::now() + POLL;
         let Some(core) = self.core.upgrade() else {
             return;
@@ -284,25 +292,38 @@ impl Keeper {
             self.polls = self.keeps;
             return;
         }
-        let before = now_ms() + millis(HORIZON);
-        match self.store.due_timers(before, &agents, POLL_LIMIT).await {
-            Ok(due) => {
-                self.writes.retain(|_, task| !task.is_finished());
-                for timer in due {
-                    let id = id_of(&timer);
-                    // What this process holds, fires or is still writing is newer than the read.
-                    if self.held.contains_key(&id)
-                        || self.firing.contains(&id)
-                        || self.writes.contains_key(&id)
-                    {
-                        continue;
-                    }
-                    self.hold(timer);
+        let Some(tx) = self.tx.upgrade() else {
+            return;
+        };
+        self.polling = true;
+        let store = Arc::clone(&self.store);
+        tokio::spawn(async move {
+            let before = now_ms() + millis(HORIZON);
+            let due = match store.due_timers(before, &agents, POLL_LIMIT).await {
+                Ok(due) => due,
+                Err(error) => {
+                    tracing::warn!(%error, "the store's timers could not be read; trying again");
+                    Vec::new()
                 }
+            };
+            let _ = tx.send(Command::Polled(due));
+        });
+    }
+
+    /// Holds the timers a read of the store found due within [`HORIZON`], but those this
+    /// process holds, fires or is still writing: what it has is newer than the read.
+    fn polled(&mut self, due: Vec<StoredTimer>) {
+        self.polling = false;
+        self.writes.retain(|_, task| !task.is_finished());
+        for timer in due {
+            let id = id_of(&timer);
+            if self.held.contains_key(&id)
+                || self.firing.contains(&id)
+                || self.writes.contains_key(&id)
+            {
+                continue;
             }
-            Err(error) => {
-                tracing::warn!(%error, "the store's timers could not be read; trying again");
-            }
+            self.hold(timer);
         }
     }
 

@@ -1,0 +1,388 @@
+//! `timers`: durable timers (issue 38) — what a pending timer costs in memory while its agent is
+//! inactive, and how late timers fire — on a SQLite store (and on PostgreSQL when
+//! `MOTET_DATABASE_URL` names a server: a database of its own there, dropped afterwards).
+//!
+//! 10,000 agents (idle timeout 200 ms, so their threads go inactive as soon as they are done)
+//! each set timers with `Schedule` directives, every timer one signal of its own:
+//!
+//! - `<store>_pending`: every agent sets 10 timers due in an hour, 100,000 in all, far beyond
+//!   the timekeeper's 10 s horizon: they live in the store alone. `bytes_per_pending_timer` is
+//!   the live heap (the bench's counting allocator, `crate::alloc`) once the timers are written
+//!   and every thread is inactive again, minus the same agents before they set any, over the
+//!   timers (goal 0). The SQLite library's own page cache is allocated by SQLite, not counted.
+//!   `ns_per_op` is the time from the agents' signals to the last timer in the store, per timer.
+//! - `<store>_lateness`: 1,000 of the agents then set 10 timers each, due 1 to 20 s ahead (so
+//!   half come in from the store by the timekeeper's 5 s read and half are held from the
+//!   start), all 100,000 pending timers still in the store. The strategy handles a firing on
+//!   the thread the timer brings back from the store, and reports the clock there minus the
+//!   time it was due (the strategy's clock when it set it plus the delay: the commit that
+//!   precedes the timer's write counts as lateness too): `lateness_p50_ms`, `lateness_p99_ms`,
+//!   `lateness_max_ms` (goal p99 ≤ 50 ms). `lost` and `doubled` count the timers that had not
+//!   fired 30 s after the last was due, or fired twice by then (a second firing up to a second
+//!   after the last), in this run (no kill: the SIGKILL figures are
+//!   runtime/tests/timers_crash.rs's).
+//! - `floor_tokio_sleep`: the same 10,000 due times, each a tokio task sleeping until its time
+//!   (`tokio::time::sleep_until`): the lateness of the clock and scheduler alone.
+//!
+//! Each store's SQLite file is opened with `Durability::Normal` (synced at checkpoints): the
+//! 100,000 timer writes at `Full` would take minutes on this machine's disk, and timers'
+//! memory and lateness do not depend on the sync.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use motet_agents::{Env, Strategy, StrategyError};
+use motet_directives::{Directive, Emit, EmitTarget, Schedule, ScheduleId};
+use motet_runtime::agent::{AgentSpec, Runtime};
+use motet_runtime::store::{Durability, SqliteConfig, SqliteStore, ThreadStore};
+use motet_runtime::testing::ScriptedModel;
+use motet_signals::{Delivery, Signal};
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+
+use crate::alloc::{counting, live_bytes};
+use crate::report::{Report, round2};
+
+/// Agents.
+const AGENTS: usize = 10_000;
+/// Pending timers per agent.
+const PER_AGENT: u64 = 10;
+/// How far ahead the pending timers are due.
+const PENDING_DELAY: Duration = Duration::from_secs(3_600);
+/// The agents whose timers' lateness is measured, and how many each sets.
+const LATE_AGENTS: usize = 1_000;
+/// The first and last delay of the measured timers.
+const LATE_FROM_MS: u64 = 1_000;
+const LATE_TO_MS: u64 = 20_000;
+/// How long after the last measured timer was due its firings are still waited for.
+const GRACE: Duration = Duration::from_secs(30);
+/// The agents' idle timeout.
+const IDLE: Duration = Duration::from_millis(200);
+
+/// `set` {from_ms, to_ms, count, tag} sets `count` timers due evenly from `from_ms` to `to_ms`
+/// ahead; a `rang` {tag, n, due_ms} is announced on the bus as `heard` {tag, n, late_ms}.
+struct Setter;
+
+#[derive(Serialize, Deserialize)]
+struct Set {
+    from_ms: u64,
+    to_ms: u64,
+    count: u64,
+    tag: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Rang {
+    tag: String,
+    n: u64,
+    due_ms: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Heard {
+    tag: String,
+    n: u64,
+    late_ms: f64,
+}
+
+fn invalid(signal: &Signal, e: impl std::fmt::Display) -> StrategyError {
+    StrategyError::InvalidData {
+        signal_type: signal.signal_type().as_str().to_owned(),
+        message: e.to_string(),
+    }
+}
+
+impl Strategy for Setter {
+    type State = ();
+
+    fn init(&self, _env: &dyn Env) {}
+
+    fn handle(
+        &self,
+        _state: &mut (),
+        signal: &Signal,
+        env: &dyn Env,
+    ) -> Result<Vec<Directive>, StrategyError> {
+        match signal.signal_type().as_str() {
+            "set" => {
+                let set: Set = signal.data_as().map_err(|e| invalid(signal, e))?;
+                let now = env.now_ms();
+                let step = set.to_ms.saturating_sub(set.from_ms) / (set.count.max(2) - 1);
+                (0..set.count)
+                    .map(|n| {
+                        let delay = set.from_ms + n * step;
+                        let rang = Rang {
+                            tag: set.tag.clone(),
+                            n,
+                            due_ms: now + delay,
+                        };
+                        let signal = Signal::builder("rang", "bench")
+                            .with_data(rang)
+                            .build()
+                            .map_err(|e| invalid(signal, e))?;
+                        Ok(Directive::Schedule(Schedule {
+                            schedule_id: ScheduleId::new(format!("{}-{n}", set.tag)),
+                            delay: Duration::from_millis(delay),
+                            signal,
+                        }))
+                    })
+                    .collect()
+            }
+            "rang" => {
+                let rang: Rang = signal.data_as().map_err(|e| invalid(signal, e))?;
+                let heard = Heard {
+                    late_ms: env.now_ms() as f64 - rang.due_ms as f64,
+                    tag: rang.tag,
+                    n: rang.n,
+                };
+                let signal = Signal::builder("heard", "bench")
+                    .with_data(heard)
+                    .build()
+                    .map_err(|e| invalid(signal, e))?;
+                Ok(vec![Directive::Emit(Emit {
+                    signal,
+                    target: EmitTarget::Bus,
+                })])
+            }
+            _ => Ok(Vec::new()),
+        }
+    }
+}
+
+/// The `timers` scenario, the allocator counting throughout.
+pub(crate) fn run() -> Vec<Report> {
+    let Ok(rt) = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    else {
+        eprintln!("timers: cannot start a tokio runtime");
+        return Vec::new();
+    };
+    counting(true);
+    let reports = rt.block_on(async {
+        let mut reports = floor().await;
+        let dir = std::env::temp_dir().join(format!("motet-bench-timers-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let config = SqliteConfig {
+            durability: Durability::Normal,
+            ..SqliteConfig::default()
+        };
+        match SqliteStore::open_with(dir.join("timers.db"), config).await {
+            Ok(store) => match measure("sqlite", Arc::new(store)).await {
+                Ok(mut r) => reports.append(&mut r),
+                Err(e) => eprintln!("timers: sqlite: {e}"),
+            },
+            Err(e) => eprintln!("timers: cannot open a SQLite store: {e}"),
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        match postgres().await {
+            Ok(Some(mut r)) => reports.append(&mut r),
+            Ok(None) => {}
+            Err(e) => eprintln!("timers: postgres: {e}"),
+        }
+        reports
+    });
+    counting(false);
+    reports
+}
+
+/// The PostgreSQL lines, when `MOTET_DATABASE_URL` names a server.
+async fn postgres() -> Result<Option<Vec<Report>>, String> {
+    let Some(admin) = std::env::var("MOTET_DATABASE_URL")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+    else {
+        return Ok(None);
+    };
+    let name = format!("motet_bench_timers_{}", std::process::id());
+    let client = super::pg_append::connect(&admin).await?;
+    client
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .await
+        .map_err(|e| e.to_string())?;
+    let url = super::pg_append::with_database(&admin, &name)?;
+    let outcome = match motet_runtime::store::PostgresStore::open(&url).await {
+        Ok(store) => measure("postgres", Arc::new(store)).await,
+        Err(e) => Err(e.to_string()),
+    };
+    let _ = client
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        .await;
+    outcome.map(Some)
+}
+
+/// The lateness of tokio sleeps alone, for the same due times as the measured timers.
+async fn floor() -> Vec<Report> {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let start = Instant::now();
+    let per = PER_AGENT;
+    for _ in 0..LATE_AGENTS {
+        let step = (LATE_TO_MS - LATE_FROM_MS) / (per - 1);
+        for n in 0..per {
+            let due = start + Duration::from_millis(LATE_FROM_MS + n * step);
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep_until(due.into()).await;
+                let late = due.elapsed().as_secs_f64() * 1e3;
+                let _ = tx.send(late);
+            });
+        }
+    }
+    drop(tx);
+    let mut late = Vec::new();
+    while let Some(l) = rx.recv().await {
+        late.push(l);
+    }
+    let n = late.len() as u64;
+    vec![with_lateness(
+        Report::new("timers", "floor_tokio_sleep", n, start.elapsed()),
+        &mut late,
+    )]
+}
+
+/// The percentiles of `late` on `report`.
+fn with_lateness(report: Report, late: &mut [f64]) -> Report {
+    late.sort_by(f64::total_cmp);
+    let at = |q: f64| {
+        let i = ((late.len() as f64 - 1.0) * q).round() as usize;
+        late.get(i).copied().unwrap_or(0.0)
+    };
+    report
+        .with("lateness_p50_ms", round2(at(0.5)))
+        .with("lateness_p99_ms", round2(at(0.99)))
+        .with("lateness_max_ms", round2(at(1.0)))
+}
+
+/// Live heap bytes once two readings 50 ms apart agree within 0.1% (at most 2 s).
+async fn settled_heap() -> i64 {
+    let started = Instant::now();
+    let mut last = live_bytes();
+    while started.elapsed() < Duration::from_secs(2) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let now = live_bytes();
+        if (last - now).abs() <= last.abs() / 1000 {
+            return now;
+        }
+        last = now;
+    }
+    last
+}
+
+fn set(from_ms: u64, to_ms: u64, count: u64, tag: &str) -> Result<Signal, String> {
+    Signal::builder("set", "bench")
+        .with_data(Set {
+            from_ms,
+            to_ms,
+            count,
+            tag: tag.to_owned(),
+        })
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// The pending and lateness lines on `store`, named `variant`.
+async fn measure(variant: &str, store: Arc<dyn ThreadStore>) -> Result<Vec<Report>, String> {
+    let runtime = Runtime::builder()
+        .llm(Arc::new(ScriptedModel::default()))
+        .store(Arc::clone(&store))
+        .build()
+        .map_err(|e| e.to_string())?;
+    let (tx, mut heard) = mpsc::unbounded_channel();
+    let _subscription = runtime.bus().subscribe(
+        "heard".parse().map_err(|e| format!("{e}"))?,
+        move |s: &Signal| {
+            if let Ok(h) = s.data_as::<Heard>() {
+                let _ = tx.send(h);
+            }
+            Delivery::Delivered
+        },
+    );
+    let mut agents = Vec::with_capacity(AGENTS);
+    for n in 0..AGENTS {
+        let spec = AgentSpec::new(format!("a{n}"), Setter).with_idle_timeout(Some(IDLE));
+        agents.push(runtime.spawn(spec).await.map_err(|e| e.to_string())?);
+    }
+    let names: Vec<String> = (0..AGENTS).map(|n| format!("a{n}")).collect();
+    // Every thread inactive: the idle timeout and the idle check after it.
+    tokio::time::sleep(IDLE * 4 + Duration::from_secs(2)).await;
+    let before = settled_heap().await;
+
+    let pending = AGENTS as u64 * PER_AGENT;
+    let far = u64::try_from(PENDING_DELAY.as_millis()).unwrap_or(u64::MAX);
+    let started = Instant::now();
+    for agent in &agents {
+        agent
+            .send(set(far, far + 1, PER_AGENT, "p")?)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    let mut stored = 0;
+    while stored < pending {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        stored = store
+            .due_timers(u64::MAX, &names, 1_000_000)
+            .await
+            .map_err(|e| e.to_string())?
+            .len() as u64;
+        if started.elapsed() > Duration::from_secs(600) {
+            return Err(format!(
+                "only {stored} of {pending} timers stored in 10 min"
+            ));
+        }
+    }
+    let written = started.elapsed();
+    // The threads go inactive again, and the timekeeper's next reads drop what it no longer
+    // needs.
+    tokio::time::sleep(IDLE * 4 + Duration::from_secs(11)).await;
+    let after = settled_heap().await;
+    let per_timer = (after - before) as f64 / pending as f64;
+    let mut reports = vec![
+        Report::new("timers", format!("{variant}_pending"), pending, written)
+            .with("bytes_per_pending_timer", round2(per_timer))
+            .with("agents", AGENTS as u64)
+            .with("heap_bytes_before", before)
+            .with("heap_bytes_after", after),
+    ];
+
+    let measured = LATE_AGENTS as u64 * PER_AGENT;
+    let started = Instant::now();
+    for (n, agent) in agents.iter().take(LATE_AGENTS).enumerate() {
+        agent
+            .send(set(LATE_FROM_MS, LATE_TO_MS, PER_AGENT, &format!("l{n}"))?)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    let last_due = started + Duration::from_millis(LATE_TO_MS);
+    let deadline = last_due + GRACE;
+    let mut got = std::collections::HashMap::new();
+    let mut late = Vec::with_capacity(measured as usize);
+    while let Ok(Some(h)) = tokio::time::timeout_at(deadline.into(), heard.recv()).await {
+        if h.tag.starts_with('l') {
+            late.push(h.late_ms);
+            *got.entry((h.tag, h.n)).or_insert(0u64) += 1;
+        }
+        if got.len() as u64 == measured && Instant::now() > last_due + Duration::from_secs(1) {
+            break;
+        }
+    }
+    let fired = late.len() as u64;
+    let distinct = got.len() as u64;
+    let (lost, doubled) = (measured.saturating_sub(distinct), fired - distinct);
+    reports.push(
+        with_lateness(
+            Report::new(
+                "timers",
+                format!("{variant}_lateness"),
+                fired,
+                started.elapsed(),
+            ),
+            &mut late,
+        )
+        .with("timers", measured)
+        .with("lost", lost)
+        .with("doubled", doubled),
+    );
+    runtime.shutdown().await;
+    Ok(reports)
+}
