@@ -175,3 +175,22 @@ mod tests {
         assert!(thread_id(&"x".repeat(201)).is_err());
     }
 }
+
+#[cfg(test)]
+mod openapi_tests {
+    use super::table;
+    use crate::openapi::document;
+
+    /// The document is held against the router (here, so the document names no route table).
+    #[test]
+    fn every_routed_path_is_in_the_document_and_nothing_else() {
+        let doc = document();
+        let documented: std::collections::BTreeSet<&str> = doc["paths"]
+            .as_object()
+            .map(|paths| paths.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        let routed: std::collections::BTreeSet<&str> = table().paths().iter().copied().collect();
+        assert_eq!(documented, routed);
+        assert_eq!(doc["openapi"], "3.1.0");
+    }
+}

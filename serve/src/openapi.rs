@@ -125,21 +125,3 @@ pub(crate) fn document() -> Value {
         },
     })
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_routed_path_is_in_the_document_and_nothing_else() {
-        let doc = document();
-        let documented: std::collections::BTreeSet<&str> = doc["paths"]
-            .as_object()
-            .map(|paths| paths.keys().map(String::as_str).collect())
-            .unwrap_or_default();
-        let routed: std::collections::BTreeSet<&str> =
-            crate::native::table().paths().iter().copied().collect();
-        assert_eq!(documented, routed);
-        assert_eq!(doc["openapi"], "3.1.0");
-    }
-}

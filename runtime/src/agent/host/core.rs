@@ -114,6 +114,11 @@ pub(crate) struct Housekeeping {
 pub(crate) const SEND_PATIENCE: Duration = Duration::from_secs(5);
 
 impl RuntimeCore {
+    /// This core as the timekeeper sees it.
+    pub(crate) fn timer_host(self: &Arc<Self>) -> Arc<dyn super::timekeeper::TimerHost> {
+        Arc::clone(self) as Arc<dyn super::timekeeper::TimerHost>
+    }
+
     /// The registered child that thread `thread` of `agent` spawned with `tag`, if any.
     pub(crate) fn child_of(&self, agent: &str, thread: &str, tag: &str) -> Option<String> {
         self.agents.iter().find_map(|entry| {
@@ -529,4 +534,34 @@ pub(crate) trait AgentEntry: Send + Sync {
         core: Arc<RuntimeCore>,
         thread_id: String,
     ) -> Result<ActorRef<ThreadMsg>, RuntimeError>;
+}
+
+impl super::timekeeper::TimerHost for RuntimeCore {
+    fn timer_store(&self) -> Arc<dyn ThreadStore> {
+        Arc::clone(&self.store)
+    }
+
+    fn agent_names(&self) -> Vec<String> {
+        self.agents.iter().map(|a| a.key().clone()).collect()
+    }
+
+    fn has_agent(&self, name: &str) -> bool {
+        self.agents.contains_key(name)
+    }
+
+    fn deliver(
+        self: Arc<Self>,
+        key: ThreadKey,
+        signal: Signal,
+    ) -> futures::future::BoxFuture<
+        'static,
+        Result<tokio::sync::oneshot::Receiver<Result<(), String>>, RuntimeError>,
+    > {
+        Box::pin(async move {
+            let (committed, answer) = tokio::sync::oneshot::channel();
+            let msg = ThreadMsg::Delivered { signal, committed };
+            self.send(key.agent(), key.thread(), msg).await?;
+            Ok(answer)
+        })
+    }
 }

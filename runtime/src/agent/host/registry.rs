@@ -109,7 +109,7 @@ where
         core.groups.entry(group).or_default().push(name.clone());
     }
     // Timers the store holds for this agent from an earlier run fire from now on.
-    core.timekeeper.agent_added(core);
+    core.timekeeper.agent_added(&core.timer_host());
     Ok(())
 }
 

@@ -28,9 +28,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::core::{RuntimeCore, ThreadMsg};
 use crate::agent::errors::RuntimeError;
 use crate::store::{StoredTimer, ThreadKey, ThreadStore};
+use futures::future::BoxFuture;
 
 /// How far ahead the timekeeper holds stored timers in memory.
 pub(crate) const HORIZON: Duration = Duration::from_secs(10);
@@ -55,6 +55,24 @@ fn id_of(timer: &StoredTimer) -> TimerId {
 /// The milliseconds since the Unix epoch, now.
 pub(crate) fn now_ms() -> u64 {
     u64::try_from(Timestamp::now().as_millisecond()).unwrap_or(0)
+}
+
+/// What the timekeeper needs of the runtime it keeps time for (the runtime's core implements
+/// it): so this file names no other part of the host, and the core can hold the timekeeper.
+pub(crate) trait TimerHost: Send + Sync + 'static {
+    /// Where timers are kept.
+    fn timer_store(&self) -> Arc<dyn ThreadStore>;
+    /// The names of the agents registered now.
+    fn agent_names(&self) -> Vec<String>;
+    /// Whether an agent of this name is registered.
+    fn has_agent(&self, name: &str) -> bool;
+    /// Hands `signal` to thread `key` as a durable delivery; the receiver answers once the step
+    /// that handled it committed.
+    fn deliver(
+        self: Arc<Self>,
+        key: ThreadKey,
+        signal: Signal,
+    ) -> BoxFuture<'static, Result<oneshot::Receiver<Result<(), String>>, RuntimeError>>;
 }
 
 /// The handle every part of the runtime reaches the timekeeper through; the task starts with
@@ -91,24 +109,24 @@ enum Fired {
 }
 
 impl Timekeeper {
-    fn commands(&self, core: &Arc<RuntimeCore>) -> &mpsc::UnboundedSender<Command> {
-        self.commands.get_or_init(|| start(core))
+    fn commands(&self, host: &Arc<dyn TimerHost>) -> &mpsc::UnboundedSender<Command> {
+        self.commands.get_or_init(|| start(host))
     }
 
     /// Keeps `timer` (in the store, and here while it is near) and fires it when due.
-    pub(crate) fn set(&self, core: &Arc<RuntimeCore>, timer: StoredTimer) {
-        let _ = self.commands(core).send(Command::Set(timer));
+    pub(crate) fn set(&self, host: &Arc<dyn TimerHost>, timer: StoredTimer) {
+        let _ = self.commands(host).send(Command::Set(timer));
     }
 
     /// Forgets timer `id` of the thread `key`, here and in the store.
-    pub(crate) fn cancel(&self, core: &Arc<RuntimeCore>, key: ThreadKey, id: String) {
-        let _ = self.commands(core).send(Command::Cancel(key, id));
+    pub(crate) fn cancel(&self, host: &Arc<dyn TimerHost>, key: ThreadKey, id: String) {
+        let _ = self.commands(host).send(Command::Cancel(key, id));
     }
 
     /// An agent was registered: timers the store holds for it from an earlier run are due now
     /// or later.
-    pub(crate) fn agent_added(&self, core: &Arc<RuntimeCore>) {
-        let _ = self.commands(core).send(Command::AgentAdded);
+    pub(crate) fn agent_added(&self, host: &Arc<dyn TimerHost>) {
+        let _ = self.commands(host).send(Command::AgentAdded);
     }
 
     /// Stops the task, if it started: the timers stay in the store for the next start.
@@ -120,12 +138,13 @@ impl Timekeeper {
 }
 
 /// Starts the timekeeper's task for `core`.
-fn start(core: &Arc<RuntimeCore>) -> mpsc::UnboundedSender<Command> {
+fn start(host: &Arc<dyn TimerHost>) -> mpsc::UnboundedSender<Command> {
     let (tx, rx) = mpsc::unbounded_channel();
+    let store = host.timer_store();
     let keeper = Keeper {
-        core: Arc::downgrade(core),
-        store: Arc::clone(&core.store),
-        keeps: core.store.keeps_timers(),
+        host: Arc::downgrade(host),
+        keeps: store.keeps_timers(),
+        store,
         held: HashMap::new(),
         queue: BinaryHeap::new(),
         writes: HashMap::new(),
@@ -141,7 +160,7 @@ fn start(core: &Arc<RuntimeCore>) -> mpsc::UnboundedSender<Command> {
 
 /// The timekeeper's task and what it holds.
 struct Keeper {
-    core: Weak<RuntimeCore>,
+    host: Weak<dyn TimerHost>,
     store: Arc<dyn ThreadStore>,
     /// Whether the store keeps timers; if not, every timer is held here.
     keeps: bool,
@@ -283,11 +302,11 @@ impl Keeper {
     /// they come back as `Polled`.
     fn poll(&mut self) {
         self.next_poll = Instant::now() + POLL;
-        let Some(core) = self.core.upgrade() else {
+        let Some(host) = self.host.upgrade() else {
             return;
         };
-        let agents: Vec<String> = core.agents.iter().map(|a| a.key().clone()).collect();
-        drop(core);
+        let agents = host.agent_names();
+        drop(host);
         if agents.is_empty() || !self.keeps {
             self.polls = self.keeps;
             return;
@@ -344,14 +363,14 @@ impl Keeper {
                 continue;
             };
             self.firing.insert(id.clone());
-            let core = self.core.clone();
+            let host = self.host.clone();
             let store = Arc::clone(&self.store);
             let keeps = self.keeps;
             let Some(tx) = self.tx.upgrade() else {
                 return;
             };
             tokio::spawn(async move {
-                let fired = fire(core, store, keeps, timer).await;
+                let fired = fire(host, store, keeps, timer).await;
                 let _ = tx.send(Command::Fired(id, fired));
             });
         }
@@ -360,7 +379,7 @@ impl Keeper {
 
 /// Delivers what `timer` owes now and settles it.
 async fn fire(
-    core: Weak<RuntimeCore>,
+    host: Weak<dyn TimerHost>,
     store: Arc<dyn ThreadStore>,
     keeps: bool,
     timer: StoredTimer,
@@ -374,15 +393,13 @@ async fn fire(
         }
     };
     for signal in signals {
-        let Some(core) = core.upgrade() else {
+        let Some(host) = host.upgrade() else {
             return Fired::Parked;
         };
-        let (committed, answer) = oneshot::channel();
-        let msg = ThreadMsg::Delivered { signal, committed };
-        let agent = timer.key.agent();
-        match core.send(agent, timer.key.thread(), msg).await {
-            Ok(()) => {}
-            Err(RuntimeError::NotRunning { .. }) if keeps && core.agent(agent).is_none() => {
+        let agent = timer.key.agent().to_owned();
+        let answer = match Arc::clone(&host).deliver(timer.key.clone(), signal).await {
+            Ok(answer) => answer,
+            Err(RuntimeError::NotRunning { .. }) if keeps && !host.has_agent(&agent) => {
                 tracing::debug!(timer = %timer.id, thread = %timer.key, "the timer's agent is not registered: it waits in the store");
                 return Fired::Parked;
             }
@@ -390,8 +407,8 @@ async fn fire(
                 tracing::warn!(%error, timer = %timer.id, thread = %timer.key, "a timer could not be delivered; trying again");
                 return Fired::Retry(timer);
             }
-        }
-        drop(core);
+        };
+        drop(host);
         match tokio::time::timeout(PATIENCE, answer).await {
             Ok(Ok(Ok(()))) => {}
             outcome => {

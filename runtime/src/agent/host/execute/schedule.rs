@@ -24,7 +24,7 @@ pub(super) fn schedule(job: &Job<'_>, schedule: Schedule) {
         signal: traced(schedule.signal, &span),
         cron: None,
     };
-    here.core.timekeeper.set(here.core, timer);
+    here.core.timekeeper.set(&here.core.timer_host(), timer);
 }
 
 /// Sets the repeating timer of `cron`, replacing one of the same id; a time zone this machine
@@ -70,14 +70,16 @@ pub(super) fn cron(job: &Job<'_>, cron: Cron) {
             misfire: cron.misfire,
         }),
     };
-    here.core.timekeeper.set(here.core, timer);
+    here.core.timekeeper.set(&here.core.timer_host(), timer);
 }
 
 /// Cancels the timer `cancel` names, here and in the store.
 pub(super) fn cancel(job: &Job<'_>, cancel: CancelSchedule) {
     let here = job.here;
     let key = ThreadKey::new(here.agent.clone(), here.thread.clone());
-    here.core
-        .timekeeper
-        .cancel(here.core, key, cancel.schedule_id.as_str().to_owned());
+    here.core.timekeeper.cancel(
+        &here.core.timer_host(),
+        key,
+        cancel.schedule_id.as_str().to_owned(),
+    );
 }
