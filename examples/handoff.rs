@@ -12,6 +12,17 @@
 
 use motet::prelude::*;
 
+/// The most tokens one model call writes: a small local model's context (2,048 tokens) holds
+/// the whole conversation, and the example stays quick.
+const MAX_TOKENS: u32 = 128;
+
+/// A specialist's calls kept short (the triage agent's one call is its handoff, which a cap
+/// could cut in the middle).
+fn short(mut config: ReActConfig) -> ReActConfig {
+    config.options.max_tokens = Some(MAX_TOKENS);
+    config
+}
+
 /// The agent every question goes to first: it only routes.
 pub(crate) fn triage(model: &str) -> ReActAgent {
     ReActAgent::new("triage", model)
@@ -25,11 +36,14 @@ pub(crate) fn triage(model: &str) -> ReActAgent {
 /// The specialists, each with its own instructions.
 pub(crate) fn specialists(model: &str) -> [ReActAgent; 2] {
     [
-        ReActAgent::new("billing", model).system(
-            "You are the billing specialist. Answer in two sentences; offer a refund for a double charge.",
-        ),
+        ReActAgent::new("billing", model)
+            .system(
+                "You are the billing specialist. Answer in two sentences; offer a refund for a double charge.",
+            )
+            .configure(short),
         ReActAgent::new("support", model)
-            .system("You are the support specialist. Answer in two sentences."),
+            .system("You are the support specialist. Answer in two sentences.")
+            .configure(short),
     ]
 }
 
