@@ -479,7 +479,16 @@ async fn a_steer_is_taken_in_at_the_runs_next_turn() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_subscribers_dropping_at_random_points_lose_nothing_and_repeat_nothing() {
-    let server = serve(Tokens::open(), RunLimits::default()).await;
+    // A dropped stream's slot is freed when the server notices the drop, which under load comes
+    // after the client's next connection: room for every connection the test makes.
+    let limits = RunLimits {
+        streams: StreamLimits {
+            per_run: 512,
+            ..StreamLimits::default()
+        },
+        ..RunLimits::default()
+    };
+    let server = serve(Tokens::open(), limits).await;
     server.model.delay_by(Duration::from_millis(2));
     server.model.push(vec![text(
         &"The quick brown fox jumps over the lazy dog. ".repeat(12),
