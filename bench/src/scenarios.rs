@@ -18,6 +18,7 @@ mod router;
 mod serve;
 mod sse;
 mod timers;
+mod virtuals;
 
 /// A scenario's entry point.
 pub(crate) type RunFn = fn() -> Vec<Report>;
@@ -51,6 +52,7 @@ pub(crate) const ON_REQUEST: &[(&str, RunFn)] = &[
     ("estimate_live", estimate::run_live),
     ("pg_append", pg_append::run),
     ("jetstream", jetstream::run),
+    ("virtual", virtuals::run),
 ];
 
 pub(crate) use agents::react_child;

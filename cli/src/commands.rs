@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod agents;
 pub mod chat;
 pub mod pending;
 pub mod resume;

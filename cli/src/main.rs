@@ -184,6 +184,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The agents the store holds threads of (virtual agents by kind and key, and named
+    /// ones), listed without activating any.
+    Agents {
+        #[command(subcommand)]
+        command: AgentsCommand,
+    },
     /// The stored threads.
     Threads {
         #[command(subcommand)]
@@ -197,6 +203,22 @@ enum Command {
         dialect: String,
         /// The file holding the response body.
         file: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum AgentsCommand {
+    /// Every stored agent by name: threads, created, last active.
+    List {
+        /// Only the virtual agents of this kind (`<kind>:<key>`).
+        #[arg(long)]
+        kind: Option<String>,
+        /// Print only how many there are.
+        #[arg(long)]
+        count: bool,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -399,6 +421,11 @@ async fn dispatch(cli: Cli) -> Result<(), CliError> {
             let since = since.as_deref().map(commands::usage::since).transpose()?;
             commands::usage::report(&db, by.into(), since, json).await
         }
+        Command::Agents { command } => match command {
+            AgentsCommand::List { kind, count, json } => {
+                commands::agents::list(&db, kind, count, json).await
+            }
+        },
         Command::Threads { command } => match command {
             ThreadsCommand::List => commands::threads::list(&db).await,
             ThreadsCommand::Show { id } => commands::threads::show(&db, &id, mode).await,

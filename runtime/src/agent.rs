@@ -78,4 +78,5 @@ pub use events::{
 };
 pub use fork::fork_stored;
 pub use host::core::{DEFAULT_THREAD, NEW_THREAD};
+pub use host::virtuals::{DEFAULT_MAX_ACTIVE, KIND_SEPARATOR, MAX_KEY_BYTES};
 pub use requests::{FINISHED_REQUESTS_KEPT, RequestRecord, RequestStatus};

@@ -41,6 +41,7 @@
 //!   usage and price, which budgets and `motet usage` read.
 
 mod codec;
+mod directory;
 mod error;
 mod ledger;
 mod memory;
@@ -60,6 +61,7 @@ use motet_agents::{Entry, ForkOrigin, Thread};
 use motet_directives::Usage;
 use serde::{Deserialize, Serialize};
 
+pub use directory::{AgentQuery, AgentRecord, directory};
 pub use error::StoreError;
 pub use ledger::{
     UsageFilter, UsageGroup, UsageRecord, UsageTotals, cached_share, group_totals, utc_day,
@@ -73,7 +75,7 @@ pub use open::{
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresConfig, PostgresStore, SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION};
 pub use sqlite::{Durability, SCHEMA_VERSION, SqliteConfig, SqliteStore};
-pub use timers::{CronTimer, StoredTimer};
+pub use timers::{CronTimer, StoredTimer, TimerOwners};
 
 /// What a thread is created with: everything but its entries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -453,18 +455,43 @@ pub trait ThreadStore: Send + Sync {
         Ok(false)
     }
 
-    /// The timers of the agents named in `agents` due before `before_ms`, soonest first, at
-    /// most `limit` of them.
+    /// The agents the store holds threads of, as `query` asks ([`directory`]).
+    ///
+    /// The default reads every thread's summary and key; the SQL stores answer with one query.
+    ///
+    /// # Errors
+    /// Storage failures.
+    async fn agents(&self, query: &AgentQuery) -> Result<Vec<AgentRecord>, StoreError> {
+        let mut threads = Vec::new();
+        for summary in self.list().await? {
+            // A virtual agent's name holds no `/`: its kind's threads are found by their ids.
+            let agent = match &query.kind {
+                Some(_) => summary.id.split_once('/').map(|(a, _)| a.to_owned()),
+                None => self
+                    .get_meta(&summary.id)
+                    .await?
+                    .and_then(|meta| meta.key)
+                    .map(|key| key.agent().to_owned()),
+            };
+            if let Some(agent) = agent {
+                threads.push((agent, summary.created_at, summary.updated_at));
+            }
+        }
+        Ok(directory(threads, query))
+    }
+
+    /// The timers of the agents `owners` names (by name, or by virtual kind) due before
+    /// `before_ms`, soonest first, at most `limit` of them.
     ///
     /// # Errors
     /// Storage failures; [`StoreError::Timer`] for a row that cannot be read.
     async fn due_timers(
         &self,
         before_ms: u64,
-        agents: &[String],
+        owners: &TimerOwners,
         limit: usize,
     ) -> Result<Vec<StoredTimer>, StoreError> {
-        let _ = (before_ms, agents, limit);
+        let _ = (before_ms, owners, limit);
         Ok(Vec::new())
     }
 

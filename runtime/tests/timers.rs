@@ -573,11 +573,11 @@ impl ThreadStore for SlowReads {
     async fn due_timers(
         &self,
         before_ms: u64,
-        agents: &[String],
+        owners: &motet_runtime::store::TimerOwners,
         limit: usize,
     ) -> Result<Vec<StoredTimer>, StoreError> {
         tokio::time::sleep(Self::DELAY).await;
-        self.inner.due_timers(before_ms, agents, limit).await
+        self.inner.due_timers(before_ms, owners, limit).await
     }
     async fn timers_of(&self, key: &ThreadKey) -> Result<Vec<StoredTimer>, StoreError> {
         self.inner.timers_of(key).await

@@ -161,7 +161,10 @@ async fn run_child() {
             .send(Signal::builder("setup", "test").build().unwrap())
             .await
             .unwrap();
-        let agents = [AGENT.to_owned()];
+        let agents = motet_runtime::store::TimerOwners {
+            agents: vec![AGENT.to_owned()],
+            kinds: Vec::new(),
+        };
         loop {
             let timers = store.due_timers(u64::MAX, &agents, 1_000).await.unwrap();
             // Read after the rows: a timer settled meanwhile is in the state.

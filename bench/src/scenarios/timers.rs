@@ -321,7 +321,14 @@ async fn measure(variant: &str, store: Arc<dyn ThreadStore>) -> Result<Vec<Repor
     while stored < pending {
         tokio::time::sleep(Duration::from_secs(1)).await;
         stored = store
-            .due_timers(u64::MAX, &names, 1_000_000)
+            .due_timers(
+                u64::MAX,
+                &motet_runtime::store::TimerOwners {
+                    agents: names.clone(),
+                    kinds: Vec::new(),
+                },
+                1_000_000,
+            )
             .await
             .map_err(|e| e.to_string())?
             .len() as u64;

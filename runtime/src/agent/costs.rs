@@ -167,6 +167,12 @@ impl Costs {
         }
     }
 
+    /// Forgets one agent's own budgets (a virtual agent deactivated: set again as it comes
+    /// back).
+    pub(crate) fn forget_agent(&self, agent: &str) {
+        self.agents.remove(agent);
+    }
+
     /// Sets one agent's own budgets.
     pub(crate) fn set_agent(&self, agent: &str, budgets: &[(BudgetLevel, Budget)]) {
         if budgets.is_empty() {

@@ -92,6 +92,13 @@ pub enum RuntimeError {
         /// What went wrong.
         message: String,
     },
+    /// No virtual agent kind of this name is registered
+    /// ([`RuntimeBuilder::virtual_kind`](crate::agent::RuntimeBuilder::virtual_kind)).
+    #[error("no virtual agent kind `{kind}` is registered")]
+    UnknownKind {
+        /// The kind asked for.
+        kind: String,
+    },
     /// The agent is not running.
     #[error("agent `{name}` is not running")]
     NotRunning {

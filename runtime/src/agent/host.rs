@@ -16,4 +16,5 @@ pub(crate) mod registry;
 pub(crate) mod supervise;
 pub(crate) mod timekeeper;
 pub(crate) mod tracked;
+pub(crate) mod virtuals;
 pub(crate) mod waits;

@@ -17,7 +17,7 @@ use super::codec::{
 };
 use super::{
     StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadMeta, ThreadStore, ThreadSummary,
-    UsageFilter, UsageRecord,
+    TimerOwners, UsageFilter, UsageRecord,
 };
 
 /// One stored thread: its meta, state and entries (shared with the threads that hold them). Its
@@ -459,13 +459,13 @@ impl ThreadStore for MemoryStore {
     async fn due_timers(
         &self,
         before_ms: u64,
-        agents: &[String],
+        owners: &TimerOwners,
         limit: usize,
     ) -> Result<Vec<StoredTimer>, StoreError> {
         let mut due: Vec<StoredTimer> = self
             .timers()
             .values()
-            .filter(|t| t.due_ms < before_ms && agents.iter().any(|a| a == t.key.agent()))
+            .filter(|t| t.due_ms < before_ms && owners.owns(t.key.agent()))
             .cloned()
             .collect();
         due.sort_by_key(|t| t.due_ms);

@@ -61,7 +61,7 @@ use tokio_postgres::NoTls;
 pub use migrations::SCHEMA_VERSION;
 
 use super::codec::{Append, decode_meta, encode_json};
-use super::timers::TimerRow;
+use super::timers::{TimerOwners, TimerRow};
 use super::{
     StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadListing, ThreadMeta, ThreadStore,
     ThreadSummary, UsageFilter, UsageRecord,
@@ -366,10 +366,10 @@ impl ThreadStore for PostgresStore {
     async fn due_timers(
         &self,
         before_ms: u64,
-        agents: &[String],
+        owners: &TimerOwners,
         limit: usize,
     ) -> Result<Vec<StoredTimer>, StoreError> {
-        self.timers_due(before_ms, agents, limit).await
+        self.timers_due(before_ms, owners, limit).await
     }
 
     async fn timers_of(&self, key: &ThreadKey) -> Result<Vec<StoredTimer>, StoreError> {

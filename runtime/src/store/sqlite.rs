@@ -42,10 +42,10 @@ pub use migrations::SCHEMA_VERSION;
 
 use super::codec::{Append, encode_entries, encode_json};
 use super::rows::NewThreadRow;
-use super::timers::TimerRow;
+use super::timers::{TimerOwners, TimerRow};
 use super::{
-    StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadListing, ThreadMeta, ThreadStore,
-    ThreadSummary, UsageFilter, UsageRecord,
+    AgentQuery, AgentRecord, StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadListing,
+    ThreadMeta, ThreadStore, ThreadSummary, UsageFilter, UsageRecord,
 };
 
 /// How hard a commit works to reach the disk (`PRAGMA synchronous`, in WAL mode).
@@ -360,6 +360,11 @@ impl ThreadStore for SqliteStore {
         self.list_readable().await?.into_whole()
     }
 
+    async fn agents(&self, query: &AgentQuery) -> Result<Vec<AgentRecord>, StoreError> {
+        let query = query.clone();
+        self.run(move |inner| inner.agents(&query)).await
+    }
+
     async fn list_readable(&self) -> Result<ThreadListing, StoreError> {
         self.run(Inner::list_readable).await
     }
@@ -421,14 +426,17 @@ impl ThreadStore for SqliteStore {
     async fn due_timers(
         &self,
         before_ms: u64,
-        agents: &[String],
+        owners: &TimerOwners,
         limit: usize,
     ) -> Result<Vec<StoredTimer>, StoreError> {
-        let agents = serde_json::to_string(agents).map_err(|e| StoreError::Encode {
-            thread_id: String::new(),
-            reason: format!("agent names: {e}"),
-        })?;
-        self.run(move |inner| inner.due_timers(before_ms, &agents, limit))
+        let encode = |names: &[String]| {
+            serde_json::to_string(names).map_err(|e| StoreError::Encode {
+                thread_id: String::new(),
+                reason: format!("agent names: {e}"),
+            })
+        };
+        let (agents, kinds) = (encode(&owners.agents)?, encode(&owners.kinds)?);
+        self.run(move |inner| inner.due_timers(before_ms, &agents, &kinds, limit))
             .await
     }
 

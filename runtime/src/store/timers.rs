@@ -109,5 +109,30 @@ pub(crate) fn millis_to_db(ms: u64) -> i64 {
     i64::try_from(ms).unwrap_or(i64::MAX)
 }
 
+/// Whose timers a read of the store brings in: the agents named, and every virtual agent
+/// (`<kind>:<key>`) of the kinds named.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TimerOwners {
+    /// Agents by name.
+    pub agents: Vec<String>,
+    /// Virtual agent kinds.
+    pub kinds: Vec<String>,
+}
+
+impl TimerOwners {
+    /// Whether nobody is named.
+    pub fn is_empty(&self) -> bool {
+        self.agents.is_empty() && self.kinds.is_empty()
+    }
+
+    /// Whether the timers of `agent` are among those wanted.
+    pub fn owns(&self, agent: &str) -> bool {
+        self.agents.iter().any(|a| a == agent)
+            || agent
+                .split_once(':')
+                .is_some_and(|(kind, _)| self.kinds.iter().any(|k| k == kind))
+    }
+}
+
 /// The columns every query reads, in [`TimerRow`]'s order.
 pub(crate) const COLUMNS: &str = "thread_id, agent, thread, id, due_ms, signal_id, signal, cron";

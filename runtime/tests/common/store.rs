@@ -488,7 +488,7 @@ pub(crate) async fn whole_suite(store: Arc<dyn ThreadStore>) {
 /// settled only while they are the timer that fired, and gone with their thread.
 pub(crate) async fn timers_are_kept_settled_and_found_by_due_time(store: &dyn ThreadStore) {
     use motet_directives::cron::{CronExpr, Misfire};
-    use motet_runtime::store::{CronTimer, StoredTimer, ThreadKey};
+    use motet_runtime::store::{CronTimer, StoredTimer, ThreadKey, TimerOwners};
     use motet_signals::Signal;
     let timer = |agent: &str, thread: &str, id: &str, due_ms: u64| StoredTimer {
         key: ThreadKey::new(agent, thread),
@@ -512,7 +512,10 @@ pub(crate) async fn timers_are_kept_settled_and_found_by_due_time(store: &dyn Th
     for t in [&a1, &a2, &other] {
         store.put_timer(t).await.unwrap();
     }
-    let alarm = ["alarm".to_owned()];
+    let alarm = TimerOwners {
+        agents: vec!["alarm".to_owned()],
+        kinds: Vec::new(),
+    };
     let due = store.due_timers(10_000, &alarm, 10).await.unwrap();
     assert_eq!(
         due,
@@ -527,7 +530,29 @@ pub(crate) async fn timers_are_kept_settled_and_found_by_due_time(store: &dyn Th
         store.due_timers(10_000, &alarm, 1).await.unwrap(),
         [a2.clone()]
     );
-    assert!(store.due_timers(10_000, &[], 10).await.unwrap().is_empty());
+    let nobody = TimerOwners::default();
+    assert!(
+        store
+            .due_timers(10_000, &nobody, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // A virtual kind names every agent `<kind>:<key>`, and no other.
+    let v1 = timer("room:7", "default", "v", 2_000);
+    let v2 = timer("roomy:7", "default", "v", 2_000);
+    store.put_timer(&v1).await.unwrap();
+    store.put_timer(&v2).await.unwrap();
+    let rooms = TimerOwners {
+        agents: Vec::new(),
+        kinds: vec!["room".to_owned()],
+    };
+    assert_eq!(
+        store.due_timers(10_000, &rooms, 10).await.unwrap(),
+        [v1.clone()]
+    );
+    assert!(store.remove_timer(&v1.key, "v").await.unwrap());
+    assert!(store.remove_timer(&v2.key, "v").await.unwrap());
 
     // Set again under the same key: replaced, and a settling of the old firing changes nothing.
     let old_signal = a1.signal.id().as_str().to_owned();
@@ -574,7 +599,10 @@ pub(crate) async fn timers_are_kept_settled_and_found_by_due_time(store: &dyn Th
     let thread = Thread::new(other.key.store_id(), env.now_ms());
     store.create(&ThreadHeader::of(&thread)).await.unwrap();
     store.delete(&other.key.store_id()).await.unwrap();
-    let others = ["other".to_owned()];
+    let others = TimerOwners {
+        agents: vec!["other".to_owned()],
+        kinds: Vec::new(),
+    };
     assert!(
         store
             .due_timers(10_000, &others, 10)

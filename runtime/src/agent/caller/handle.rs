@@ -445,6 +445,12 @@ impl AgentHandle {
             .collect())
     }
 
+    /// Whether the agent is in memory now: a spawned agent until it stops, a virtual agent
+    /// while active (a message for an inactive one activates it).
+    pub fn is_active(&self) -> bool {
+        self.core.agents.contains_key(&self.name)
+    }
+
     /// Sends a signal to the thread it names (or the default thread) without waiting.
     ///
     /// # Errors

@@ -164,9 +164,13 @@ pub(crate) async fn resume(
     thread: &str,
     request: &str,
 ) -> Result<(String, oneshot::Receiver<Result<Signal, AskError>>), AskError> {
-    let running = core.agent(agent).ok_or_else(|| AskError::AgentStopped {
-        agent: agent.to_owned(),
-    })?;
+    // A virtual agent is activated to carry it on.
+    let running = core
+        .activate(agent)
+        .await
+        .map_err(|_| AskError::AgentStopped {
+            agent: agent.to_owned(),
+        })?;
     let wanted = thread;
     let thread = RuntimeCore::thread_id(Some(thread));
     let data = AgentResume {

@@ -14,11 +14,14 @@ use super::handle::AgentHandle;
 use super::spec::{AgentSpec, DEFAULT_LLM_CONCURRENCY, IntoSpec};
 use super::ticket::Ticket;
 use crate::agent::errors::RuntimeError;
-use crate::agent::host::core::{KindFactory, Registry, RuntimeCore};
-use crate::agent::host::registry::register_agent;
+use crate::agent::host::core::{KindFactory, Registry, RuntimeCore, VirtualFactory};
+use crate::agent::host::registry::{activate_agent, register_agent};
 use crate::agent::requests::{FINISHED_REQUESTS_KEPT, RequestRecord, RequestRecords};
 use crate::bus::{LocalBus, SignalBus};
 use crate::store::{MemoryStore, OpenStoreError, ThreadStore};
+
+/// How long a request resumed at boot may run before it is given up.
+const BOOT_PATIENCE: Duration = Duration::from_secs(600);
 
 /// Builds a [`Runtime`].
 #[derive(Default)]
@@ -32,6 +35,9 @@ pub struct RuntimeBuilder {
     llm_max_wait: Option<Duration>,
     store: Option<Arc<dyn ThreadStore>>,
     kinds: HashMap<String, KindFactory>,
+    virtual_kinds: HashMap<String, VirtualFactory>,
+    max_active: Option<usize>,
+    routes: Vec<(motet_signals::Pattern, String)>,
     keep_finished: Option<usize>,
     signal_bus: Option<Arc<dyn SignalBus>>,
     prices: Option<motet_providers::PriceTable>,
@@ -173,6 +179,55 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Registers a virtual agent kind: the agent `<kind>:<key>` exists for every key, and the
+    /// first message addressed to it ([`Runtime::virtual_agent`], an `Emit` to its name, a
+    /// [`route`](Self::route)d signal, a timer) activates it — `factory` builds its spec from
+    /// the key, and its threads load from the store. Once its threads have stopped (idle,
+    /// or to make room under [`max_active_agents`](Self::max_active_agents)) it is
+    /// deactivated, everything it did committed; the next message brings it back as it was.
+    /// The spec's name is replaced by `<kind>:<key>`.
+    ///
+    /// A kind holds no `:`, `/` or control characters; a key no `/` or control characters,
+    /// at most 256 bytes. docs/runtime.md, "Virtual agents".
+    pub fn virtual_kind<S, F>(mut self, kind: impl Into<String>, factory: F) -> Self
+    where
+        S: Strategy + Send + Sync + 'static,
+        S::State: Send + Sync + 'static,
+        F: Fn(&str) -> Result<AgentSpec<S>, String> + Send + Sync + 'static,
+    {
+        let activate: VirtualFactory = Arc::new(move |core, name, key| {
+            let spec = factory(&key);
+            Box::pin(async move {
+                let mut spec = spec.map_err(|message| RuntimeError::SpawnFailed {
+                    name: name.clone(),
+                    message,
+                })?;
+                spec.name = name;
+                activate_agent(&core, spec).await
+            })
+        });
+        self.virtual_kinds.insert(kind.into(), activate);
+        self
+    }
+
+    /// Every signal published on the bus that `pattern` matches goes to the default thread of
+    /// the virtual agent `<kind>:<subject>`, the signal's `subject` its key (activating it);
+    /// a signal without a subject, or whose subject is no valid key, is not delivered. A route
+    /// belongs to the kind, not to an active agent: it reaches agents that are not active.
+    pub fn route(mut self, pattern: motet_signals::Pattern, kind: impl Into<String>) -> Self {
+        self.routes.push((pattern, kind.into()));
+        self
+    }
+
+    /// At most `agents` virtual agents active at once (default
+    /// [`DEFAULT_MAX_ACTIVE`](crate::agent::DEFAULT_MAX_ACTIVE)): past nine tenths of it the
+    /// least recently used idle ones are deactivated; one busy with a request stays. At the
+    /// cap an activation waits (up to 5 s) for room. Spawned agents do not count.
+    pub fn max_active_agents(mut self, agents: usize) -> Self {
+        self.max_active = Some(agents);
+        self
+    }
+
     /// How many finished requests [`Runtime::request`] and [`AgentHandle::requests`] still
     /// show, with their replies (the oldest are forgotten first). Default
     /// [`FINISHED_REQUESTS_KEPT`]; running and queued requests are always shown.
@@ -259,7 +314,8 @@ impl RuntimeBuilder {
                 None,
             ),
         };
-        Ok(Runtime {
+        let routes = std::mem::take(&mut self.routes);
+        let runtime = Runtime {
             core: Arc::new(RuntimeCore {
                 llm,
                 bus,
@@ -274,6 +330,12 @@ impl RuntimeBuilder {
                     .store
                     .unwrap_or_else(|| Arc::new(MemoryStore::new()) as Arc<dyn ThreadStore>),
                 kinds: self.kinds,
+                virtual_kinds: self.virtual_kinds,
+                activations: crate::agent::host::virtuals::Activations::with_cap(
+                    self.max_active
+                        .unwrap_or(crate::agent::host::virtuals::DEFAULT_MAX_ACTIVE),
+                ),
+                routes: std::sync::Mutex::default(),
                 requests: RequestRecords::keeping(
                     self.keep_finished.unwrap_or(FINISHED_REQUESTS_KEPT),
                 ),
@@ -289,7 +351,10 @@ impl RuntimeBuilder {
                     self.tenant_budgets,
                 ),
             }),
-        })
+        };
+        runtime.core.add_routes(routes);
+        runtime.boot();
+        Ok(runtime)
     }
 }
 
@@ -403,17 +468,59 @@ impl Runtime {
         })
     }
 
-    /// The running agent named `name`.
+    /// The running agent named `name`, or the virtual agent `name` names (`<kind>:<key>` of a
+    /// registered kind), active or not.
     pub fn agent(&self, name: &str) -> Option<AgentHandle> {
-        self.core.agents.contains_key(name).then(|| AgentHandle {
+        (self.core.agents.contains_key(name) || self.core.is_virtual(name)).then(|| AgentHandle {
             name: name.to_owned(),
             core: self.core.clone(),
         })
     }
 
-    /// How many agents are running.
+    /// The virtual agent of `kind` keyed `key`: a handle, nothing started. The first message
+    /// through it (or from anywhere else) activates the agent.
+    ///
+    /// # Errors
+    /// [`RuntimeError::UnknownKind`] when no virtual kind `kind` is registered,
+    /// [`RuntimeError::InvalidSpec`] when the kind or key cannot name an agent.
+    pub fn virtual_agent(&self, kind: &str, key: &str) -> Result<AgentHandle, RuntimeError> {
+        let name = crate::agent::host::virtuals::name_of(kind, key)?;
+        if !self.core.virtual_kinds.contains_key(kind) {
+            return Err(RuntimeError::UnknownKind {
+                kind: kind.to_owned(),
+            });
+        }
+        Ok(AgentHandle {
+            name,
+            core: self.core.clone(),
+        })
+    }
+
+    /// How many agents are running (virtual agents while active).
     pub fn agent_count(&self) -> usize {
         self.core.agents.len()
+    }
+
+    /// How many virtual agents are active now, and the most that were at once.
+    pub fn active_virtual_agents(&self) -> (usize, usize) {
+        let activations = &self.core.activations;
+        (activations.active(), activations.most())
+    }
+
+    /// The agents the store holds threads of (virtual ones of `kind` only, with `Some`), by
+    /// name after `after`, at most `limit`: listed without activating anyone.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Store`] when the store cannot be read.
+    pub async fn stored_agents(
+        &self,
+        query: &crate::store::AgentQuery,
+    ) -> Result<Vec<crate::store::AgentRecord>, RuntimeError> {
+        self.core
+            .store
+            .agents(query)
+            .await
+            .map_err(|e| RuntimeError::Store(e.into()))
     }
 
     /// How many conversation threads are running (each is one actor).
@@ -439,10 +546,60 @@ impl Runtime {
     /// # Errors
     /// [`RuntimeError::Store`] when the store cannot be listed or read.
     pub async fn recover(&self, timeout: Duration) -> Result<Vec<Ticket>, RuntimeError> {
+        self.recover_where(timeout, |_| true).await
+    }
+
+    /// Starts what a runtime with virtual kinds owes from the start, on a task (when built
+    /// inside a tokio runtime): the timekeeper, which fires the stored timers of the kinds'
+    /// agents, and the requests their threads were in the middle of.
+    fn boot(&self) {
+        if self.core.virtual_kinds.is_empty() {
+            return;
+        }
+        let Ok(tokio) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(
+                "a runtime with virtual agent kinds was built outside tokio: call `recover` to resume what its agents owe"
+            );
+            return;
+        };
+        self.core.timekeeper.agent_added(&self.core.timer_host());
+        let runtime = self.clone();
+        tokio.spawn(async move {
+            let core = Arc::clone(&runtime.core);
+            // A virtual agent's name holds no `/`: its threads' store ids start `<name>/`.
+            let virtual_only = move |store_id: &str| {
+                store_id
+                    .split_once('/')
+                    .is_some_and(|(agent, _)| core.is_virtual(agent))
+            };
+            match runtime.recover_where(BOOT_PATIENCE, virtual_only).await {
+                Ok(resumed) if !resumed.is_empty() => {
+                    tracing::info!(
+                        resumed = resumed.len(),
+                        "virtual agents resumed the requests they owed"
+                    );
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::error!(%error, "virtual agents' owed requests could not be listed")
+                }
+            }
+        });
+    }
+
+    /// [`recover`](Self::recover) for the threads whose store ids `wanted` chooses.
+    async fn recover_where(
+        &self,
+        timeout: Duration,
+        wanted: impl Fn(&str) -> bool,
+    ) -> Result<Vec<Ticket>, RuntimeError> {
         let store = &self.core.store;
         let store_error = |e: crate::store::StoreError| RuntimeError::Store(e.into());
         let mut resumed = Vec::new();
         for summary in store.list().await.map_err(store_error)? {
+            if !wanted(&summary.id) {
+                continue;
+            }
             let Some(meta) = store.get_meta(&summary.id).await.map_err(store_error)? else {
                 continue;
             };

@@ -100,6 +100,11 @@ where
         // restart); the registry's entry goes here, or passes to the successor.
         if held.is_empty() {
             self.agent.forget_thread(&self.thread_id, myself.get_id());
+            // A virtual agent whose last thread retired (idle, or to make room) leaves memory
+            // now; one whose thread failed stays for its supervisor to restart it.
+            if state.retiring && self.agent.activation.is_some() {
+                self.core.deactivate(&self.agent.name);
+            }
         } else {
             let key = ThreadKey::new(self.agent.name.clone(), self.thread_id.clone());
             self.core.succeed(&key, myself.get_id(), held).await;
@@ -140,7 +145,7 @@ where
             self.hold(msg, state);
             return Ok(());
         }
-        if !state.supervised && !matches!(msg, ThreadMsg::IdleCheck) {
+        if !state.supervised && !matches!(msg, ThreadMsg::IdleCheck | ThreadMsg::Evict) {
             if let Err(error) = self.supervise(&myself).await {
                 // Unsupervised, nobody would restart it: leave the registry now, so the next
                 // signal for this thread starts a fresh actor.
@@ -165,7 +170,7 @@ where
     /// moot, a copy of the thread is still given).
     fn hold(&self, msg: ThreadMsg, state: &mut ThreadState<S>) {
         match msg {
-            ThreadMsg::IdleCheck => {}
+            ThreadMsg::IdleCheck | ThreadMsg::Evict => {}
             ThreadMsg::GetThread(reply) => {
                 let _ = reply.send(self.agent.strategy.thread(&state.strategy).cloned());
             }
@@ -182,10 +187,14 @@ where
         state: &mut ThreadState<S>,
     ) -> Option<Signal> {
         let signal = match msg {
-            ThreadMsg::IdleCheck => {
+            ThreadMsg::IdleCheck | ThreadMsg::Evict => {
                 let idle_for = state.last_active.elapsed();
                 let quiet = state.tracked.is_quiet();
-                if book::retires(quiet, idle_for, self.agent.idle_timeout) {
+                let timeout = match msg {
+                    ThreadMsg::Evict => Some(std::time::Duration::ZERO),
+                    _ => self.agent.idle_timeout,
+                };
+                if book::retires(quiet, idle_for, timeout) {
                     // Closing the mailbox rather than stopping at once: whatever a sender put
                     // in it before it closed is handed to the thread's next actor, and a sender
                     // that finds it closed waits for that actor (`RuntimeCore::send`).

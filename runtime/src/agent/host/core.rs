@@ -18,6 +18,7 @@ use motet_signals::{Bus, Signal, Subscription};
 use ractor::{ActorId, ActorRef};
 use tokio::task::AbortHandle;
 
+mod activate;
 mod hosted;
 mod mailbox;
 
@@ -66,6 +67,12 @@ pub(crate) struct RuntimeCore {
     pub(crate) store: Arc<dyn ThreadStore>,
     /// Agent kinds a `Spawn` directive can start, by name.
     pub(crate) kinds: HashMap<String, KindFactory>,
+    /// Virtual agent kinds by name: `<kind>:<key>` is activated by the first message for it.
+    pub(crate) virtual_kinds: HashMap<String, VirtualFactory>,
+    /// How many virtual agents are active, the cap, and the use clock.
+    pub(crate) activations: super::virtuals::Activations,
+    /// The bus subscriptions that route signals to virtual agents by subject.
+    pub(crate) routes: std::sync::Mutex<Vec<Subscription>>,
     /// Every request's status, timestamps and result.
     pub(crate) requests: RequestRecords,
     /// `llm.delta` as a parsed type, to ask the bus whether anyone listens.
@@ -187,10 +194,17 @@ impl RuntimeCore {
         };
         let deadline = tokio::time::Instant::now() + SEND_PATIENCE;
         loop {
-            let running = self.agent(agent).ok_or_else(not_running)?;
+            let running = self.activate(agent).await?;
             let actor = match running.thread(thread) {
                 Some(actor) => actor,
-                None => self.ensure_thread(&running, thread, None).await?,
+                None => match self.ensure_thread(&running, thread, None).await {
+                    Ok(actor) => actor,
+                    // Deactivated meanwhile: activate it again.
+                    Err(_) if is_retired(&running) && tokio::time::Instant::now() < deadline => {
+                        continue;
+                    }
+                    Err(error) => return Err(error),
+                },
             };
             match actor.cast(msg) {
                 Ok(()) => return Ok(()),
@@ -228,6 +242,11 @@ impl RuntimeCore {
     ) -> Result<ActorRef<ThreadMsg>, RuntimeError> {
         self.wait_out_restart(agent.name(), thread).await;
         let _guard = agent.spawning().lock().await;
+        if is_retired(agent) {
+            return Err(RuntimeError::NotRunning {
+                name: agent.name().to_owned(),
+            });
+        }
         let leaving_id = leaving.as_ref().map(|(id, _)| *id);
         if let Some(actor) = agent.thread(thread)
             && Some(actor.get_id()) != leaving_id
@@ -375,6 +394,16 @@ impl RuntimeCore {
         self.housekeeping.restarting.remove(key);
     }
 
+    /// Whether a thread of `agent` waits out a restart's backoff.
+    pub(crate) fn restarting_any(&self, agent: &str) -> bool {
+        !self.housekeeping.restarting.is_empty()
+            && self
+                .housekeeping
+                .restarting
+                .iter()
+                .any(|e| &*e.key().agent == agent)
+    }
+
     /// Waits until thread `thread` of `agent` is due to restart, when it waits out a backoff.
     async fn wait_out_restart(&self, agent: &str, thread: &str) {
         if self.housekeeping.restarting.is_empty() {
@@ -427,11 +456,13 @@ impl RuntimeCore {
             tick.tick().await;
             loop {
                 tick.tick().await;
-                let Some(core) = core.upgrade() else {
+                let Some(strong) = core.upgrade() else {
                     break;
                 };
-                let threads = core.all_threads();
-                drop(core);
+                // Virtual agents whose threads stopped since the last pass leave memory.
+                strong.deactivate_stopped();
+                let threads = strong.all_threads();
+                drop(strong);
                 for thread in threads {
                     let _ = thread.cast(ThreadMsg::IdleCheck);
                 }
@@ -496,6 +527,25 @@ pub(crate) type KindFactory = Arc<
         + Sync,
 >;
 
+/// Activates the virtual agent named (first) with its key (second): builds its spec and
+/// registers it, threads not started.
+pub(crate) type VirtualFactory = Arc<
+    dyn Fn(
+            Arc<RuntimeCore>,
+            String,
+            String,
+        ) -> futures::future::BoxFuture<'static, Result<(), RuntimeError>>
+        + Send
+        + Sync,
+>;
+
+/// Whether `agent` is a virtual agent taken out of the registry.
+fn is_retired(agent: &Arc<dyn AgentEntry>) -> bool {
+    agent
+        .activation()
+        .is_some_and(super::virtuals::Activation::is_retired)
+}
+
 /// One agent's entry in the registry, whatever its strategy type.
 #[async_trait::async_trait]
 pub(crate) trait AgentEntry: Send + Sync {
@@ -513,6 +563,8 @@ pub(crate) trait AgentEntry: Send + Sync {
     fn end_subscriptions(&self);
     /// The agent thread that spawned this agent.
     fn parent(&self) -> Option<&Parent>;
+    /// A virtual agent's mark (last use, retired); `None` for a spawned agent.
+    fn activation(&self) -> Option<&super::virtuals::Activation>;
     /// The names of the agent's tools that are safe to run twice.
     fn idempotent_tools(&self) -> Vec<String>;
     /// The running actor of thread `id`.
@@ -546,7 +598,11 @@ impl super::timekeeper::TimerHost for RuntimeCore {
     }
 
     fn has_agent(&self, name: &str) -> bool {
-        self.agents.contains_key(name)
+        self.agents.contains_key(name) || self.is_virtual(name)
+    }
+
+    fn virtual_kinds(&self) -> Vec<String> {
+        self.virtual_kind_names()
     }
 
     fn deliver(

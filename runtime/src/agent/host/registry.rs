@@ -13,6 +13,7 @@ use super::core::{
     AgentEntry, DEFAULT_THREAD, HostedAgent, Labels, Parent, RuntimeCore, ThreadKey, ThreadMsg,
 };
 use super::few::Few;
+use super::virtuals::Activation;
 use crate::agent::caller::spec::AgentSpec;
 use crate::agent::errors::RuntimeError;
 use crate::store::StoreError;
@@ -56,7 +57,37 @@ where
     S: Strategy + Send + Sync + 'static,
     S::State: Send + Sync + 'static,
 {
+    install(core, spec, parent, None).await
+}
+
+/// Activates the virtual agent `spec` describes: registered with its mark, no thread started
+/// (each starts, from the store, with the first message for it).
+pub(crate) async fn activate_agent<S>(
+    core: &Arc<RuntimeCore>,
+    spec: AgentSpec<S>,
+) -> Result<(), RuntimeError>
+where
+    S: Strategy + Send + Sync + 'static,
+    S::State: Send + Sync + 'static,
+{
+    let mark = Activation::new(core.activations.tick());
+    install(core, spec, None, Some(Box::new(mark))).await
+}
+
+/// Registers an agent: a spawned one (`activation` `None`) with its default thread started, a
+/// virtual one with none.
+async fn install<S>(
+    core: &Arc<RuntimeCore>,
+    spec: AgentSpec<S>,
+    parent: Option<Parent>,
+    activation: Option<Box<Activation>>,
+) -> Result<(), RuntimeError>
+where
+    S: Strategy + Send + Sync + 'static,
+    S::State: Send + Sync + 'static,
+{
     let name = spec.name;
+    let is_virtual = activation.is_some();
     core.costs.set_agent(&name, &spec.budgets);
     let config = Arc::new(HostedAgent {
         name: Arc::from(name.as_str()),
@@ -79,6 +110,7 @@ where
                 })
             },
         ),
+        activation,
     });
     // The agent's spawning lock is taken before the agent becomes visible, so no racing ask can
     // start its default thread first and the thread needs no lookup before it starts. The lock
@@ -89,6 +121,12 @@ where
         dashmap::Entry::Vacant(slot) => {
             slot.insert(config.clone());
         }
+    }
+    if is_virtual {
+        core.activations.activated();
+        drop(spawning);
+        attach(core, &name, spec.consumers, spec.subscriptions).await;
+        return Ok(());
     }
     // The default thread starts now, so a spawn that cannot start fails here. The agent's type
     // is known here, so it starts without going through `dyn AgentEntry`.
@@ -160,6 +198,10 @@ where
 
     fn parent(&self) -> Option<&Parent> {
         self.parent.as_deref()
+    }
+
+    fn activation(&self) -> Option<&Activation> {
+        self.activation.as_deref()
     }
 
     fn name(&self) -> &str {

@@ -29,7 +29,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::agent::errors::RuntimeError;
-use crate::store::{StoredTimer, ThreadKey, ThreadStore};
+use crate::store::{StoredTimer, ThreadKey, ThreadStore, TimerOwners};
 use futures::future::BoxFuture;
 
 /// How far ahead the timekeeper holds stored timers in memory.
@@ -64,8 +64,11 @@ pub(crate) trait TimerHost: Send + Sync + 'static {
     fn timer_store(&self) -> Arc<dyn ThreadStore>;
     /// The names of the agents registered now.
     fn agent_names(&self) -> Vec<String>;
-    /// Whether an agent of this name is registered.
+    /// Whether an agent of this name is registered, or is a virtual agent of a registered
+    /// kind (which a delivery activates).
     fn has_agent(&self, name: &str) -> bool;
+    /// The registered virtual agent kinds: their agents' timers fire whether active or not.
+    fn virtual_kinds(&self) -> Vec<String>;
     /// Hands `signal` to thread `key` as a durable delivery; the receiver answers once the step
     /// that handled it committed.
     fn deliver(
@@ -305,9 +308,12 @@ impl Keeper {
         let Some(host) = self.host.upgrade() else {
             return;
         };
-        let agents = host.agent_names();
+        let owners = TimerOwners {
+            agents: host.agent_names(),
+            kinds: host.virtual_kinds(),
+        };
         drop(host);
-        if agents.is_empty() || !self.keeps {
+        if owners.is_empty() || !self.keeps {
             self.polls = self.keeps;
             return;
         }
@@ -318,7 +324,7 @@ impl Keeper {
         let store = Arc::clone(&self.store);
         tokio::spawn(async move {
             let before = now_ms() + millis(HORIZON);
-            let due = match store.due_timers(before, &agents, POLL_LIMIT).await {
+            let due = match store.due_timers(before, &owners, POLL_LIMIT).await {
                 Ok(due) => due,
                 Err(error) => {
                     tracing::warn!(%error, "the store's timers could not be read; trying again");

@@ -4,7 +4,7 @@ use tokio_postgres::Row;
 
 use super::{PostgresStore, bounded, server_err};
 use crate::store::timers::{COLUMNS, TimerRow, millis_to_db};
-use crate::store::{StoreError, StoredTimer, ThreadKey};
+use crate::store::{StoreError, StoredTimer, ThreadKey, TimerOwners};
 
 impl PostgresStore {
     pub(super) async fn keep_timer(&self, row: &TimerRow) -> Result<(), StoreError> {
@@ -98,9 +98,10 @@ impl PostgresStore {
     pub(super) async fn timers_due(
         &self,
         before_ms: u64,
-        agents: &[String],
+        owners: &TimerOwners,
         limit: usize,
     ) -> Result<Vec<StoredTimer>, StoreError> {
+        let (agents, kinds) = (&owners.agents, &owners.kinds);
         let before = millis_to_db(before_ms);
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         bounded(self.limit, None, async {
@@ -108,13 +109,15 @@ impl PostgresStore {
             let select = client
                 .prepare_cached(&format!(
                     "SELECT {COLUMNS} FROM timers
-                     WHERE due_ms < $1 AND agent = ANY($2)
-                     ORDER BY due_ms LIMIT $3"
+                     WHERE due_ms < $1 AND (agent = ANY($2)
+                        OR (strpos(agent, ':') > 1
+                            AND split_part(agent, ':', 1) = ANY($3)))
+                     ORDER BY due_ms LIMIT $4"
                 ))
                 .await
                 .map_err(server_err)?;
             let rows = client
-                .query(&select, &[&before, &agents, &limit])
+                .query(&select, &[&before, agents, kinds, &limit])
                 .await
                 .map_err(server_err)?;
             rows.iter().map(|row| timer_row(row)?.decode()).collect()

@@ -11,7 +11,7 @@ use crate::store::codec::{
     StoredHead, assemble_thread, corrupt, decode_entries, decode_meta, not_found,
 };
 use crate::store::rows::{SUMMARY_COLUMNS, SummaryRow, UNREADABLE_ID};
-use crate::store::{StoreError, ThreadListing, ThreadMeta, ThreadSummary};
+use crate::store::{AgentQuery, AgentRecord, StoreError, ThreadListing, ThreadMeta, ThreadSummary};
 
 impl Inner {
     pub(super) fn load(&self, thread_id: &str) -> Result<Option<Thread>, StoreError> {
@@ -89,6 +89,57 @@ impl Inner {
         Ok(ThreadListing::of(
             rows.into_iter().map(|row| row.and_then(SummaryRow::decode)),
         ))
+    }
+
+    /// The directory of agents, grouped in SQL: a kind's agents by their threads' ids (a range
+    /// of the primary key), every agent by the key in each thread's meta.
+    pub(super) fn agents(&self, query: &AgentQuery) -> Result<Vec<AgentRecord>, StoreError> {
+        let err = db_err(&self.path);
+        let conn = lock(&self.reader);
+        let after = query.after.clone().unwrap_or_default();
+        let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+        let record = |row: &rusqlite::Row<'_>| {
+            Ok(AgentRecord {
+                name: row.get(0)?,
+                threads: row.get(1)?,
+                created_at: row.get(2)?,
+                last_active: row.get(3)?,
+            })
+        };
+        let records = match &query.kind {
+            Some(kind) => {
+                // `;` follows `:`: every id that starts `<kind>:` lies between the two.
+                let (low, high) = (format!("{kind}:"), format!("{kind};"));
+                let mut stmt = conn
+                    .prepare_cached(
+                        "SELECT substr(id, 1, instr(id, '/') - 1) AS agent, count(*),
+                                min(created_at), max(updated_at)
+                         FROM threads WHERE id >= ?1 AND id < ?2 AND instr(id, '/') > 0
+                         GROUP BY agent HAVING agent > ?3 AND length(agent) > length(?1)
+                         ORDER BY agent LIMIT ?4",
+                    )
+                    .map_err(&err)?;
+                stmt.query_map(params![low, high, after, limit], record)
+                    .map_err(&err)?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            }
+            None => {
+                let mut stmt = conn
+                    .prepare_cached(
+                        "SELECT coalesce(json_extract(meta, '$.agent'),
+                                         json_extract(meta, '$.strategy_config_id')) AS agent,
+                                count(*), min(created_at), max(updated_at)
+                         FROM threads WHERE meta IS NOT NULL AND json_valid(meta)
+                         GROUP BY agent HAVING agent IS NOT NULL AND agent > ?1
+                         ORDER BY agent LIMIT ?2",
+                    )
+                    .map_err(&err)?;
+                stmt.query_map(params![after, limit], record)
+                    .map_err(&err)?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            }
+        };
+        records.map_err(&err)
     }
 
     pub(super) fn epoch(&self, thread_id: String) -> Result<u64, StoreError> {

@@ -77,20 +77,28 @@ impl Inner {
         &self,
         before_ms: u64,
         agents: &str,
+        kinds: &str,
         limit: usize,
     ) -> Result<Vec<StoredTimer>, StoreError> {
         let err = db_err(&self.path);
         let conn = lock(&self.reader);
+        // A virtual agent's name is `<kind>:<key>`: its kind is what precedes the first `:`.
         let mut select = conn
             .prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM timers
-                 WHERE due_ms < ?1 AND agent IN (SELECT value FROM json_each(?2))
-                 ORDER BY due_ms LIMIT ?3"
+                 WHERE due_ms < ?1 AND (agent IN (SELECT value FROM json_each(?2))
+                    OR (instr(agent, ':') > 1
+                        AND substr(agent, 1, instr(agent, ':') - 1)
+                            IN (SELECT value FROM json_each(?3))))
+                 ORDER BY due_ms LIMIT ?4"
             ))
             .map_err(&err)?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = select
-            .query_map(params![millis_to_db(before_ms), agents, limit], timer_row)
+            .query_map(
+                params![millis_to_db(before_ms), agents, kinds, limit],
+                timer_row,
+            )
             .map_err(&err)?;
         rows.map(|row| row.map_err(&err)?.decode()).collect()
     }

@@ -56,6 +56,9 @@ pub(crate) struct HostedAgent<S> {
     /// The agent's tenant and priority, which most agents leave at their defaults (boxed: one
     /// word for them).
     pub(crate) labels: Option<Box<Labels>>,
+    /// A virtual agent's last use and whether it was deactivated; `None` for a spawned agent
+    /// (boxed: one word for it).
+    pub(crate) activation: Option<Box<crate::agent::host::virtuals::Activation>>,
 }
 
 /// An agent's tenant and priority, for its LLM calls' [`CallScope`](motet_providers::CallScope).

@@ -40,6 +40,8 @@ pub(crate) enum ThreadMsg {
     },
     /// Stop if nothing happened for the idle timeout and no request is open.
     IdleCheck,
+    /// Stop now if no request is open: a virtual agent's thread, deactivated to make room.
+    Evict,
     /// A copy of the thread this actor keeps (if its strategy keeps one).
     GetThread(oneshot::Sender<Option<motet_agents::Thread>>),
     /// A signal from a durable bus consumer, which is told on `committed` once the step that
