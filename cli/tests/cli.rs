@@ -1862,3 +1862,60 @@ fn prices_and_budgets_in_the_config_file_are_checked() {
         );
     }
 }
+
+/// Threads of three agents — two threads of the virtual agent `room:a`, one of `room:b`, one of
+/// the named agent `plain` — stored with the keys the runtime writes.
+fn store_agents(db: &Path) {
+    tokio().block_on(async {
+        let store = SqliteStore::open(db).await.unwrap();
+        for (at, agent, thread) in [
+            (1_000, "room:a", "default"),
+            (3_000, "room:a", "side"),
+            (2_000, "room:b", "default"),
+            (4_000, "plain", "default"),
+        ] {
+            let key = motet::runtime::store::ThreadKey::new(agent, thread);
+            let mut stored = Thread::new(key.store_id(), at);
+            stored.append(&FixedEnv::new(at), NewEntry::user("hello"));
+            let meta = motet::runtime::store::ThreadMeta {
+                key: Some(key),
+                ..Default::default()
+            };
+            store
+                .create_with(&ThreadHeader::of(&stored), Some(&meta), stored.to_list())
+                .await
+                .unwrap();
+        }
+    });
+}
+
+#[test]
+fn agents_list_reads_the_directory_from_the_store() {
+    let sandbox = Sandbox::new();
+    store_agents(&sandbox.db());
+
+    let rooms = run(sandbox.motet(&["agents", "list", "--kind", "room"]));
+    assert!(rooms.status.success(), "{}", stderr(&rooms));
+    let lines: Vec<&str> = stdout(&rooms).lines().collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines[0].starts_with("room:a · 2 threads · created "), "{lines:?}");
+    assert!(lines[1].starts_with("room:b · 1 thread · "), "{lines:?}");
+
+    let count = run(sandbox.motet(&["agents", "list", "--count"]));
+    assert_eq!(stdout(&count).trim(), "3", "{}", stderr(&count));
+
+    let json = run(sandbox.motet(&["agents", "list", "--json"]));
+    let all: Vec<serde_json::Value> = stdout(&json)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let names: Vec<&str> = all.iter().map(|a| a["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["plain", "room:a", "room:b"]);
+    assert_eq!(all[1]["kind"], "room");
+    assert_eq!(all[1]["key"], "a");
+    assert_eq!(all[1]["threads"], 2);
+    assert!(all[0]["kind"].is_null());
+
+    let none = run(sandbox.motet(&["agents", "list", "--kind", "nobody"]));
+    assert!(stdout(&none).contains("no agents in"), "{}", stdout(&none));
+}

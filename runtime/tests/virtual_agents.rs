@@ -341,3 +341,90 @@ async fn a_timer_fires_in_a_new_process_with_nothing_addressed_and_the_directory
     );
     runtime.shutdown().await;
 }
+
+/// A runtime with the `janitor` kind: ReAct with an `rm` tool behind an approval, counted in
+/// `runs`, its threads idle after 50 ms.
+fn janitors(
+    store: Arc<dyn ThreadStore>,
+    model: motet_runtime::testing::ScriptedModel,
+    runs: Arc<std::sync::atomic::AtomicU32>,
+) -> Runtime {
+    use motet_runtime::tool::{ToolError, ToolSet, tool_fn};
+    Runtime::builder()
+        .virtual_kind("janitor", move |_key| {
+            let runs = Arc::clone(&runs);
+            let rm = tool_fn("rm", "Removes a path.", move |_: serde_json::Value| {
+                runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                async { Ok::<_, ToolError>("removed".to_owned()) }
+            });
+            let tools = Arc::new(
+                ToolSet::builder()
+                    .tool(rm)
+                    .require_approval("rm", motet_directives::Approval::required())
+                    .build()
+                    .map_err(|e| e.to_string())?,
+            );
+            Ok(
+                motet_runtime::agent::AgentSpec::new("janitor", react(MODEL, &tools))
+                    .with_tools(tools)
+                    .with_idle_timeout(Some(Duration::from_millis(50))),
+            )
+        })
+        .llm(model)
+        .store(store)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_approval_outlives_its_agent_and_an_answer_brings_it_back() {
+    use motet_directives::{AssistantBlock, Response, ToolArgs};
+    let dir = tempfile::tempdir().unwrap();
+    let model = motet_runtime::testing::ScriptedModel::new(
+        [
+            vec![AssistantBlock::tool_use(
+                "a",
+                "rm",
+                ToolArgs::from_text(r#"{"path":"/tmp/x"}"#),
+            )],
+            vec![AssistantBlock::text("done")],
+        ]
+        .into_iter()
+        .map(turn),
+    );
+    let runs = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let request = {
+        let runtime = janitors(sqlite(&dir).await, model.clone(), Arc::clone(&runs));
+        let agent = runtime.virtual_agent("janitor", "j1").unwrap();
+        let options = AskOptions {
+            keep_running: true,
+            ..AskOptions::default()
+        };
+        let mut ticket = agent.submit("clean up", options).await.unwrap();
+        let waiting = tokio::time::timeout(Duration::from_secs(20), ticket.next_waiting())
+            .await
+            .unwrap()
+            .unwrap();
+        let id = waiting.request_id.clone();
+        runtime.shutdown().await;
+        id
+    };
+    // A new process: nothing addressed; the wait is listed from the store.
+    let runtime = janitors(sqlite(&dir).await, model, Arc::clone(&runs));
+    let waits = runtime.waiting().await.unwrap();
+    assert_eq!(waits.len(), 1, "{waits:?}");
+    assert_eq!(waits[0].agent, "janitor:j1");
+    assert_eq!(waits[0].request_id, request);
+    assert_eq!(runtime.agent_count(), 0);
+    // The answer activates the agent and its request goes on to its end.
+    runtime.respond(&waits[0], Response::Approve).await.unwrap();
+    until("the request completes", || {
+        runtime
+            .request(&request)
+            .is_some_and(|r| r.status == motet_runtime::agent::RequestStatus::Completed)
+    })
+    .await;
+    assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert!(runtime.waiting().await.unwrap().is_empty());
+    runtime.shutdown().await;
+}
