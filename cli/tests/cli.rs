@@ -1898,7 +1898,10 @@ fn agents_list_reads_the_directory_from_the_store() {
     assert!(rooms.status.success(), "{}", stderr(&rooms));
     let lines: Vec<&str> = stdout(&rooms).lines().collect();
     assert_eq!(lines.len(), 2, "{lines:?}");
-    assert!(lines[0].starts_with("room:a · 2 threads · created "), "{lines:?}");
+    assert!(
+        lines[0].starts_with("room:a · 2 threads · created "),
+        "{lines:?}"
+    );
     assert!(lines[1].starts_with("room:b · 1 thread · "), "{lines:?}");
 
     let count = run(sandbox.motet(&["agents", "list", "--count"]));

@@ -77,6 +77,34 @@ pub use postgres::{PostgresConfig, PostgresStore, SCHEMA_VERSION as POSTGRES_SCH
 pub use sqlite::{Durability, SCHEMA_VERSION, SqliteConfig, SqliteStore};
 pub use timers::{CronTimer, StoredTimer, TimerOwners};
 
+/// The directory of agents from a store's listing: every thread's summary, and for a query of
+/// every agent each thread's key (one read per thread). What [`ThreadStore::agents`] does for
+/// a store with no quicker way.
+///
+/// # Errors
+/// The store's.
+pub async fn agents_from_listing<S: ThreadStore + ?Sized>(
+    store: &S,
+    query: &AgentQuery,
+) -> Result<Vec<AgentRecord>, StoreError> {
+    let mut threads = Vec::new();
+    for summary in store.list().await? {
+        // A virtual agent's name holds no `/`: its kind's threads are found by their ids.
+        let agent = match &query.kind {
+            Some(_) => summary.id.split_once('/').map(|(a, _)| a.to_owned()),
+            None => store
+                .get_meta(&summary.id)
+                .await?
+                .and_then(|meta| meta.key)
+                .map(|key| key.agent().to_owned()),
+        };
+        if let Some(agent) = agent {
+            threads.push((agent, summary.created_at, summary.updated_at));
+        }
+    }
+    Ok(directory(threads, query))
+}
+
 /// What a thread is created with: everything but its entries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadHeader {
@@ -462,22 +490,7 @@ pub trait ThreadStore: Send + Sync {
     /// # Errors
     /// Storage failures.
     async fn agents(&self, query: &AgentQuery) -> Result<Vec<AgentRecord>, StoreError> {
-        let mut threads = Vec::new();
-        for summary in self.list().await? {
-            // A virtual agent's name holds no `/`: its kind's threads are found by their ids.
-            let agent = match &query.kind {
-                Some(_) => summary.id.split_once('/').map(|(a, _)| a.to_owned()),
-                None => self
-                    .get_meta(&summary.id)
-                    .await?
-                    .and_then(|meta| meta.key)
-                    .map(|key| key.agent().to_owned()),
-            };
-            if let Some(agent) = agent {
-                threads.push((agent, summary.created_at, summary.updated_at));
-            }
-        }
-        Ok(directory(threads, query))
+        agents_from_listing(self, query).await
     }
 
     /// The timers of the agents `owners` names (by name, or by virtual kind) due before

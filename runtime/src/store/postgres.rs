@@ -63,8 +63,8 @@ pub use migrations::SCHEMA_VERSION;
 use super::codec::{Append, decode_meta, encode_json};
 use super::timers::{TimerOwners, TimerRow};
 use super::{
-    StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadListing, ThreadMeta, ThreadStore,
-    ThreadSummary, UsageFilter, UsageRecord,
+    AgentQuery, AgentRecord, StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadListing,
+    ThreadMeta, ThreadStore, ThreadSummary, UsageFilter, UsageRecord,
 };
 
 /// How to open a [`PostgresStore`].
@@ -361,6 +361,13 @@ impl ThreadStore for PostgresStore {
     ) -> Result<bool, StoreError> {
         self.settle_timer(key, id, fired_ms, signal_id, next_ms)
             .await
+    }
+
+    async fn agents(&self, query: &AgentQuery) -> Result<Vec<AgentRecord>, StoreError> {
+        match &query.kind {
+            Some(kind) => self.agents_of_kind(kind, query).await,
+            None => super::agents_from_listing(self, query).await,
+        }
     }
 
     async fn due_timers(

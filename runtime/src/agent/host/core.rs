@@ -251,6 +251,15 @@ impl RuntimeCore {
         if let Some(actor) = agent.thread(thread)
             && Some(actor.get_id()) != leaving_id
         {
+            // Another actor took the thread (a virtual agent come back meanwhile): it gets
+            // what the leaving one held, after what it has.
+            if let Some((_, held)) = leaving {
+                for msg in held {
+                    if actor.cast(msg).is_err() {
+                        tracing::warn!(agent = %agent.name(), %thread, "a message for a stopping thread could not be handed on");
+                    }
+                }
+            }
             return Ok(actor);
         }
         let actor = match agent
@@ -289,8 +298,13 @@ impl RuntimeCore {
         leaving: ActorId,
         held: Vec<ThreadMsg>,
     ) {
-        let Some(agent) = self.agent(&key.agent) else {
-            return;
+        // A virtual agent deactivated meanwhile comes back for them.
+        let agent = match self.activate(&key.agent).await {
+            Ok(agent) => agent,
+            Err(error) => {
+                tracing::warn!(agent = %key.agent, thread = %key.thread, %error, held = held.len(), "messages for a stopping thread were dropped: its agent is gone");
+                return;
+            }
         };
         if let Err(error) = self
             .ensure_thread(&agent, &key.thread, Some((leaving, held)))

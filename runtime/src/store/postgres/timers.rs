@@ -4,7 +4,7 @@ use tokio_postgres::Row;
 
 use super::{PostgresStore, bounded, server_err};
 use crate::store::timers::{COLUMNS, TimerRow, millis_to_db};
-use crate::store::{StoreError, StoredTimer, ThreadKey, TimerOwners};
+use crate::store::{AgentQuery, AgentRecord, StoreError, StoredTimer, ThreadKey, TimerOwners};
 
 impl PostgresStore {
     pub(super) async fn keep_timer(&self, row: &TimerRow) -> Result<(), StoreError> {
@@ -121,6 +121,49 @@ impl PostgresStore {
                 .await
                 .map_err(server_err)?;
             rows.iter().map(|row| timer_row(row)?.decode()).collect()
+        })
+        .await
+    }
+
+    /// The directory's page of the virtual agents of `kind`, grouped in SQL from their
+    /// threads' ids (a range of the primary key: `<kind>:` up to `<kind>;`).
+    pub(super) async fn agents_of_kind(
+        &self,
+        kind: &str,
+        query: &AgentQuery,
+    ) -> Result<Vec<AgentRecord>, StoreError> {
+        let (low, high) = (format!("{kind}:"), format!("{kind};"));
+        let after = query.after.clone().unwrap_or_default();
+        let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+        bounded(self.limit, None, async {
+            let client = self.pool.get().await.map_err(server_err)?;
+            let rows = client
+                .query(
+                    "SELECT split_part(id, '/', 1) AS agent, count(*), min(created_at),
+                            max(updated_at)
+                     FROM threads WHERE id >= $1 AND id < $2 AND strpos(id, '/') > 0
+                        AND split_part(id, '/', 1) > $3
+                        AND length(split_part(id, '/', 1)) > length($1)
+                     GROUP BY agent ORDER BY agent LIMIT $4",
+                    &[&low, &high, &after, &limit],
+                )
+                .await
+                .map_err(server_err)?;
+            rows.iter()
+                .map(|row| {
+                    let count = |i: usize| {
+                        row.try_get::<_, i64>(i)
+                            .map_err(server_err)
+                            .map(|n| u64::try_from(n).unwrap_or(0))
+                    };
+                    Ok(AgentRecord {
+                        name: row.try_get(0).map_err(server_err)?,
+                        threads: count(1)?,
+                        created_at: count(2)?,
+                        last_active: count(3)?,
+                    })
+                })
+                .collect()
         })
         .await
     }
