@@ -57,6 +57,7 @@ impl Here<'_> {
             tenant: self.labels.and_then(|l| l.tenant.clone()),
             priority: self.labels.map(|l| l.priority).unwrap_or_default(),
             kind,
+            on_behalf_of: Vec::new(),
         }
     }
 }
@@ -148,6 +149,20 @@ pub(crate) struct RequestSpan {
     /// The agents that delegated this request, as its signal's `motetchain` extension said
     /// (`None` for a request asked directly): what an agent tool it calls checks.
     pub(crate) chain: Option<Box<str>>,
+    /// The requests it works for, as its signal's `motetpayers` extension said (`None` for a
+    /// request asked directly): their budgets count its calls too.
+    pub(crate) payers: Option<Box<str>>,
+}
+
+impl Tracked {
+    /// The requests request `request` works for (its delegating callers'), as `(agent,
+    /// request)`: empty for one nobody delegated.
+    pub(crate) fn payers(&self, request: Option<&str>) -> motet_agents::delegate::Payers {
+        let text = request
+            .and_then(|request| self.span(request))
+            .and_then(|span| span.payers.as_deref());
+        motet_agents::delegate::Payers::of_extension(text)
+    }
 }
 
 /// One wait for a person being watched. Dropping it ends its span and takes it off the gauge.
