@@ -281,12 +281,9 @@ pub fn holder(thread: &Thread) -> Option<&str> {
 /// it), `Some(None)` when it is a request's message (its own agent holds it again), `None` when
 /// none of them decides. Reads from the end, so a thread's last request bounds the walk.
 pub fn holder_change(entries: &[Arc<Entry>]) -> Option<Option<&str>> {
-    entries
-        .iter()
-        .rev()
-        .find_map(|entry| match &entry.body {
-            EntryBody::Note { text } => text.strip_prefix(HANDED_OFF_NOTE).map(Some),
-            EntryBody::User { .. } => Some(None),
-            _ => None,
-        })
+    entries.iter().rev().find_map(|entry| match &entry.body {
+        EntryBody::Note { text } => text.strip_prefix(HANDED_OFF_NOTE).map(Some),
+        EntryBody::User { .. } => Some(None),
+        _ => None,
+    })
 }

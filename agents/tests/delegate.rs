@@ -320,7 +320,13 @@ fn payers_travel_as_an_extension_and_a_bad_one_is_none() {
         ]
     );
     assert_eq!(Payers::of_extension(Some(&two.to_extension())), two);
-    for bad in [None, Some(""), Some("[\"lead\"]"), Some("{\"a\":1}"), Some("[[1,2]]")] {
+    for bad in [
+        None,
+        Some(""),
+        Some("[\"lead\"]"),
+        Some("{\"a\":1}"),
+        Some("[[1,2]]"),
+    ] {
         assert!(Payers::of_extension(bad).is_empty(), "{bad:?}");
     }
 }

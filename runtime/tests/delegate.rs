@@ -7,8 +7,8 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -20,7 +20,7 @@ use motet_runtime::agent::{
 use motet_runtime::store::{SqliteStore, ThreadStore};
 use motet_runtime::tool::{Tool, ToolContext, ToolError};
 
-use common::by_agent::{ByAgent, Step, call, text};
+use common::by_agent::{ByAgent, Step, call, questions, text};
 
 const LEAD: &str = "You lead.";
 const RESEARCHER: &str = "You research.";
@@ -40,22 +40,6 @@ async fn two_agents(model: ByAgent, tool: AgentTool) -> Runtime {
     runtime.spawn(researcher()).await.unwrap();
     runtime.spawn(lead(tool)).await.unwrap();
     runtime
-}
-
-/// The user messages of thread `thread` of `agent`.
-async fn questions(runtime: &Runtime, agent: &str, thread: &str) -> Vec<String> {
-    let handle = runtime.agent(agent).unwrap();
-    let Some(thread) = handle.get_thread(Some(thread)).await.unwrap() else {
-        return Vec::new();
-    };
-    thread
-        .to_list()
-        .iter()
-        .filter_map(|e| match &e.body {
-            EntryBody::User { content } => Some(content.to_string()),
-            _ => None,
-        })
-        .collect()
 }
 
 /// The tool results in thread `thread` of `agent`.
@@ -404,14 +388,17 @@ async fn the_callees_spending_counts_in_the_callers_hard_budget_and_stops_it_typ
     let model = ByAgent::default()
         .script(
             LEAD,
-            [call("tc1", "ask_researcher", r#"{"input": "dig"}"#, 100, 100)],
+            [call(
+                "tc1",
+                "ask_researcher",
+                r#"{"input": "dig"}"#,
+                100,
+                100,
+            )],
         )
         .script(RESEARCHER, [call("l1", "lookup", "{}", 1_000, 500)]);
     let runtime = common::runtime_on(model.clone());
-    runtime
-        .spawn(researcher().tool(lookup()))
-        .await
-        .unwrap();
+    runtime.spawn(researcher().tool(lookup())).await.unwrap();
     let budgeted = lead(AgentTool::new("researcher"))
         .agent(|s| s.with_budget(BudgetLevel::Request, Budget::tokens(1_000)));
     let lead = runtime.spawn(budgeted).await.unwrap();
@@ -429,7 +416,10 @@ async fn the_callees_spending_counts_in_the_callers_hard_budget_and_stops_it_typ
     assert_eq!(asked[0].status, RequestStatus::Failed, "{asked:?}");
     // The lead's tool result says why the researcher stopped.
     let results = tool_results(&runtime, "lead", "default").await;
-    assert!(results[0].contains("budget") || results[0].contains("1000"), "{results:?}");
+    assert!(
+        results[0].contains("budget") || results[0].contains("1000"),
+        "{results:?}"
+    );
     runtime.shutdown().await;
 }
 

@@ -16,13 +16,10 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use motet_agents::EntryBody;
-use motet_runtime::agent::{
-    AgentTool, AskOptions, Handoff, HistoryFilter, ReActAgent, Runtime,
-};
+use motet_runtime::agent::{AgentTool, AskOptions, Handoff, HistoryFilter, ReActAgent, Runtime};
 use motet_runtime::store::{SqliteStore, ThreadStore};
 
-use common::by_agent::{ByAgent, Step, call, text};
+use common::by_agent::{ByAgent, Step, call, questions, text};
 
 /// The variable that makes the test binary a child: `<sqlite file>|<mode>`.
 const CHILD_VAR: &str = "MOTET_DELEGATE_CHILD";
@@ -76,7 +73,16 @@ async fn child_run() {
     let (model, agent, asks): (ByAgent, &str, &[&str]) = match mode {
         "delegation" => (
             ByAgent::default()
-                .script(LEAD, [call("tc1", "ask_researcher", r#"{"input": "capital?"}"#, 1, 1)])
+                .script(
+                    LEAD,
+                    [call(
+                        "tc1",
+                        "ask_researcher",
+                        r#"{"input": "capital?"}"#,
+                        1,
+                        1,
+                    )],
+                )
                 .script(RESEARCHER, [hanging]),
             "lead",
             &["q"],
@@ -114,7 +120,14 @@ async fn child_run() {
 /// Runs the child in `mode` on `db` and kills it (SIGKILL) once its model call hangs.
 async fn crash(db: &std::path::Path, mode: &str) {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "child_run", "--nocapture", "--test-threads", "1"])
+        .args([
+            "--ignored",
+            "--exact",
+            "child_run",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
         .env(CHILD_VAR, format!("{}|{mode}", db.display()))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -131,23 +144,11 @@ async fn crash(db: &std::path::Path, mode: &str) {
         .map(Result::unwrap);
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
-    assert_eq!(started, Ok(true), "the child ({mode}) never got as far as the kill");
-}
-
-/// The user messages of thread `thread` of `agent`.
-async fn questions(runtime: &Runtime, agent: &str, thread: &str) -> Vec<String> {
-    let handle = runtime.agent(agent).unwrap();
-    let Some(thread) = handle.get_thread(Some(thread)).await.unwrap() else {
-        return Vec::new();
-    };
-    thread
-        .to_list()
-        .iter()
-        .filter_map(|e| match &e.body {
-            EntryBody::User { content } => Some(content.to_string()),
-            _ => None,
-        })
-        .collect()
+    assert_eq!(
+        started,
+        Ok(true),
+        "the child ({mode}) never got as far as the kill"
+    );
 }
 
 /// The answers of every request `recover` resumed.
@@ -198,11 +199,19 @@ async fn a_crash_mid_handoff_continues_with_the_receiver_which_keeps_the_thread(
     );
     let runtime = agents(model.clone(), &db).await;
     let answers = recovered(&runtime).await;
-    assert!(answers.contains(&"Refund issued.".to_owned()), "{answers:?}");
+    assert!(
+        answers.contains(&"Refund issued.".to_owned()),
+        "{answers:?}"
+    );
     // The receiver's interrupted request was carried on, not asked again.
     assert_eq!(questions(&runtime, "billing", "default").await.len(), 1);
     // The thread is billing's now: the next ask of triage goes there.
-    let next = runtime.agent("triage").unwrap().ask("thanks").await.unwrap();
+    let next = runtime
+        .agent("triage")
+        .unwrap()
+        .ask("thanks")
+        .await
+        .unwrap();
     assert_eq!(next.text, "Anything else?");
     assert!(model.requests_of(TRIAGE).is_empty());
     runtime.shutdown().await;
@@ -215,10 +224,8 @@ async fn after_a_crash_a_handed_off_thread_resumes_and_answers_with_its_holder()
     crash(&db, "handed").await;
 
     // No `recover`: the giver's thread owes nothing, so resuming it resumes the holder's.
-    let model = ByAgent::default().script(
-        BILLING,
-        [text("You're welcome.", 1, 1), text("Bye.", 1, 1)],
-    );
+    let model =
+        ByAgent::default().script(BILLING, [text("You're welcome.", 1, 1), text("Bye.", 1, 1)]);
     let runtime = agents(model.clone(), &db).await;
     let triage = runtime.agent("triage").unwrap();
     let resumed = triage
@@ -229,7 +236,10 @@ async fn after_a_crash_a_handed_off_thread_resumes_and_answers_with_its_holder()
     assert_eq!(resumed.wait().await.unwrap().text, "You're welcome.");
     let next = triage.ask("bye").await.unwrap();
     assert_eq!(next.text, "Bye.");
-    assert!(model.requests_of(TRIAGE).is_empty(), "triage is never asked again");
+    assert!(
+        model.requests_of(TRIAGE).is_empty(),
+        "triage is never asked again"
+    );
     assert_eq!(
         questions(&runtime, "billing", "default").await[1..],
         ["thanks".to_owned(), "bye".to_owned()]

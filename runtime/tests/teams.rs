@@ -395,7 +395,10 @@ async fn a_team_hears_its_own_members_replies_and_no_one_elses() {
         .ask_signal(stray, Duration::from_secs(30))
         .await
         .unwrap();
-    assert_eq!(reply.request_id(), Some(format!("{}.0", ticket.id()).as_str()));
+    assert_eq!(
+        reply.request_id(),
+        Some(format!("{}.0", ticket.id()).as_str())
+    );
     tokio::time::sleep(Duration::from_millis(200)).await;
     ticket.cancel("enough").await.unwrap();
     let failure = team_failure(ticket.wait().await);

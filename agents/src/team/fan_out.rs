@@ -11,8 +11,8 @@ use motet_signals::Signal;
 use serde::{Deserialize, Serialize};
 
 use super::ask::{Asker, Heard};
-use super::step::{Team, handle};
 use super::gather::{AskView, Gather, Join, end_round};
+use super::step::{Team, handle, on_copy};
 use super::{MemberAnswer, TeamFailed, TeamFailure, joined};
 use crate::env::Env;
 use crate::error::StrategyError;
@@ -293,10 +293,7 @@ impl FanOut {
                 asker.failed(env, TeamFailed::new(failure, Usage::default()))?,
             ]);
         }
-        let mut next = state.clone();
-        let out = self.begin(&mut next, asker, tasks, env)?;
-        *state = next;
-        Ok(out)
+        on_copy(state, |next| self.begin(next, asker, tasks, env))
     }
 
     /// The member of ask `request_id` lost it (its thread restarted, say): the ask fails with
@@ -312,10 +309,7 @@ impl FanOut {
         reason: &str,
         env: &dyn Env,
     ) -> Result<Vec<Directive>, StrategyError> {
-        let mut next = state.clone();
-        let out = self.fail_ask(&mut next, request_id, reason, env)?;
-        *state = next;
-        Ok(out)
+        on_copy(state, |next| self.fail_ask(next, request_id, reason, env))
     }
 
     /// Member `agent` stopped for good: nothing more is asked of it, and its open asks fail
@@ -330,20 +324,20 @@ impl FanOut {
         reason: &str,
         env: &dyn Env,
     ) -> Result<Vec<Directive>, StrategyError> {
-        let mut next = state.clone();
-        next.gone.insert(agent.to_owned());
-        let theirs: Vec<String> = next
-            .asks()
-            .iter()
-            .filter(|a| a.open && a.agent == agent)
-            .map(|a| a.request_id.to_owned())
-            .collect();
-        let mut out = Vec::new();
-        for request_id in theirs {
-            out.extend(self.fail_ask(&mut next, &request_id, reason, env)?);
-        }
-        *state = next;
-        Ok(out)
+        on_copy(state, |next| {
+            next.gone.insert(agent.to_owned());
+            let theirs: Vec<String> = next
+                .asks()
+                .iter()
+                .filter(|a| a.open && a.agent == agent)
+                .map(|a| a.request_id.to_owned())
+                .collect();
+            let mut out = Vec::new();
+            for request_id in theirs {
+                out.extend(self.fail_ask(next, &request_id, reason, env)?);
+            }
+            Ok(out)
+        })
     }
 
     /// Asks every task, or fails at once when there is none or the rule cannot be met.

@@ -205,11 +205,10 @@ impl Gather {
     /// Takes a member's reply in; `None` when it answers none of this round's asks (or one
     /// already settled), with the slot it settled and what to do about its timer otherwise.
     pub(crate) fn hear(&mut self, heard: Heard) -> Option<(usize, Vec<Directive>)> {
-        let (slot, asked) = self
-            .asked
-            .iter_mut()
-            .enumerate()
-            .find(|(_, a)| a.ask.request_id == heard.request_id() && a.status == Status::Open)?;
+        let (slot, asked) =
+            self.asked.iter_mut().enumerate().find(|(_, a)| {
+                a.ask.request_id == heard.request_id() && a.status == Status::Open
+            })?;
         asked.status = match heard {
             Heard::Answer { answer, usage, .. } => {
                 self.usage += usage;

@@ -11,8 +11,8 @@ use motet_signals::Signal;
 use serde::{Deserialize, Serialize};
 
 use super::ask::Asker;
-use super::step::{Team, handle};
 use super::gather::{Gather, Join, Settle};
+use super::step::{Team, handle};
 use super::{MemberAnswer, TeamCompleted, TeamFailed, TeamFailure};
 use crate::env::Env;
 use crate::error::StrategyError;

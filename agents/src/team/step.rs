@@ -55,23 +55,37 @@ pub(crate) fn handle<T: Team>(
     signal: &Signal,
     env: &dyn Env,
 ) -> Result<Vec<Directive>, StrategyError> {
+    on_copy(state, |next| {
+        let input = Input::of(signal)?;
+        Ok(match common(T::round(next), &input, signal, env)? {
+            Some(out) => {
+                if T::round(next).is_none() {
+                    T::ended(next);
+                }
+                out
+            }
+            None => match input {
+                Input::Request(request) => {
+                    let asker = Asker::of(signal)?;
+                    team.request(next, request, asker, env)?
+                }
+                other => team.other(next, other, signal, env)?,
+            },
+        })
+    })
+}
+
+/// `change` made to a copy of `state`, which replaces it only when the change succeeds: a team
+/// step that fails leaves its state as it was.
+///
+/// # Errors
+/// `change`'s.
+pub(crate) fn on_copy<S: Clone, T>(
+    state: &mut S,
+    change: impl FnOnce(&mut S) -> Result<T, StrategyError>,
+) -> Result<T, StrategyError> {
     let mut next = state.clone();
-    let input = Input::of(signal)?;
-    let out = match common(T::round(&mut next), &input, signal, env)? {
-        Some(out) => {
-            if T::round(&mut next).is_none() {
-                T::ended(&mut next);
-            }
-            out
-        }
-        None => match input {
-            Input::Request(request) => {
-                let asker = Asker::of(signal)?;
-                team.request(&mut next, request, asker, env)?
-            }
-            other => team.other(&mut next, other, signal, env)?,
-        },
-    };
+    let out = change(&mut next)?;
     *state = next;
     Ok(out)
 }
@@ -100,8 +114,8 @@ fn common(
                 let failure = TeamFailure::Busy {
                     active_request_id: asker.request_id.clone(),
                 };
-                let refused = Asker::of(signal)?
-                    .failed(env, TeamFailed::new(failure, Usage::default()))?;
+                let refused =
+                    Asker::of(signal)?.failed(env, TeamFailed::new(failure, Usage::default()))?;
                 Ok(Some(vec![refused]))
             }
             None => Ok(None),
@@ -130,18 +144,13 @@ fn common(
 }
 
 /// A failed reply to a request-starting signal a team does not do.
-fn refuse(
-    signal: &Signal,
-    env: &dyn Env,
-) -> Result<Option<Vec<Directive>>, StrategyError> {
+fn refuse(signal: &Signal, env: &dyn Env) -> Result<Option<Vec<Directive>>, StrategyError> {
     if signal.request_id().is_none() {
         return Ok(Some(Vec::new()));
     }
     let failure = TeamFailure::Unsupported {
         signal_type: signal.signal_type().as_str().to_owned(),
     };
-    let refused =
-        Asker::of(signal)?.failed(env, TeamFailed::new(failure, Usage::default()))?;
+    let refused = Asker::of(signal)?.failed(env, TeamFailed::new(failure, Usage::default()))?;
     Ok(Some(vec![refused]))
 }
-

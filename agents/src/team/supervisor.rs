@@ -16,8 +16,8 @@ use motet_signals::Signal;
 use serde::{Deserialize, Serialize};
 
 use super::ask::Asker;
-use super::step::{Team, handle};
 use super::gather::{Gather, Join, end_round};
+use super::step::{Team, handle};
 use super::{MemberAnswer, TeamFailed, TeamFailure, joined};
 use crate::env::Env;
 use crate::error::StrategyError;

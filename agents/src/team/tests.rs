@@ -193,7 +193,10 @@ fn a_failed_ask_is_asked_again_of_the_member_reassign_picks_until_attempts_run_o
     assert_eq!(asked(&out), pairs(&[("b", "r1.0.1")]));
     assert_eq!(replies(&out), 0);
     let again = state.ask("r1.0.1").unwrap();
-    assert_eq!((again.slot, again.attempt, again.agent, again.open), (0, 1, "b", true));
+    assert_eq!(
+        (again.slot, again.attempt, again.agent, again.open),
+        (0, 1, "b", true)
+    );
     // A late reply to the attempt replaced is not heard.
     assert!(state.ask("r1.0").is_none());
     assert!(
@@ -254,7 +257,11 @@ fn a_lost_ask_and_a_member_gone_are_failures_asked_again_elsewhere() {
     let out = team.lost(&mut state, "r1.0", "restarted", &env).unwrap();
     assert_eq!(asked(&out), pairs(&[("b", "r1.0.1")]));
     // Nothing for an ask that is not open.
-    assert!(team.lost(&mut state, "r1.0", "again", &env).unwrap().is_empty());
+    assert!(
+        team.lost(&mut state, "r1.0", "again", &env)
+            .unwrap()
+            .is_empty()
+    );
     // a stops for good: its other ask moves to b, and nothing more goes to a.
     let out = team.member_gone(&mut state, "a", "stopped", &env).unwrap();
     assert_eq!(asked(&out), pairs(&[("b", "r1.1.1")]));

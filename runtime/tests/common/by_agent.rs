@@ -1,5 +1,5 @@
 //! A model that answers each agent from its own script, for tests of agents that ask each
-//! other (delegate.rs, delegate_crash.rs).
+//! other (delegate.rs, delegate_crash.rs), and what one of them was asked.
 
 #![allow(dead_code, reason = "each test file uses some of these")]
 
@@ -111,3 +111,22 @@ pub(crate) fn call(id: &str, tool: &str, args: &str, input: u32, output: u32) ->
     )
 }
 
+/// The user messages of thread `thread` of `agent`.
+pub(crate) async fn questions(
+    runtime: &motet_runtime::agent::Runtime,
+    agent: &str,
+    thread: &str,
+) -> Vec<String> {
+    let handle = runtime.agent(agent).unwrap();
+    let Some(thread) = handle.get_thread(Some(thread)).await.unwrap() else {
+        return Vec::new();
+    };
+    thread
+        .to_list()
+        .iter()
+        .filter_map(|e| match &e.body {
+            motet_agents::EntryBody::User { content } => Some(content.to_string()),
+            _ => None,
+        })
+        .collect()
+}

@@ -49,7 +49,11 @@ impl AgentTool {
     pub fn new(agent: impl Into<String>) -> Self {
         let agent = agent.into();
         Self {
-            callee: Callee::new("ask_", format!("Ask the agent `{agent}` and get its answer."), agent),
+            callee: Callee::new(
+                "ask_",
+                format!("Ask the agent `{agent}` and get its answer."),
+                agent,
+            ),
             thread: CalleeThread::default(),
             max_input: None,
         }
@@ -115,7 +119,10 @@ impl Tool for AgentTool {
         let thread = self
             .thread
             .resolve(caller, caller_thread, request, ctx.tool_call_id());
-        let (answer, _) = self.callee.ask(ctx, thread, input, "did not answer").await?;
+        let (answer, _) = self
+            .callee
+            .ask(ctx, thread, input, "did not answer")
+            .await?;
         Ok(answer.text)
     }
 }

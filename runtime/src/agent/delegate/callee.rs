@@ -62,11 +62,10 @@ impl Callee {
             caller_request: ctx.request_id(),
             timeout: self.timeout,
         };
-        let answer = ask::ask(call).await.map_err(|e| {
-            ToolError::failed(format!("agent `{}` {not_done}: {e}", self.agent))
-        })?;
+        let answer = ask::ask(call)
+            .await
+            .map_err(|e| ToolError::failed(format!("agent `{}` {not_done}: {e}", self.agent)))?;
         delegation.spent.add(answer.usage);
         Ok((answer, delegation))
     }
 }
-

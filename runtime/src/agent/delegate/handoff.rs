@@ -64,7 +64,6 @@ impl Handoff {
         self.filter = filter;
         self
     }
-
 }
 
 #[async_trait]

@@ -155,6 +155,24 @@ pub(crate) struct RequestSpan {
 }
 
 impl Tracked {
+    /// Who `here`'s LLM calls of `kind` for `cause` are made for, the requests its request
+    /// works for among them (their budgets count the call).
+    pub(crate) fn scope(
+        &self,
+        here: &Here<'_>,
+        cause: &Signal,
+        kind: motet_providers::CallKind,
+    ) -> motet_providers::CallScope {
+        let mut scope = here.scope(cause, kind);
+        scope.on_behalf_of = self
+            .payers(cause.request_id())
+            .requests()
+            .iter()
+            .map(|(agent, request)| (Arc::from(agent.as_str()), Arc::from(request.as_str())))
+            .collect();
+        scope
+    }
+
     /// The requests request `request` works for (its delegating callers'), as `(agent,
     /// request)`: empty for one nobody delegated.
     pub(crate) fn payers(&self, request: Option<&str>) -> motet_agents::delegate::Payers {

@@ -89,7 +89,10 @@ async fn ask(
 ) {
     let thread = RuntimeCore::thread_id(signal.thread_id());
     let (reply, answer) = oneshot::channel();
-    let heard = match core.send(&to, &thread, ThreadMsg::Ask { signal, reply }).await {
+    let heard = match core
+        .send(&to, &thread, ThreadMsg::Ask { signal, reply })
+        .await
+    {
         Err(error) => Err(format!("agent `{to}` could not be asked: {error}")),
         Ok(()) => match answer.await {
             Ok(Ok(reply)) => Ok(reply),

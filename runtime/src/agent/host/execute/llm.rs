@@ -2,7 +2,6 @@
 //! `llm.result` or `llm.failed`.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
 
 use futures::FutureExt as _;
 use motet_directives::results::{LLM_FAILED, LLM_RESULT, LlmFailed, LlmResult};
@@ -37,13 +36,7 @@ pub(super) fn stream(job: &Job<'_>, tracked: &mut Tracked, mut call: LlmStream) 
     let core = here.core.clone();
     let task_cause = cause.clone();
     let source = here.source();
-    let mut scope = here.scope(cause, CallKind::Turn);
-    scope.on_behalf_of = tracked
-        .payers(cause.request_id())
-        .requests()
-        .iter()
-        .map(|(agent, request)| (Arc::from(agent.as_str()), Arc::from(request.as_str())))
-        .collect();
+    let scope = tracked.scope(here, cause, CallKind::Turn);
     let work = Box::pin(async move {
         let call_id = call.call_id;
         let streamed = stream_call(

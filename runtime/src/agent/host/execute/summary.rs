@@ -1,8 +1,6 @@
 //! `Summarize`: the summary call the strategy built (instructions, transcript, model), streamed
 //! as it is and answered `summary.result` (with the call's usage) or `summary.failed`.
 
-use std::sync::Arc;
-
 use motet_directives::Summarize;
 use motet_directives::results::{SUMMARY_FAILED, SUMMARY_RESULT, SummaryFailed, SummaryResult};
 use motet_providers::CallKind;
@@ -21,13 +19,7 @@ pub(super) fn summarize(job: &Job<'_>, tracked: &mut Tracked, summarize: Summari
     let call_id = summarize.call_id;
     let request = summarize.request;
     let span = trace::directive_span("summarize", here.thread, job.parent.clone());
-    let mut scope = here.scope(cause, CallKind::Summary);
-    scope.on_behalf_of = tracked
-        .payers(cause.request_id())
-        .requests()
-        .iter()
-        .map(|(agent, request)| (Arc::from(agent.as_str()), Arc::from(request.as_str())))
-        .collect();
+    let scope = tracked.scope(here, cause, CallKind::Summary);
     let work = Box::pin(async move {
         let chat = trace::chat_span(&request, span.id(), 0);
         // No person is asked about a summary: only the hard budgets check it.
