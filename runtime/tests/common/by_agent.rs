@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use motet_directives::{AssistantBlock, LlmRequest, Message, ToolArgs};
 use motet_providers::{LlmClient, LlmEvents, ProviderError};
 
-use super::{DropFlag, turn_using};
+use super::{HangingModel, turn_using};
 
 /// What the model does for one call of one agent.
 #[derive(Clone)]
@@ -65,7 +65,10 @@ pub(crate) fn system_of(req: &LlmRequest) -> String {
 impl LlmClient for ByAgent {
     async fn stream(&self, req: LlmRequest) -> Result<LlmEvents, ProviderError> {
         let system = system_of(&req);
-        self.seen.lock().unwrap().push((system.clone(), req));
+        self.seen
+            .lock()
+            .unwrap()
+            .push((system.clone(), req.clone()));
         let step = self
             .scripts
             .lock()
@@ -78,19 +81,7 @@ impl LlmClient for ByAgent {
                 let events = motet_runtime::testing::events_of(turn_using(blocks, input, output)?);
                 Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))))
             }
-            Step::Hang(dropped, started) => {
-                let flag = DropFlag(dropped);
-                started.notify_one();
-                Ok(Box::pin(futures::stream::unfold(flag, |flag| async move {
-                    futures::future::pending::<()>().await;
-                    Some((
-                        Ok(motet_providers::LlmEvent::Done {
-                            stop_reason: motet_directives::StopReason::EndTurn,
-                        }),
-                        flag,
-                    ))
-                })))
-            }
+            Step::Hang(dropped, started) => HangingModel { dropped, started }.stream(req).await,
         }
     }
 }
