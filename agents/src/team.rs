@@ -2,11 +2,12 @@
 //!
 //! A team member is any agent the runtime hosts (ReAct or a strategy of one's own). A team
 //! asks it with an `agent.request` emitted to its name, on a thread of its own, and hears its
-//! answer as the `agent.completed` / `agent.failed` reply the runtime publishes on the bus — so
-//! a team agent subscribes to those two types (and runs on its default thread, where bus
-//! deliveries go). A cancel of the team's request is sent on to every member still working, and
-//! a member's answer is never awaited past its timeout (a `Schedule`). Everything a team decides
-//! is pure; it is tested as transcripts, signals in and directives out.
+//! `agent.completed` / `agent.failed` reply: the runtime delivers the reply of an ask to the
+//! thread that asked (or an `agent.failed` when the member cannot be reached or stops first),
+//! so a team needs no subscription and hears no one else's replies. A cancel of the team's
+//! request is sent on to every member still working, and a member's answer is never awaited
+//! past its timeout (a `Schedule`). Everything a team decides is pure; it is tested as
+//! transcripts, signals in and directives out.
 //!
 //! - [`Supervisor`] routes a request to members (by a function or by a model's choice) and
 //!   collects their answers into one reply.
