@@ -13,7 +13,6 @@
 use std::time::Duration;
 
 use motet::agents::team::{Member, Supervisor, TeamCompleted};
-use motet::agents::{AGENT_COMPLETED, AGENT_FAILED};
 use motet::prelude::*;
 use motet::providers::{ProviderKind, ProvidersConfig};
 
@@ -63,7 +62,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         )
         .await?;
 
-    // The supervisor hears its members' answers on the bus.
+    // The supervisor hears its members' answers as the replies of its asks.
     let supervisor = Supervisor::new([
         Member::new("calculator", "multiplies numbers"),
         Member::new("writer", "writes sentences about anything else"),
@@ -71,11 +70,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     .route_by_model(model, 96)
     .with_timeout(Duration::from_secs(120));
     let team = runtime
-        .spawn(
-            AgentSpec::new("supervisor", supervisor)
-                .subscribe(AGENT_COMPLETED.parse()?)
-                .subscribe(AGENT_FAILED.parse()?),
-        )
+        .spawn(AgentSpec::new("supervisor", supervisor))
         .await?;
 
     let options = AskOptions {

@@ -2,7 +2,8 @@
 //! request passed through and the depth and cycle limits on it ([`Chain`], [`DelegateError`]),
 //! which thread of the callee an agent-as-tool call lands on ([`CalleeThread`]) and the request
 //! id it is asked under ([`callee_request`]), and for a handoff what history the receiving
-//! agent sees ([`HistoryFilter`], [`briefing`]) and who holds a thread after one ([`holder`]).
+//! agent sees ([`HistoryFilter`], [`briefing`]) and who holds a thread after one ([`holder`],
+//! [`holder_change`]).
 //!
 //! The runtime carries these out (motet-runtime's `AgentTool` and `Handoff`); nothing here
 //! does IO, so each rule is a plain `#[test]`.
@@ -20,6 +21,10 @@ pub const DEFAULT_MAX_DEPTH: usize = 4;
 /// The signal extension that carries a delegated request's [`Chain`] (a JSON array of agent
 /// names, as text), so the callee's own delegations are checked against it.
 pub const CHAIN_EXTENSION: &str = "motetchain";
+
+/// The signal extension that carries the requests a delegated request works for ([`Payers`],
+/// as JSON text), so their budgets count what the callee spends.
+pub const PAYERS_EXTENSION: &str = "motetpayers";
 
 /// How the note a handoff leaves in the thread begins; the receiving agent's name follows.
 pub const HANDED_OFF_NOTE: &str = "conversation handed to ";
@@ -86,6 +91,47 @@ impl Chain {
 impl fmt::Display for Chain {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0.join(" → "))
+    }
+}
+
+/// The requests a delegated request works for: each delegating agent's request, the first
+/// asker's first, as `(agent, request)`. A caller's request budget counts what its callees
+/// spend: the runtime checks and charges each call of a delegated request against these
+/// requests' budgets too.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Payers(Vec<(String, String)>);
+
+impl Payers {
+    /// The payers a request's [`PAYERS_EXTENSION`] names; none for a request nobody delegated,
+    /// or an extension that does not read as a list of `[agent, request]` pairs (a request is
+    /// never refused for a malformed label).
+    pub fn of_extension(extension: Option<&str>) -> Self {
+        extension
+            .and_then(|text| serde_json::from_str::<Vec<(String, String)>>(text).ok())
+            .map_or_else(Self::default, Self)
+    }
+
+    /// These payers and request `request` of `agent` after them: what a call made by that
+    /// request passes on to its callee.
+    pub fn with(&self, agent: &str, request: &str) -> Self {
+        let mut next = self.0.clone();
+        next.push((agent.to_owned(), request.to_owned()));
+        Self(next)
+    }
+
+    /// The `(agent, request)` pairs, the first asker first.
+    pub fn requests(&self) -> &[(String, String)] {
+        &self.0
+    }
+
+    /// Whether there are none (a request nobody delegated).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The payers as their [`PAYERS_EXTENSION`] value.
+    pub fn to_extension(&self) -> String {
+        serde_json::to_string(&self.0).unwrap_or_default()
     }
 }
 
@@ -223,15 +269,21 @@ pub fn briefing(thread: &Thread, filter: &HistoryFilter, from: &str, reason: &st
     )
 }
 
-/// The agent that holds `thread` now: the receiver of its last handoff, or `None` when it was
-/// never handed off (its own agent holds it).
+/// The agent that holds `thread` now: the receiver of its last handoff, or `None` when its own
+/// agent holds it — it was never handed off, or a request came into it after its last handoff
+/// (the conversation was handed back). Read from the thread alone, so it holds after a crash.
 pub fn holder(thread: &Thread) -> Option<&str> {
-    thread
-        .to_list()
-        .iter()
-        .rev()
-        .find_map(|entry| match &entry.body {
-            EntryBody::Note { text } => text.strip_prefix(HANDED_OFF_NOTE),
-            _ => None,
-        })
+    holder_change(thread.to_list()).flatten()
+}
+
+/// What `entries`, appended to a thread in this order, say about who holds it:
+/// `Some(Some(agent))` when the last of them that decides is a handoff's note (`agent` holds
+/// it), `Some(None)` when it is a request's message (its own agent holds it again), `None` when
+/// none of them decides. Reads from the end, so a thread's last request bounds the walk.
+pub fn holder_change(entries: &[Arc<Entry>]) -> Option<Option<&str>> {
+    entries.iter().rev().find_map(|entry| match &entry.body {
+        EntryBody::Note { text } => text.strip_prefix(HANDED_OFF_NOTE).map(Some),
+        EntryBody::User { .. } => Some(None),
+        _ => None,
+    })
 }

@@ -2,11 +2,12 @@
 //!
 //! A team member is any agent the runtime hosts (ReAct or a strategy of one's own). A team
 //! asks it with an `agent.request` emitted to its name, on a thread of its own, and hears its
-//! answer as the `agent.completed` / `agent.failed` reply the runtime publishes on the bus — so
-//! a team agent subscribes to those two types (and runs on its default thread, where bus
-//! deliveries go). A cancel of the team's request is sent on to every member still working, and
-//! a member's answer is never awaited past its timeout (a `Schedule`). Everything a team decides
-//! is pure; it is tested as transcripts, signals in and directives out.
+//! `agent.completed` / `agent.failed` reply: the runtime delivers the reply of an ask to the
+//! thread that asked (or an `agent.failed` when the member cannot be reached or stops first),
+//! so a team needs no subscription and hears no one else's replies. A cancel of the team's
+//! request is sent on to every member still working, and a member's answer is never awaited
+//! past its timeout (a `Schedule`). Everything a team decides is pure; it is tested as
+//! transcripts, signals in and directives out.
 //!
 //! - [`Supervisor`] routes a request to members (by a function or by a model's choice) and
 //!   collects their answers into one reply.
@@ -23,6 +24,7 @@ mod ask;
 mod fan_out;
 mod gather;
 mod group_chat;
+mod step;
 mod supervisor;
 
 use motet_directives::Usage;
@@ -30,7 +32,7 @@ use serde::{Deserialize, Serialize};
 
 pub use ask::{Heard, heard};
 pub use fan_out::{FanOut, FanOutState, Task};
-pub use gather::Join;
+pub use gather::{AskView, Join};
 pub use group_chat::{GroupChat, GroupChatState, Turn};
 pub use supervisor::{Member, ROUTE_TOOL, Route, Supervisor, SupervisorState};
 
@@ -163,76 +165,6 @@ pub fn joined(answers: &[MemberAnswer]) -> String {
             .collect::<Vec<_>>()
             .join("\n"),
     }
-}
-
-/// What every team does with the protocol's signals other than its own request and the
-/// replies it waits for: a cancel or a resume ends the open round (its members cancelled), a
-/// second request is refused while one is open, anything that starts a request and that a team
-/// does not do is refused typed. `None` for a signal the team handles itself.
-pub(crate) fn common(
-    open: &mut Option<(ask::Asker, gather::Gather)>,
-    input: &crate::protocol::Input<'_>,
-    signal: &motet_signals::Signal,
-    env: &dyn crate::Env,
-) -> Result<Option<Vec<motet_directives::Directive>>, crate::StrategyError> {
-    use crate::protocol::{Input, starts_request};
-    let end = |open: &mut Option<(ask::Asker, gather::Gather)>, failure: TeamFailure| {
-        let Some((asker, mut gather)) = open.take() else {
-            return Ok(Vec::new());
-        };
-        let mut out = gather.close(&failure.to_string(), env)?;
-        out.push(asker.failed(env, TeamFailed::new(failure, gather.usage))?);
-        Ok(out)
-    };
-    match input {
-        Input::Request(_) => match open {
-            Some((asker, _)) => {
-                let failure = TeamFailure::Busy {
-                    active_request_id: asker.request_id.clone(),
-                };
-                let refused = ask::Asker::of(signal)?
-                    .failed(env, TeamFailed::new(failure, Usage::default()))?;
-                Ok(Some(vec![refused]))
-            }
-            None => Ok(None),
-        },
-        Input::Cancel(cancel) => {
-            let named = signal.request_id();
-            if open
-                .as_ref()
-                .is_some_and(|(asker, _)| Some(asker.request_id.as_str()) == named)
-            {
-                let reason = cancel.reason.clone();
-                return end(open, TeamFailure::Cancelled { reason }).map(Some);
-            }
-            Ok(Some(Vec::new()))
-        }
-        Input::Resume(_) => {
-            if open.is_some() {
-                return end(open, TeamFailure::Interrupted).map(Some);
-            }
-            refuse(signal, env)
-        }
-        Input::Other(_) | Input::Outcome(_) => Ok(None),
-        _ if starts_request(signal.signal_type().as_str()) => refuse(signal, env),
-        _ => Ok(Some(Vec::new())),
-    }
-}
-
-/// A failed reply to a request-starting signal a team does not do.
-fn refuse(
-    signal: &motet_signals::Signal,
-    env: &dyn crate::Env,
-) -> Result<Option<Vec<motet_directives::Directive>>, crate::StrategyError> {
-    if signal.request_id().is_none() {
-        return Ok(Some(Vec::new()));
-    }
-    let failure = TeamFailure::Unsupported {
-        signal_type: signal.signal_type().as_str().to_owned(),
-    };
-    let refused =
-        ask::Asker::of(signal)?.failed(env, TeamFailed::new(failure, Usage::default()))?;
-    Ok(Some(vec![refused]))
 }
 
 #[cfg(test)]

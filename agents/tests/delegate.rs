@@ -166,6 +166,28 @@ fn the_holder_is_the_receiver_of_the_last_handoff() {
     assert_eq!(holder(&thread), Some("billing"));
     thread.append(&env, note("refunds"));
     assert_eq!(holder(&thread), Some("refunds"));
+    // Asked again on it (handed back), its own agent holds it; notes after that count again.
+    let before = thread.entry_count();
+    thread.append(&env, NewEntry::user("back to you"));
+    assert_eq!(holder(&thread), None);
+    assert_eq!(
+        motet_agents::delegate::holder_change(&thread.to_list()[before..]),
+        Some(None)
+    );
+    thread.append(
+        &env,
+        NewEntry::assistant(
+            motet_directives::AssistantMessage::text("sure"),
+            motet_directives::Usage::default(),
+        ),
+    );
+    assert_eq!(
+        motet_agents::delegate::holder_change(&thread.to_list()[before + 1..]),
+        None,
+        "an answer decides nothing"
+    );
+    thread.append(&env, note("billing"));
+    assert_eq!(holder(&thread), Some("billing"));
 }
 
 /// `tool.result` data for call `call` carrying a callee's usage, and a handoff when `to`.
@@ -282,4 +304,29 @@ fn a_failed_handoff_is_an_error_result_the_model_reads() {
         [motet_directives::Directive::LlmStream(_)]
     ));
     assert_eq!(holder(&h.state.thread), None);
+}
+
+#[test]
+fn payers_travel_as_an_extension_and_a_bad_one_is_none() {
+    use motet_agents::delegate::Payers;
+    let none = Payers::default();
+    assert!(none.is_empty());
+    let two = none.with("lead", "r1").with("b", "r1.tc1");
+    assert_eq!(
+        two.requests(),
+        [
+            ("lead".to_owned(), "r1".to_owned()),
+            ("b".to_owned(), "r1.tc1".to_owned())
+        ]
+    );
+    assert_eq!(Payers::of_extension(Some(&two.to_extension())), two);
+    for bad in [
+        None,
+        Some(""),
+        Some("[\"lead\"]"),
+        Some("{\"a\":1}"),
+        Some("[[1,2]]"),
+    ] {
+        assert!(Payers::of_extension(bad).is_empty(), "{bad:?}");
+    }
 }

@@ -1,27 +1,32 @@
 //! The coordinator: a pure strategy that fans a batch of tasks out to the workers and gathers
-//! their answers, all through signals.
+//! their answers, all through signals, on the [`FanOut`] team strategy.
 //!
-//! - `swarm.run` (an ask) brings the batch. Each task goes to a worker with the task's skill as
-//!   a `agent.request` signal (`Emit` to that agent), on a thread of its own named after the task
-//!   and attempt, so no task sees another's history.
-//! - Workers answer on the bus (`agent.completed` / `agent.failed`, which the coordinator
-//!   subscribes to and reads as a `ReactReply`). Every answer moves the count on and is published as `swarm.progress`.
+//! - `swarm.run` (an ask) brings the batch. The team asks each task of a worker with the
+//!   task's skill: an `agent.request` (`Emit` to that agent) on a thread of its own named after
+//!   the task and attempt (`batch-1.<task>`, then `batch-1.<task>.<attempt>`), so no task sees
+//!   another's history.
+//! - Each worker's reply comes back to the coordinator alone (`agent.completed` /
+//!   `agent.failed`, read as a team reads any member's, `team::heard`): the runtime delivers
+//!   the reply of an ask to the thread that asked, or an `agent.failed` when none will come. Every answer moves the count on and is published as `swarm.progress`.
 //! - Workers also report every tool result (`swarm.tool`): the coordinator counts the tool
 //!   calls of each task and checks each result, and then the answer, against the result the
 //!   task expects (the product, the code in the note).
 //! - The supervisor publishes `agent.thread.restarted` when a worker's thread crashed: the task
-//!   it was running is lost with it, so the coordinator sends it again, to the next worker with
-//!   that skill. A
-//!   failed request is tried again the same way, up to `max_attempts`.
-//! - When every task is answered or out of attempts, `swarm.done` answers the ask with a
-//!   [`Report`].
+//!   it was running is lost with it, and the team asks it again of the next worker with that
+//!   skill (`FanOut::lost`); a failed request is tried again the same way, up to
+//!   `max_attempts` (`FanOut::with_attempts`); a worker the supervisor stopped is asked
+//!   nothing more (`FanOut::member_gone`).
+//! - When every task is answered or out of attempts ([`Join::BestEffort`]), `swarm.done`
+//!   answers the ask with a [`Report`].
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+use std::sync::Arc;
 
-use motet::agents::ReactReply;
+use motet::agents::team::{self, FanOut, FanOutState, Join};
+use motet::agents::{AGENT_REQUEST, ReactCompleted};
 use motet::directives::{Emit, EmitTarget, Reply};
 use motet::prelude::*;
-use motet::runtime::agent::ThreadFailure;
+use motet::runtime::agent::{AGENT_STOPPED, THREAD_RESTARTED, ThreadFailure};
 use motet::signals::SignalError;
 use serde::{Deserialize, Serialize};
 
@@ -195,43 +200,66 @@ pub(crate) struct Progress {
     pub tokens: u64,
 }
 
-/// Fans tasks out to `workers` and gathers the answers.
+/// Fans tasks out to `workers` and gathers the answers: a [`FanOut`] team asks and gathers —
+/// every task asked at once, each of the worker the batch picked, a failed one asked again of
+/// the next worker with its skill up to `max_attempts`, the round over when every task is
+/// answered or out of attempts ([`Join::BestEffort`]) — and around it the swarm's own
+/// bookkeeping: tool reports checked, crashes and stopped workers turned into failed asks, the
+/// progress published, and the report.
 pub(crate) struct Coordinator {
     /// Each worker's agent name and skill.
     workers: Vec<(String, Skill)>,
-    max_attempts: u32,
+    fan: FanOut,
 }
 
 impl Coordinator {
     /// A coordinator for these workers (agent name, skill), trying each task up to
     /// `max_attempts`.
     pub(crate) fn new(workers: Vec<(String, Skill)>, max_attempts: u32) -> Self {
-        Self {
-            workers,
-            max_attempts: max_attempts.max(1),
-        }
+        let order = Arc::new(workers.clone());
+        let fan = FanOut::new(workers.iter().map(|(name, _)| name.clone()))
+            .with_join(Join::BestEffort)
+            .with_attempts(max_attempts)
+            .with_reassign(move |task, up| next_worker(&order, task, up));
+        Self { workers, fan }
     }
 }
 
-/// A task on its way: keyed by the request id its worker answers with.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct Open {
-    task: Task,
-    attempt: u32,
-    worker: usize,
-    first_sent_ms: u64,
+/// The next attempt of `task`: the same question (no crash planned this time) to the next
+/// worker still up with the skill of the worker that failed it, looking on from that one.
+fn next_worker(
+    workers: &[(String, Skill)],
+    task: &team::Task,
+    up: &[String],
+) -> Option<team::Task> {
+    let at = workers.iter().position(|(w, _)| *w == task.agent)?;
+    let skill = workers[at].1;
+    (1..=workers.len())
+        .map(|step| &workers[(at + step) % workers.len()])
+        .find(|(w, s)| *s == skill && up.contains(w))
+        .map(|(w, _)| team::Task::new(w, &task.query))
+}
+
+/// What the coordinator knows of one task beyond the team's round.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Tally {
     tool_calls: u32,
     tool_results_correct: u32,
+    /// Attempts made so far.
+    attempts: u32,
+    /// Why its last attempt failed.
+    error: Option<String>,
 }
 
 /// The coordinator's state for one batch.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct Gathering {
+    /// The round of asks.
+    fan: FanOutState,
     batch: Option<String>,
-    total: usize,
-    open: HashMap<String, Open>,
-    /// Workers the supervisor stopped; nothing more is sent to them.
-    stopped: BTreeSet<usize>,
+    tasks: Vec<Task>,
+    tallies: Vec<Tally>,
+    first_sent_ms: u64,
     report: Report,
 }
 
@@ -248,208 +276,230 @@ impl Strategy for Coordinator {
         signal: &Signal,
         env: &dyn Env,
     ) -> Result<Vec<Directive>, StrategyError> {
-        if let Some(reply) = ReactReply::of(signal)? {
-            // A late answer to an attempt already replaced changes nothing.
-            let Some(out) = self.on_reply(state, reply, env)? else {
-                return Ok(Vec::new());
-            };
-            return progressed(state, out);
-        }
-        let mut out = Vec::new();
-        match signal.signal_type().as_str() {
+        let out = match signal.signal_type().as_str() {
             RUN => {
-                let batch: Batch = read(signal)?;
-                state.batch = signal.request_id().map(str::to_owned);
-                state.total = batch.tasks.len();
-                for (k, task) in batch.tasks.into_iter().enumerate() {
-                    let Some(worker) = self.pick(state, task.skill, k) else {
-                        return Err(StrategyError::InvalidData {
-                            signal_type: RUN.to_owned(),
-                            message: format!(
-                                "no worker can do task {} ({:?})",
-                                task.id, task.skill
-                            ),
-                        });
-                    };
-                    let open = Open {
-                        task,
-                        attempt: 0,
-                        worker,
-                        first_sent_ms: env.now_ms(),
-                        tool_calls: 0,
-                        tool_results_correct: 0,
-                    };
-                    out.push(self.dispatch(state, open)?);
-                }
+                let out = self.start(state, signal, env)?;
+                return self.progressed(state, out, false);
             }
             TOOL_REPORT => {
                 let report: ToolReport = read(signal)?;
-                if let Some(open) = state.open.get_mut(&report.request_id) {
-                    open.tool_calls += 1;
-                    if open
-                        .task
-                        .tool_result_correct(&report.output, report.is_error)
-                    {
-                        open.tool_results_correct += 1;
+                let Some(slot) = state.fan.ask(&report.request_id).map(|a| a.slot) else {
+                    return Ok(Vec::new());
+                };
+                if let (Some(tally), Some(task)) =
+                    (state.tallies.get_mut(slot), state.tasks.get(slot))
+                {
+                    tally.tool_calls += 1;
+                    if task.tool_result_correct(&report.output, report.is_error) {
+                        tally.tool_results_correct += 1;
                     }
                 }
                 return Ok(Vec::new());
             }
-            motet::runtime::agent::THREAD_RESTARTED => {
+            THREAD_RESTARTED => {
                 let failure: ThreadFailure = read(signal)?;
                 state.report.restarts += 1;
-                // A task's thread is named after its request id: that request died with it.
-                if let Some(open) = state.open.remove(&failure.thread) {
-                    out.extend(self.retry(state, open, failure.error, env)?);
-                }
+                // A task's thread is named after its request: that request died with it.
+                failed(state, &failure.thread, &failure.error);
+                self.fan
+                    .lost(&mut state.fan, &failure.thread, &failure.error, env)?
             }
-            motet::runtime::agent::AGENT_STOPPED => {
+            AGENT_STOPPED => {
                 let failure: ThreadFailure = read(signal)?;
-                if let Some(worker) = self.workers.iter().position(|(w, _)| *w == failure.agent) {
-                    state.stopped.insert(worker);
-                }
-                let lost: Vec<String> = state
-                    .open
+                let theirs: Vec<String> = state
+                    .fan
+                    .asks()
                     .iter()
-                    .filter(|(_, open)| self.workers[open.worker].0 == failure.agent)
-                    .map(|(id, _)| id.clone())
+                    .filter(|a| a.open && a.agent == failure.agent)
+                    .map(|a| a.request_id.to_owned())
                     .collect();
-                for id in lost {
-                    if let Some(open) = state.open.remove(&id) {
-                        out.extend(self.retry(state, open, failure.error.clone(), env)?);
-                    }
+                for request in theirs {
+                    failed(state, &request, &failure.error);
                 }
+                self.fan
+                    .member_gone(&mut state.fan, &failure.agent, &failure.error, env)?
             }
-            _ => return Ok(Vec::new()),
-        }
-        progressed(state, out)
+            _ => {
+                // A worker's reply, or the runtime's word that none will come (its thread
+                // crashed): any `agent.completed` / `agent.failed`, read as a team reads it.
+                let Some(reply) = team::heard(signal)? else {
+                    return Ok(Vec::new());
+                };
+                // A late answer to an attempt already replaced changes nothing.
+                if !self.heard(state, signal, &reply, env) {
+                    return Ok(Vec::new());
+                }
+                self.fan.handle(&mut state.fan, signal, env)?
+            }
+        };
+        self.progressed(state, out, true)
     }
 }
 
-/// `out`, then the progress so far, and the report when every task has its outcome.
-fn progressed(
-    state: &mut Gathering,
-    mut out: Vec<Directive>,
-) -> Result<Vec<Directive>, StrategyError> {
-    out.push(progress(state)?);
-    if state.report.outcomes.len() == state.total
-        && let Some(batch) = state.batch.take()
-    {
-        let mut report = std::mem::take(&mut state.report);
-        report.outcomes.sort_by_key(|o| o.id);
-        let done = Signal::builder(DONE, "coordinator")
-            .with_request_id(batch)
-            .with_data(report)
-            .build()
-            .map_err(|e| emit_error(DONE, e))?;
-        out.push(Directive::Reply(Reply::completed(done)));
+/// The ask `request` failed with `error`: its task's tally says so.
+fn failed(state: &mut Gathering, request: &str, error: &str) {
+    let Some(ask) = state.fan.ask(request).filter(|a| a.open) else {
+        return;
+    };
+    let (slot, attempt) = (ask.slot, ask.attempt);
+    if let Some(tally) = state.tallies.get_mut(slot) {
+        tally.attempts = attempt + 1;
+        tally.error = Some(error.to_owned());
     }
-    Ok(out)
 }
 
 impl Coordinator {
-    /// A worker's reply: the task's outcome, or another attempt after a failure. `None` for
-    /// a reply to an attempt already replaced.
-    fn on_reply(
+    /// `swarm.run`: every task asked of the worker with its skill the batch order gives it.
+    fn start(
         &self,
         state: &mut Gathering,
-        reply: ReactReply,
+        signal: &Signal,
         env: &dyn Env,
-    ) -> Result<Option<Vec<Directive>>, StrategyError> {
-        let Some(open) = state.open.remove(reply.request_id()) else {
-            return Ok(None);
+    ) -> Result<Vec<Directive>, StrategyError> {
+        let batch: Batch = read(signal)?;
+        let mut asks = Vec::with_capacity(batch.tasks.len());
+        for (k, task) in batch.tasks.iter().enumerate() {
+            let Some(worker) = self.pick(task.skill, k) else {
+                return Err(StrategyError::InvalidData {
+                    signal_type: RUN.to_owned(),
+                    message: format!("no worker can do task {} ({:?})", task.id, task.skill),
+                });
+            };
+            let mut ask = team::Task::new(worker, &task.query);
+            if task.chaos {
+                // The first attempt only: an attempt after it is asked without it.
+                ask = ask.with_field("crash", serde_json::Value::Bool(true));
+            }
+            asks.push(ask);
+        }
+        let out = self.fan.start(&mut state.fan, signal, asks, env)?;
+        state.batch = signal.request_id().map(str::to_owned);
+        state.tallies = vec![Tally::default(); batch.tasks.len()];
+        state.tasks = batch.tasks;
+        state.first_sent_ms = env.now_ms();
+        state.report = Report::default();
+        Ok(out)
+    }
+
+    /// A worker's reply, noted in its task's tally (or outcome); `false` for one that answers
+    /// no open ask.
+    fn heard(
+        &self,
+        state: &mut Gathering,
+        signal: &Signal,
+        reply: &team::Heard,
+        env: &dyn Env,
+    ) -> bool {
+        let Some(ask) = state.fan.ask(reply.request_id()).filter(|a| a.open) else {
+            return false;
         };
-        let usage = reply.usage();
-        state.report.tokens_in += usage.input_tokens;
-        state.report.tokens_out += usage.output_tokens;
+        let (slot, attempt) = (ask.slot, ask.attempt);
+        let (Some(tally), Some(task)) = (state.tallies.get_mut(slot), state.tasks.get(slot)) else {
+            return true;
+        };
+        tally.attempts = attempt + 1;
         match reply {
-            ReactReply::Completed(done) => {
+            team::Heard::Answer { answer, usage, .. } => {
+                state.report.tokens_in += usage.input_tokens;
+                state.report.tokens_out += usage.output_tokens;
+                // ReAct says how many LLM calls its answer took.
+                let llm_calls = signal
+                    .data_as::<ReactCompleted>()
+                    .map_or(0, |done| done.iterations);
                 state.report.outcomes.push(Outcome {
-                    id: open.task.id,
-                    answer_correct: open.task.answer_correct(&done.answer),
-                    answer: Some(done.answer),
+                    id: task.id,
+                    answer_correct: task.answer_correct(answer),
+                    answer: Some(answer.clone()),
                     error: None,
-                    attempts: open.attempt + 1,
-                    latency_ms: env.now_ms().saturating_sub(open.first_sent_ms),
-                    llm_calls: done.iterations,
-                    skill: open.task.skill,
-                    tool_calls: open.tool_calls,
-                    tool_results_correct: open.tool_results_correct,
+                    attempts: tally.attempts,
+                    latency_ms: env.now_ms().saturating_sub(state.first_sent_ms),
+                    llm_calls,
+                    skill: task.skill,
+                    tool_calls: tally.tool_calls,
+                    tool_results_correct: tally.tool_results_correct,
                 });
-                Ok(Some(Vec::new()))
             }
-            ReactReply::Failed(failed) => {
-                let why = failed.reason.to_string();
-                let retried = self.retry(state, open, why, env)?;
-                Ok(Some(retried.into_iter().collect()))
+            team::Heard::Failure { message, usage, .. } => {
+                state.report.tokens_in += usage.input_tokens;
+                state.report.tokens_out += usage.output_tokens;
+                tally.error = Some(message.clone());
             }
         }
+        true
     }
 
-    /// Sends a task to its worker as `agent.request`, on a thread named after the attempt.
-    fn dispatch(&self, state: &mut Gathering, open: Open) -> Result<Directive, StrategyError> {
-        let request = format!("task-{}.{}", open.task.id, open.attempt);
-        let input = WorkerInput {
-            query: open.task.query.clone(),
-            crash: open.task.chaos && open.attempt == 0,
-        };
-        let signal = Signal::builder("agent.request", "coordinator")
-            .with_request_id(&request)
-            .with_thread_id(&request)
-            .with_data(input)
-            .build()
-            .map_err(|e| emit_error("agent.request", e))?;
-        let worker = self.workers[open.worker].0.clone();
-        state.open.insert(request, open);
-        Ok(Directive::Emit(Emit {
-            signal,
-            target: EmitTarget::Agent(worker),
-        }))
-    }
-
-    /// The first running worker with `skill`, looking from worker `from` on.
-    fn pick(&self, state: &Gathering, skill: Skill, from: usize) -> Option<usize> {
-        (0..self.workers.len())
-            .map(|step| (from + step) % self.workers.len())
-            .find(|&w| self.workers[w].1 == skill && !state.stopped.contains(&w))
-    }
-
-    /// Sends the task again to the next running worker with its skill, or records it as failed
-    /// when it is out of attempts (or no such worker is left).
-    fn retry(
+    /// `out` as the team returned it (its asks counted as retries when `retries`), then the
+    /// progress so far; the team's reply (the round is over) becomes the report.
+    fn progressed(
         &self,
         state: &mut Gathering,
-        open: Open,
-        error: String,
-        env: &dyn Env,
-    ) -> Result<Option<Directive>, StrategyError> {
-        let next_worker = self.pick(state, open.task.skill, open.worker + 1);
-        match next_worker {
-            Some(worker) if open.attempt + 1 < self.max_attempts => {
-                state.report.retries += 1;
-                let again = Open {
-                    attempt: open.attempt + 1,
-                    worker,
-                    ..open
-                };
-                self.dispatch(state, again).map(Some)
-            }
-            _ => {
-                state.report.outcomes.push(Outcome {
-                    id: open.task.id,
-                    answer: None,
-                    error: Some(error),
-                    attempts: open.attempt + 1,
-                    latency_ms: env.now_ms().saturating_sub(open.first_sent_ms),
-                    llm_calls: 0,
-                    skill: open.task.skill,
-                    tool_calls: open.tool_calls,
-                    tool_results_correct: open.tool_results_correct,
-                    answer_correct: false,
-                });
-                Ok(None)
+        out: Vec<Directive>,
+        retries: bool,
+    ) -> Result<Vec<Directive>, StrategyError> {
+        let mut kept = Vec::with_capacity(out.len() + 2);
+        let mut over = false;
+        for directive in out {
+            match directive {
+                Directive::Reply(_) => over = true,
+                Directive::Emit(emit)
+                    if retries && emit.signal.signal_type().as_str() == AGENT_REQUEST =>
+                {
+                    state.report.retries += 1;
+                    kept.push(Directive::Emit(emit));
+                }
+                other => kept.push(other),
             }
         }
+        if over {
+            self.settle_failures(state);
+        }
+        kept.push(progress(state)?);
+        if over && let Some(batch) = state.batch.take() {
+            let mut report = std::mem::take(&mut state.report);
+            report.outcomes.sort_by_key(|o| o.id);
+            let done = Signal::builder(DONE, "coordinator")
+                .with_request_id(batch)
+                .with_data(report)
+                .build()
+                .map_err(|e| emit_error(DONE, e))?;
+            kept.push(Directive::Reply(Reply::completed(done)));
+        }
+        Ok(kept)
+    }
+
+    /// The round is over: every task without an answer is out of attempts.
+    fn settle_failures(&self, state: &mut Gathering) {
+        let answered: BTreeSet<usize> = state.report.outcomes.iter().map(|o| o.id).collect();
+        for (task, tally) in state.tasks.iter().zip(&state.tallies) {
+            if answered.contains(&task.id) {
+                continue;
+            }
+            state.report.outcomes.push(Outcome {
+                id: task.id,
+                answer: None,
+                error: Some(
+                    tally
+                        .error
+                        .clone()
+                        .unwrap_or_else(|| "no answer".to_owned()),
+                ),
+                attempts: tally.attempts.max(1),
+                latency_ms: 0,
+                llm_calls: 0,
+                skill: task.skill,
+                tool_calls: tally.tool_calls,
+                tool_results_correct: tally.tool_results_correct,
+                answer_correct: false,
+            });
+        }
+    }
+
+    /// The first worker with `skill`, looking from worker `from` on.
+    fn pick(&self, skill: Skill, from: usize) -> Option<&str> {
+        (0..self.workers.len())
+            .map(|step| &self.workers[(from + step) % self.workers.len()])
+            .find(|(_, s)| *s == skill)
+            .map(|(w, _)| w.as_str())
     }
 }
 
@@ -461,7 +511,13 @@ fn progress(state: &Gathering) -> Result<Directive, StrategyError> {
         .iter()
         .filter(|o| o.answer.is_none())
         .count();
-    let busy: BTreeSet<usize> = state.open.values().map(|o| o.worker).collect();
+    let busy: BTreeSet<&str> = state
+        .fan
+        .asks()
+        .into_iter()
+        .filter(|a| a.open)
+        .map(|a| a.agent)
+        .collect();
     let data = Progress {
         answered: state.report.outcomes.len() - failed,
         failed,
@@ -513,6 +569,163 @@ mod tests {
         for (text, number, expected) in table {
             assert_eq!(states(text, number), expected, "{text:?} states {number}");
         }
+    }
+
+    /// The agent and request id of each `agent.request` in `out`, with its `crash` flag.
+    fn asks(out: &[Directive]) -> Vec<(String, String, bool)> {
+        out.iter()
+            .filter_map(|d| match d {
+                Directive::Emit(Emit {
+                    signal,
+                    target: EmitTarget::Agent(agent),
+                }) if signal.signal_type().as_str() == AGENT_REQUEST => {
+                    let input: WorkerInput = signal.data_as().unwrap();
+                    Some((
+                        agent.clone(),
+                        signal.request_id().unwrap().to_owned(),
+                        input.crash,
+                    ))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn signal(ty: &str, request: Option<&str>, data: serde_json::Value) -> Signal {
+        let mut builder = Signal::builder(ty, "test").with_data(data);
+        if let Some(request) = request {
+            builder = builder.with_request_id(request);
+        }
+        builder.build().unwrap()
+    }
+
+    /// A batch on the team: a crashed worker's task asked again of the next worker with its
+    /// skill (without the crash), a failed one too, tool reports counted, and the report.
+    #[test]
+    fn a_batch_is_fanned_out_retried_and_reported() {
+        let env = motet::agents::FixedEnv::new(0);
+        let workers = [
+            ("w0", Skill::Calculate),
+            ("w1", Skill::Read),
+            ("w2", Skill::Calculate),
+            ("w3", Skill::Read),
+        ]
+        .map(|(w, s)| (w.to_owned(), s))
+        .to_vec();
+        let coordinator = Coordinator::new(workers, 3);
+        let mut state = coordinator.init(&env);
+        let task = |id, skill, expected: &str, chaos| Task {
+            id,
+            skill,
+            query: format!("task {id}"),
+            expected: expected.to_owned(),
+            chaos,
+        };
+        let batch = Batch {
+            tasks: vec![
+                task(0, Skill::Calculate, "391", true),
+                task(1, Skill::Read, "4471", false),
+            ],
+        };
+        let run = Signal::builder(RUN, "swarm")
+            .with_request_id("batch-1")
+            .with_data(batch)
+            .build()
+            .unwrap();
+        let out = coordinator.handle(&mut state, &run, &env).unwrap();
+        assert_eq!(
+            asks(&out),
+            [
+                ("w0".into(), "batch-1.0".into(), true),
+                ("w1".into(), "batch-1.1".into(), false)
+            ]
+        );
+        // w0's thread crashed on purpose: its task goes to w2, without the crash.
+        let restarted = serde_json::json!({"agent": "w0", "thread": "batch-1.0", "error": "chaos"});
+        let out = coordinator
+            .handle(&mut state, &signal(THREAD_RESTARTED, None, restarted), &env)
+            .unwrap();
+        assert_eq!(asks(&out), [("w2".into(), "batch-1.0.1".into(), false)]);
+        // The runtime's word that the crashed ask will not be answered changes nothing more.
+        let lost = serde_json::json!({"message": "agent `w0`'s thread stopped"});
+        let out = coordinator
+            .handle(
+                &mut state,
+                &signal("agent.failed", Some("batch-1.0"), lost),
+                &env,
+            )
+            .unwrap();
+        assert!(out.is_empty(), "{out:?}");
+        // w1 fails its task: w3 is asked.
+        let failed = serde_json::json!({"message": "no file"});
+        let out = coordinator
+            .handle(
+                &mut state,
+                &signal("agent.failed", Some("batch-1.1"), failed),
+                &env,
+            )
+            .unwrap();
+        assert_eq!(asks(&out), [("w3".into(), "batch-1.1.1".into(), false)]);
+        let report = serde_json::json!({
+            "request_id": "batch-1.0.1", "tool": "multiply", "output": "391", "is_error": false
+        });
+        coordinator
+            .handle(
+                &mut state,
+                &signal(TOOL_REPORT, Some("batch-1.0.1"), report),
+                &env,
+            )
+            .unwrap();
+        let done = |request: &str, answer: &str| {
+            serde_json::json!({
+                "request_id": request, "answer": answer, "iterations": 2,
+                "usage": {"input_tokens": 10, "output_tokens": 5},
+                "thread_usage": {"input_tokens": 10, "output_tokens": 5}
+            })
+        };
+        coordinator
+            .handle(
+                &mut state,
+                &signal(
+                    "agent.completed",
+                    Some("batch-1.0.1"),
+                    done("batch-1.0.1", "It is 391."),
+                ),
+                &env,
+            )
+            .unwrap();
+        let out = coordinator
+            .handle(
+                &mut state,
+                &signal(
+                    "agent.completed",
+                    Some("batch-1.1.1"),
+                    done("batch-1.1.1", "4471"),
+                ),
+                &env,
+            )
+            .unwrap();
+        let Some(Directive::Reply(reply)) = out.last() else {
+            panic!("no report: {out:?}");
+        };
+        let report: Report = reply.signal.data_as().unwrap();
+        assert_eq!((report.restarts, report.retries), (1, 2));
+        assert_eq!((report.tokens_in, report.tokens_out), (20, 10));
+        let firsts: Vec<_> = report
+            .outcomes
+            .iter()
+            .map(|o| {
+                (
+                    o.id,
+                    o.attempts,
+                    o.llm_calls,
+                    o.tool_calls,
+                    o.tool_results_correct,
+                    o.answer_correct,
+                )
+            })
+            .collect();
+        assert_eq!(firsts, [(0, 2, 2, 1, 1, true), (1, 2, 2, 0, 0, true)]);
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! A swarm: one coordinator agent fans a batch of tasks out to a pool of worker agents (1,000
-//! by default) through signals, and gathers their answers from the bus. Each worker is a
+//! A swarm: one coordinator agent — a `FanOut` team with the swarm's bookkeeping around it —
+//! fans a batch of tasks out to a pool of worker agents (1,000 by default) through signals,
+//! and gathers their answers, which come back to it as the replies of its asks. Each worker is a
 //! supervised ReAct agent with a real tool (half multiply, half read notes in a folder the
 //! example creates and refuse paths outside it) that its first LLM call must call. Every task
 //! knows its result (the product, the code in the note): the summary says, per skill, how many
@@ -29,10 +30,11 @@
 //! cargo run --release --example swarm -- --agents 20 --store postgres
 //! ```
 //!
-//! The answers: `--bus local` (the default) on the in-process bus, to which the coordinator
-//! subscribes; `--bus nats` on NATS JetStream (`MOTET_NATS_URL`, the build's `jetstream`
-//! feature), which the coordinator consumes as a durable consumer of its own — each answer
-//! acknowledged once the coordinator committed it (docs/bus.md).
+//! The bus: `--bus local` (the default) is the in-process bus, to which the coordinator
+//! subscribes for the workers' tool reports; `--bus nats` is NATS JetStream (`MOTET_NATS_URL`,
+//! the build's `jetstream` feature), which the coordinator consumes as a durable consumer of
+//! its own — the answers published there too, each acknowledged once the coordinator
+//! committed it (docs/bus.md).
 //!
 //! ```text
 //! eval "$(bash scripts/nats.sh env)"       # after `bash scripts/nats.sh start`
@@ -50,7 +52,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
-use motet::agents::{AGENT_COMPLETED, AGENT_FAILED, Wrapped};
+use motet::agents::Wrapped;
 use motet::directives::ToolChoice;
 use motet::prelude::*;
 use motet::providers::ProviderKind;
@@ -280,18 +282,17 @@ async fn swarm(
         workers.push((name, *skill));
     }
     let pattern = |p: &str| p.parse::<Pattern>().map_err(|e| e.to_string());
-    // Restarts and stops are this runtime's own events, always in-process. Answers and tool
-    // reports come over the bus chosen: subscribed to in-process, or consumed from NATS by a
-    // consumer of this run (one consumer of everything, so a task's tool reports come before
-    // its answer, as they were published; what it does not know it ignores).
+    // Restarts and stops are this runtime's own events, always in-process. Each worker's
+    // answer comes back to the coordinator, which asked for it (and, with NATS, over the bus
+    // too: the second copy is not heard). Tool reports come over the bus chosen: subscribed to
+    // in-process, or consumed from NATS by a consumer of this run (one consumer of
+    // everything, so a task's tool reports come before its answer, as they were published;
+    // what it does not know it ignores).
     let mut spec = AgentSpec::new("coordinator", Coordinator::new(workers, MAX_ATTEMPTS))
         .subscribe(pattern(THREAD_RESTARTED)?)
         .subscribe(pattern(AGENT_STOPPED)?);
     spec = match args.bus {
-        BusChoice::Local => spec
-            .subscribe(pattern(AGENT_COMPLETED)?)
-            .subscribe(pattern(AGENT_FAILED)?)
-            .subscribe(pattern(TOOL_REPORT)?),
+        BusChoice::Local => spec.subscribe(pattern(TOOL_REPORT)?),
         BusChoice::Nats => {
             let started = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)

@@ -96,6 +96,10 @@ pub struct CallScope {
     pub priority: Priority,
     /// A turn or a summary.
     pub kind: CallKind,
+    /// The requests of other agents this call's request works for (a delegated request's
+    /// callers, the first asker first), as `(agent, request)`: their request budgets count
+    /// the call too.
+    pub on_behalf_of: Vec<(Arc<str>, Arc<str>)>,
 }
 
 impl CallScope {
@@ -108,6 +112,7 @@ impl CallScope {
             tenant: None,
             priority: Priority::Normal,
             kind: CallKind::Turn,
+            on_behalf_of: Vec::new(),
         }
     }
 }

@@ -7,123 +7,23 @@
 
 mod common;
 
-use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use motet_agents::EntryBody;
-use motet_directives::{Approval, AssistantBlock, LlmRequest, Message, Response, ToolArgs};
-use motet_providers::{LlmClient, LlmEvents, ProviderError};
+use motet_directives::{Approval, Response, ToolArgs};
 use motet_runtime::agent::{
     AgentTool, AskOptions, CalleeThread, Handoff, HistoryFilter, ReActAgent, RequestStatus, Runtime,
 };
 use motet_runtime::store::{SqliteStore, ThreadStore};
 use motet_runtime::tool::{Tool, ToolContext, ToolError};
 
-use common::{DropFlag, turn_using};
-
-/// What the model does for one call of one agent.
-#[derive(Clone)]
-enum Step {
-    /// Answers with these blocks, reporting these input and output tokens.
-    Turn(Vec<AssistantBlock>, u32, u32),
-    /// Never finishes; `dropped` is set when its stream is dropped (the call aborted).
-    Hang(Arc<AtomicBool>, Arc<tokio::sync::Notify>),
-}
-
-/// A model that answers each agent from its own script, told apart by the agent's system
-/// prompt: agents that ask each other call the model in an order no test should depend on.
-#[derive(Clone, Default)]
-struct ByAgent {
-    scripts: Arc<Mutex<HashMap<String, VecDeque<Step>>>>,
-    seen: Arc<Mutex<Vec<(String, LlmRequest)>>>,
-}
-
-impl ByAgent {
-    fn script(self, system: &str, steps: impl IntoIterator<Item = Step>) -> Self {
-        self.scripts
-            .lock()
-            .unwrap()
-            .entry(system.to_owned())
-            .or_default()
-            .extend(steps);
-        self
-    }
-
-    /// The requests agent `system` made.
-    fn requests_of(&self, system: &str) -> Vec<LlmRequest> {
-        let seen = self.seen.lock().unwrap();
-        seen.iter()
-            .filter(|(s, _)| s == system)
-            .map(|(_, r)| r.clone())
-            .collect()
-    }
-}
-
-fn system_of(req: &LlmRequest) -> String {
-    req.messages
-        .iter()
-        .find_map(|m| match m {
-            Message::System { content } => Some(content.clone()),
-            _ => None,
-        })
-        .unwrap_or_default()
-}
-
-#[async_trait]
-impl LlmClient for ByAgent {
-    async fn stream(&self, req: LlmRequest) -> Result<LlmEvents, ProviderError> {
-        let system = system_of(&req);
-        self.seen.lock().unwrap().push((system.clone(), req));
-        let step = self
-            .scripts
-            .lock()
-            .unwrap()
-            .get_mut(&system)
-            .and_then(VecDeque::pop_front)
-            .unwrap_or_else(|| panic!("no more turns for `{system}`"));
-        match step {
-            Step::Turn(blocks, input, output) => {
-                let events = motet_runtime::testing::events_of(turn_using(blocks, input, output)?);
-                Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))))
-            }
-            Step::Hang(dropped, started) => {
-                let flag = DropFlag(dropped);
-                started.notify_one();
-                Ok(Box::pin(futures::stream::unfold(flag, |flag| async move {
-                    futures::future::pending::<()>().await;
-                    Some((
-                        Ok(motet_providers::LlmEvent::Done {
-                            stop_reason: motet_directives::StopReason::EndTurn,
-                        }),
-                        flag,
-                    ))
-                })))
-            }
-        }
-    }
-}
+use common::by_agent::{ByAgent, Step, call, questions, text};
 
 const LEAD: &str = "You lead.";
 const RESEARCHER: &str = "You research.";
-
-fn text(t: &str, input: u32, output: u32) -> Step {
-    Step::Turn(vec![AssistantBlock::text(t)], input, output)
-}
-
-fn call(id: &str, tool: &str, args: &str, input: u32, output: u32) -> Step {
-    Step::Turn(
-        vec![AssistantBlock::tool_use(
-            id,
-            tool,
-            ToolArgs::from_text(args),
-        )],
-        input,
-        output,
-    )
-}
 
 fn lead(tool: impl Tool) -> ReActAgent {
     ReActAgent::new("lead", common::MODEL)
@@ -140,22 +40,6 @@ async fn two_agents(model: ByAgent, tool: AgentTool) -> Runtime {
     runtime.spawn(researcher()).await.unwrap();
     runtime.spawn(lead(tool)).await.unwrap();
     runtime
-}
-
-/// The user messages of thread `thread` of `agent`.
-async fn questions(runtime: &Runtime, agent: &str, thread: &str) -> Vec<String> {
-    let handle = runtime.agent(agent).unwrap();
-    let Some(thread) = handle.get_thread(Some(thread)).await.unwrap() else {
-        return Vec::new();
-    };
-    thread
-        .to_list()
-        .iter()
-        .filter_map(|e| match &e.body {
-            EntryBody::User { content } => Some(content.to_string()),
-            _ => None,
-        })
-        .collect()
 }
 
 /// The tool results in thread `thread` of `agent`.
@@ -481,6 +365,60 @@ async fn a_call_past_the_depth_limit_is_refused() {
         [
             "tool `ask_researcher` failed: delegation too deep: lead → b → researcher is 2 delegations, the limit is 1"
         ]
+    );
+    runtime.shutdown().await;
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct NoArgs {}
+
+/// The researcher's tool: a lookup that always finds something.
+fn lookup() -> impl Tool {
+    motet_runtime::tool::tool_fn("lookup", "Looks a fact up.", |_: NoArgs| async {
+        Ok::<_, ToolError>("found".to_owned())
+    })
+}
+
+#[tokio::test]
+async fn the_callees_spending_counts_in_the_callers_hard_budget_and_stops_it_typed() {
+    use motet_providers::budget::{Budget, BudgetLevel};
+    // The lead may spend 1,000 tokens on a request; it spends 200, the researcher 1,500 on
+    // its first call — past the lead's limit, so its second call is refused, and so is the
+    // lead's next.
+    let model = ByAgent::default()
+        .script(
+            LEAD,
+            [call(
+                "tc1",
+                "ask_researcher",
+                r#"{"input": "dig"}"#,
+                100,
+                100,
+            )],
+        )
+        .script(RESEARCHER, [call("l1", "lookup", "{}", 1_000, 500)]);
+    let runtime = common::runtime_on(model.clone());
+    runtime.spawn(researcher().tool(lookup())).await.unwrap();
+    let budgeted = lead(AgentTool::new("researcher"))
+        .agent(|s| s.with_budget(BudgetLevel::Request, Budget::tokens(1_000)));
+    let lead = runtime.spawn(budgeted).await.unwrap();
+    let failure = common::failure_data(lead.ask("q").await);
+    assert!(failure.contains(r#""kind":"budget""#), "{failure}");
+    assert!(
+        failure.contains("this request has spent 1700 of its 1000 tokens"),
+        "{failure}"
+    );
+    // Each made one call: the researcher's second and the lead's second were refused.
+    assert_eq!(model.requests_of(RESEARCHER).len(), 1);
+    assert_eq!(model.requests_of(LEAD).len(), 1);
+    let asked = runtime.agent("researcher").unwrap().requests();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].status, RequestStatus::Failed, "{asked:?}");
+    // The lead's tool result says why the researcher stopped.
+    let results = tool_results(&runtime, "lead", "default").await;
+    assert!(
+        results[0].contains("budget") || results[0].contains("1000"),
+        "{results:?}"
     );
     runtime.shutdown().await;
 }

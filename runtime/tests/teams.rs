@@ -16,7 +16,7 @@ use motet_agents::guard::{GuardFailed, GuardPoint, Guarded, ParallelCheck};
 use motet_agents::team::{
     FanOut, GroupChat, Join, Member, Supervisor, TeamCompleted, TeamFailed, TeamFailure,
 };
-use motet_agents::{AGENT_COMPLETED, AGENT_FAILED, ReAct, ReActConfig, Strategy};
+use motet_agents::{AGENT_REQUEST, ReAct, ReActConfig, Strategy};
 use motet_directives::{AssistantBlock, Message};
 use motet_providers::{LlmEvents, ProviderError};
 use motet_runtime::agent::{AgentSpec, AskError, AskOptions, Runtime};
@@ -118,16 +118,14 @@ async fn members(cast: &Cast) -> Runtime {
     runtime
 }
 
-/// `team` spawned as `team`, hearing its members' replies on the bus.
+/// `team` spawned as `team`: it hears its members' replies as the replies of its asks, with no
+/// subscription to anyone's on the bus.
 async fn spawn_team<S>(runtime: &Runtime, team: S) -> motet_runtime::agent::AgentHandle
 where
     S: Strategy + Send + Sync + 'static,
     S::State: Send + Sync + 'static,
 {
-    let spec = AgentSpec::new("team", team)
-        .subscribe(AGENT_COMPLETED.parse().unwrap())
-        .subscribe(AGENT_FAILED.parse().unwrap());
-    runtime.spawn(spec).await.unwrap()
+    runtime.spawn(AgentSpec::new("team", team)).await.unwrap()
 }
 
 fn team_failure(result: Result<motet_runtime::agent::Answer, AskError>) -> TeamFailure {
@@ -374,5 +372,59 @@ async fn a_tool_guardrail_sends_the_call_to_a_person_and_runs_it_once_approved()
         format!("{:?}", thread.to_list()).contains("content: \"5\""),
         "the tool ran once approved"
     );
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_team_hears_its_own_members_replies_and_no_one_elses() {
+    let cast = Cast::new(&[("slow", Act::Hang), ("other", Act::Say("not yours"))]);
+    let runtime = members(&cast).await;
+    let team = spawn_team(&runtime, FanOut::new(["slow"])).await;
+    let ticket = team.submit("work", AskOptions::default()).await.unwrap();
+    assert!(reaches(&cast.started, 1).await, "the member started");
+    // Another agent answers a request of the very id the team's member works on: that reply
+    // is published on the bus, and is not the team's to hear.
+    let stray = motet_signals::Signal::builder(AGENT_REQUEST, "test")
+        .with_request_id(format!("{}.0", ticket.id()))
+        .with_thread_id("stray")
+        .with_data(serde_json::json!({ "query": "hello" }))
+        .build()
+        .unwrap();
+    let other = runtime.agent("other").unwrap();
+    let reply = other
+        .ask_signal(stray, Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert_eq!(
+        reply.request_id(),
+        Some(format!("{}.0", ticket.id()).as_str())
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    ticket.cancel("enough").await.unwrap();
+    let failure = team_failure(ticket.wait().await);
+    assert!(
+        matches!(failure, TeamFailure::Cancelled { .. }),
+        "the stray reply was heard: {failure:?}"
+    );
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_member_that_cannot_be_asked_fails_its_ask_at_once() {
+    let cast = Cast::new(&[("alpha", Act::Say("alpha here"))]);
+    let runtime = members(&cast).await;
+    let team = spawn_team(&runtime, FanOut::new(["alpha", "ghost"])).await;
+    let options = AskOptions {
+        timeout: Duration::from_secs(60),
+        ..AskOptions::default()
+    };
+    let failure = team_failure(team.ask_with("roll call", options).await);
+    match &failure {
+        TeamFailure::Member { agent, message } => {
+            assert_eq!(agent, "ghost");
+            assert!(message.contains("could not be asked"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
     runtime.shutdown().await;
 }

@@ -1,6 +1,7 @@
 //! [`FanOut`]: a request split into tasks for members (map), their answers joined into one
 //! (reduce) under a [`Join`] rule, each member given a timeout.
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,9 +10,10 @@ use motet_directives::{Directive, Usage};
 use motet_signals::Signal;
 use serde::{Deserialize, Serialize};
 
-use super::ask::Asker;
-use super::gather::{Gather, Join, end_round};
-use super::{MemberAnswer, TeamFailed, TeamFailure, common, joined};
+use super::ask::{Asker, Heard};
+use super::gather::{AskView, Gather, Join, end_round};
+use super::step::{Team, handle, on_copy};
+use super::{MemberAnswer, TeamFailed, TeamFailure, joined};
 use crate::env::Env;
 use crate::error::StrategyError;
 use crate::protocol::{AgentRequest, Input};
@@ -19,7 +21,7 @@ use crate::strategy::Strategy;
 
 /// One member's part of a request: the agent asked, and the `agent.request` data it gets (its
 /// `query`, and any fields of the team's own beside it).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Task {
     /// The member's agent name.
     pub agent: String,
@@ -59,10 +61,13 @@ impl Task {
 
 type Split = Arc<dyn Fn(&AgentRequest, &[String]) -> Vec<Task> + Send + Sync>;
 type Reduce = Arc<dyn Fn(&[MemberAnswer]) -> String + Send + Sync>;
+type Reassign = Arc<dyn Fn(&Task, &[String]) -> Option<Task> + Send + Sync>;
 
 /// Map-reduce over members: each request is split into [`Task`]s (by default the same query to
 /// every member), sent at once, and the answers joined ([`joined`] by default) once the
-/// [`Join`] rule says the round is over.
+/// [`Join`] rule says the round is over. With [`with_attempts`](FanOut::with_attempts), a task
+/// whose member failed (or timed out) is asked again — of the member
+/// [`with_reassign`](FanOut::with_reassign) picks — before it counts as failed.
 ///
 /// # Example
 /// ```
@@ -74,7 +79,8 @@ type Reduce = Arc<dyn Fn(&[MemberAnswer]) -> String + Send + Sync>;
 ///         members.iter().map(|m| Task::new(m, format!("Translate into {m}: {}", request.query))).collect()
 ///     })
 ///     .with_join(Join::AtLeast(2))
-///     .with_timeout(Duration::from_secs(30));
+///     .with_timeout(Duration::from_secs(30))
+///     .with_attempts(2);
 /// assert_eq!(team.members(), ["en", "fr", "de"]);
 /// ```
 #[derive(Clone)]
@@ -82,8 +88,10 @@ pub struct FanOut {
     members: Vec<String>,
     split: Split,
     reduce: Reduce,
+    reassign: Reassign,
     join: Join,
     timeout: Option<Duration>,
+    attempts: u32,
 }
 
 impl fmt::Debug for FanOut {
@@ -92,13 +100,14 @@ impl fmt::Debug for FanOut {
             .field("members", &self.members)
             .field("join", &self.join)
             .field("timeout", &self.timeout)
+            .field("attempts", &self.attempts)
             .finish_non_exhaustive()
     }
 }
 
 impl FanOut {
     /// A fan-out to `members` (agent names): every one asked the request's query, all must
-    /// answer, no timeout.
+    /// answer, no timeout, one attempt each.
     pub fn new<I: IntoIterator<Item = impl Into<String>>>(members: I) -> Self {
         Self {
             members: members.into_iter().map(Into::into).collect(),
@@ -109,8 +118,10 @@ impl FanOut {
                     .collect()
             }),
             reduce: Arc::new(joined),
+            reassign: Arc::new(|task, up| up.contains(&task.agent).then(|| task.clone())),
             join: Join::All,
             timeout: None,
+            attempts: 1,
         }
     }
 
@@ -144,6 +155,25 @@ impl FanOut {
         self
     }
 
+    /// Asks for each task at most `attempts` times in all (at least once): a failed or timed
+    /// out ask is asked again, as [`with_reassign`](Self::with_reassign) says, before the join
+    /// rule counts it as failed. Default 1.
+    pub fn with_attempts(mut self, attempts: u32) -> Self {
+        self.attempts = attempts.max(1);
+        self
+    }
+
+    /// Picks the next attempt of a failed task — given the task as last asked and the members
+    /// still up (not [gone](Self::member_gone)) — or `None` to give it up. Default: the same
+    /// task of the same member, while it is up.
+    pub fn with_reassign(
+        mut self,
+        reassign: impl Fn(&Task, &[String]) -> Option<Task> + Send + Sync + 'static,
+    ) -> Self {
+        self.reassign = Arc::new(reassign);
+        self
+    }
+
     /// The members, by agent name.
     pub fn members(&self) -> &[String] {
         &self.members
@@ -154,12 +184,32 @@ impl FanOut {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FanOutState {
     open: Option<(Asker, Gather)>,
+    /// The open round's tasks as last asked, kept when a task may be asked again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    tasks: Vec<Task>,
+    /// Members that stopped for good: nothing more is asked of them.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    gone: BTreeSet<String>,
 }
 
 impl FanOutState {
     /// Whether a request is open.
     pub fn is_open(&self) -> bool {
         self.open.is_some()
+    }
+
+    /// The open round's asks, in task order (a task asked again shows its latest ask).
+    pub fn asks(&self) -> Vec<AskView<'_>> {
+        self.open
+            .as_ref()
+            .map(|(_, gather)| gather.asks().collect())
+            .unwrap_or_default()
+    }
+
+    /// The open round's ask made as request `request_id`, while it is the latest of its task.
+    pub fn ask(&self, request_id: &str) -> Option<AskView<'_>> {
+        let (_, gather) = self.open.as_ref()?;
+        gather.asks().find(|a| a.request_id == request_id)
     }
 }
 
@@ -176,58 +226,211 @@ impl Strategy for FanOut {
         signal: &Signal,
         env: &dyn Env,
     ) -> Result<Vec<Directive>, StrategyError> {
-        let mut next = state.clone();
-        let out = self.step(&mut next, signal, env)?;
-        *state = next;
-        Ok(out)
+        handle(self, state, signal, env)
+    }
+}
+
+impl Team for FanOut {
+    type State = FanOutState;
+
+    fn round(state: &mut FanOutState) -> &mut Option<(Asker, Gather)> {
+        &mut state.open
+    }
+
+    fn request(
+        &self,
+        state: &mut FanOutState,
+        request: AgentRequest,
+        asker: Asker,
+        env: &dyn Env,
+    ) -> Result<Vec<Directive>, StrategyError> {
+        let tasks = (self.split)(&request, &self.members);
+        self.begin(state, asker, tasks, env)
+    }
+
+    fn other(
+        &self,
+        state: &mut FanOutState,
+        _input: Input<'_>,
+        signal: &Signal,
+        env: &dyn Env,
+    ) -> Result<Vec<Directive>, StrategyError> {
+        let Some((_, gather)) = state.open.as_mut() else {
+            return Ok(Vec::new());
+        };
+        match gather.take_slot(signal, env)? {
+            Some((slot, out)) => self.settled(state, slot, out, env),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    fn ended(state: &mut FanOutState) {
+        state.tasks.clear();
     }
 }
 
 impl FanOut {
-    fn step(
+    /// Starts a round for the request `request` names, with `tasks` made by the caller rather
+    /// than the split: for a strategy that runs a fan-out inside its own (its reply is the
+    /// `Reply` among the directives this and the calls after it return).
+    ///
+    /// # Errors
+    /// [`StrategyError::InvalidData`] for a signal with no request id; a signal that cannot be
+    /// built.
+    pub fn start(
         &self,
         state: &mut FanOutState,
-        signal: &Signal,
+        request: &Signal,
+        tasks: Vec<Task>,
         env: &dyn Env,
     ) -> Result<Vec<Directive>, StrategyError> {
-        let input = Input::of(signal)?;
-        if let Some(out) = common(&mut state.open, &input, signal, env)? {
-            return Ok(out);
+        let asker = Asker::of(request)?;
+        if let Some((open, _)) = &state.open {
+            let failure = TeamFailure::Busy {
+                active_request_id: open.request_id.clone(),
+            };
+            return Ok(vec![
+                asker.failed(env, TeamFailed::new(failure, Usage::default()))?,
+            ]);
         }
-        if let Input::Request(request) = &input {
-            let asker = Asker::of(signal)?;
-            let tasks = (self.split)(request, &self.members);
-            if tasks.is_empty() {
-                let failure = TeamFailure::NoRoute {
-                    message: "the split made no task".to_owned(),
-                };
-                return Ok(vec![
-                    asker.failed(env, TeamFailed::new(failure, Usage::default()))?,
-                ]);
-            }
-            let mut gather = Gather::new(self.join, self.timeout);
+        on_copy(state, |next| self.begin(next, asker, tasks, env))
+    }
+
+    /// The member of ask `request_id` lost it (its thread restarted, say): the ask fails with
+    /// `reason`, and is asked again when attempts are left. Nothing for an ask that is not
+    /// open.
+    ///
+    /// # Errors
+    /// A signal that cannot be built.
+    pub fn lost(
+        &self,
+        state: &mut FanOutState,
+        request_id: &str,
+        reason: &str,
+        env: &dyn Env,
+    ) -> Result<Vec<Directive>, StrategyError> {
+        on_copy(state, |next| self.fail_ask(next, request_id, reason, env))
+    }
+
+    /// Member `agent` stopped for good: nothing more is asked of it, and its open asks fail
+    /// with `reason` (asked again of another member when attempts are left).
+    ///
+    /// # Errors
+    /// A signal that cannot be built.
+    pub fn member_gone(
+        &self,
+        state: &mut FanOutState,
+        agent: &str,
+        reason: &str,
+        env: &dyn Env,
+    ) -> Result<Vec<Directive>, StrategyError> {
+        on_copy(state, |next| {
+            next.gone.insert(agent.to_owned());
+            let theirs: Vec<String> = next
+                .asks()
+                .iter()
+                .filter(|a| a.open && a.agent == agent)
+                .map(|a| a.request_id.to_owned())
+                .collect();
             let mut out = Vec::new();
-            for (k, task) in tasks.iter().enumerate() {
-                let id = format!("{}.{k}", asker.request_id);
-                out.extend(gather.ask(&task.agent, id, &task.data(), env)?);
+            for request_id in theirs {
+                out.extend(self.fail_ask(next, &request_id, reason, env)?);
             }
-            // A rule that cannot be met (more answers than tasks) fails at once.
-            if let Some(end) = end_round(&asker, &mut gather, Usage::default(), &*self.reduce, env)?
-            {
-                return Ok(out.into_iter().chain(end).collect());
-            }
-            state.open = Some((asker, gather));
-            return Ok(out);
+            Ok(out)
+        })
+    }
+
+    /// Asks every task, or fails at once when there is none or the rule cannot be met.
+    fn begin(
+        &self,
+        state: &mut FanOutState,
+        asker: Asker,
+        tasks: Vec<Task>,
+        env: &dyn Env,
+    ) -> Result<Vec<Directive>, StrategyError> {
+        if tasks.is_empty() {
+            let failure = TeamFailure::NoRoute {
+                message: "the split made no task".to_owned(),
+            };
+            return Ok(vec![
+                asker.failed(env, TeamFailed::new(failure, Usage::default()))?,
+            ]);
         }
+        let mut gather = Gather::new(self.join, self.timeout);
+        let mut out = Vec::new();
+        for (k, task) in tasks.iter().enumerate() {
+            let id = format!("{}.{k}", asker.request_id);
+            out.extend(gather.ask(&task.agent, id, &task.data(), env)?);
+        }
+        // A rule that cannot be met (more answers than tasks) fails at once.
+        if let Some(end) = end_round(&asker, &mut gather, Usage::default(), &*self.reduce, env)? {
+            return Ok(out.into_iter().chain(end).collect());
+        }
+        state.open = Some((asker, gather));
+        state.tasks = if self.attempts > 1 { tasks } else { Vec::new() };
+        Ok(out)
+    }
+
+    /// Ask `request_id` failed with `reason`, as if its member had said so.
+    fn fail_ask(
+        &self,
+        state: &mut FanOutState,
+        request_id: &str,
+        reason: &str,
+        env: &dyn Env,
+    ) -> Result<Vec<Directive>, StrategyError> {
+        let Some((_, gather)) = state.open.as_mut() else {
+            return Ok(Vec::new());
+        };
+        let heard = Heard::Failure {
+            request_id: request_id.to_owned(),
+            message: reason.to_owned(),
+            usage: Usage::default(),
+        };
+        match gather.hear(heard) {
+            Some((slot, out)) => self.settled(state, slot, out, env),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Slot `slot` settled (with `out` to do about it): asked again when it failed and may
+    /// be, then the round ended when its rule says so.
+    fn settled(
+        &self,
+        state: &mut FanOutState,
+        slot: usize,
+        mut out: Vec<Directive>,
+        env: &dyn Env,
+    ) -> Result<Vec<Directive>, StrategyError> {
         let Some((asker, gather)) = state.open.as_mut() else {
-            return Ok(Vec::new());
+            return Ok(out);
         };
-        let Some(mut out) = gather.take(signal, env)? else {
-            return Ok(Vec::new());
-        };
+        let attempt = gather
+            .asks()
+            .nth(slot)
+            .map_or(u32::MAX, |a| a.attempt.saturating_add(1));
+        if gather.failed(slot) && attempt < self.attempts {
+            let up: Vec<String> = self
+                .members
+                .iter()
+                .filter(|m| !state.gone.contains(*m))
+                .cloned()
+                .collect();
+            let again = state
+                .tasks
+                .get(slot)
+                .and_then(|task| (self.reassign)(task, &up));
+            if let (Some(task), Some(place)) = (again, state.tasks.get_mut(slot)) {
+                let id = format!("{}.{slot}.{attempt}", asker.request_id);
+                out.extend(gather.again(slot, &task.agent, id, &task.data(), env)?);
+                *place = task;
+                return Ok(out);
+            }
+        }
         if let Some(end) = end_round(asker, gather, Usage::default(), &*self.reduce, env)? {
             out.extend(end);
             state.open = None;
+            state.tasks.clear();
         }
         Ok(out)
     }

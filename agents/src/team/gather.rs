@@ -53,6 +53,28 @@ struct Asked {
     ask: Ask,
     status: Status,
     timer: Option<ScheduleId>,
+    /// Attempts made before this one (0 for the first ask of its slot).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    attempt: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// Where one ask of a round stands, as a team composing a round reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AskView<'a> {
+    /// Its place in the round (the task's index).
+    pub slot: usize,
+    /// The member asked.
+    pub agent: &'a str,
+    /// The request it was asked under.
+    pub request_id: &'a str,
+    /// Attempts made before this one.
+    pub attempt: u32,
+    /// Whether its answer is still to come.
+    pub open: bool,
 }
 
 /// One round of asks.
@@ -86,6 +108,46 @@ impl Gather {
         data: &serde_json::Value,
         env: &dyn Env,
     ) -> Result<Vec<Directive>, StrategyError> {
+        let (asked, out) = self.sent(agent, request_id, data, 0, env)?;
+        self.asked.push(asked);
+        Ok(out)
+    }
+
+    /// Asks slot `slot` again — of `agent`, as request `request_id` — after its ask failed:
+    /// the slot's answer is this ask's from now on (a late reply to the one before is not
+    /// heard). Nothing for a slot that is not failed.
+    pub(crate) fn again(
+        &mut self,
+        slot: usize,
+        agent: &str,
+        request_id: String,
+        data: &serde_json::Value,
+        env: &dyn Env,
+    ) -> Result<Vec<Directive>, StrategyError> {
+        let Some(attempt) = self
+            .asked
+            .get(slot)
+            .filter(|a| matches!(a.status, Status::Failed(_)))
+            .map(|a| a.attempt + 1)
+        else {
+            return Ok(Vec::new());
+        };
+        let (asked, out) = self.sent(agent, request_id, data, attempt, env)?;
+        if let Some(place) = self.asked.get_mut(slot) {
+            *place = asked;
+        }
+        Ok(out)
+    }
+
+    /// One ask sent: its `agent.request`, and the timer of its timeout when there is one.
+    fn sent(
+        &self,
+        agent: &str,
+        request_id: String,
+        data: &serde_json::Value,
+        attempt: u32,
+        env: &dyn Env,
+    ) -> Result<(Asked, Vec<Directive>), StrategyError> {
         let ask = Ask {
             agent: agent.to_owned(),
             request_id,
@@ -109,21 +171,44 @@ impl Gather {
             }));
             timer = Some(id);
         }
-        self.asked.push(Asked {
+        let asked = Asked {
             ask,
             status: Status::Open,
             timer,
-        });
-        Ok(out)
+            attempt,
+        };
+        Ok((asked, out))
+    }
+
+    /// Every ask of the round, in slot order.
+    pub(crate) fn asks(&self) -> impl Iterator<Item = AskView<'_>> {
+        self.asked.iter().enumerate().map(|(slot, a)| AskView {
+            slot,
+            agent: &a.ask.agent,
+            request_id: &a.ask.request_id,
+            attempt: a.attempt,
+            open: a.status == Status::Open,
+        })
+    }
+
+    /// Whether slot `slot`'s ask failed (its member failed or did not answer in time): what
+    /// a retry may take up.
+    pub(crate) fn failed(&self, slot: usize) -> bool {
+        self.asked.get(slot).is_some_and(|a| {
+            matches!(
+                a.status,
+                Status::Failed(TeamFailure::Member { .. } | TeamFailure::TimedOut { .. })
+            )
+        })
     }
 
     /// Takes a member's reply in; `None` when it answers none of this round's asks (or one
-    /// already settled), with what to do about its timer otherwise.
-    pub(crate) fn hear(&mut self, heard: Heard) -> Option<Vec<Directive>> {
-        let asked = self
-            .asked
-            .iter_mut()
-            .find(|a| a.ask.request_id == heard.request_id() && a.status == Status::Open)?;
+    /// already settled), with the slot it settled and what to do about its timer otherwise.
+    pub(crate) fn hear(&mut self, heard: Heard) -> Option<(usize, Vec<Directive>)> {
+        let (slot, asked) =
+            self.asked.iter_mut().enumerate().find(|(_, a)| {
+                a.ask.request_id == heard.request_id() && a.status == Status::Open
+            })?;
         asked.status = match heard {
             Heard::Answer { answer, usage, .. } => {
                 self.usage += usage;
@@ -145,7 +230,7 @@ impl Gather {
             .timer
             .take()
             .map(|schedule_id| Directive::CancelSchedule(CancelSchedule { schedule_id }));
-        Some(timer.into_iter().collect())
+        Some((slot, timer.into_iter().collect()))
     }
 
     /// A timeout fired: the ask it names fails, and its member is cancelled. `None` for one
@@ -154,12 +239,13 @@ impl Gather {
         &mut self,
         timeout: &TeamTimeout,
         env: &dyn Env,
-    ) -> Result<Option<Vec<Directive>>, StrategyError> {
+    ) -> Result<Option<(usize, Vec<Directive>)>, StrategyError> {
         let timeout_ms = self.timeout_ms.unwrap_or(0);
-        let Some(asked) = self
+        let Some((slot, asked)) = self
             .asked
             .iter_mut()
-            .find(|a| a.ask.request_id == timeout.request_id && a.status == Status::Open)
+            .enumerate()
+            .find(|(_, a)| a.ask.request_id == timeout.request_id && a.status == Status::Open)
         else {
             return Ok(None);
         };
@@ -168,7 +254,7 @@ impl Gather {
             agent: asked.ask.agent.clone(),
             timeout_ms,
         });
-        Ok(Some(vec![asked.ask.cancel("timed out", env)?]))
+        Ok(Some((slot, vec![asked.ask.cancel("timed out", env)?])))
     }
 
     /// Takes `signal` in when it is a member's reply or a timeout of this round; `None` when
@@ -181,6 +267,18 @@ impl Gather {
         signal: &Signal,
         env: &dyn Env,
     ) -> Result<Option<Vec<Directive>>, StrategyError> {
+        Ok(self.take_slot(signal, env)?.map(|(_, out)| out))
+    }
+
+    /// As [`take`](Self::take), with the slot the signal settled.
+    ///
+    /// # Errors
+    /// As [`take`](Self::take).
+    pub(crate) fn take_slot(
+        &mut self,
+        signal: &Signal,
+        env: &dyn Env,
+    ) -> Result<Option<(usize, Vec<Directive>)>, StrategyError> {
         if let Some(heard) = heard(signal)? {
             return Ok(self.hear(heard));
         }

@@ -12,10 +12,11 @@ use serde::{Deserialize, Serialize};
 
 use super::ask::Asker;
 use super::gather::{Gather, Join, Settle};
-use super::{MemberAnswer, TeamCompleted, TeamFailed, TeamFailure, common};
+use super::step::{Team, handle};
+use super::{MemberAnswer, TeamCompleted, TeamFailed, TeamFailure};
 use crate::env::Env;
 use crate::error::StrategyError;
-use crate::protocol::Input;
+use crate::protocol::{AgentRequest, Input};
 use crate::strategy::Strategy;
 
 /// One turn of the conversation.
@@ -181,32 +182,38 @@ impl Strategy for GroupChat {
         signal: &Signal,
         env: &dyn Env,
     ) -> Result<Vec<Directive>, StrategyError> {
-        let mut next = state.clone();
-        let out = self.step(&mut next, signal, env)?;
-        *state = next;
-        Ok(out)
+        handle(self, state, signal, env)
     }
 }
 
-impl GroupChat {
-    fn step(
+impl Team for GroupChat {
+    type State = GroupChatState;
+
+    fn round(state: &mut GroupChatState) -> &mut Option<(Asker, Gather)> {
+        &mut state.open
+    }
+
+    fn request(
         &self,
         state: &mut GroupChatState,
+        request: AgentRequest,
+        asker: Asker,
+        env: &dyn Env,
+    ) -> Result<Vec<Directive>, StrategyError> {
+        state.task = request.query;
+        state.turns.clear();
+        state.usage = Usage::default();
+        state.open = Some((asker, Gather::new(Join::All, self.timeout)));
+        self.next_turn(state, env)
+    }
+
+    fn other(
+        &self,
+        state: &mut GroupChatState,
+        _input: Input<'_>,
         signal: &Signal,
         env: &dyn Env,
     ) -> Result<Vec<Directive>, StrategyError> {
-        let input = Input::of(signal)?;
-        if let Some(out) = common(&mut state.open, &input, signal, env)? {
-            return Ok(out);
-        }
-        if let Input::Request(request) = &input {
-            let asker = Asker::of(signal)?;
-            state.task = request.query.clone();
-            state.turns.clear();
-            state.usage = Usage::default();
-            state.open = Some((asker, Gather::new(Join::All, self.timeout)));
-            return self.next_turn(state, env);
-        }
         let Some((asker, gather)) = state.open.as_mut() else {
             return Ok(Vec::new());
         };
@@ -228,7 +235,9 @@ impl GroupChat {
         }
         Ok(out)
     }
+}
 
+impl GroupChat {
     /// Asks the next speaker, or ends the chat with the last turn as the answer.
     fn next_turn(
         &self,

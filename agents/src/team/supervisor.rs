@@ -17,7 +17,8 @@ use serde::{Deserialize, Serialize};
 
 use super::ask::Asker;
 use super::gather::{Gather, Join, end_round};
-use super::{MemberAnswer, TeamFailed, TeamFailure, common, joined};
+use super::step::{Team, handle};
+use super::{MemberAnswer, TeamFailed, TeamFailure, joined};
 use crate::env::Env;
 use crate::error::StrategyError;
 use crate::protocol::{AgentRequest, Input};
@@ -278,49 +279,55 @@ impl Strategy for Supervisor {
         signal: &Signal,
         env: &dyn Env,
     ) -> Result<Vec<Directive>, StrategyError> {
-        let mut next = state.clone();
-        let out = self.step(&mut next, signal, env)?;
-        *state = next;
-        Ok(out)
+        handle(self, state, signal, env)
     }
 }
 
-impl Supervisor {
-    fn step(
+impl Team for Supervisor {
+    type State = SupervisorState;
+
+    fn round(state: &mut SupervisorState) -> &mut Option<(Asker, Gather)> {
+        &mut state.open
+    }
+
+    fn ended(state: &mut SupervisorState) {
+        state.routing = None;
+    }
+
+    fn request(
         &self,
         state: &mut SupervisorState,
+        request: AgentRequest,
+        asker: Asker,
+        env: &dyn Env,
+    ) -> Result<Vec<Directive>, StrategyError> {
+        state.usage = Usage::default();
+        state.open = Some((asker, Gather::new(self.join, self.timeout)));
+        match &self.route {
+            Route::Function(route) => {
+                let names = self.chosen(&route(&request, &self.members));
+                self.dispatch(state, &request, &names, env)
+            }
+            Route::Model { model, max_tokens } => {
+                let call_id = CallId::new(env.fresh_id("call"));
+                let call = self.routing_request(model, *max_tokens, &request.query);
+                state.routing = Some(Routing {
+                    call_id: call_id.clone(),
+                    request,
+                });
+                Ok(vec![Directive::LlmStream(LlmStream::new(call_id, call))])
+            }
+        }
+    }
+
+    fn other(
+        &self,
+        state: &mut SupervisorState,
+        input: Input<'_>,
         signal: &Signal,
         env: &dyn Env,
     ) -> Result<Vec<Directive>, StrategyError> {
-        let input = Input::of(signal)?;
-        if let Some(out) = common(&mut state.open, &input, signal, env)? {
-            if state.open.is_none() {
-                state.routing = None;
-            }
-            return Ok(out);
-        }
         match input {
-            Input::Request(request) => {
-                let asker = Asker::of(signal)?;
-                state.usage = Usage::default();
-                match &self.route {
-                    Route::Function(route) => {
-                        let names = self.chosen(&route(&request, &self.members));
-                        state.open = Some((asker, Gather::new(self.join, self.timeout)));
-                        self.dispatch(state, &request, &names, env)
-                    }
-                    Route::Model { model, max_tokens } => {
-                        let call_id = CallId::new(env.fresh_id("call"));
-                        let call = self.routing_request(model, *max_tokens, &request.query);
-                        state.open = Some((asker, Gather::new(self.join, self.timeout)));
-                        state.routing = Some(Routing {
-                            call_id: call_id.clone(),
-                            request,
-                        });
-                        Ok(vec![Directive::LlmStream(LlmStream::new(call_id, call))])
-                    }
-                }
-            }
             Input::Outcome(outcome) => {
                 let Some(routing) = state.routing.take_if(|r| &r.call_id == outcome.call_id())
                 else {
@@ -329,30 +336,7 @@ impl Supervisor {
                 match outcome {
                     Outcome::Llm(result) => {
                         state.usage += result.response.usage;
-                        let message = &result.response.message;
-                        let mut said = Vec::new();
-                        for call in message.tool_calls().filter(|c| c.name == ROUTE_TOOL) {
-                            if let Ok(args) = call.args.parse::<serde_json::Value>() {
-                                strings_in(&args, &mut said);
-                            }
-                        }
-                        // The first member named is the one asked.
-                        let mut names: Vec<String> = said
-                            .into_iter()
-                            .find(|name| self.members.iter().any(|m| m.name == name.trim()))
-                            .into_iter()
-                            .collect();
-                        if names.is_empty() {
-                            // A model that answered in words: the members it names.
-                            let text: String = message.text_blocks().collect();
-                            names = self
-                                .members
-                                .iter()
-                                .filter(|m| text.contains(m.name.as_str()))
-                                .map(|m| m.name.clone())
-                                .collect();
-                        }
-                        let names = self.chosen(&names);
+                        let names = self.named(&result.response.message);
                         self.dispatch(state, &routing.request, &names, env)
                     }
                     Outcome::LlmFailed(failed) => self.fail(
@@ -380,6 +364,36 @@ impl Supervisor {
             }
             _ => Ok(Vec::new()),
         }
+    }
+}
+
+impl Supervisor {
+    /// The members the routing model's answer names: the first one its `route` call's
+    /// arguments name, else every member its text names.
+    fn named(&self, message: &motet_directives::AssistantMessage) -> Vec<String> {
+        let mut said = Vec::new();
+        for call in message.tool_calls().filter(|c| c.name == ROUTE_TOOL) {
+            if let Ok(args) = call.args.parse::<serde_json::Value>() {
+                strings_in(&args, &mut said);
+            }
+        }
+        // The first member named is the one asked.
+        let mut names: Vec<String> = said
+            .into_iter()
+            .find(|name| self.members.iter().any(|m| m.name == name.trim()))
+            .into_iter()
+            .collect();
+        if names.is_empty() {
+            // A model that answered in words: the members it names.
+            let text: String = message.text_blocks().collect();
+            names = self
+                .members
+                .iter()
+                .filter(|m| text.contains(m.name.as_str()))
+                .map(|m| m.name.clone())
+                .collect();
+        }
+        self.chosen(&names)
     }
 
     /// Asks the members `names` the request's query.

@@ -176,6 +176,109 @@ fn a_fan_out_asks_every_member_at_once_and_joins_the_answers_in_task_order() {
 }
 
 #[test]
+fn a_failed_ask_is_asked_again_of_the_member_reassign_picks_until_attempts_run_out() {
+    let env = FixedEnv::new(0);
+    // The next attempt goes to the next member up, the task's words unchanged.
+    let team = FanOut::new(["a", "b", "c"])
+        .with_attempts(2)
+        .with_reassign(|task, up| {
+            let next = up.iter().cycle().skip_while(|m| **m != task.agent).nth(1)?;
+            Some(Task::new(next, &task.query))
+        });
+    let mut state = team.init(&env);
+    team.handle(&mut state, &request("q"), &env).unwrap();
+    let out = team
+        .handle(&mut state, &failure("r1.0", "crashed"), &env)
+        .unwrap();
+    assert_eq!(asked(&out), pairs(&[("b", "r1.0.1")]));
+    assert_eq!(replies(&out), 0);
+    let again = state.ask("r1.0.1").unwrap();
+    assert_eq!(
+        (again.slot, again.attempt, again.agent, again.open),
+        (0, 1, "b", true)
+    );
+    // A late reply to the attempt replaced is not heard.
+    assert!(state.ask("r1.0").is_none());
+    assert!(
+        team.handle(&mut state, &answer("r1.0", "late", 9), &env)
+            .unwrap()
+            .is_empty()
+    );
+    team.handle(&mut state, &answer("r1.0.1", "from b", 1), &env)
+        .unwrap();
+    team.handle(&mut state, &answer("r1.1", "b too", 1), &env)
+        .unwrap();
+    // Out of attempts: the failure stands, and under `All` it fails the round.
+    let out = team
+        .handle(&mut state, &failure("r1.2", "no"), &env)
+        .unwrap();
+    assert_eq!(asked(&out), pairs(&[("a", "r1.2.1")]));
+    let out = team
+        .handle(&mut state, &failure("r1.2.1", "still no"), &env)
+        .unwrap();
+    assert_eq!(
+        failed(&out),
+        TeamFailure::Member {
+            agent: "a".into(),
+            message: "still no".into()
+        }
+    );
+}
+
+#[test]
+fn a_lost_ask_and_a_member_gone_are_failures_asked_again_elsewhere() {
+    let env = FixedEnv::new(0);
+    let team = FanOut::new(["a", "b"])
+        .with_join(Join::BestEffort)
+        .with_attempts(3)
+        .with_reassign(|task, up| {
+            let other = up.iter().find(|m| **m != task.agent).or(up.first())?;
+            Some(Task::new(other, &task.query))
+        });
+    let mut state = team.init(&env);
+    let start = Signal::builder("swarm.run", "caller")
+        .with_request_id("r1")
+        .with_thread_id("main")
+        .build()
+        .unwrap();
+    let out = team
+        .start(
+            &mut state,
+            &start,
+            vec![Task::new("a", "one"), Task::new("a", "two")],
+            &env,
+        )
+        .unwrap();
+    assert_eq!(asked(&out), pairs(&[("a", "r1.0"), ("a", "r1.1")]));
+    // A second start while one is open is refused typed.
+    let busy = team.start(&mut state, &start, vec![Task::new("b", "x")], &env);
+    assert!(matches!(failed(&busy.unwrap()), TeamFailure::Busy { .. }));
+    // Its member's thread restarted: the ask is lost, and asked again of b.
+    let out = team.lost(&mut state, "r1.0", "restarted", &env).unwrap();
+    assert_eq!(asked(&out), pairs(&[("b", "r1.0.1")]));
+    // Nothing for an ask that is not open.
+    assert!(
+        team.lost(&mut state, "r1.0", "again", &env)
+            .unwrap()
+            .is_empty()
+    );
+    // a stops for good: its other ask moves to b, and nothing more goes to a.
+    let out = team.member_gone(&mut state, "a", "stopped", &env).unwrap();
+    assert_eq!(asked(&out), pairs(&[("b", "r1.1.1")]));
+    let out = team
+        .handle(&mut state, &failure("r1.1.1", "oops"), &env)
+        .unwrap();
+    assert_eq!(asked(&out), pairs(&[("b", "r1.1.2")]));
+    team.handle(&mut state, &answer("r1.0.1", "1", 1), &env)
+        .unwrap();
+    let out = team
+        .handle(&mut state, &answer("r1.1.2", "2", 1), &env)
+        .unwrap();
+    let done = completed(&out);
+    assert_eq!(done.answer, "b: 1\nb: 2");
+}
+
+#[test]
 fn under_all_the_first_failure_fails_the_request_and_cancels_the_rest() {
     let env = FixedEnv::new(0);
     let team = FanOut::new(["a", "b", "c"]);

@@ -221,6 +221,20 @@ impl Costs {
             let budget = self.tenants.get(&**tenant).copied().unwrap_or(own.tenant);
             levels.push((BudgetLevel::Tenant, budget, Key::Tenant(tenant.clone())));
         }
+        // A delegated request's calls count in each caller's request budget (its hard limits:
+        // a soft step is for the caller's own person to approve on the caller's calls).
+        for (agent, request) in &scope.on_behalf_of {
+            let budget = self
+                .agents
+                .get(&**agent)
+                .map_or(self.defaults.request, |b| b.value().request);
+            let hard = Budget {
+                tokens: budget.tokens,
+                cost: budget.cost,
+                ..Budget::default()
+            };
+            levels.push((BudgetLevel::Request, hard, Key::Request(request.clone())));
+        }
         levels.retain(|(_, budget, _)| budget.is_limited());
         levels
     }

@@ -11,24 +11,59 @@
 //! - `ask.rs` — one ask of another agent on behalf of a tool call: the delegated request,
 //!   the relay of its deltas and waits to the caller's ticket, the cancel when the caller
 //!   stops waiting.
+//! - `callee.rs` — the agent a delegating tool asks and how: what both tools share.
 //! - `agent_tool.rs` — [`AgentTool`]: an agent as a tool.
 //! - `handoff.rs` — [`Handoff`]: the conversation handed to another agent, and who holds a
 //!   thread after it.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use motet_agents::delegate::Chain;
+use motet_agents::delegate::{Chain, Payers};
 use motet_directives::Usage;
 
 use crate::agent::host::core::RuntimeCore;
 
+/// The settings an [`AgentTool`] and a [`Handoff`] share, written once: the tool's name and
+/// description, the delegation depth and how long the callee is waited for. `$what` names
+/// what waits, in the docs.
+macro_rules! callee_settings {
+    ($what:literal) => {
+        /// Named `name` for the model.
+        pub fn named(mut self, name: impl Into<String>) -> Self {
+            self.callee.name = name.into();
+            self
+        }
+
+        /// What the model reads about when to call it.
+        pub fn describe(mut self, description: impl Into<String>) -> Self {
+            self.callee.description = description.into();
+            self
+        }
+
+        /// Delegations a request may go through before it is refused (default
+        /// [`DEFAULT_MAX_DEPTH`](super::DEFAULT_MAX_DEPTH)).
+        pub fn max_depth(mut self, max_depth: usize) -> Self {
+            self.callee.max_depth = max_depth;
+            self
+        }
+
+        #[doc = concat!("How long ", $what, " waits for the callee's answer (default 60 s, the tool set's default")]
+        /// time limit; a set with a shorter limit cuts it first, and cancels the callee).
+        pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
+            self.callee.timeout = timeout;
+            self
+        }
+    };
+}
+
 mod agent_tool;
 mod ask;
+mod callee;
 mod handoff;
 
 pub use agent_tool::AgentTool;
 pub use handoff::Handoff;
-pub(crate) use handoff::holder;
+pub(crate) use handoff::route;
 pub use motet_agents::delegate::{CalleeThread, DEFAULT_MAX_DEPTH, DelegateError, HistoryFilter};
 
 /// What a tool call run by the runtime knows beyond its [`ToolContext`](crate::tool::ToolContext)'s
@@ -38,15 +73,20 @@ pub use motet_agents::delegate::{CalleeThread, DEFAULT_MAX_DEPTH, DelegateError,
 pub(crate) struct Delegation {
     core: Arc<RuntimeCore>,
     chain: Chain,
+    /// The requests the call's request works for, itself last: a callee's calls count in
+    /// their budgets.
+    payers: Payers,
     spent: Spent,
 }
 
 impl Delegation {
-    /// The context of a call made by a request that came through `chain`.
-    pub(crate) fn new(core: &Arc<RuntimeCore>, chain: Chain) -> Self {
+    /// The context of a call made by a request that came through `chain`, working for
+    /// `payers` (itself last).
+    pub(crate) fn new(core: &Arc<RuntimeCore>, chain: Chain, payers: Payers) -> Self {
         Self {
             core: Arc::clone(core),
             chain,
+            payers,
             spent: Spent::default(),
         }
     }
@@ -67,7 +107,9 @@ impl std::fmt::Debug for Delegation {
 
 impl PartialEq for Delegation {
     fn eq(&self, other: &Self) -> bool {
-        self.chain == other.chain && Arc::ptr_eq(&self.core, &other.core)
+        self.chain == other.chain
+            && self.payers == other.payers
+            && Arc::ptr_eq(&self.core, &other.core)
     }
 }
 

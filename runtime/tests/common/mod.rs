@@ -15,6 +15,8 @@ use motet_runtime::agent::{
     AgentHandle, AgentSpec, Answer, AskError, AskOptions, ReActAgent, Runtime,
 };
 use motet_runtime::testing::ScriptedModel;
+
+pub(crate) mod by_agent;
 use motet_runtime::tool::{Tool, ToolError, ToolSet, tool_fn};
 use schemars::JsonSchema;
 use serde::Deserialize;

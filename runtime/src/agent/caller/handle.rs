@@ -141,8 +141,8 @@ impl AgentHandle {
             .then(|| Deltas::subscribe(&self.core.bus, &request_id));
         let (reply, answer) = oneshot::channel();
         // A thread handed off to another agent is that agent's to answer.
-        let holder = crate::agent::delegate::holder(&self.core, &self.name, &thread);
-        let agent = holder.as_deref().unwrap_or(&self.name);
+        let holder = crate::agent::delegate::route(&self.core, &self.name, &thread).await;
+        let agent = holder.as_str();
         self.core
             .send(agent, &thread, ThreadMsg::Ask { signal, reply })
             .await
@@ -196,7 +196,8 @@ impl AgentHandle {
 
     /// Carries on with the request thread `thread_id` (the default thread for `None`) was in
     /// the middle of when its process stopped: the request its last commit left running, or
-    /// else the one its last turn belongs to. The strategy gets `agent.resume` for it (ReAct
+    /// else — when a handoff gave the thread to another agent — the holder's thread of that id
+    /// resumed the same way, or else the one its last turn belongs to. The strategy gets `agent.resume` for it (ReAct
     /// makes the LLM call that is owed, or runs the tool calls whose results are missing —
     /// idempotent tools again with the same tool-call id, others get an error result saying
     /// they may or may not have run). Returns the resumed request to await, or `None` when the
@@ -211,36 +212,64 @@ impl AgentHandle {
         timeout: Duration,
     ) -> Result<Option<Ticket>, AskError> {
         let thread_id = thread_id.unwrap_or(DEFAULT_THREAD);
+        let mut at = self.clone();
+        let mut passed = vec![self.name.clone()];
+        loop {
+            match at.owed(thread_id).await? {
+                Owed::Request(request_id) => {
+                    return at
+                        .resume_request(thread_id, &request_id, timeout)
+                        .await
+                        .map(Some);
+                }
+                Owed::Nothing => return Ok(None),
+                // Handed off with nothing left open here: whoever holds it carries on.
+                Owed::HeldBy(holder) => {
+                    if passed.contains(&holder) || self.core.agent(&holder).is_none() {
+                        return Ok(None);
+                    }
+                    passed.push(holder.clone());
+                    at = Self {
+                        name: holder,
+                        core: Arc::clone(&self.core),
+                    };
+                }
+            }
+        }
+    }
+
+    /// What this agent's thread `thread_id` owes: the request its last commit left running,
+    /// else — when a handoff moved it on — the agent that holds it, else the request its last
+    /// turn belongs to.
+    async fn owed(&self, thread_id: &str) -> Result<Owed, AskError> {
         let store_error = |e: crate::store::StoreError| AskError::Store(e.into());
         let store_id = ThreadKey::store_id_of(&self.name, thread_id);
         let open = match self.core.store.load_state(&store_id).await {
             Ok(saved) => saved
                 .as_deref()
                 .and_then(crate::agent::host::actor::open_request),
-            Err(crate::store::StoreError::NotFound { .. }) => return Ok(None),
+            Err(crate::store::StoreError::NotFound { .. }) => return Ok(Owed::Nothing),
             Err(e) => return Err(store_error(e)),
         };
-        let request_id = match open {
-            Some(request) => request,
-            None => {
-                let thread = self
-                    .get_thread(Some(thread_id))
-                    .await
-                    .map_err(|e| match e {
-                        RuntimeError::Store(failure) => AskError::Store(failure),
-                        _ => AskError::AgentStopped {
-                            agent: self.name.clone(),
-                        },
-                    })?;
-                match thread.as_ref().and_then(last_turn_request) {
-                    Some(request) => request,
-                    None => return Ok(None),
-                }
-            }
-        };
-        self.resume_request(thread_id, &request_id, timeout)
+        if let Some(request) = open {
+            return Ok(Owed::Request(request));
+        }
+        let thread = self
+            .get_thread(Some(thread_id))
             .await
-            .map(Some)
+            .map_err(|e| match e {
+                RuntimeError::Store(failure) => AskError::Store(failure),
+                _ => AskError::AgentStopped {
+                    agent: self.name.clone(),
+                },
+            })?;
+        let Some(thread) = thread else {
+            return Ok(Owed::Nothing);
+        };
+        if let Some(holder) = motet_agents::delegate::holder(&thread) {
+            return Ok(Owed::HeldBy(holder.to_owned()));
+        }
+        Ok(last_turn_request(&thread).map_or(Owed::Nothing, Owed::Request))
     }
 
     /// Carries on the one request `waiting` belongs to — it paused for a person in a process
@@ -468,6 +497,16 @@ impl AgentHandle {
 }
 
 /// The request the last turn of `thread` (a question, an answer, a tool result) belongs to.
+/// What a thread owes a resume.
+enum Owed {
+    /// This request, to carry on.
+    Request(String),
+    /// Nothing here: the thread was handed off to this agent.
+    HeldBy(String),
+    /// Nothing.
+    Nothing,
+}
+
 fn last_turn_request(thread: &motet_agents::Thread) -> Option<String> {
     thread
         .to_list()

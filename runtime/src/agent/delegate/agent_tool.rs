@@ -1,14 +1,12 @@
 //! [`AgentTool`]: an agent offered to another as a tool. A call is an ask of the callee, by
 //! name, on a thread of its own that the caller chooses.
 
-use std::time::Duration;
-
 use async_trait::async_trait;
-use motet_agents::delegate::{CalleeThread, DEFAULT_MAX_DEPTH, callee_request};
+use motet_agents::delegate::CalleeThread;
 use motet_directives::ToolArgs;
 
-use super::ask::{Call, ask};
-use super::{text_arg, tool_name};
+use super::callee::Callee;
+use super::text_arg;
 use crate::tool::{Tool, ToolContext, ToolError};
 
 /// An agent offered to other agents as a tool: the model calls it with `{"input": "..."}` (any
@@ -41,12 +39,8 @@ use crate::tool::{Tool, ToolContext, ToolError};
 /// ```
 #[derive(Debug, Clone)]
 pub struct AgentTool {
-    agent: String,
-    name: String,
-    description: String,
+    callee: Callee,
     thread: CalleeThread,
-    max_depth: usize,
-    timeout: Duration,
     max_input: Option<usize>,
 }
 
@@ -55,15 +49,17 @@ impl AgentTool {
     pub fn new(agent: impl Into<String>) -> Self {
         let agent = agent.into();
         Self {
-            name: tool_name("ask_", &agent),
-            description: format!("Ask the agent `{agent}` and get its answer."),
-            agent,
+            callee: Callee::new(
+                "ask_",
+                format!("Ask the agent `{agent}` and get its answer."),
+                agent,
+            ),
             thread: CalleeThread::default(),
-            max_depth: DEFAULT_MAX_DEPTH,
-            timeout: crate::tool::DEFAULT_TIMEOUT,
             max_input: None,
         }
     }
+
+    callee_settings!("a call");
 
     /// At most `chars` characters of input per call, said in the tool's schema (`maxLength`):
     /// a provider that constrains its output to the schema (llama.cpp's grammars) then cannot
@@ -73,52 +69,26 @@ impl AgentTool {
         self
     }
 
-    /// Named `name` for the model instead of `ask_<agent>`.
-    pub fn named(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
-        self
-    }
-
-    /// What the model reads about when to call it.
-    pub fn describe(mut self, description: impl Into<String>) -> Self {
-        self.description = description.into();
-        self
-    }
-
     /// Which of the callee's threads a call is asked on (default [`CalleeThread::PerCall`]).
     pub fn thread(mut self, thread: CalleeThread) -> Self {
         self.thread = thread;
         self
     }
 
-    /// Delegations a request may go through before a call is refused (default
-    /// [`DEFAULT_MAX_DEPTH`]).
-    pub fn max_depth(mut self, max_depth: usize) -> Self {
-        self.max_depth = max_depth;
-        self
-    }
-
-    /// How long a call waits for the callee's answer (default 60 s, the tool set's default
-    /// time limit; a set with a shorter limit cuts it first, and cancels the callee).
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
     /// The agent it asks.
     pub fn agent(&self) -> &str {
-        &self.agent
+        &self.callee.agent
     }
 }
 
 #[async_trait]
 impl Tool for AgentTool {
     fn name(&self) -> &str {
-        &self.name
+        &self.callee.name
     }
 
     fn description(&self) -> &str {
-        &self.description
+        &self.callee.description
     }
 
     fn parameters(&self) -> serde_json::Value {
@@ -143,32 +113,16 @@ impl Tool for AgentTool {
     async fn call(&self, args: &ToolArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         // A small model may name the field otherwise: the callee then reads the arguments.
         let input = text_arg(args, "input", true).unwrap_or_else(|_| args.get().to_owned());
-        let delegation = ctx
-            .delegation()
-            .ok_or_else(|| ToolError::failed("an agent tool runs only inside a motet runtime"))?;
-        let chain = delegation
-            .chain
-            .enter(&self.agent, self.max_depth)
-            .map_err(|e| ToolError::failed(e.to_string()))?;
         let caller = ctx.agent_id().unwrap_or_default();
         let caller_thread = ctx.thread_id().unwrap_or_default();
         let request = ctx.request_id().unwrap_or(ctx.tool_call_id());
-        let call = Call {
-            core: &delegation.core,
-            callee: &self.agent,
-            thread: self
-                .thread
-                .resolve(caller, caller_thread, request, ctx.tool_call_id()),
-            request: callee_request(request, ctx.tool_call_id()),
-            query: input,
-            chain: &chain,
-            caller_request: ctx.request_id(),
-            timeout: self.timeout,
-        };
-        let answer = ask(call).await.map_err(|e| {
-            ToolError::failed(format!("agent `{}` did not answer: {e}", self.agent))
-        })?;
-        delegation.spent.add(answer.usage);
+        let thread = self
+            .thread
+            .resolve(caller, caller_thread, request, ctx.tool_call_id());
+        let (answer, _) = self
+            .callee
+            .ask(ctx, thread, input, "did not answer")
+            .await?;
         Ok(answer.text)
     }
 }

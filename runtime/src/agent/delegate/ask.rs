@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use motet_agents::delegate::{CHAIN_EXTENSION, Chain};
+use motet_agents::delegate::{CHAIN_EXTENSION, Chain, PAYERS_EXTENSION, Payers};
 use motet_agents::{AGENT_REQUEST, AGENT_WAITING, AgentRequest};
 use motet_signals::{Delivery, Pattern, Signal, Subscription};
 use tokio::sync::oneshot;
@@ -30,6 +30,8 @@ pub(super) struct Call<'a> {
     pub(super) query: String,
     /// The chain with the callee at its end.
     pub(super) chain: &'a Chain,
+    /// The requests the callee's request works for (the caller's last).
+    pub(super) payers: &'a Payers,
     /// The caller's request: its ticket sees the callee's deltas and waits.
     pub(super) caller_request: Option<&'a str>,
     pub(super) timeout: Duration,
@@ -48,6 +50,7 @@ pub(super) async fn ask(call: Call<'_>) -> Result<Answer, AskError> {
         request,
         query,
         chain,
+        payers,
         caller_request,
         timeout,
     } = call;
@@ -68,7 +71,7 @@ pub(super) async fn ask(call: Call<'_>) -> Result<Answer, AskError> {
     };
     // Built in the tool's span: the callee's request continues the caller's trace under it.
     let signal = from_caller(AGENT_REQUEST, &thread, Some(&request), data)
-        .and_then(|signal| with_chain(signal, chain))
+        .and_then(|signal| with_chain(signal, chain, payers))
         .map_err(AskError::send)?;
     // Subscribed before the request is sent, so nothing it writes is missed.
     let relay = caller_request.map(|to| Relay::start(core, callee, &request, to));
@@ -118,8 +121,12 @@ async fn answer_of(
     }
 }
 
-/// `signal` with `chain` as its [`CHAIN_EXTENSION`].
-fn with_chain(signal: Signal, chain: &Chain) -> Result<Signal, motet_signals::SignalError> {
+/// `signal` with `chain` as its [`CHAIN_EXTENSION`] and `payers` as its [`PAYERS_EXTENSION`].
+fn with_chain(
+    signal: Signal,
+    chain: &Chain,
+    payers: &Payers,
+) -> Result<Signal, motet_signals::SignalError> {
     let mut value = serde_json::to_value(&signal)
         .map_err(|e| motet_signals::SignalError::Json(e.to_string()))?;
     if let Some(object) = value.as_object_mut() {
@@ -127,6 +134,12 @@ fn with_chain(signal: Signal, chain: &Chain) -> Result<Signal, motet_signals::Si
             CHAIN_EXTENSION.to_owned(),
             serde_json::Value::String(chain.to_extension()),
         );
+        if !payers.is_empty() {
+            object.insert(
+                PAYERS_EXTENSION.to_owned(),
+                serde_json::Value::String(payers.to_extension()),
+            );
+        }
     }
     Signal::from_json_value(value)
 }
@@ -279,8 +292,11 @@ mod tests {
             .build()
             .unwrap();
         let chain = Chain::root("a").enter("b", 4).unwrap();
-        let signal = with_chain(signal, &chain).unwrap();
+        let payers = Payers::default().with("a", "r");
+        let signal = with_chain(signal, &chain, &payers).unwrap();
         let text = signal.extension(CHAIN_EXTENSION).and_then(|v| v.as_str());
         assert_eq!(Chain::of_request("b", text), chain);
+        let text = signal.extension(PAYERS_EXTENSION).and_then(|v| v.as_str());
+        assert_eq!(Payers::of_extension(text), payers);
     }
 }

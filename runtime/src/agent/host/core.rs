@@ -90,8 +90,8 @@ pub(crate) struct RuntimeCore {
     pub(crate) housekeeping: Housekeeping,
     /// The timers of every agent, kept in the store and fired on time.
     pub(crate) timekeeper: super::timekeeper::Timekeeper,
-    /// Threads handed off to another agent: `<agent>/<thread>` as asked, to the agent that
-    /// holds it now (agent/delegate/handoff.rs). Empty unless a handoff happened.
+    /// Threads handed off to another agent: `(agent, thread)` to the agent its last handoff
+    /// went to, one hop ([`RuntimeCore::held_by`]). Empty unless a handoff happened.
     pub(crate) holders: DashMap<(String, String), String>,
 }
 
@@ -124,6 +124,35 @@ impl RuntimeCore {
     /// This core as the timekeeper sees it.
     pub(crate) fn timer_host(self: &Arc<Self>) -> Arc<dyn super::timekeeper::TimerHost> {
         Arc::clone(self) as Arc<dyn super::timekeeper::TimerHost>
+    }
+
+    /// Records who holds thread `thread` of `agent`, as its committed entries say
+    /// ([`motet_agents::delegate::holder`]): `receiver`, or `None` for the agent itself. Set
+    /// when the thread is loaded and after each commit that decides it (host/actor/persist.rs),
+    /// and by a handoff as it ends (agent/delegate/handoff.rs): the store's word, read back
+    /// after a restart as each thread starts.
+    pub(crate) fn held_by(&self, agent: &str, thread: &str, receiver: Option<&str>) {
+        match receiver {
+            Some(receiver) if receiver != agent => {
+                self.holders
+                    .insert((agent.to_owned(), thread.to_owned()), receiver.to_owned());
+            }
+            _ => {
+                if !self.holders.is_empty() {
+                    self.holders.remove(&(agent.to_owned(), thread.to_owned()));
+                }
+            }
+        }
+    }
+
+    /// The agent thread `thread` of `agent` is handed to, when a handoff moved it (one hop).
+    pub(crate) fn holder(&self, agent: &str, thread: &str) -> Option<String> {
+        if self.holders.is_empty() {
+            return None;
+        }
+        self.holders
+            .get(&(agent.to_owned(), thread.to_owned()))
+            .map(|held| held.value().clone())
     }
 
     /// The registered child that thread `thread` of `agent` spawned with `tag`, if any.

@@ -57,6 +57,7 @@ impl Here<'_> {
             tenant: self.labels.and_then(|l| l.tenant.clone()),
             priority: self.labels.map(|l| l.priority).unwrap_or_default(),
             kind,
+            on_behalf_of: Vec::new(),
         }
     }
 }
@@ -148,6 +149,38 @@ pub(crate) struct RequestSpan {
     /// The agents that delegated this request, as its signal's `motetchain` extension said
     /// (`None` for a request asked directly): what an agent tool it calls checks.
     pub(crate) chain: Option<Box<str>>,
+    /// The requests it works for, as its signal's `motetpayers` extension said (`None` for a
+    /// request asked directly): their budgets count its calls too.
+    pub(crate) payers: Option<Box<str>>,
+}
+
+impl Tracked {
+    /// Who `here`'s LLM calls of `kind` for `cause` are made for, the requests its request
+    /// works for among them (their budgets count the call).
+    pub(crate) fn scope(
+        &self,
+        here: &Here<'_>,
+        cause: &Signal,
+        kind: motet_providers::CallKind,
+    ) -> motet_providers::CallScope {
+        let mut scope = here.scope(cause, kind);
+        scope.on_behalf_of = self
+            .payers(cause.request_id())
+            .requests()
+            .iter()
+            .map(|(agent, request)| (Arc::from(agent.as_str()), Arc::from(request.as_str())))
+            .collect();
+        scope
+    }
+
+    /// The requests request `request` works for (its delegating callers'), as `(agent,
+    /// request)`: empty for one nobody delegated.
+    pub(crate) fn payers(&self, request: Option<&str>) -> motet_agents::delegate::Payers {
+        let text = request
+            .and_then(|request| self.span(request))
+            .and_then(|span| span.payers.as_deref());
+        motet_agents::delegate::Payers::of_extension(text)
+    }
 }
 
 /// One wait for a person being watched. Dropping it ends its span and takes it off the gauge.

@@ -72,14 +72,17 @@ where
         let id = signal.request_id()?;
         if state.tracked.span(id).is_none() {
             let span = trace::request_span(&self.agent.name, &self.thread_id, id, signal);
-            let chain = signal
-                .extension(motet_agents::delegate::CHAIN_EXTENSION)
-                .and_then(|value| value.as_str())
-                .map(Box::from);
+            let label = |name: &str| {
+                signal
+                    .extension(name)
+                    .and_then(|value| value.as_str())
+                    .map(Box::from)
+            };
             let trace = RequestSpan {
                 span,
                 llm_calls: 0,
-                chain,
+                chain: label(motet_agents::delegate::CHAIN_EXTENSION),
+                payers: label(motet_agents::delegate::PAYERS_EXTENSION),
             };
             state.tracked.open().spans.insert(id.to_owned(), trace);
         }

@@ -149,7 +149,7 @@ where
             Err(StoreError::NotFound { .. }) => 0,
             Err(error) => return Err(error),
         };
-        Ok(match self.load().await? {
+        let loaded = match self.load().await? {
             Some(stored) => Loaded {
                 epoch,
                 strategy: match stored.saved {
@@ -171,7 +171,20 @@ where
                 interrupted: None,
                 applied: Vec::new(),
             },
-        })
+        };
+        self.note_holder(&loaded.strategy);
+        Ok(loaded)
+    }
+
+    /// Tells the runtime who holds this thread as its stored entries say (a handoff moves it
+    /// to another agent; a request taken in brings it back): asks on it are routed there.
+    fn note_holder(&self, strategy: &S::State) {
+        let held = self
+            .agent
+            .strategy
+            .thread(strategy)
+            .and_then(motet_agents::delegate::holder);
+        self.core.held_by(&self.agent.name, &self.thread_id, held);
     }
 
     /// Replaces the strategy's state with the stored one (another writer moved the thread
@@ -204,6 +217,7 @@ where
             if let Some(deliveries) = state.deliveries.as_mut() {
                 deliveries.replace_applied(stored.applied);
             }
+            self.note_holder(&state.strategy);
             return true;
         }
         false
@@ -253,6 +267,7 @@ where
             }
         }
         state.diverged = false;
+        self.note_holder(&state.strategy);
         Ok(())
     }
 
@@ -329,6 +344,9 @@ where
                 .await?;
         }
         state.saved = Some(print);
+        if let Some(held) = motet_agents::delegate::holder_change(entries) {
+            self.core.held_by(&self.agent.name, &self.thread_id, held);
+        }
         if !entries.is_empty() {
             self.thread_updated(state, entries.len() as u64);
         }

@@ -36,7 +36,7 @@ pub(super) fn stream(job: &Job<'_>, tracked: &mut Tracked, mut call: LlmStream) 
     let core = here.core.clone();
     let task_cause = cause.clone();
     let source = here.source();
-    let scope = here.scope(cause, CallKind::Turn);
+    let scope = tracked.scope(here, cause, CallKind::Turn);
     let work = Box::pin(async move {
         let call_id = call.call_id;
         let streamed = stream_call(

@@ -19,7 +19,7 @@ pub(super) fn summarize(job: &Job<'_>, tracked: &mut Tracked, summarize: Summari
     let call_id = summarize.call_id;
     let request = summarize.request;
     let span = trace::directive_span("summarize", here.thread, job.parent.clone());
-    let scope = here.scope(cause, CallKind::Summary);
+    let scope = tracked.scope(here, cause, CallKind::Summary);
     let work = Box::pin(async move {
         let chat = trace::chat_span(&request, span.id(), 0);
         // No person is asked about a summary: only the hard budgets check it.

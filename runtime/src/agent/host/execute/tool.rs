@@ -36,9 +36,14 @@ pub(super) fn run(job: &Job<'_>, tracked: &mut Tracked, exec: ToolExec) {
         .request_id()
         .and_then(|request| tracked.span(request))
         .and_then(|span| span.chain.as_deref());
+    let payers = match cause.request_id() {
+        Some(request) => tracked.payers(Some(request)).with(here.agent, request),
+        None => motet_agents::delegate::Payers::default(),
+    };
     let delegation = Delegation::new(
         here.core,
         motet_agents::delegate::Chain::of_request(here.agent, chain),
+        payers,
     );
     let spent = delegation.spent();
     ctx = ctx.with_delegation(delegation);
