@@ -40,6 +40,15 @@
 //! eval "$(bash scripts/nats.sh env)"       # after `bash scripts/nats.sh start`
 //! cargo run --release --example swarm -- --agents 20 --store postgres --bus nats
 //! ```
+//!
+//! Virtual workers: `--virtual N` registers the workers as a virtual kind (`worker:<n>`)
+//! instead of spawning them, at most N active at once — each activated by its first task,
+//! deactivated to make room — so the batch addresses more workers than are ever in memory;
+//! the summary says the most that were active (docs/runtime.md "Virtual agents").
+//!
+//! ```text
+//! cargo run --release --example swarm -- --agents 1000 --virtual 100 --store sqlite
+//! ```
 
 mod coordinator;
 mod worker;
@@ -106,6 +115,11 @@ struct Args {
     /// MOTET_NATS_URL; needs the build's `jetstream` feature).
     #[arg(long, value_enum, default_value_t = BusChoice::Local)]
     bus: BusChoice,
+    /// Run the workers as virtual agents (`worker:<n>`), at most this many active at once: a
+    /// worker is activated by its first task and deactivated to make room, so the batch
+    /// addresses more workers than are ever in memory (docs/runtime.md "Virtual agents").
+    #[arg(long = "virtual", value_name = "ACTIVE", value_parser = clap::value_parser!(u32).range(2..))]
+    virtual_active: Option<u32>,
 }
 
 /// The bus the workers' answers and tool reports reach the coordinator on.
@@ -251,7 +265,6 @@ async fn swarm(
     if args.bus == BusChoice::Nats {
         builder = builder.signal_bus(nats_bus().await?);
     }
-    let runtime = builder.build().map_err(|e| e.to_string())?;
 
     // Half the workers multiply, half read notes: each skill has its own tool, which the
     // first LLM call of every task must call; after that the model may answer.
@@ -268,18 +281,43 @@ async fn swarm(
         config.options.max_tokens = Some(args.max_tokens);
         kits.push((skill, tools, ReAct::new(config)));
     }
+    // A worker's spec: its skill's kit, a low priority (on a shared provider account, a
+    // person's chat goes first).
+    let worker_spec = {
+        let kits = kits.clone();
+        move |name: &str, k: usize| {
+            let (_, tools, react) = &kits[k % kits.len()];
+            AgentSpec::new(name, Wrapped::new(react.clone(), Worker))
+                .with_tools(tools.clone())
+                .with_priority(motet::providers::Priority::Low)
+        }
+    };
+    if let Some(active) = args.virtual_active {
+        // `worker:<n>`: the key says which worker, and so its skill.
+        let spec = worker_spec.clone();
+        builder = builder
+            .virtual_kind("worker", move |key| {
+                let k: usize = key.parse().map_err(|_| format!("no worker {key}"))?;
+                Ok(spec(key, k))
+            })
+            .max_active_agents(active as usize);
+    }
+    let runtime = builder.build().map_err(|e| e.to_string())?;
 
     let mut workers = Vec::with_capacity(agents);
-    for k in 0..agents {
+    if args.virtual_active.is_some() {
+        for k in 0..agents {
+            workers.push((format!("worker:{k:04}"), kits[k % kits.len()].0));
+        }
+    }
+    for k in (0..agents).filter(|_| args.virtual_active.is_none()) {
         // Cloning a ReAct shares its configuration: a thousand workers, two configurations.
-        let (skill, tools, react) = &kits[k % kits.len()];
         let name = format!("worker-{k:04}");
-        // A batch: on a shared provider account, a person's chat goes first.
-        let spec = AgentSpec::new(&name, Wrapped::new(react.clone(), Worker))
-            .with_tools(tools.clone())
-            .with_priority(motet::providers::Priority::Low);
-        runtime.spawn(spec).await.map_err(|e| e.to_string())?;
-        workers.push((name, *skill));
+        runtime
+            .spawn(worker_spec(&name, k))
+            .await
+            .map_err(|e| e.to_string())?;
+        workers.push((name, kits[k % kits.len()].0));
     }
     let pattern = |p: &str| p.parse::<Pattern>().map_err(|e| e.to_string());
     // Restarts and stops are this runtime's own events, always in-process. Each worker's
@@ -366,6 +404,7 @@ async fn swarm(
     let wall = started.elapsed();
     ticker.abort();
     bar.finish_and_clear();
+    let (_, active_max) = runtime.active_virtual_agents();
     runtime.shutdown().await;
 
     let report: Report = reply.data_as().map_err(|e| e.to_string())?;
@@ -379,6 +418,7 @@ async fn swarm(
             BusChoice::Nats => "nats (JetStream)",
         },
         agents,
+        active_max: args.virtual_active.map(|_| active_max),
         wall,
         report,
     })
@@ -568,6 +608,8 @@ struct Summary {
     /// The bus the answers travelled on.
     bus: &'static str,
     agents: usize,
+    /// With `--virtual`: the most workers active at once.
+    active_max: Option<usize>,
     wall: Duration,
     report: Report,
 }
@@ -642,6 +684,7 @@ impl Summary {
             "stored_threads": self.stored_threads,
             "bus": self.bus,
             "agents": self.agents,
+            "active_max": self.active_max,
             "tasks": r.outcomes.len(),
             "answered": self.answered(),
             "failures": r.outcomes.len() - self.answered(),
@@ -668,7 +711,13 @@ impl Summary {
                 format!("{} ({} threads)", self.store, self.stored_threads),
             ),
             ("bus", self.bus.to_owned()),
-            ("agents", self.agents.to_string()),
+            (
+                "agents",
+                match self.active_max {
+                    Some(most) => format!("{} virtual, at most {most} active", self.agents),
+                    None => self.agents.to_string(),
+                },
+            ),
             (
                 "requests",
                 format!("{} answered of {} tasks", self.answered(), r.outcomes.len()),

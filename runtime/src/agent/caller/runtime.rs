@@ -222,7 +222,7 @@ impl RuntimeBuilder {
     /// At most `agents` virtual agents active at once (default
     /// [`DEFAULT_MAX_ACTIVE`](crate::agent::DEFAULT_MAX_ACTIVE)): past nine tenths of it the
     /// least recently used idle ones are deactivated; one busy with a request stays. At the
-    /// cap an activation waits (up to 5 s) for room. Spawned agents do not count.
+    /// cap an activation waits (up to 60 s) for room. Spawned agents do not count.
     pub fn max_active_agents(mut self, agents: usize) -> Self {
         self.max_active = Some(agents);
         self

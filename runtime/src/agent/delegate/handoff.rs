@@ -143,14 +143,17 @@ pub(crate) async fn route(core: &Arc<RuntimeCore>, agent: &str, thread: &str) ->
     let mut at = agent.to_owned();
     let mut passed: Vec<String> = Vec::new();
     loop {
-        if let Some(entry) = core.agent(&at)
+        if let Ok(entry) = core.activate(&at).await
             && entry.thread(thread).is_none()
             && let Err(error) = core.ensure_thread(&entry, thread, None).await
         {
             tracing::debug!(agent = %at, %thread, %error, "a thread to route through did not start");
         }
         match core.holder(&at, thread) {
-            Some(next) if !passed.contains(&next) && core.agent(&next).is_some() => {
+            Some(next)
+                if !passed.contains(&next)
+                    && (core.agent(&next).is_some() || core.is_virtual(&next)) =>
+            {
                 passed.push(std::mem::replace(&mut at, next));
             }
             _ => return at,

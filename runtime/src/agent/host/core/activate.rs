@@ -13,7 +13,7 @@ use crate::agent::host::virtuals::{self, Candidate};
 
 /// How long an activation waits for room when the cap is reached before it goes over it
 /// (with a warning): every active agent may be busy.
-const ROOM_PATIENCE: Duration = Duration::from_secs(5);
+const ROOM_PATIENCE: Duration = Duration::from_secs(60);
 
 /// How long a round of deactivations waits for the threads it asked to stop.
 const ROUND_PATIENCE: Duration = Duration::from_secs(2);
