@@ -73,7 +73,7 @@ pub use open::{
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresConfig, PostgresStore, SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION};
 pub use sqlite::{Durability, SCHEMA_VERSION, SqliteConfig, SqliteStore};
-pub use timers::{CronTimer, StoredTimer};
+pub use timers::{CronTimer, StoredTimer, TimerWrite};
 
 /// What a thread is created with: everything but its entries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -110,6 +110,29 @@ impl ThreadHeader {
             parent: thread.parent().cloned(),
         }
     }
+}
+
+/// What one step of a thread actor writes, as one write ([`ThreadStore::commit_step`]): the
+/// entries its strategy added and the state it left (checked against the rev and fencing
+/// epoch the writer holds), and the changes it made to the thread's timers. For the thread's
+/// first write the thread itself is created in the same write, with its header and meta.
+#[derive(Debug, Clone, Copy)]
+pub struct StepCommit<'a> {
+    /// The thread's id.
+    pub thread_id: &'a str,
+    /// For the thread's first write: its header and meta. The thread is then created (its
+    /// `expected_rev` and `epoch` are 0), and [`StoreError::AlreadyExists`] when it exists.
+    pub create: Option<(&'a ThreadHeader, &'a ThreadMeta)>,
+    /// The entries to append, seqs from `expected_rev` on.
+    pub entries: &'a [Arc<Entry>],
+    /// The rev the writer saw.
+    pub expected_rev: u64,
+    /// The agent state to store, replacing the one before; `None` keeps it.
+    pub state: Option<&'a str>,
+    /// The fencing epoch the writer holds.
+    pub epoch: u64,
+    /// The step's changes to its timers, made in order.
+    pub timers: &'a [TimerWrite],
 }
 
 /// One thread in a listing: its header and running totals, without its entries.
@@ -475,6 +498,49 @@ pub trait ThreadStore: Send + Sync {
     async fn timers_of(&self, key: &ThreadKey) -> Result<Vec<StoredTimer>, StoreError> {
         let _ = key;
         Ok(Vec::new())
+    }
+
+    /// Writes one step of a thread actor as one write: creates the thread when
+    /// [`create`](StepCommit::create) says so, appends the entries and stores the state as
+    /// [`append_fenced`](Self::append_fenced) does, and makes the step's timer changes — so a
+    /// crash leaves the store with all of the step or none of it, and a timer a step scheduled
+    /// is never lost after its step committed. Returns the new rev.
+    ///
+    /// The default, for a store that cannot write them together, runs
+    /// [`create_with`](Self::create_with) (for a first write), [`append_fenced`](Self::append_fenced)
+    /// and then each timer change one after another: a crash between them loses the timers. The
+    /// built-in stores override it with one transaction (the memory store: under one lock).
+    ///
+    /// # Errors
+    /// As for [`append_fenced`](Self::append_fenced) (and [`create_with`](Self::create_with)
+    /// for a first write); nothing is written on a conflict or a stale epoch.
+    async fn commit_step(&self, step: &StepCommit<'_>) -> Result<u64, StoreError> {
+        let rev = match step.create {
+            Some((header, meta)) => {
+                let created = self.create_with(header, Some(meta), step.entries).await?;
+                self.append_fenced(step.thread_id, &[], created, step.state, 0)
+                    .await?
+            }
+            None => {
+                self.append_fenced(
+                    step.thread_id,
+                    step.entries,
+                    step.expected_rev,
+                    step.state,
+                    step.epoch,
+                )
+                .await?
+            }
+        };
+        for write in step.timers {
+            match write {
+                TimerWrite::Put(timer) => self.put_timer(timer).await?,
+                TimerWrite::Remove { key, id } => {
+                    self.remove_timer(key, id).await?;
+                }
+            }
+        }
+        Ok(rev)
     }
 
     /// Appends the entries of `thread` that the store does not hold yet, given the rev the

@@ -16,8 +16,8 @@ use super::codec::{
     totals_of,
 };
 use super::{
-    StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadMeta, ThreadStore, ThreadSummary,
-    UsageFilter, UsageRecord,
+    StepCommit, StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadMeta, ThreadStore,
+    ThreadSummary, TimerWrite, UsageFilter, UsageRecord,
 };
 
 /// One stored thread: its meta, state and entries (shared with the threads that hold them). Its
@@ -297,6 +297,57 @@ impl ThreadStore for MemoryStore {
         let rev = inner.append(&header.id, entries, 0)?;
         if let Some(stored) = inner.threads.get_mut(header.id.as_str()) {
             stored.meta = meta;
+        }
+        Ok(rev)
+    }
+
+    async fn commit_step(&self, step: &StepCommit<'_>) -> Result<u64, StoreError> {
+        let thread_id = step.thread_id;
+        check_contiguous(thread_id, step.entries, step.expected_rev)?;
+        let meta = step
+            .create
+            .map(|(header, meta)| encode_meta(&header.id, meta))
+            .transpose()?;
+        // Under the threads' lock, with the timers' taken inside it (the only place holding
+        // both, so always in this order), after every check: all of the step or none of it.
+        let mut inner = self.lock();
+        match step.create {
+            Some((header, _)) => {
+                if inner.threads.contains_key(header.id.as_str()) {
+                    return Err(StoreError::AlreadyExists {
+                        thread_id: header.id.clone(),
+                    });
+                }
+            }
+            None => {
+                let stored = inner.threads.get(thread_id);
+                let stored = stored.ok_or_else(|| not_found(thread_id))?;
+                check_epoch(thread_id, step.epoch, stored.epoch)?;
+                check_rev(thread_id, step.expected_rev, stored.rev())?;
+            }
+        }
+        let mut timers = self.timers();
+        if let Some((header, _)) = step.create {
+            inner.create(header)?;
+        }
+        let rev = inner.append(thread_id, step.entries, step.expected_rev)?;
+        if let Some(stored) = inner.threads.get_mut(thread_id) {
+            if meta.is_some() {
+                stored.meta = meta;
+            }
+            if let Some(state) = step.state {
+                stored.state = Some(state.into());
+            }
+        }
+        for write in step.timers {
+            match write {
+                TimerWrite::Put(timer) => {
+                    timers.insert((timer.key.store_id(), timer.id.clone()), timer.clone());
+                }
+                TimerWrite::Remove { key, id } => {
+                    timers.remove(&(key.store_id(), id.clone()));
+                }
+            }
         }
         Ok(rev)
     }

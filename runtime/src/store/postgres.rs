@@ -63,8 +63,8 @@ pub use migrations::SCHEMA_VERSION;
 use super::codec::{Append, decode_meta, encode_json};
 use super::timers::TimerRow;
 use super::{
-    StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadListing, ThreadMeta, ThreadStore,
-    ThreadSummary, UsageFilter, UsageRecord,
+    StepCommit, StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadListing, ThreadMeta,
+    ThreadStore, ThreadSummary, UsageFilter, UsageRecord,
 };
 
 /// How to open a [`PostgresStore`].
@@ -256,6 +256,10 @@ impl ThreadStore for PostgresStore {
     ) -> Result<u64, StoreError> {
         let append = Append::fenced(expected_rev, state, epoch);
         self.append_checked(thread_id, entries, append).await
+    }
+
+    async fn commit_step(&self, step: &StepCommit<'_>) -> Result<u64, StoreError> {
+        self.write_step(step).await
     }
 
     async fn create(&self, header: &ThreadHeader) -> Result<(), StoreError> {

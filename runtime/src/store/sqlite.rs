@@ -42,10 +42,10 @@ pub use migrations::SCHEMA_VERSION;
 
 use super::codec::{Append, encode_entries, encode_json};
 use super::rows::NewThreadRow;
-use super::timers::TimerRow;
+use super::timers::{TimerRow, TimerRowWrite};
 use super::{
-    StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadListing, ThreadMeta, ThreadStore,
-    ThreadSummary, UsageFilter, UsageRecord,
+    StepCommit, StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadListing, ThreadMeta,
+    ThreadStore, ThreadSummary, UsageFilter, UsageRecord,
 };
 
 /// How hard a commit works to reach the disk (`PRAGMA synchronous`, in WAL mode).
@@ -294,6 +294,29 @@ impl ThreadStore for SqliteStore {
         let (encoded, totals) = encode_entries(&row.id, entries, 0)?;
         self.run(move |inner| inner.create_with(row, meta, &encoded, &totals))
             .await
+    }
+
+    async fn commit_step(&self, step: &StepCommit<'_>) -> Result<u64, StoreError> {
+        let create = step
+            .create
+            .map(|(header, meta)| {
+                let row = NewThreadRow::of(header)?;
+                let meta = encode_json(&row.id, meta)?;
+                Ok::<_, StoreError>((row, meta))
+            })
+            .transpose()?;
+        let (encoded, totals) = encode_entries(step.thread_id, step.entries, step.expected_rev)?;
+        let step = write::EncodedStep {
+            thread_id: step.thread_id.to_owned(),
+            create,
+            encoded,
+            totals,
+            expected_rev: step.expected_rev,
+            state: step.state.map(str::to_owned),
+            epoch: step.epoch,
+            timers: TimerRowWrite::of(step.timers)?,
+        };
+        self.run(move |inner| inner.commit_step(&step)).await
     }
 
     async fn load(&self, thread_id: &str) -> Result<Option<Thread>, StoreError> {

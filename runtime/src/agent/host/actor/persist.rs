@@ -7,7 +7,17 @@ use serde::{Deserialize, Serialize};
 
 use super::state::Fingerprint;
 use super::{ThreadActor, ThreadState};
-use crate::store::{StoreError, ThreadHeader, ThreadKey, ThreadMeta};
+use crate::store::{StepCommit, StoreError, ThreadHeader, ThreadKey, ThreadMeta, TimerWrite};
+
+/// What a step commits beside the strategy's entries and state: the request still running
+/// after it, the tool calls waiting for a person, the bus delivery it handled and the changes
+/// its directives make to the thread's timers.
+pub(super) struct Commit<'a> {
+    pub(super) open: Option<&'a str>,
+    pub(super) waiting: &'a [Waiting],
+    pub(super) delivered: Option<&'a str>,
+    pub(super) timers: &'a [TimerWrite],
+}
 
 /// What is stored beside a thread's entries: the strategy's state at the last commit (its
 /// Thread taken out, stored as the entries), the rev it goes with, the request that was
@@ -256,15 +266,13 @@ where
         Ok(())
     }
 
-    /// Writes what the step changed: the entries the strategy's thread gained and the state's
-    /// snapshot (with `open`, the request still running after the step, and `delivered`, the
-    /// bus delivery the step handled), in one write; nothing when neither changed.
+    /// Writes what the step changed: the entries the strategy's thread gained, the state's
+    /// snapshot (with what `commit` says: the request still running, the bus delivery handled)
+    /// and the timers its directives set or cancel, in one write; nothing when none changed.
     pub(super) async fn persist(
         &self,
         state: &mut ThreadState<S>,
-        open: Option<&str>,
-        waiting: &[Waiting],
-        delivered: Option<&str>,
+        commit: &Commit<'_>,
     ) -> Result<(), StoreError> {
         let id = &self.store_id;
         let entry_count = self
@@ -276,9 +284,10 @@ where
         let applied = state
             .deliveries
             .as_deref()
-            .map(|d| d.applied_with(delivered))
+            .map(|d| d.applied_with(commit.delivered))
             .unwrap_or_default();
-        let snapshot = self.snapshot(&mut state.strategy, rev, open, waiting, &applied)?;
+        let snapshot =
+            self.snapshot(&mut state.strategy, rev, commit.open, commit.waiting, &applied)?;
         let print = Fingerprint::of(&snapshot);
         if entry_count <= state.stored_rev {
             if state.saved.is_none() && !state.stored {
@@ -293,7 +302,14 @@ where
                 )?));
             }
             if state.saved == Some(print) {
-                return Ok(());
+                if commit.timers.is_empty() {
+                    return Ok(());
+                }
+                if state.stored {
+                    // Only the timers changed.
+                    return self.commit_timers(state, commit.timers).await;
+                }
+                // A thread never stored: its first write, below, creates it with them.
             }
         }
         let store = &self.core.store;
@@ -305,8 +321,9 @@ where
             &t.to_list()[from..]
         });
         if !state.stored {
-            // The thread's first write: the thread, who runs it and its first entries at
-            // once — a crash never leaves a thread without its entries or its meta.
+            // The thread's first write: the thread, who runs it, its first entries, its state
+            // and its timers at once — a crash never leaves a thread without its entries or
+            // its meta, nor a step without its timers.
             // Stored under the agent's thread, whatever id the strategy gave its Thread.
             let header = match thread {
                 Some(thread) => ThreadHeader {
@@ -315,23 +332,57 @@ where
                 },
                 None => ThreadHeader::new(id.clone(), motet_agents::Env::now_ms(&state.env)),
             };
+            // The state and the timers go in the same write.
             let meta = self.meta(&state.strategy);
-            let created = store.create_with(&header, Some(&meta), entries).await?;
+            let first = StepCommit {
+                thread_id: id,
+                create: Some((&header, &meta)),
+                entries,
+                expected_rev: 0,
+                state: Some(&snapshot),
+                epoch: 0,
+                timers: commit.timers,
+            };
+            state.stored_rev = store.commit_step(&first).await?;
             // Created at epoch 0, which this actor holds until someone claims the thread.
             state.epoch = 0;
-            state.stored_rev = store
-                .append_fenced(id, &[], created, Some(&snapshot), 0)
-                .await?;
             state.stored = true;
         } else {
-            state.stored_rev = store
-                .append_fenced(id, entries, state.stored_rev, Some(&snapshot), state.epoch)
-                .await?;
+            let next = StepCommit {
+                thread_id: id,
+                create: None,
+                entries,
+                expected_rev: state.stored_rev,
+                state: Some(&snapshot),
+                epoch: state.epoch,
+                timers: commit.timers,
+            };
+            state.stored_rev = store.commit_step(&next).await?;
         }
         state.saved = Some(print);
         if !entries.is_empty() {
             self.thread_updated(state, entries.len() as u64);
         }
+        Ok(())
+    }
+
+    /// Writes a step's timer changes alone, for a stored thread the step changed nothing else
+    /// of: at the thread's rev and epoch, so a writer that lost the thread cannot set them.
+    async fn commit_timers(
+        &self,
+        state: &mut ThreadState<S>,
+        timers: &[TimerWrite],
+    ) -> Result<(), StoreError> {
+        let timers_only = StepCommit {
+            thread_id: &self.store_id,
+            create: None,
+            entries: &[],
+            expected_rev: state.stored_rev,
+            state: None,
+            epoch: state.epoch,
+            timers,
+        };
+        state.stored_rev = self.core.store.commit_step(&timers_only).await?;
         Ok(())
     }
 
