@@ -135,6 +135,17 @@ pub struct StepCommit<'a> {
     pub timers: &'a [TimerWrite],
 }
 
+/// A thread taken over and read as a thread actor starts ([`ThreadStore::claim_and_load`]).
+#[derive(Debug)]
+pub struct ClaimedThread {
+    /// The fencing epoch the claim moved the thread to.
+    pub epoch: u64,
+    /// The thread.
+    pub thread: Thread,
+    /// The agent state stored with it, if any.
+    pub state: Option<String>,
+}
+
 /// One thread in a listing: its header and running totals, without its entries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadSummary {
@@ -371,6 +382,37 @@ pub trait ThreadStore: Send + Sync {
     /// [`StoreError::NotFound`]; storage failures.
     async fn claim(&self, thread_id: &str) -> Result<u64, StoreError> {
         self.epoch(thread_id).await
+    }
+
+    /// [Claims](Self::claim) the thread and reads it and its state
+    /// ([`load`](Self::load), [`load_state`](Self::load_state)): what a thread actor does as it
+    /// starts, in as few round trips as the store can. `None` for a thread that does not
+    /// exist. The thread and the state are read after the claim, but need not be
+    /// one snapshot: a caller checks that they agree.
+    ///
+    /// The default runs the three one after another; the built-in stores do it in one call
+    /// (the memory store under one lock, SQLite in one trip to its blocking pool, PostgreSQL in
+    /// two statements).
+    ///
+    /// # Errors
+    /// As for [`claim`](Self::claim) and [`load`](Self::load).
+    async fn claim_and_load(&self, thread_id: &str) -> Result<Option<ClaimedThread>, StoreError> {
+        // A thread the claim did not find is read all the same (at epoch 0, unclaimed): one
+        // created meanwhile is taken as it is, and one that cannot be read is an error.
+        let epoch = match self.claim(thread_id).await {
+            Ok(epoch) => epoch,
+            Err(StoreError::NotFound { .. }) => 0,
+            Err(error) => return Err(error),
+        };
+        let Some(thread) = self.load(thread_id).await? else {
+            return Ok(None);
+        };
+        let state = self.load_state(thread_id).await?;
+        Ok(Some(ClaimedThread {
+            epoch,
+            thread,
+            state,
+        }))
     }
 
     /// As [`append_with_state`](Self::append_with_state) (with `state`; as

@@ -16,7 +16,7 @@ use super::codec::{
     totals_of,
 };
 use super::{
-    StepCommit, StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadMeta, ThreadStore,
+    ClaimedThread, StepCommit, StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadMeta, ThreadStore,
     ThreadSummary, TimerWrite, UsageFilter, UsageRecord,
 };
 
@@ -50,6 +50,20 @@ impl Stored {
     fn updated_at(&self) -> u64 {
         let newest = self.entries.iter().map(|e| e.at).max();
         self.created_at.max(newest.unwrap_or(0))
+    }
+
+    /// The thread `id`, its entries shared with the store.
+    fn thread(&self, id: &str) -> Thread {
+        let lineage = self.lineage.as_deref();
+        let head = ThreadHead {
+            id: id.to_owned(),
+            rev: self.rev(),
+            created_at: self.created_at,
+            updated_at: self.updated_at(),
+            metadata: Lineage::metadata_of(lineage).clone(),
+            parent: Lineage::parent_of(lineage).cloned(),
+        };
+        Thread::from_entries(head, self.entries.iter().cloned())
     }
 
     /// The summary of the thread `id`.
@@ -352,24 +366,22 @@ impl ThreadStore for MemoryStore {
         Ok(rev)
     }
 
-    async fn load(&self, thread_id: &str) -> Result<Option<Thread>, StoreError> {
-        let inner = self.lock();
-        let Some(stored) = inner.threads.get(thread_id) else {
+    async fn claim_and_load(&self, thread_id: &str) -> Result<Option<ClaimedThread>, StoreError> {
+        let mut inner = self.lock();
+        let Some(stored) = inner.threads.get_mut(thread_id) else {
             return Ok(None);
         };
-        let lineage = stored.lineage.as_deref();
-        let head = ThreadHead {
-            id: thread_id.to_owned(),
-            rev: stored.rev(),
-            created_at: stored.created_at,
-            updated_at: stored.updated_at(),
-            metadata: Lineage::metadata_of(lineage).clone(),
-            parent: Lineage::parent_of(lineage).cloned(),
-        };
-        Ok(Some(Thread::from_entries(
-            head,
-            stored.entries.iter().cloned(),
-        )))
+        stored.epoch += 1;
+        Ok(Some(ClaimedThread {
+            epoch: stored.epoch,
+            thread: stored.thread(thread_id),
+            state: stored.state.as_deref().map(str::to_owned),
+        }))
+    }
+
+    async fn load(&self, thread_id: &str) -> Result<Option<Thread>, StoreError> {
+        let inner = self.lock();
+        Ok(inner.threads.get(thread_id).map(|s| s.thread(thread_id)))
     }
 
     async fn load_after(&self, thread_id: &str, rev: u64) -> Result<Vec<Arc<Entry>>, StoreError> {

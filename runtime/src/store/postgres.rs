@@ -63,7 +63,7 @@ pub use migrations::SCHEMA_VERSION;
 use super::codec::{Append, decode_meta, encode_json};
 use super::timers::TimerRow;
 use super::{
-    StepCommit, StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadListing, ThreadMeta,
+    ClaimedThread, StepCommit, StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadListing, ThreadMeta,
     ThreadStore, ThreadSummary, UsageFilter, UsageRecord,
 };
 
@@ -239,6 +239,10 @@ impl ThreadStore for PostgresStore {
             "UPDATE threads SET epoch = epoch + 1 WHERE id = $1 RETURNING epoch",
         )
         .await
+    }
+
+    async fn claim_and_load(&self, thread_id: &str) -> Result<Option<ClaimedThread>, StoreError> {
+        self.claim_thread(thread_id).await
     }
 
     async fn epoch(&self, thread_id: &str) -> Result<u64, StoreError> {

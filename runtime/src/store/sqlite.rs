@@ -44,7 +44,7 @@ use super::codec::{Append, encode_entries, encode_json};
 use super::rows::NewThreadRow;
 use super::timers::{TimerRow, TimerRowWrite};
 use super::{
-    StepCommit, StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadListing, ThreadMeta,
+    ClaimedThread, StepCommit, StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadListing, ThreadMeta,
     ThreadStore, ThreadSummary, UsageFilter, UsageRecord,
 };
 
@@ -355,6 +355,27 @@ impl ThreadStore for SqliteStore {
 
     async fn claim(&self, thread_id: &str) -> Result<u64, StoreError> {
         self.on_thread(thread_id, |inner, id| inner.claim(id)).await
+    }
+
+    async fn claim_and_load(&self, thread_id: &str) -> Result<Option<ClaimedThread>, StoreError> {
+        // One trip to the blocking pool for the three.
+        self.on_thread(thread_id, |inner, id| {
+            let epoch = match inner.claim(id.clone()) {
+                Ok(epoch) => epoch,
+                Err(StoreError::NotFound { .. }) => return Ok(None),
+                Err(error) => return Err(error),
+            };
+            let Some(thread) = inner.load(&id)? else {
+                return Ok(None);
+            };
+            let state = inner.load_state(id)?;
+            Ok(Some(ClaimedThread {
+                epoch,
+                thread,
+                state,
+            }))
+        })
+        .await
     }
 
     async fn append_fenced(

@@ -483,6 +483,34 @@ pub(crate) async fn whole_suite(store: Arc<dyn ThreadStore>) {
     the_usage_ledger_keeps_every_call_and_sums_it_per_level(store.as_ref()).await;
     timers_are_kept_settled_and_found_by_due_time(store.as_ref()).await;
     a_step_commits_its_timers_with_it_or_not_at_all(store.as_ref()).await;
+    claim_and_load_takes_the_thread_over_and_reads_it(store.as_ref()).await;
+}
+
+/// `claim_and_load`: nothing for a thread that does not exist; for one that does, the epoch
+/// moved on (an older writer is fenced), the thread as `load` reads it and its state.
+pub(crate) async fn claim_and_load_takes_the_thread_over_and_reads_it(store: &dyn ThreadStore) {
+    assert!(store.claim_and_load("no_such").await.unwrap().is_none());
+    let env = FixedEnv::new(0);
+    let thread = conversation(&env, "thread_claimed");
+    let entries = thread.to_list();
+    store.create(&ThreadHeader::of(&thread)).await.unwrap();
+    let before = store.claim("thread_claimed").await.unwrap();
+    store
+        .append_fenced("thread_claimed", entries, 0, Some(r#"{"n":4}"#), before)
+        .await
+        .unwrap();
+    let claimed = store.claim_and_load("thread_claimed").await.unwrap().unwrap();
+    assert_eq!(claimed.epoch, before + 1);
+    assert_eq!(store.epoch("thread_claimed").await.unwrap(), claimed.epoch);
+    assert_eq!(json(&claimed.thread), json(&thread));
+    assert_eq!(claimed.thread.rev(), 4);
+    assert_eq!(claimed.state.as_deref(), Some(r#"{"n":4}"#));
+    let err = store
+        .append_fenced("thread_claimed", &[], 4, None, before)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Fenced { .. }), "{err}");
+    store.delete("thread_claimed").await.unwrap();
 }
 
 /// `commit_step`: a thread's first write creates it with its meta, entries, state and timers;

@@ -115,34 +115,10 @@ where
             let Some(thread) = store.load(id).await? else {
                 return Ok(None);
             };
-            let rev = thread.entry_count() as u64;
-            let Some(saved) = store.load_state(id).await? else {
-                let state = self.agent.strategy.restore_thread(&SYSTEM_ENV, thread);
-                return Ok(Some(Stored {
-                    state,
-                    rev,
-                    saved: None,
-                    applied: Vec::new(),
-                }));
-            };
-            let snapshot: Snapshot<S::State> =
-                serde_json::from_str(&saved).map_err(|e| StoreError::CorruptThread {
-                    thread_id: id.to_string(),
-                    reason: format!("the agent state does not fit the strategy: {e}"),
-                })?;
-            if snapshot.rev != rev {
-                continue;
+            let saved = store.load_state(id).await?;
+            if let Some(stored) = self.assemble(thread, saved)? {
+                return Ok(Some(stored));
             }
-            let mut state = snapshot.state;
-            if let Some(slot) = self.agent.strategy.thread_mut(&mut state) {
-                *slot = thread;
-            }
-            return Ok(Some(Stored {
-                state,
-                rev,
-                saved: Some(saved),
-                applied: snapshot.applied,
-            }));
         }
         Err(StoreError::CorruptThread {
             thread_id: id.to_string(),
@@ -150,16 +126,69 @@ where
         })
     }
 
+    /// The thread as stored, from its entries and the state stored with them; `None` when the
+    /// two disagree (read while another writer committed: read them again). A state that
+    /// cannot be read is an error.
+    fn assemble(
+        &self,
+        thread: Thread,
+        saved: Option<String>,
+    ) -> Result<Option<Stored<S::State>>, StoreError> {
+        let rev = thread.entry_count() as u64;
+        let Some(saved) = saved else {
+            let state = self.agent.strategy.restore_thread(&SYSTEM_ENV, thread);
+            return Ok(Some(Stored {
+                state,
+                rev,
+                saved: None,
+                applied: Vec::new(),
+            }));
+        };
+        let snapshot: Snapshot<S::State> =
+            serde_json::from_str(&saved).map_err(|e| StoreError::CorruptThread {
+                thread_id: self.store_id.to_string(),
+                reason: format!("the agent state does not fit the strategy: {e}"),
+            })?;
+        if snapshot.rev != rev {
+            return Ok(None);
+        }
+        let mut state = snapshot.state;
+        if let Some(slot) = self.agent.strategy.thread_mut(&mut state) {
+            *slot = thread;
+        }
+        Ok(Some(Stored {
+            state,
+            rev,
+            saved: Some(saved),
+            applied: snapshot.applied,
+        }))
+    }
+
     /// The state a starting thread actor begins with. A stored thread is claimed first (its
     /// fencing epoch bumped): from then on a writer still holding it from before cannot commit.
+    /// Claim and reads are one call to the store ([`ThreadStore::claim_and_load`]); a thread
+    /// and state that disagree (another process committing at that moment) are read again.
+    ///
+    /// [`ThreadStore::claim_and_load`]: crate::store::ThreadStore::claim_and_load
     pub(super) async fn starting_state(&self) -> Result<Loaded<S::State>, StoreError> {
         let env = SYSTEM_ENV;
-        let epoch = match self.core.store.claim(&self.store_id).await {
-            Ok(epoch) => epoch,
-            Err(StoreError::NotFound { .. }) => 0,
-            Err(error) => return Err(error),
+        let Some(claimed) = self.core.store.claim_and_load(&self.store_id).await? else {
+            return Ok(Loaded {
+                epoch: 0,
+                strategy: self.agent.strategy.init_for_thread(&env, &self.store_id),
+                rev: 0,
+                stored: false,
+                saved: None,
+                interrupted: None,
+                applied: Vec::new(),
+            });
         };
-        Ok(match self.load().await? {
+        let epoch = claimed.epoch;
+        let stored = match self.assemble(claimed.thread, claimed.state)? {
+            Some(stored) => Some(stored),
+            None => self.load().await?,
+        };
+        Ok(match stored {
             Some(stored) => Loaded {
                 epoch,
                 strategy: match stored.saved {
@@ -172,8 +201,9 @@ where
                 interrupted: stored.saved.as_deref().and_then(open_request),
                 applied: stored.applied,
             },
+            // Deleted between the claim and the read: it starts afresh.
             None => Loaded {
-                epoch,
+                epoch: 0,
                 strategy: self.agent.strategy.init_for_thread(&env, &self.store_id),
                 rev: 0,
                 stored: false,
