@@ -132,7 +132,10 @@ async fn a_timer_survives_a_kill_right_after_its_step_committed(
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert!(dying.is_dead(), "the step that set the timer never committed");
+    assert!(
+        dying.is_dead(),
+        "the step that set the timer never committed"
+    );
     runtime.shutdown().await;
     drop(runtime);
 

@@ -16,8 +16,8 @@ use super::codec::{
     totals_of,
 };
 use super::{
-    ClaimedThread, StepCommit, StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadMeta, ThreadStore,
-    ThreadSummary, TimerWrite, UsageFilter, UsageRecord,
+    ClaimedThread, StepCommit, StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadMeta,
+    ThreadStore, ThreadSummary, TimerWrite, UsageFilter, UsageRecord,
 };
 
 /// One stored thread: its meta, state and entries (shared with the threads that hold them). Its

@@ -63,8 +63,8 @@ pub use migrations::SCHEMA_VERSION;
 use super::codec::{Append, decode_meta, encode_json};
 use super::timers::TimerRow;
 use super::{
-    ClaimedThread, StepCommit, StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadListing, ThreadMeta,
-    ThreadStore, ThreadSummary, UsageFilter, UsageRecord,
+    ClaimedThread, StepCommit, StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadListing,
+    ThreadMeta, ThreadStore, ThreadSummary, UsageFilter, UsageRecord,
 };
 
 /// How to open a [`PostgresStore`].

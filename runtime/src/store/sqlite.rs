@@ -44,8 +44,8 @@ use super::codec::{Append, encode_entries, encode_json};
 use super::rows::NewThreadRow;
 use super::timers::{TimerRow, TimerRowWrite};
 use super::{
-    ClaimedThread, StepCommit, StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadListing, ThreadMeta,
-    ThreadStore, ThreadSummary, UsageFilter, UsageRecord,
+    ClaimedThread, StepCommit, StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadListing,
+    ThreadMeta, ThreadStore, ThreadSummary, UsageFilter, UsageRecord,
 };
 
 /// How hard a commit works to reach the disk (`PRAGMA synchronous`, in WAL mode).

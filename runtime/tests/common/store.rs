@@ -499,7 +499,11 @@ pub(crate) async fn claim_and_load_takes_the_thread_over_and_reads_it(store: &dy
         .append_fenced("thread_claimed", entries, 0, Some(r#"{"n":4}"#), before)
         .await
         .unwrap();
-    let claimed = store.claim_and_load("thread_claimed").await.unwrap().unwrap();
+    let claimed = store
+        .claim_and_load("thread_claimed")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(claimed.epoch, before + 1);
     assert_eq!(store.epoch("thread_claimed").await.unwrap(), claimed.epoch);
     assert_eq!(json(&claimed.thread), json(&thread));
@@ -621,7 +625,9 @@ pub(crate) async fn a_step_commits_its_timers_with_it_or_not_at_all(store: &dyn 
     assert_eq!(store.commit_step(&only).await.unwrap(), 4);
     let kept = store.timers_of(&key).await.unwrap();
     assert_eq!(
-        kept.iter().map(|t| (t.id.as_str(), t.due_ms)).collect::<Vec<_>>(),
+        kept.iter()
+            .map(|t| (t.id.as_str(), t.due_ms))
+            .collect::<Vec<_>>(),
         [("b", 4_000)]
     );
     assert_eq!(

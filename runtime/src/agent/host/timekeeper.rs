@@ -103,10 +103,11 @@ enum Command {
 
 /// How a firing ended.
 enum Fired {
-    /// Committed and settled; a cron timer's next occurrence, if it has one.
-    Done(Option<StoredTimer>),
+    /// Committed and settled; a cron timer's next occurrence, if it has one (boxed, as in
+    /// `Retry`: a command is as large as its largest kind, and most are small).
+    Done(Option<Box<StoredTimer>>),
     /// Not delivered: try again later.
-    Retry(StoredTimer),
+    Retry(Box<StoredTimer>),
     /// Its agent is not registered: it stays in the store until the agent is.
     Parked,
 }
@@ -271,12 +272,12 @@ impl Keeper {
                     return;
                 }
                 match fired {
-                    Fired::Done(Some(next)) => self.hold(next),
+                    Fired::Done(Some(next)) => self.hold(*next),
                     Fired::Done(None) | Fired::Parked => {}
                     Fired::Retry(mut timer) => {
                         timer.due_ms = timer.due_ms.max(now_ms() + millis(RETRY));
-                        self.held.insert(id.clone(), timer.clone());
-                        self.queue.push(Reverse((timer.due_ms, id)));
+                        self.queue.push(Reverse((timer.due_ms, id.clone())));
+                        self.held.insert(id, *timer);
                     }
                 }
             }
@@ -336,9 +337,7 @@ impl Keeper {
         let changed = mem::take(&mut self.changed);
         for timer in due {
             let id = id_of(&timer);
-            if self.held.contains_key(&id)
-                || self.firing.contains_key(&id)
-                || changed.contains(&id)
+            if self.held.contains_key(&id) || self.firing.contains_key(&id) || changed.contains(&id)
             {
                 continue;
             }
@@ -371,8 +370,7 @@ impl Keeper {
                 break;
             };
             // A timer set again while it fires is queued again once that firing ends.
-            if self.held.get(&id).is_none_or(|t| t.due_ms != due) || self.firing.contains_key(&id)
-            {
+            if self.held.get(&id).is_none_or(|t| t.due_ms != due) || self.firing.contains_key(&id) {
                 continue;
             }
             let Some(timer) = self.held.remove(&id) else {
@@ -421,7 +419,7 @@ async fn fire(
             }
             Err(error) => {
                 tracing::warn!(%error, timer = %timer.id, thread = %timer.key, "a timer could not be delivered; trying again");
-                return Fired::Retry(timer);
+                return Fired::Retry(Box::new(timer));
             }
         };
         drop(host);
@@ -434,7 +432,7 @@ async fn fire(
                     _ => format!("not committed within {PATIENCE:?}"),
                 };
                 tracing::warn!(timer = %timer.id, thread = %timer.key, %why, "a timer's signal was not committed; trying again");
-                return Fired::Retry(timer);
+                return Fired::Retry(Box::new(timer));
             }
         }
     }
@@ -454,7 +452,7 @@ async fn fire(
         // committed it, answers at once without handling it twice.
         tracing::warn!(%error, timer = %timer.id, thread = %timer.key, "a fired timer could not be settled in the store");
     }
-    Fired::Done(next_ms.map(|due_ms| StoredTimer { due_ms, ..timer }))
+    Fired::Done(next_ms.map(|due_ms| Box::new(StoredTimer { due_ms, ..timer })))
 }
 
 /// The signals `timer` delivers at `now_ms`, and when it is next due (a cron timer's next

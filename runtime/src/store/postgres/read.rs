@@ -66,7 +66,11 @@ impl PostgresStore {
                 ))
                 .await
                 .map_err(&err)?;
-            let Some(row) = client.query_opt(&claim, &[&thread_id]).await.map_err(&err)? else {
+            let Some(row) = client
+                .query_opt(&claim, &[&thread_id])
+                .await
+                .map_err(&err)?
+            else {
                 return Ok(None);
             };
             let summary = decode_summary(&row)?;

@@ -8,7 +8,8 @@ use crate::store::timers::{COLUMNS, TimerRow, TimerRowWrite, millis_to_db};
 use crate::store::{StoreError, StoredTimer, ThreadKey};
 
 /// Keeps a timer's row, replacing the one of the same thread and id.
-const UPSERT: &str = "INSERT INTO timers (thread_id, agent, thread, id, due_ms, signal_id, signal, cron)
+const UPSERT: &str =
+    "INSERT INTO timers (thread_id, agent, thread, id, due_ms, signal_id, signal, cron)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
      ON CONFLICT (thread_id, id) DO UPDATE SET
          due_ms = excluded.due_ms, signal_id = excluded.signal_id,

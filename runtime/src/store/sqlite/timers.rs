@@ -7,7 +7,8 @@ use crate::store::timers::{COLUMNS, TimerRow, TimerRowWrite, millis_to_db};
 use crate::store::{StoreError, StoredTimer, ThreadKey};
 
 /// Keeps a timer's row, replacing the one of the same thread and id.
-const UPSERT: &str = "INSERT INTO timers (thread_id, agent, thread, id, due_ms, signal_id, signal, cron)
+const UPSERT: &str =
+    "INSERT INTO timers (thread_id, agent, thread, id, due_ms, signal_id, signal, cron)
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
      ON CONFLICT (thread_id, id) DO UPDATE SET
          due_ms = excluded.due_ms, signal_id = excluded.signal_id,
@@ -33,7 +34,9 @@ fn upsert(conn: &Connection, row: &TimerRow) -> rusqlite::Result<()> {
 
 /// Removes the row of `thread_id` and `id` on `conn`; returns whether there was one.
 fn delete(conn: &Connection, thread_id: &str, id: &str) -> rusqlite::Result<bool> {
-    let removed = conn.prepare_cached(DELETE)?.execute(params![thread_id, id])?;
+    let removed = conn
+        .prepare_cached(DELETE)?
+        .execute(params![thread_id, id])?;
     Ok(removed > 0)
 }
 

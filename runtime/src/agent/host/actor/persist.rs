@@ -316,8 +316,13 @@ where
             .as_deref()
             .map(|d| d.applied_with(commit.delivered))
             .unwrap_or_default();
-        let snapshot =
-            self.snapshot(&mut state.strategy, rev, commit.open, commit.waiting, &applied)?;
+        let snapshot = self.snapshot(
+            &mut state.strategy,
+            rev,
+            commit.open,
+            commit.waiting,
+            &applied,
+        )?;
         let print = Fingerprint::of(&snapshot);
         if entry_count <= state.stored_rev {
             if state.saved.is_none() && !state.stored {
