@@ -35,6 +35,7 @@ pub(crate) const ALL: &[(&str, RunFn)] = &[
     ("spawn", agents::run_spawn),
     ("ping", agents::run_ping),
     ("react", agents::run_react),
+    ("new_thread", agents::run_new_thread),
     ("fanout", agents::run_fanout),
     ("memory", agents::run_memory),
     ("limits", limits::run),

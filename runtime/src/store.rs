@@ -75,7 +75,7 @@ pub use open::{
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresConfig, PostgresStore, SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION};
 pub use sqlite::{Durability, SCHEMA_VERSION, SqliteConfig, SqliteStore};
-pub use timers::{CronTimer, StoredTimer, TimerOwners};
+pub use timers::{CronTimer, StoredTimer, TimerOwners, TimerWrite};
 
 /// The directory of agents from a store's listing: every thread's summary, and for a query of
 /// every agent each thread's key (one read per thread). What [`ThreadStore::agents`] does for
@@ -140,6 +140,40 @@ impl ThreadHeader {
             parent: thread.parent().cloned(),
         }
     }
+}
+
+/// What one step of a thread actor writes, as one write ([`ThreadStore::commit_step`]): the
+/// entries its strategy added and the state it left (checked against the rev and fencing
+/// epoch the writer holds), and the changes it made to the thread's timers. For the thread's
+/// first write the thread itself is created in the same write, with its header and meta.
+#[derive(Debug, Clone, Copy)]
+pub struct StepCommit<'a> {
+    /// The thread's id.
+    pub thread_id: &'a str,
+    /// For the thread's first write: its header and meta. The thread is then created (its
+    /// `expected_rev` and `epoch` are 0), and [`StoreError::AlreadyExists`] when it exists.
+    pub create: Option<(&'a ThreadHeader, &'a ThreadMeta)>,
+    /// The entries to append, seqs from `expected_rev` on.
+    pub entries: &'a [Arc<Entry>],
+    /// The rev the writer saw.
+    pub expected_rev: u64,
+    /// The agent state to store, replacing the one before; `None` keeps it.
+    pub state: Option<&'a str>,
+    /// The fencing epoch the writer holds.
+    pub epoch: u64,
+    /// The step's changes to its timers, made in order.
+    pub timers: &'a [TimerWrite],
+}
+
+/// A thread taken over and read as a thread actor starts ([`ThreadStore::claim_and_load`]).
+#[derive(Debug)]
+pub struct ClaimedThread {
+    /// The fencing epoch the claim moved the thread to.
+    pub epoch: u64,
+    /// The thread.
+    pub thread: Thread,
+    /// The agent state stored with it, if any.
+    pub state: Option<String>,
 }
 
 /// One thread in a listing: its header and running totals, without its entries.
@@ -380,6 +414,37 @@ pub trait ThreadStore: Send + Sync {
         self.epoch(thread_id).await
     }
 
+    /// [Claims](Self::claim) the thread and reads it and its state
+    /// ([`load`](Self::load), [`load_state`](Self::load_state)): what a thread actor does as it
+    /// starts, in as few round trips as the store can. `None` for a thread that does not
+    /// exist. The thread and the state are read after the claim, but need not be
+    /// one snapshot: a caller checks that they agree.
+    ///
+    /// The default runs the three one after another; the built-in stores do it in one call
+    /// (the memory store under one lock, SQLite in one trip to its blocking pool, PostgreSQL in
+    /// two statements).
+    ///
+    /// # Errors
+    /// As for [`claim`](Self::claim) and [`load`](Self::load).
+    async fn claim_and_load(&self, thread_id: &str) -> Result<Option<ClaimedThread>, StoreError> {
+        // A thread the claim did not find is read all the same (at epoch 0, unclaimed): one
+        // created meanwhile is taken as it is, and one that cannot be read is an error.
+        let epoch = match self.claim(thread_id).await {
+            Ok(epoch) => epoch,
+            Err(StoreError::NotFound { .. }) => 0,
+            Err(error) => return Err(error),
+        };
+        let Some(thread) = self.load(thread_id).await? else {
+            return Ok(None);
+        };
+        let state = self.load_state(thread_id).await?;
+        Ok(Some(ClaimedThread {
+            epoch,
+            thread,
+            state,
+        }))
+    }
+
     /// As [`append_with_state`](Self::append_with_state) (with `state`; as
     /// [`append`](Self::append) without), only while the thread's epoch is `epoch`, checked in
     /// the same write.
@@ -515,6 +580,49 @@ pub trait ThreadStore: Send + Sync {
     async fn timers_of(&self, key: &ThreadKey) -> Result<Vec<StoredTimer>, StoreError> {
         let _ = key;
         Ok(Vec::new())
+    }
+
+    /// Writes one step of a thread actor as one write: creates the thread when
+    /// [`create`](StepCommit::create) says so, appends the entries and stores the state as
+    /// [`append_fenced`](Self::append_fenced) does, and makes the step's timer changes — so a
+    /// crash leaves the store with all of the step or none of it, and a timer a step scheduled
+    /// is never lost after its step committed. Returns the new rev.
+    ///
+    /// The default, for a store that cannot write them together, runs
+    /// [`create_with`](Self::create_with) (for a first write), [`append_fenced`](Self::append_fenced)
+    /// and then each timer change one after another: a crash between them loses the timers. The
+    /// built-in stores override it with one transaction (the memory store: under one lock).
+    ///
+    /// # Errors
+    /// As for [`append_fenced`](Self::append_fenced) (and [`create_with`](Self::create_with)
+    /// for a first write); nothing is written on a conflict or a stale epoch.
+    async fn commit_step(&self, step: &StepCommit<'_>) -> Result<u64, StoreError> {
+        let rev = match step.create {
+            Some((header, meta)) => {
+                let created = self.create_with(header, Some(meta), step.entries).await?;
+                self.append_fenced(step.thread_id, &[], created, step.state, 0)
+                    .await?
+            }
+            None => {
+                self.append_fenced(
+                    step.thread_id,
+                    step.entries,
+                    step.expected_rev,
+                    step.state,
+                    step.epoch,
+                )
+                .await?
+            }
+        };
+        for write in step.timers {
+            match write {
+                TimerWrite::Put(timer) => self.put_timer(timer).await?,
+                TimerWrite::Remove { key, id } => {
+                    self.remove_timer(key, id).await?;
+                }
+            }
+        }
+        Ok(rev)
     }
 
     /// Appends the entries of `thread` that the store does not hold yet, given the rev the

@@ -14,6 +14,8 @@
 //! - `fanout`: a coordinator publishes one task per worker on the bus to 10,000 subscribed
 //!   worker agents, each answers the coordinator, which replies when all are in: wall time,
 //!   against 10,000 bare ractor `call`s issued at once (`floor_ractor`).
+//! - `new_thread`: a request on a new thread against one on a thread already active
+//!   (agents/new_thread.rs says how).
 //! - `memory`: heap bytes per agent — 2,000 ReAct agents just spawned, holding a 20-message
 //!   conversation, and idle (thread actors stopped, conversation in the store), with the
 //!   in-memory and the SQLite store — against the bare messages in a `Vec`
@@ -40,12 +42,14 @@ use crate::report::{Report, round2};
 
 mod fanout;
 mod memory;
+mod new_thread;
 mod ping;
 mod react;
 mod spawn;
 
 pub(crate) use fanout::run_fanout;
 pub(crate) use memory::run_memory;
+pub(crate) use new_thread::run_new_thread;
 pub(crate) use ping::run_ping;
 pub(crate) use react::{react_child, run_react};
 pub(crate) use spawn::run_spawn;

@@ -15,8 +15,9 @@
 //!   half come in from the store by the timekeeper's 5 s read and half are held from the
 //!   start), all 100,000 pending timers still in the store. The strategy handles a firing on
 //!   the thread the timer brings back from the store, and reports the clock there minus the
-//!   time it was due (the strategy's clock when it set it plus the delay: the commit that
-//!   precedes the timer's write counts as lateness too): `lateness_p50_ms`, `lateness_p99_ms`,
+//!   time it was due (the strategy's clock when it set it plus the delay; the runtime counts
+//!   the delay from just after the strategy's step, before the commit that writes the timer):
+//!   `lateness_p50_ms`, `lateness_p99_ms`,
 //!   `lateness_max_ms` (goal p99 ≤ 50 ms). `lost` and `doubled` count the timers that had not
 //!   fired 30 s after the last was due, or fired twice by then (a second firing up to a second
 //!   after the last), in this run (no kill: the SIGKILL figures are

@@ -16,8 +16,8 @@ use super::codec::{
     totals_of,
 };
 use super::{
-    StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadMeta, ThreadStore, ThreadSummary,
-    TimerOwners, UsageFilter, UsageRecord,
+    ClaimedThread, StepCommit, StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadMeta,
+    ThreadStore, ThreadSummary, TimerOwners, TimerWrite, UsageFilter, UsageRecord,
 };
 
 /// One stored thread: its meta, state and entries (shared with the threads that hold them). Its
@@ -50,6 +50,20 @@ impl Stored {
     fn updated_at(&self) -> u64 {
         let newest = self.entries.iter().map(|e| e.at).max();
         self.created_at.max(newest.unwrap_or(0))
+    }
+
+    /// The thread `id`, its entries shared with the store.
+    fn thread(&self, id: &str) -> Thread {
+        let lineage = self.lineage.as_deref();
+        let head = ThreadHead {
+            id: id.to_owned(),
+            rev: self.rev(),
+            created_at: self.created_at,
+            updated_at: self.updated_at(),
+            metadata: Lineage::metadata_of(lineage).clone(),
+            parent: Lineage::parent_of(lineage).cloned(),
+        };
+        Thread::from_entries(head, self.entries.iter().cloned())
     }
 
     /// The summary of the thread `id`.
@@ -301,24 +315,73 @@ impl ThreadStore for MemoryStore {
         Ok(rev)
     }
 
-    async fn load(&self, thread_id: &str) -> Result<Option<Thread>, StoreError> {
-        let inner = self.lock();
-        let Some(stored) = inner.threads.get(thread_id) else {
+    async fn commit_step(&self, step: &StepCommit<'_>) -> Result<u64, StoreError> {
+        let thread_id = step.thread_id;
+        check_contiguous(thread_id, step.entries, step.expected_rev)?;
+        let meta = step
+            .create
+            .map(|(header, meta)| encode_meta(&header.id, meta))
+            .transpose()?;
+        // Under the threads' lock, with the timers' taken inside it (the only place holding
+        // both, so always in this order), after every check: all of the step or none of it.
+        let mut inner = self.lock();
+        match step.create {
+            Some((header, _)) => {
+                if inner.threads.contains_key(header.id.as_str()) {
+                    return Err(StoreError::AlreadyExists {
+                        thread_id: header.id.clone(),
+                    });
+                }
+            }
+            None => {
+                let stored = inner.threads.get(thread_id);
+                let stored = stored.ok_or_else(|| not_found(thread_id))?;
+                check_epoch(thread_id, step.epoch, stored.epoch)?;
+                check_rev(thread_id, step.expected_rev, stored.rev())?;
+            }
+        }
+        let mut timers = self.timers();
+        if let Some((header, _)) = step.create {
+            inner.create(header)?;
+        }
+        let rev = inner.append(thread_id, step.entries, step.expected_rev)?;
+        if let Some(stored) = inner.threads.get_mut(thread_id) {
+            if meta.is_some() {
+                stored.meta = meta;
+            }
+            if let Some(state) = step.state {
+                stored.state = Some(state.into());
+            }
+        }
+        for write in step.timers {
+            match write {
+                TimerWrite::Put(timer) => {
+                    timers.insert((timer.key.store_id(), timer.id.clone()), timer.clone());
+                }
+                TimerWrite::Remove { key, id } => {
+                    timers.remove(&(key.store_id(), id.clone()));
+                }
+            }
+        }
+        Ok(rev)
+    }
+
+    async fn claim_and_load(&self, thread_id: &str) -> Result<Option<ClaimedThread>, StoreError> {
+        let mut inner = self.lock();
+        let Some(stored) = inner.threads.get_mut(thread_id) else {
             return Ok(None);
         };
-        let lineage = stored.lineage.as_deref();
-        let head = ThreadHead {
-            id: thread_id.to_owned(),
-            rev: stored.rev(),
-            created_at: stored.created_at,
-            updated_at: stored.updated_at(),
-            metadata: Lineage::metadata_of(lineage).clone(),
-            parent: Lineage::parent_of(lineage).cloned(),
-        };
-        Ok(Some(Thread::from_entries(
-            head,
-            stored.entries.iter().cloned(),
-        )))
+        stored.epoch += 1;
+        Ok(Some(ClaimedThread {
+            epoch: stored.epoch,
+            thread: stored.thread(thread_id),
+            state: stored.state.as_deref().map(str::to_owned),
+        }))
+    }
+
+    async fn load(&self, thread_id: &str) -> Result<Option<Thread>, StoreError> {
+        let inner = self.lock();
+        Ok(inner.threads.get(thread_id).map(|s| s.thread(thread_id)))
     }
 
     async fn load_after(&self, thread_id: &str, rev: u64) -> Result<Vec<Arc<Entry>>, StoreError> {

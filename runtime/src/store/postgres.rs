@@ -63,8 +63,8 @@ pub use migrations::SCHEMA_VERSION;
 use super::codec::{Append, decode_meta, encode_json};
 use super::timers::{TimerOwners, TimerRow};
 use super::{
-    AgentQuery, AgentRecord, StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadListing,
-    ThreadMeta, ThreadStore, ThreadSummary, UsageFilter, UsageRecord,
+    AgentQuery, AgentRecord, ClaimedThread, StepCommit, StoreError, StoredTimer, ThreadHeader,
+    ThreadKey, ThreadListing, ThreadMeta, ThreadStore, ThreadSummary, UsageFilter, UsageRecord,
 };
 
 /// How to open a [`PostgresStore`].
@@ -241,6 +241,10 @@ impl ThreadStore for PostgresStore {
         .await
     }
 
+    async fn claim_and_load(&self, thread_id: &str) -> Result<Option<ClaimedThread>, StoreError> {
+        self.claim_thread(thread_id).await
+    }
+
     async fn epoch(&self, thread_id: &str) -> Result<u64, StoreError> {
         self.epoch_by(thread_id, "SELECT epoch FROM threads WHERE id = $1")
             .await
@@ -256,6 +260,10 @@ impl ThreadStore for PostgresStore {
     ) -> Result<u64, StoreError> {
         let append = Append::fenced(expected_rev, state, epoch);
         self.append_checked(thread_id, entries, append).await
+    }
+
+    async fn commit_step(&self, step: &StepCommit<'_>) -> Result<u64, StoreError> {
+        self.write_step(step).await
     }
 
     async fn create(&self, header: &ThreadHeader) -> Result<(), StoreError> {

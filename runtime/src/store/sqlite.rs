@@ -42,10 +42,10 @@ pub use migrations::SCHEMA_VERSION;
 
 use super::codec::{Append, encode_entries, encode_json};
 use super::rows::NewThreadRow;
-use super::timers::{TimerOwners, TimerRow};
+use super::timers::{TimerOwners, TimerRow, TimerRowWrite};
 use super::{
-    AgentQuery, AgentRecord, StoreError, StoredTimer, ThreadHeader, ThreadKey, ThreadListing,
-    ThreadMeta, ThreadStore, ThreadSummary, UsageFilter, UsageRecord,
+    AgentQuery, AgentRecord, ClaimedThread, StepCommit, StoreError, StoredTimer, ThreadHeader,
+    ThreadKey, ThreadListing, ThreadMeta, ThreadStore, ThreadSummary, UsageFilter, UsageRecord,
 };
 
 /// How hard a commit works to reach the disk (`PRAGMA synchronous`, in WAL mode).
@@ -296,6 +296,29 @@ impl ThreadStore for SqliteStore {
             .await
     }
 
+    async fn commit_step(&self, step: &StepCommit<'_>) -> Result<u64, StoreError> {
+        let create = step
+            .create
+            .map(|(header, meta)| {
+                let row = NewThreadRow::of(header)?;
+                let meta = encode_json(&row.id, meta)?;
+                Ok::<_, StoreError>((row, meta))
+            })
+            .transpose()?;
+        let (encoded, totals) = encode_entries(step.thread_id, step.entries, step.expected_rev)?;
+        let step = write::EncodedStep {
+            thread_id: step.thread_id.to_owned(),
+            create,
+            encoded,
+            totals,
+            expected_rev: step.expected_rev,
+            state: step.state.map(str::to_owned),
+            epoch: step.epoch,
+            timers: TimerRowWrite::of(step.timers)?,
+        };
+        self.run(move |inner| inner.commit_step(&step)).await
+    }
+
     async fn load(&self, thread_id: &str) -> Result<Option<Thread>, StoreError> {
         self.on_thread(thread_id, |inner, id| inner.load(&id)).await
     }
@@ -332,6 +355,27 @@ impl ThreadStore for SqliteStore {
 
     async fn claim(&self, thread_id: &str) -> Result<u64, StoreError> {
         self.on_thread(thread_id, |inner, id| inner.claim(id)).await
+    }
+
+    async fn claim_and_load(&self, thread_id: &str) -> Result<Option<ClaimedThread>, StoreError> {
+        // One trip to the blocking pool for the three.
+        self.on_thread(thread_id, |inner, id| {
+            let epoch = match inner.claim(id.clone()) {
+                Ok(epoch) => epoch,
+                Err(StoreError::NotFound { .. }) => return Ok(None),
+                Err(error) => return Err(error),
+            };
+            let Some(thread) = inner.load(&id)? else {
+                return Ok(None);
+            };
+            let state = inner.load_state(id)?;
+            Ok(Some(ClaimedThread {
+                epoch,
+                thread,
+                state,
+            }))
+        })
+        .await
     }
 
     async fn append_fenced(

@@ -39,6 +39,56 @@ pub struct CronTimer {
     pub misfire: Misfire,
 }
 
+/// A change a step makes to its thread's timers (a `Schedule` or `Cron` directive's timer set,
+/// a `CancelSchedule`'s removed), written in the same store write as the step's entries and
+/// state ([`StepCommit`](super::StepCommit)): a crash keeps both or neither.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TimerWrite {
+    /// Keep this timer, replacing one with the same thread and id.
+    Put(StoredTimer),
+    /// Remove timer `id` of the thread `key`, if there is one.
+    Remove {
+        /// The thread.
+        key: ThreadKey,
+        /// The schedule id.
+        id: String,
+    },
+}
+
+impl TimerWrite {
+    /// The thread and schedule id the change is to.
+    pub fn target(&self) -> (&ThreadKey, &str) {
+        match self {
+            Self::Put(timer) => (&timer.key, &timer.id),
+            Self::Remove { key, id } => (key, id),
+        }
+    }
+}
+
+/// A [`TimerWrite`] as the databases write it.
+pub(crate) enum TimerRowWrite {
+    /// Insert or replace this row.
+    Put(TimerRow),
+    /// Delete the row of this thread store id and schedule id.
+    Remove { thread_id: String, id: String },
+}
+
+impl TimerRowWrite {
+    /// The rows of `writes`, in order.
+    pub(crate) fn of(writes: &[TimerWrite]) -> Result<Vec<Self>, StoreError> {
+        writes
+            .iter()
+            .map(|write| match write {
+                TimerWrite::Put(timer) => TimerRow::of(timer).map(Self::Put),
+                TimerWrite::Remove { key, id } => Ok(Self::Remove {
+                    thread_id: key.store_id(),
+                    id: id.clone(),
+                }),
+            })
+            .collect()
+    }
+}
+
 /// A stored timer's row, as text for the databases.
 pub(crate) struct TimerRow {
     pub(crate) thread_id: String,

@@ -482,6 +482,159 @@ pub(crate) async fn whole_suite(store: Arc<dyn ThreadStore>) {
     two_writers_one_wins(Arc::clone(&store), Arc::clone(&store)).await;
     the_usage_ledger_keeps_every_call_and_sums_it_per_level(store.as_ref()).await;
     timers_are_kept_settled_and_found_by_due_time(store.as_ref()).await;
+    a_step_commits_its_timers_with_it_or_not_at_all(store.as_ref()).await;
+    claim_and_load_takes_the_thread_over_and_reads_it(store.as_ref()).await;
+}
+
+/// `claim_and_load`: nothing for a thread that does not exist; for one that does, the epoch
+/// moved on (an older writer is fenced), the thread as `load` reads it and its state.
+pub(crate) async fn claim_and_load_takes_the_thread_over_and_reads_it(store: &dyn ThreadStore) {
+    assert!(store.claim_and_load("no_such").await.unwrap().is_none());
+    let env = FixedEnv::new(0);
+    let thread = conversation(&env, "thread_claimed");
+    let entries = thread.to_list();
+    store.create(&ThreadHeader::of(&thread)).await.unwrap();
+    let before = store.claim("thread_claimed").await.unwrap();
+    store
+        .append_fenced("thread_claimed", entries, 0, Some(r#"{"n":4}"#), before)
+        .await
+        .unwrap();
+    let claimed = store
+        .claim_and_load("thread_claimed")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(claimed.epoch, before + 1);
+    assert_eq!(store.epoch("thread_claimed").await.unwrap(), claimed.epoch);
+    assert_eq!(json(&claimed.thread), json(&thread));
+    assert_eq!(claimed.thread.rev(), 4);
+    assert_eq!(claimed.state.as_deref(), Some(r#"{"n":4}"#));
+    let err = store
+        .append_fenced("thread_claimed", &[], 4, None, before)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Fenced { .. }), "{err}");
+    store.delete("thread_claimed").await.unwrap();
+}
+
+/// `commit_step`: a thread's first write creates it with its meta, entries, state and timers;
+/// a stale rev or epoch writes none of the step, its timers included; a step with only timer
+/// changes makes them at the thread's rev.
+pub(crate) async fn a_step_commits_its_timers_with_it_or_not_at_all(store: &dyn ThreadStore) {
+    use motet_runtime::store::{StepCommit, StoredTimer, ThreadKey, TimerWrite};
+    use motet_signals::Signal;
+    let key = ThreadKey::new("stepper", "t");
+    let id = key.store_id();
+    let timer = |name: &str, due_ms: u64| StoredTimer {
+        key: key.clone(),
+        id: name.to_owned(),
+        due_ms,
+        signal: Signal::builder("timer.rang", "test")
+            .with_data(serde_json::json!({ "id": name }))
+            .build()
+            .unwrap(),
+        cron: None,
+    };
+    let ids = |timers: Vec<StoredTimer>| timers.into_iter().map(|t| t.id).collect::<Vec<_>>();
+    let env = FixedEnv::new(0);
+    let thread = conversation(&env, &id);
+    let entries = thread.to_list();
+    let header = ThreadHeader::of(&thread);
+    let meta = ThreadMeta {
+        key: Some(key.clone()),
+        ..ThreadMeta::default()
+    };
+    let put = |name: &str, due_ms: u64| TimerWrite::Put(timer(name, due_ms));
+    let remove = |name: &str| TimerWrite::Remove {
+        key: key.clone(),
+        id: name.to_owned(),
+    };
+    let first_timers = [put("a", 2_000), put("b", 1_000)];
+    let first = StepCommit {
+        thread_id: &id,
+        create: Some((&header, &meta)),
+        entries: &entries[..2],
+        expected_rev: 0,
+        state: Some(r#"{"n":1}"#),
+        epoch: 0,
+        timers: &first_timers,
+    };
+    assert_eq!(store.commit_step(&first).await.unwrap(), 2);
+    assert_eq!(ids(store.timers_of(&key).await.unwrap()), ["b", "a"]);
+    assert_eq!(store.get_meta(&id).await.unwrap(), Some(meta.clone()));
+    assert_eq!(
+        store.load_state(&id).await.unwrap().as_deref(),
+        Some(r#"{"n":1}"#)
+    );
+    // Created again: refused, and its timers are not written.
+    let again_timers = [put("c", 500)];
+    let again = StepCommit {
+        timers: &again_timers,
+        ..first
+    };
+    let err = store.commit_step(&again).await.unwrap_err();
+    assert!(matches!(err, StoreError::AlreadyExists { .. }), "{err}");
+
+    // A stale rev, then a stale epoch: nothing of the step lands, its timers included.
+    let next_timers = [remove("a"), put("c", 3_000)];
+    let stale = StepCommit {
+        thread_id: &id,
+        create: None,
+        entries: &entries[..2],
+        expected_rev: 0,
+        state: Some(r#"{"n":2}"#),
+        epoch: 0,
+        timers: &next_timers,
+    };
+    let err = store.commit_step(&stale).await.unwrap_err();
+    assert!(matches!(err, StoreError::Conflict { .. }), "{err}");
+    let epoch = store.claim(&id).await.unwrap();
+    let fenced = StepCommit {
+        entries: &entries[2..],
+        expected_rev: 2,
+        ..stale
+    };
+    let err = store.commit_step(&fenced).await.unwrap_err();
+    assert!(matches!(err, StoreError::Fenced { .. }), "{err}");
+    assert_eq!(ids(store.timers_of(&key).await.unwrap()), ["b", "a"]);
+    assert_eq!(store.summary(&id).await.unwrap().unwrap().rev, 2);
+    assert_eq!(
+        store.load_state(&id).await.unwrap().as_deref(),
+        Some(r#"{"n":1}"#)
+    );
+
+    // At the thread's rev and epoch: the entries, the state and the timer changes, in order.
+    let next = StepCommit { epoch, ..fenced };
+    assert_eq!(store.commit_step(&next).await.unwrap(), 4);
+    assert_eq!(ids(store.timers_of(&key).await.unwrap()), ["b", "c"]);
+    assert_eq!(
+        store.load_state(&id).await.unwrap().as_deref(),
+        Some(r#"{"n":2}"#)
+    );
+    // Only timers: made at the rev, the state kept.
+    let only_timers = [put("b", 4_000), remove("c"), remove("never-set")];
+    let only = StepCommit {
+        thread_id: &id,
+        create: None,
+        entries: &[],
+        expected_rev: 4,
+        state: None,
+        epoch,
+        timers: &only_timers,
+    };
+    assert_eq!(store.commit_step(&only).await.unwrap(), 4);
+    let kept = store.timers_of(&key).await.unwrap();
+    assert_eq!(
+        kept.iter()
+            .map(|t| (t.id.as_str(), t.due_ms))
+            .collect::<Vec<_>>(),
+        [("b", 4_000)]
+    );
+    assert_eq!(
+        store.load_state(&id).await.unwrap().as_deref(),
+        Some(r#"{"n":2}"#)
+    );
+    store.delete(&id).await.unwrap();
 }
 
 /// Timers: kept (replaced under the same key), found by due time for the named agents only,

@@ -30,7 +30,7 @@ async fn react_runtime(agents: usize, requests_per_agent: usize) -> Option<Durat
 
 /// The same request by hand: strategy, model answers and the tool, called directly; every
 /// request in one conversation, or (`fresh`) each in a new one.
-async fn react_floor(requests: usize, fresh: bool) -> Option<Duration> {
+pub(super) async fn react_floor(requests: usize, fresh: bool) -> Option<Duration> {
     let mut by_hand = ByHand::new()?;
     let start = Instant::now();
     for n in 0..requests {

@@ -7,6 +7,8 @@ use motet_directives::Directive;
 
 use super::tracked::{Job, Tracked};
 
+pub(crate) use schedule::{Planned, plan};
+
 mod emit;
 mod llm;
 mod reply;
@@ -24,9 +26,10 @@ pub(crate) fn execute(job: &Job<'_>, tracked: &mut Tracked, directive: Directive
         Directive::Summarize(summarize) => summary::summarize(job, tracked, summarize),
         Directive::Emit(emit) => emit::emit(job, emit),
         Directive::Reply(reply) => reply::reply(job, tracked, reply),
-        Directive::Schedule(schedule) => schedule::schedule(job, schedule),
-        Directive::Cron(cron) => schedule::cron(job, cron),
-        Directive::CancelSchedule(cancel) => schedule::cancel(job, cancel),
+        // Taken out of the step before its commit, which wrote their timers (`plan`).
+        Directive::Schedule(_) => schedule::unplanned("schedule"),
+        Directive::Cron(_) => schedule::unplanned("cron"),
+        Directive::CancelSchedule(_) => schedule::unplanned("cancel_schedule"),
         Directive::Spawn(spawn) => spawn::spawn(job, tracked, spawn),
         Directive::StopChild(stop) => spawn::stop_child(job.here, tracked, &stop),
         Directive::Stop(stop) => {

@@ -1,11 +1,13 @@
 //! The timekeeper: a runtime's timers, kept in the store and fired on time.
 //!
-//! A `Schedule` or `Cron` directive's timer is written to the store and handed to the
-//! timekeeper, one task per runtime. It holds in memory only the timers due within
-//! [`HORIZON`] (and every timer of a store that keeps none); the rest live in the store alone,
-//! and a read every [`POLL`] brings them in as their time comes — so a thread with a pending
-//! timer may idle, and a timer of an agent nobody has talked to since the process started
-//! fires all the same.
+//! A `Schedule` or `Cron` directive's timer is written to the store in the commit of the step
+//! that set it (as is a `CancelSchedule`'s removal: `ThreadStore::commit_step`), so a crash
+//! never keeps the step and loses its timer; once committed, the change is handed to the
+//! timekeeper, one task per runtime. It holds in memory only the timers due within [`HORIZON`]
+//! (and every timer of a store that keeps none); the rest live in the store alone, and a read
+//! every [`POLL`] brings them in as their time comes — so a thread with a pending timer may
+//! idle, a pending timer costs no memory here, and a timer of an agent nobody has talked to
+//! since the process started fires all the same.
 //!
 //! A firing is delivered to its thread as a durable delivery (`ThreadMsg::Delivered`): the
 //! thread answers once the step that handled it committed, and only then is the timer settled
@@ -13,11 +15,14 @@
 //! two fires it again with the same signal id, which the thread recognises as committed and
 //! does not handle twice: at-least-once delivery, once-per-occurrence effect.
 //!
-//! Writes to one timer are chained (each waits for the one before), so a `CancelSchedule`
-//! right after its `Schedule` cannot be overtaken by it.
+//! The timekeeper writes to the store only to settle a firing, and only the timer that fired
+//! (`ThreadStore::timer_fired` checks its due time and signal id): a timer set again or
+//! cancelled meanwhile is left as its thread's commit made it. A read of the store that
+//! started before a change this process made is older than it, and does not undo it.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::mem;
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
@@ -25,11 +30,10 @@ use jiff::Timestamp;
 use motet_directives::cron;
 use motet_signals::Signal;
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::agent::errors::RuntimeError;
-use crate::store::{StoredTimer, ThreadKey, ThreadStore, TimerOwners};
+use crate::store::{StoredTimer, ThreadKey, ThreadStore, TimerOwners, TimerWrite};
 use futures::future::BoxFuture;
 
 /// How far ahead the timekeeper holds stored timers in memory.
@@ -87,10 +91,9 @@ pub(crate) struct Timekeeper {
 
 /// What the timekeeper's task is told.
 enum Command {
-    /// Keep this timer (replacing one with its id) and fire it when due.
-    Set(StoredTimer),
-    /// Forget this timer.
-    Cancel(ThreadKey, String),
+    /// A step committed these changes to its timers: a timer set is fired when due, one
+    /// removed is forgotten.
+    Committed(Vec<TimerWrite>),
     /// An agent was registered: the store may hold timers of its from an earlier run.
     AgentAdded,
     /// The runtime shuts down: timers stay in the store, nothing fires here any more.
@@ -103,10 +106,11 @@ enum Command {
 
 /// How a firing ended.
 enum Fired {
-    /// Committed and settled; a cron timer's next occurrence, if it has one.
-    Done(Option<StoredTimer>),
+    /// Committed and settled; a cron timer's next occurrence, if it has one (boxed, as in
+    /// `Retry`: a command is as large as its largest kind, and most are small).
+    Done(Option<Box<StoredTimer>>),
     /// Not delivered: try again later.
-    Retry(StoredTimer),
+    Retry(Box<StoredTimer>),
     /// Its agent is not registered: it stays in the store until the agent is.
     Parked,
 }
@@ -116,14 +120,12 @@ impl Timekeeper {
         self.commands.get_or_init(|| start(host))
     }
 
-    /// Keeps `timer` (in the store, and here while it is near) and fires it when due.
-    pub(crate) fn set(&self, host: &Arc<dyn TimerHost>, timer: StoredTimer) {
-        let _ = self.commands(host).send(Command::Set(timer));
-    }
-
-    /// Forgets timer `id` of the thread `key`, here and in the store.
-    pub(crate) fn cancel(&self, host: &Arc<dyn TimerHost>, key: ThreadKey, id: String) {
-        let _ = self.commands(host).send(Command::Cancel(key, id));
+    /// A step committed `writes` to the store: the timers it set fire when due (held here
+    /// while they are near), those it removed do not.
+    pub(crate) fn committed(&self, host: &Arc<dyn TimerHost>, writes: Vec<TimerWrite>) {
+        if !writes.is_empty() {
+            let _ = self.commands(host).send(Command::Committed(writes));
+        }
     }
 
     /// An agent was registered: timers the store holds for it from an earlier run are due now
@@ -150,8 +152,8 @@ fn start(host: &Arc<dyn TimerHost>) -> mpsc::UnboundedSender<Command> {
         store,
         held: HashMap::new(),
         queue: BinaryHeap::new(),
-        writes: HashMap::new(),
-        firing: HashSet::new(),
+        firing: HashMap::new(),
+        changed: HashSet::new(),
         polls: true,
         polling: false,
         next_poll: Instant::now(),
@@ -171,10 +173,12 @@ struct Keeper {
     held: HashMap<TimerId, StoredTimer>,
     /// When each held timer is due: an entry whose timer has since changed or gone is skipped.
     queue: BinaryHeap<Reverse<(u64, TimerId)>>,
-    /// Each timer's last store write, which the next write of that timer waits for.
-    writes: HashMap<TimerId, JoinHandle<()>>,
-    /// The timers being fired now.
-    firing: HashSet<TimerId>,
+    /// The timers being fired now, and whether a commit changed each since its firing began
+    /// (what the firing would hold next is then stale).
+    firing: HashMap<TimerId, bool>,
+    /// The timers a commit changed since the read of the store under way began: what that
+    /// read found of them is stale.
+    changed: HashSet<TimerId>,
     /// Whether the store may hold timers this process has not seen: it is read every
     /// [`POLL`] while it may.
     polls: bool,
@@ -182,7 +186,8 @@ struct Keeper {
     /// held timers fire meanwhile however slow the store is.
     polling: bool,
     next_poll: Instant,
-    /// Where firings and failed writes report back; weak, so the task ends with the runtime.
+    /// Where firings and reads of the store report back; weak, so the task ends with the
+    /// runtime.
     tx: mpsc::WeakUnboundedSender<Command>,
 }
 
@@ -229,31 +234,26 @@ impl Keeper {
 
     fn obey(&mut self, command: Command) {
         match command {
-            Command::Set(timer) => {
-                let id = id_of(&timer);
-                self.polls = true;
-                self.hold(timer.clone());
-                let store = Arc::clone(&self.store);
-                let tx = self.tx.clone();
-                self.write(id, async move {
-                    if let Err(error) = store.put_timer(&timer).await {
-                        tracing::error!(%error, timer = %timer.id, thread = %timer.key, "a timer could not be stored: it is kept in memory only");
-                        // Held from now on whatever its due time, so it still fires here.
-                        if let Some(tx) = tx.upgrade() {
-                            let _ = tx.send(Command::Fired(id_of(&timer), Fired::Retry(timer)));
+            Command::Committed(writes) => {
+                for write in writes {
+                    let (key, schedule) = write.target();
+                    let id = (key.store_id(), schedule.to_owned());
+                    if self.polling {
+                        self.changed.insert(id.clone());
+                    }
+                    if let Some(changed) = self.firing.get_mut(&id) {
+                        *changed = true;
+                    }
+                    match write {
+                        TimerWrite::Put(timer) => {
+                            self.polls = true;
+                            self.hold(timer);
+                        }
+                        TimerWrite::Remove { .. } => {
+                            self.held.remove(&id);
                         }
                     }
-                });
-            }
-            Command::Cancel(key, schedule) => {
-                let id = (key.store_id(), schedule.clone());
-                self.held.remove(&id);
-                let store = Arc::clone(&self.store);
-                self.write(id, async move {
-                    if let Err(error) = store.remove_timer(&key, &schedule).await {
-                        tracing::error!(%error, timer = %schedule, thread = %key, "a cancelled timer could not be removed from the store");
-                    }
-                });
+                }
             }
             Command::Stop => {}
             Command::Polled(due) => self.polled(due),
@@ -262,14 +262,25 @@ impl Keeper {
                 self.next_poll = Instant::now();
             }
             Command::Fired(id, fired) => {
-                self.firing.remove(&id);
+                let changed = self.firing.remove(&id).unwrap_or(false);
+                if self.polling {
+                    self.changed.insert(id.clone());
+                }
+                if changed {
+                    // Set again or cancelled while it fired: what its commit left is what
+                    // counts, not what the firing would have held next.
+                    if let Some(timer) = self.held.get(&id) {
+                        self.queue.push(Reverse((timer.due_ms, id)));
+                    }
+                    return;
+                }
                 match fired {
-                    Fired::Done(Some(next)) => self.hold(next),
+                    Fired::Done(Some(next)) => self.hold(*next),
                     Fired::Done(None) | Fired::Parked => {}
                     Fired::Retry(mut timer) => {
                         timer.due_ms = timer.due_ms.max(now_ms() + millis(RETRY));
-                        self.held.insert(id.clone(), timer.clone());
-                        self.queue.push(Reverse((timer.due_ms, id)));
+                        self.queue.push(Reverse((timer.due_ms, id.clone())));
+                        self.held.insert(id, *timer);
                     }
                 }
             }
@@ -286,19 +297,6 @@ impl Keeper {
         }
         self.queue.push(Reverse((timer.due_ms, id.clone())));
         self.held.insert(id, timer);
-    }
-
-    /// Runs `write` after the timer's previous write.
-    fn write(&mut self, id: TimerId, write: impl Future<Output = ()> + Send + 'static) {
-        self.writes.retain(|_, task| !task.is_finished());
-        let before = self.writes.remove(&id);
-        let task = tokio::spawn(async move {
-            if let Some(before) = before {
-                let _ = before.await;
-            }
-            write.await;
-        });
-        self.writes.insert(id, task);
     }
 
     /// Starts a read of the store for the registered agents' timers due within [`HORIZON`];
@@ -321,6 +319,8 @@ impl Keeper {
             return;
         };
         self.polling = true;
+        self.changed.clear();
+        self.trim();
         let store = Arc::clone(&self.store);
         tokio::spawn(async move {
             let before = now_ms() + millis(HORIZON);
@@ -336,19 +336,32 @@ impl Keeper {
     }
 
     /// Holds the timers a read of the store found due within [`HORIZON`], but those this
-    /// process holds, fires or is still writing: what it has is newer than the read.
+    /// process holds or fires, or changed or fired since the read began: what it has of them
+    /// is newer than the read.
     fn polled(&mut self, due: Vec<StoredTimer>) {
         self.polling = false;
-        self.writes.retain(|_, task| !task.is_finished());
+        let changed = mem::take(&mut self.changed);
         for timer in due {
             let id = id_of(&timer);
-            if self.held.contains_key(&id)
-                || self.firing.contains(&id)
-                || self.writes.contains_key(&id)
+            if self.held.contains_key(&id) || self.firing.contains_key(&id) || changed.contains(&id)
             {
                 continue;
             }
             self.hold(timer);
+        }
+    }
+
+    /// Gives back the room a burst of held timers left behind: the timers fired, the maps
+    /// kept their size.
+    fn trim(&mut self) {
+        if self.held.capacity() > 64 && self.held.len() < self.held.capacity() / 4 {
+            self.held.shrink_to(self.held.len() * 2);
+        }
+        if self.queue.capacity() > 64 && self.queue.len() < self.queue.capacity() / 4 {
+            self.queue.shrink_to(self.queue.len() * 2);
+        }
+        if self.firing.capacity() > 64 && self.firing.len() < self.firing.capacity() / 4 {
+            self.firing.shrink_to(self.firing.len() * 2);
         }
     }
 
@@ -362,13 +375,14 @@ impl Keeper {
             let Some(Reverse((due, id))) = self.queue.pop() else {
                 break;
             };
-            if self.held.get(&id).is_none_or(|t| t.due_ms != due) || self.firing.contains(&id) {
+            // A timer set again while it fires is queued again once that firing ends.
+            if self.held.get(&id).is_none_or(|t| t.due_ms != due) || self.firing.contains_key(&id) {
                 continue;
             }
             let Some(timer) = self.held.remove(&id) else {
                 continue;
             };
-            self.firing.insert(id.clone());
+            self.firing.insert(id.clone(), false);
             let host = self.host.clone();
             let store = Arc::clone(&self.store);
             let keeps = self.keeps;
@@ -411,7 +425,7 @@ async fn fire(
             }
             Err(error) => {
                 tracing::warn!(%error, timer = %timer.id, thread = %timer.key, "a timer could not be delivered; trying again");
-                return Fired::Retry(timer);
+                return Fired::Retry(Box::new(timer));
             }
         };
         drop(host);
@@ -424,7 +438,7 @@ async fn fire(
                     _ => format!("not committed within {PATIENCE:?}"),
                 };
                 tracing::warn!(timer = %timer.id, thread = %timer.key, %why, "a timer's signal was not committed; trying again");
-                return Fired::Retry(timer);
+                return Fired::Retry(Box::new(timer));
             }
         }
     }
@@ -444,7 +458,7 @@ async fn fire(
         // committed it, answers at once without handling it twice.
         tracing::warn!(%error, timer = %timer.id, thread = %timer.key, "a fired timer could not be settled in the store");
     }
-    Fired::Done(next_ms.map(|due_ms| StoredTimer { due_ms, ..timer }))
+    Fired::Done(next_ms.map(|due_ms| Box::new(StoredTimer { due_ms, ..timer })))
 }
 
 /// The signals `timer` delivers at `now_ms`, and when it is next due (a cron timer's next

@@ -11,7 +11,7 @@ use super::columns::{decode_summary, entry_rows, get_text, get_u64, to_db};
 use super::{PostgresStore, bounded, server_err, thread_err};
 use crate::store::codec::{StoredHead, assemble_thread, corrupt, decode_entries, not_found};
 use crate::store::rows::SUMMARY_COLUMNS;
-use crate::store::{StoreError, ThreadListing, ThreadSummary};
+use crate::store::{ClaimedThread, StoreError, ThreadListing, ThreadSummary};
 
 impl PostgresStore {
     pub(super) async fn load_thread(&self, thread_id: &str) -> Result<Option<Thread>, StoreError> {
@@ -45,6 +45,58 @@ impl PostgresStore {
             let summary = decode_summary(&row)?;
             let entries = entry_rows(thread_id, &rows)?;
             assemble_thread(&StoredHead::of(&summary), &entries).map(Some)
+        })
+        .await
+    }
+
+    /// Claims the thread and reads it in two statements: the claim returns the row (its rev,
+    /// state and totals as the claim left them), then the entries below that rev, which no
+    /// later commit changes.
+    pub(super) async fn claim_thread(
+        &self,
+        thread_id: &str,
+    ) -> Result<Option<ClaimedThread>, StoreError> {
+        bounded(self.limit, Some(thread_id), async {
+            let err = thread_err(thread_id);
+            let client = self.client(thread_id).await?;
+            let claim = client
+                .prepare_cached(&format!(
+                    "UPDATE threads SET epoch = epoch + 1 WHERE id = $1 \
+                     RETURNING epoch, state, {SUMMARY_COLUMNS}"
+                ))
+                .await
+                .map_err(&err)?;
+            let Some(row) = client
+                .query_opt(&claim, &[&thread_id])
+                .await
+                .map_err(&err)?
+            else {
+                return Ok(None);
+            };
+            let summary = decode_summary(&row)?;
+            let epoch = get_u64(thread_id, &row, "epoch")?;
+            let state: Option<String> = row
+                .try_get("state")
+                .map_err(|e| corrupt(thread_id, "state", e))?;
+            let body = client
+                .prepare_cached(
+                    "SELECT seq, body FROM entries WHERE thread_id = $1 AND seq < $2 ORDER BY seq",
+                )
+                .await
+                .map_err(&err)?;
+            let rev = to_db(thread_id, "rev", summary.rev)?;
+            let rows = client
+                .query(&body, &[&thread_id, &rev])
+                .await
+                .map_err(&err)?;
+            drop(client);
+            let entries = entry_rows(thread_id, &rows)?;
+            let thread = assemble_thread(&StoredHead::of(&summary), &entries)?;
+            Ok(Some(ClaimedThread {
+                epoch,
+                thread,
+                state,
+            }))
         })
         .await
     }

@@ -1,42 +1,75 @@
 //! Timers in a PostgreSQL store: kept, settled after a firing, and read back by due time.
 
+use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
-use super::{PostgresStore, bounded, server_err};
-use crate::store::timers::{COLUMNS, TimerRow, millis_to_db};
+use super::{PostgresStore, bounded, server_err, thread_err};
+use crate::store::timers::{COLUMNS, TimerRow, TimerRowWrite, millis_to_db};
 use crate::store::{AgentQuery, AgentRecord, StoreError, StoredTimer, ThreadKey, TimerOwners};
+
+/// Keeps a timer's row, replacing the one of the same thread and id.
+const UPSERT: &str =
+    "INSERT INTO timers (thread_id, agent, thread, id, due_ms, signal_id, signal, cron)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+     ON CONFLICT (thread_id, id) DO UPDATE SET
+         due_ms = excluded.due_ms, signal_id = excluded.signal_id,
+         signal = excluded.signal, cron = excluded.cron";
+
+/// Removes a timer's row.
+const DELETE: &str = "DELETE FROM timers WHERE thread_id = $1 AND id = $2";
+
+/// Keeps `row` through `client` (in its transaction, if it is one).
+async fn upsert(client: &impl GenericClient, row: &TimerRow) -> Result<(), tokio_postgres::Error> {
+    let upsert = client.prepare_cached(UPSERT).await?;
+    client
+        .execute(
+            &upsert,
+            &[
+                &row.thread_id,
+                &row.agent,
+                &row.thread,
+                &row.id,
+                &row.due_ms,
+                &row.signal_id,
+                &row.signal,
+                &row.cron,
+            ],
+        )
+        .await?;
+    Ok(())
+}
+
+/// Removes the row of `thread_id` and `id` through `client`; returns whether there was one.
+async fn delete(
+    client: &impl GenericClient,
+    thread_id: &str,
+    id: &str,
+) -> Result<bool, tokio_postgres::Error> {
+    let delete = client.prepare_cached(DELETE).await?;
+    Ok(client.execute(&delete, &[&thread_id, &id]).await? > 0)
+}
+
+/// Makes `writes` in order inside `tx`, a step's commit on the thread `thread_id`.
+pub(super) async fn write_in(
+    tx: &deadpool_postgres::Transaction<'_>,
+    thread_id: &str,
+    writes: &[TimerRowWrite],
+) -> Result<(), StoreError> {
+    for write in writes {
+        match write {
+            TimerRowWrite::Put(row) => upsert(tx, row).await,
+            TimerRowWrite::Remove { thread_id, id } => delete(tx, thread_id, id).await.map(|_| ()),
+        }
+        .map_err(thread_err(thread_id))?;
+    }
+    Ok(())
+}
 
 impl PostgresStore {
     pub(super) async fn keep_timer(&self, row: &TimerRow) -> Result<(), StoreError> {
         bounded(self.limit, Some(&row.thread_id), async {
             let client = self.pool.get().await.map_err(server_err)?;
-            let upsert = client
-                .prepare_cached(
-                    "INSERT INTO timers (thread_id, agent, thread, id, due_ms, signal_id, signal, cron)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-                     ON CONFLICT (thread_id, id) DO UPDATE SET
-                         due_ms = excluded.due_ms, signal_id = excluded.signal_id,
-                         signal = excluded.signal, cron = excluded.cron",
-                )
-                .await
-                .map_err(server_err)?;
-            client
-                .execute(
-                    &upsert,
-                    &[
-                        &row.thread_id,
-                        &row.agent,
-                        &row.thread,
-                        &row.id,
-                        &row.due_ms,
-                        &row.signal_id,
-                        &row.signal,
-                        &row.cron,
-                    ],
-                )
-                .await
-                .map_err(server_err)?;
-            Ok(())
+            upsert(&client, row).await.map_err(server_err)
         })
         .await
     }
@@ -45,14 +78,7 @@ impl PostgresStore {
         let thread_id = key.store_id();
         bounded(self.limit, Some(&thread_id), async {
             let client = self.pool.get().await.map_err(server_err)?;
-            let removed = client
-                .execute(
-                    "DELETE FROM timers WHERE thread_id = $1 AND id = $2",
-                    &[&thread_id, &id],
-                )
-                .await
-                .map_err(server_err)?;
-            Ok(removed > 0)
+            delete(&client, &thread_id, id).await.map_err(server_err)
         })
         .await
     }
@@ -69,23 +95,30 @@ impl PostgresStore {
         let fired = millis_to_db(fired_ms);
         bounded(self.limit, Some(&thread_id), async {
             let client = self.pool.get().await.map_err(server_err)?;
+            // Prepared once per connection: a firing's settling is one round trip.
             let changed = match next_ms.map(millis_to_db) {
                 Some(next) => {
-                    client
-                        .execute(
+                    let update = client
+                        .prepare_cached(
                             "UPDATE timers SET due_ms = $5
                              WHERE thread_id = $1 AND id = $2 AND due_ms = $3 AND signal_id = $4",
-                            &[&thread_id, &id, &fired, &signal_id, &next],
                         )
+                        .await
+                        .map_err(server_err)?;
+                    client
+                        .execute(&update, &[&thread_id, &id, &fired, &signal_id, &next])
                         .await
                 }
                 None => {
-                    client
-                        .execute(
+                    let delete = client
+                        .prepare_cached(
                             "DELETE FROM timers
                              WHERE thread_id = $1 AND id = $2 AND due_ms = $3 AND signal_id = $4",
-                            &[&thread_id, &id, &fired, &signal_id],
                         )
+                        .await
+                        .map_err(server_err)?;
+                    client
+                        .execute(&delete, &[&thread_id, &id, &fired, &signal_id])
                         .await
                 }
             }

@@ -15,7 +15,8 @@ use crate::store::codec::{
     encode_json, not_found,
 };
 use crate::store::rows::NewThreadRow;
-use crate::store::{StoreError, ThreadHeader};
+use crate::store::timers::TimerRowWrite;
+use crate::store::{StepCommit, StoreError, ThreadHeader};
 
 impl PostgresStore {
     pub(super) async fn create_thread(
@@ -38,6 +39,42 @@ impl PostgresStore {
             let tx = client.transaction().await.map_err(&err)?;
             insert_thread(&tx, &row, meta.as_deref()).await?;
             let rev = append_in(&tx, &row.id, &encoded, &totals, Append::plain(0)).await?;
+            tx.commit().await.map_err(&err)?;
+            Ok(rev)
+        })
+        .await
+    }
+
+    /// Writes a step in one transaction: the thread created (a first write) or its epoch
+    /// checked under its row lock, the entries appended at the rev, the state stored and the
+    /// timers changed.
+    pub(super) async fn write_step(&self, step: &StepCommit<'_>) -> Result<u64, StoreError> {
+        let thread_id = step.thread_id;
+        bounded(self.limit, Some(thread_id), async {
+            let create = step
+                .create
+                .map(|(header, meta)| {
+                    Ok::<_, StoreError>((NewThreadRow::of(header)?, encode_json(thread_id, meta)?))
+                })
+                .transpose()?;
+            let (encoded, totals) = encode_entries(thread_id, step.entries, step.expected_rev)?;
+            let timers = TimerRowWrite::of(step.timers)?;
+            let err = thread_err(thread_id);
+            let mut client = self.client(thread_id).await?;
+            let tx = client.transaction().await.map_err(&err)?;
+            let append = match &create {
+                Some((row, meta)) => {
+                    insert_thread(&tx, row, Some(meta)).await?;
+                    Append {
+                        expected_rev: 0,
+                        state: step.state,
+                        epoch: None,
+                    }
+                }
+                None => Append::fenced(step.expected_rev, step.state, step.epoch),
+            };
+            let rev = append_in(&tx, thread_id, &encoded, &totals, append).await?;
+            super::timers::write_in(&tx, thread_id, &timers).await?;
             tx.commit().await.map_err(&err)?;
             Ok(rev)
         })

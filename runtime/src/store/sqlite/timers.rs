@@ -1,45 +1,65 @@
 //! Timers in a SQLite store: kept, settled after a firing, and read back by due time.
 
-use rusqlite::{Row, params};
+use rusqlite::{Connection, Row, params};
 
 use super::{Inner, db_err, lock};
-use crate::store::timers::{COLUMNS, TimerRow, millis_to_db};
+use crate::store::timers::{COLUMNS, TimerRow, TimerRowWrite, millis_to_db};
 use crate::store::{StoreError, StoredTimer, ThreadKey};
+
+/// Keeps a timer's row, replacing the one of the same thread and id.
+const UPSERT: &str =
+    "INSERT INTO timers (thread_id, agent, thread, id, due_ms, signal_id, signal, cron)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+     ON CONFLICT (thread_id, id) DO UPDATE SET
+         due_ms = excluded.due_ms, signal_id = excluded.signal_id,
+         signal = excluded.signal, cron = excluded.cron";
+
+/// Removes a timer's row.
+const DELETE: &str = "DELETE FROM timers WHERE thread_id = ?1 AND id = ?2";
+
+/// Keeps `row` on `conn` (in the caller's transaction, if any).
+fn upsert(conn: &Connection, row: &TimerRow) -> rusqlite::Result<()> {
+    conn.prepare_cached(UPSERT)?.execute(params![
+        row.thread_id,
+        row.agent,
+        row.thread,
+        row.id,
+        row.due_ms,
+        row.signal_id,
+        row.signal,
+        row.cron
+    ])?;
+    Ok(())
+}
+
+/// Removes the row of `thread_id` and `id` on `conn`; returns whether there was one.
+fn delete(conn: &Connection, thread_id: &str, id: &str) -> rusqlite::Result<bool> {
+    let removed = conn
+        .prepare_cached(DELETE)?
+        .execute(params![thread_id, id])?;
+    Ok(removed > 0)
+}
+
+/// Makes `writes` in order, inside the caller's transaction.
+pub(super) fn write_in(conn: &Connection, writes: &[TimerRowWrite]) -> rusqlite::Result<()> {
+    for write in writes {
+        match write {
+            TimerRowWrite::Put(row) => upsert(conn, row)?,
+            TimerRowWrite::Remove { thread_id, id } => {
+                delete(conn, thread_id, id)?;
+            }
+        }
+    }
+    Ok(())
+}
 
 impl Inner {
     pub(super) fn put_timer(&self, row: &TimerRow) -> Result<(), StoreError> {
-        lock(&self.writer)
-            .prepare_cached(
-                "INSERT INTO timers (thread_id, agent, thread, id, due_ms, signal_id, signal, cron)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-                 ON CONFLICT (thread_id, id) DO UPDATE SET
-                     due_ms = excluded.due_ms, signal_id = excluded.signal_id,
-                     signal = excluded.signal, cron = excluded.cron",
-            )
-            .and_then(|mut insert| {
-                insert.execute(params![
-                    row.thread_id,
-                    row.agent,
-                    row.thread,
-                    row.id,
-                    row.due_ms,
-                    row.signal_id,
-                    row.signal,
-                    row.cron
-                ])
-            })
-            .map_err(db_err(&self.path))?;
-        Ok(())
+        upsert(&lock(&self.writer), row).map_err(db_err(&self.path))
     }
 
     pub(super) fn remove_timer(&self, thread_id: &str, id: &str) -> Result<bool, StoreError> {
-        let removed = lock(&self.writer)
-            .execute(
-                "DELETE FROM timers WHERE thread_id = ?1 AND id = ?2",
-                params![thread_id, id],
-            )
-            .map_err(db_err(&self.path))?;
-        Ok(removed > 0)
+        delete(&lock(&self.writer), thread_id, id).map_err(db_err(&self.path))
     }
 
     pub(super) fn timer_fired(

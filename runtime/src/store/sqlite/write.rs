@@ -11,6 +11,21 @@ use crate::store::codec::{
     Append, AppendTotals, EncodedEntry, check_epoch, check_rev, corrupt, encode_json, not_found,
 };
 use crate::store::rows::NewThreadRow;
+use crate::store::timers::TimerRowWrite;
+
+/// A step's commit, encoded for the SQLite store: the thread's row to create with its meta
+/// (for a first write), its entries and their totals, the rev, state and epoch checked and
+/// written, and the timer changes.
+pub(in crate::store) struct EncodedStep {
+    pub(in crate::store) thread_id: String,
+    pub(in crate::store) create: Option<(NewThreadRow, String)>,
+    pub(in crate::store) encoded: Vec<EncodedEntry>,
+    pub(in crate::store) totals: AppendTotals,
+    pub(in crate::store) expected_rev: u64,
+    pub(in crate::store) state: Option<String>,
+    pub(in crate::store) epoch: u64,
+    pub(in crate::store) timers: Vec<TimerRowWrite>,
+}
 
 impl Inner {
     /// Appends the entries at `expected_rev` and, when given, replaces the thread's state, in
@@ -49,6 +64,57 @@ impl Inner {
             )
             .map_err(&err)?;
         }
+        tx.commit().map_err(&err)?;
+        Ok(rev)
+    }
+
+    /// Writes a step in one transaction: the thread created (a first write) or its epoch
+    /// checked, the entries appended at the rev, the state stored and the timers changed.
+    pub(super) fn commit_step(&self, step: &EncodedStep) -> Result<u64, StoreError> {
+        let thread_id = step.thread_id.as_str();
+        let err = thread_err(&self.path, thread_id);
+        let mut conn = lock(&self.writer);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(&err)?;
+        match &step.create {
+            Some((row, meta)) => {
+                insert_thread(&tx, row, &err)?;
+                tx.execute(
+                    "UPDATE threads SET meta = ?2 WHERE id = ?1",
+                    params![row.id, meta],
+                )
+                .map_err(&err)?;
+            }
+            None => {
+                let current = tx
+                    .query_row(
+                        "SELECT epoch FROM threads WHERE id = ?1",
+                        [thread_id],
+                        |row| row.get::<_, u64>(0),
+                    )
+                    .optional()
+                    .map_err(&err)?
+                    .ok_or_else(|| not_found(thread_id))?;
+                check_epoch(thread_id, step.epoch, current)?;
+            }
+        }
+        let rev = append_in(
+            &tx,
+            thread_id,
+            &step.encoded,
+            &step.totals,
+            step.expected_rev,
+            &err,
+        )?;
+        if let Some(state) = &step.state {
+            tx.execute(
+                "UPDATE threads SET state = ?2 WHERE id = ?1",
+                params![thread_id, state],
+            )
+            .map_err(&err)?;
+        }
+        super::timers::write_in(&tx, &step.timers).map_err(&err)?;
         tx.commit().map_err(&err)?;
         Ok(rev)
     }

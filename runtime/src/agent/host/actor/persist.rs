@@ -7,7 +7,17 @@ use serde::{Deserialize, Serialize};
 
 use super::state::Fingerprint;
 use super::{ThreadActor, ThreadState};
-use crate::store::{StoreError, ThreadHeader, ThreadKey, ThreadMeta};
+use crate::store::{StepCommit, StoreError, ThreadHeader, ThreadKey, ThreadMeta, TimerWrite};
+
+/// What a step commits beside the strategy's entries and state: the request still running
+/// after it, the tool calls waiting for a person, the bus delivery it handled and the changes
+/// its directives make to the thread's timers.
+pub(super) struct Commit<'a> {
+    pub(super) open: Option<&'a str>,
+    pub(super) waiting: &'a [Waiting],
+    pub(super) delivered: Option<&'a str>,
+    pub(super) timers: &'a [TimerWrite],
+}
 
 /// What is stored beside a thread's entries: the strategy's state at the last commit (its
 /// Thread taken out, stored as the entries), the rev it goes with, the request that was
@@ -105,34 +115,10 @@ where
             let Some(thread) = store.load(id).await? else {
                 return Ok(None);
             };
-            let rev = thread.entry_count() as u64;
-            let Some(saved) = store.load_state(id).await? else {
-                let state = self.agent.strategy.restore_thread(&SYSTEM_ENV, thread);
-                return Ok(Some(Stored {
-                    state,
-                    rev,
-                    saved: None,
-                    applied: Vec::new(),
-                }));
-            };
-            let snapshot: Snapshot<S::State> =
-                serde_json::from_str(&saved).map_err(|e| StoreError::CorruptThread {
-                    thread_id: id.to_string(),
-                    reason: format!("the agent state does not fit the strategy: {e}"),
-                })?;
-            if snapshot.rev != rev {
-                continue;
+            let saved = store.load_state(id).await?;
+            if let Some(stored) = self.assemble(thread, saved)? {
+                return Ok(Some(stored));
             }
-            let mut state = snapshot.state;
-            if let Some(slot) = self.agent.strategy.thread_mut(&mut state) {
-                *slot = thread;
-            }
-            return Ok(Some(Stored {
-                state,
-                rev,
-                saved: Some(saved),
-                applied: snapshot.applied,
-            }));
         }
         Err(StoreError::CorruptThread {
             thread_id: id.to_string(),
@@ -140,16 +126,69 @@ where
         })
     }
 
+    /// The thread as stored, from its entries and the state stored with them; `None` when the
+    /// two disagree (read while another writer committed: read them again). A state that
+    /// cannot be read is an error.
+    fn assemble(
+        &self,
+        thread: Thread,
+        saved: Option<String>,
+    ) -> Result<Option<Stored<S::State>>, StoreError> {
+        let rev = thread.entry_count() as u64;
+        let Some(saved) = saved else {
+            let state = self.agent.strategy.restore_thread(&SYSTEM_ENV, thread);
+            return Ok(Some(Stored {
+                state,
+                rev,
+                saved: None,
+                applied: Vec::new(),
+            }));
+        };
+        let snapshot: Snapshot<S::State> =
+            serde_json::from_str(&saved).map_err(|e| StoreError::CorruptThread {
+                thread_id: self.store_id.to_string(),
+                reason: format!("the agent state does not fit the strategy: {e}"),
+            })?;
+        if snapshot.rev != rev {
+            return Ok(None);
+        }
+        let mut state = snapshot.state;
+        if let Some(slot) = self.agent.strategy.thread_mut(&mut state) {
+            *slot = thread;
+        }
+        Ok(Some(Stored {
+            state,
+            rev,
+            saved: Some(saved),
+            applied: snapshot.applied,
+        }))
+    }
+
     /// The state a starting thread actor begins with. A stored thread is claimed first (its
     /// fencing epoch bumped): from then on a writer still holding it from before cannot commit.
+    /// Claim and reads are one call to the store ([`ThreadStore::claim_and_load`]); a thread
+    /// and state that disagree (another process committing at that moment) are read again.
+    ///
+    /// [`ThreadStore::claim_and_load`]: crate::store::ThreadStore::claim_and_load
     pub(super) async fn starting_state(&self) -> Result<Loaded<S::State>, StoreError> {
         let env = SYSTEM_ENV;
-        let epoch = match self.core.store.claim(&self.store_id).await {
-            Ok(epoch) => epoch,
-            Err(StoreError::NotFound { .. }) => 0,
-            Err(error) => return Err(error),
+        let Some(claimed) = self.core.store.claim_and_load(&self.store_id).await? else {
+            return Ok(Loaded {
+                epoch: 0,
+                strategy: self.agent.strategy.init_for_thread(&env, &self.store_id),
+                rev: 0,
+                stored: false,
+                saved: None,
+                interrupted: None,
+                applied: Vec::new(),
+            });
         };
-        let loaded = match self.load().await? {
+        let epoch = claimed.epoch;
+        let stored = match self.assemble(claimed.thread, claimed.state)? {
+            Some(stored) => Some(stored),
+            None => self.load().await?,
+        };
+        let loaded = match stored {
             Some(stored) => Loaded {
                 epoch,
                 strategy: match stored.saved {
@@ -162,8 +201,9 @@ where
                 interrupted: stored.saved.as_deref().and_then(open_request),
                 applied: stored.applied,
             },
+            // Deleted between the claim and the read: it starts afresh.
             None => Loaded {
-                epoch,
+                epoch: 0,
                 strategy: self.agent.strategy.init_for_thread(&env, &self.store_id),
                 rev: 0,
                 stored: false,
@@ -271,15 +311,13 @@ where
         Ok(())
     }
 
-    /// Writes what the step changed: the entries the strategy's thread gained and the state's
-    /// snapshot (with `open`, the request still running after the step, and `delivered`, the
-    /// bus delivery the step handled), in one write; nothing when neither changed.
+    /// Writes what the step changed: the entries the strategy's thread gained, the state's
+    /// snapshot (with what `commit` says: the request still running, the bus delivery handled)
+    /// and the timers its directives set or cancel, in one write; nothing when none changed.
     pub(super) async fn persist(
         &self,
         state: &mut ThreadState<S>,
-        open: Option<&str>,
-        waiting: &[Waiting],
-        delivered: Option<&str>,
+        commit: &Commit<'_>,
     ) -> Result<(), StoreError> {
         let id = &self.store_id;
         let entry_count = self
@@ -291,9 +329,15 @@ where
         let applied = state
             .deliveries
             .as_deref()
-            .map(|d| d.applied_with(delivered))
+            .map(|d| d.applied_with(commit.delivered))
             .unwrap_or_default();
-        let snapshot = self.snapshot(&mut state.strategy, rev, open, waiting, &applied)?;
+        let snapshot = self.snapshot(
+            &mut state.strategy,
+            rev,
+            commit.open,
+            commit.waiting,
+            &applied,
+        )?;
         let print = Fingerprint::of(&snapshot);
         if entry_count <= state.stored_rev {
             if state.saved.is_none() && !state.stored {
@@ -308,7 +352,14 @@ where
                 )?));
             }
             if state.saved == Some(print) {
-                return Ok(());
+                if commit.timers.is_empty() {
+                    return Ok(());
+                }
+                if state.stored {
+                    // Only the timers changed.
+                    return self.commit_timers(state, commit.timers).await;
+                }
+                // A thread never stored: its first write, below, creates it with them.
             }
         }
         let store = &self.core.store;
@@ -320,8 +371,9 @@ where
             &t.to_list()[from..]
         });
         if !state.stored {
-            // The thread's first write: the thread, who runs it and its first entries at
-            // once — a crash never leaves a thread without its entries or its meta.
+            // The thread's first write: the thread, who runs it, its first entries, its state
+            // and its timers at once — a crash never leaves a thread without its entries or
+            // its meta, nor a step without its timers.
             // Stored under the agent's thread, whatever id the strategy gave its Thread.
             let header = match thread {
                 Some(thread) => ThreadHeader {
@@ -330,18 +382,32 @@ where
                 },
                 None => ThreadHeader::new(id.clone(), motet_agents::Env::now_ms(&state.env)),
             };
+            // The state and the timers go in the same write.
             let meta = self.meta(&state.strategy);
-            let created = store.create_with(&header, Some(&meta), entries).await?;
+            let first = StepCommit {
+                thread_id: id,
+                create: Some((&header, &meta)),
+                entries,
+                expected_rev: 0,
+                state: Some(&snapshot),
+                epoch: 0,
+                timers: commit.timers,
+            };
+            state.stored_rev = store.commit_step(&first).await?;
             // Created at epoch 0, which this actor holds until someone claims the thread.
             state.epoch = 0;
-            state.stored_rev = store
-                .append_fenced(id, &[], created, Some(&snapshot), 0)
-                .await?;
             state.stored = true;
         } else {
-            state.stored_rev = store
-                .append_fenced(id, entries, state.stored_rev, Some(&snapshot), state.epoch)
-                .await?;
+            let next = StepCommit {
+                thread_id: id,
+                create: None,
+                entries,
+                expected_rev: state.stored_rev,
+                state: Some(&snapshot),
+                epoch: state.epoch,
+                timers: commit.timers,
+            };
+            state.stored_rev = store.commit_step(&next).await?;
         }
         state.saved = Some(print);
         if let Some(held) = motet_agents::delegate::holder_change(entries) {
@@ -350,6 +416,26 @@ where
         if !entries.is_empty() {
             self.thread_updated(state, entries.len() as u64);
         }
+        Ok(())
+    }
+
+    /// Writes a step's timer changes alone, for a stored thread the step changed nothing else
+    /// of: at the thread's rev and epoch, so a writer that lost the thread cannot set them.
+    async fn commit_timers(
+        &self,
+        state: &mut ThreadState<S>,
+        timers: &[TimerWrite],
+    ) -> Result<(), StoreError> {
+        let timers_only = StepCommit {
+            thread_id: &self.store_id,
+            create: None,
+            entries: &[],
+            expected_rev: state.stored_rev,
+            state: None,
+            epoch: state.epoch,
+            timers,
+        };
+        state.stored_rev = self.core.store.commit_step(&timers_only).await?;
         Ok(())
     }
 

@@ -1,12 +1,13 @@
 //! A step: one signal through the strategy, what it changed committed (decided again once if
-//! the commit lost a race), and its directives performed by the executors; a rejected signal or
-//! a failed commit ends its request.
+//! the commit lost a race) with the timers its directives set or cancel, and its directives
+//! performed by the executors; a rejected signal or a failed commit ends its request.
 
 use motet_agents::{Strategy, protocol};
 use motet_directives::Directive;
 use motet_signals::Signal;
 use ractor::ActorRef;
 
+use super::persist::Commit;
 use super::{ThreadActor, ThreadState};
 use crate::agent::book;
 use crate::agent::errors::AskError;
@@ -47,38 +48,40 @@ where
             Self::delivery_settled(state, key, Ok(()));
             return;
         }
+        // Directive spans hang off the request's span (a flat, readable tree), or off this
+        // signal's span when it belongs to no request of this thread.
+        let parent = request_span.or_else(|| handling.id());
         let step = Step {
             signal: &signal,
             delivered: delivered.as_deref(),
             span: &handling,
+            parent: parent.as_ref(),
         };
-        let Some(directives) = self.decide(myself, state, &step).await else {
+        let Some((directives, timers)) = self.decide(myself, state, &step).await else {
             return;
         };
         if !handling.is_disabled() {
-            handling.record("motet.directives", directives.len());
+            handling.record("motet.directives", directives.len() + timers.len());
             handling.record("motet.thread.rev", state.stored_rev);
         }
-        // Directive spans hang off the request's span (a flat, readable tree), or off this
-        // signal's span when it belongs to no request of this thread.
-        let parent = request_span.or_else(|| handling.id());
-        self.perform(myself, state, &signal, directives, parent);
+        self.perform(myself, state, &signal, (directives, timers), parent);
     }
 
-    /// The strategy's directives for the step's signal, once what it changed is committed;
-    /// `None` when the strategy rejected the signal or the commit failed (its request is then
-    /// abandoned). A new request whose commit lost a race to another writer is decided again,
-    /// once, on the stored thread ([`book::decide_again`]).
+    /// The strategy's directives for the step's signal, once what it changed is committed —
+    /// its timer directives apart, their timers written in the same commit; `None` when the
+    /// strategy rejected the signal or the commit failed (its request is then abandoned). A new
+    /// request whose commit lost a race to another writer is decided again, once, on the
+    /// stored thread ([`book::decide_again`]).
     async fn decide(
         &self,
         myself: &ActorRef<ThreadMsg>,
         state: &mut ThreadState<S>,
         step: &Step<'_>,
-    ) -> Option<Vec<Directive>> {
+    ) -> Option<(Vec<Directive>, execute::Planned)> {
         let ty = step.signal.signal_type().as_str();
         let mut tried = false;
         loop {
-            let directives =
+            let mut directives =
                 match self
                     .agent
                     .strategy
@@ -100,13 +103,17 @@ where
                 .filter(|running| !replies_to(&directives, running))
                 .map(str::to_owned);
             let waiting = self.agent.strategy.waiting(&state.strategy);
-            match self
-                .persist(state, open.as_deref(), &waiting, step.delivered)
-                .await
-            {
+            let timers = execute::plan(&self.here(myself), &mut directives, step.parent);
+            let commit = Commit {
+                open: open.as_deref(),
+                waiting: &waiting,
+                delivered: step.delivered,
+                timers: &timers.writes,
+            };
+            match self.persist(state, &commit).await {
                 Ok(()) => {
                     self.committed(myself, state, step, &waiting).await;
-                    return Some(directives);
+                    return Some((directives, timers));
                 }
                 Err(error) if book::decide_again(ty, error.lost_race(), tried) => {
                     tried = true;
@@ -214,18 +221,19 @@ where
         }
     }
 
-    /// Carries out a committed step's directives through the executors, then lets the
-    /// thread settle if no request is left open.
+    /// Hands a committed step's timers to the timekeeper and carries out its other directives
+    /// through the executors, then lets the thread settle if no request is left open.
     fn perform(
         &self,
         myself: &ActorRef<ThreadMsg>,
         state: &mut ThreadState<S>,
         signal: &Signal,
-        directives: Vec<Directive>,
+        (directives, timers): (Vec<Directive>, execute::Planned),
         parent: Option<tracing::Id>,
     ) {
         let run = Run::for_step(&directives);
         let here = self.here(myself);
+        timers.committed(&here);
         for directive in directives {
             let job = Job {
                 here: &here,
@@ -245,6 +253,8 @@ struct Step<'a> {
     signal: &'a Signal,
     delivered: Option<&'a str>,
     span: &'a tracing::Span,
+    /// The span the step's directives hang off.
+    parent: Option<&'a tracing::Id>,
 }
 
 /// Whether `directives` end the request `request`.
