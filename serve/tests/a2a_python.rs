@@ -205,6 +205,45 @@ async fn the_a2a_sdk_sends_streams_answers_waits_cancels_and_subscribes() {
     );
     assert_eq!(line(&lines, "wrong_token_card")["status"], 401);
     assert_eq!(line(&lines, "wrong_token_call")["error"], "A2AClientError");
+
+    // The answers reached the calls: approved ones ran, the question got its answer.
+    let results = [
+        (
+            &line(&lines, "approval_wait")["context"],
+            "call_a",
+            "removed /tmp/a",
+        ),
+        (
+            &line(&lines, "question_wait")["context"],
+            "call_q",
+            "/tmp/b",
+        ),
+        (&watched["context"], "call_d", "removed /tmp/d"),
+    ];
+    for (thread, call, content) in results {
+        let entries = server
+            .http
+            .get(server.at(&format!(
+                "/api/agents/janitor/threads/{}/entries",
+                thread.as_str().unwrap()
+            )))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap();
+        let entries = common::json_of(entries, 200).await;
+        let result = entries["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["kind"] == "tool_result" && e["payload"]["result"]["tool_use_id"] == call)
+            .unwrap_or_else(|| panic!("no result of {call}: {entries}"));
+        assert_eq!(result["payload"]["result"]["content"], content, "{result}");
+        assert!(
+            result["payload"]["result"].get("is_error").is_none(),
+            "{result}"
+        );
+    }
     server.stop().await;
 }
 

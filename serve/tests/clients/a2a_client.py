@@ -70,6 +70,7 @@ class Collected:
         self.last_chunk = False
         self.waiting_text = None
         self.waiting_data = None
+        self.said = None
 
     def take(self, event):
         kind = event.WhichOneof("payload")
@@ -88,6 +89,8 @@ class Collected:
 
     def status(self, status):
         self.states.append(state(status.state))
+        if status.message.parts:
+            self.said = "".join(p.text for p in status.message.parts)
         if status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
             for part in status.message.parts:
                 if part.HasField("text"):
@@ -107,6 +110,7 @@ class Collected:
             last_chunk=self.last_chunk,
             waiting_text=self.waiting_text,
             waiting_data=self.waiting_data,
+            said=self.said,
         )
 
 
