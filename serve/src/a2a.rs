@@ -257,12 +257,7 @@ impl Calling {
             .runs
             .start(&self.agent, self.shared.runtime.bus(), thread, query)
             .await
-            .map_err(|error| match error {
-                AskError::AgentStopped { .. } | AskError::ThreadUnavailable { .. } => {
-                    A2aError::Internal(error.to_string())
-                }
-                other => A2aError::Internal(other.to_string()),
-            })?;
+            .map_err(|error: AskError| A2aError::Internal(error.to_string()))?;
         tracing::Span::current().record("run", run.id.as_str());
         Ok(run)
     }
@@ -479,6 +474,7 @@ impl Tail {
             self.changed.mark_unchanged();
             let replay = self.run.since(self.after, PAGE);
             let mut out = Vec::new();
+            let log_ended = replay.finished;
             for event in replay.events {
                 self.after = event.id;
                 for update in self.follower.take(event.name, &event.data) {
@@ -490,7 +486,9 @@ impl Tail {
             }
             let state = self.follower.state();
             let caught_up = self.after >= self.run.last_id();
+            // A log that ended ends the stream, whatever its last event said.
             let done = state.is_terminal()
+                || (log_ended && caught_up)
                 || (self.interrupted && caught_up && state == TaskState::InputRequired);
             if done || !out.is_empty() {
                 return (out, done);
