@@ -181,6 +181,72 @@ async fn each_malformed_call_gets_its_json_rpc_error_and_tasks_stay_with_their_a
     server.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_on_a_working_task_steers_its_run() {
+    let server = serve(tokens(), RunLimits::default()).await;
+    // The first turn takes a few seconds to write, time for the steer to arrive.
+    server.model.delay_by(std::time::Duration::from_millis(100));
+    server.model.push(vec![text(&"Working on it. ".repeat(4))]);
+    server.model.push(vec![text("Steered.")]);
+    let send = |message: Value, immediately: bool| {
+        json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+            "message": message, "configuration": {"returnImmediately": immediately}}})
+        .to_string()
+    };
+    let started = rpc(
+        &server,
+        "janitor",
+        ALL,
+        &send(
+            json!({"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "Tidy up."}]}),
+            true,
+        ),
+    )
+    .await;
+    let task = &started["result"]["task"];
+    assert!(
+        ["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"]
+            .contains(&task["status"]["state"].as_str().unwrap()),
+        "{started}"
+    );
+    let steered = rpc(
+        &server,
+        "janitor",
+        ALL,
+        &send(
+            json!({"messageId": "m2", "role": "ROLE_USER", "taskId": task["id"],
+                   "contextId": task["contextId"], "parts": [{"text": "Only /tmp, please."}]}),
+            false,
+        ),
+    )
+    .await;
+    let done = &steered["result"]["task"];
+    assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{steered}");
+    assert_eq!(done["artifacts"][0]["parts"][0]["text"], "Steered.");
+    let users: Vec<&Value> = done["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "ROLE_USER")
+        .map(|m| &m["parts"][0]["text"])
+        .collect();
+    assert_eq!(users, vec!["Tidy up.", "Only /tmp, please."], "{done}");
+    // Its context must be the task's.
+    let wrong = rpc(
+        &server,
+        "janitor",
+        ALL,
+        &send(
+            json!({"messageId": "m3", "role": "ROLE_USER", "taskId": task["id"],
+                   "contextId": "another", "parts": [{"text": "hi"}]}),
+            false,
+        ),
+    )
+    .await;
+    assert_eq!(wrong["error"]["code"], -32602, "{wrong}");
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn a_router_mounted_under_a_prefix_names_its_endpoint_under_it() {
     let model = common::Writer::default();
