@@ -10,7 +10,9 @@
 //! - `runs.rs` + `runs/`: a run's task, its event log and its subscribers (the decisions pure:
 //!   `runs/log.rs`, `runs/admit.rs`);
 //! - `openai.rs`: an OpenAI-compatible endpoint (`/v1/models`, `/v1/chat/completions`);
-//! - `auth.rs`: bearer tokens scoped to agents; `error.rs`: the API's typed errors;
+//! - `a2a.rs` + `a2a/`: A2A 1.0 (agent cards, JSON-RPC over HTTP and SSE), its tasks being runs;
+//! - `auth.rs`: bearer tokens scoped to agents; `error.rs`: the API's typed errors; `ids.rs`:
+//!   ids checked;
 //!   `openapi.rs`: the OpenAPI document.
 //!
 //! docs/serve.md has the whole surface.
@@ -25,8 +27,10 @@
 //! # }
 //! ```
 
+mod a2a;
 mod auth;
 mod error;
+mod ids;
 mod native;
 mod openai;
 mod openapi;
@@ -120,8 +124,14 @@ impl Served {
 
     /// Every route, ready to mount or to serve.
     pub fn router(&self) -> axum::Router {
+        let a2a = a2a::table()
+            .into_iter()
+            .fold(axum::Router::new(), |router, (path, method)| {
+                router.route(path, method)
+            });
         let router = axum::Router::new()
             .merge(native::routes())
+            .merge(a2a)
             .merge(openai::routes())
             // After every merge: a router merged with a fallback of its own cannot be.
             .fallback(native::no_route)

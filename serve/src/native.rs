@@ -22,6 +22,7 @@ use serde::Serialize;
 use crate::Shared;
 use crate::auth::{Caller, Scope};
 use crate::error::ApiError;
+use crate::ids::thread_id;
 
 /// A router that remembers the paths it was given, so a test can hold them against the
 /// OpenAPI document.
@@ -151,31 +152,6 @@ fn agent<'a>(shared: &'a Shared, scope: &Scope, name: &str) -> Result<&'a AgentH
         .ok_or(ApiError::NotFound("agent"))
 }
 
-/// A thread id as a path gives it: not empty, no `/`, at most 200 bytes.
-fn thread_id(thread: &str) -> Result<&str, ApiError> {
-    if thread.is_empty() || thread.len() > 200 || thread.contains('/') || thread.trim() != thread {
-        return Err(ApiError::BadRequest(format!(
-            "`{}` is not a thread id (1 to 200 bytes, no `/`, no surrounding spaces)",
-            thread.chars().take(64).collect::<String>()
-        )));
-    }
-    Ok(thread)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_thread_id_is_checked() {
-        assert_eq!(thread_id("t-1"), Ok("t-1"));
-        assert!(thread_id("").is_err());
-        assert!(thread_id("a/b").is_err());
-        assert!(thread_id(" a").is_err());
-        assert!(thread_id(&"x".repeat(201)).is_err());
-    }
-}
-
 #[cfg(test)]
 mod openapi_tests {
     use super::table;
@@ -189,7 +165,13 @@ mod openapi_tests {
             .as_object()
             .map(|paths| paths.keys().map(String::as_str).collect())
             .unwrap_or_default();
-        let routed: std::collections::BTreeSet<&str> = table().paths().iter().copied().collect();
+        let a2a = crate::a2a::table();
+        let routed: std::collections::BTreeSet<&str> = table()
+            .paths()
+            .iter()
+            .copied()
+            .chain(a2a.iter().map(|(path, _)| *path))
+            .collect();
         assert_eq!(documented, routed);
         assert_eq!(doc["openapi"], "3.1.0");
     }

@@ -1,5 +1,5 @@
-//! The native API's OpenAPI 3.1 document, served at `/openapi.json`: written by hand, and held
-//! against the routes by a test (every routed path is in it).
+//! The OpenAPI 3.1 document of the native API and the A2A routes, served at `/openapi.json`:
+//! written by hand, and held against the routes by a test (every routed path is in it).
 
 use serde_json::{Value, json};
 
@@ -100,6 +100,21 @@ pub(crate) fn document() -> Value {
                     },
                 },
             },
+            "/.well-known/agent-card.json": {"get": op("A2A: the agent card of the first served agent (by name) the token reaches", &[], None, &with(&[("200", "an A2A 1.0 AgentCard"), ("404", "no agent the token reaches")]))},
+            "/a2a/{agent}/.well-known/agent-card.json": {"get": op("A2A: the agent's card, naming its JSON-RPC endpoint", std::slice::from_ref(&agent), None, &with(&[("200", "an A2A 1.0 AgentCard"), ("404", "no such agent")]))},
+            "/a2a/{agent}": {"post": {
+                "summary": "A2A 1.0 JSON-RPC: SendMessage, SendStreamingMessage, GetTask, CancelTask, SubscribeToTask (docs/serve.md, A2A); send `A2A-Version: 1.0`",
+                "parameters": [agent.clone(),
+                    {"name": "A2A-Version", "in": "header", "schema": {"type": "string"}, "description": "1.0 (none means 0.3, not served)"}],
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/JsonRpcRequest"}}}},
+                "responses": {
+                    "200": {"description": "a JSON-RPC response (its errors too, with A2A's codes), or for the streaming methods an SSE stream of JSON-RPC responses",
+                        "content": {"application/json": {"schema": {"type": "object"}}, "text/event-stream": {"schema": {"type": "string"}}}},
+                    "401": {"description": "no token or a wrong one"},
+                    "404": {"description": "no such agent", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+                    "413": {"description": "the body is too large", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+                },
+            }},
             "/api/waiting": {"get": op("Every call waiting for a person, of the agents the token reaches", &[], None, &with(&[("200", "{waiting}")]))},
             "/api/agents/{agent}/waiting": {"get": op("The agent's calls waiting for a person", std::slice::from_ref(&agent), None, &with(&[("200", "{waiting}"), ("404", "no such agent")]))},
             "/api/agents/{agent}/threads/{thread}/waiting/{call}": {
@@ -111,6 +126,10 @@ pub(crate) fn document() -> Value {
             "schemas": {
                 "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "object",
                     "required": ["code", "message"], "properties": {"code": {"type": "string"}, "message": {"type": "string"}}}}},
+                "JsonRpcRequest": {"type": "object", "required": ["jsonrpc", "method"],
+                    "properties": {"jsonrpc": {"const": "2.0"}, "id": {"type": ["string", "integer", "null"]},
+                        "method": {"enum": ["SendMessage", "SendStreamingMessage", "GetTask", "CancelTask", "SubscribeToTask"]},
+                        "params": {"type": "object"}}},
                 "StartRun": {"type": "object", "required": ["query"], "additionalProperties": false,
                     "properties": {"query": {"type": "string", "minLength": 1}}},
                 "Steer": {"type": "object", "required": ["text"], "additionalProperties": false,

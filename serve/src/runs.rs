@@ -28,7 +28,7 @@ pub(crate) use admit::Refusal;
 pub use admit::StreamLimits;
 pub use log::BufferLimits;
 pub(crate) use log::{Replay, RunLog, resume_point};
-pub(crate) use stream::subscribe;
+pub(crate) use stream::{Slot, subscribe};
 
 /// How runs are kept and streamed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +70,9 @@ pub(crate) enum Outcome {
     Failed {
         /// Why.
         error: String,
+        /// True when a cancel stopped it (its strategy said so).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        cancelled: bool,
     },
 }
 
@@ -111,6 +114,11 @@ impl Run {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .last_id()
+    }
+
+    /// A receiver told the log's latest id each time the log grows.
+    pub(crate) fn watch(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
     }
 
     /// How it ended, once it has.
@@ -302,6 +310,20 @@ impl Runs {
     }
 }
 
+/// Whether `error` is a cancel's doing: the strategy's failure reply says it was cancelled.
+fn was_cancelled(error: &AskError) -> bool {
+    match error {
+        AskError::Failed { reply } => {
+            reply
+                .data_as::<motet_agents::ReactFailed>()
+                .is_ok_and(|failed| {
+                    matches!(failed.reason, motet_agents::FailureReason::Cancelled { .. })
+                })
+        }
+        _ => false,
+    }
+}
+
 /// Sends `()` on `updated` each time thread `thread` of `agent` commits.
 fn watch_thread(
     bus: &motet_signals::Bus,
@@ -375,6 +397,7 @@ impl Driver {
                 usage: answer.usage,
             },
             Err(error) => Outcome::Failed {
+                cancelled: was_cancelled(&error),
                 error: error.to_string(),
             },
         };

@@ -182,7 +182,7 @@ fn view(shared: &Shared, run: &Run) -> serde_json::Value {
             view["answer"] = answer.into();
             view["usage"] = serde_json::to_value(usage).unwrap_or_default();
         }
-        Some(Outcome::Failed { error }) => view["error"] = error.into(),
+        Some(Outcome::Failed { error, .. }) => view["error"] = error.into(),
         None => {}
     }
     view

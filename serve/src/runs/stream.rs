@@ -96,13 +96,14 @@ async fn pump(
 
 /// One subscriber's place in the bounds: taken when it is let in, given back when its task
 /// ends.
-struct Slot {
+pub(crate) struct Slot {
     runs: Arc<Runs>,
     run: Arc<Run>,
 }
 
 impl Slot {
-    fn take(runs: &Arc<Runs>, run: &Arc<Run>) -> Result<Self, Refusal> {
+    /// A place for one more subscriber of `run`, or why there is none.
+    pub(crate) fn take(runs: &Arc<Runs>, run: &Arc<Run>) -> Result<Self, Refusal> {
         let total = runs.streams.fetch_add(1, Ordering::SeqCst);
         let of_run = run.streams.fetch_add(1, Ordering::SeqCst);
         let slot = Self {
