@@ -11,7 +11,9 @@
 //!   `runs/log.rs`, `runs/admit.rs`);
 //! - `openai.rs`: an OpenAI-compatible endpoint (`/v1/models`, `/v1/chat/completions`);
 //! - `auth.rs`: bearer tokens scoped to agents; `error.rs`: the API's typed errors;
-//!   `openapi.rs`: the OpenAPI document.
+//!   `openapi.rs`: the OpenAPI document;
+//! - `console.rs`: the web console at `/` (its page, script and stylesheet in serve/console/,
+//!   built into the binary).
 //!
 //! docs/serve.md has the whole surface.
 //!
@@ -26,6 +28,7 @@
 //! ```
 
 mod auth;
+mod console;
 mod error;
 mod native;
 mod openai;
@@ -123,6 +126,7 @@ impl Served {
         let router = axum::Router::new()
             .merge(native::routes())
             .merge(openai::routes())
+            .merge(console::routes())
             // After every merge: a router merged with a fallback of its own cannot be.
             .fallback(native::no_route)
             .method_not_allowed_fallback(native::no_method)
