@@ -268,6 +268,7 @@ async fn the_console_streams_a_run_and_approves_its_gated_call_in_headless_chrom
         format!("{FIRST}\n{ANSWER}")
     );
     let partial = partial_answers(seen, FIRST, ANSWER);
+    println!("the answer seen part-written {partial} times");
     assert!(
         partial >= 2,
         "the answer was seen growing ({partial} partial texts): {seen:?}"
