@@ -1,8 +1,8 @@
 //! The web console: its files served without a token under a strict Content-Security-Policy,
 //! and the page itself driven in headless Chromium (serve/tests/clients/console_client.py, with
 //! selenium from `MOTET_PYTHON` and Debian's chromium from `MOTET_CHROMIUM` and
-//! `MOTET_CHROMEDRIVER`): a run started from the page, its answer streaming in, a gated tool call
-//! approved from the page — against a scripted model, and a run streaming against the local
+//! `MOTET_CHROMEDRIVER`): a run started from the page, its gated tool calls approved, edited and
+//! rejected from the page, its answer streaming in — against a scripted model, and a run streaming against the local
 //! llama.cpp model. Each browser test keeps a screenshot in `$MOTET_ARTIFACTS`, or else in the
 //! target folder's `tmp/console/`.
 
@@ -209,7 +209,7 @@ async fn the_console_works_where_a_program_nests_the_router() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_console_streams_a_run_and_approves_its_gated_call_in_headless_chromium() {
+async fn the_console_streams_a_run_and_answers_its_gated_calls_in_headless_chromium() {
     let Some(browser) = Browser::find() else {
         return;
     };
@@ -224,9 +224,13 @@ async fn the_console_streams_a_run_and_approves_its_gated_call_in_headless_chrom
     .await;
     // Three characters every 60 ms: the answer takes seconds to write, time to see it grow.
     server.model.delay_by(Duration::from_millis(60));
-    server
-        .model
-        .push(vec![text(FIRST), rm_call("c1", "/tmp/x")]);
+    // Three calls of the gated `rm`: approved, edited, rejected from the page.
+    server.model.push(vec![
+        text(FIRST),
+        rm_call("c1", "/tmp/x"),
+        rm_call("c2", "/tmp/y"),
+        rm_call("c3", "/tmp/w"),
+    ]);
     server.model.push(vec![text(ANSWER)]);
 
     let shot = artifact("console-approve.png");
@@ -241,10 +245,14 @@ async fn the_console_streams_a_run_and_approves_its_gated_call_in_headless_chrom
             .contains("needs a token"),
         "{lines:?}"
     );
-    // The run stopped at the gate, its first turn on the page, the call shown for approval.
+    // The run stopped at the gate, its first turn on the page, the calls shown for approval.
     let waiting = line(&lines, "waiting");
-    let card = waiting["card"].as_str().unwrap();
-    assert!(card.contains("rm needs approval"), "{card}");
+    for card in waiting["cards"].as_array().unwrap() {
+        assert!(
+            card.as_str().unwrap().contains("rm needs approval"),
+            "{card}"
+        );
+    }
     let args: Value = serde_json::from_str(waiting["args"].as_str().unwrap()).unwrap();
     assert_eq!(
         args,
@@ -285,7 +293,13 @@ async fn the_console_streams_a_run_and_approves_its_gated_call_in_headless_chrom
         .iter()
         .filter_map(Value::as_str)
         .collect();
-    for said in ["Please clean up /tmp/x.", "removed /tmp/x", ANSWER] {
+    for said in [
+        "Please clean up /tmp/x.",
+        "removed /tmp/x",
+        "removed /tmp/z",
+        "rejected the call: keep it",
+        ANSWER,
+    ] {
         assert!(
             transcript.iter().any(|entry| entry.contains(said)),
             "`{said}` in the transcript: {transcript:?}"

@@ -5,8 +5,9 @@
 Chromium and its driver come from MOTET_CHROMIUM and MOTET_CHROMEDRIVER (Debian's chromium and
 chromium-driver); selenium is never asked to fetch a browser or a driver. The scenarios:
 
-- approve: ask, wait for the gated call to show among the waiting calls, approve it from the
-  page, then watch the answer stream in;
+- approve: ask, wait for the three gated calls to show among the waiting calls, then from the
+  page approve the first, edit the second's arguments and run it, reject the third with a
+  reason, and watch the answer stream in;
 - stream: ask, and watch the answer stream in.
 
 Each prints JSON lines (`what` names the line) for the Rust test to judge, and saves a
@@ -109,20 +110,39 @@ def report_page(driver, shot):
     say("console", messages=logs)
 
 
+def card(driver, wait, call):
+    """The waiting call `call`'s card (found afresh: the list is redrawn after each answer)."""
+    return wait.until(lambda d: d.find_element(By.CSS_SELECTOR, f'#waiting li[data-call="{call}"]'))
+
+
+def answered(driver, wait, call):
+    wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, f'#waiting li[data-call="{call}"]'))
+
+
 def approve(driver, base, token, agent, shot):
     wait = WebDriverWait(driver, 120)
     open_agent(driver, base, token, agent, wait)
     ask(driver, "Please clean up /tmp/x.")
-    card = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, '#waiting li[data-call="c1"]'))
-    args = card.find_element(By.CSS_SELECTOR, "textarea.args").get_attribute("value")
-    say("waiting", card=card.text, args=args, live=text_of(driver, "live"),
+    cards = [card(driver, wait, call) for call in ("c1", "c2", "c3")]
+    args = cards[0].find_element(By.CSS_SELECTOR, "textarea.args").get_attribute("value")
+    say("waiting", cards=[c.text for c in cards], args=args, live=text_of(driver, "live"),
         run_status=text_of(driver, "run-status"))
-    card.find_element(By.CSS_SELECTOR, "button.approve").click()
+    card(driver, wait, "c1").find_element(By.CSS_SELECTOR, "button.approve").click()
+    answered(driver, wait, "c1")
+    edited = card(driver, wait, "c2").find_element(By.CSS_SELECTOR, "textarea.args")
+    edited.clear()
+    edited.send_keys('{"path": "/tmp/z"}')
+    card(driver, wait, "c2").find_element(By.CSS_SELECTOR, "button.edit").click()
+    answered(driver, wait, "c2")
+    card(driver, wait, "c3").find_element(By.CSS_SELECTOR, "input.reason").send_keys("keep it")
+    card(driver, wait, "c3").find_element(By.CSS_SELECTOR, "button.reject").click()
     seen, answer = watch_answer(driver, 120)
     say("answer", seen=seen, answer=answer)
-    # The approved call ran: its result is in the transcript, and nothing waits any more.
-    wait.until(lambda d: any("removed /tmp/x" in li.text
-                             for li in d.find_elements(By.CSS_SELECTOR, "#transcript li")))
+    # The approved and the edited call ran: their results are in the transcript (the rejected
+    # call's refusal too), and nothing waits any more.
+    for result in ("removed /tmp/x", "removed /tmp/z", "keep it"):
+        wait.until(lambda d: any(result in li.text
+                                 for li in d.find_elements(By.CSS_SELECTOR, "#transcript li")))
     wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, "#waiting li[data-call]"))
     report_page(driver, shot)
 
