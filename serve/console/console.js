@@ -15,8 +15,8 @@ const $ = (id) => document.getElementById(id);
 const enc = encodeURIComponent;
 const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
 
-/** What the console looks at: the agent, the thread (null: a new one on the next ask), the run. */
-const state = { agent: null, thread: null, run: null, stream: null, locked: false };
+/** What the console looks at: the agent, the thread (null: a new one on the next ask), the run's stream. */
+const state = { agent: null, thread: null, stream: null, locked: false };
 
 /** An element with attributes (`on*`: listeners, `dataset`: data-*) and children (text or nodes). */
 function el(tag, attrs, ...children) {
@@ -57,7 +57,7 @@ async function call(method, path, body) {
   }
   const text = await response.text();
   let json = null;
-  try { json = text ? JSON.parse(text) : null; } catch { json = null; }
+  try { json = text ? JSON.parse(text) : null; } catch { /* not JSON: the status says it */ }
   if (!response.ok) {
     const message = json && json.error && json.error.message;
     throw failure(response.status, message || `HTTP ${response.status}`);
@@ -71,10 +71,8 @@ async function guarded(work) {
     return await work();
   } catch (error) {
     say(error.message, true);
-    if (error.status === 401) {
-      state.locked = true;
-      $("token").focus();
-    }
+    state.locked = error.status === 401;
+    if (state.locked) $("token").focus();
     return undefined;
   }
 }
@@ -226,7 +224,6 @@ async function watch(run) {
   if (state.stream) state.stream.abort();
   const stop = new AbortController();
   state.stream = stop;
-  state.run = run;
   $("run").hidden = false;
   $("live").replaceChildren();
   $("live").dataset.deltas = "0";
@@ -303,37 +300,26 @@ function parseEvent(block) {
 /** Shows one event of `run`; true when it is the run's last. */
 function onEvent(run, event) {
   let data = null;
-  try { data = JSON.parse(event.data); } catch { data = null; }
+  try { data = JSON.parse(event.data); } catch { /* not JSON: shown as nothing */ }
   switch (event.event) {
     case "delta": showDelta(data); return false;
     case "entry":
       if (state.agent === run.agent && state.thread === run.thread && data) addEntry(data);
       return false;
-    case "waiting":
-      runStatus(run, "waiting for a person");
-      loadWaiting();
-      return false;
-    case "gap":
-      runStatus(run, "some of the text was written before this page looked: the transcript has it");
-      return false;
-    case "answer":
-      $("answer").textContent = data ? data.answer : "";
-      runStatus(run, "completed");
-      finished();
-      return true;
-    case "failed":
-      runStatus(run, `failed: ${data ? data.error : "?"}`);
-      finished();
-      return true;
-    default:
-      return false; // `shutdown`: the stream ends, and is resumed
+    case "waiting": runStatus(run, "waiting for a person"); loadWaiting(); return false;
+    case "gap": runStatus(run, "some text was written before this page looked: the transcript has it"); return false;
+    case "answer": $("answer").textContent = data ? data.answer : ""; return finished(run, "completed");
+    case "failed": return finished(run, `failed: ${data ? data.error : "?"}`);
+    default: return false; // `shutdown`: the stream ends, and is resumed
   }
 }
 
-function finished() {
+function finished(run, how) {
+  runStatus(run, how);
   loadThreads();
   loadTranscript();
   loadWaiting();
+  return true;
 }
 
 function runStatus(run, text) {
@@ -364,8 +350,7 @@ async function loadWaiting() {
   const listed = await guarded(() => call("GET", "api/waiting"));
   if (!listed) return;
   const list = $("waiting");
-  const open = document.activeElement && list.contains(document.activeElement);
-  if (open) return; // someone is typing an edit or a reason: the next refresh catches up
+  if (list.contains(document.activeElement)) return; // someone is typing: the next refresh catches up
   list.replaceChildren(...listed.waiting.map(waitingCard));
   if (!listed.waiting.length) list.append(el("li", { class: "empty" }, "nothing waits"));
 }
