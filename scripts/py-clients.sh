@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/py-clients.sh — a Python virtual environment with the official clients motet-serve is
-# tested against: `openai` (the OpenAI-compatible endpoint) and `a2a-sdk` (A2A), pinned, from PyPI.
+# tested against: `openai` (the OpenAI-compatible endpoint), `a2a-sdk` (A2A) and `selenium` (the
+# web console, in Debian's headless chromium), pinned, from PyPI.
 # Needs python3 (3.10 or later) with its venv module.
 #
 #   bash scripts/py-clients.sh install   make the venv (if missing or not as pinned) and print
@@ -16,20 +17,23 @@ set -euo pipefail
 
 OPENAI=3.51.0
 A2A_SDK=1.3.0
+# 4.52.0 asks for a certifi newer than PyPI had when this was pinned.
+SELENIUM=4.51.0
 CACHE="${MOTET_PY_HOME:-$HOME/.cache/motet-py}"
-VENV="$CACHE/clients-openai-$OPENAI-a2a-$A2A_SDK"
+VENV="$CACHE/clients-openai-$OPENAI-a2a-$A2A_SDK-selenium-$SELENIUM"
 PYTHON="$VENV/bin/python"
 
 say() { echo "[py-clients] $*" >&2; }
 die() { say "$*"; exit 1; }
 
 installed() {
-  [ -x "$PYTHON" ] && "$PYTHON" - "$OPENAI" "$A2A_SDK" >/dev/null 2>&1 <<'EOF'
+  [ -x "$PYTHON" ] && "$PYTHON" - "$OPENAI" "$A2A_SDK" "$SELENIUM" >/dev/null 2>&1 <<'EOF'
 import sys
 from importlib.metadata import version
 assert version("openai") == sys.argv[1], version("openai")
 assert version("a2a-sdk") == sys.argv[2], version("a2a-sdk")
-import openai, a2a  # noqa: E401,F401 (both import, not only installed)
+assert version("selenium") == sys.argv[3], version("selenium")
+import openai, a2a, selenium.webdriver  # noqa: E401,F401 (each imports, not only installed)
 EOF
 }
 
@@ -40,13 +44,13 @@ install() {
     apt-get update -q >/dev/null && apt-get install -y -q python3-venv >/dev/null
   fi
   if ! installed; then
-    say "making $VENV with openai==$OPENAI and a2a-sdk==$A2A_SDK"
+    say "making $VENV with openai==$OPENAI, a2a-sdk==$A2A_SDK and selenium==$SELENIUM"
     rm -rf "$VENV"
     mkdir -p "$CACHE"
     python3 -m venv "$VENV" >&2
     "$PYTHON" -m pip install --quiet --disable-pip-version-check \
-      "openai==$OPENAI" "a2a-sdk==$A2A_SDK" >&2
-    installed || die "pip finished but $PYTHON cannot import openai $OPENAI and a2a-sdk $A2A_SDK"
+      "openai==$OPENAI" "a2a-sdk==$A2A_SDK" "selenium==$SELENIUM" >&2
+    installed || die "pip finished but $PYTHON cannot import openai $OPENAI, a2a-sdk $A2A_SDK and selenium $SELENIUM"
   fi
 }
 

@@ -2,18 +2,20 @@
 # scripts/test.sh — the whole test suite against real servers: what the README's second command
 # runs, and what CI runs (.ci/run). It starts, fetching what is missing, every server the
 # end-to-end tests need — the local llama.cpp model, the MCP reference server, PostgreSQL and
-# NATS JetStream, each on a free loopback port, and the official Python clients (`openai`,
-# `a2a-sdk`) the serve tests drive — runs `cargo test --workspace` with their URLs
-# (extra arguments go to cargo test), and stops them again however it ends.
+# NATS JetStream, each on a free loopback port, the official Python clients (`openai`,
+# `a2a-sdk`) and selenium with Debian's headless chromium that the serve tests drive — runs
+# `cargo test --workspace` with their URLs (extra arguments go to cargo test), and stops them
+# again however it ends. The web console's screenshots are kept in MOTET_ARTIFACTS (default
+# target/artifacts).
 #
 #   bash scripts/test.sh                 every test, nothing skipped for want of a server
 #   bash scripts/test.sh -p motet-cli    one crate's tests, the servers started all the same
 #
 # A server named by its variable already (MOTET_LOCAL_LLM_URL, MOTET_MCP_EVERYTHING,
-# MOTET_DATABASE_URL, MOTET_NATS_URL, MOTET_PYTHON) is used as it is. Under CI=true every
-# download and install step runs into an empty cache on every run (a cache once hid a broken
-# install step); elsewhere the caches under ~/.cache are kept, so a second run starts in seconds.
-# The first run builds llama.cpp (about 8 minutes on 2 cores).
+# MOTET_DATABASE_URL, MOTET_NATS_URL, MOTET_PYTHON, MOTET_CHROMIUM, MOTET_CHROMEDRIVER) is used
+# as it is. Under CI=true every download and install step runs into an empty cache on every run
+# (a cache once hid a broken install step); elsewhere the caches under ~/.cache are kept, so a
+# second run starts in seconds. The first run builds llama.cpp (about 8 minutes on 2 cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -102,6 +104,21 @@ if [ -z "${MOTET_PYTHON:-}" ]; then
   export MOTET_PYTHON
 fi
 echo "python clients at $MOTET_PYTHON"
+
+section "browser"
+if [ -z "${MOTET_CHROMIUM:-}" ] || [ -z "${MOTET_CHROMEDRIVER:-}" ]; then
+  # Debian's chromium and its driver, for the web console's test (selenium drives them).
+  if { ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; } \
+    && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -q >/dev/null && apt-get install -y -q chromium chromium-driver >/dev/null
+  fi
+  MOTET_CHROMIUM="${MOTET_CHROMIUM:-$(command -v chromium || true)}"
+  MOTET_CHROMEDRIVER="${MOTET_CHROMEDRIVER:-$(command -v chromedriver || true)}"
+  export MOTET_CHROMIUM MOTET_CHROMEDRIVER
+fi
+echo "chromium at ${MOTET_CHROMIUM:-(none)}, chromedriver at ${MOTET_CHROMEDRIVER:-(none)}"
+# The console test's screenshots, kept after the run (serve/tests/console.rs).
+export MOTET_ARTIFACTS="${MOTET_ARTIFACTS:-${CARGO_TARGET_DIR:-$PWD/target}/artifacts}"
 
 section "tests"
 # Every server above is up, so no test has a reason to skip; under CI=true one that would

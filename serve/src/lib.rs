@@ -13,7 +13,9 @@
 //! - `a2a.rs` + `a2a/`: A2A 1.0 (agent cards, JSON-RPC over HTTP and SSE), its tasks being runs;
 //! - `auth.rs`: bearer tokens scoped to agents; `error.rs`: the API's typed errors; `ids.rs`:
 //!   ids checked;
-//!   `openapi.rs`: the OpenAPI document.
+//!   `openapi.rs`: the OpenAPI document;
+//! - `console.rs`: the web console at `/` (its page, script and stylesheet in serve/console/,
+//!   built into the binary).
 //!
 //! docs/serve.md has the whole surface.
 //!
@@ -29,6 +31,7 @@
 
 mod a2a;
 mod auth;
+mod console;
 mod error;
 mod ids;
 mod native;
@@ -133,6 +136,7 @@ impl Served {
             .merge(native::routes())
             .merge(a2a)
             .merge(openai::routes())
+            .merge(console::routes())
             // After every merge: a router merged with a fallback of its own cannot be.
             .fallback(native::no_route)
             .method_not_allowed_fallback(native::no_method)
