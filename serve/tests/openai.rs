@@ -452,7 +452,15 @@ async fn a_stream_open_at_shutdown_ends_with_an_error_and_the_server_stops() {
         .expect("the server stops once its streams ended")
         .unwrap()
         .unwrap();
-    runtime.shutdown().await;
+    // The request was not cancelled: it goes on.
+    let opening: Value = serde_json::from_str(&data[0]).unwrap();
+    let request = opening["id"]
+        .as_str()
+        .unwrap()
+        .strip_prefix("chatcmpl-")
+        .unwrap();
+    let record = runtime.request(request).expect("the request is known");
+    assert!(record.status.is_running(), "{:?}", record.status);
 }
 
 #[tokio::test]
