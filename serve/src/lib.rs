@@ -12,8 +12,8 @@
 //! - `openai.rs`: an OpenAI-compatible endpoint (`/v1/models`, `/v1/chat/completions`);
 //! - `a2a.rs` + `a2a/`: A2A 1.0 (agent cards, JSON-RPC over HTTP and SSE), its tasks being runs;
 //! - `auth.rs`: bearer tokens scoped to agents; `error.rs`: the API's typed errors; `ids.rs`:
-//!   ids checked;
-//!   `openapi.rs`: the OpenAPI document;
+//!   ids checked; `openapi.rs`: the OpenAPI document; `trace.rs`: each request's span, joined
+//!   to its trace;
 //! - `console.rs`: the web console at `/` (its page, script and stylesheet in serve/console/,
 //!   built into the binary).
 //!
@@ -38,16 +38,15 @@ mod native;
 mod openai;
 mod openapi;
 mod runs;
+mod trace;
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 
-use axum::extract::{DefaultBodyLimit, Request};
-use axum::middleware::Next;
+use axum::extract::DefaultBodyLimit;
 use motet_runtime::agent::{AgentHandle, Runtime};
 use tokio::sync::watch;
-use tracing::Instrument;
 
 pub use auth::{Scope, Tokens};
 pub use error::ApiError;
@@ -142,7 +141,10 @@ impl Served {
             .method_not_allowed_fallback(native::no_method)
             .with_state(Arc::clone(&self.shared))
             .layer(DefaultBodyLimit::max(self.body_limit))
-            .layer(axum::middleware::from_fn(traced));
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::clone(&self.shared),
+                trace::traced,
+            ));
         match cors_layer(&self.cors) {
             Some(cors) => router.layer(cors),
             None => router,
@@ -196,19 +198,4 @@ fn cors_layer(origins: &[String]) -> Option<tower_http::cors::CorsLayer> {
                 axum::http::HeaderName::from_static("last-event-id"),
             ]),
     )
-}
-
-/// Each request in a span of its own (method and path; never its headers, which carry the
-/// token): a run it starts is traced inside it, so the run's trace joins the request's.
-async fn traced(request: Request, next: Next) -> axum::response::Response {
-    let span = tracing::info_span!(
-        "http.request",
-        method = %request.method(),
-        path = %request.uri().path(),
-        status = tracing::field::Empty,
-        run = tracing::field::Empty,
-    );
-    let response = next.run(request).instrument(span.clone()).await;
-    span.record("status", response.status().as_u16());
-    response
 }

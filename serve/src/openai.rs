@@ -36,6 +36,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures::Stream;
 use motet_runtime::agent::{AgentHandle, AskError, AskOptions, Ticket, TicketEvent};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use self::ask::Ask;
@@ -160,12 +161,18 @@ async fn complete(
     match ask.stream {
         true => {
             let chunks = Chunks::new(reply, ask.include_usage);
-            let sse = Sse::new(streamed(ticket, chunks, deadline)).keep_alive(KeepAlive::default());
+            let closing = shared.closing.subscribe();
+            let sse = Sse::new(streamed(ticket, chunks, deadline, closing))
+                .keep_alive(KeepAlive::default());
             Ok((thread, sse).into_response())
         }
         false => {
             let body = whole(ticket, &reply, deadline).await?;
-            Ok((thread, Json(body)).into_response())
+            let json = [(
+                axum::http::header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )];
+            Ok((thread, json, body).into_response())
         }
     }
 }
@@ -185,12 +192,13 @@ fn agent_named<'a>(
         })
 }
 
-/// The whole completion: the answer, or the notice that the request waits for a person.
+/// The whole completion (JSON text): the answer, or the notice that the request waits for a
+/// person.
 async fn whole(
     mut ticket: Ticket,
     reply: &Reply,
     deadline: Instant,
-) -> Result<serde_json::Value, OpenAiError> {
+) -> Result<String, OpenAiError> {
     let timeout = timeout_of(reply);
     let first_wait = tokio::time::timeout_at(deadline, ticket.next_waiting())
         .await
@@ -226,14 +234,19 @@ struct Streaming {
     ready: VecDeque<String>,
     deadline: Instant,
     timeout: OpenAiError,
+    /// Set when the server shuts down.
+    closing: watch::Receiver<bool>,
 }
 
 /// The SSE events of a streamed answer: the chunks as the ticket reports the request, then
-/// `[DONE]`. Dropped when the client goes away; the request goes on.
+/// `[DONE]`. Dropped when the client goes away; the request goes on. When the server shuts
+/// down first, it ends with OpenAI's error object (`shutting_down`, which OpenAI's clients
+/// raise) so that no open response holds the shutdown back; the request goes on.
 fn streamed(
     ticket: Ticket,
     chunks: Chunks,
     deadline: Instant,
+    closing: watch::Receiver<bool>,
 ) -> impl Stream<Item = Result<Event, Infallible>> {
     let timeout = OpenAiError::Timeout {
         waited: OPENAI_ANSWER_WAIT,
@@ -247,6 +260,7 @@ fn streamed(
         ready,
         deadline,
         timeout,
+        closing,
     };
     futures::stream::unfold(state, |mut state| async move {
         loop {
@@ -254,7 +268,18 @@ fn streamed(
                 return Some((Ok(Event::default().data(payload)), state));
             }
             let ticket = state.ticket.as_mut()?;
-            let next = tokio::time::timeout_at(state.deadline, ticket.next_event()).await;
+            let next = tokio::select! {
+                next = tokio::time::timeout_at(state.deadline, ticket.next_event()) => next,
+                _ = state.closing.wait_for(|closing| *closing) => {
+                    let shutting_down = OpenAiError::ShuttingDown {
+                        request: ticket.id().to_owned(),
+                        thread: ticket.thread().to_owned(),
+                    };
+                    state.ready.push_back(Chunks::failed(&shutting_down));
+                    state.ticket = None;
+                    continue;
+                }
+            };
             match next {
                 Ok(Some(TicketEvent::Delta(delta))) => {
                     state.ready.extend(state.chunks.delta(&delta))

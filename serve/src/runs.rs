@@ -90,6 +90,9 @@ pub(crate) struct Run {
     pub(crate) id: String,
     pub(crate) agent: String,
     pub(crate) thread: String,
+    /// The trace of the request that started it (empty when none is recorded): requests about
+    /// the run join it.
+    pub(crate) trace: motet_signals::TraceContext,
     log: Mutex<RunLog>,
     /// The log's latest id, for subscribers to wait on.
     changed: watch::Sender<u64>,
@@ -266,6 +269,7 @@ impl Runs {
             id: ticket.id().to_owned(),
             agent: agent.name().to_owned(),
             thread: ticket.thread().to_owned(),
+            trace: motet_runtime::telemetry::context_of(&tracing::Span::current()),
             log: Mutex::new(RunLog::new(self.limits.buffer)),
             changed: watch::channel(0).0,
             control,

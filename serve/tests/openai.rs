@@ -416,6 +416,53 @@ async fn a_client_that_goes_away_mid_stream_cancels_nothing() {
     until_status(&server.runtime, &request, RequestStatus::Completed).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_open_at_shutdown_ends_with_an_error_and_the_server_stops() {
+    // A model far slower than the test: only the shutdown can end the response in time.
+    let model = EchoModel {
+        delay: Duration::from_secs(120),
+    };
+    let runtime = Runtime::builder().llm(model).build().unwrap();
+    let agent = runtime.spawn(ReActAgent::new("echo", MODEL)).await.unwrap();
+    let served = motet_serve::Served::new(runtime.clone(), [agent], Tokens::open());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(served.serve(listener, async move {
+        let _ = stopped.await;
+    }));
+    let body = ask_body("echo", "still there?", json!({"stream": true}));
+    let mut response = post(&base, None, &body).await;
+    assert_eq!(response.status(), 200);
+    let mut seen = String::from_utf8_lossy(&response.chunk().await.unwrap().unwrap()).into_owned();
+    assert!(seen.contains("chat.completion.chunk"), "{seen}");
+    stop.send(()).unwrap();
+    let rest = tokio::time::timeout(Duration::from_secs(60), response.text())
+        .await
+        .expect("the stream ends at shutdown, not when the model answers")
+        .unwrap();
+    seen.push_str(&rest);
+    let data = data_of(&seen);
+    let last: Value = serde_json::from_str(data.last().unwrap()).unwrap();
+    assert_eq!(last["error"]["code"], "shutting_down", "{seen}");
+    assert!(!data.iter().any(|d| d == "[DONE]"), "{seen}");
+    // Nothing holds the server any more.
+    tokio::time::timeout(Duration::from_secs(60), serving)
+        .await
+        .expect("the server stops once its streams ended")
+        .unwrap()
+        .unwrap();
+    // The request was not cancelled: it goes on.
+    let opening: Value = serde_json::from_str(&data[0]).unwrap();
+    let request = opening["id"]
+        .as_str()
+        .unwrap()
+        .strip_prefix("chatcmpl-")
+        .unwrap();
+    let record = runtime.request(request).expect("the request is known");
+    assert!(record.status.is_running(), "{:?}", record.status);
+}
+
 #[tokio::test]
 async fn each_refusal_has_its_status_and_openais_error_shape() {
     let runs = Arc::new(AtomicU32::new(0));

@@ -10,6 +10,16 @@
 //!   nothing.
 //! - `agent_ask`: the same ask through `AgentHandle::ask_with` on a fresh thread, no HTTP: the
 //!   runtime's share of `openai_ask`.
+//! - `native_start`: `POST /api/agents/calc/threads/new/runs` with `{"query"}`, answered `201`
+//!   with the run once it is started (the native API's ask: its answer streams on the run's
+//!   events), beside the same floor.
+//!
+//! Then the stream lines (`streams.rs`): 1,000 SSE subscribers of native runs beside a bare
+//! axum SSE floor, and a reconnect storm.
+//!
+//! To profile one variant alone (under `valgrind --tool=callgrind`, say), set
+//! `MOTET_BENCH_SERVE_ONLY=<variant>` and `MOTET_BENCH_SERVE_N=<requests>`: after the warm-up,
+//! only that variant runs, `N` times, and no stream line is measured.
 //!
 //! Each variant runs `ROUNDS` rounds of `PER_ROUND` requests, one at a time from one client,
 //! the variants alternating round by round (this machine's pace drifts within a run); p50 and
@@ -25,6 +35,8 @@ use motet_runtime::agent::{AgentHandle, AskOptions, NEW_THREAD, ReActAgent, Runt
 use motet_serve::{Served, Tokens};
 
 use crate::report::{Report, round2};
+
+mod streams;
 
 const ROUNDS: usize = 10;
 const PER_ROUND: usize = 500;
@@ -77,30 +89,50 @@ async fn floor_handler(body: Bytes) -> axum::response::Response {
     .into_response()
 }
 
-/// Serves `router` on a free loopback port; its URL for chat completions.
+/// Serves `router` on a free loopback port; its base URL (`http://127.0.0.1:PORT`).
 async fn serve(router: axum::Router) -> Option<String> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.ok()?;
-    let url = format!("http://{}/v1/chat/completions", listener.local_addr().ok()?);
+    let base = format!("http://{}", listener.local_addr().ok()?);
     tokio::spawn(async move { axum::serve(listener, router).await });
-    Some(url)
+    Some(base)
 }
 
-/// One request to `url`; its round trip, `None` unless answered 200 with a completion.
-async fn post(client: &reqwest::Client, url: &str) -> Option<Duration> {
+/// One request with `body` to `url`; its round trip, `None` unless answered with `status` and
+/// a body holding `expect`.
+async fn post(
+    client: &reqwest::Client,
+    url: &str,
+    body: &'static str,
+    status: u16,
+    expect: &[u8],
+) -> Option<Duration> {
     let start = Instant::now();
     let response = client
         .post(url)
         .header("content-type", "application/json")
-        .body(BODY)
+        .body(body)
         .send()
         .await
         .ok()?;
-    let ok = response.status().is_success();
+    let ok = response.status().as_u16() == status;
     let body = response.bytes().await.ok()?;
     let took = start.elapsed();
-    let completion = body.windows(9).any(|w| w == b"chatcmpl-");
-    (ok && completion).then_some(took)
+    let answered = body.windows(expect.len()).any(|w| w == expect);
+    (ok && answered).then_some(took)
 }
+
+/// One `chat.completion` round trip to `url`.
+async fn complete(client: &reqwest::Client, url: &str) -> Option<Duration> {
+    post(client, url, BODY, 200, b"chatcmpl-").await
+}
+
+/// One native run started at `url`.
+async fn start_run(client: &reqwest::Client, url: &str) -> Option<Duration> {
+    post(client, url, START, 201, b"\"id\":\"req_").await
+}
+
+/// What starts a native run.
+const START: &str = r#"{"query":"What is 2 + 3?"}"#;
 
 /// One ask of `agent` on a fresh thread, no HTTP.
 async fn ask(agent: &AgentHandle) -> Option<Duration> {
@@ -126,6 +158,9 @@ where
     Some(())
 }
 
+/// The variants, in the order they alternate.
+const VARIANTS: [&str; 4] = ["openai_ask", "floor_axum_json", "agent_ask", "native_start"];
+
 async fn measure() -> Option<Vec<Report>> {
     let runtime = Runtime::builder()
         .llm(Arc::new(AnswerAtOnce))
@@ -136,50 +171,87 @@ async fn measure() -> Option<Vec<Report>> {
         .await
         .ok()?;
     let served = Served::new(runtime.clone(), [agent.clone()], Tokens::open());
-    let motet_url = serve(served.router()).await?;
-    let floor_url = serve(
-        axum::Router::new().route("/v1/chat/completions", axum::routing::post(floor_handler)),
-    )
-    .await?;
+    let motet = serve(served.router()).await?;
+    let openai_url = format!("{motet}/v1/chat/completions");
+    let native_url = format!("{motet}/api/agents/calc/threads/new/runs");
+    let floor_url = format!(
+        "{}/v1/chat/completions",
+        serve(
+            axum::Router::new().route("/v1/chat/completions", axum::routing::post(floor_handler)),
+        )
+        .await?
+    );
     let client = reqwest::Client::builder().build().ok()?;
+    let one = |variant: usize| {
+        let (client, agent) = (&client, &agent);
+        let (openai_url, floor_url, native_url) = (&openai_url, &floor_url, &native_url);
+        async move {
+            match variant {
+                0 => complete(client, openai_url).await,
+                1 => complete(client, floor_url).await,
+                2 => ask(agent).await,
+                _ => start_run(client, native_url).await,
+            }
+        }
+    };
 
     let mut warm = Vec::new();
-    round(WARM_UP, &mut warm, || post(&client, &motet_url)).await?;
-    round(WARM_UP, &mut warm, || post(&client, &floor_url)).await?;
-    round(WARM_UP, &mut warm, || ask(&agent)).await?;
+    for variant in 0..VARIANTS.len() {
+        round(WARM_UP, &mut warm, || one(variant)).await?;
+    }
+    if let Some((variant, n)) = only() {
+        let at = VARIANTS.iter().position(|v| *v == variant)?;
+        let mut times = Vec::with_capacity(n);
+        round(n, &mut times, || one(at)).await?;
+        runtime.shutdown().await;
+        let p50 = percentile_us(&mut times, 50);
+        let report = Report::new("serve", variant, n as u64, times.iter().sum());
+        return Some(vec![report.with("p50_us", round2(p50))]);
+    }
 
     let capacity = ROUNDS * PER_ROUND;
-    let (mut motet, mut floor, mut direct) = (
-        Vec::with_capacity(capacity),
-        Vec::with_capacity(capacity),
-        Vec::with_capacity(capacity),
-    );
+    let mut times: Vec<Vec<Duration>> = VARIANTS
+        .iter()
+        .map(|_| Vec::with_capacity(capacity))
+        .collect();
     for _ in 0..ROUNDS {
-        round(PER_ROUND, &mut motet, || post(&client, &motet_url)).await?;
-        round(PER_ROUND, &mut floor, || post(&client, &floor_url)).await?;
-        round(PER_ROUND, &mut direct, || ask(&agent)).await?;
+        for (variant, into) in times.iter_mut().enumerate() {
+            round(PER_ROUND, into, || one(variant)).await?;
+        }
     }
     runtime.shutdown().await;
 
-    let (motet_50, motet_99) = (percentile_us(&mut motet, 50), percentile_us(&mut motet, 99));
-    let (floor_50, floor_99) = (percentile_us(&mut floor, 50), percentile_us(&mut floor, 99));
-    let (direct_50, direct_99) = (
-        percentile_us(&mut direct, 50),
-        percentile_us(&mut direct, 99),
-    );
-    let report = |variant: &str, times: &[Duration], p50: f64, p99: f64| {
-        Report::new("serve", variant, times.len() as u64, times.iter().sum())
+    let mut percentiles: Vec<(f64, f64)> = times
+        .iter_mut()
+        .map(|t| (percentile_us(t, 50), percentile_us(t, 99)))
+        .collect();
+    let (floor_50, floor_99) = percentiles.get(1).copied()?;
+    let mut reports = Vec::new();
+    for (n, (variant, times)) in VARIANTS.iter().zip(&times).enumerate() {
+        let (p50, p99) = percentiles.get_mut(n).map(|p| *p)?;
+        let mut report = Report::new("serve", *variant, times.len() as u64, times.iter().sum())
             .with("p50_us", round2(p50))
-            .with("p99_us", round2(p99))
-    };
-    Some(vec![
-        report("openai_ask", &motet, motet_50, motet_99)
-            .with("overhead_p50_us", round2(motet_50 - floor_50))
-            .with("overhead_p99_us", round2(motet_99 - floor_99))
-            .with("ratio_p50", round2(motet_50 / floor_50)),
-        report("floor_axum_json", &floor, floor_50, floor_99),
-        report("agent_ask", &direct, direct_50, direct_99),
-    ])
+            .with("p99_us", round2(p99));
+        if *variant == "openai_ask" || *variant == "native_start" {
+            report = report
+                .with("overhead_p50_us", round2(p50 - floor_50))
+                .with("overhead_p99_us", round2(p99 - floor_99))
+                .with("ratio_p50", round2(p50 / floor_50));
+        }
+        reports.push(report);
+    }
+    reports.extend(streams::measure().await?);
+    Some(reports)
+}
+
+/// The one variant to run and how many times (`MOTET_BENCH_SERVE_ONLY`, `MOTET_BENCH_SERVE_N`).
+fn only() -> Option<(String, usize)> {
+    let variant = std::env::var("MOTET_BENCH_SERVE_ONLY").ok()?;
+    let n = std::env::var("MOTET_BENCH_SERVE_N")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1_000);
+    Some((variant, n))
 }
 
 /// The `pct`th percentile of `times`, in microseconds (sorts them).

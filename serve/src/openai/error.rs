@@ -40,6 +40,17 @@ pub(crate) enum OpenAiError {
         /// Why.
         reason: String,
     },
+    /// The server shuts down before the answer came; the request is not cancelled.
+    #[error(
+        "the server is shutting down; request `{request}` on thread `{thread}` is not cancelled \
+         and its answer, when it comes, is kept on that thread"
+    )]
+    ShuttingDown {
+        /// The request.
+        request: String,
+        /// Its thread.
+        thread: String,
+    },
     /// No answer in time; the request goes on.
     #[error(
         "the agent has not answered within {}s; request `{request}` on thread `{thread}` goes on",
@@ -73,6 +84,7 @@ impl OpenAiError {
             Self::AgentFailed { .. } => StatusCode::INTERNAL_SERVER_ERROR,
             Self::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Self::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
+            Self::ShuttingDown { .. } => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -85,6 +97,7 @@ impl OpenAiError {
             Self::AgentFailed { .. } => ("server_error", Some("agent_failed")),
             Self::Unavailable { .. } => ("server_error", Some("agent_unavailable")),
             Self::Timeout { .. } => ("server_error", Some("timeout")),
+            Self::ShuttingDown { .. } => ("server_error", Some("shutting_down")),
         };
         let param = match self {
             Self::BadRequest { param, .. } => param.clone(),
@@ -158,6 +171,15 @@ mod tests {
                 504,
                 serde_json::json!({"message": "the agent has not answered within 5s; request `r` on thread `t` goes on",
                     "type": "server_error", "param": null, "code": "timeout"}),
+            ),
+            (
+                OpenAiError::ShuttingDown {
+                    request: "r".into(),
+                    thread: "t".into(),
+                },
+                503,
+                serde_json::json!({"message": "the server is shutting down; request `r` on thread `t` is not cancelled and its answer, when it comes, is kept on that thread",
+                    "type": "server_error", "param": null, "code": "shutting_down"}),
             ),
         ];
         for (error, status, body) in cases {

@@ -44,20 +44,21 @@ impl Reply {
         }
     }
 
-    /// The whole completion for an answer `text` that used `usage`.
-    pub(crate) fn completion(&self, text: &str, usage: &Usage) -> serde_json::Value {
+    /// The whole completion for an answer `text` that used `usage`, as JSON text (written once,
+    /// straight from the typed completion).
+    pub(crate) fn completion(&self, text: &str, usage: &Usage) -> String {
         self.completion_with(text, &self.motet, usage)
     }
 
     /// The completion that tells the client the request waits on `waiting`: its text names
-    /// each call, and `motet.waiting` lists them.
-    pub(crate) fn waiting(&self, waiting: &[Waiting]) -> serde_json::Value {
+    /// each call, and `motet.waiting` lists them (JSON text).
+    pub(crate) fn waiting(&self, waiting: &[Waiting]) -> String {
         let motet = self.waiting_motet(waiting);
         let notice = wait_notice(&motet);
         self.completion_with(&notice, &motet, &Usage::default())
     }
 
-    fn completion_with(&self, text: &str, motet: &Motet, usage: &Usage) -> serde_json::Value {
+    fn completion_with(&self, text: &str, motet: &Motet, usage: &Usage) -> String {
         let completion = Completion {
             id: &self.id,
             object: "chat.completion",
@@ -76,7 +77,7 @@ impl Reply {
             usage: usage.into(),
             motet,
         };
-        serde_json::to_value(completion).unwrap_or_default()
+        serde_json::to_string(&completion).unwrap_or_default()
     }
 
     fn waiting_motet(&self, waiting: &[Waiting]) -> Motet {
@@ -324,8 +325,10 @@ mod tests {
 
     #[test]
     fn a_completion_has_openais_shape_and_the_answers_usage() {
+        let completion: Value =
+            serde_json::from_str(&reply().completion("5", &usage())).unwrap_or_default();
         assert_eq!(
-            reply().completion("5", &usage()),
+            completion,
             json!({
                 "id": "chatcmpl-req_1", "object": "chat.completion", "created": 1_700_000_000,
                 "model": "calc",
@@ -415,7 +418,7 @@ mod tests {
                 },
             ),
         ];
-        let whole = reply().waiting(&calls);
+        let whole: Value = serde_json::from_str(&reply().waiting(&calls)).unwrap_or_default();
         let text = whole["choices"][0]["message"]["content"]
             .as_str()
             .unwrap_or_default();
