@@ -1896,7 +1896,8 @@ fn agents_list_reads_the_directory_from_the_store() {
 
     let rooms = run(sandbox.motet(&["agents", "list", "--kind", "room"]));
     assert!(rooms.status.success(), "{}", stderr(&rooms));
-    let lines: Vec<&str> = stdout(&rooms).lines().collect();
+    let text = stdout(&rooms);
+    let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 2, "{lines:?}");
     assert!(
         lines[0].starts_with("room:a · 2 threads · created "),
