@@ -5,6 +5,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failed expectation is a failed test
 
 mod common;
+#[path = "common/pg.rs"]
+mod pg;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -401,4 +403,87 @@ async fn a_parent_stopped_past_its_restart_intensity_takes_its_children_along() 
     assert!(runtime.agent("boss").is_none(), "the boss was stopped");
     assert!(runtime.agent("boss/w1").is_none(), "its worker outlived it");
     runtime.shutdown().await;
+}
+
+/// A runtime on `store` with the boss spawned and its worker kind registered, as each process
+/// of an application would start.
+async fn boss_on(
+    store: Arc<dyn motet_runtime::store::ThreadStore>,
+) -> (Runtime, motet_runtime::agent::AgentHandle) {
+    let runtime = Runtime::builder()
+        .llm(Arc::new(ScriptedModel::default()))
+        .store(store)
+        .kind("worker", |_: &serde_json::Value| {
+            Ok(AgentSpec::new(
+                "ignored",
+                Worker {
+                    skill: "sums".into(),
+                },
+            ))
+        })
+        .build()
+        .unwrap();
+    let boss = runtime.spawn(AgentSpec::new("boss", Boss)).await.unwrap();
+    (runtime, boss)
+}
+
+/// Three processes on one store: the first hires a worker; in the second the boss's thread
+/// remembers it (started again from its stored spec) and stops it by tag; in the third the stop
+/// is remembered too, and no worker comes back.
+async fn children_outlive_their_parents_process(
+    open: impl AsyncFn() -> Arc<dyn motet_runtime::store::ThreadStore>,
+) {
+    let (runtime, boss) = boss_on(open().await).await;
+    let reply = boss.ask("hire").await.unwrap();
+    assert_eq!(reply.signal.data_as::<String>().unwrap(), "worker.sums");
+    assert_eq!(runtime.agent_count(), 2);
+    runtime.shutdown().await;
+
+    let (runtime, boss) = boss_on(open().await).await;
+    assert!(
+        runtime.agent("boss/w1").is_some(),
+        "the boss's thread started without its remembered worker"
+    );
+    let reply = boss.ask("fire").await.unwrap();
+    assert_eq!(reply.signal.data_as::<String>().unwrap(), "fired");
+    assert!(
+        runtime.agent("boss/w1").is_none(),
+        "the remembered worker outlived its stop by tag"
+    );
+    runtime.shutdown().await;
+
+    let (runtime, boss) = boss_on(open().await).await;
+    // The boss's thread is running (a step on it proves it started): no worker came back.
+    boss.ask("fire").await.unwrap();
+    assert_eq!(runtime.agent_count(), 1, "a stopped worker came back");
+    runtime.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_is_stopped_by_tag_after_its_parents_process_restarted_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("children.db");
+    children_outlive_their_parents_process(async || {
+        let store = motet_runtime::store::SqliteStore::open(&path)
+            .await
+            .unwrap();
+        Arc::new(store) as Arc<dyn motet_runtime::store::ThreadStore>
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_is_stopped_by_tag_after_its_parents_process_restarted_postgres() {
+    let Some(db) = pg::TestDb::new("children_restart").await else {
+        return;
+    };
+    let url = db.url.clone();
+    children_outlive_their_parents_process(async || {
+        let store = motet_runtime::store::PostgresStore::open(&url)
+            .await
+            .unwrap();
+        Arc::new(store) as Arc<dyn motet_runtime::store::ThreadStore>
+    })
+    .await;
+    db.drop_now().await;
 }

@@ -8,13 +8,15 @@ use motet_signals::Signal;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::task::AbortHandle;
 
+use super::children;
 use super::core::{AgentEntry as _, ThreadKey, ThreadMsg, deliver};
 use super::deliveries::{self, Deliveries};
+use super::execute::restore_children;
 use super::tracked::{Occasional, Tracked};
 use crate::agent::book;
 use crate::agent::env::SystemEnv;
 use crate::agent::errors::AskError;
-use crate::agent::events::{CHILD_STOPPED, ChildEvent};
+use crate::agent::events::{CHILD_FAILED, CHILD_STOPPED, ChildEvent};
 use crate::agent::trace;
 use crate::telemetry::instruments;
 
@@ -49,6 +51,23 @@ where
         if let Some(idle) = self.agent.idle_timeout {
             self.core.watch_idle(idle);
         }
+        if !loaded.children.is_empty() {
+            let (agent, thread) = (&self.agent.name, &self.thread_id);
+            Box::pin(restore_children(
+                &self.core,
+                agent,
+                thread,
+                &loaded.children,
+            ))
+            .await;
+        }
+        let occasional = (loaded.interrupted.is_some() || !loaded.children.is_empty()).then(|| {
+            Box::new(Occasional {
+                interrupted: loaded.interrupted,
+                children: loaded.children,
+                ..Occasional::default()
+            })
+        });
         Ok(ThreadState {
             supervised: false,
             strategy: loaded.strategy,
@@ -61,12 +80,7 @@ where
             diverged: false,
             env,
             tracked: Tracked {
-                occasional: loaded.interrupted.map(|request| {
-                    Box::new(Occasional {
-                        interrupted: Some(request),
-                        ..Occasional::default()
-                    })
-                }),
+                occasional,
                 ..Tracked::default()
             },
             deliveries: Deliveries::remembering(loaded.applied),
@@ -229,12 +243,13 @@ where
                 signal
             }
         };
-        if signal.signal_type().as_str() == CHILD_STOPPED
+        if matches!(signal.signal_type().as_str(), CHILD_STOPPED | CHILD_FAILED)
             && let Ok(child) = signal.data_as::<ChildEvent>()
             && let Some(occasional) = state.tracked.occasional.as_mut()
         {
-            // The child is gone: its tag no longer names it (the strategy hears of it next).
-            occasional.children.remove(&child.tag);
+            // The child is gone: its tag no longer names it (the strategy hears of it next,
+            // and the step's commit stores the map without it).
+            children::forget(&mut occasional.children, &child.tag, &child.name);
         }
         Some(signal)
     }

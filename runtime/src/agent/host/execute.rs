@@ -8,6 +8,7 @@ use motet_directives::Directive;
 use super::tracked::{Job, Tracked};
 
 pub(crate) use schedule::{Planned, plan};
+pub(crate) use spawn::restore as restore_children;
 
 mod emit;
 mod llm;
@@ -30,8 +31,8 @@ pub(crate) fn execute(job: &Job<'_>, tracked: &mut Tracked, directive: Directive
         Directive::Schedule(_) => schedule::unplanned("schedule"),
         Directive::Cron(_) => schedule::unplanned("cron"),
         Directive::CancelSchedule(_) => schedule::unplanned("cancel_schedule"),
-        Directive::Spawn(spawn) => spawn::spawn(job, tracked, spawn),
-        Directive::StopChild(stop) => spawn::stop_child(job.here, tracked, &stop),
+        Directive::Spawn(spawn) => spawn::spawn(job, spawn),
+        Directive::StopChild(stop) => spawn::stop_child(job.here, &stop),
         Directive::Stop(stop) => {
             let here = job.here;
             let _span = crate::agent::trace::directive_span("stop", here.agent, job.parent.clone());

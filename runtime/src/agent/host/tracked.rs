@@ -14,6 +14,7 @@ use ractor::ActorRef;
 use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 
+use super::children::Children;
 use super::core::{Labels, Parent, RuntimeCore, ThreadMsg, deliver};
 use super::few::Few;
 use crate::agent::book::RequestBook;
@@ -121,8 +122,8 @@ impl Open {
 /// waited for, or while it retires.
 #[derive(Default)]
 pub(crate) struct Occasional {
-    /// Children started with `Spawn`, by tag.
-    pub(crate) children: HashMap<String, String>,
+    /// Children started with `Spawn`, by tag: stored with the thread's state.
+    pub(crate) children: Children,
     /// Messages that reached the mailbox before it closed, handed to the successor in order
     /// when this actor stops ([`RuntimeCore::succeed`]).
     pub(crate) held: Vec<ThreadMsg>,
@@ -230,6 +231,21 @@ impl Tracked {
     /// The occasional part, made when first needed.
     pub(crate) fn occasional(&mut self) -> &mut Occasional {
         self.occasional.get_or_insert_default()
+    }
+
+    /// The children the thread started, by tag.
+    pub(crate) fn children(&self) -> &Children {
+        static NONE: Children = Children::new();
+        self.occasional.as_ref().map_or(&NONE, |o| &o.children)
+    }
+
+    /// Replaces the children the thread started with `children` (as stored, or as a step
+    /// left them).
+    pub(crate) fn replace_children(&mut self, children: Children) {
+        if children.is_empty() && self.occasional.is_none() {
+            return;
+        }
+        self.occasional().children = children;
     }
 
     /// Whether no request is open and no LLM call runs (a pending timer is the timekeeper's,

@@ -7,16 +7,19 @@ use serde::{Deserialize, Serialize};
 
 use super::state::Fingerprint;
 use super::{ThreadActor, ThreadState};
+use crate::agent::host::children::Children;
 use crate::store::{StepCommit, StoreError, ThreadHeader, ThreadKey, ThreadMeta, TimerWrite};
 
 /// What a step commits beside the strategy's entries and state: the request still running
-/// after it, the tool calls waiting for a person, the bus delivery it handled and the changes
-/// its directives make to the thread's timers.
+/// after it, the tool calls waiting for a person, the bus delivery it handled, the changes
+/// its directives make to the thread's timers, and its children when its directives changed
+/// them (`None`: those the thread has).
 pub(super) struct Commit<'a> {
     pub(super) open: Option<&'a str>,
     pub(super) waiting: &'a [Waiting],
     pub(super) delivered: Option<&'a str>,
     pub(super) timers: &'a [TimerWrite],
+    pub(super) children: Option<&'a Children>,
 }
 
 /// What is stored beside a thread's entries: the strategy's state at the last commit (its
@@ -33,6 +36,9 @@ struct SnapshotOut<'a, T> {
     /// The durable bus deliveries committed last (`id@source`), oldest first.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     applied: &'a [&'a str],
+    /// The children started with `Spawn`, by tag.
+    #[serde(skip_serializing_if = "Children::is_empty")]
+    children: &'a Children,
     state: &'a T,
 }
 
@@ -44,6 +50,8 @@ pub(crate) struct Snapshot<T> {
     pub(crate) request: Option<String>,
     #[serde(default)]
     pub(crate) applied: Vec<String>,
+    #[serde(default)]
+    pub(crate) children: Children,
     pub(crate) state: T,
 }
 
@@ -78,6 +86,7 @@ pub(super) struct Stored<T> {
     rev: u64,
     saved: Option<String>,
     applied: Vec<String>,
+    children: Children,
 }
 
 /// How a thread comes back from the store.
@@ -89,6 +98,8 @@ pub(super) struct Loaded<T> {
     pub(super) saved: Option<Fingerprint>,
     /// The durable bus deliveries committed last.
     pub(super) applied: Vec<String>,
+    /// The children the thread had started, by tag.
+    pub(super) children: Children,
     /// The fencing epoch claimed for this actor (0 for a thread not stored yet).
     pub(super) epoch: u64,
     /// The request the stored thread was in the middle of when it was last committed: a
@@ -142,6 +153,7 @@ where
                 rev,
                 saved: None,
                 applied: Vec::new(),
+                children: Children::new(),
             }));
         };
         let snapshot: Snapshot<S::State> =
@@ -161,6 +173,7 @@ where
             rev,
             saved: Some(saved),
             applied: snapshot.applied,
+            children: snapshot.children,
         }))
     }
 
@@ -181,6 +194,7 @@ where
                 saved: None,
                 interrupted: None,
                 applied: Vec::new(),
+                children: Children::new(),
             });
         };
         let epoch = claimed.epoch;
@@ -200,6 +214,7 @@ where
                 saved: stored.saved.as_deref().map(Fingerprint::of),
                 interrupted: stored.saved.as_deref().and_then(open_request),
                 applied: stored.applied,
+                children: stored.children,
             },
             // Deleted between the claim and the read: it starts afresh.
             None => Loaded {
@@ -210,6 +225,7 @@ where
                 saved: None,
                 interrupted: None,
                 applied: Vec::new(),
+                children: Children::new(),
             },
         };
         self.note_holder(&loaded.strategy);
@@ -257,6 +273,7 @@ where
             if let Some(deliveries) = state.deliveries.as_mut() {
                 deliveries.replace_applied(stored.applied);
             }
+            state.tracked.replace_children(stored.children);
             self.note_holder(&state.strategy);
             return true;
         }
@@ -283,6 +300,7 @@ where
                 if let Some(deliveries) = state.deliveries.as_mut() {
                     deliveries.replace_applied(stored.applied);
                 }
+                state.tracked.replace_children(stored.children);
                 interrupted
             }
             None => {
@@ -331,12 +349,14 @@ where
             .as_deref()
             .map(|d| d.applied_with(commit.delivered))
             .unwrap_or_default();
+        let children = commit.children.unwrap_or(state.tracked.children());
         let snapshot = self.snapshot(
             &mut state.strategy,
             rev,
             commit.open,
             commit.waiting,
             &applied,
+            children,
         )?;
         let print = Fingerprint::of(&snapshot);
         if entry_count <= state.stored_rev {
@@ -349,6 +369,7 @@ where
                     None,
                     &[],
                     &[],
+                    &Children::new(),
                 )?));
             }
             if state.saved == Some(print) {
@@ -470,6 +491,7 @@ where
         request: Option<&str>,
         waiting: &[Waiting],
         applied: &[&str],
+        children: &Children,
     ) -> Result<String, StoreError> {
         let encode = |state: &S::State| {
             serde_json::to_string(&SnapshotOut {
@@ -477,6 +499,7 @@ where
                 request,
                 waiting,
                 applied,
+                children,
                 state,
             })
             .map_err(|e| StoreError::Encode {

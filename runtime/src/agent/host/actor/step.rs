@@ -13,7 +13,7 @@ use crate::agent::book;
 use crate::agent::errors::AskError;
 use crate::agent::host::core::ThreadMsg;
 use crate::agent::host::tracked::{Job, Run};
-use crate::agent::host::{execute, waits};
+use crate::agent::host::{children, execute, waits};
 use crate::agent::trace;
 use crate::store::StoreError;
 
@@ -104,14 +104,20 @@ where
                 .map(str::to_owned);
             let waiting = self.agent.strategy.waiting(&state.strategy);
             let timers = execute::plan(&self.here(myself), &mut directives, step.parent);
+            let children =
+                children::after_step(state.tracked.children(), &self.agent.name, &directives);
             let commit = Commit {
                 open: open.as_deref(),
                 waiting: &waiting,
                 delivered: step.delivered,
                 timers: &timers.writes,
+                children: children.as_ref(),
             };
             match self.persist(state, &commit).await {
                 Ok(()) => {
+                    if let Some(children) = children {
+                        state.tracked.replace_children(children);
+                    }
                     self.committed(myself, state, step, &waiting).await;
                     return Some((directives, timers));
                 }
