@@ -415,6 +415,7 @@ async fn a_waiting_approval_outlives_its_agent_and_an_answer_brings_it_back() {
     assert_eq!(waits.len(), 1, "{waits:?}");
     assert_eq!(waits[0].agent, "janitor:j1");
     assert_eq!(waits[0].request_id, request);
+    // A wait is left for its answer to carry on: the start resumed nothing.
     assert_eq!(runtime.agent_count(), 0);
     // The answer activates the agent and its request goes on to its end.
     runtime.respond(&waits[0], Response::Approve).await.unwrap();

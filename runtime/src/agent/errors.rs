@@ -248,6 +248,13 @@ pub enum AskError {
         /// The request.
         request: String,
     },
+    /// The request to carry on ended in this runtime already (another caller carried it on
+    /// to its end): there is nothing left of it to resume.
+    #[error("request `{request}` has ended already")]
+    RequestEnded {
+        /// The request.
+        request: String,
+    },
     /// The request signal could not be built (its data does not serialize, or an id is not a
     /// valid one).
     #[error("the request could not be sent: {0}")]

@@ -6,6 +6,17 @@ use std::sync::{Arc, Mutex};
 
 use motet_signals::Signal;
 
+/// What [`Requests::resuming`] made of a resume.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Resuming {
+    /// Recorded as running: the caller carries it on.
+    Recorded,
+    /// It runs here already.
+    Running,
+    /// It ended here already.
+    Ended,
+}
+
 /// Where a request is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RequestStatus {
@@ -264,6 +275,42 @@ impl RequestRecords {
         );
     }
 
+    /// Records request `id` as running on `thread` of `agent` again, for a resume, unless this
+    /// runtime runs it already or saw it end (another caller carried it on): then nothing is
+    /// recorded, and [`Resuming`] says which. Decided at once, so of two callers carrying on
+    /// the same request (a process start's recovery and a person's answer), one does.
+    pub(crate) fn resuming(
+        &self,
+        id: &str,
+        agent: &Arc<str>,
+        thread: &Arc<str>,
+        now: u64,
+    ) -> Resuming {
+        match self.open.entry(Arc::from(id)) {
+            dashmap::Entry::Occupied(_) => Resuming::Running,
+            dashmap::Entry::Vacant(vacant) => {
+                if self
+                    .ended()
+                    .records
+                    .iter()
+                    .any(|(kept, _)| kept.as_ref() == id)
+                {
+                    return Resuming::Ended;
+                }
+                vacant.insert(Kept {
+                    agent: agent.clone(),
+                    thread: thread.clone(),
+                    status: RequestStatus::Running,
+                    submitted_at: now,
+                    started_at: Some(now),
+                    finished_at: None,
+                    result: None,
+                });
+                Resuming::Recorded
+            }
+        }
+    }
+
     /// A running request started or stopped waiting for a person: `status` is `Running` or
     /// one of the awaiting ones. A request not running is left as it is.
     pub(crate) fn waits(&self, id: &str, status: RequestStatus) {
@@ -331,6 +378,29 @@ mod tests {
         assert_eq!(record.status, RequestStatus::Completed);
         assert_eq!(record.finished_at, Some(2));
         assert_eq!(record.result, Some(reply));
+    }
+
+    #[test]
+    fn a_request_is_resumed_once_and_never_after_it_ended_here() {
+        let requests = RequestRecords::keeping(10);
+        let (agent, thread): (Arc<str>, Arc<str>) = (Arc::from("a"), Arc::from("t"));
+        assert_eq!(
+            requests.resuming("r1", &agent, &thread, 1),
+            Resuming::Recorded
+        );
+        assert!(requests.get("r1").is_some_and(|r| r.status.is_running()));
+        // A second caller carrying it on (a recovery beside a person's answer) does not.
+        assert_eq!(
+            requests.resuming("r1", &agent, &thread, 2),
+            Resuming::Running
+        );
+        requests.finished("r1", RequestStatus::Completed, None, 3);
+        // A recovery that read the store before the request ended leaves it ended.
+        assert_eq!(requests.resuming("r1", &agent, &thread, 4), Resuming::Ended);
+        assert_eq!(
+            requests.get("r1").map(|r| r.status),
+            Some(RequestStatus::Completed)
+        );
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crate::agent::env::SystemEnv;
 use crate::agent::errors::{AskError, RuntimeError};
 use crate::agent::host::actor::stored_waiting;
 use crate::agent::host::core::{RuntimeCore, ThreadKey, ThreadMsg};
-use crate::agent::requests::RequestStatus;
+use crate::agent::requests::{RequestStatus, Resuming};
 use crate::agent::signals::from_caller;
 use crate::store::{StoreError, ThreadStore, UnreadableThread};
 
@@ -179,15 +179,25 @@ pub(crate) async fn resume(
     let signal = from_caller(AGENT_RESUME, &thread, Some(request), data).map_err(AskError::send)?;
     let (reply, answer) = oneshot::channel();
     // On record as running from now, not from when its thread admits it: a response sent right
-    // after (`respond`) must not resume it a second time.
+    // after (`respond`) must not resume it a second time, nor a recovery that read the store
+    // before the request went on to its end.
     let now = SystemEnv.now_ms();
-    core.requests.arrived(
-        request,
-        &Arc::from(agent),
-        &Arc::from(thread.as_str()),
-        false,
-        now,
-    );
+    let recorded =
+        core.requests
+            .resuming(request, &Arc::from(agent), &Arc::from(thread.as_str()), now);
+    match recorded {
+        Resuming::Recorded => {}
+        Resuming::Running => {
+            return Err(AskError::RequestRunning {
+                request: request.to_owned(),
+            });
+        }
+        Resuming::Ended => {
+            return Err(AskError::RequestEnded {
+                request: request.to_owned(),
+            });
+        }
+    }
     let ask = ThreadMsg::Ask { signal, reply };
     if let Err(error) = core.send(agent, &thread, ask).await {
         let now = SystemEnv.now_ms();
@@ -259,11 +269,16 @@ pub(crate) async fn respond(
     if !running_here {
         // Nobody waits for the resumed request's answer here: it goes to the request records
         // and the bus.
-        resume(core, agent, thread, request)
-            .await
-            .map_err(|e| RuntimeError::NotRunning {
-                name: format!("{agent} ({e})"),
-            })?;
+        match resume(core, agent, thread, request).await {
+            // Carried on by another caller meanwhile (a process start's recovery): answered
+            // there.
+            Ok(_) | Err(AskError::RequestRunning { .. }) => {}
+            Err(error) => {
+                return Err(RuntimeError::NotRunning {
+                    name: format!("{agent} ({error})"),
+                });
+            }
+        }
     }
     let data = AgentRespond {
         tool_call_id: tool_call_id.to_owned(),

@@ -546,7 +546,7 @@ impl Runtime {
     /// # Errors
     /// [`RuntimeError::Store`] when the store cannot be listed or read.
     pub async fn recover(&self, timeout: Duration) -> Result<Vec<Ticket>, RuntimeError> {
-        self.recover_where(timeout, |_| true).await
+        self.recover_where(timeout, |_| true, Waits::Resume).await
     }
 
     /// Starts what a runtime with virtual kinds owes from the start, on a task (when built
@@ -572,7 +572,12 @@ impl Runtime {
                     .split_once('/')
                     .is_some_and(|(agent, _)| core.is_virtual(agent))
             };
-            match runtime.recover_where(BOOT_PATIENCE, virtual_only).await {
+            // A request waiting for a person is left for the answer to carry on (`respond`
+            // resumes it): resumed here as well, the two would race to the thread.
+            match runtime
+                .recover_where(BOOT_PATIENCE, virtual_only, Waits::Leave)
+                .await
+            {
                 Ok(resumed) if !resumed.is_empty() => {
                     tracing::info!(
                         resumed = resumed.len(),
@@ -587,11 +592,13 @@ impl Runtime {
         });
     }
 
-    /// [`recover`](Self::recover) for the threads whose store ids `wanted` chooses.
+    /// [`recover`](Self::recover) for the threads whose store ids `wanted` chooses; `waits`
+    /// says whether a request waiting for a person is resumed too.
     async fn recover_where(
         &self,
         timeout: Duration,
         wanted: impl Fn(&str) -> bool,
+        waits: Waits,
     ) -> Result<Vec<Ticket>, RuntimeError> {
         let store = &self.core.store;
         let store_error = |e: crate::store::StoreError| RuntimeError::Store(e.into());
@@ -617,8 +624,19 @@ impl Runtime {
             else {
                 continue;
             };
+            let waiting = saved.as_deref().is_some_and(|saved| {
+                crate::agent::host::actor::stored_waiting(saved).is_ok_and(|w| !w.is_empty())
+            });
+            if waiting && waits == Waits::Leave {
+                continue;
+            }
             match agent.resume_request(thread, &request, timeout).await {
                 Ok(ticket) => resumed.push(ticket),
+                // Carried on by another caller since the store was read (a person's answer).
+                Err(
+                    crate::agent::AskError::RequestRunning { .. }
+                    | crate::agent::AskError::RequestEnded { .. },
+                ) => {}
                 Err(error) => {
                     tracing::warn!(agent = %agent.name(), %thread, %request, %error, "a thread owing work could not be resumed");
                 }
@@ -689,4 +707,13 @@ impl Runtime {
         }
         self.core.shut_down();
     }
+}
+
+/// Whether a recovery resumes the requests that wait for a person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Waits {
+    /// Resumed with the rest: their waits are shown again on their tickets.
+    Resume,
+    /// Left for a person's answer to carry on.
+    Leave,
 }
