@@ -123,7 +123,7 @@ where
         }
     }
     if is_virtual {
-        core.activations.activated();
+        // Its place was taken by the activation (`RuntimeCore::activate`).
         drop(spawning);
         attach(core, &name, spec.consumers, spec.subscriptions).await;
         return Ok(());

@@ -138,7 +138,25 @@ impl Activations {
         self.clock.fetch_add(1, Ordering::Relaxed) + 1
     }
 
-    /// One more agent is active; returns how many are.
+    /// Takes a place for one more active agent when one is free (fewer than the cap are
+    /// active): decided at once, so racing activations never pass the cap. Returns whether
+    /// it did; the place is given back with [`deactivated`](Self::deactivated).
+    pub(crate) fn reserve(&self) -> bool {
+        let taken = self
+            .active
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.cap).then_some(n + 1)
+            });
+        match taken {
+            Ok(before) => {
+                self.most.fetch_max(before + 1, Ordering::Relaxed);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// One more agent is active, whatever the cap; returns how many are.
     pub(crate) fn activated(&self) -> usize {
         let now = self.active.fetch_add(1, Ordering::AcqRel) + 1;
         self.most.fetch_max(now, Ordering::Relaxed);
@@ -283,6 +301,21 @@ mod tests {
         let one = Activations::with_cap(0);
         assert_eq!(one.cap, 1);
         assert!(one.low_water() <= one.high_water() && one.high_water() <= one.cap);
+    }
+
+    #[test]
+    fn places_are_taken_up_to_the_cap_and_given_back() {
+        let a = Activations::with_cap(2);
+        assert!(a.reserve());
+        assert!(a.reserve());
+        assert!(!a.reserve(), "past the cap");
+        assert_eq!(a.active(), 2);
+        a.deactivated();
+        assert!(a.reserve(), "a place given back is taken again");
+        // Over the cap only when told to (an activation out of patience).
+        assert_eq!(a.activated(), 3);
+        assert_eq!(a.most(), 3);
+        assert!(!a.reserve());
     }
 
     #[test]

@@ -15,6 +15,10 @@ use crate::agent::host::virtuals::{self, Candidate};
 /// (with a warning): every active agent may be busy.
 const ROOM_PATIENCE: Duration = Duration::from_secs(60);
 
+/// How many times an activation is tried when the agent is deactivated again before its first
+/// message reaches it.
+const ACTIVATION_ATTEMPTS: usize = 8;
+
 /// How long a round of deactivations waits for the threads it asked to stop.
 const ROUND_PATIENCE: Duration = Duration::from_secs(2);
 
@@ -40,15 +44,28 @@ impl RuntimeCore {
         };
         let (kind, key) = virtuals::split(name).ok_or_else(not_running)?;
         let factory = self.virtual_kinds.get(kind).ok_or_else(not_running)?;
-        self.wait_for_room().await;
-        match factory(Arc::clone(self), name.to_owned(), key.to_owned()).await {
-            Ok(()) | Err(RuntimeError::NameTaken { .. }) => {}
-            Err(error) => return Err(error),
+        for _ in 0..ACTIVATION_ATTEMPTS {
+            self.take_room().await;
+            match factory(Arc::clone(self), name.to_owned(), key.to_owned()).await {
+                Ok(()) => {}
+                // Activated by a racing message meanwhile, which took a place of its own.
+                Err(RuntimeError::NameTaken { .. }) => self.activations.deactivated(),
+                Err(error) => {
+                    self.activations.deactivated();
+                    return Err(error);
+                }
+            }
+            if self.activations.active() > self.activations.high_water() {
+                self.make_room();
+            }
+            if let Some(agent) = self.agent(name) {
+                return Ok(agent);
+            }
+            // Deactivated before a thread of it started (an idle sweep or a round took it,
+            // threadless): activated again.
+            tracing::debug!(agent = %name, "a virtual agent left before its first message reached it; activating it again");
         }
-        if self.activations.active() > self.activations.high_water() {
-            self.make_room();
-        }
-        self.agent(name).ok_or_else(not_running)
+        Err(not_running())
     }
 
     /// Subscribes each route on the bus: a signal it matches goes to the default thread of
@@ -80,18 +97,24 @@ impl RuntimeCore {
         self.virtual_kinds.keys().cloned().collect()
     }
 
-    /// Waits, while the cap is reached, for a round of deactivations to make room; past
-    /// [`ROOM_PATIENCE`] the activation goes ahead.
-    async fn wait_for_room(self: &Arc<Self>) {
+    /// Takes a place among the active agents for one more, waiting while the cap is reached
+    /// for a round of deactivations to make room; past [`ROOM_PATIENCE`] the activation goes
+    /// over the cap.
+    async fn take_room(self: &Arc<Self>) {
         let deadline = tokio::time::Instant::now() + ROOM_PATIENCE;
-        while self.activations.active() >= self.activations.cap {
+        loop {
+            // Made before the try: a place given back in between wakes it.
             let room = self.activations.room.notified();
+            if self.activations.reserve() {
+                return;
+            }
             self.make_room();
             if tokio::time::timeout_at(deadline, room).await.is_err() {
                 tracing::warn!(
                     cap = self.activations.cap,
                     "every active virtual agent is busy: one more is activated over the cap"
                 );
+                self.activations.activated();
                 return;
             }
         }
