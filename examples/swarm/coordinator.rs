@@ -223,6 +223,13 @@ impl Coordinator {
             .with_reassign(move |task, up| next_worker(&order, task, up));
         Self { workers, fan }
     }
+
+    /// The same coordinator asking at most `window` tasks at once (`FanOut::with_window`):
+    /// virtual workers under a cap of as many are never more active than that.
+    pub(crate) fn with_window(mut self, window: usize) -> Self {
+        self.fan = self.fan.with_window(window);
+        self
+    }
 }
 
 /// The next attempt of `task`: the same question (no crash planned this time) to the next
@@ -428,8 +435,9 @@ impl Coordinator {
         true
     }
 
-    /// `out` as the team returned it (its asks counted as retries when `retries`), then the
-    /// progress so far; the team's reply (the round is over) becomes the report.
+    /// `out` as the team returned it (its asks of a task asked before counted as retries when
+    /// `retries`; a first ask let go by the window is not one), then the progress so far; the
+    /// team's reply (the round is over) becomes the report.
     fn progressed(
         &self,
         state: &mut Gathering,
@@ -444,7 +452,14 @@ impl Coordinator {
                 Directive::Emit(emit)
                     if retries && emit.signal.signal_type().as_str() == AGENT_REQUEST =>
                 {
-                    state.report.retries += 1;
+                    let again = emit
+                        .signal
+                        .request_id()
+                        .and_then(|id| state.fan.ask(id))
+                        .is_some_and(|ask| ask.attempt > 0);
+                    if again {
+                        state.report.retries += 1;
+                    }
                     kept.push(Directive::Emit(emit));
                 }
                 other => kept.push(other),

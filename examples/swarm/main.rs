@@ -44,7 +44,8 @@
 //! Virtual workers: `--virtual N` registers the workers as a virtual kind (`worker:<n>`)
 //! instead of spawning them, at most N active at once — each activated by its first task,
 //! deactivated to make room — so the batch addresses more workers than are ever in memory;
-//! the summary says the most that were active (docs/runtime.md "Virtual agents").
+//! the coordinator then asks N tasks at a time (`FanOut::with_window`), and the summary says
+//! the most workers that were active (docs/runtime.md "Virtual agents").
 //!
 //! ```text
 //! cargo run --release --example swarm -- --agents 1000 --virtual 100 --store sqlite
@@ -117,7 +118,8 @@ struct Args {
     bus: BusChoice,
     /// Run the workers as virtual agents (`worker:<n>`), at most this many active at once: a
     /// worker is activated by its first task and deactivated to make room, so the batch
-    /// addresses more workers than are ever in memory (docs/runtime.md "Virtual agents").
+    /// addresses more workers than are ever in memory; the coordinator asks this many tasks
+    /// at a time (docs/runtime.md "Virtual agents").
     #[arg(long = "virtual", value_name = "ACTIVE", value_parser = clap::value_parser!(u32).range(2..))]
     virtual_active: Option<u32>,
 }
@@ -326,7 +328,11 @@ async fn swarm(
     // in-process, or consumed from NATS by a consumer of this run (one consumer of
     // everything, so a task's tool reports come before its answer, as they were published;
     // what it does not know it ignores).
-    let mut spec = AgentSpec::new("coordinator", Coordinator::new(workers, MAX_ATTEMPTS))
+    let mut coordinator = Coordinator::new(workers, MAX_ATTEMPTS);
+    if let Some(active) = args.virtual_active {
+        coordinator = coordinator.with_window(active as usize);
+    }
+    let mut spec = AgentSpec::new("coordinator", coordinator)
         .subscribe(pattern(THREAD_RESTARTED)?)
         .subscribe(pattern(AGENT_STOPPED)?);
     spec = match args.bus {

@@ -92,6 +92,7 @@ pub struct FanOut {
     join: Join,
     timeout: Option<Duration>,
     attempts: u32,
+    window: Option<usize>,
 }
 
 impl fmt::Debug for FanOut {
@@ -101,6 +102,7 @@ impl fmt::Debug for FanOut {
             .field("join", &self.join)
             .field("timeout", &self.timeout)
             .field("attempts", &self.attempts)
+            .field("window", &self.window)
             .finish_non_exhaustive()
     }
 }
@@ -122,6 +124,7 @@ impl FanOut {
             join: Join::All,
             timeout: None,
             attempts: 1,
+            window: None,
         }
     }
 
@@ -171,6 +174,15 @@ impl FanOut {
         reassign: impl Fn(&Task, &[String]) -> Option<Task> + Send + Sync + 'static,
     ) -> Self {
         self.reassign = Arc::new(reassign);
+        self
+    }
+
+    /// Asks at most `window` (at least 1) tasks at once: the rest wait, in task order, and
+    /// each answer or failure lets the next one go (a task asked again keeps its place). For
+    /// members that are costly to have busy at once — virtual agents under a cap, a shared
+    /// model. A member's timeout counts from when it is asked. Default: every task at once.
+    pub fn with_window(mut self, window: usize) -> Self {
+        self.window = Some(window.max(1));
         self
     }
 
@@ -329,7 +341,7 @@ impl FanOut {
             let theirs: Vec<String> = next
                 .asks()
                 .iter()
-                .filter(|a| a.open && a.agent == agent)
+                .filter(|a| a.open && !a.queued && a.agent == agent)
                 .map(|a| a.request_id.to_owned())
                 .collect();
             let mut out = Vec::new();
@@ -360,14 +372,19 @@ impl FanOut {
         let mut out = Vec::new();
         for (k, task) in tasks.iter().enumerate() {
             let id = format!("{}.{k}", asker.request_id);
-            out.extend(gather.ask(&task.agent, id, &task.data(), env)?);
+            if self.window.is_none_or(|window| k < window) {
+                out.extend(gather.ask(&task.agent, id, &task.data(), env)?);
+            } else {
+                gather.queue(&task.agent, id);
+            }
         }
         // A rule that cannot be met (more answers than tasks) fails at once.
         if let Some(end) = end_round(&asker, &mut gather, Usage::default(), &*self.reduce, env)? {
             return Ok(out.into_iter().chain(end).collect());
         }
         state.open = Some((asker, gather));
-        state.tasks = if self.attempts > 1 { tasks } else { Vec::new() };
+        let kept = self.attempts > 1 || self.window.is_some_and(|w| w < tasks.len());
+        state.tasks = if kept { tasks } else { Vec::new() };
         Ok(out)
     }
 
@@ -431,6 +448,67 @@ impl FanOut {
             out.extend(end);
             state.open = None;
             state.tasks.clear();
+            return Ok(out);
+        }
+        out.extend(self.refill(state, env)?);
+        Ok(out)
+    }
+
+    /// Asks the waiting tasks while the window has room: a task whose member has stopped goes
+    /// to the member [`with_reassign`](Self::with_reassign) picks, or is given up (and the round
+    /// ended when its rule says so).
+    fn refill(
+        &self,
+        state: &mut FanOutState,
+        env: &dyn Env,
+    ) -> Result<Vec<Directive>, StrategyError> {
+        let Some(window) = self.window else {
+            return Ok(Vec::new());
+        };
+        let FanOutState { open, tasks, gone } = state;
+        let mut out = Vec::new();
+        while let Some((asker, gather)) = open.as_mut() {
+            if gather.in_flight() >= window {
+                break;
+            }
+            let Some(slot) = gather.next_queued() else {
+                break;
+            };
+            let Some(task) = tasks.get(slot) else {
+                break;
+            };
+            let task = if gone.contains(&task.agent) {
+                let up: Vec<String> = self
+                    .members
+                    .iter()
+                    .filter(|m| !gone.contains(*m))
+                    .cloned()
+                    .collect();
+                (self.reassign)(task, &up).ok_or_else(|| task.agent.clone())
+            } else {
+                Ok(task.clone())
+            };
+            match task {
+                Ok(task) => {
+                    out.extend(gather.send_queued(slot, &task.agent, &task.data(), env)?);
+                    if let Some(place) = tasks.get_mut(slot) {
+                        *place = task;
+                    }
+                }
+                Err(agent) => {
+                    let failure = TeamFailure::Member {
+                        agent,
+                        message: "the member stopped before it was asked".to_owned(),
+                    };
+                    gather.give_up(slot, failure);
+                    let reduce = &*self.reduce;
+                    if let Some(end) = end_round(asker, gather, Usage::default(), reduce, env)? {
+                        out.extend(end);
+                        *open = None;
+                        tasks.clear();
+                    }
+                }
+            }
         }
         Ok(out)
     }

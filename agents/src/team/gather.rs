@@ -43,6 +43,8 @@ pub(crate) enum Settle {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 enum Status {
+    /// Not asked yet: it waits for a place in the team's window.
+    Queued,
     Open,
     Answered(MemberAnswer),
     Failed(TeamFailure),
@@ -73,8 +75,10 @@ pub struct AskView<'a> {
     pub request_id: &'a str,
     /// Attempts made before this one.
     pub attempt: u32,
-    /// Whether its answer is still to come.
+    /// Whether its answer is still to come (asked, or waiting to be).
     pub open: bool,
+    /// Whether it waits to be asked (a team asking a few at a time).
+    pub queued: bool,
 }
 
 /// One round of asks.
@@ -187,8 +191,71 @@ impl Gather {
             agent: &a.ask.agent,
             request_id: &a.ask.request_id,
             attempt: a.attempt,
-            open: a.status == Status::Open,
+            open: matches!(a.status, Status::Open | Status::Queued),
+            queued: a.status == Status::Queued,
         })
+    }
+
+    /// Keeps a place for an ask of `agent` as request `request_id`, made later
+    /// ([`send_queued`](Self::send_queued)): it counts as an answer still to come.
+    pub(crate) fn queue(&mut self, agent: &str, request_id: String) {
+        self.asked.push(Asked {
+            ask: Ask {
+                agent: agent.to_owned(),
+                request_id,
+            },
+            status: Status::Queued,
+            timer: None,
+            attempt: 0,
+        });
+    }
+
+    /// How many asks are out, waiting for their answers.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.asked
+            .iter()
+            .filter(|a| a.status == Status::Open)
+            .count()
+    }
+
+    /// The first slot still waiting to be asked.
+    pub(crate) fn next_queued(&self) -> Option<usize> {
+        self.asked.iter().position(|a| a.status == Status::Queued)
+    }
+
+    /// Asks queued slot `slot` now, of `agent`, with `data` (under the request id kept for
+    /// it); its timeout starts now. Nothing for a slot not queued.
+    pub(crate) fn send_queued(
+        &mut self,
+        slot: usize,
+        agent: &str,
+        data: &serde_json::Value,
+        env: &dyn Env,
+    ) -> Result<Vec<Directive>, StrategyError> {
+        let Some(request_id) = self
+            .asked
+            .get(slot)
+            .filter(|a| a.status == Status::Queued)
+            .map(|a| a.ask.request_id.clone())
+        else {
+            return Ok(Vec::new());
+        };
+        let (asked, out) = self.sent(agent, request_id, data, 0, env)?;
+        if let Some(place) = self.asked.get_mut(slot) {
+            *place = asked;
+        }
+        Ok(out)
+    }
+
+    /// Queued slot `slot` is given up with `failure`, never asked.
+    pub(crate) fn give_up(&mut self, slot: usize, failure: TeamFailure) {
+        if let Some(asked) = self
+            .asked
+            .get_mut(slot)
+            .filter(|a| a.status == Status::Queued)
+        {
+            asked.status = Status::Failed(failure);
+        }
     }
 
     /// Whether slot `slot`'s ask failed (its member failed or did not answer in time): what
@@ -339,8 +406,11 @@ impl Gather {
             if let Some(schedule_id) = asked.timer.take() {
                 out.push(Directive::CancelSchedule(CancelSchedule { schedule_id }));
             }
-            if asked.status == Status::Open {
-                out.push(asked.ask.cancel(reason, env)?);
+            if matches!(asked.status, Status::Open | Status::Queued) {
+                // A queued ask was never sent: nothing to cancel at its member.
+                if asked.status == Status::Open {
+                    out.push(asked.ask.cancel(reason, env)?);
+                }
                 asked.status = Status::Failed(TeamFailure::Cancelled {
                     reason: Some(reason.to_owned()),
                 });

@@ -279,6 +279,79 @@ fn a_lost_ask_and_a_member_gone_are_failures_asked_again_elsewhere() {
 }
 
 #[test]
+fn a_window_asks_a_few_at_a_time_and_each_settled_ask_lets_the_next_go() {
+    let env = FixedEnv::new(0);
+    let team = FanOut::new(["a", "b", "c", "d", "e"])
+        .with_window(2)
+        .with_attempts(2)
+        .with_timeout(Duration::from_secs(5));
+    let mut state = team.init(&env);
+    let out = team.handle(&mut state, &request("q"), &env).unwrap();
+    assert_eq!(asked(&out), pairs(&[("a", "r1.0"), ("b", "r1.1")]));
+    // A timer only for the asks sent: a waiting task's time starts when it is asked.
+    let timers = |out: &[Directive]| {
+        out.iter()
+            .filter(|d| matches!(d, Directive::Schedule(_)))
+            .count()
+    };
+    assert_eq!(timers(&out), 2);
+    let view = state.asks();
+    assert_eq!(view.len(), 5);
+    assert!(view[2].open && view[2].queued && !view[1].queued);
+    // An answer lets the next one go.
+    let out = team
+        .handle(&mut state, &answer("r1.1", "b", 1), &env)
+        .unwrap();
+    assert_eq!(asked(&out), pairs(&[("c", "r1.2")]));
+    assert_eq!(timers(&out), 1);
+    // A failure asked again keeps its place: nothing more goes.
+    let out = team
+        .handle(&mut state, &failure("r1.0", "oops"), &env)
+        .unwrap();
+    assert_eq!(asked(&out), pairs(&[("a", "r1.0.1")]));
+    // Out of attempts, under All, the failure ends the round: c is cancelled, and d and e,
+    // never sent, have nothing to cancel.
+    let out = team
+        .handle(&mut state, &failure("r1.0.1", "no"), &env)
+        .unwrap();
+    assert_eq!(replies(&out), 1, "{out:?}");
+    assert_eq!(cancelled(&out), ["c"]);
+    assert!(asked(&out).is_empty());
+    assert_eq!(
+        failed(&out),
+        TeamFailure::Member {
+            agent: "a".into(),
+            message: "no".into()
+        }
+    );
+    assert!(!state.is_open());
+}
+
+#[test]
+fn a_windowed_best_effort_round_asks_every_task_in_turn_and_gives_up_a_gone_members() {
+    let env = FixedEnv::new(0);
+    let team = FanOut::new(["a", "b", "c"])
+        .with_join(Join::BestEffort)
+        .with_window(1);
+    let mut state = team.init(&env);
+    let out = team.handle(&mut state, &request("q"), &env).unwrap();
+    assert_eq!(asked(&out), pairs(&[("a", "r1.0")]));
+    // b stops before its turn: nothing is cancelled, and its task is given up when it comes.
+    let out = team.member_gone(&mut state, "b", "stopped", &env).unwrap();
+    assert!(out.is_empty(), "{out:?}");
+    let out = team
+        .handle(&mut state, &answer("r1.0", "A", 1), &env)
+        .unwrap();
+    assert_eq!(asked(&out), pairs(&[("c", "r1.2")]));
+    let out = team
+        .handle(&mut state, &answer("r1.2", "C", 1), &env)
+        .unwrap();
+    let done = completed(&out);
+    assert_eq!(done.answer, "a: A\nc: C");
+    assert!(!state.is_open());
+}
+
+#[test]
 fn under_all_the_first_failure_fails_the_request_and_cancels_the_rest() {
     let env = FixedEnv::new(0);
     let team = FanOut::new(["a", "b", "c"]);
