@@ -187,9 +187,10 @@ impl Activations {
         self.cap - self.cap / 10
     }
 
-    /// How many to keep after a round of deactivations: four fifths of the cap.
+    /// How many to keep after a round of deactivations: four fifths of the cap, and below the
+    /// cap however small it is (a round at a cap of 4 makes room for one).
     pub(crate) fn low_water(&self) -> usize {
-        self.cap - self.cap / 5
+        (self.cap - self.cap / 5).min(self.cap - 1)
     }
 
     /// Takes the right to run a round of deactivations; `false` when one runs.
@@ -301,6 +302,12 @@ mod tests {
         let one = Activations::with_cap(0);
         assert_eq!(one.cap, 1);
         assert!(one.low_water() <= one.high_water() && one.high_water() <= one.cap);
+        // However small the cap, a round makes room.
+        for cap in 1..=12 {
+            let a = Activations::with_cap(cap);
+            assert!(a.low_water() < a.cap, "cap {cap}");
+        }
+        assert_eq!(Activations::with_cap(4).low_water(), 3);
     }
 
     #[test]

@@ -98,8 +98,8 @@ impl RuntimeCore {
     }
 
     /// Takes a place among the active agents for one more, waiting while the cap is reached
-    /// for a round of deactivations to make room; past [`ROOM_PATIENCE`] the activation goes
-    /// over the cap.
+    /// for a round of deactivations to make room — a round every [`ROUND_PATIENCE`] at most,
+    /// as busy agents become idle — and past [`ROOM_PATIENCE`] goes over the cap.
     async fn take_room(self: &Arc<Self>) {
         let deadline = tokio::time::Instant::now() + ROOM_PATIENCE;
         loop {
@@ -108,8 +108,7 @@ impl RuntimeCore {
             if self.activations.reserve() {
                 return;
             }
-            self.make_room();
-            if tokio::time::timeout_at(deadline, room).await.is_err() {
+            if tokio::time::Instant::now() >= deadline {
                 tracing::warn!(
                     cap = self.activations.cap,
                     "every active virtual agent is busy: one more is activated over the cap"
@@ -117,6 +116,9 @@ impl RuntimeCore {
                 self.activations.activated();
                 return;
             }
+            self.make_room();
+            let next_round = (tokio::time::Instant::now() + ROUND_PATIENCE).min(deadline);
+            let _ = tokio::time::timeout_at(next_round, room).await;
         }
     }
 
