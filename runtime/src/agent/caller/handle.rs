@@ -218,7 +218,7 @@ impl AgentHandle {
             match at.owed(thread_id).await? {
                 Owed::Request(request_id) => {
                     return at
-                        .resume_request(thread_id, &request_id, timeout)
+                        .resume_request(thread_id, &request_id, timeout, person::IfEnded::Replay)
                         .await
                         .map(Some);
                 }
@@ -299,21 +299,28 @@ impl AgentHandle {
             });
         }
         let mut ticket = self
-            .resume_request(&waiting.thread, &waiting.request_id, timeout)
+            .resume_request(
+                &waiting.thread,
+                &waiting.request_id,
+                timeout,
+                person::IfEnded::Replay,
+            )
             .await?;
         ticket.keep_running = true;
         Ok(ticket)
     }
 
-    /// Sends `agent.resume` for `request_id` on `thread_id`, and returns its ticket.
+    /// Sends `agent.resume` for `request_id` on `thread_id`, and returns its ticket;
+    /// `if_ended` says whether it goes ahead for a request another caller carried on.
     pub(crate) async fn resume_request(
         &self,
         thread_id: &str,
         request_id: &str,
         timeout: Duration,
+        if_ended: person::IfEnded,
     ) -> Result<Ticket, AskError> {
         let (thread, answer) =
-            person::resume(&self.core, &self.name, thread_id, request_id).await?;
+            person::resume(&self.core, &self.name, thread_id, request_id, if_ended).await?;
         let id = request_id.to_owned();
         Ok(Ticket::new(
             &self.core, &self.name, id, thread, answer, timeout,

@@ -152,17 +152,30 @@ pub async fn waiting_on(
     Ok(waits)
 }
 
+/// Whether a resume goes ahead for a request this runtime runs already or saw end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IfEnded {
+    /// Asked for by name (`AgentHandle::resume`): it goes ahead whatever the records say (a
+    /// finished request's thread answers again with its answer; a running one is joined).
+    Replay,
+    /// Owed work read from the store earlier (a process start's recovery, a person's answer):
+    /// refused when another caller carried it on meanwhile.
+    Refuse,
+}
+
 /// Sends `agent.resume` for `request` on `thread` of `agent`, recorded as running from now;
 /// the thread it runs on and where its reply comes.
 ///
 /// # Errors
 /// [`AskError::AgentStopped`] when the agent is not running; [`AskError::ThreadUnavailable`]
-/// when its thread cannot start.
+/// when its thread cannot start; [`AskError::RequestRunning`] when it runs here already;
+/// [`AskError::RequestEnded`] when it ended here and `if_ended` refuses it.
 pub(crate) async fn resume(
     core: &Arc<RuntimeCore>,
     agent: &str,
     thread: &str,
     request: &str,
+    if_ended: IfEnded,
 ) -> Result<(String, oneshot::Receiver<Result<Signal, AskError>>), AskError> {
     // A virtual agent is activated to carry it on.
     let running = core
@@ -182,10 +195,18 @@ pub(crate) async fn resume(
     // after (`respond`) must not resume it a second time, nor a recovery that read the store
     // before the request went on to its end.
     let now = SystemEnv.now_ms();
-    let recorded =
-        core.requests
-            .resuming(request, &Arc::from(agent), &Arc::from(thread.as_str()), now);
-    match recorded {
+    let (agent_name, thread_name) = (Arc::from(agent), Arc::from(thread.as_str()));
+    let resuming = match if_ended {
+        IfEnded::Replay => {
+            core.requests
+                .arrived(request, &agent_name, &thread_name, false, now);
+            Resuming::Recorded
+        }
+        IfEnded::Refuse => core
+            .requests
+            .resuming(request, &agent_name, &thread_name, now),
+    };
+    match resuming {
         Resuming::Recorded => {}
         Resuming::Running => {
             return Err(AskError::RequestRunning {
@@ -269,7 +290,7 @@ pub(crate) async fn respond(
     if !running_here {
         // Nobody waits for the resumed request's answer here: it goes to the request records
         // and the bus.
-        match resume(core, agent, thread, request).await {
+        match resume(core, agent, thread, request, IfEnded::Refuse).await {
             // Carried on by another caller meanwhile (a process start's recovery): answered
             // there.
             Ok(_) | Err(AskError::RequestRunning { .. }) => {}

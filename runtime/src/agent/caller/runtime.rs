@@ -630,7 +630,11 @@ impl Runtime {
             if waiting && waits == Waits::Leave {
                 continue;
             }
-            match agent.resume_request(thread, &request, timeout).await {
+            let if_ended = super::person::IfEnded::Refuse;
+            match agent
+                .resume_request(thread, &request, timeout, if_ended)
+                .await
+            {
                 Ok(ticket) => resumed.push(ticket),
                 // Carried on by another caller since the store was read (a person's answer).
                 Err(
