@@ -294,6 +294,16 @@ impl motet_agents::Strategy for Worker {
     }
 }
 
+/// The `worker` kind of the tests that need no skill of their own: one that sums.
+fn sums_worker(_: &serde_json::Value) -> Result<AgentSpec<Worker>, String> {
+    Ok(AgentSpec::new(
+        "ignored",
+        Worker {
+            skill: "sums".into(),
+        },
+    ))
+}
+
 #[tokio::test]
 async fn a_parent_spawns_a_child_kind_talks_to_it_and_stops_it() {
     let runtime = Runtime::builder()
@@ -334,14 +344,7 @@ async fn a_parent_spawns_a_child_kind_talks_to_it_and_stops_it() {
 async fn a_child_is_stopped_by_tag_after_its_parent_thread_idled() {
     let runtime = Runtime::builder()
         .llm(Arc::new(ScriptedModel::default()))
-        .kind("worker", |_: &serde_json::Value| {
-            Ok(AgentSpec::new(
-                "ignored",
-                Worker {
-                    skill: "sums".into(),
-                },
-            ))
-        })
+        .kind("worker", sums_worker)
         .build()
         .unwrap();
     let boss = runtime
@@ -368,14 +371,7 @@ async fn a_child_is_stopped_by_tag_after_its_parent_thread_idled() {
 async fn a_parent_stopped_past_its_restart_intensity_takes_its_children_along() {
     let runtime = Runtime::builder()
         .llm(Arc::new(ScriptedModel::default()))
-        .kind("worker", |_: &serde_json::Value| {
-            Ok(AgentSpec::new(
-                "ignored",
-                Worker {
-                    skill: "sums".into(),
-                },
-            ))
-        })
+        .kind("worker", sums_worker)
         .build()
         .unwrap();
     let boss = runtime
@@ -413,14 +409,7 @@ async fn boss_on(
     let runtime = Runtime::builder()
         .llm(Arc::new(ScriptedModel::default()))
         .store(store)
-        .kind("worker", |_: &serde_json::Value| {
-            Ok(AgentSpec::new(
-                "ignored",
-                Worker {
-                    skill: "sums".into(),
-                },
-            ))
-        })
+        .kind("worker", sums_worker)
         .build()
         .unwrap();
     let boss = runtime.spawn(AgentSpec::new("boss", Boss)).await.unwrap();

@@ -112,6 +112,19 @@ impl Reply {
 }
 
 impl Kept {
+    /// A request that arrived at `now` with `status` (started then, unless queued).
+    fn new(agent: &Arc<str>, thread: &Arc<str>, status: RequestStatus, now: u64) -> Self {
+        Self {
+            agent: agent.clone(),
+            thread: thread.clone(),
+            status,
+            submitted_at: now,
+            started_at: (status != RequestStatus::Queued).then_some(now),
+            finished_at: None,
+            result: None,
+        }
+    }
+
     fn record(&self, id: &str) -> RequestRecord {
         let (record, reply) = self.unread(id);
         record.with_reply(reply.as_ref())
@@ -261,18 +274,8 @@ impl RequestRecords {
             }
             return;
         }
-        self.open.insert(
-            Arc::from(id),
-            Kept {
-                agent: agent.clone(),
-                thread: thread.clone(),
-                status,
-                submitted_at: now,
-                started_at: (!queued).then_some(now),
-                finished_at: None,
-                result: None,
-            },
-        );
+        self.open
+            .insert(Arc::from(id), Kept::new(agent, thread, status, now));
     }
 
     /// Records request `id` as running on `thread` of `agent` again, for a resume, unless this
@@ -297,15 +300,7 @@ impl RequestRecords {
                 {
                     return Resuming::Ended;
                 }
-                vacant.insert(Kept {
-                    agent: agent.clone(),
-                    thread: thread.clone(),
-                    status: RequestStatus::Running,
-                    submitted_at: now,
-                    started_at: Some(now),
-                    finished_at: None,
-                    result: None,
-                });
+                vacant.insert(Kept::new(agent, thread, RequestStatus::Running, now));
                 Resuming::Recorded
             }
         }
