@@ -24,6 +24,8 @@ import time
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.common.exceptions import (ElementNotInteractableException,
+                                        StaleElementReferenceException)
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -110,9 +112,19 @@ def report_page(driver, shot):
     say("console", messages=logs)
 
 
-def card(driver, wait, call):
-    """The waiting call `call`'s card (found afresh: the list is redrawn after each answer)."""
-    return wait.until(lambda d: d.find_element(By.CSS_SELECTOR, f'#waiting li[data-call="{call}"]'))
+def card(driver, call):
+    """The waiting call `call`'s card, found afresh."""
+    return driver.find_element(By.CSS_SELECTOR, f'#waiting li[data-call="{call}"]')
+
+
+def act(wait, action):
+    """Runs `action(driver)` until it goes through whole.
+
+    The waiting list is redrawn each time the page hears of a wait or an answer, so a card found
+    a moment ago may be gone: the wait retries on a missing or stale element, and `action`
+    finds what it needs afresh each time (and a card just drawn may not take keys or clicks
+    yet)."""
+    return wait.until(lambda d: action(d) or True)
 
 
 def answered(driver, wait, call):
@@ -120,22 +132,40 @@ def answered(driver, wait, call):
 
 
 def approve(driver, base, token, agent, shot):
-    wait = WebDriverWait(driver, 120)
+    wait = WebDriverWait(driver, 120, ignored_exceptions=(StaleElementReferenceException,
+                                                          ElementNotInteractableException))
     open_agent(driver, base, token, agent, wait)
     ask(driver, "Please clean up /tmp/x.")
-    cards = [card(driver, wait, call) for call in ("c1", "c2", "c3")]
-    args = cards[0].find_element(By.CSS_SELECTOR, "textarea.args").get_attribute("value")
-    say("waiting", cards=[c.text for c in cards], args=args, live=text_of(driver, "live"),
+
+    def shown(d):
+        cards = [card(d, call) for call in ("c1", "c2", "c3")]
+        args = cards[0].find_element(By.CSS_SELECTOR, "textarea.args").get_attribute("value")
+        return [c.text for c in cards], args
+
+    texts, args = act(wait, shown)
+    say("waiting", cards=texts, args=args, live=text_of(driver, "live"),
         run_status=text_of(driver, "run-status"))
-    card(driver, wait, "c1").find_element(By.CSS_SELECTOR, "button.approve").click()
+    act(wait, lambda d: card(d, "c1").find_element(By.CSS_SELECTOR, "button.approve").click())
     answered(driver, wait, "c1")
-    edited = card(driver, wait, "c2").find_element(By.CSS_SELECTOR, "textarea.args")
-    edited.clear()
-    edited.send_keys('{"path": "/tmp/z"}')
-    card(driver, wait, "c2").find_element(By.CSS_SELECTOR, "button.edit").click()
+
+    def edit(d):
+        # While the text area has the focus the page leaves the list alone, so the edit and
+        # the click land on one card.
+        edited = card(d, "c2").find_element(By.CSS_SELECTOR, "textarea.args")
+        edited.clear()
+        edited.send_keys('{"path": "/tmp/z"}')
+        card(d, "c2").find_element(By.CSS_SELECTOR, "button.edit").click()
+
+    act(wait, edit)
     answered(driver, wait, "c2")
-    card(driver, wait, "c3").find_element(By.CSS_SELECTOR, "input.reason").send_keys("keep it")
-    card(driver, wait, "c3").find_element(By.CSS_SELECTOR, "button.reject").click()
+
+    def reject(d):
+        reason = card(d, "c3").find_element(By.CSS_SELECTOR, "input.reason")
+        reason.clear()
+        reason.send_keys("keep it")
+        card(d, "c3").find_element(By.CSS_SELECTOR, "button.reject").click()
+
+    act(wait, reject)
     seen, answer = watch_answer(driver, 120)
     say("answer", seen=seen, answer=answer)
     # The approved and the edited call ran: their results are in the transcript (the rejected
