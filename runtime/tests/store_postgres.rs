@@ -389,6 +389,54 @@ async fn a_lock_held_elsewhere_is_a_store_error_in_bounded_time() {
     db.drop_now().await;
 }
 
+/// A claim reads the row and the entries in one statement, whose snapshot is taken before the
+/// claim waits for a row lock: an earlier holder's step, committed while the claim waited, is in
+/// the row it returns and must be in the entries too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_that_waited_for_a_step_reads_that_step_too() {
+    let Some(db) = TestDb::new("claim_waits").await else {
+        return;
+    };
+    let store = open(&db).await;
+    let env = FixedEnv::new(0);
+    let thread = conversation(&env, "thread_wait");
+    let rev = save(&store, &thread).await;
+    let mut more = thread.clone();
+    more.append(&env, NewEntry::note("written while the claim waited"));
+    let last = more.to_list().last().cloned().unwrap();
+    // The earlier holder's step, as its commit writes it, left open.
+    let mut holder = connect(&db.url).await;
+    let tx = holder.transaction().await.unwrap();
+    tx.execute(
+        "INSERT INTO entries (thread_id, seq, kind, at, body) VALUES ('thread_wait', $1, $2, $3, $4)",
+        &[
+            &i64::try_from(rev).unwrap(),
+            &last.kind().as_str(),
+            &i64::try_from(last.at).unwrap(),
+            &serde_json::to_string(&*last).unwrap(),
+        ],
+    )
+    .await
+    .unwrap();
+    tx.execute(
+        "UPDATE threads SET rev = rev + 1 WHERE id = 'thread_wait'",
+        &[],
+    )
+    .await
+    .unwrap();
+    let claiming = tokio::spawn({
+        let store = store.clone();
+        async move { store.claim_and_load("thread_wait").await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!claiming.is_finished(), "the claim waits for the row");
+    tx.commit().await.unwrap();
+    let claimed = claiming.await.unwrap().unwrap().unwrap();
+    assert_eq!(claimed.thread.to_list(), more.to_list());
+    assert_eq!(claimed.thread.rev(), rev + 1);
+    db.drop_now().await;
+}
+
 /// A TCP relay to `target` on loopback that stops passing bytes (both ways, the connections
 /// kept open) once `frozen` is set: a server that stopped answering, or a network cut.
 fn freezing_relay(target: std::net::SocketAddr) -> (u16, Arc<std::sync::atomic::AtomicBool>) {

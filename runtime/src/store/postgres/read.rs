@@ -49,9 +49,13 @@ impl PostgresStore {
         .await
     }
 
-    /// Claims the thread and reads it in two statements: the claim returns the row (its rev,
-    /// state and totals as the claim left them), then the entries below that rev, which no
-    /// later commit changes.
+    /// Claims the thread and reads it in one statement: the claim returns the row (its rev,
+    /// state and totals as the claim left them) and, beside it, the entries below that rev.
+    ///
+    /// The entries are read in the statement's snapshot, taken before the claim; a commit the
+    /// claim waited for (the row locked by an earlier holder's last step) is in the row the
+    /// claim returns but not in that snapshot. Then fewer entries than the rev come back, and
+    /// a second statement, in a snapshot of its own, reads the rest.
     pub(super) async fn claim_thread(
         &self,
         thread_id: &str,
@@ -61,8 +65,14 @@ impl PostgresStore {
             let client = self.client(thread_id).await?;
             let claim = client
                 .prepare_cached(&format!(
-                    "UPDATE threads SET epoch = epoch + 1 WHERE id = $1 \
-                     RETURNING epoch, state, {SUMMARY_COLUMNS}"
+                    "WITH claimed AS (UPDATE threads SET epoch = epoch + 1 WHERE id = $1 \
+                     RETURNING epoch, state, {SUMMARY_COLUMNS}) \
+                     SELECT claimed.*, \
+                     ARRAY(SELECT e.seq FROM entries e \
+                           WHERE e.thread_id = $1 AND e.seq < claimed.rev ORDER BY e.seq) AS seqs, \
+                     ARRAY(SELECT e.body FROM entries e \
+                           WHERE e.thread_id = $1 AND e.seq < claimed.rev ORDER BY e.seq) AS bodies \
+                     FROM claimed"
                 ))
                 .await
                 .map_err(&err)?;
@@ -78,19 +88,41 @@ impl PostgresStore {
             let state: Option<String> = row
                 .try_get("state")
                 .map_err(|e| corrupt(thread_id, "state", e))?;
-            let body = client
-                .prepare_cached(
-                    "SELECT seq, body FROM entries WHERE thread_id = $1 AND seq < $2 ORDER BY seq",
-                )
-                .await
-                .map_err(&err)?;
-            let rev = to_db(thread_id, "rev", summary.rev)?;
-            let rows = client
-                .query(&body, &[&thread_id, &rev])
-                .await
-                .map_err(&err)?;
+            let seqs: Vec<i64> = row
+                .try_get("seqs")
+                .map_err(|e| corrupt(thread_id, "seq", e))?;
+            let bodies: Vec<String> = row
+                .try_get("bodies")
+                .map_err(|e| corrupt(thread_id, "body", e))?;
+            let mut entries = seqs
+                .into_iter()
+                .zip(bodies)
+                .map(|(seq, body)| {
+                    u64::try_from(seq)
+                        .map(|seq| (seq, body))
+                        .map_err(|_| corrupt(thread_id, "seq", format!("negative ({seq})")))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let read = entries.len() as u64;
+            if read < summary.rev {
+                let rest = client
+                    .prepare_cached(
+                        "SELECT seq, body FROM entries \
+                         WHERE thread_id = $1 AND seq >= $2 AND seq < $3 ORDER BY seq",
+                    )
+                    .await
+                    .map_err(&err)?;
+                let (from, to) = (
+                    to_db(thread_id, "rev", read)?,
+                    to_db(thread_id, "rev", summary.rev)?,
+                );
+                let rows = client
+                    .query(&rest, &[&thread_id, &from, &to])
+                    .await
+                    .map_err(&err)?;
+                entries.extend(entry_rows(thread_id, &rows)?);
+            }
             drop(client);
-            let entries = entry_rows(thread_id, &rows)?;
             let thread = assemble_thread(&StoredHead::of(&summary), &entries)?;
             Ok(Some(ClaimedThread {
                 epoch,
