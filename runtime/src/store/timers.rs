@@ -87,6 +87,31 @@ impl TimerRowWrite {
             })
             .collect()
     }
+
+    /// `writes` as what each timer ends up as: the rows to keep and the timers to remove, one
+    /// entry per timer (its last write wins, as it would written one after another), so each
+    /// can go to the database in one statement whatever the order of its rows.
+    pub(crate) fn settled(writes: Vec<Self>) -> (Vec<TimerRow>, Vec<(String, String)>) {
+        let mut seen = std::collections::HashSet::with_capacity(writes.len());
+        let (mut keep, mut remove) = (Vec::new(), Vec::new());
+        // From the last write back: the first seen of each timer is its last.
+        for write in writes.into_iter().rev() {
+            let target = match &write {
+                Self::Put(row) => (row.thread_id.clone(), row.id.clone()),
+                Self::Remove { thread_id, id } => (thread_id.clone(), id.clone()),
+            };
+            if !seen.insert(target) {
+                continue;
+            }
+            match write {
+                Self::Put(row) => keep.push(row),
+                Self::Remove { thread_id, id } => remove.push((thread_id, id)),
+            }
+        }
+        keep.reverse();
+        remove.reverse();
+        (keep, remove)
+    }
 }
 
 /// A stored timer's row, as text for the databases.
@@ -186,3 +211,47 @@ impl TimerOwners {
 
 /// The columns every query reads, in [`TimerRow`]'s order.
 pub(crate) const COLUMNS: &str = "thread_id, agent, thread, id, due_ms, signal_id, signal, cron";
+
+#[cfg(test)]
+mod tests {
+    use super::{TimerRow, TimerRowWrite};
+
+    fn put(thread: &str, id: &str, due_ms: i64) -> TimerRowWrite {
+        TimerRowWrite::Put(TimerRow {
+            thread_id: thread.to_owned(),
+            agent: "a".to_owned(),
+            thread: thread.to_owned(),
+            id: id.to_owned(),
+            due_ms,
+            signal_id: format!("s{due_ms}"),
+            signal: "{}".to_owned(),
+            cron: None,
+        })
+    }
+
+    fn remove(thread: &str, id: &str) -> TimerRowWrite {
+        TimerRowWrite::Remove {
+            thread_id: thread.to_owned(),
+            id: id.to_owned(),
+        }
+    }
+
+    #[test]
+    fn each_timer_ends_as_its_last_write_says() {
+        let (keep, gone) = TimerRowWrite::settled(vec![
+            put("t", "a", 1),
+            put("t", "b", 2),
+            remove("t", "a"),
+            put("t", "b", 3),
+            remove("t", "c"),
+            put("t", "c", 4),
+            put("u", "a", 5),
+        ]);
+        let kept: Vec<_> = keep
+            .iter()
+            .map(|r| (r.thread_id.as_str(), r.id.as_str(), r.due_ms))
+            .collect();
+        assert_eq!(kept, [("t", "b", 3), ("t", "c", 4), ("u", "a", 5)]);
+        assert_eq!(gone, [("t".to_owned(), "a".to_owned())]);
+    }
+}

@@ -49,19 +49,64 @@ async fn delete(
     Ok(client.execute(&delete, &[&thread_id, &id]).await? > 0)
 }
 
-/// Makes `writes` in order inside `tx`, a step's commit on the thread `thread_id`.
+/// Keeps many rows in one statement (each timer once: see [`TimerRowWrite::settled`]).
+const UPSERT_ALL: &str =
+    "INSERT INTO timers (thread_id, agent, thread, id, due_ms, signal_id, signal, cron)
+     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[],
+                          $6::text[], $7::text[], $8::text[])
+     ON CONFLICT (thread_id, id) DO UPDATE SET
+         due_ms = excluded.due_ms, signal_id = excluded.signal_id,
+         signal = excluded.signal, cron = excluded.cron";
+
+/// Removes many rows in one statement.
+const DELETE_ALL: &str =
+    "DELETE FROM timers t USING unnest($1::text[], $2::text[]) AS g(thread_id, id)
+     WHERE t.thread_id = g.thread_id AND t.id = g.id";
+
+/// Makes `writes` inside `tx`, a step's commit on the thread `thread_id`: at most two
+/// statements (the rows kept, the rows removed), whatever the number of timers, and sent
+/// together, so a step's timers cost its commit about one round trip.
 pub(super) async fn write_in(
     tx: &deadpool_postgres::Transaction<'_>,
     thread_id: &str,
-    writes: &[TimerRowWrite],
+    writes: Vec<TimerRowWrite>,
 ) -> Result<(), StoreError> {
-    for write in writes {
-        match write {
-            TimerRowWrite::Put(row) => upsert(tx, row).await,
-            TimerRowWrite::Remove { thread_id, id } => delete(tx, thread_id, id).await.map(|_| ()),
+    let (keep, remove) = TimerRowWrite::settled(writes);
+    let err = thread_err(thread_id);
+    let kept = async {
+        if keep.is_empty() {
+            return Ok(());
         }
-        .map_err(thread_err(thread_id))?;
-    }
+        let column = |f: fn(&TimerRow) -> &str| keep.iter().map(f).collect::<Vec<_>>();
+        let due: Vec<i64> = keep.iter().map(|r| r.due_ms).collect();
+        let cron: Vec<Option<&str>> = keep.iter().map(|r| r.cron.as_deref()).collect();
+        let upsert = tx.prepare_cached(UPSERT_ALL).await?;
+        tx.execute(
+            &upsert,
+            &[
+                &column(|r| r.thread_id.as_str()),
+                &column(|r| r.agent.as_str()),
+                &column(|r| r.thread.as_str()),
+                &column(|r| r.id.as_str()),
+                &due,
+                &column(|r| r.signal_id.as_str()),
+                &column(|r| r.signal.as_str()),
+                &cron,
+            ],
+        )
+        .await
+        .map(|_| ())
+    };
+    let removed = async {
+        if remove.is_empty() {
+            return Ok(());
+        }
+        let threads: Vec<&str> = remove.iter().map(|(t, _)| t.as_str()).collect();
+        let ids: Vec<&str> = remove.iter().map(|(_, id)| id.as_str()).collect();
+        let delete = tx.prepare_cached(DELETE_ALL).await?;
+        tx.execute(&delete, &[&threads, &ids]).await.map(|_| ())
+    };
+    futures::try_join!(kept, removed).map_err(err)?;
     Ok(())
 }
 
@@ -139,12 +184,15 @@ impl PostgresStore {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         bounded(self.limit, None, async {
             let client = self.pool.get().await.map_err(server_err)?;
+            // The owners as subqueries, not `= ANY($2)`: a prepared statement's generic plan
+            // searches an array parameter from its start for every row, where a subquery is
+            // hashed once (10,000 agents' names, 2,500 due rows: 30 ms against 5).
             let select = client
                 .prepare_cached(&format!(
                     "SELECT {COLUMNS} FROM timers
-                     WHERE due_ms < $1 AND (agent = ANY($2)
+                     WHERE due_ms < $1 AND (agent IN (SELECT unnest($2::text[]))
                         OR (strpos(agent, ':') > 1
-                            AND split_part(agent, ':', 1) = ANY($3)))
+                            AND split_part(agent, ':', 1) IN (SELECT unnest($3::text[]))))
                      ORDER BY due_ms LIMIT $4"
                 ))
                 .await

@@ -73,8 +73,12 @@ impl PostgresStore {
                 }
                 None => Append::fenced(step.expected_rev, step.state, step.epoch),
             };
-            let rev = append_in(&tx, thread_id, &encoded, &totals, append).await?;
-            super::timers::write_in(&tx, thread_id, &timers).await?;
+            // Sent together: the timers need nothing the append reads, and a failed append
+            // rolls them back with it.
+            let (rev, ()) = futures::try_join!(
+                append_in(&tx, thread_id, &encoded, &totals, append),
+                super::timers::write_in(&tx, thread_id, timers),
+            )?;
             tx.commit().await.map_err(&err)?;
             Ok(rev)
         })
@@ -221,7 +225,6 @@ async fn append_in(
     let mut usage: Usage =
         serde_json::from_str(&usage).map_err(|e| corrupt(thread_id, "usage", e))?;
     usage += totals.usage;
-    insert_entries(tx, thread_id, encoded).await?;
     let new_rev = rev + encoded.len() as u64;
     let moved = Moved {
         rev: new_rev,
@@ -229,7 +232,11 @@ async fn append_in(
         totals,
         state: append.state,
     };
-    move_row(tx, thread_id, &moved).await?;
+    // Sent together: one round trip for both, the row locked above.
+    futures::try_join!(
+        insert_entries(tx, thread_id, encoded),
+        move_row(tx, thread_id, &moved)
+    )?;
     Ok(new_rev)
 }
 
