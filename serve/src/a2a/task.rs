@@ -202,7 +202,7 @@ impl Follower {
             EntryBody::ToolResult { result, .. } => {
                 let before = self.pending.len();
                 self.pending
-                    .retain(|w| w.tool_call_id != result.tool_use_id.as_ref());
+                    .retain(|w| w.tool_call_id.as_str() != result.tool_use_id.as_str());
                 if self.pending.len() != before {
                     out.extend(self.after_a_wait_ended());
                 }
