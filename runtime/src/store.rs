@@ -620,6 +620,16 @@ pub trait ThreadStore: Send + Sync {
                 TimerWrite::Remove { key, id } => {
                     self.remove_timer(key, id).await?;
                 }
+                TimerWrite::Fired {
+                    key,
+                    id,
+                    fired_ms,
+                    signal_id,
+                    next_ms,
+                } => {
+                    self.timer_fired(key, id, *fired_ms, signal_id, *next_ms)
+                        .await?;
+                }
             }
         }
         Ok(rev)

@@ -44,7 +44,7 @@ struct SetCron {
     misfire: Misfire,
 }
 
-#[derive(serde::Serialize, serde::Deserialize)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct Heard {
     id: String,
     signal: String,
@@ -465,10 +465,11 @@ async fn missed_cron_occurrences_follow_the_misfire_policy_after_a_restart() {
 }
 
 /// The memory store, whose reads of due timers take [`SlowReads::DELAY`]: a PostgreSQL pool
-/// busy with other work.
+/// busy with other work. It counts the firings settled apart from a step's commit.
 #[derive(Default)]
 struct SlowReads {
     inner: motet_runtime::store::MemoryStore,
+    settled_apart: std::sync::atomic::AtomicUsize,
 }
 
 impl SlowReads {
@@ -528,6 +529,12 @@ impl ThreadStore for SlowReads {
     async fn load_state(&self, thread_id: &str) -> Result<Option<String>, StoreError> {
         self.inner.load_state(thread_id).await
     }
+    async fn commit_step(
+        &self,
+        step: &motet_runtime::store::StepCommit<'_>,
+    ) -> Result<u64, StoreError> {
+        self.inner.commit_step(step).await
+    }
     async fn epoch(&self, thread_id: &str) -> Result<u64, StoreError> {
         self.inner.epoch(thread_id).await
     }
@@ -566,6 +573,8 @@ impl ThreadStore for SlowReads {
         signal_id: &str,
         next_ms: Option<u64>,
     ) -> Result<bool, StoreError> {
+        self.settled_apart
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.inner
             .timer_fired(key, id, fired_ms, signal_id, next_ms)
             .await
@@ -597,6 +606,43 @@ async fn a_slow_read_of_the_store_does_not_hold_up_a_timer_already_held() {
         started.elapsed() < SlowReads::DELAY / 2,
         "fired after {:?}, behind the store's read",
         started.elapsed()
+    );
+    bench.runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_firing_is_settled_in_the_commit_of_the_step_that_handled_it() {
+    let store = Arc::new(SlowReads::default());
+    let mut bench = on(Arc::clone(&store) as Arc<dyn ThreadStore>, None).await;
+    bench.alarm.send(set("once", 100)).await.unwrap();
+    bench
+        .alarm
+        .send(set_cron("tick", "* * * * * *", "UTC", Misfire::Skip))
+        .await
+        .unwrap();
+    let mut heard = Vec::new();
+    while heard.iter().filter(|h: &&Heard| h.id == "tick").count() < 2 || heard.len() < 3 {
+        heard.push(next_heard(&mut bench.heard).await);
+    }
+    assert!(heard.iter().any(|h| h.id == "once"), "{heard:?}");
+    // Anything the timekeeper would settle itself it does right after the thread answers.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let key = motet_runtime::store::ThreadKey::new("alarm", "default");
+    let left = store.timers_of(&key).await.unwrap();
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    // The one-shot timer is gone; the cron timer moved on past the ticks heard.
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(left[0].id, "tick");
+    assert!(left[0].due_ms + 1_000 > now_ms, "{left:?} at {now_ms}");
+    assert_eq!(
+        store
+            .settled_apart
+            .load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "a firing was settled in a write of its own"
     );
     bench.runtime.shutdown().await;
 }

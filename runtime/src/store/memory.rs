@@ -361,6 +361,16 @@ impl ThreadStore for MemoryStore {
                 TimerWrite::Remove { key, id } => {
                     timers.remove(&(key.store_id(), id.clone()));
                 }
+                TimerWrite::Fired {
+                    key,
+                    id,
+                    fired_ms,
+                    signal_id,
+                    next_ms,
+                } => {
+                    let key = (key.store_id(), id.clone());
+                    settle(&mut timers, &key, *fired_ms, signal_id, *next_ms);
+                }
             }
         }
         Ok(rev)
@@ -499,24 +509,13 @@ impl ThreadStore for MemoryStore {
         next_ms: Option<u64>,
     ) -> Result<bool, StoreError> {
         let key = (key.store_id(), id.to_owned());
-        let mut timers = self.timers();
-        let fired = timers
-            .get(&key)
-            .is_some_and(|t| t.due_ms == fired_ms && t.signal.id().as_str() == signal_id);
-        if !fired {
-            return Ok(false);
-        }
-        match next_ms {
-            Some(next) => {
-                if let Some(timer) = timers.get_mut(&key) {
-                    timer.due_ms = next;
-                }
-            }
-            None => {
-                timers.remove(&key);
-            }
-        }
-        Ok(true)
+        Ok(settle(
+            &mut self.timers(),
+            &key,
+            fired_ms,
+            signal_id,
+            next_ms,
+        ))
     }
 
     async fn due_timers(
@@ -597,6 +596,30 @@ impl ThreadStore for MemoryStore {
 /// A thread's meta as the store keeps it.
 fn encode_meta(thread_id: &str, meta: &ThreadMeta) -> Result<Box<str>, StoreError> {
     encode_json(thread_id, meta).map(String::into_boxed_str)
+}
+
+/// Settles the firing of timer `key` due at `fired_ms` with `signal_id`: removed, or moved on
+/// to `next_ms`; returns whether it was still that firing (else it is left as it is).
+fn settle(
+    timers: &mut BTreeMap<(String, String), StoredTimer>,
+    key: &(String, String),
+    fired_ms: u64,
+    signal_id: &str,
+    next_ms: Option<u64>,
+) -> bool {
+    let Some(timer) = timers
+        .get_mut(key)
+        .filter(|t| t.due_ms == fired_ms && t.signal.id().as_str() == signal_id)
+    else {
+        return false;
+    };
+    match next_ms {
+        Some(next) => timer.due_ms = next,
+        None => {
+            timers.remove(key);
+        }
+    }
+    true
 }
 
 #[cfg(test)]

@@ -53,6 +53,23 @@ pub enum TimerWrite {
         /// The schedule id.
         id: String,
     },
+    /// Settle a firing of timer `id` of the thread `key`, written in the commit of the step
+    /// that handled what it delivered: the timer is removed (`next_ms` `None`: a one-shot
+    /// timer) or moved on to its next occurrence — if it is still the one that fired (due at
+    /// `fired_ms`, delivering `signal_id`). One set again or cancelled since is left alone, as
+    /// [`ThreadStore::timer_fired`](super::ThreadStore::timer_fired) leaves it.
+    Fired {
+        /// The thread.
+        key: ThreadKey,
+        /// The schedule id.
+        id: String,
+        /// When the firing was due.
+        fired_ms: u64,
+        /// The id of the signal it delivers.
+        signal_id: String,
+        /// A cron timer's next occurrence.
+        next_ms: Option<u64>,
+    },
 }
 
 impl TimerWrite {
@@ -60,7 +77,7 @@ impl TimerWrite {
     pub fn target(&self) -> (&ThreadKey, &str) {
         match self {
             Self::Put(timer) => (&timer.key, &timer.id),
-            Self::Remove { key, id } => (key, id),
+            Self::Remove { key, id } | Self::Fired { key, id, .. } => (key, id),
         }
     }
 }
@@ -71,6 +88,28 @@ pub(crate) enum TimerRowWrite {
     Put(TimerRow),
     /// Delete the row of this thread store id and schedule id.
     Remove { thread_id: String, id: String },
+    /// Settle the row's firing, if it is still the one that fired ([`TimerWrite::Fired`]).
+    Fired(FiredRow),
+}
+
+/// A firing settled in a step's commit, as the databases write it.
+pub(crate) struct FiredRow {
+    pub(crate) thread_id: String,
+    pub(crate) id: String,
+    pub(crate) fired_ms: i64,
+    pub(crate) signal_id: String,
+    pub(crate) next_ms: Option<i64>,
+}
+
+/// What a step's timer writes come to, each timer once ([`TimerRowWrite::settled`]).
+#[derive(Default)]
+pub(crate) struct SettledRows {
+    /// The rows to insert or replace.
+    pub(crate) keep: Vec<TimerRow>,
+    /// The timers to remove, as thread store id and schedule id.
+    pub(crate) remove: Vec<(String, String)>,
+    /// The firings to settle.
+    pub(crate) fired: Vec<FiredRow>,
 }
 
 impl TimerRowWrite {
@@ -84,33 +123,50 @@ impl TimerRowWrite {
                     thread_id: key.store_id(),
                     id: id.clone(),
                 }),
+                TimerWrite::Fired {
+                    key,
+                    id,
+                    fired_ms,
+                    signal_id,
+                    next_ms,
+                } => Ok(Self::Fired(FiredRow {
+                    thread_id: key.store_id(),
+                    id: id.clone(),
+                    fired_ms: millis_to_db(*fired_ms),
+                    signal_id: signal_id.clone(),
+                    next_ms: next_ms.map(millis_to_db),
+                })),
             })
             .collect()
     }
 
-    /// `writes` as what each timer ends up as: the rows to keep and the timers to remove, one
-    /// entry per timer (its last write wins, as it would written one after another), so each
-    /// can go to the database in one statement whatever the order of its rows.
-    pub(crate) fn settled(writes: Vec<Self>) -> (Vec<TimerRow>, Vec<(String, String)>) {
+    /// `writes` as what each timer ends up as: the rows to keep, the timers to remove and the
+    /// firings to settle, one entry per timer (its last write wins, as it would written one
+    /// after another: a firing settled before the step set the same timer again is moot), so
+    /// each kind can go to the database in one statement whatever the order of its rows.
+    pub(crate) fn settled(writes: Vec<Self>) -> SettledRows {
         let mut seen = std::collections::HashSet::with_capacity(writes.len());
-        let (mut keep, mut remove) = (Vec::new(), Vec::new());
+        let mut rows = SettledRows::default();
         // From the last write back: the first seen of each timer is its last.
         for write in writes.into_iter().rev() {
             let target = match &write {
-                Self::Put(row) => (row.thread_id.clone(), row.id.clone()),
-                Self::Remove { thread_id, id } => (thread_id.clone(), id.clone()),
+                Self::Put(TimerRow { thread_id, id, .. })
+                | Self::Remove { thread_id, id }
+                | Self::Fired(FiredRow { thread_id, id, .. }) => (thread_id.clone(), id.clone()),
             };
             if !seen.insert(target) {
                 continue;
             }
             match write {
-                Self::Put(row) => keep.push(row),
-                Self::Remove { thread_id, id } => remove.push((thread_id, id)),
+                Self::Put(row) => rows.keep.push(row),
+                Self::Remove { thread_id, id } => rows.remove.push((thread_id, id)),
+                Self::Fired(fired) => rows.fired.push(fired),
             }
         }
-        keep.reverse();
-        remove.reverse();
-        (keep, remove)
+        rows.keep.reverse();
+        rows.remove.reverse();
+        rows.fired.reverse();
+        rows
     }
 }
 
@@ -214,7 +270,7 @@ pub(crate) const COLUMNS: &str = "thread_id, agent, thread, id, due_ms, signal_i
 
 #[cfg(test)]
 mod tests {
-    use super::{TimerRow, TimerRowWrite};
+    use super::{FiredRow, TimerRow, TimerRowWrite};
 
     fn put(thread: &str, id: &str, due_ms: i64) -> TimerRowWrite {
         TimerRowWrite::Put(TimerRow {
@@ -236,9 +292,21 @@ mod tests {
         }
     }
 
+    fn fired(thread: &str, id: &str, fired_ms: i64) -> TimerRowWrite {
+        TimerRowWrite::Fired(FiredRow {
+            thread_id: thread.to_owned(),
+            id: id.to_owned(),
+            fired_ms,
+            signal_id: format!("s{fired_ms}"),
+            next_ms: None,
+        })
+    }
+
     #[test]
     fn each_timer_ends_as_its_last_write_says() {
-        let (keep, gone) = TimerRowWrite::settled(vec![
+        let rows = TimerRowWrite::settled(vec![
+            fired("t", "b", 1),
+            fired("t", "d", 1),
             put("t", "a", 1),
             put("t", "b", 2),
             remove("t", "a"),
@@ -247,11 +315,15 @@ mod tests {
             put("t", "c", 4),
             put("u", "a", 5),
         ]);
-        let kept: Vec<_> = keep
+        let kept: Vec<_> = rows
+            .keep
             .iter()
             .map(|r| (r.thread_id.as_str(), r.id.as_str(), r.due_ms))
             .collect();
         assert_eq!(kept, [("t", "b", 3), ("t", "c", 4), ("u", "a", 5)]);
-        assert_eq!(gone, [("t".to_owned(), "a".to_owned())]);
+        assert_eq!(rows.remove, [("t".to_owned(), "a".to_owned())]);
+        // The firing of b is moot (b set again after it); d's stands.
+        let settled: Vec<_> = rows.fired.iter().map(|f| f.id.as_str()).collect();
+        assert_eq!(settled, ["d"]);
     }
 }

@@ -483,6 +483,7 @@ pub(crate) async fn whole_suite(store: Arc<dyn ThreadStore>) {
     the_usage_ledger_keeps_every_call_and_sums_it_per_level(store.as_ref()).await;
     timers_are_kept_settled_and_found_by_due_time(store.as_ref()).await;
     a_step_commits_its_timers_with_it_or_not_at_all(store.as_ref()).await;
+    a_step_settles_the_firing_it_handled_unless_the_timer_changed(store.as_ref()).await;
     claim_and_load_takes_the_thread_over_and_reads_it(store.as_ref()).await;
 }
 
@@ -633,6 +634,95 @@ pub(crate) async fn a_step_commits_its_timers_with_it_or_not_at_all(store: &dyn 
     assert_eq!(
         store.load_state(&id).await.unwrap().as_deref(),
         Some(r#"{"n":2}"#)
+    );
+    store.delete(&id).await.unwrap();
+}
+
+/// `commit_step` with a `TimerWrite::Fired`: the firing of a timer still as it fired is
+/// settled (a one-shot removed, a cron timer moved on), one set again since is left alone, and
+/// a write of the same step after the settling wins.
+pub(crate) async fn a_step_settles_the_firing_it_handled_unless_the_timer_changed(
+    store: &dyn ThreadStore,
+) {
+    use motet_runtime::store::{StepCommit, StoredTimer, ThreadKey, TimerWrite};
+    use motet_signals::Signal;
+    let key = ThreadKey::new("settler", "t");
+    let id = key.store_id();
+    let timer = |name: &str, due_ms: u64| StoredTimer {
+        key: key.clone(),
+        id: name.to_owned(),
+        due_ms,
+        signal: Signal::builder("timer.rang", "test")
+            .with_id(format!("sig-{name}"))
+            .build()
+            .unwrap(),
+        cron: None,
+    };
+    let fired = |name: &str, fired_ms: u64, next_ms: Option<u64>| TimerWrite::Fired {
+        key: key.clone(),
+        id: name.to_owned(),
+        fired_ms,
+        signal_id: format!("sig-{name}"),
+        next_ms,
+    };
+    let env = FixedEnv::new(0);
+    let thread = conversation(&env, &id);
+    let entries = thread.to_list();
+    let header = ThreadHeader::of(&thread);
+    let meta = ThreadMeta {
+        key: Some(key.clone()),
+        ..ThreadMeta::default()
+    };
+    let set = [
+        TimerWrite::Put(timer("once", 1_000)),
+        TimerWrite::Put(timer("cron", 1_000)),
+        TimerWrite::Put(timer("moved", 5_000)),
+        TimerWrite::Put(timer("again", 1_000)),
+    ];
+    let first = StepCommit {
+        thread_id: &id,
+        create: Some((&header, &meta)),
+        entries: &entries[..2],
+        expected_rev: 0,
+        state: None,
+        epoch: 0,
+        timers: &set,
+    };
+    assert_eq!(store.commit_step(&first).await.unwrap(), 2);
+    // `moved` was set again (due 5,000) after the firing at 1,000 began; `again` is set again
+    // by the very step that handles its firing.
+    let settle = [
+        fired("once", 1_000, None),
+        fired("cron", 1_000, Some(61_000)),
+        fired("moved", 1_000, None),
+        fired("again", 1_000, None),
+        TimerWrite::Put(timer("again", 9_000)),
+    ];
+    let step = StepCommit {
+        thread_id: &id,
+        create: None,
+        entries: &entries[2..],
+        expected_rev: 2,
+        state: Some(r#"{"n":2}"#),
+        epoch: 0,
+        timers: &settle,
+    };
+    assert_eq!(store.commit_step(&step).await.unwrap(), 4);
+    let mut left: Vec<(String, u64)> = store
+        .timers_of(&key)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| (t.id, t.due_ms))
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        [
+            ("again".to_owned(), 9_000),
+            ("cron".to_owned(), 61_000),
+            ("moved".to_owned(), 5_000)
+        ]
     );
     store.delete(&id).await.unwrap();
 }

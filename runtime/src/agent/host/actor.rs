@@ -225,9 +225,13 @@ where
             }
             ThreadMsg::Signal(signal) => signal,
             ThreadMsg::Expire { request, after } => self.expired(state, &request, after)?,
-            ThreadMsg::Delivered { signal, committed } => {
+            ThreadMsg::Delivered {
+                signal,
+                committed,
+                settles,
+            } => {
                 let deliveries = state.deliveries.get_or_insert_default();
-                deliveries.open(&signal, committed);
+                deliveries.open(&signal, committed, settles);
                 signal
             }
             ThreadMsg::Ask { signal, reply } => {

@@ -87,6 +87,7 @@ async fn consume(
         let msg = ThreadMsg::Delivered {
             signal: delivered.signal.clone(),
             committed,
+            settles: None,
         };
         let sent = core.send(&agent, DEFAULT_THREAD, msg).await;
         drop(core);

@@ -652,13 +652,15 @@ impl super::timekeeper::TimerHost for RuntimeCore {
         self: Arc<Self>,
         key: ThreadKey,
         signal: Signal,
-    ) -> futures::future::BoxFuture<
-        'static,
-        Result<tokio::sync::oneshot::Receiver<Result<(), String>>, RuntimeError>,
-    > {
+        settles: Option<Box<crate::store::TimerWrite>>,
+    ) -> futures::future::BoxFuture<'static, Result<super::timekeeper::Answer, RuntimeError>> {
         Box::pin(async move {
             let (committed, answer) = tokio::sync::oneshot::channel();
-            let msg = ThreadMsg::Delivered { signal, committed };
+            let msg = ThreadMsg::Delivered {
+                signal,
+                committed,
+                settles,
+            };
             self.send(key.agent(), key.thread(), msg).await?;
             Ok(answer)
         })

@@ -9,16 +9,19 @@
 //! idle, a pending timer costs no memory here, and a timer of an agent nobody has talked to
 //! since the process started fires all the same.
 //!
-//! A firing is delivered to its thread as a durable delivery (`ThreadMsg::Delivered`): the
-//! thread answers once the step that handled it committed, and only then is the timer settled
-//! in the store (removed, or moved on to a cron timer's next occurrence). A crash between the
-//! two fires it again with the same signal id, which the thread recognises as committed and
-//! does not handle twice: at-least-once delivery, once-per-occurrence effect.
+//! A firing is delivered to its thread as a durable delivery (`ThreadMsg::Delivered`) that
+//! carries the write settling the timer (removed, or moved on to a cron timer's next
+//! occurrence: `TimerWrite::Fired`); the step that handles the signal commits that write with
+//! its own, so a firing costs the store one write, and its effect and its settling are kept or
+//! lost together. A thread that committed the signal before (a crash between the step's
+//! commit and the timekeeper's hearing of it fires it again, with the same signal id) answers
+//! at once without handling it twice, and the timekeeper settles the timer itself
+//! (`ThreadStore::timer_fired`): at-least-once delivery, once-per-occurrence effect.
 //!
-//! The timekeeper writes to the store only to settle a firing, and only the timer that fired
-//! (`ThreadStore::timer_fired` checks its due time and signal id): a timer set again or
-//! cancelled meanwhile is left as its thread's commit made it. A read of the store that
-//! started before a change this process made is older than it, and does not undo it.
+//! Either way only the timer that fired is settled (its due time and signal id are checked): a
+//! timer set again or cancelled meanwhile is left as its thread's commit made it. A read of the
+//! store that started before a change this process made is older than it, and does not undo
+//! it.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
@@ -33,6 +36,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use crate::agent::errors::RuntimeError;
+use crate::agent::host::deliveries::Applied;
 use crate::store::{StoredTimer, ThreadKey, ThreadStore, TimerOwners, TimerWrite};
 use futures::future::BoxFuture;
 
@@ -73,14 +77,19 @@ pub(crate) trait TimerHost: Send + Sync + 'static {
     fn has_agent(&self, name: &str) -> bool;
     /// The registered virtual agent kinds: their agents' timers fire whether active or not.
     fn virtual_kinds(&self) -> Vec<String>;
-    /// Hands `signal` to thread `key` as a durable delivery; the receiver answers once the step
-    /// that handled it committed.
+    /// Hands `signal` to thread `key` as a durable delivery, with the write that settles its
+    /// timer for the step that handles it to commit; the receiver answers once that step
+    /// committed.
     fn deliver(
         self: Arc<Self>,
         key: ThreadKey,
         signal: Signal,
-    ) -> BoxFuture<'static, Result<oneshot::Receiver<Result<(), String>>, RuntimeError>>;
+        settles: Option<Box<TimerWrite>>,
+    ) -> BoxFuture<'static, Result<Answer, RuntimeError>>;
 }
+
+/// Where a thread answers a firing: how it was committed, else why not.
+pub(crate) type Answer = oneshot::Receiver<Result<Applied, String>>;
 
 /// The handle every part of the runtime reaches the timekeeper through; the task starts with
 /// the first timer set or the first agent registered.
@@ -236,6 +245,10 @@ impl Keeper {
         match command {
             Command::Committed(writes) => {
                 for write in writes {
+                    // A firing's settling is reported by the firing itself (`Fired`).
+                    if matches!(write, TimerWrite::Fired { .. }) {
+                        continue;
+                    }
                     let (key, schedule) = write.target();
                     let id = (key.store_id(), schedule.to_owned());
                     if self.polling {
@@ -252,6 +265,7 @@ impl Keeper {
                         TimerWrite::Remove { .. } => {
                             self.held.remove(&id);
                         }
+                        TimerWrite::Fired { .. } => {}
                     }
                 }
             }
@@ -412,12 +426,29 @@ async fn fire(
             return Fired::Done(None);
         }
     };
-    for signal in signals {
+    let next_ms = next.map(|at| u64::try_from(at.as_millisecond()).unwrap_or(u64::MAX));
+    let last = signals.len().saturating_sub(1);
+    let mut settled = false;
+    for (n, signal) in signals.into_iter().enumerate() {
         let Some(host) = host.upgrade() else {
             return Fired::Parked;
         };
         let agent = timer.key.agent().to_owned();
-        let answer = match Arc::clone(&host).deliver(timer.key.clone(), signal).await {
+        // The last occurrence's step settles the timer; one that fails leaves it as it was,
+        // and the retry delivers every occurrence again (those committed are not handled twice).
+        let settles = (keeps && n == last).then(|| {
+            Box::new(TimerWrite::Fired {
+                key: timer.key.clone(),
+                id: timer.id.clone(),
+                fired_ms: timer.due_ms,
+                signal_id: timer.signal.id().as_str().to_owned(),
+                next_ms,
+            })
+        });
+        let delivered = Arc::clone(&host)
+            .deliver(timer.key.clone(), signal, settles)
+            .await;
+        let answer = match delivered {
             Ok(answer) => answer,
             Err(RuntimeError::NotRunning { .. }) if keeps && !host.has_agent(&agent) => {
                 tracing::debug!(timer = %timer.id, thread = %timer.key, "the timer's agent is not registered: it waits in the store");
@@ -430,7 +461,7 @@ async fn fire(
         };
         drop(host);
         match tokio::time::timeout(PATIENCE, answer).await {
-            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Ok(applied))) => settled = applied == Applied::WithTimer,
             outcome => {
                 let why = match outcome {
                     Ok(Ok(Err(reason))) => reason,
@@ -442,8 +473,8 @@ async fn fire(
             }
         }
     }
-    let next_ms = next.map(|at| u64::try_from(at.as_millisecond()).unwrap_or(u64::MAX));
     if keeps
+        && !settled
         && let Err(error) = store
             .timer_fired(
                 &timer.key,

@@ -4,7 +4,7 @@ use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
 use super::{PostgresStore, bounded, server_err, thread_err};
-use crate::store::timers::{COLUMNS, TimerRow, TimerRowWrite, millis_to_db};
+use crate::store::timers::{COLUMNS, FiredRow, SettledRows, TimerRow, TimerRowWrite, millis_to_db};
 use crate::store::{AgentQuery, AgentRecord, StoreError, StoredTimer, ThreadKey, TimerOwners};
 
 /// Keeps a timer's row, replacing the one of the same thread and id.
@@ -63,15 +63,60 @@ const DELETE_ALL: &str =
     "DELETE FROM timers t USING unnest($1::text[], $2::text[]) AS g(thread_id, id)
      WHERE t.thread_id = g.thread_id AND t.id = g.id";
 
+/// Settles a firing through `client` (in its transaction, if it is one): its row removed, or
+/// moved on to its next occurrence, if it is still the one that fired; returns whether it was.
+/// Prepared once per connection: one round trip.
+async fn settle(
+    client: &impl GenericClient,
+    fired: &FiredRow,
+) -> Result<bool, tokio_postgres::Error> {
+    let FiredRow {
+        thread_id,
+        id,
+        fired_ms,
+        signal_id,
+        next_ms,
+    } = fired;
+    let changed = match next_ms {
+        Some(next) => {
+            let update = client
+                .prepare_cached(
+                    "UPDATE timers SET due_ms = $5
+                     WHERE thread_id = $1 AND id = $2 AND due_ms = $3 AND signal_id = $4",
+                )
+                .await?;
+            client
+                .execute(&update, &[thread_id, id, fired_ms, signal_id, next])
+                .await?
+        }
+        None => {
+            let delete = client
+                .prepare_cached(
+                    "DELETE FROM timers
+                     WHERE thread_id = $1 AND id = $2 AND due_ms = $3 AND signal_id = $4",
+                )
+                .await?;
+            client
+                .execute(&delete, &[thread_id, id, fired_ms, signal_id])
+                .await?
+        }
+    };
+    Ok(changed > 0)
+}
+
 /// Makes `writes` inside `tx`, a step's commit on the thread `thread_id`: at most two
-/// statements (the rows kept, the rows removed), whatever the number of timers, and sent
-/// together, so a step's timers cost its commit about one round trip.
+/// statements (the rows kept, the rows removed) whatever the number of timers, and one per
+/// firing settled, sent together, so a step's timers cost its commit about one round trip.
 pub(super) async fn write_in(
     tx: &deadpool_postgres::Transaction<'_>,
     thread_id: &str,
     writes: Vec<TimerRowWrite>,
 ) -> Result<(), StoreError> {
-    let (keep, remove) = TimerRowWrite::settled(writes);
+    let SettledRows {
+        keep,
+        remove,
+        fired,
+    } = TimerRowWrite::settled(writes);
     let err = thread_err(thread_id);
     let kept = async {
         if keep.is_empty() {
@@ -106,7 +151,9 @@ pub(super) async fn write_in(
         let delete = tx.prepare_cached(DELETE_ALL).await?;
         tx.execute(&delete, &[&threads, &ids]).await.map(|_| ())
     };
-    futures::try_join!(kept, removed).map_err(err)?;
+    // A step settles at most the one firing it handled.
+    let settled = futures::future::try_join_all(fired.iter().map(|f| settle(tx, f)));
+    futures::try_join!(kept, removed, settled).map_err(err)?;
     Ok(())
 }
 
@@ -136,39 +183,16 @@ impl PostgresStore {
         signal_id: &str,
         next_ms: Option<u64>,
     ) -> Result<bool, StoreError> {
-        let thread_id = key.store_id();
-        let fired = millis_to_db(fired_ms);
-        bounded(self.limit, Some(&thread_id), async {
+        let fired = FiredRow {
+            thread_id: key.store_id(),
+            id: id.to_owned(),
+            fired_ms: millis_to_db(fired_ms),
+            signal_id: signal_id.to_owned(),
+            next_ms: next_ms.map(millis_to_db),
+        };
+        bounded(self.limit, Some(&fired.thread_id), async {
             let client = self.pool.get().await.map_err(server_err)?;
-            // Prepared once per connection: a firing's settling is one round trip.
-            let changed = match next_ms.map(millis_to_db) {
-                Some(next) => {
-                    let update = client
-                        .prepare_cached(
-                            "UPDATE timers SET due_ms = $5
-                             WHERE thread_id = $1 AND id = $2 AND due_ms = $3 AND signal_id = $4",
-                        )
-                        .await
-                        .map_err(server_err)?;
-                    client
-                        .execute(&update, &[&thread_id, &id, &fired, &signal_id, &next])
-                        .await
-                }
-                None => {
-                    let delete = client
-                        .prepare_cached(
-                            "DELETE FROM timers
-                             WHERE thread_id = $1 AND id = $2 AND due_ms = $3 AND signal_id = $4",
-                        )
-                        .await
-                        .map_err(server_err)?;
-                    client
-                        .execute(&delete, &[&thread_id, &id, &fired, &signal_id])
-                        .await
-                }
-            }
-            .map_err(server_err)?;
-            Ok(changed > 0)
+            settle(&client, &fired).await.map_err(server_err)
         })
         .await
     }

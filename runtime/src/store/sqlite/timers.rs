@@ -3,7 +3,7 @@
 use rusqlite::{Connection, Row, params};
 
 use super::{Inner, db_err, lock};
-use crate::store::timers::{COLUMNS, TimerRow, TimerRowWrite, millis_to_db};
+use crate::store::timers::{COLUMNS, FiredRow, TimerRow, TimerRowWrite, millis_to_db};
 use crate::store::{StoreError, StoredTimer, ThreadKey};
 
 /// Keeps a timer's row, replacing the one of the same thread and id.
@@ -48,9 +48,43 @@ pub(super) fn write_in(conn: &Connection, writes: &[TimerRowWrite]) -> rusqlite:
             TimerRowWrite::Remove { thread_id, id } => {
                 delete(conn, thread_id, id)?;
             }
+            TimerRowWrite::Fired(fired) => {
+                settle(conn, fired)?;
+            }
         }
     }
     Ok(())
+}
+
+/// Settles a firing on `conn`: its row removed, or moved on to its next occurrence, if it is
+/// still the one that fired; returns whether it was.
+fn settle(conn: &Connection, fired: &FiredRow) -> rusqlite::Result<bool> {
+    let changed = match fired.next_ms {
+        Some(next) => conn
+            .prepare_cached(
+                "UPDATE timers SET due_ms = ?5
+                 WHERE thread_id = ?1 AND id = ?2 AND due_ms = ?3 AND signal_id = ?4",
+            )?
+            .execute(params![
+                fired.thread_id,
+                fired.id,
+                fired.fired_ms,
+                fired.signal_id,
+                next
+            ])?,
+        None => conn
+            .prepare_cached(
+                "DELETE FROM timers
+                 WHERE thread_id = ?1 AND id = ?2 AND due_ms = ?3 AND signal_id = ?4",
+            )?
+            .execute(params![
+                fired.thread_id,
+                fired.id,
+                fired.fired_ms,
+                fired.signal_id
+            ])?,
+    };
+    Ok(changed > 0)
 }
 
 impl Inner {
@@ -70,27 +104,14 @@ impl Inner {
         signal_id: &str,
         next_ms: Option<u64>,
     ) -> Result<bool, StoreError> {
-        let conn = lock(&self.writer);
-        let changed = match next_ms {
-            Some(next) => conn.execute(
-                "UPDATE timers SET due_ms = ?5
-                 WHERE thread_id = ?1 AND id = ?2 AND due_ms = ?3 AND signal_id = ?4",
-                params![
-                    thread_id,
-                    id,
-                    millis_to_db(fired_ms),
-                    signal_id,
-                    millis_to_db(next)
-                ],
-            ),
-            None => conn.execute(
-                "DELETE FROM timers
-                 WHERE thread_id = ?1 AND id = ?2 AND due_ms = ?3 AND signal_id = ?4",
-                params![thread_id, id, millis_to_db(fired_ms), signal_id],
-            ),
-        }
-        .map_err(db_err(&self.path))?;
-        Ok(changed > 0)
+        let fired = FiredRow {
+            thread_id: thread_id.to_owned(),
+            id: id.to_owned(),
+            fired_ms: millis_to_db(fired_ms),
+            signal_id: signal_id.to_owned(),
+            next_ms: next_ms.map(millis_to_db),
+        };
+        settle(&lock(&self.writer), &fired).map_err(db_err(&self.path))
     }
 
     pub(super) fn due_timers(

@@ -331,7 +331,8 @@ where
 
     /// Writes what the step changed: the entries the strategy's thread gained, the state's
     /// snapshot (with what `commit` says: the request still running, the bus delivery handled)
-    /// and the timers its directives set or cancel, in one write; nothing when none changed.
+    /// and the timers its directives set or cancel — after the settling of the timer whose
+    /// firing the step handles, if it does — in one write; nothing when none changed.
     pub(super) async fn persist(
         &self,
         state: &mut ThreadState<S>,
@@ -350,6 +351,21 @@ where
             .map(|d| d.applied_with(commit.delivered))
             .unwrap_or_default();
         let children = commit.children.unwrap_or(state.tracked.children());
+        // A firing's settling first: the step's own writes to the same timer come after it.
+        let joined: Vec<TimerWrite>;
+        let timers = match commit
+            .delivered
+            .and_then(|key| state.deliveries.as_deref()?.settles(key))
+        {
+            Some(settles) => {
+                joined = std::iter::once(settles)
+                    .chain(commit.timers)
+                    .cloned()
+                    .collect();
+                &joined[..]
+            }
+            None => commit.timers,
+        };
         let snapshot = self.snapshot(
             &mut state.strategy,
             rev,
@@ -373,12 +389,12 @@ where
                 )?));
             }
             if state.saved == Some(print) {
-                if commit.timers.is_empty() {
+                if timers.is_empty() {
                     return Ok(());
                 }
                 if state.stored {
                     // Only the timers changed.
-                    return self.commit_timers(state, commit.timers).await;
+                    return self.commit_timers(state, timers).await;
                 }
                 // A thread never stored: its first write, below, creates it with them.
             }
@@ -412,7 +428,7 @@ where
                 expected_rev: 0,
                 state: Some(&snapshot),
                 epoch: 0,
-                timers: commit.timers,
+                timers,
             };
             state.stored_rev = store.commit_step(&first).await?;
             // Created at epoch 0, which this actor holds until someone claims the thread.
@@ -426,7 +442,7 @@ where
                 expected_rev: state.stored_rev,
                 state: Some(&snapshot),
                 epoch: state.epoch,
-                timers: commit.timers,
+                timers,
             };
             state.stored_rev = store.commit_step(&next).await?;
         }

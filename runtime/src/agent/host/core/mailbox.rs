@@ -51,6 +51,9 @@ pub(crate) enum ThreadMsg {
         /// The signal for the strategy.
         signal: Signal,
         /// Where the outcome goes: `Ok` once committed, else why not.
-        committed: oneshot::Sender<Result<(), String>>,
+        committed: crate::agent::host::deliveries::Committed,
+        /// For a timer's firing, the write that settles the timer, committed by the step that
+        /// handles the signal (boxed: most messages carry none).
+        settles: Option<Box<crate::store::TimerWrite>>,
     },
 }
