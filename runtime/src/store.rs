@@ -558,18 +558,19 @@ pub trait ThreadStore: Send + Sync {
         agents_from_listing(self, query).await
     }
 
-    /// The timers of the agents `owners` names (by name, or by virtual kind) due before
-    /// `before_ms`, soonest first, at most `limit` of them.
+    /// The timers of the agents `owners` names (by name, or by virtual kind) due within `due`
+    /// (milliseconds since the Unix epoch, from its start up to, not including, its end),
+    /// soonest first, at most `limit` of them.
     ///
     /// # Errors
     /// Storage failures; [`StoreError::Timer`] for a row that cannot be read.
     async fn due_timers(
         &self,
-        before_ms: u64,
+        due: std::ops::Range<u64>,
         owners: &TimerOwners,
         limit: usize,
     ) -> Result<Vec<StoredTimer>, StoreError> {
-        let _ = (before_ms, owners, limit);
+        let _ = (due, owners, limit);
         Ok(Vec::new())
     }
 

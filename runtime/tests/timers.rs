@@ -581,12 +581,12 @@ impl ThreadStore for SlowReads {
     }
     async fn due_timers(
         &self,
-        before_ms: u64,
+        due: std::ops::Range<u64>,
         owners: &motet_runtime::store::TimerOwners,
         limit: usize,
     ) -> Result<Vec<StoredTimer>, StoreError> {
         tokio::time::sleep(Self::DELAY).await;
-        self.inner.due_timers(before_ms, owners, limit).await
+        self.inner.due_timers(due, owners, limit).await
     }
     async fn timers_of(&self, key: &ThreadKey) -> Result<Vec<StoredTimer>, StoreError> {
         self.inner.timers_of(key).await

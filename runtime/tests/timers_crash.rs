@@ -166,7 +166,7 @@ async fn run_child() {
             kinds: Vec::new(),
         };
         loop {
-            let timers = store.due_timers(u64::MAX, &agents, 1_000).await.unwrap();
+            let timers = store.due_timers(0..u64::MAX, &agents, 1_000).await.unwrap();
             // Read after the rows: a timer settled meanwhile is in the state.
             let fired = seen(&*store).await.unwrap_or_default();
             let mut set: HashSet<String> = timers.iter().map(|t| t.id.clone()).collect();

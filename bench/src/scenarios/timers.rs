@@ -363,7 +363,7 @@ async fn measure(variant: &str, store: Arc<dyn ThreadStore>) -> Result<Vec<Repor
         tokio::time::sleep(Duration::from_secs(1)).await;
         stored = store
             .due_timers(
-                u64::MAX,
+                0..u64::MAX,
                 &motet_runtime::store::TimerOwners {
                     agents: names.clone(),
                     kinds: Vec::new(),

@@ -520,19 +520,19 @@ impl ThreadStore for MemoryStore {
 
     async fn due_timers(
         &self,
-        before_ms: u64,
+        due: std::ops::Range<u64>,
         owners: &TimerOwners,
         limit: usize,
     ) -> Result<Vec<StoredTimer>, StoreError> {
-        let mut due: Vec<StoredTimer> = self
+        let mut found: Vec<StoredTimer> = self
             .timers()
             .values()
-            .filter(|t| t.due_ms < before_ms && owners.owns(t.key.agent()))
+            .filter(|t| due.contains(&t.due_ms) && owners.owns(t.key.agent()))
             .cloned()
             .collect();
-        due.sort_by_key(|t| t.due_ms);
-        due.truncate(limit);
-        Ok(due)
+        found.sort_by_key(|t| t.due_ms);
+        found.truncate(limit);
+        Ok(found)
     }
 
     async fn timers_of(&self, key: &ThreadKey) -> Result<Vec<StoredTimer>, StoreError> {

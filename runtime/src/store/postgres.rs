@@ -380,11 +380,11 @@ impl ThreadStore for PostgresStore {
 
     async fn due_timers(
         &self,
-        before_ms: u64,
+        due: std::ops::Range<u64>,
         owners: &TimerOwners,
         limit: usize,
     ) -> Result<Vec<StoredTimer>, StoreError> {
-        self.timers_due(before_ms, owners, limit).await
+        self.timers_due(due, owners, limit).await
     }
 
     async fn timers_of(&self, key: &ThreadKey) -> Result<Vec<StoredTimer>, StoreError> {

@@ -469,7 +469,7 @@ impl ThreadStore for SqliteStore {
 
     async fn due_timers(
         &self,
-        before_ms: u64,
+        due: std::ops::Range<u64>,
         owners: &TimerOwners,
         limit: usize,
     ) -> Result<Vec<StoredTimer>, StoreError> {
@@ -480,7 +480,7 @@ impl ThreadStore for SqliteStore {
             })
         };
         let (agents, kinds) = (encode(&owners.agents)?, encode(&owners.kinds)?);
-        self.run(move |inner| inner.due_timers(before_ms, &agents, &kinds, limit))
+        self.run(move |inner| inner.due_timers(&due, &agents, &kinds, limit))
             .await
     }
 

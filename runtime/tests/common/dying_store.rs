@@ -169,12 +169,12 @@ impl ThreadStore for DyingStore {
     }
     async fn due_timers(
         &self,
-        before_ms: u64,
+        due: std::ops::Range<u64>,
         agents: &motet_runtime::store::TimerOwners,
         limit: usize,
     ) -> Result<Vec<StoredTimer>, StoreError> {
         self.alive()?;
-        self.inner.due_timers(before_ms, agents, limit).await
+        self.inner.due_timers(due, agents, limit).await
     }
     async fn timers_of(&self, key: &ThreadKey) -> Result<Vec<StoredTimer>, StoreError> {
         self.alive()?;

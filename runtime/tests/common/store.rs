@@ -759,24 +759,33 @@ pub(crate) async fn timers_are_kept_settled_and_found_by_due_time(store: &dyn Th
         agents: vec!["alarm".to_owned()],
         kinds: Vec::new(),
     };
-    let due = store.due_timers(10_000, &alarm, 10).await.unwrap();
+    let due = store.due_timers(0..10_000, &alarm, 10).await.unwrap();
     assert_eq!(
         due,
         [a2.clone(), a1.clone()],
         "soonest first, the named agents' only"
     );
     assert_eq!(
-        store.due_timers(3_000, &alarm, 10).await.unwrap(),
+        store.due_timers(0..3_000, &alarm, 10).await.unwrap(),
+        [a2.clone()]
+    );
+    // From its start on: a1 due at 3,000 is in, a2 due at 1,000 is not.
+    assert_eq!(
+        store.due_timers(1_001..3_001, &alarm, 10).await.unwrap(),
+        std::slice::from_ref(&a1)
+    );
+    assert_eq!(
+        store.due_timers(1_000..1_001, &alarm, 10).await.unwrap(),
         [a2.clone()]
     );
     assert_eq!(
-        store.due_timers(10_000, &alarm, 1).await.unwrap(),
+        store.due_timers(0..10_000, &alarm, 1).await.unwrap(),
         [a2.clone()]
     );
     let nobody = TimerOwners::default();
     assert!(
         store
-            .due_timers(10_000, &nobody, 10)
+            .due_timers(0..10_000, &nobody, 10)
             .await
             .unwrap()
             .is_empty()
@@ -791,7 +800,7 @@ pub(crate) async fn timers_are_kept_settled_and_found_by_due_time(store: &dyn Th
         kinds: vec!["room".to_owned()],
     };
     assert_eq!(
-        store.due_timers(10_000, &rooms, 10).await.unwrap(),
+        store.due_timers(0..10_000, &rooms, 10).await.unwrap(),
         std::slice::from_ref(&v1)
     );
     assert!(store.remove_timer(&v1.key, "v").await.unwrap());
@@ -848,7 +857,7 @@ pub(crate) async fn timers_are_kept_settled_and_found_by_due_time(store: &dyn Th
     };
     assert!(
         store
-            .due_timers(10_000, &others, 10)
+            .due_timers(0..10_000, &others, 10)
             .await
             .unwrap()
             .is_empty()

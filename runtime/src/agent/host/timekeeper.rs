@@ -7,7 +7,10 @@
 //! (and every timer of a store that keeps none); the rest live in the store alone, and a read
 //! every [`POLL`] brings them in as their time comes — so a thread with a pending timer may
 //! idle, a pending timer costs no memory here, and a timer of an agent nobody has talked to
-//! since the process started fires all the same.
+//! since the process started fires all the same. A read asks only for the timers due after
+//! what the last one covered (a timer this process sets is handed over at its commit); the
+//! first read, one after an agent is registered and every [`FULL_READ_EVERY`]th read ask for
+//! every due timer, so one the store kept behind (its settling failed) is not forgotten.
 //!
 //! A firing is delivered to its thread as a durable delivery (`ThreadMsg::Delivered`) that
 //! carries the write settling the timer (removed, or moved on to a cron timer's next
@@ -46,6 +49,8 @@ pub(crate) const HORIZON: Duration = Duration::from_secs(10);
 pub(crate) const POLL: Duration = Duration::from_secs(5);
 /// The most timers one read of the store brings in.
 const POLL_LIMIT: usize = 10_000;
+/// One read in this many asks for every due timer, not only those after the last read.
+const FULL_READ_EVERY: u32 = 12;
 /// How late a cron occurrence may fire and still be on time; older ones misfired.
 pub(crate) const GRACE: Duration = Duration::from_secs(1);
 /// How long a firing that could not be delivered waits before it is tried again.
@@ -109,8 +114,18 @@ enum Command {
     Stop,
     /// A firing ended.
     Fired(TimerId, Fired),
-    /// A read of the store ended with these timers due within [`HORIZON`].
-    Polled(Vec<StoredTimer>),
+    /// A read of the store ended.
+    Polled(Read),
+}
+
+/// What a read of the store found.
+struct Read {
+    /// The timers due within what it asked for, soonest first.
+    due: Vec<StoredTimer>,
+    /// Up to when the store's timers have been read now; `None` if the read failed.
+    covered_ms: Option<u64>,
+    /// Whether it asked for every due timer.
+    full: bool,
 }
 
 /// How a firing ended.
@@ -166,6 +181,9 @@ fn start(host: &Arc<dyn TimerHost>) -> mpsc::UnboundedSender<Command> {
         polls: true,
         polling: false,
         next_poll: Instant::now(),
+        covered_ms: 0,
+        read_all: true,
+        reads_since_full: 0,
         tx: tx.downgrade(),
     };
     tokio::spawn(keeper.run(rx));
@@ -195,6 +213,14 @@ struct Keeper {
     /// held timers fire meanwhile however slow the store is.
     polling: bool,
     next_poll: Instant,
+    /// The store's timers due before this (ms since the Unix epoch) have been read: those this
+    /// process did not hold already came in then.
+    covered_ms: u64,
+    /// Whether the next read asks for every due timer: the first, and the first after an
+    /// agent is registered (its timers may be anywhere in the store).
+    read_all: bool,
+    /// The reads since the last that asked for every due timer.
+    reads_since_full: u32,
     /// Where firings and reads of the store report back; weak, so the task ends with the
     /// runtime.
     tx: mpsc::WeakUnboundedSender<Command>,
@@ -270,9 +296,10 @@ impl Keeper {
                 }
             }
             Command::Stop => {}
-            Command::Polled(due) => self.polled(due),
+            Command::Polled(read) => self.polled(read),
             Command::AgentAdded => {
                 self.polls = true;
+                self.read_all = true;
                 self.next_poll = Instant::now();
             }
             Command::Fired(id, fired) => {
@@ -313,8 +340,9 @@ impl Keeper {
         self.held.insert(id, timer);
     }
 
-    /// Starts a read of the store for the registered agents' timers due within [`HORIZON`];
-    /// they come back as `Polled`.
+    /// Starts a read of the store for the registered agents' timers due within [`HORIZON`]
+    /// (after what the last read covered, unless it is a full read); they come back as
+    /// `Polled`.
     fn poll(&mut self) {
         self.next_poll = Instant::now() + POLL;
         let Some(host) = self.host.upgrade() else {
@@ -335,27 +363,55 @@ impl Keeper {
         self.polling = true;
         self.changed.clear();
         self.trim();
+        let full = mem::take(&mut self.read_all) || self.reads_since_full + 1 >= FULL_READ_EVERY;
+        let from = if full { 0 } else { self.covered_ms };
+        // Taken now, not when the read runs: a timer a commit hands over meanwhile that is not
+        // held (due after its commit's horizon) is then due after this read's end too.
+        let before = now_ms() + millis(HORIZON);
         let store = Arc::clone(&self.store);
         tokio::spawn(async move {
-            let before = now_ms() + millis(HORIZON);
-            let due = match store.due_timers(before, &owners, POLL_LIMIT).await {
-                Ok(due) => due,
+            let read = match store.due_timers(from..before, &owners, POLL_LIMIT).await {
+                Ok(due) => Read {
+                    // Cut short at the limit: covered only up to the last timer read.
+                    covered_ms: Some(match due.last() {
+                        Some(last) if due.len() >= POLL_LIMIT => last.due_ms,
+                        _ => before,
+                    }),
+                    due,
+                    full,
+                },
                 Err(error) => {
                     tracing::warn!(%error, "the store's timers could not be read; trying again");
-                    Vec::new()
+                    Read {
+                        due: Vec::new(),
+                        covered_ms: None,
+                        full,
+                    }
                 }
             };
-            let _ = tx.send(Command::Polled(due));
+            let _ = tx.send(Command::Polled(read));
         });
     }
 
     /// Holds the timers a read of the store found due within [`HORIZON`], but those this
     /// process holds or fires, or changed or fired since the read began: what it has of them
     /// is newer than the read.
-    fn polled(&mut self, due: Vec<StoredTimer>) {
+    fn polled(&mut self, read: Read) {
         self.polling = false;
+        match read.covered_ms {
+            Some(covered) => {
+                self.covered_ms = covered;
+                self.reads_since_full = if read.full {
+                    0
+                } else {
+                    self.reads_since_full + 1
+                };
+            }
+            // Failed: the next read asks again for what this one asked.
+            None => self.read_all |= read.full,
+        }
         let changed = mem::take(&mut self.changed);
-        for timer in due {
+        for timer in read.due {
             let id = id_of(&timer);
             if self.held.contains_key(&id) || self.firing.contains_key(&id) || changed.contains(&id)
             {

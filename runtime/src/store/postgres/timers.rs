@@ -199,12 +199,12 @@ impl PostgresStore {
 
     pub(super) async fn timers_due(
         &self,
-        before_ms: u64,
+        due: std::ops::Range<u64>,
         owners: &TimerOwners,
         limit: usize,
     ) -> Result<Vec<StoredTimer>, StoreError> {
         let (agents, kinds) = (&owners.agents, &owners.kinds);
-        let before = millis_to_db(before_ms);
+        let (from, before) = (millis_to_db(due.start), millis_to_db(due.end));
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         bounded(self.limit, None, async {
             let client = self.pool.get().await.map_err(server_err)?;
@@ -214,7 +214,8 @@ impl PostgresStore {
             let select = client
                 .prepare_cached(&format!(
                     "SELECT {COLUMNS} FROM timers
-                     WHERE due_ms < $1 AND (agent IN (SELECT unnest($2::text[]))
+                     WHERE due_ms >= $5 AND due_ms < $1
+                        AND (agent IN (SELECT unnest($2::text[]))
                         OR (strpos(agent, ':') > 1
                             AND split_part(agent, ':', 1) IN (SELECT unnest($3::text[]))))
                      ORDER BY due_ms LIMIT $4"
@@ -222,7 +223,7 @@ impl PostgresStore {
                 .await
                 .map_err(server_err)?;
             let rows = client
-                .query(&select, &[&before, agents, kinds, &limit])
+                .query(&select, &[&before, agents, kinds, &limit, &from])
                 .await
                 .map_err(server_err)?;
             rows.iter().map(|row| timer_row(row)?.decode()).collect()

@@ -116,7 +116,7 @@ impl Inner {
 
     pub(super) fn due_timers(
         &self,
-        before_ms: u64,
+        due: &std::ops::Range<u64>,
         agents: &str,
         kinds: &str,
         limit: usize,
@@ -127,7 +127,8 @@ impl Inner {
         let mut select = conn
             .prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM timers
-                 WHERE due_ms < ?1 AND (agent IN (SELECT value FROM json_each(?2))
+                 WHERE due_ms >= ?5 AND due_ms < ?1
+                    AND (agent IN (SELECT value FROM json_each(?2))
                     OR (instr(agent, ':') > 1
                         AND substr(agent, 1, instr(agent, ':') - 1)
                             IN (SELECT value FROM json_each(?3))))
@@ -137,7 +138,13 @@ impl Inner {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = select
             .query_map(
-                params![millis_to_db(before_ms), agents, kinds, limit],
+                params![
+                    millis_to_db(due.end),
+                    agents,
+                    kinds,
+                    limit,
+                    millis_to_db(due.start)
+                ],
                 timer_row,
             )
             .map_err(&err)?;
