@@ -84,3 +84,9 @@ impl Report {
 pub(crate) fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
+
+/// The `q` quantile (0 to 1) of `sorted` (ascending), the nearest rank; 0 when it is empty.
+pub(crate) fn quantile(sorted: &[f64], q: f64) -> f64 {
+    let at = ((sorted.len() as f64 - 1.0) * q).round().max(0.0) as usize;
+    sorted.get(at).copied().unwrap_or(0.0)
+}

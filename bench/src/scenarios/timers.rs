@@ -51,7 +51,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use crate::alloc::{counting, live_bytes};
-use crate::report::{Report, round2};
+use crate::report::{Report, quantile, round2};
 
 /// Agents.
 const AGENTS: usize = 10_000;
@@ -277,10 +277,7 @@ async fn floor() -> Vec<Report> {
 /// The percentiles of `late` on `report`.
 fn with_lateness(report: Report, late: &mut [f64]) -> Report {
     late.sort_by(f64::total_cmp);
-    let at = |q: f64| {
-        let i = ((late.len() as f64 - 1.0) * q).round() as usize;
-        late.get(i).copied().unwrap_or(0.0)
-    };
+    let at = |q: f64| quantile(late, q);
     report
         .with("lateness_p50_ms", round2(at(0.5)))
         .with("lateness_p99_ms", round2(at(0.99)))
@@ -459,10 +456,6 @@ async fn measure(variant: &str, store: Arc<dyn ThreadStore>) -> Result<Vec<Repor
         .map(|(_, _, late_ms)| *late_ms)
         .collect();
     in_time.sort_by(f64::total_cmp);
-    let quantile = |sorted: &[f64], q: f64| {
-        let i = ((sorted.len() as f64 - 1.0) * q).round() as usize;
-        sorted.get(i).copied().unwrap_or(0.0)
-    };
     let fired = late.len() as u64;
     let distinct = got.len() as u64;
     let (lost, doubled) = (measured.saturating_sub(distinct), fired - distinct);

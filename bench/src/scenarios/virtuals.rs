@@ -35,7 +35,7 @@ use motet_signals::{Delivery, Signal};
 use tokio::sync::mpsc;
 
 use crate::alloc::{counting, live_bytes};
-use crate::report::{Report, round2};
+use crate::report::{Report, quantile, round2};
 
 /// Active virtual agents at most.
 const CAP: usize = 10_000;
@@ -380,14 +380,6 @@ impl ractor::Actor for Loader {
     }
 }
 
-fn percentile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let at = ((sorted.len() - 1) as f64 * q).round() as usize;
-    sorted[at.min(sorted.len() - 1)]
-}
-
 /// `activation_<store>` and `floor_<store>`.
 async fn activation(variant: &str, store: &Arc<dyn ThreadStore>) -> Result<Vec<Report>, String> {
     let keys = |n: usize| format!("p{n}");
@@ -439,10 +431,10 @@ async fn activation(variant: &str, store: &Arc<dyn ThreadStore>) -> Result<Vec<R
     for times in [&mut cold, &mut warm, &mut floor] {
         times.sort_by(f64::total_cmp);
     }
-    let warm_p50 = percentile(&warm, 0.5);
-    let activation = |q: f64| (percentile(&cold, q) - warm_p50).max(0.0);
+    let warm_p50 = quantile(&warm, 0.5);
+    let activation = |q: f64| (quantile(&cold, q) - warm_p50).max(0.0);
     let (p50, p99) = (activation(0.5), activation(0.99));
-    let floor_p50 = percentile(&floor, 0.5);
+    let floor_p50 = quantile(&floor, 0.5);
     Ok(vec![
         Report::new(
             "virtual",
@@ -451,7 +443,7 @@ async fn activation(variant: &str, store: &Arc<dyn ThreadStore>) -> Result<Vec<R
             elapsed,
         )
         .with("p50_us", round2(floor_p50))
-        .with("p99_us", round2(percentile(&floor, 0.99))),
+        .with("p99_us", round2(quantile(&floor, 0.99))),
         Report::new(
             "virtual",
             format!("activation_{variant}"),
@@ -460,7 +452,7 @@ async fn activation(variant: &str, store: &Arc<dyn ThreadStore>) -> Result<Vec<R
         )
         .with("p50_us", round2(p50))
         .with("p99_us", round2(p99))
-        .with("send_to_commit_cold_p50_us", round2(percentile(&cold, 0.5)))
+        .with("send_to_commit_cold_p50_us", round2(quantile(&cold, 0.5)))
         .with("send_to_commit_warm_p50_us", round2(warm_p50))
         .with("activation_vs_floor", round2(p50 / floor_p50.max(0.001))),
     ])

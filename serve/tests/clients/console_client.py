@@ -127,6 +127,18 @@ def act(wait, action):
     return wait.until(lambda d: action(d) or True)
 
 
+def fill_and_click(call, field, text, button):
+    """The action that types `text` into `field` of the card of `call`, then clicks `button`
+    of it. While the field has the focus the page leaves the list alone, so the typing and the
+    click land on one card."""
+    def action(d):
+        typed = card(d, call).find_element(By.CSS_SELECTOR, field)
+        typed.clear()
+        typed.send_keys(text)
+        card(d, call).find_element(By.CSS_SELECTOR, button).click()
+    return action
+
+
 def answered(driver, wait, call):
     wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, f'#waiting li[data-call="{call}"]'))
 
@@ -148,24 +160,9 @@ def approve(driver, base, token, agent, shot):
     act(wait, lambda d: card(d, "c1").find_element(By.CSS_SELECTOR, "button.approve").click())
     answered(driver, wait, "c1")
 
-    def edit(d):
-        # While the text area has the focus the page leaves the list alone, so the edit and
-        # the click land on one card.
-        edited = card(d, "c2").find_element(By.CSS_SELECTOR, "textarea.args")
-        edited.clear()
-        edited.send_keys('{"path": "/tmp/z"}')
-        card(d, "c2").find_element(By.CSS_SELECTOR, "button.edit").click()
-
-    act(wait, edit)
+    act(wait, fill_and_click("c2", "textarea.args", '{"path": "/tmp/z"}', "button.edit"))
     answered(driver, wait, "c2")
-
-    def reject(d):
-        reason = card(d, "c3").find_element(By.CSS_SELECTOR, "input.reason")
-        reason.clear()
-        reason.send_keys("keep it")
-        card(d, "c3").find_element(By.CSS_SELECTOR, "button.reject").click()
-
-    act(wait, reject)
+    act(wait, fill_and_click("c3", "input.reason", "keep it", "button.reject"))
     seen, answer = watch_answer(driver, 120)
     say("answer", seen=seen, answer=answer)
     # The approved and the edited call ran: their results are in the transcript (the rejected
