@@ -362,6 +362,53 @@ async fn a_timer_outlives_its_runtime_and_fires_once_in_the_next() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_registered_after_the_first_read_of_the_store_gets_its_timers_on_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("timers.db");
+    let first = on(Arc::new(SqliteStore::open(&path).await.unwrap()), None).await;
+    first.alarm.send(set("late-comer", 1_500)).await.unwrap();
+    let key = motet_runtime::store::ThreadKey::new("alarm", "default");
+    let store = SqliteStore::open(&path).await.unwrap();
+    for _ in 0..200 {
+        if !store.timers_of(&key).await.unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    first.runtime.shutdown().await;
+    drop(first);
+
+    // The next runtime reads the store for its first agent, which is not the alarm; the
+    // alarm, registered after that read, still has its timer fire when due — not at the next
+    // read that asks for every timer, a minute on.
+    let runtime = Runtime::builder()
+        .llm(Arc::new(ScriptedModel::default()))
+        .store(Arc::new(SqliteStore::open(&path).await.unwrap()))
+        .build()
+        .unwrap();
+    let (tx, mut heard) = mpsc::unbounded_channel();
+    let _subscription =
+        runtime
+            .bus()
+            .subscribe("timer.heard".parse().unwrap(), move |s: &Signal| {
+                let _ = tx.send(s.data_as::<Heard>().unwrap());
+                Delivery::Delivered
+            });
+    runtime.spawn(AgentSpec::new("early", Alarm)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = tokio::time::Instant::now();
+    runtime.spawn(AgentSpec::new("alarm", Alarm)).await.unwrap();
+    let fired = next_heard(&mut heard).await;
+    assert_eq!(fired.id, "late-comer");
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "fired {:?} after its agent was registered",
+        started.elapsed()
+    );
+    runtime.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cron_timer_fires_once_per_occurrence_until_cancelled() {
     let mut bench = bench().await;
     bench

@@ -562,7 +562,9 @@ impl Runtime {
             );
             return;
         };
-        self.core.timekeeper.agent_added(&self.core.timer_host());
+        self.core
+            .timekeeper
+            .agent_added(&self.core.timer_host(), None);
         let runtime = self.clone();
         tokio.spawn(async move {
             let core = Arc::clone(&runtime.core);

@@ -147,7 +147,8 @@ where
         core.groups.entry(group).or_default().push(name.clone());
     }
     // Timers the store holds for this agent from an earlier run fire from now on.
-    core.timekeeper.agent_added(&core.timer_host());
+    core.timekeeper
+        .agent_added(&core.timer_host(), Some(name.clone()));
     Ok(())
 }
 

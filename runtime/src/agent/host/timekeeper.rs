@@ -8,9 +8,10 @@
 //! every [`POLL`] brings them in as their time comes — so a thread with a pending timer may
 //! idle, a pending timer costs no memory here, and a timer of an agent nobody has talked to
 //! since the process started fires all the same. A read asks only for the timers due after
-//! what the last one covered (a timer this process sets is handed over at its commit); the
-//! first read, one after an agent is registered and every [`FULL_READ_EVERY`]th read ask for
-//! every due timer, so one the store kept behind (its settling failed) is not forgotten.
+//! what the last one covered (a timer this process sets is handed over at its commit); an
+//! agent registered since has its own timers read next, whenever due; the first read and every
+//! [`FULL_READ_EVERY`]th ask for every due timer, so one the store kept behind (its settling
+//! failed) is not forgotten.
 //!
 //! A firing is delivered to its thread as a durable delivery (`ThreadMsg::Delivered`) that
 //! carries the write settling the timer (removed, or moved on to a cron timer's next
@@ -108,8 +109,9 @@ enum Command {
     /// A step committed these changes to its timers: a timer set is fired when due, one
     /// removed is forgotten.
     Committed(Vec<TimerWrite>),
-    /// An agent was registered: the store may hold timers of its from an earlier run.
-    AgentAdded,
+    /// An agent was registered (`None`: the runtime's virtual kinds, at its start): the store
+    /// may hold timers of its from an earlier run.
+    AgentAdded(Option<String>),
     /// The runtime shuts down: timers stay in the store, nothing fires here any more.
     Stop,
     /// A firing ended.
@@ -126,6 +128,9 @@ struct Read {
     covered_ms: Option<u64>,
     /// Whether it asked for every due timer.
     full: bool,
+    /// Whether it asked only for the timers of agents registered since the last read: it
+    /// covers no window.
+    catch_up: bool,
 }
 
 /// How a firing ended.
@@ -152,10 +157,10 @@ impl Timekeeper {
         }
     }
 
-    /// An agent was registered: timers the store holds for it from an earlier run are due now
-    /// or later.
-    pub(crate) fn agent_added(&self, host: &Arc<dyn TimerHost>) {
-        let _ = self.commands(host).send(Command::AgentAdded);
+    /// Agent `name` was registered (`None`: the virtual kinds, as the runtime starts): timers
+    /// the store holds for it from an earlier run are due now or later.
+    pub(crate) fn agent_added(&self, host: &Arc<dyn TimerHost>, name: Option<String>) {
+        let _ = self.commands(host).send(Command::AgentAdded(name));
     }
 
     /// Stops the task, if it started: the timers stay in the store for the next start.
@@ -183,6 +188,7 @@ fn start(host: &Arc<dyn TimerHost>) -> mpsc::UnboundedSender<Command> {
         next_poll: Instant::now(),
         covered_ms: 0,
         read_all: true,
+        added: Vec::new(),
         reads_since_full: 0,
         tx: tx.downgrade(),
     };
@@ -216,9 +222,13 @@ struct Keeper {
     /// The store's timers due before this (ms since the Unix epoch) have been read: those this
     /// process did not hold already came in then.
     covered_ms: u64,
-    /// Whether the next read asks for every due timer: the first, and the first after an
-    /// agent is registered (its timers may be anywhere in the store).
+    /// Whether the next read asks for every due timer: the first, and the first after the
+    /// virtual kinds are registered (their agents' timers may be anywhere in the store).
     read_all: bool,
+    /// The agents registered since the last read began: a read of their timers alone, due at
+    /// any time before the horizon, comes next, so a spawn costs a read of one agent's timers,
+    /// not of every agent's.
+    added: Vec<String>,
     /// The reads since the last that asked for every due timer.
     reads_since_full: u32,
     /// Where firings and reads of the store report back; weak, so the task ends with the
@@ -250,7 +260,10 @@ impl Keeper {
                 }
                 self.obey(command);
             }
-            if self.polls && !self.polling && Instant::now() >= self.next_poll {
+            if self.polls
+                && !self.polling
+                && (Instant::now() >= self.next_poll || !self.added.is_empty())
+            {
                 self.poll();
             }
             self.fire_due();
@@ -297,7 +310,11 @@ impl Keeper {
             }
             Command::Stop => {}
             Command::Polled(read) => self.polled(read),
-            Command::AgentAdded => {
+            Command::AgentAdded(Some(name)) => {
+                self.polls = true;
+                self.added.push(name);
+            }
+            Command::AgentAdded(None) => {
                 self.polls = true;
                 self.read_all = true;
                 self.next_poll = Instant::now();
@@ -340,19 +357,27 @@ impl Keeper {
         self.held.insert(id, timer);
     }
 
-    /// Starts a read of the store for the registered agents' timers due within [`HORIZON`]
-    /// (after what the last read covered, unless it is a full read); they come back as
-    /// `Polled`.
+    /// Starts a read of the store, whose timers come back as `Polled`: when it is time, for
+    /// the registered agents' timers due within [`HORIZON`] (after what the last read covered,
+    /// unless it is a full read); else for those of the agents registered since the last read,
+    /// due at any time before the horizon.
     fn poll(&mut self) {
-        self.next_poll = Instant::now() + POLL;
-        let Some(host) = self.host.upgrade() else {
-            return;
+        let regular = Instant::now() >= self.next_poll;
+        let owners = if regular {
+            self.next_poll = Instant::now() + POLL;
+            let Some(host) = self.host.upgrade() else {
+                return;
+            };
+            TimerOwners {
+                agents: host.agent_names(),
+                kinds: host.virtual_kinds(),
+            }
+        } else {
+            TimerOwners {
+                agents: mem::take(&mut self.added),
+                kinds: Vec::new(),
+            }
         };
-        let owners = TimerOwners {
-            agents: host.agent_names(),
-            kinds: host.virtual_kinds(),
-        };
-        drop(host);
         if owners.is_empty() || !self.keeps {
             self.polls = self.keeps;
             return;
@@ -363,8 +388,14 @@ impl Keeper {
         self.polling = true;
         self.changed.clear();
         self.trim();
-        let full = mem::take(&mut self.read_all) || self.reads_since_full + 1 >= FULL_READ_EVERY;
-        let from = if full { 0 } else { self.covered_ms };
+        let catch_up = !regular;
+        let full = regular
+            && (mem::take(&mut self.read_all) || self.reads_since_full + 1 >= FULL_READ_EVERY);
+        if full {
+            // Every agent's timers, those registered since the last read too.
+            self.added.clear();
+        }
+        let from = if full || catch_up { 0 } else { self.covered_ms };
         // Taken now, not when the read runs: a timer a commit hands over meanwhile that is not
         // held (due after its commit's horizon) is then due after this read's end too.
         let before = now_ms() + millis(HORIZON);
@@ -379,6 +410,7 @@ impl Keeper {
                     }),
                     due,
                     full,
+                    catch_up,
                 },
                 Err(error) => {
                     tracing::warn!(%error, "the store's timers could not be read; trying again");
@@ -386,6 +418,7 @@ impl Keeper {
                         due: Vec::new(),
                         covered_ms: None,
                         full,
+                        catch_up,
                     }
                 }
             };
@@ -399,6 +432,8 @@ impl Keeper {
     fn polled(&mut self, read: Read) {
         self.polling = false;
         match read.covered_ms {
+            // A catch-up read covers its agents' timers (before the horizon), no window.
+            Some(_) if read.catch_up => {}
             Some(covered) => {
                 self.covered_ms = covered;
                 self.reads_since_full = if read.full {
@@ -407,8 +442,9 @@ impl Keeper {
                     self.reads_since_full + 1
                 };
             }
-            // Failed: the next read asks again for what this one asked.
-            None => self.read_all |= read.full,
+            // Failed: the next read asks again for what this one asked (a full read for an
+            // agent's catch-up: its name is not kept).
+            None => self.read_all |= read.full || read.catch_up,
         }
         let changed = mem::take(&mut self.changed);
         for timer in read.due {
