@@ -1,5 +1,5 @@
 //! The swarm example as a user runs it: a real process against the local llama.cpp server,
-//! 100 workers with chaos, its `--json` summary checked — every task answered, every task ran
+//! 50 workers with chaos, its `--json` summary checked — every task answered, every task ran
 //! its tool, the correctness counts reported per skill, workers restarted by the supervisor,
 //! nothing lost — and 12 virtual workers under a cap of 4. (How many results and answers are right is the small model's business: the
 //! counts are checked for shape, not for value.)
@@ -18,7 +18,7 @@ fn target_dir() -> PathBuf {
 }
 
 #[test]
-fn a_hundred_agents_with_chaos_answer_every_task() {
+fn fifty_agents_with_chaos_answer_every_task() {
     let Ok(url) = std::env::var("MOTET_LOCAL_LLM_URL") else {
         println!("skipped: MOTET_LOCAL_LLM_URL is not set (bash scripts/local-llm.sh start)");
         assert_ne!(
@@ -36,7 +36,7 @@ fn a_hundred_agents_with_chaos_answer_every_task() {
     }
     cargo
         .arg("--")
-        .args(["--agents", "100", "--chaos", "0.1", "--json"])
+        .args(["--agents", "50", "--chaos", "0.2", "--json"])
         .env("CARGO_TARGET_DIR", target_dir())
         .env("MOTET_LOCAL_LLM_URL", url)
         .env_remove("MOTET_MODEL")
@@ -50,23 +50,23 @@ fn a_hundred_agents_with_chaos_answer_every_task() {
         .unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}):\n{stdout}"));
     println!("{summary} in {:.0?}", started.elapsed());
 
-    assert_eq!(summary["agents"], 100);
-    assert_eq!(summary["tasks"], 100);
-    assert_eq!(summary["answered"], 100, "every task answered: {summary}");
+    assert_eq!(summary["agents"], 50);
+    assert_eq!(summary["tasks"], 50);
+    assert_eq!(summary["answered"], 50, "every task answered: {summary}");
     assert_eq!(summary["failures"], 0, "{summary}");
-    // round(0.1 × 100) = 10 workers crash on purpose, each restarted and its task sent again.
+    // round(0.2 × 50) = 10 workers crash on purpose, each restarted and its task sent again.
     assert!(summary["restarts"].as_u64().unwrap() >= 10, "{summary}");
     assert!(summary["retries"].as_u64().unwrap() >= 10, "{summary}");
     // Every task's first LLM call must call its tool, then the model answers: two calls.
-    assert!(summary["llm_calls"].as_u64().unwrap() >= 200, "{summary}");
+    assert!(summary["llm_calls"].as_u64().unwrap() >= 100, "{summary}");
     let tool_calls = summary["tool_calls"].as_u64().unwrap();
-    assert!(tool_calls >= 100, "a tool call per task: {summary}");
+    assert!(tool_calls >= 50, "a tool call per task: {summary}");
     let mut per_skill = [0, 0, 0];
     for skill in ["calculate", "read"] {
         let counts = &summary["skills"][skill];
-        assert_eq!(counts["tasks"], 50, "{skill}: {summary}");
+        assert_eq!(counts["tasks"], 25, "{skill}: {summary}");
         assert!(
-            counts["tool_calls"].as_u64().unwrap() >= 50,
+            counts["tool_calls"].as_u64().unwrap() >= 25,
             "{skill}: {summary}"
         );
         let results = counts["tool_results_correct"].as_u64().unwrap();
@@ -75,7 +75,7 @@ fn a_hundred_agents_with_chaos_answer_every_task() {
             results <= counts["tool_calls"].as_u64().unwrap(),
             "{skill}: {summary}"
         );
-        assert!(answers <= 50, "{skill}: {summary}");
+        assert!(answers <= 25, "{skill}: {summary}");
         for (sum, n) in
             per_skill
                 .iter_mut()
