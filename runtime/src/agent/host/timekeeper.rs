@@ -17,10 +17,11 @@
 //! carries the write settling the timer (removed, or moved on to a cron timer's next
 //! occurrence: `TimerWrite::Fired`); the step that handles the signal commits that write with
 //! its own, so a firing costs the store one write, and its effect and its settling are kept or
-//! lost together. A thread that committed the signal before (a crash between the step's
-//! commit and the timekeeper's hearing of it fires it again, with the same signal id) answers
-//! at once without handling it twice, and the timekeeper settles the timer itself
-//! (`ThreadStore::timer_fired`): at-least-once delivery, once-per-occurrence effect.
+//! lost together. Only the last of the occurrences a cron timer owes at once carries it: a
+//! crash among them fires the earlier ones again with the same signal ids, and a thread that
+//! committed a signal before answers at once without handling it twice (the timekeeper then
+//! settles the timer itself, `ThreadStore::timer_fired`, as it does for a signal no step
+//! committed now): at-least-once delivery, once-per-occurrence effect.
 //!
 //! Either way only the timer that fired is settled (its due time and signal id are checked): a
 //! timer set again or cancelled meanwhile is left as its thread's commit made it. A read of the
