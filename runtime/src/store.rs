@@ -346,6 +346,33 @@ pub trait ThreadStore: Send + Sync {
         })
     }
 
+    /// The ids of at most `limit` stored threads, those that sort after `after` (from the
+    /// first for `None`), in the store's order of ids: every thread read a page at a time, so
+    /// a walk over a large store (a runtime's recovery at boot) holds one page, not a summary
+    /// of every thread.
+    ///
+    /// The default reads every thread's summary ([`list`](Self::list)) for each page; the
+    /// built-in stores read the page alone.
+    ///
+    /// # Errors
+    /// Storage failures.
+    async fn thread_ids(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut ids: Vec<String> = self
+            .list()
+            .await?
+            .into_iter()
+            .map(|summary| summary.id)
+            .filter(|id| after.is_none_or(|after| id.as_str() > after))
+            .collect();
+        ids.sort_unstable();
+        ids.truncate(limit);
+        Ok(ids)
+    }
+
     /// Deletes the thread, its entries and its meta; returns whether it existed.
     ///
     /// # Errors

@@ -12,14 +12,15 @@ use std::sync::Arc;
 use motet_agents::{EntryBody, FixedEnv, NewEntry};
 use motet_runtime::store::{MemoryStore, SqliteStore, ThreadStore};
 use suite::{
-    conversation, list_summaries_carry_totals_and_window_marks, save, two_writers_one_wins,
-    whole_suite,
+    conversation, list_summaries_carry_totals_and_window_marks, save,
+    thread_ids_come_a_page_at_a_time, two_writers_one_wins, whole_suite,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_store_keeps_the_contract() {
     whole_suite(Arc::new(MemoryStore::new())).await;
     list_summaries_carry_totals_and_window_marks(&MemoryStore::new()).await;
+    thread_ids_come_a_page_at_a_time(&MemoryStore::new()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -31,6 +32,7 @@ async fn sqlite_store_keeps_the_contract() {
     whole_suite(Arc::new(store)).await;
     let other = SqliteStore::open(dir.path().join("list.db")).await.unwrap();
     list_summaries_carry_totals_and_window_marks(&other).await;
+    thread_ids_come_a_page_at_a_time(&other).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -19,7 +19,10 @@ use motet_runtime::store::{
     POSTGRES_SCHEMA_VERSION, PostgresConfig, PostgresStore, StoreError, ThreadStore,
 };
 use pg::{TestDb, connect};
-use suite::{conversation, list_summaries_carry_totals_and_window_marks, save, whole_suite};
+use suite::{
+    conversation, list_summaries_carry_totals_and_window_marks, save,
+    thread_ids_come_a_page_at_a_time, whole_suite,
+};
 
 /// A PostgreSQL store on the test's database.
 async fn open(db: &TestDb) -> PostgresStore {
@@ -36,7 +39,9 @@ async fn postgres_store_keeps_the_contract() {
     let Some(other) = TestDb::new("list").await else {
         return;
     };
-    list_summaries_carry_totals_and_window_marks(&open(&other).await).await;
+    let listed = open(&other).await;
+    list_summaries_carry_totals_and_window_marks(&listed).await;
+    thread_ids_come_a_page_at_a_time(&listed).await;
     other.drop_now().await;
 }
 

@@ -480,6 +480,22 @@ impl ThreadStore for MemoryStore {
         Ok(stored.into_iter().map(|(id, s)| s.summary(id)).collect())
     }
 
+    async fn thread_ids(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let inner = self.lock();
+        let mut ids: Vec<&str> = inner
+            .threads
+            .keys()
+            .map(|id| &**id)
+            .filter(|id| after.is_none_or(|after| *id > after))
+            .collect();
+        ids.sort_unstable();
+        Ok(ids.into_iter().take(limit).map(str::to_owned).collect())
+    }
+
     async fn delete(&self, thread_id: &str) -> Result<bool, StoreError> {
         self.timers().retain(|(thread, _), _| thread != thread_id);
         Ok(self.lock().threads.remove(thread_id).is_some())

@@ -325,6 +325,15 @@ impl ThreadStore for PostgresStore {
         self.listing().await
     }
 
+    async fn thread_ids(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        // Every id sorts after the empty one.
+        self.ids_after(after.unwrap_or_default(), limit).await
+    }
+
     async fn delete(&self, thread_id: &str) -> Result<bool, StoreError> {
         self.delete_thread(thread_id).await
     }

@@ -413,6 +413,16 @@ impl ThreadStore for SqliteStore {
         self.run(Inner::list_readable).await
     }
 
+    async fn thread_ids(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        // Every id sorts after the empty one.
+        let after = after.unwrap_or_default().to_owned();
+        self.run(move |inner| inner.thread_ids(&after, limit)).await
+    }
+
     async fn delete(&self, thread_id: &str) -> Result<bool, StoreError> {
         self.on_thread(thread_id, |inner, id| inner.delete(&id))
             .await

@@ -469,6 +469,37 @@ pub(crate) async fn a_stale_epoch_cannot_commit_even_at_the_right_rev(store: &dy
     }
 }
 
+/// `thread_ids`: every thread, a page at a time, in the order of ids (not of creation), each
+/// page starting after the last id of the one before.
+pub(crate) async fn thread_ids_come_a_page_at_a_time(store: &dyn ThreadStore) {
+    for (n, id) in ["ids_b", "ids_c", "ids_a"].into_iter().enumerate() {
+        save(store, &Thread::new(id, 1_000 + n as u64)).await;
+    }
+    let mut every: Vec<String> = store
+        .list()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    every.sort();
+    let mut paged = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let page = store.thread_ids(after.as_deref(), 2).await.unwrap();
+        assert!(page.len() <= 2, "{page:?}");
+        let Some(last) = page.last().cloned() else {
+            break;
+        };
+        paged.extend(page);
+        after = Some(last);
+    }
+    assert_eq!(paged, every);
+    let after_a = store.thread_ids(Some("ids_a"), 2).await.unwrap();
+    assert_eq!(after_a, ["ids_b", "ids_c"]);
+    assert!(store.thread_ids(None, 0).await.unwrap().is_empty());
+}
+
 pub(crate) async fn whole_suite(store: Arc<dyn ThreadStore>) {
     state_commits_with_its_entries_or_not_at_all(store.as_ref()).await;
     round_trip_keeps_everything(store.as_ref()).await;

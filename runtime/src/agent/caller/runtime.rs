@@ -23,6 +23,9 @@ use crate::store::{MemoryStore, OpenStoreError, ThreadStore};
 /// How long a request resumed at boot may run before it is given up.
 const BOOT_PATIENCE: Duration = Duration::from_secs(600);
 
+/// How many stored threads a recovery reads the ids of at once.
+const RECOVERY_PAGE: usize = 1_000;
+
 /// Builds a [`Runtime`].
 #[derive(Default)]
 pub struct RuntimeBuilder {
@@ -605,50 +608,79 @@ impl Runtime {
         let store = &self.core.store;
         let store_error = |e: crate::store::StoreError| RuntimeError::Store(e.into());
         let mut resumed = Vec::new();
-        for summary in store.list().await.map_err(store_error)? {
-            if !wanted(&summary.id) {
-                continue;
-            }
-            let Some(meta) = store.get_meta(&summary.id).await.map_err(store_error)? else {
-                continue;
-            };
-            let Some(key) = meta.key else {
-                continue;
-            };
-            let Some(agent) = self.agent(key.agent()) else {
-                continue;
-            };
-            let thread = key.thread();
-            let saved = store.load_state(&summary.id).await.map_err(store_error)?;
-            let Some(request) = saved
-                .as_deref()
-                .and_then(crate::agent::host::actor::open_request)
-            else {
-                continue;
-            };
-            let waiting = saved.as_deref().is_some_and(|saved| {
-                crate::agent::host::actor::stored_waiting(saved).is_ok_and(|w| !w.is_empty())
-            });
-            if waiting && waits == Waits::Leave {
-                continue;
-            }
-            let if_ended = super::person::IfEnded::Refuse;
-            match agent
-                .resume_request(thread, &request, timeout, if_ended)
-                .await
-            {
-                Ok(ticket) => resumed.push(ticket),
-                // Carried on by another caller since the store was read (a person's answer).
-                Err(
-                    crate::agent::AskError::RequestRunning { .. }
-                    | crate::agent::AskError::RequestEnded { .. },
-                ) => {}
-                Err(error) => {
-                    tracing::warn!(agent = %agent.name(), %thread, %request, %error, "a thread owing work could not be resumed");
+        // A page of ids at a time: a store of a million threads is walked holding a thousand.
+        let mut page = store
+            .thread_ids(None, RECOVERY_PAGE)
+            .await
+            .map_err(store_error)?;
+        while !page.is_empty() {
+            for id in page.iter().filter(|id| wanted(id)) {
+                if let Some(ticket) = self.recover_thread(id, waits, timeout).await? {
+                    resumed.push(ticket);
                 }
             }
+            page = match page.last() {
+                Some(last) if page.len() == RECOVERY_PAGE => store
+                    .thread_ids(Some(last), RECOVERY_PAGE)
+                    .await
+                    .map_err(store_error)?,
+                _ => Vec::new(),
+            };
         }
         Ok(resumed)
+    }
+
+    /// Resumes the request stored thread `id` was in the middle of, when it is one of a
+    /// running agent's and `waits` lets it; `None` when there is nothing to resume.
+    async fn recover_thread(
+        &self,
+        id: &str,
+        waits: Waits,
+        timeout: Duration,
+    ) -> Result<Option<Ticket>, RuntimeError> {
+        let store = &self.core.store;
+        let store_error = |e: crate::store::StoreError| RuntimeError::Store(e.into());
+        let Some(key) = store
+            .get_meta(id)
+            .await
+            .map_err(store_error)?
+            .and_then(|m| m.key)
+        else {
+            return Ok(None);
+        };
+        let Some(agent) = self.agent(key.agent()) else {
+            return Ok(None);
+        };
+        let thread = key.thread();
+        let saved = store.load_state(id).await.map_err(store_error)?;
+        let Some(request) = saved
+            .as_deref()
+            .and_then(crate::agent::host::actor::open_request)
+        else {
+            return Ok(None);
+        };
+        let waiting = saved.as_deref().is_some_and(|saved| {
+            crate::agent::host::actor::stored_waiting(saved).is_ok_and(|w| !w.is_empty())
+        });
+        if waiting && waits == Waits::Leave {
+            return Ok(None);
+        }
+        let if_ended = super::person::IfEnded::Refuse;
+        match agent
+            .resume_request(thread, &request, timeout, if_ended)
+            .await
+        {
+            Ok(ticket) => Ok(Some(ticket)),
+            // Carried on by another caller since the store was read (a person's answer).
+            Err(
+                crate::agent::AskError::RequestRunning { .. }
+                | crate::agent::AskError::RequestEnded { .. },
+            ) => Ok(None),
+            Err(error) => {
+                tracing::warn!(agent = %agent.name(), %thread, %request, %error, "a thread owing work could not be resumed");
+                Ok(None)
+            }
+        }
     }
 
     /// Every tool call waiting for a person, on every stored thread, oldest first: listed

@@ -211,6 +211,29 @@ impl PostgresStore {
         .await
     }
 
+    pub(super) async fn ids_after(
+        &self,
+        after: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        bounded(self.limit, None, async {
+            let client = self.pool.get().await.map_err(server_err)?;
+            let stmt = client
+                .prepare_cached("SELECT id FROM threads WHERE id > $1 ORDER BY id LIMIT $2")
+                .await
+                .map_err(server_err)?;
+            let rows = client
+                .query(&stmt, &[&after, &limit])
+                .await
+                .map_err(server_err)?;
+            rows.iter()
+                .map(|row| row.try_get(0).map_err(server_err))
+                .collect()
+        })
+        .await
+    }
+
     /// Reads the optional text `column` of one thread row; [`StoreError::NotFound`] when there
     /// is no such thread.
     pub(super) async fn thread_column(

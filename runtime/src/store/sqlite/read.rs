@@ -91,6 +91,19 @@ impl Inner {
         ))
     }
 
+    pub(super) fn thread_ids(&self, after: &str, limit: usize) -> Result<Vec<String>, StoreError> {
+        let err = db_err(&self.path);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let conn = lock(&self.reader);
+        let mut stmt = conn
+            .prepare_cached("SELECT id FROM threads WHERE id > ?1 ORDER BY id LIMIT ?2")
+            .map_err(&err)?;
+        stmt.query_map(params![after, limit], |row| row.get(0))
+            .map_err(&err)?
+            .collect::<rusqlite::Result<Vec<String>>>()
+            .map_err(&err)
+    }
+
     /// The directory of agents, grouped in SQL: a kind's agents by their threads' ids (a range
     /// of the primary key), every agent by the key in each thread's meta.
     pub(super) fn agents(&self, query: &AgentQuery) -> Result<Vec<AgentRecord>, StoreError> {
