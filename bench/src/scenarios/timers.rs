@@ -6,11 +6,13 @@
 //! each set timers with `Schedule` directives, every timer one signal of its own:
 //!
 //! - `<store>_pending`: every agent sets 10 timers due in an hour, 100,000 in all, far beyond
-//!   the timekeeper's 10 s horizon: they live in the store alone. They are set in two rounds of
-//!   5 per agent: the first is also each agent thread's first commit (what that costs, over the
-//!   agents, is `bytes_per_agent_first_commit`), so `bytes_per_pending_timer` is the live heap
-//!   (the bench's counting allocator, `crate::alloc`) once the second round's timers are
-//!   written and every thread is inactive again, minus the same before it, over its 50,000
+//!   the timekeeper's 10 s horizon: they live in the store alone. They are set in three rounds
+//!   of 4, 3 and 3 an agent: the first is also each agent thread's first commit (what that
+//!   costs, over the agents, is `bytes_per_agent_first_commit`), the second each thread's first
+//!   commit of timers alone (`bytes_per_pending_timer_second_round` counts what the store's
+//!   client prepares for that once with its timers), so `bytes_per_pending_timer` is the live
+//!   heap (the bench's counting allocator, `crate::alloc`) once the third round's timers are
+//!   written and every thread is inactive again, minus the same before it, over its 30,000
 //!   timers (goal 0). The SQLite library's own page cache is allocated by SQLite, not counted.
 //!   `ns_per_op` is the time from each round's signals to its last timer in the store, per
 //!   timer.
@@ -349,29 +351,34 @@ async fn measure(variant: &str, store: Arc<dyn ThreadStore>) -> Result<Vec<Repor
     tokio::time::sleep(IDLE * 4 + Duration::from_secs(2)).await;
     let baseline = settled_heap().await;
 
-    // Two rounds, half the timers each: the first stores every agent's thread (its first
-    // commit), so the second's heap growth is the timers' alone.
+    // Three rounds (4, 3 and 3 timers an agent): the first stores every agent's thread (its
+    // first commit) and the second is each one's first commit of timers alone (what the
+    // store's client prepares for that, once), so the third's heap growth is the timers'.
     let pending = AGENTS as u64 * PER_AGENT;
-    let half = PER_AGENT / 2;
+    let rounds = [("p", 4), ("q", 3), ("r", PER_AGENT - 7)];
     let far = u64::try_from(PENDING_DELAY.as_millis()).unwrap_or(u64::MAX);
     let owners = motet_runtime::store::TimerOwners {
         agents: names,
         kinds: Vec::new(),
     };
     let mut written = Duration::ZERO;
-    let mut before = baseline;
-    for (round, tag) in ["p", "q"].into_iter().enumerate() {
-        if round == 1 {
-            before = settled_heap().await;
+    let mut heaps = vec![baseline];
+    let mut want = 0;
+    for (round, (tag, count)) in rounds.into_iter().enumerate() {
+        if round > 0 {
+            // The pending rounds' `armed` signals are not wanted: queued, they would be
+            // counted as the timers'.
+            while armed.try_recv().is_ok() {}
+            heaps.push(settled_heap().await);
         }
         let started = Instant::now();
         for agent in &agents {
             agent
-                .send(set(far, far + 1, half, tag)?)
+                .send(set(far, far + 1, count, tag)?)
                 .await
                 .map_err(|e| e.to_string())?;
         }
-        let want = AGENTS as u64 * half * (round as u64 + 1);
+        want += AGENTS as u64 * count;
         let mut stored = 0;
         while stored < want {
             tokio::time::sleep(Duration::from_secs(1)).await;
@@ -389,19 +396,23 @@ async fn measure(variant: &str, store: Arc<dyn ThreadStore>) -> Result<Vec<Repor
         // longer needs.
         tokio::time::sleep(IDLE * 4 + Duration::from_secs(11)).await;
     }
-    let after = settled_heap().await;
-    let second = AGENTS as u64 * half;
-    let per_timer = (after - before) as f64 / second as f64;
+    while armed.try_recv().is_ok() {}
+    heaps.push(settled_heap().await);
+    let per_timer = |round: usize| {
+        let timers = AGENTS as f64 * rounds[round].1 as f64;
+        round2((heaps[round + 1] - heaps[round]) as f64 / timers)
+    };
     let mut reports = vec![
         Report::new("timers", format!("{variant}_pending"), pending, written)
-            .with("bytes_per_pending_timer", round2(per_timer))
+            .with("bytes_per_pending_timer", per_timer(2))
+            .with("bytes_per_pending_timer_second_round", per_timer(1))
             .with("agents", AGENTS as u64)
             .with(
                 "bytes_per_agent_first_commit",
-                round2((before - baseline) as f64 / AGENTS as f64),
+                round2((heaps[1] - heaps[0]) as f64 / AGENTS as f64),
             )
-            .with("heap_bytes_before", before)
-            .with("heap_bytes_after", after),
+            .with("heap_bytes_before", heaps[2])
+            .with("heap_bytes_after", heaps[3]),
     ];
 
     let measured = LATE_AGENTS as u64 * PER_AGENT;
