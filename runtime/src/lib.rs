@@ -6,6 +6,8 @@
 //! - [`bus`] — durable signal buses: the [`bus::SignalBus`] trait a broker implements (named
 //!   consumers, acknowledgement after commit, redelivery, dead letters), the pure redelivery
 //!   decision and [`bus::LocalBus`], the in-process default.
+//! - [`cluster`] — nodes over one PostgreSQL and one NATS server: the pure placement and
+//!   membership decisions (docs/cluster.md).
 //! - [`store`] — thread persistence: the `ThreadStore` trait, in-memory, SQLite and PostgreSQL
 //!   stores, and `open_store` choosing one by URL (`MOTET_DATABASE_URL`).
 //! - [`supervisor`] — OTP restart strategies, restart types and intensity; the restart decision
@@ -16,6 +18,7 @@
 
 pub mod agent;
 pub mod bus;
+pub mod cluster;
 pub mod store;
 pub mod supervisor;
 pub mod telemetry;
