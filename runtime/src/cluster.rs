@@ -9,5 +9,12 @@
 //! # Layout
 //! - [`plan`] — the pure decisions: where an agent belongs (rendezvous hashing over the live
 //!   members), whether a node still stands after its last heartbeat, which agents a node hands
-//!   over when it is no longer their place.
+//!   over when it is no longer their place, and how a lease changes hands.
+//! - `node.rs` — the driver: [`ClusterConfig`], the membership kept alive by heartbeats, the
+//!   leases this node holds, and a lost membership given up and joined again.
+
+mod node;
 pub mod plan;
+
+pub use node::{ClusterConfig, DEFAULT_LEASE_TTL};
+pub(crate) use node::{Hosting, Node};

@@ -40,6 +40,7 @@
 //! - `ledger` — the usage ledger's rows ([`UsageRecord`]), filters and sums: every LLM call's
 //!   usage and price, which budgets and `motet usage` read.
 
+mod cluster;
 mod codec;
 mod directory;
 mod error;
@@ -61,6 +62,7 @@ use motet_agents::{Entry, ForkOrigin, Thread};
 use motet_directives::Usage;
 use serde::{Deserialize, Serialize};
 
+pub use cluster::{ClusterStore, Heartbeat, LeaseFence, LeaseGrant, MemberRecord};
 pub use directory::{AgentQuery, AgentRecord, directory};
 pub use error::StoreError;
 pub use ledger::{
@@ -163,6 +165,10 @@ pub struct StepCommit<'a> {
     pub epoch: u64,
     /// The step's changes to its timers, made in order.
     pub timers: &'a [TimerWrite],
+    /// In a cluster, the lease of the thread's agent the step is committed under: checked in
+    /// the same transaction, so a node that lost the agent cannot write. `None` outside a
+    /// cluster (and for agents not leased).
+    pub lease: Option<LeaseFence<'a>>,
 }
 
 /// A thread taken over and read as a thread actor starts ([`ThreadStore::claim_and_load`]).
@@ -530,6 +536,14 @@ pub trait ThreadStore: Send + Sync {
         Ok(UsageTotals::of(&self.usage_records(filter).await?))
     }
 
+    /// The store's members and leases, for a cluster of nodes sharing it: the PostgreSQL
+    /// store keeps them; the default, for every other store, is `None` (a cluster needs one
+    /// store all its nodes share, which checks each commit's lease in the commit's own
+    /// transaction).
+    fn cluster(self: Arc<Self>) -> Option<Arc<dyn ClusterStore>> {
+        None
+    }
+
     /// Whether this store keeps timers ([`put_timer`](Self::put_timer) and the rest). The
     /// built-in stores do. The default, for a store that does not, is `false`: the runtime then
     /// holds every timer in memory, and a restart loses them.
@@ -625,6 +639,7 @@ pub trait ThreadStore: Send + Sync {
     /// As for [`append_fenced`](Self::append_fenced) (and [`create_with`](Self::create_with)
     /// for a first write); nothing is written on a conflict or a stale epoch.
     async fn commit_step(&self, step: &StepCommit<'_>) -> Result<u64, StoreError> {
+        refuse_lease(step)?;
         let rev = match step.create {
             Some((header, meta)) => {
                 let created = self.create_with(header, Some(meta), step.entries).await?;
@@ -674,5 +689,15 @@ pub trait ThreadStore: Send + Sync {
             .min(thread.entry_count());
         self.append(thread.id(), &thread.to_list()[start..], stored_rev)
             .await
+    }
+}
+
+/// [`StoreError::NoLeases`] for a step carrying a lease, in a store that cannot check one.
+pub(crate) fn refuse_lease(step: &StepCommit<'_>) -> Result<(), StoreError> {
+    match step.lease {
+        Some(lease) => Err(StoreError::NoLeases {
+            agent: lease.agent.to_owned(),
+        }),
+        None => Ok(()),
     }
 }

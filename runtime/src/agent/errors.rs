@@ -105,6 +105,31 @@ pub enum RuntimeError {
         /// The agent.
         name: String,
     },
+    /// In a cluster: another live node hosts the agent (it holds its lease), at `address`.
+    #[error("agent `{name}` is hosted by node {node} (at {address})")]
+    Elsewhere {
+        /// The agent.
+        name: String,
+        /// The node hosting it.
+        node: String,
+        /// Where that node is reached.
+        address: String,
+    },
+    /// In a cluster: this node may not host the agent now (it has not joined yet, its
+    /// membership is in doubt or gone, or it is draining).
+    #[error("agent `{name}` cannot be hosted on this node now: {reason}")]
+    NotHosting {
+        /// The agent.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// The cluster configuration cannot work (a store that keeps no leases).
+    #[error("the cluster cannot start: {message}")]
+    Cluster {
+        /// Why.
+        message: String,
+    },
     /// The thread store failed.
     #[error("the thread store failed: {0}")]
     Store(#[source] StoreFailure),
@@ -239,6 +264,16 @@ pub enum AskError {
     /// The thread could not be stored or read back, so the request was not carried out.
     #[error("the thread could not be stored: {0}")]
     Store(#[source] StoreFailure),
+    /// In a cluster: another node hosts the agent, and this one cannot reach it for the ask.
+    #[error("agent `{agent}` is hosted by node {node} (at {address})")]
+    Elsewhere {
+        /// The agent.
+        agent: String,
+        /// The node hosting it.
+        node: String,
+        /// Where that node is reached.
+        address: String,
+    },
     /// The request signal carried no request id to match the reply by.
     #[error("an ask needs a request id")]
     NoRequestId,
@@ -281,6 +316,16 @@ impl AskError {
                 agent: agent.to_owned(),
                 thread: thread.to_owned(),
                 message: failure.to_string(),
+            },
+            RuntimeError::Elsewhere { node, address, .. } => Self::Elsewhere {
+                agent: agent.to_owned(),
+                node,
+                address,
+            },
+            error @ RuntimeError::NotHosting { .. } => Self::ThreadUnavailable {
+                agent: agent.to_owned(),
+                thread: thread.to_owned(),
+                message: error.to_string(),
             },
             _ => Self::AgentStopped {
                 agent: agent.to_owned(),

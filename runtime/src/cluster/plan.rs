@@ -113,6 +113,62 @@ pub fn hand_over<'a>(
         .collect()
 }
 
+/// An agent's lease row as the store holds it, read under the row's lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseRow {
+    /// The member holding it; `None` once released.
+    pub holder: Option<u64>,
+    /// Its epoch: bumped each time it changes hands, never reset.
+    pub epoch: u64,
+    /// Whether the holder's membership is live (not expired, dead or left), by the store's
+    /// clock.
+    pub holder_live: bool,
+}
+
+/// What a member asking for a lease does with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseMove {
+    /// Take it at `epoch`: the row is written (or created at epoch 1).
+    Take {
+        /// The new epoch.
+        epoch: u64,
+    },
+    /// It holds it already, at `epoch`: nothing is written.
+    Keep {
+        /// The epoch it holds.
+        epoch: u64,
+    },
+    /// Another live member, `holder`, holds it.
+    Elsewhere {
+        /// The holder's generation.
+        holder: u64,
+    },
+    /// The asking member is not live, or draining: it takes nothing.
+    Refuse,
+}
+
+/// The lease decision for member `me` (taking leases only while `me_takes`: live and not
+/// draining) given the agent's row, if it has one: a lease changes hands only once its
+/// holder's membership is no longer live, and then at a higher epoch than any before.
+#[must_use]
+pub fn lease_move(row: Option<LeaseRow>, me: u64, me_takes: bool) -> LeaseMove {
+    match row {
+        Some(row) if row.holder == Some(me) && row.holder_live => {
+            LeaseMove::Keep { epoch: row.epoch }
+        }
+        Some(LeaseRow {
+            holder: Some(holder),
+            holder_live: true,
+            ..
+        }) => LeaseMove::Elsewhere { holder },
+        _ if !me_takes => LeaseMove::Refuse,
+        None => LeaseMove::Take { epoch: 1 },
+        Some(row) => LeaseMove::Take {
+            epoch: row.epoch.saturating_add(1),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
@@ -282,5 +338,60 @@ mod tests {
             hand_over(&hosted, "n1", &members, true),
             vec!["worker:1", "worker:3"]
         );
+    }
+
+    #[test]
+    fn a_lease_changes_hands_only_once_its_holder_is_gone_and_always_upward() {
+        let live = |holder, epoch| LeaseRow {
+            holder: Some(holder),
+            epoch,
+            holder_live: true,
+        };
+        assert_eq!(lease_move(None, 7, true), LeaseMove::Take { epoch: 1 });
+        assert_eq!(
+            lease_move(Some(live(7, 4)), 7, true),
+            LeaseMove::Keep { epoch: 4 }
+        );
+        assert_eq!(
+            lease_move(Some(live(3, 4)), 7, true),
+            LeaseMove::Elsewhere { holder: 3 }
+        );
+        let dead = LeaseRow {
+            holder_live: false,
+            ..live(3, 4)
+        };
+        assert_eq!(
+            lease_move(Some(dead), 7, true),
+            LeaseMove::Take { epoch: 5 }
+        );
+        let released = LeaseRow {
+            holder: None,
+            epoch: 9,
+            holder_live: false,
+        };
+        assert_eq!(
+            lease_move(Some(released), 7, true),
+            LeaseMove::Take { epoch: 10 }
+        );
+    }
+
+    #[test]
+    fn a_member_that_may_not_take_takes_nothing_but_keeps_what_it_holds() {
+        let mine = LeaseRow {
+            holder: Some(7),
+            epoch: 2,
+            holder_live: true,
+        };
+        assert_eq!(lease_move(None, 7, false), LeaseMove::Refuse);
+        assert_eq!(
+            lease_move(Some(mine), 7, false),
+            LeaseMove::Keep { epoch: 2 }
+        );
+        let orphan = LeaseRow {
+            holder: Some(3),
+            epoch: 2,
+            holder_live: false,
+        };
+        assert_eq!(lease_move(Some(orphan), 7, false), LeaseMove::Refuse);
     }
 }

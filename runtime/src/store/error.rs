@@ -151,6 +151,29 @@ pub enum StoreError {
         /// The thread's epoch in the store.
         current: u64,
     },
+    /// In a cluster, the node no longer holds the lease of the thread's agent at the epoch the
+    /// commit carried (another node took the agent over, or this node's membership expired):
+    /// nothing was written, and the agent's threads here must stop.
+    #[error(
+        "agent {agent}: this node no longer holds its lease (epoch {epoch}); another node may \
+         host it now, and nothing was written"
+    )]
+    LeaseLost {
+        /// The agent.
+        agent: String,
+        /// The lease's epoch the commit carried.
+        epoch: u64,
+    },
+    /// A commit carried a lease but the store keeps no leases: a cluster needs the PostgreSQL
+    /// store (docs/cluster.md).
+    #[error(
+        "agent {agent}: the commit is under a cluster lease but this store keeps no leases; a \
+         cluster needs a PostgreSQL store"
+    )]
+    NoLeases {
+        /// The agent.
+        agent: String,
+    },
     /// The database server failed on one thread's operation: it refused or dropped the
     /// connection, no pooled connection came in time, or it answered an SQL error.
     #[error("thread {thread_id}: database server failure: {}", causes(source.as_ref()))]

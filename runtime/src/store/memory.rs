@@ -316,6 +316,7 @@ impl ThreadStore for MemoryStore {
     }
 
     async fn commit_step(&self, step: &StepCommit<'_>) -> Result<u64, StoreError> {
+        super::refuse_lease(step)?;
         let thread_id = step.thread_id;
         check_contiguous(thread_id, step.entries, step.expected_rev)?;
         let meta = step

@@ -43,6 +43,7 @@
 //! `read` (a thread in one snapshot, entries after a rev, summaries, a row's columns), `write`
 //! (creating, appending under the row lock, deleting, the meta) and `ledger` (the usage ledger).
 
+mod cluster;
 mod columns;
 mod ledger;
 mod migrations;
@@ -264,6 +265,10 @@ impl ThreadStore for PostgresStore {
 
     async fn commit_step(&self, step: &StepCommit<'_>) -> Result<u64, StoreError> {
         self.write_step(step).await
+    }
+
+    fn cluster(self: Arc<Self>) -> Option<Arc<dyn super::ClusterStore>> {
+        Some(self)
     }
 
     async fn create(&self, header: &ThreadHeader) -> Result<(), StoreError> {

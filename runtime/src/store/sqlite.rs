@@ -297,6 +297,7 @@ impl ThreadStore for SqliteStore {
     }
 
     async fn commit_step(&self, step: &StepCommit<'_>) -> Result<u64, StoreError> {
+        super::refuse_lease(step)?;
         let create = step
             .create
             .map(|(header, meta)| {

@@ -590,6 +590,7 @@ pub(crate) async fn a_step_commits_its_timers_with_it_or_not_at_all(store: &dyn 
         state: Some(r#"{"n":1}"#),
         epoch: 0,
         timers: &first_timers,
+        lease: None,
     };
     assert_eq!(store.commit_step(&first).await.unwrap(), 2);
     assert_eq!(ids(store.timers_of(&key).await.unwrap()), ["b", "a"]);
@@ -617,6 +618,7 @@ pub(crate) async fn a_step_commits_its_timers_with_it_or_not_at_all(store: &dyn 
         state: Some(r#"{"n":2}"#),
         epoch: 0,
         timers: &next_timers,
+        lease: None,
     };
     let err = store.commit_step(&stale).await.unwrap_err();
     assert!(matches!(err, StoreError::Conflict { .. }), "{err}");
@@ -653,6 +655,7 @@ pub(crate) async fn a_step_commits_its_timers_with_it_or_not_at_all(store: &dyn 
         state: None,
         epoch,
         timers: &only_timers,
+        lease: None,
     };
     assert_eq!(store.commit_step(&only).await.unwrap(), 4);
     let kept = store.timers_of(&key).await.unwrap();
@@ -718,6 +721,7 @@ pub(crate) async fn a_step_settles_the_firing_it_handled_unless_the_timer_change
         state: None,
         epoch: 0,
         timers: &set,
+        lease: None,
     };
     assert_eq!(store.commit_step(&first).await.unwrap(), 2);
     // `moved` was set again (due 5,000) after the firing at 1,000 began; `again` is set again
@@ -737,6 +741,7 @@ pub(crate) async fn a_step_settles_the_firing_it_handled_unless_the_timer_change
         state: Some(r#"{"n":2}"#),
         epoch: 0,
         timers: &settle,
+        lease: None,
     };
     assert_eq!(store.commit_step(&step).await.unwrap(), 4);
     let mut left: Vec<(String, u64)> = store

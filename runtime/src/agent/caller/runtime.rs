@@ -46,6 +46,7 @@ pub struct RuntimeBuilder {
     prices: Option<motet_providers::PriceTable>,
     budgets: crate::agent::costs::LevelBudgets,
     tenant_budgets: HashMap<String, motet_providers::budget::Budget>,
+    cluster: Option<crate::cluster::ClusterConfig>,
 }
 
 impl RuntimeBuilder {
@@ -288,12 +289,45 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Makes this runtime a node of a cluster (docs/cluster.md): its virtual agents are
+    /// active only while it holds their leases, kept in the store, which must be one all the
+    /// nodes share and that checks each commit's lease (the PostgreSQL store). The node joins
+    /// as the runtime is built (on the tokio runtime it is built on) and leaves when the
+    /// runtime shuts down.
+    pub fn cluster(mut self, config: crate::cluster::ClusterConfig) -> Self {
+        self.cluster = Some(config);
+        self
+    }
+
     /// The runtime.
     ///
     /// # Errors
     /// [`RuntimeError::NoLlmClient`] when no client was given and the environment's providers
     /// cannot be configured (a malformed limit variable).
     pub fn build(mut self) -> Result<Runtime, RuntimeError> {
+        let store = self
+            .store
+            .take()
+            .unwrap_or_else(|| Arc::new(MemoryStore::new()) as Arc<dyn ThreadStore>);
+        let node = match self.cluster.take() {
+            Some(config) => {
+                let shared = Arc::clone(&store)
+                    .cluster()
+                    .ok_or_else(|| RuntimeError::Cluster {
+                        message:
+                            "its store keeps no leases: a cluster needs a PostgreSQL store all \
+                              the nodes share"
+                                .to_owned(),
+                    })?;
+                if tokio::runtime::Handle::try_current().is_err() {
+                    return Err(RuntimeError::Cluster {
+                        message: "a cluster node must be built on a tokio runtime".to_owned(),
+                    });
+                }
+                Some(Arc::new(crate::cluster::Node::new(config, shared)))
+            }
+            None => None,
+        };
         let limits = self.limits();
         let llm = match self.llm {
             Some(llm) => llm,
@@ -329,9 +363,7 @@ impl RuntimeBuilder {
                 llm_max_wait: self.llm_max_wait,
                 supervisor: tokio::sync::OnceCell::new(),
                 groups: DashMap::new(),
-                store: self
-                    .store
-                    .unwrap_or_else(|| Arc::new(MemoryStore::new()) as Arc<dyn ThreadStore>),
+                store,
                 kinds: self.kinds,
                 virtual_kinds: self.virtual_kinds,
                 activations: crate::agent::host::virtuals::Activations::with_cap(
@@ -345,6 +377,7 @@ impl RuntimeBuilder {
                 housekeeping: Default::default(),
                 timekeeper: Default::default(),
                 holders: DashMap::new(),
+                cluster: node.clone(),
                 delta_type: crate::agent::events::LLM_DELTA.parse().ok(),
                 activity: Arc::default(),
                 costs: crate::agent::costs::Costs::new(
@@ -356,6 +389,11 @@ impl RuntimeBuilder {
             }),
         };
         runtime.core.add_routes(routes);
+        if let Some(node) = node {
+            let hosting =
+                Arc::downgrade(&runtime.core) as std::sync::Weak<dyn crate::cluster::Hosting>;
+            tokio::spawn(node.run(hosting));
+        }
         runtime.boot();
         Ok(runtime)
     }
@@ -721,6 +759,25 @@ impl Runtime {
             .stop_agent(name, "stopped by the application", true);
     }
 
+    /// In a cluster, this node's generation (this start of it, as a member), once it has
+    /// joined; `None` outside a cluster or before.
+    pub fn generation(&self) -> Option<u64> {
+        self.core
+            .cluster
+            .as_ref()
+            .and_then(|node| node.generation())
+    }
+
+    /// In a cluster, the live members as this node last read them (each heartbeat reads them
+    /// again); empty outside a cluster.
+    pub fn members(&self) -> Vec<crate::store::MemberRecord> {
+        self.core
+            .cluster
+            .as_ref()
+            .map(|node| node.members())
+            .unwrap_or_default()
+    }
+
     /// Stops every agent and waits for each thread to finish the message it is handling, then
     /// (with a durable bus) up to 10 s for the signals they emitted to be published on it.
     pub async fn shutdown(&self) {
@@ -742,6 +799,11 @@ impl Runtime {
             tracing::warn!(
                 "shutdown: some emitted signals were not yet published on the durable bus"
             );
+        }
+        if let Some(node) = &self.core.cluster
+            && let Err(error) = node.leave().await
+        {
+            tracing::warn!(target: "motet::cluster", %error, "could not leave the cluster: the membership expires instead");
         }
         self.core.shut_down();
     }

@@ -93,6 +93,8 @@ pub(crate) struct RuntimeCore {
     /// Threads handed off to another agent: `(agent, thread)` to the agent its last handoff
     /// went to, one hop ([`RuntimeCore::held_by`]). Empty unless a handoff happened.
     pub(crate) holders: DashMap<(String, String), String>,
+    /// In a cluster, this node's membership and the leases of the virtual agents it hosts.
+    pub(crate) cluster: Option<Arc<crate::cluster::Node>>,
 }
 
 /// What the core keeps for itself about running threads: which supervised actor runs which

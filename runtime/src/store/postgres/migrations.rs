@@ -106,8 +106,33 @@ CREATE TABLE timers (
 CREATE INDEX timers_due ON timers (due_ms);
 ";
 
+/// Version 4: a cluster's members and leases (docs/cluster.md).
+///
+/// - `motet_members`: one row per start of a node; `generation` is that start's identity.
+///   `state` is `live`, `draining`, `dead` or `left`; a membership counts as live only while
+///   `expires_at` is ahead of the server's clock, which heartbeats move on.
+/// - `motet_leases`: which member (`generation`, NULL once released) hosts an agent, and the
+///   lease's `epoch`, bumped at each change of hands and never reset, which commits carry.
+const V4: &str = "
+CREATE TABLE motet_members (
+    generation bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    node       text        NOT NULL,
+    address    text        NOT NULL,
+    state      text        NOT NULL CHECK (state IN ('live', 'draining', 'dead', 'left')),
+    joined_at  timestamptz NOT NULL,
+    expires_at timestamptz NOT NULL
+);
+CREATE INDEX motet_members_node ON motet_members (node) WHERE state IN ('live', 'draining');
+CREATE TABLE motet_leases (
+    agent      text   NOT NULL PRIMARY KEY,
+    generation bigint,
+    epoch      bigint NOT NULL
+);
+CREATE INDEX motet_leases_holder ON motet_leases (generation) WHERE generation IS NOT NULL;
+";
+
 /// Every migration, in order.
-const MIGRATIONS: &[&str] = &[V1, V2, V3];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// The schema version this build writes and reads.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

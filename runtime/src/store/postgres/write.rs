@@ -73,9 +73,17 @@ impl PostgresStore {
                 }
                 None => Append::fenced(step.expected_rev, step.state, step.epoch),
             };
-            // Sent together: the timers need nothing the append reads, and a failed append
-            // rolls them back with it.
-            let (rev, ()) = futures::try_join!(
+            // In a cluster the lease is checked (and share-locked) first, in the same
+            // transaction. Sent together: the timers need nothing the append reads, and a
+            // failed check or append rolls everything back with it.
+            let lease = async {
+                match step.lease {
+                    Some(lease) => super::cluster::check_lease(&tx, thread_id, lease).await,
+                    None => Ok(()),
+                }
+            };
+            let ((), rev, ()) = futures::try_join!(
+                lease,
                 append_in(&tx, thread_id, &encoded, &totals, append),
                 super::timers::write_in(&tx, thread_id, timers),
             )?;

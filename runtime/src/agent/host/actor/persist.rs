@@ -400,6 +400,7 @@ where
             }
         }
         let store = &self.core.store;
+        let lease = self.lease()?;
         let thread = self.agent.strategy.thread(&state.strategy);
         let entries = thread.map_or(&[][..], |t| {
             let from = usize::try_from(state.stored_rev)
@@ -429,6 +430,7 @@ where
                 state: Some(&snapshot),
                 epoch: 0,
                 timers,
+                lease,
             };
             state.stored_rev = store.commit_step(&first).await?;
             // Created at epoch 0, which this actor holds until someone claims the thread.
@@ -443,6 +445,7 @@ where
                 state: Some(&snapshot),
                 epoch: state.epoch,
                 timers,
+                lease,
             };
             state.stored_rev = store.commit_step(&next).await?;
         }
@@ -454,6 +457,24 @@ where
             self.thread_updated(state, entries.len() as u64);
         }
         Ok(())
+    }
+
+    /// In a cluster, the lease this thread's agent commits under: the one this node holds, or
+    /// [`StoreError::LeaseLost`] when it holds none now (a commit without it would not be
+    /// fenced). Outside a cluster, and for agents not leased, `None`.
+    fn lease(&self) -> Result<Option<crate::store::LeaseFence<'_>>, StoreError> {
+        let Some(node) = &self.core.cluster else {
+            return Ok(None);
+        };
+        if !self.core.is_virtual(&self.agent.name) {
+            return Ok(None);
+        }
+        node.fence(&self.agent.name)
+            .map(Some)
+            .ok_or_else(|| StoreError::LeaseLost {
+                agent: self.agent.name.to_string(),
+                epoch: 0,
+            })
     }
 
     /// Writes a step's timer changes alone, for a stored thread the step changed nothing else
@@ -471,6 +492,7 @@ where
             state: None,
             epoch: state.epoch,
             timers,
+            lease: self.lease()?,
         };
         state.stored_rev = self.core.store.commit_step(&timers_only).await?;
         Ok(())

@@ -193,6 +193,10 @@ where
     ) {
         let lost_race = error.lost_race();
         let fenced = matches!(error, StoreError::Fenced { .. });
+        if matches!(error, StoreError::LeaseLost { .. }) {
+            // Another node hosts the agent now: every thread of it here stops.
+            self.core.lease_lost(&self.agent.name);
+        }
         tracing::error!(parent: step.span, agent = %self.agent.name, thread = %self.thread_id, %error, fenced, "could not store the thread; the step's directives are not run");
         trace::failed(step.span, "store_error", &error.to_string());
         if let Some(key) = step.delivered {

@@ -44,6 +44,31 @@ impl RuntimeCore {
         };
         let (kind, key) = virtuals::split(name).ok_or_else(not_running)?;
         let factory = self.virtual_kinds.get(kind).ok_or_else(not_running)?;
+        // In a cluster, only under its lease: another node's, and the caller is told where.
+        if let Some(node) = &self.cluster {
+            node.acquire(name).await?;
+        }
+        let activated = self.activate_virtual(name, key, factory).await;
+        if activated.is_err()
+            && let Some(node) = &self.cluster
+            && self.agent(name).is_none()
+        {
+            node.release(name);
+        }
+        activated
+    }
+
+    /// Builds the virtual agent `name` (`key` of its kind) with `factory`, making room for it
+    /// under the cap, and returns it once registered.
+    async fn activate_virtual(
+        self: &Arc<Self>,
+        name: &str,
+        key: &str,
+        factory: &super::VirtualFactory,
+    ) -> Result<Arc<dyn AgentEntry>, RuntimeError> {
+        let not_running = || RuntimeError::NotRunning {
+            name: name.to_owned(),
+        };
         for _ in 0..ACTIVATION_ATTEMPTS {
             self.take_room().await;
             match factory(Arc::clone(self), name.to_owned(), key.to_owned()).await {
@@ -210,8 +235,28 @@ impl RuntimeCore {
             agent.end_subscriptions();
             self.costs.forget_agent(name);
             self.activations.deactivated();
+            if let Some(node) = &self.cluster {
+                node.release(name);
+            }
         }
         removed
+    }
+
+    /// In a cluster, a commit found the lease of `name` lost: every thread of it here stops
+    /// as soon as it is quiet, and the agent is deactivated (a message for it afterwards asks
+    /// for the lease again, and learns who holds it).
+    pub(crate) fn lease_lost(&self, name: &str) {
+        if let Some(node) = &self.cluster {
+            node.lost(name);
+        }
+        if self.deactivate(name) {
+            return;
+        }
+        if let Some(agent) = self.agent(name) {
+            for thread in agent.threads() {
+                let _ = thread.cast(ThreadMsg::Evict);
+            }
+        }
     }
 
     /// Deactivates every virtual agent whose threads have all stopped (the idle sweeper's
@@ -225,6 +270,20 @@ impl RuntimeCore {
             .collect();
         for name in idle {
             self.deactivate(&name);
+        }
+    }
+}
+
+impl crate::cluster::Hosting for RuntimeCore {
+    fn give_up_all(&self) {
+        let leased: Vec<String> = self
+            .agents
+            .iter()
+            .filter(|e| e.value().activation().is_some())
+            .map(|e| e.key().clone())
+            .collect();
+        for name in leased {
+            self.lease_lost(&name);
         }
     }
 }
