@@ -17,6 +17,7 @@ use std::time::Duration;
 use motet_agents::{Entry, FixedEnv, NewEntry, Thread};
 use motet_runtime::agent::{AskError, AskOptions, IntoSpec, Runtime};
 use motet_runtime::cluster::ClusterConfig;
+use motet_runtime::cluster::link::LocalLink;
 use motet_runtime::store::{
     ClusterStore, Heartbeat, LeaseFence, LeaseGrant, PostgresStore, StepCommit, StoreError,
     ThreadHeader, ThreadStore,
@@ -262,7 +263,16 @@ async fn a_commit_under_a_lost_lease_is_refused_and_writes_nothing() {
 
 /// A node: a runtime with the `echo` virtual kind on `store`, joined as `node`.
 async fn node(store: &Arc<PostgresStore>, node: &str) -> Runtime {
-    let runtime = Runtime::builder()
+    linked(store, node, None).await
+}
+
+/// A node as [`node`], reaching the others over `link` when one is given.
+async fn linked(store: &Arc<PostgresStore>, node: &str, link: Option<&LocalLink>) -> Runtime {
+    let mut builder = Runtime::builder();
+    if let Some(link) = link {
+        builder = builder.link(Arc::new(link.clone()));
+    }
+    let runtime = builder
         .llm(EchoModel::default())
         .store(Arc::clone(store) as Arc<dyn ThreadStore>)
         .virtual_kind("echo", |key| {
@@ -348,5 +358,58 @@ async fn a_node_whose_membership_expired_commits_nothing_and_joins_again() {
     let holder = store.holder("echo:1").await.unwrap().unwrap();
     assert_eq!(holder.generation, a.generation().unwrap());
     a.shutdown().await;
+    db.drop_now().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ask_made_on_any_node_reaches_the_agent_where_it_lives() {
+    let Some(db) = pg::TestDb::new("cluster_remote").await else {
+        return;
+    };
+    let store = store(&db).await;
+    let link = LocalLink::new();
+    let a = linked(&store, "a", Some(&link)).await;
+    let b = linked(&store, "b", Some(&link)).await;
+    // Wait until both listen: an ask before that finds no listener.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while ask(&a, "echo:probe", "p").await.is_err() || ask(&b, "echo:probe", "p").await.is_err() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the nodes never listened"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(ask(&a, "echo:1", "one").await.unwrap(), "one");
+    // Asked on b, answered by a, which hosts it: one thread, one history.
+    assert_eq!(ask(&b, "echo:1", "two").await.unwrap(), "one|two");
+    assert_eq!(store.holder("echo:1").await.unwrap().unwrap().node, "a");
+    assert!(!b.agent("echo:1").unwrap().is_active(), "never active on b");
+
+    // The deltas of a streamed ask come back to the asker's node as they are written.
+    let mut ticket = b
+        .agent("echo:1")
+        .unwrap()
+        .submit(
+            "three",
+            AskOptions {
+                stream: true,
+                ..AskOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    let mut written = String::new();
+    while let Some(delta) = ticket.next_delta().await {
+        written.push_str(&delta.delta);
+    }
+    assert_eq!(ticket.wait().await.unwrap().text, "one|two|three");
+    assert_eq!(written, "one|two|three", "every delta reached b");
+
+    // An agent first asked on b lives on b, and a reaches it there.
+    assert_eq!(ask(&b, "echo:2", "x").await.unwrap(), "x");
+    assert_eq!(ask(&a, "echo:2", "y").await.unwrap(), "x|y");
+    assert_eq!(store.holder("echo:2").await.unwrap().unwrap().node, "b");
+    a.shutdown().await;
+    b.shutdown().await;
     db.drop_now().await;
 }

@@ -105,6 +105,11 @@ impl Node {
         }
     }
 
+    /// Where the other nodes reach this one.
+    pub(crate) fn address(&self) -> &str {
+        &self.config.address
+    }
+
     fn joined(&self) -> Option<Joined> {
         self.joined.lock().ok().and_then(|j| *j)
     }

@@ -47,6 +47,7 @@ pub struct RuntimeBuilder {
     budgets: crate::agent::costs::LevelBudgets,
     tenant_budgets: HashMap<String, motet_providers::budget::Budget>,
     cluster: Option<crate::cluster::ClusterConfig>,
+    link: Option<Arc<dyn crate::cluster::link::Link>>,
 }
 
 impl RuntimeBuilder {
@@ -299,6 +300,17 @@ impl RuntimeBuilder {
         self
     }
 
+    /// The link to the other nodes of the cluster (`motet_jetstream::NatsLink` between
+    /// processes, [`LocalLink`](crate::cluster::link::LocalLink) within one): this node
+    /// answers on its address ([`ClusterConfig::address`](crate::cluster::ClusterConfig)),
+    /// and an ask, a signal or an expired wait for an agent another node hosts goes there.
+    /// Without one, such an ask fails with [`AskError::Elsewhere`](crate::agent::AskError),
+    /// naming the node.
+    pub fn link(mut self, link: Arc<dyn crate::cluster::link::Link>) -> Self {
+        self.link = Some(link);
+        self
+    }
+
     /// The runtime.
     ///
     /// # Errors
@@ -378,6 +390,8 @@ impl RuntimeBuilder {
                 timekeeper: Default::default(),
                 holders: DashMap::new(),
                 cluster: node.clone(),
+                link: self.link.clone(),
+                listening: std::sync::Mutex::default(),
                 delta_type: crate::agent::events::LLM_DELTA.parse().ok(),
                 activity: Arc::default(),
                 costs: crate::agent::costs::Costs::new(
@@ -392,6 +406,9 @@ impl RuntimeBuilder {
         if let Some(node) = node {
             let hosting =
                 Arc::downgrade(&runtime.core) as std::sync::Weak<dyn crate::cluster::Hosting>;
+            if let Some(link) = self.link.take() {
+                runtime.core.serve_link(link, node.address().to_owned());
+            }
             tokio::spawn(node.run(hosting));
         }
         runtime.boot();
@@ -799,6 +816,9 @@ impl Runtime {
             tracing::warn!(
                 "shutdown: some emitted signals were not yet published on the durable bus"
             );
+        }
+        if let Ok(mut listening) = self.core.listening.lock() {
+            listening.take();
         }
         if let Some(node) = &self.core.cluster
             && let Err(error) = node.leave().await

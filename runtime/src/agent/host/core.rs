@@ -21,6 +21,7 @@ use tokio::task::AbortHandle;
 mod activate;
 mod hosted;
 mod mailbox;
+mod remote;
 
 use super::outbox::{ExternalBus, Outgoing};
 use crate::agent::activity::Activity;
@@ -95,6 +96,20 @@ pub(crate) struct RuntimeCore {
     pub(crate) holders: DashMap<(String, String), String>,
     /// In a cluster, this node's membership and the leases of the virtual agents it hosts.
     pub(crate) cluster: Option<Arc<crate::cluster::Node>>,
+    /// In a cluster, the link to the other nodes: messages for an agent another node hosts go
+    /// there ([`RuntimeCore::send`]).
+    pub(crate) link: Option<Arc<dyn crate::cluster::link::Link>>,
+    /// What this node answers on its link address, while it listens.
+    pub(crate) listening: std::sync::Mutex<Option<crate::cluster::link::Listening>>,
+}
+
+/// Whether a message for an agent another node hosts goes there ([`RuntimeCore::send_with`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Forward {
+    /// Over the link to the node that hosts it.
+    Yes,
+    /// Not again: it came from another node, whose asker finds the agent anew.
+    No,
 }
 
 /// What the core keeps for itself about running threads: which supervised actor runs which
@@ -218,14 +233,47 @@ impl RuntimeCore {
         self: &Arc<Self>,
         agent: &str,
         thread: &str,
+        msg: ThreadMsg,
+    ) -> Result<(), RuntimeError> {
+        self.send_with(agent, thread, msg, Forward::Yes).await
+    }
+
+    /// [`RuntimeCore::send`], saying whether a message for an agent another node of the
+    /// cluster hosts goes there (an ask, a signal or an expired wait; any other message, or
+    /// one that came from another node, fails with [`RuntimeError::Elsewhere`]).
+    pub(crate) async fn send_with(
+        self: &Arc<Self>,
+        agent: &str,
+        thread: &str,
         mut msg: ThreadMsg,
+        forward: Forward,
     ) -> Result<(), RuntimeError> {
         let not_running = || RuntimeError::NotRunning {
             name: agent.to_owned(),
         };
         let deadline = tokio::time::Instant::now() + SEND_PATIENCE;
         loop {
-            let running = self.activate(agent).await?;
+            let running = match self.activate(agent).await {
+                Ok(running) => running,
+                Err(RuntimeError::Elsewhere {
+                    name,
+                    node,
+                    address,
+                }) => {
+                    let elsewhere = RuntimeError::Elsewhere {
+                        name,
+                        node,
+                        address: address.clone(),
+                    };
+                    let Some(link) = self.link.as_ref().filter(|_| forward == Forward::Yes) else {
+                        return Err(elsewhere);
+                    };
+                    return self
+                        .forward(link, &address, agent, thread, msg)
+                        .map_err(|_| elsewhere);
+                }
+                Err(error) => return Err(error),
+            };
             let actor = match running.thread(thread) {
                 Some(actor) => actor,
                 None => match self.ensure_thread(&running, thread, None).await {
