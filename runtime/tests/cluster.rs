@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use motet_agents::{Entry, FixedEnv, NewEntry, Thread};
 use motet_runtime::agent::{AskError, AskOptions, IntoSpec, Runtime};
+use motet_runtime::cluster::plan::{self, Member};
 use motet_runtime::cluster::ClusterConfig;
 use motet_runtime::cluster::link::LocalLink;
 use motet_runtime::store::{
@@ -166,11 +167,11 @@ async fn a_node_started_again_declares_its_earlier_generation_dead() {
     assert_eq!(store.heartbeat(first, TTL).await.unwrap(), Heartbeat::Gone);
     // The earlier start's lease is an orphan now, taken over at once, not after its TTL.
     assert_eq!(held(&store.acquire("worker:1", second).await.unwrap()), 2);
-    // Leaving releases every lease at once.
+    // Leaving makes every lease an orphan at once, for the others to adopt.
     store.leave(second).await.unwrap();
     assert!(store.members().await.unwrap().is_empty());
     assert!(store.holder("worker:1").await.unwrap().is_none());
-    assert!(store.orphans(10).await.unwrap().is_empty());
+    assert_eq!(store.orphans(10).await.unwrap(), vec!["worker:1".to_owned()]);
     db.drop_now().await;
 }
 
@@ -268,28 +269,63 @@ async fn node(store: &Arc<PostgresStore>, node: &str) -> Runtime {
 
 /// A node as [`node`], reaching the others over `link` when one is given.
 async fn linked(store: &Arc<PostgresStore>, node: &str, link: Option<&LocalLink>) -> Runtime {
+    on_model(store, node, link, EchoModel::default()).await
+}
+
+/// A node as [`linked`], its agents calling `model`.
+async fn on_model(
+    store: &Arc<PostgresStore>,
+    node: &str,
+    link: Option<&LocalLink>,
+    model: impl motet_providers::LlmClient + 'static,
+) -> Runtime {
     let mut builder = Runtime::builder();
     if let Some(link) = link {
         builder = builder.link(Arc::new(link.clone()));
     }
     let runtime = builder
-        .llm(EchoModel::default())
+        .llm(model)
         .store(Arc::clone(store) as Arc<dyn ThreadStore>)
-        .virtual_kind("echo", |key| {
-            calc_agent(key).into_spec().map_err(|e| e.to_string())
-        })
+        .virtual_kind("echo", |key| calc_agent(key).into_spec().map_err(|e| e.to_string()))
         .cluster(ClusterConfig::new(node).with_lease_ttl(TTL))
         .build()
         .unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while runtime.generation().is_none() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{node} never joined"
-        );
+        assert!(tokio::time::Instant::now() < deadline, "{node} never joined");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     runtime
+}
+
+/// Waits until every one of `runtimes` sees `n` live members.
+async fn members_seen(runtimes: &[&Runtime], n: usize) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while runtimes.iter().any(|r| r.members().len() != n) {
+        assert!(tokio::time::Instant::now() < deadline, "the nodes never saw each other");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The node `agent` is placed on, by the members `runtime` sees.
+fn place(runtime: &Runtime, agent: &str) -> String {
+    let members: Vec<Member> = runtime
+        .members()
+        .into_iter()
+        .map(|m| Member {
+            node: m.node,
+            generation: m.generation,
+        })
+        .collect();
+    plan::place(agent, &members).unwrap().node.clone()
+}
+
+/// The first `echo:<n>` placed on `node`.
+fn placed_on(runtime: &Runtime, node: &str) -> String {
+    (0..1000)
+        .map(|n| format!("echo:{n}"))
+        .find(|agent| place(runtime, agent) == node)
+        .unwrap()
 }
 
 async fn ask(runtime: &Runtime, agent: &str, text: &str) -> Result<String, AskError> {
@@ -362,7 +398,7 @@ async fn a_node_whose_membership_expired_commits_nothing_and_joins_again() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_ask_made_on_any_node_reaches_the_agent_where_it_lives() {
+async fn an_ask_made_on_any_node_reaches_the_agent_where_it_is_placed() {
     let Some(db) = pg::TestDb::new("cluster_remote").await else {
         return;
     };
@@ -370,27 +406,27 @@ async fn an_ask_made_on_any_node_reaches_the_agent_where_it_lives() {
     let link = LocalLink::new();
     let a = linked(&store, "a", Some(&link)).await;
     let b = linked(&store, "b", Some(&link)).await;
-    // Wait until both listen: an ask before that finds no listener.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while ask(&a, "echo:probe", "p").await.is_err() || ask(&b, "echo:probe", "p").await.is_err() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the nodes never listened"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(ask(&a, "echo:1", "one").await.unwrap(), "one");
-    // Asked on b, answered by a, which hosts it: one thread, one history.
-    assert_eq!(ask(&b, "echo:1", "two").await.unwrap(), "one|two");
-    assert_eq!(store.holder("echo:1").await.unwrap().unwrap().node, "a");
-    assert!(!b.agent("echo:1").unwrap().is_active(), "never active on b");
+    members_seen(&[&a, &b], 2).await;
+    let on_a = placed_on(&a, "a");
+    let on_b = placed_on(&a, "b");
+    assert_eq!(place(&b, &on_a), "a", "both nodes place alike");
+
+    // Asked on b first, the agent placed on a is activated on a: one thread, one history.
+    assert_eq!(ask(&b, &on_a, "one").await.unwrap(), "one");
+    assert_eq!(ask(&a, &on_a, "two").await.unwrap(), "one|two");
+    assert_eq!(ask(&b, &on_a, "three").await.unwrap(), "one|two|three");
+    assert_eq!(store.holder(&on_a).await.unwrap().unwrap().node, "a");
+    assert!(!b.agent(&on_a).unwrap().is_active(), "never active on b");
+    assert_eq!(ask(&a, &on_b, "x").await.unwrap(), "x");
+    assert_eq!(store.holder(&on_b).await.unwrap().unwrap().node, "b");
+    assert!(!a.agent(&on_b).unwrap().is_active(), "never active on a");
 
     // The deltas of a streamed ask come back to the asker's node as they are written.
     let mut ticket = b
-        .agent("echo:1")
+        .agent(&on_a)
         .unwrap()
         .submit(
-            "three",
+            "four",
             AskOptions {
                 stream: true,
                 ..AskOptions::default()
@@ -402,14 +438,51 @@ async fn an_ask_made_on_any_node_reaches_the_agent_where_it_lives() {
     while let Some(delta) = ticket.next_delta().await {
         written.push_str(&delta.delta);
     }
-    assert_eq!(ticket.wait().await.unwrap().text, "one|two|three");
-    assert_eq!(written, "one|two|three", "every delta reached b");
-
-    // An agent first asked on b lives on b, and a reaches it there.
-    assert_eq!(ask(&b, "echo:2", "x").await.unwrap(), "x");
-    assert_eq!(ask(&a, "echo:2", "y").await.unwrap(), "x|y");
-    assert_eq!(store.holder("echo:2").await.unwrap().unwrap().node, "b");
+    assert_eq!(ticket.wait().await.unwrap().text, "one|two|three|four");
+    assert_eq!(written, "one|two|three|four", "every delta reached b");
     a.shutdown().await;
+    b.shutdown().await;
+    db.drop_now().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_leaves_mid_request_has_its_agent_adopted_and_the_request_resumed() {
+    let Some(db) = pg::TestDb::new("cluster_adopt").await else {
+        return;
+    };
+    let store = store(&db).await;
+    let link = LocalLink::new();
+    let hanging = HangingModel::default();
+    let a = on_model(&store, "a", Some(&link), hanging.clone()).await;
+    let b = linked(&store, "b", Some(&link)).await;
+    members_seen(&[&a, &b], 2).await;
+    let agent = placed_on(&a, "a");
+    let started = hanging.started.notified();
+    let ticket = b
+        .agent(&agent)
+        .unwrap()
+        .submit("question", AskOptions::default())
+        .await
+        .unwrap();
+    started.await;
+    assert_eq!(store.holder(&agent).await.unwrap().unwrap().node, "a");
+    // a goes away with the request in flight; b adopts the agent and resumes it.
+    a.shutdown().await;
+    let id = format!("{agent}/default");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let thread = store.load(&id).await.unwrap();
+        let answered = thread.is_some_and(|t| {
+            serde_json::to_string(t.to_list()).unwrap().contains("\"text\":\"question\"")
+        });
+        if answered {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the request was never resumed on b");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(store.holder(&agent).await.unwrap().unwrap().node, "b");
+    drop(ticket);
     b.shutdown().await;
     db.drop_now().await;
 }

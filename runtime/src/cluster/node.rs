@@ -7,13 +7,14 @@
 //! joins again as a new generation. Which of that happens when is decided by
 //! [`plan::standing`]; this file only carries it out.
 
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dashmap::DashMap;
+use futures::future::BoxFuture;
 use tokio::time::Instant;
 
-use super::plan::{self, Standing};
+use super::plan::{self, Member, Standing};
 use crate::agent::RuntimeError;
 use crate::store::{ClusterStore, Heartbeat, LeaseFence, LeaseGrant, MemberRecord, StoreError};
 
@@ -75,11 +76,24 @@ struct Held {
     epoch: u64,
 }
 
-/// What the runtime asks of the node when it loses its membership.
+/// What the node asks of the runtime it is part of.
 pub(crate) trait Hosting: Send + Sync {
+    /// Whether the runtime still runs (the node leaves once it does not).
+    fn alive(&self) -> bool;
     /// Every leased agent is to stop now: its threads stop as they can, and it is deactivated.
     fn give_up_all(&self);
+    /// The virtual agents active here.
+    fn hosted(&self) -> Vec<String>;
+    /// `agent` belongs on another node now: its threads stop once no request of theirs is
+    /// open, and it is deactivated, giving its lease back (a busy one stays until it is idle).
+    fn hand_over(&self, agent: &str);
+    /// Takes `agent` over from a member that died or left: activates it here (taking its
+    /// lease) and resumes what its threads `threads` (store ids) owe.
+    fn adopt(&self, agent: String, threads: Vec<String>) -> BoxFuture<'static, ()>;
 }
+
+/// How many orphaned agents a node looks at per heartbeat.
+const ADOPT_PAGE: usize = 256;
 
 /// This process's membership and leases.
 pub(crate) struct Node {
@@ -227,11 +241,11 @@ impl Node {
     /// Joins, then keeps the membership alive until `host` is gone; on a lost membership
     /// gives up every agent and joins again. Ends by leaving the cluster when the runtime is
     /// dropped.
-    pub(crate) async fn run(self: Arc<Self>, host: Weak<dyn Hosting>) {
+    pub(crate) async fn run(self: Arc<Self>, host: Arc<dyn Hosting>) {
         let every = plan::heartbeat_every(self.config.lease_ttl);
         let mut retry = Duration::from_millis(100);
         loop {
-            if host.strong_count() == 0 {
+            if !host.alive() {
                 break;
             }
             let Some(joined) = self.joined() else {
@@ -293,12 +307,13 @@ impl Node {
                 for agent in lost {
                     self.lost(&agent);
                 }
-                if let Some(host) = host.upgrade() {
-                    host.give_up_all();
-                }
+                host.give_up_all();
                 continue;
             }
             self.refresh().await;
+            if standing == Standing::Healthy {
+                self.rebalance(host.as_ref(), joined.generation).await;
+            }
         }
         if let Some(joined) = self.joined() {
             let _ = self.store.leave(joined.generation).await;
@@ -325,6 +340,70 @@ impl Node {
             Err(error) => {
                 tracing::debug!(target: "motet::cluster", %error, "could not read the members");
             }
+        }
+    }
+
+    /// The members an agent may be placed on: the live ones not draining.
+    pub(crate) fn placement(&self) -> Vec<Member> {
+        self.members()
+            .into_iter()
+            .filter(|m| !m.draining)
+            .map(|m| Member {
+                node: m.node,
+                generation: m.generation,
+            })
+            .collect()
+    }
+
+    /// Where `agent` belongs when that is another node: its member record (for its address).
+    pub(crate) fn placed_elsewhere(&self, agent: &str) -> Option<MemberRecord> {
+        let placement = self.placement();
+        let place = plan::place(agent, &placement)?;
+        if place.node == self.config.node {
+            return None;
+        }
+        self.members()
+            .into_iter()
+            .find(|m| m.generation == place.generation)
+    }
+
+    /// Adopts the orphaned agents placed here, and hands over the idle agents placed
+    /// elsewhere.
+    async fn rebalance(&self, host: &dyn Hosting, generation: u64) {
+        let placement = self.placement();
+        let me = self.config.node.as_str();
+        match self.store.orphans(ADOPT_PAGE).await {
+            Ok(orphans) => {
+                for agent in orphans {
+                    if plan::place(&agent, &placement).is_none_or(|m| m.node != me) {
+                        continue;
+                    }
+                    let threads = match self.store.threads_of(&agent).await {
+                        Ok(threads) => threads,
+                        Err(error) => {
+                            tracing::warn!(target: "motet::cluster", %agent, %error, "could not list an orphaned agent's threads");
+                            continue;
+                        }
+                    };
+                    tracing::info!(target: "motet::cluster", %agent, node = %me, generation, threads = threads.len(), "adopting an agent whose member is gone");
+                    host.adopt(agent, threads).await;
+                }
+            }
+            Err(error) => {
+                tracing::debug!(target: "motet::cluster", %error, "could not read the orphaned leases");
+            }
+        }
+        let hosted = host.hosted();
+        let hosted: Vec<plan::Hosted<'_>> = hosted
+            .iter()
+            .map(|agent| plan::Hosted {
+                agent,
+                // Asked to stop, a thread with a request open turns it down itself.
+                idle: true,
+            })
+            .collect();
+        for agent in plan::hand_over(&hosted, me, &placement, false) {
+            host.hand_over(agent);
         }
     }
 

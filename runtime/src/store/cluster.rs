@@ -91,7 +91,9 @@ pub trait ClusterStore: Send + Sync {
     /// Marks `generation` draining: it takes no new lease and is no agent's place.
     async fn drain(&self, generation: u64) -> Result<Heartbeat, StoreError>;
 
-    /// Ends the membership of `generation` (a clean shutdown) and releases its leases.
+    /// Ends the membership of `generation` (a clean shutdown). Its leases are orphans from now
+    /// on: the members they are placed on take them over at once and resume what they owe, as
+    /// after a death, without waiting out the time to live.
     async fn leave(&self, generation: u64) -> Result<(), StoreError>;
 
     /// The members whose membership has not expired, draining ones included, by generation.
@@ -112,6 +114,10 @@ pub trait ClusterStore: Send + Sync {
     /// releasing them), at most `limit`: what a failover adopts. Each survivor takes those
     /// placed on it.
     async fn orphans(&self, limit: usize) -> Result<Vec<String>, StoreError>;
+
+    /// The store ids of the threads of `agent` (`<agent>/<thread>`): what an adopting node
+    /// resumes.
+    async fn threads_of(&self, agent: &str) -> Result<Vec<String>, StoreError>;
 
     /// The live member holding the lease of `agent`, if any.
     async fn holder(&self, agent: &str) -> Result<Option<MemberRecord>, StoreError>;

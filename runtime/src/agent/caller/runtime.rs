@@ -404,8 +404,9 @@ impl RuntimeBuilder {
         };
         runtime.core.add_routes(routes);
         if let Some(node) = node {
-            let hosting =
-                Arc::downgrade(&runtime.core) as std::sync::Weak<dyn crate::cluster::Hosting>;
+            let hosting = Arc::new(NodeHost {
+                core: Arc::downgrade(&runtime.core),
+            });
             if let Some(link) = self.link.take() {
                 runtime.core.serve_link(link, node.address().to_owned());
             }
@@ -623,6 +624,11 @@ impl Runtime {
         self.core
             .timekeeper
             .agent_added(&self.core.timer_host(), None);
+        if self.core.cluster.is_some() {
+            // In a cluster what the agents owe is resumed by the node each is placed on, as
+            // it adopts the leases of members gone (this node's earlier start among them).
+            return;
+        }
         let runtime = self.clone();
         tokio.spawn(async move {
             let core = Arc::clone(&runtime.core);
@@ -826,6 +832,67 @@ impl Runtime {
             tracing::warn!(target: "motet::cluster", %error, "could not leave the cluster: the membership expires instead");
         }
         self.core.shut_down();
+    }
+}
+
+/// What a cluster's node asks of the runtime it is part of.
+struct NodeHost {
+    core: std::sync::Weak<RuntimeCore>,
+}
+
+impl crate::cluster::Hosting for NodeHost {
+    fn alive(&self) -> bool {
+        self.core.strong_count() > 0
+    }
+
+    fn give_up_all(&self) {
+        if let Some(core) = self.core.upgrade() {
+            core.give_up_all();
+        }
+    }
+
+    fn hosted(&self) -> Vec<String> {
+        self.core
+            .upgrade()
+            .map(|core| core.hosted_virtual())
+            .unwrap_or_default()
+    }
+
+    fn hand_over(&self, agent: &str) {
+        if let Some(core) = self.core.upgrade() {
+            core.hand_over(agent);
+        }
+    }
+
+    fn adopt(
+        &self,
+        agent: String,
+        threads: Vec<String>,
+    ) -> futures::future::BoxFuture<'static, ()> {
+        let core = self.core.upgrade();
+        Box::pin(async move {
+            let Some(core) = core else {
+                return;
+            };
+            // Its lease first: a member racing for it learns who took it.
+            if let Err(error) = core.activate(&agent).await {
+                tracing::info!(target: "motet::cluster", %agent, %error, "an orphaned agent was not adopted here");
+                return;
+            }
+            let runtime = Runtime { core };
+            for id in threads {
+                // Those waiting for a person are left for the answer to carry on.
+                match runtime.recover_thread(&id, Waits::Leave, BOOT_PATIENCE).await {
+                    Ok(Some(_resumed)) => {
+                        tracing::info!(target: "motet::cluster", %agent, thread = %id, "resumed the request an adopted agent owed");
+                    }
+                    Ok(None) => {}
+                    Err(error) => {
+                        tracing::warn!(target: "motet::cluster", %agent, thread = %id, %error, "could not resume an adopted agent's thread");
+                    }
+                }
+            }
+        })
     }
 }
 

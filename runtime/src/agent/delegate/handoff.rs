@@ -143,6 +143,10 @@ pub(crate) async fn route(core: &Arc<RuntimeCore>, agent: &str, thread: &str) ->
     let mut at = agent.to_owned();
     let mut passed: Vec<String> = Vec::new();
     loop {
+        // In a cluster, an agent another node is the place of is that node's to route.
+        if core.placed_elsewhere(&at).is_some() {
+            return at;
+        }
         if let Ok(entry) = core.activate(&at).await
             && entry.thread(thread).is_none()
             && let Err(error) = core.ensure_thread(&entry, thread, None).await

@@ -238,6 +238,17 @@ impl RuntimeCore {
         self.send_with(agent, thread, msg, Forward::Yes).await
     }
 
+    /// In a cluster with a link to the other nodes, the member the virtual agent `agent`
+    /// is placed on when that is another node and the agent is not active here (an agent
+    /// active here stays until it is handed over).
+    pub(crate) fn placed_elsewhere(&self, agent: &str) -> Option<crate::store::MemberRecord> {
+        let node = self.cluster.as_ref().filter(|_| self.link.is_some())?;
+        if !self.is_virtual(agent) || self.agent(agent).is_some() {
+            return None;
+        }
+        node.placed_elsewhere(agent)
+    }
+
     /// [`RuntimeCore::send`], saying whether a message for an agent another node of the
     /// cluster hosts goes there (an ask, a signal or an expired wait; any other message, or
     /// one that came from another node, fails with [`RuntimeError::Elsewhere`]).
@@ -252,6 +263,20 @@ impl RuntimeCore {
             name: agent.to_owned(),
         };
         let deadline = tokio::time::Instant::now() + SEND_PATIENCE;
+        // In a cluster, a virtual agent not active here goes to the node it is placed on,
+        // which activates it (or says which node still holds it).
+        if forward == Forward::Yes
+            && let Some(link) = &self.link
+            && let Some(place) = self.placed_elsewhere(agent)
+        {
+            return self
+                .forward(link, &place.address, agent, thread, msg)
+                .map_err(|_| RuntimeError::Elsewhere {
+                    name: agent.to_owned(),
+                    node: place.node,
+                    address: place.address,
+                });
+        }
         loop {
             let running = match self.activate(agent).await {
                 Ok(running) => running,

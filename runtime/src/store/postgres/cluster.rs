@@ -177,23 +177,17 @@ impl ClusterStore for PostgresStore {
 
     async fn leave(&self, generation: u64) -> Result<(), StoreError> {
         bounded(self.limit, None, async {
-            let mut client = self.cluster_client().await?;
+            let client = self.cluster_client().await?;
             let generation = db_generation(generation)?;
-            let tx = client.transaction().await.map_err(server_err)?;
-            tx.execute(
-                "UPDATE motet_members SET state = 'left' \
-                 WHERE generation = $1 AND state IN ('live', 'draining')",
-                &[&generation],
-            )
-            .await
-            .map_err(server_err)?;
-            tx.execute(
-                "UPDATE motet_leases SET generation = NULL WHERE generation = $1",
-                &[&generation],
-            )
-            .await
-            .map_err(server_err)?;
-            tx.commit().await.map_err(server_err)
+            client
+                .execute(
+                    "UPDATE motet_members SET state = 'left' \
+                     WHERE generation = $1 AND state IN ('live', 'draining')",
+                    &[&generation],
+                )
+                .await
+                .map_err(server_err)?;
+            Ok(())
         })
         .await
     }
@@ -369,6 +363,23 @@ impl ClusterStore for PostgresStore {
                                       AND m.expires_at > clock_timestamp(), false) \
                      ORDER BY l.agent LIMIT $1",
                     &[&limit],
+                )
+                .await
+                .map_err(server_err)?;
+            rows.iter()
+                .map(|row| row.try_get::<_, String>(0).map_err(server_err))
+                .collect()
+        })
+        .await
+    }
+
+    async fn threads_of(&self, agent: &str) -> Result<Vec<String>, StoreError> {
+        bounded(self.limit, None, async {
+            let client = self.cluster_client().await?;
+            let rows = client
+                .query(
+                    "SELECT id FROM threads WHERE starts_with(id, $1 || '/') ORDER BY id",
+                    &[&agent],
                 )
                 .await
                 .map_err(server_err)?;

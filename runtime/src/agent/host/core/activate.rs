@@ -274,8 +274,31 @@ impl RuntimeCore {
     }
 }
 
-impl crate::cluster::Hosting for RuntimeCore {
-    fn give_up_all(&self) {
+impl RuntimeCore {
+    /// The virtual agents active here.
+    pub(crate) fn hosted_virtual(&self) -> Vec<String> {
+        self.agents
+            .iter()
+            .filter(|e| e.value().activation().is_some())
+            .map(|e| e.key().clone())
+            .collect()
+    }
+
+    /// In a cluster, `name` belongs on another node now: its threads stop once quiet (a busy
+    /// one turns it down) and it is deactivated, giving its lease back.
+    pub(crate) fn hand_over(&self, name: &str) {
+        if self.deactivate(name) {
+            return;
+        }
+        if let Some(agent) = self.agent(name) {
+            for thread in agent.threads() {
+                let _ = thread.cast(ThreadMsg::Evict);
+            }
+        }
+    }
+
+    /// The node lost its membership: every virtual agent here stops.
+    pub(crate) fn give_up_all(&self) {
         let leased: Vec<String> = self
             .agents
             .iter()

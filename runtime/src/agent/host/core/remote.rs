@@ -159,7 +159,15 @@ fn forward(
                     signal,
                     stream,
                 };
-                let answer = ask(&core, link.as_ref(), &address, &request).await;
+                let mut answer = ask(&core, link.as_ref(), &address, &request).await;
+                // The node it was sent to does not hold it (another still does, until it is
+                // idle): asked once more, there.
+                if let Err(Failure::Elsewhere { address: holder, .. }) = &answer
+                    && *holder != address
+                {
+                    let holder = holder.clone();
+                    answer = ask(&core, link.as_ref(), &holder, &request).await;
+                }
                 let answer = answer.map_err(|failure| failure.into_error(&agent, &thread));
                 let _ = reply.send(answer);
             });
