@@ -7,7 +7,11 @@
 //! node that lost it cannot write: the store refuses the commit in the commit's transaction.
 //!
 //! # Layout
+//! - [`link`] — the node-to-node transport: a call with a streamed reply, tells, listeners
+//!   (the [`Link`](link::Link) trait, its promises, and [`LocalLink`](link::LocalLink) in one
+//!   process; `motet_jetstream::NatsLink` between processes).
 //! - [`plan`] — the pure decisions: where an agent belongs (rendezvous hashing over the live
 //!   members), whether a node still stands after its last heartbeat, which agents a node hands
 //!   over when it is no longer their place.
+pub mod link;
 pub mod plan;
