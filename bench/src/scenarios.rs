@@ -11,6 +11,7 @@ mod delegate;
 mod estimate;
 mod jetstream;
 mod limits;
+mod link;
 mod pg_append;
 mod prefix;
 mod project;
@@ -53,6 +54,7 @@ pub(crate) const ON_REQUEST: &[(&str, RunFn)] = &[
     ("estimate_live", estimate::run_live),
     ("pg_append", pg_append::run),
     ("jetstream", jetstream::run),
+    ("link", link::run),
     ("virtual", virtuals::run),
 ];
 

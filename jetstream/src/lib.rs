@@ -31,6 +31,8 @@
 //! - `inbox.rs`: a consumer's deliveries and how each is settled (double ack, nak with a
 //!   delay, dead letter then ack).
 //! - `config.rs`: [`JetStreamConfig`], [`StreamLimits`].
+//! - `link.rs` + `link/wire.rs`: [`NatsLink`], node links on core NATS (a call with a
+//!   streamed reply, tells, listeners; the `Motet-Link` headers).
 //! - [`wire`]: signals as NATS messages (the CloudEvents NATS binding, both content modes).
 //! - [`subject`]: subjects, patterns as filter subjects, durable names, message ids (pure).
 //! - `url.rs`: credentials out of a server URL, and the URL shown masked ([`redact_url`]).
@@ -38,6 +40,7 @@
 mod bus;
 mod config;
 mod inbox;
+mod link;
 pub mod subject;
 mod url;
 pub mod wire;
@@ -45,4 +48,5 @@ pub mod wire;
 pub use bus::{ConsumerState, DeadLetter, JetStreamBus, NATS_URL_VAR};
 pub use config::{JetStreamConfig, StreamLimits};
 pub use inbox::{DEAD_CONSUMER, DEAD_REASON, DEAD_SEQUENCE, DEAD_SUBJECT};
+pub use link::{LINK_PREFIX, NatsLink};
 pub use url::redact as redact_url;
