@@ -16,9 +16,9 @@ use std::time::Duration;
 
 use motet_agents::{Entry, FixedEnv, NewEntry, Thread};
 use motet_runtime::agent::{AskError, AskOptions, IntoSpec, Runtime};
-use motet_runtime::cluster::plan::{self, Member};
 use motet_runtime::cluster::ClusterConfig;
 use motet_runtime::cluster::link::LocalLink;
+use motet_runtime::cluster::plan::{self, Member};
 use motet_runtime::store::{
     ClusterStore, Heartbeat, LeaseFence, LeaseGrant, PostgresStore, StepCommit, StoreError,
     ThreadHeader, ThreadStore,
@@ -171,7 +171,10 @@ async fn a_node_started_again_declares_its_earlier_generation_dead() {
     store.leave(second).await.unwrap();
     assert!(store.members().await.unwrap().is_empty());
     assert!(store.holder("worker:1").await.unwrap().is_none());
-    assert_eq!(store.orphans(10).await.unwrap(), vec!["worker:1".to_owned()]);
+    assert_eq!(
+        store.orphans(10).await.unwrap(),
+        vec!["worker:1".to_owned()]
+    );
     db.drop_now().await;
 }
 
@@ -286,13 +289,18 @@ async fn on_model(
     let runtime = builder
         .llm(model)
         .store(Arc::clone(store) as Arc<dyn ThreadStore>)
-        .virtual_kind("echo", |key| calc_agent(key).into_spec().map_err(|e| e.to_string()))
+        .virtual_kind("echo", |key| {
+            calc_agent(key).into_spec().map_err(|e| e.to_string())
+        })
         .cluster(ClusterConfig::new(node).with_lease_ttl(TTL))
         .build()
         .unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while runtime.generation().is_none() {
-        assert!(tokio::time::Instant::now() < deadline, "{node} never joined");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{node} never joined"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     runtime
@@ -302,7 +310,10 @@ async fn on_model(
 async fn members_seen(runtimes: &[&Runtime], n: usize) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while runtimes.iter().any(|r| r.members().len() != n) {
-        assert!(tokio::time::Instant::now() < deadline, "the nodes never saw each other");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the nodes never saw each other"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -473,12 +484,17 @@ async fn a_node_that_leaves_mid_request_has_its_agent_adopted_and_the_request_re
     loop {
         let thread = store.load(&id).await.unwrap();
         let answered = thread.is_some_and(|t| {
-            serde_json::to_string(t.to_list()).unwrap().contains("\"text\":\"question\"")
+            serde_json::to_string(t.to_list())
+                .unwrap()
+                .contains("\"text\":\"question\"")
         });
         if answered {
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "the request was never resumed on b");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the request was never resumed on b"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(store.holder(&agent).await.unwrap().unwrap().node, "b");

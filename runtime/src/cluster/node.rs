@@ -104,6 +104,8 @@ pub(crate) struct Node {
     joins: tokio::sync::Notify,
     leases: DashMap<String, Held>,
     members: Mutex<Vec<MemberRecord>>,
+    /// Set once the node left: it does not join again.
+    left: std::sync::atomic::AtomicBool,
 }
 
 impl Node {
@@ -116,6 +118,7 @@ impl Node {
             joins: tokio::sync::Notify::new(),
             leases: DashMap::new(),
             members: Mutex::new(Vec::new()),
+            left: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -245,6 +248,9 @@ impl Node {
         let every = plan::heartbeat_every(self.config.lease_ttl);
         let mut retry = Duration::from_millis(100);
         loop {
+            if self.left.load(std::sync::atomic::Ordering::Acquire) {
+                return;
+            }
             if !host.alive() {
                 break;
             }
@@ -409,6 +415,7 @@ impl Node {
 
     /// Leaves the cluster now (a clean shutdown): the leases go back at once.
     pub(crate) async fn leave(&self) -> Result<(), StoreError> {
+        self.left.store(true, std::sync::atomic::Ordering::Release);
         let Some(joined) = self.joined() else {
             return Ok(());
         };

@@ -882,7 +882,10 @@ impl crate::cluster::Hosting for NodeHost {
             let runtime = Runtime { core };
             for id in threads {
                 // Those waiting for a person are left for the answer to carry on.
-                match runtime.recover_thread(&id, Waits::Leave, BOOT_PATIENCE).await {
+                match runtime
+                    .recover_thread(&id, Waits::Leave, BOOT_PATIENCE)
+                    .await
+                {
                     Ok(Some(_resumed)) => {
                         tracing::info!(target: "motet::cluster", %agent, thread = %id, "resumed the request an adopted agent owed");
                     }

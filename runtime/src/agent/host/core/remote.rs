@@ -162,7 +162,9 @@ fn forward(
                 let mut answer = ask(&core, link.as_ref(), &address, &request).await;
                 // The node it was sent to does not hold it (another still does, until it is
                 // idle): asked once more, there.
-                if let Err(Failure::Elsewhere { address: holder, .. }) = &answer
+                if let Err(Failure::Elsewhere {
+                    address: holder, ..
+                }) = &answer
                     && *holder != address
                 {
                     let holder = holder.clone();
