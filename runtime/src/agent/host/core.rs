@@ -263,9 +263,12 @@ impl RuntimeCore {
             name: agent.to_owned(),
         };
         let deadline = tokio::time::Instant::now() + SEND_PATIENCE;
-        // In a cluster, a virtual agent not active here goes to the node it is placed on,
-        // which activates it (or says which node still holds it).
+        // In a cluster, an ask, a signal or an expired wait for a virtual agent not active here
+        // goes to the node it is placed on, which activates it (or says which node still
+        // holds it). Other messages (a durable delivery, a timer's firing) activate it here if
+        // its lease is free, and fail with `Elsewhere` if another node holds it.
         if forward == Forward::Yes
+            && msg.crosses_nodes()
             && let Some(link) = &self.link
             && let Some(place) = self.placed_elsewhere(agent)
         {

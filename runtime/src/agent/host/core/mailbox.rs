@@ -57,3 +57,14 @@ pub(crate) enum ThreadMsg {
         settles: Option<Box<crate::store::TimerWrite>>,
     },
 }
+
+impl ThreadMsg {
+    /// Whether the message can go to another node of a cluster (over the node link): an ask,
+    /// a signal or an expired wait.
+    pub(crate) fn crosses_nodes(&self) -> bool {
+        matches!(
+            self,
+            Self::Ask { .. } | Self::Signal(_) | Self::Expire { .. }
+        )
+    }
+}
