@@ -89,6 +89,19 @@ impl PostgresStore {
         self.pool.get().await.map_err(server_err)
     }
 
+    /// The one text column of the rows `sql` reads.
+    async fn texts(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<String>, StoreError> {
+        let client = self.cluster_client().await?;
+        let rows = client.query(sql, params).await.map_err(server_err)?;
+        rows.iter()
+            .map(|row| row.try_get::<_, String>(0).map_err(server_err))
+            .collect()
+    }
+
     /// Runs `sql` on `generation` and says whether the membership is (still) live.
     async fn membership_update(
         &self,
@@ -352,40 +365,28 @@ impl ClusterStore for PostgresStore {
 
     async fn orphans(&self, limit: usize) -> Result<Vec<String>, StoreError> {
         bounded(self.limit, None, async {
-            let client = self.cluster_client().await?;
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-            let rows = client
-                .query(
-                    "SELECT l.agent FROM motet_leases l \
-                     LEFT JOIN motet_members m ON m.generation = l.generation \
-                     WHERE l.generation IS NOT NULL \
-                     AND NOT COALESCE(m.state IN ('live', 'draining') \
-                                      AND m.expires_at > clock_timestamp(), false) \
-                     ORDER BY l.agent LIMIT $1",
-                    &[&limit],
-                )
-                .await
-                .map_err(server_err)?;
-            rows.iter()
-                .map(|row| row.try_get::<_, String>(0).map_err(server_err))
-                .collect()
+            self.texts(
+                "SELECT l.agent FROM motet_leases l \
+                 LEFT JOIN motet_members m ON m.generation = l.generation \
+                 WHERE l.generation IS NOT NULL \
+                 AND NOT COALESCE(m.state IN ('live', 'draining') \
+                                  AND m.expires_at > clock_timestamp(), false) \
+                 ORDER BY l.agent LIMIT $1",
+                &[&limit],
+            )
+            .await
         })
         .await
     }
 
     async fn threads_of(&self, agent: &str) -> Result<Vec<String>, StoreError> {
         bounded(self.limit, None, async {
-            let client = self.cluster_client().await?;
-            let rows = client
-                .query(
-                    "SELECT id FROM threads WHERE starts_with(id, $1 || '/') ORDER BY id",
-                    &[&agent],
-                )
-                .await
-                .map_err(server_err)?;
-            rows.iter()
-                .map(|row| row.try_get::<_, String>(0).map_err(server_err))
-                .collect()
+            self.texts(
+                "SELECT id FROM threads WHERE starts_with(id, $1 || '/') ORDER BY id",
+                &[&agent],
+            )
+            .await
         })
         .await
     }
